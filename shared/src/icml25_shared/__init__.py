@@ -1,0 +1,18 @@
+"""Shared layer of the icml25 monorepo.
+
+Submodules (imported on demand so that the base install needs numpy only):
+
+- :mod:`icml25_shared.data`: offline dataset loaders returning a typed :class:`~icml25_shared.data.Dataset`.
+- :mod:`icml25_shared.kernels`: Triton kernels with pure-torch references and a dispatcher.
+- :mod:`icml25_shared.bench`: time a method against its peer in one process and report ratios.
+- :mod:`icml25_shared.cli`: the ``python -m <pkg> demo|reproduce`` frame, seeding, progress, figures.
+"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("icml25-shared")
+except PackageNotFoundError:  # running from a source tree without install
+    __version__ = "0.0.0"
+
+__all__ = ["__version__"]

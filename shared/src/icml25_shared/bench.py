@@ -1,0 +1,186 @@
+"""Time a method and its peer on the same inputs in one process; report medians and ratios.
+
+>>> from icml25_shared.bench import BenchmarkReport, compare
+>>> report = BenchmarkReport("demo", packages=["numpy"])
+>>> row = compare(lambda: sum(range(1000)), lambda: sum(list(range(1000))), label="sum", repeats=3)
+>>> report.add(row)
+>>> print(report.to_markdown())  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import statistics
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+__all__ = ["BenchmarkReport", "Comparison", "Timing", "compare", "environment", "time_call"]
+
+
+@dataclass(frozen=True)
+class Timing:
+    """Wall-clock seconds of ``repeats`` calls after ``warmup`` discarded ones."""
+
+    name: str
+    times_s: tuple[float, ...]
+    warmup: int
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.times_s)
+
+    @property
+    def min_s(self) -> float:
+        return min(self.times_s)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """One benchmark row: ours vs the peer on identical inputs.
+
+    ``speedup`` = peer median / our median (> 1 means we are faster). ``sizes`` records the problem
+    size; ``metrics`` holds any accuracy numbers measured on the same outputs.
+    """
+
+    label: str
+    ours: Timing
+    peer: Timing | None
+    sizes: dict[str, Any] = field(default_factory=dict)
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def speedup(self) -> float | None:
+        if self.peer is None:
+            return None
+        return self.peer.median_s / max(self.ours.median_s, 1e-12)
+
+    def as_dict(self) -> dict[str, Any]:
+        row = {
+            "label": self.label,
+            "ours": self.ours.name,
+            "ours_median_s": self.ours.median_s,
+            "ours_times_s": list(self.ours.times_s),
+            "sizes": self.sizes,
+            "metrics": self.metrics,
+        }
+        if self.peer is not None:
+            row.update(peer=self.peer.name, peer_median_s=self.peer.median_s,
+                       peer_times_s=list(self.peer.times_s), speedup=self.speedup)
+        return row
+
+
+def _sync_torch() -> None:
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def time_call(fn: Callable[[], Any], *, name: str = "fn", warmup: int = 1, repeats: int = 5) -> Timing:
+    """Run ``fn`` ``warmup`` times untimed, then ``repeats`` times timed (CUDA synchronised)."""
+    if warmup < 0 or repeats < 1:
+        raise ValueError(f"need warmup >= 0 and repeats >= 1, got warmup={warmup}, repeats={repeats}")
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(repeats):
+        _sync_torch()
+        start = time.perf_counter()
+        fn()
+        _sync_torch()
+        times.append(time.perf_counter() - start)
+    return Timing(name=name, times_s=tuple(times), warmup=warmup)
+
+
+def compare(
+    ours: Callable[[], Any],
+    peer: Callable[[], Any] | None,
+    *,
+    label: str,
+    ours_name: str = "ours",
+    peer_name: str = "peer",
+    warmup: int = 1,
+    repeats: int = 5,
+    sizes: dict[str, Any] | None = None,
+    metrics: dict[str, Any] | None = None,
+) -> Comparison:
+    """Time ``ours`` and ``peer`` (zero-argument callables closing over the same inputs), alternating
+    nothing: each is warmed up and repeated on its own so caches of one do not help the other."""
+    ours_t = time_call(ours, name=ours_name, warmup=warmup, repeats=repeats)
+    peer_t = None if peer is None else time_call(peer, name=peer_name, warmup=warmup, repeats=repeats)
+    return Comparison(label=label, ours=ours_t, peer=peer_t, sizes=dict(sizes or {}), metrics=dict(metrics or {}))
+
+
+def environment(packages: Iterable[str] = ()) -> dict[str, Any]:
+    """Python, platform, CPU count and the installed versions of ``packages`` (None when absent)."""
+    import os
+
+    versions = {}
+    for name in packages:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return {
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "versions": versions,
+    }
+
+
+class BenchmarkReport:
+    """Collects :class:`Comparison` rows; writes JSON and renders a markdown table."""
+
+    def __init__(self, title: str, *, packages: Iterable[str] = ()) -> None:
+        self.title = title
+        self.environment = environment(packages)
+        self.rows: list[Comparison] = []
+
+    def add(self, row: Comparison) -> Comparison:
+        self.rows.append(row)
+        return row
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"title": self.title, "environment": self.environment, "rows": [r.as_dict() for r in self.rows]}
+
+    def write_json(self, path: str | Path) -> Path:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_dict(), indent=2, default=_jsonable))
+        return path
+
+    def to_markdown(self) -> str:
+        metric_keys = sorted({k for r in self.rows for k in r.metrics})
+        size_keys = sorted({k for r in self.rows for k in r.sizes})
+        head = ["case", *size_keys, "ours", "ours median (s)", "peer", "peer median (s)", "speedup", *metric_keys]
+        lines = [f"### {self.title}", "", "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for r in self.rows:
+            cells = [r.label, *(_fmt(r.sizes.get(k, "")) for k in size_keys), r.ours.name, _fmt(r.ours.median_s),
+                     r.peer.name if r.peer else "-", _fmt(r.peer.median_s) if r.peer else "-",
+                     f"{r.speedup:.2f}x" if r.speedup is not None else "-",
+                     *(_fmt(r.metrics.get(k, "")) for k in metric_keys)]
+            lines.append("| " + " | ".join(cells) + " |")
+        env = self.environment
+        versions = ", ".join(f"{k} {v}" for k, v in env["versions"].items())
+        lines += ["", f"Python {env['python']} on {env['machine']} ({env['cpu_count']} cores); {versions}".rstrip("; ")]
+        return "\n".join(lines)
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.4g}"
+    return str(value)
+
+
+def _jsonable(value: Any) -> Any:
+    if hasattr(value, "tolist"):
+        return value.tolist()
+    if hasattr(value, "__dataclass_fields__"):
+        return asdict(value)
+    return str(value)
