@@ -1,0 +1,31 @@
+import subprocess
+import sys
+
+import pytest
+
+import dsi
+from dsi.__main__ import main
+
+
+def test_version_is_set():
+    assert isinstance(dsi.__version__, str) and dsi.__version__
+
+
+def test_demo_quick_writes_table_and_figure(tmp_path):
+    assert main(["demo", "--quick", "--out", str(tmp_path)]) == 0
+    table = (tmp_path / "demo.md").read_text()
+    assert table.startswith("|") and table.count("\n") >= 3
+    assert (tmp_path / "demo.png").stat().st_size > 1000
+
+
+def test_cli_rejects_unknown_command():
+    with pytest.raises(SystemExit) as err:
+        main(["nonsense"])
+    assert err.value.code == 2
+
+
+def test_module_entry_point(tmp_path):
+    done = subprocess.run([sys.executable, "-m", "dsi", "reproduce", "--quick", "--out", str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert (tmp_path / "reproduce.json").exists()

@@ -1,0 +1,10 @@
+"""Exact partial dependence, functional decomposition and interventional SHAP for tree ensembles (FastPD)"""
+
+from importlib.metadata import PackageNotFoundError, version
+
+try:
+    __version__ = version("fastpd")
+except PackageNotFoundError:  # source tree without install
+    __version__ = "0.0.0"
+
+__all__ = ["__version__"]

@@ -1,0 +1,15 @@
+"""`python -m fastpd demo` and `python -m fastpd reproduce`."""
+
+from __future__ import annotations
+
+from icml25_shared.cli import run_cli
+
+from fastpd.experiments import demo, reproduce
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_cli("fastpd", demo=demo, reproduce=reproduce, argv=argv, description=__doc__)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

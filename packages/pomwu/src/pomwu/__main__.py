@@ -1,0 +1,15 @@
+"""`python -m pomwu demo` and `python -m pomwu reproduce`."""
+
+from __future__ import annotations
+
+from icml25_shared.cli import run_cli
+
+from pomwu.experiments import demo, reproduce
+
+
+def main(argv: list[str] | None = None) -> int:
+    return run_cli("pomwu", demo=demo, reproduce=reproduce, argv=argv, description=__doc__)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
