@@ -1,0 +1,82 @@
+import json
+import random
+
+import numpy as np
+import pytest
+
+from icml25_shared.bench import BenchmarkReport, compare, time_call
+from icml25_shared.cli import RunContext, progress, run_cli, seed_everything
+
+
+def test_time_call_counts_repeats_and_warmup():
+    calls = []
+    timing = time_call(lambda: calls.append(1), name="f", warmup=2, repeats=3)
+    assert len(calls) == 5 and len(timing.times_s) == 3
+    assert timing.min_s <= timing.median_s
+    with pytest.raises(ValueError, match="repeats >= 1"):
+        time_call(lambda: None, repeats=0)
+
+
+def test_compare_ratio_and_report(tmp_path):
+    import time
+
+    row = compare(lambda: None, lambda: time.sleep(0.01), label="sleep", ours_name="noop", peer_name="sleep",
+                  repeats=3, sizes={"n": 1}, metrics={"max_err": 0.0})
+    assert row.speedup > 10
+    report = BenchmarkReport("unit", packages=["numpy", "not-a-real-dist"])
+    report.add(row)
+    path = report.write_json(tmp_path / "b.json")
+    saved = json.loads(path.read_text())
+    assert saved["rows"][0]["speedup"] == pytest.approx(row.speedup)
+    assert saved["environment"]["versions"]["numpy"] == np.__version__
+    assert saved["environment"]["versions"]["not-a-real-dist"] is None
+    table = report.to_markdown()
+    assert "| sleep | 1 | noop |" in table and "x |" in table and f"numpy {np.__version__}" in table
+
+
+def test_seed_everything_seeds_all_generators():
+    import torch
+
+    seed_everything(7)
+    a = (random.random(), np.random.rand(), torch.rand(1).item())
+    seed_everything(7)
+    assert (random.random(), np.random.rand(), torch.rand(1).item()) == a
+    with pytest.raises(TypeError):
+        seed_everything(-1)
+
+
+def test_progress_passes_items_through():
+    assert list(progress(range(4), enabled=True, desc="x")) == [0, 1, 2, 3]
+    assert list(progress(range(3), enabled=False)) == [0, 1, 2]
+
+
+def _demo(ctx: RunContext) -> None:
+    import matplotlib.pyplot as plt
+
+    ctx.write_table(f"| seed | quick |\n|---|---|\n| {ctx.seed} | {ctx.quick} |")
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [ctx.rng.random(), 1])
+    ctx.save_figure(fig)
+
+
+def _reproduce(ctx: RunContext) -> None:
+    ctx.write_json({"value": np.arange(3), "quick": ctx.quick})
+
+
+def test_run_cli_writes_into_out(tmp_path, capsys):
+    assert run_cli("toy", demo=_demo, reproduce=_reproduce, argv=["demo", "--out", str(tmp_path), "--seed", "3"]) == 0
+    assert (tmp_path / "demo.md").read_text() == "| seed | quick |\n|---|---|\n| 3 | False |\n"
+    assert (tmp_path / "demo.png").read_bytes()[:4] == b"\x89PNG"
+    assert "toy demo finished" in capsys.readouterr().out
+    run_cli("toy", demo=_demo, reproduce=_reproduce, argv=["reproduce", "--quick", "--out", str(tmp_path)])
+    assert json.loads((tmp_path / "reproduce.json").read_text()) == {"value": [0, 1, 2], "quick": True}
+
+
+def test_run_cli_default_out_and_bad_args(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    run_cli("toy", demo=_demo, reproduce=_reproduce, argv=["demo", "--quick"])
+    assert (tmp_path / "out" / "toy" / "demo.md").exists()
+    with pytest.raises(SystemExit):
+        run_cli("toy", demo=_demo, reproduce=_reproduce, argv=["train"])
+    with pytest.raises(SystemExit):
+        run_cli("toy", demo=_demo, reproduce=_reproduce, argv=["demo", "--seed", "-1"])

@@ -1,0 +1,24 @@
+import subprocess
+import sys
+import textwrap
+
+
+def test_base_modules_import_without_torch_triton_or_matplotlib():
+    # Block the optional dependencies and import everything the numpy-only install promises.
+    code = textwrap.dedent("""
+        import sys
+        class Block:
+            def find_spec(self, name, path=None, target=None):
+                if name.split('.')[0] in {'torch', 'triton', 'matplotlib', 'tqdm', 'sklearn', 'scipy'}:
+                    raise ImportError('blocked ' + name)
+        sys.meta_path.insert(0, Block())
+        import icml25_shared, icml25_shared.data, icml25_shared.bench, icml25_shared.cli
+        from icml25_shared.data import load
+        ds = load('friedman1', n_samples=5)
+        assert ds.X.shape == (5, 10)
+        assert not any(m.split('.')[0] in {'torch', 'triton', 'matplotlib'} for m in sys.modules)
+        print('ok')
+    """)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"

@@ -1,0 +1,235 @@
+"""One entry point for the whole monorepo, needing only Python >= 3.10 with pip and venv.
+
+    python tools/dev.py demo    # every package's `python -m <pkg> demo`; writes out/REPORT.md
+    python tools/dev.py test    # lint, structural checks, every package's tests, integration, wheels
+
+Both create (or reuse) the virtual environment `.venv` and install every member editable with the
+pinned constraints in tools/constraints.txt; a stamp of the pyprojects skips reinstalling when
+nothing changed. `--packages a,b` limits the run, `--jobs N` runs N steps at once.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import venv
+import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CONSTRAINTS = ROOT / "tools" / "constraints.txt"
+DEV_REQUIREMENTS = ROOT / "tools" / "requirements-dev.txt"
+SHARED_EXTRAS = "cli,torch,triton,sklearn,test"
+DEMO_TIMEOUT_S = 300
+
+
+@dataclass
+class Step:
+    """One subprocess of a run, with what it printed and the tests it counted."""
+
+    name: str
+    cmd: list[str]
+    env: dict[str, str] = field(default_factory=dict)
+    allow_no_tests: bool = False
+    timeout_s: float | None = None
+    returncode: int | None = None
+    output: str = ""
+    seconds: float = 0.0
+    counts: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.returncode == 0 or (self.allow_no_tests and self.returncode == 5)
+
+
+def members() -> list[tuple[str, str, Path]]:
+    """(distribution, import name, folder) of every package under packages/, sorted."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    from checks import workspace
+
+    return [(m.dist, m.module, m.path) for m in workspace(ROOT)[1:]]
+
+
+def venv_python(env_dir: Path) -> Path:
+    return env_dir / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def ensure_environment(env_dir: Path, packages: list[tuple[str, str, Path]], *, reinstall: bool) -> Path:
+    """Create the venv if needed and install every member editable (skipped when the stamp matches)."""
+    if sys.version_info < (3, 10):
+        raise SystemExit(f"Python >= 3.10 is required, this is {sys.version.split()[0]}")
+    python = venv_python(env_dir)
+    if not python.exists():
+        print(f"creating {env_dir}", flush=True)
+        venv.EnvBuilder(with_pip=True).create(env_dir)
+    specs = [f"{ROOT / 'shared'}[{SHARED_EXTRAS}]"] + [f"{path}[test]" for _, _, path in packages]
+    digest = hashlib.sha256()
+    for path in [CONSTRAINTS, DEV_REQUIREMENTS, ROOT / "shared" / "pyproject.toml",
+                 *(p / "pyproject.toml" for _, _, p in packages)]:
+        digest.update(path.read_bytes())
+    digest.update(" ".join(specs).encode())
+    stamp = env_dir / f".installed-{digest.hexdigest()[:16]}"
+    if stamp.exists() and not reinstall:
+        return python
+    print("installing the workspace into the environment (first run takes a few minutes)", flush=True)
+    cmd = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q",
+           "-c", str(CONSTRAINTS), "-r", str(DEV_REQUIREMENTS)]
+    for spec in specs:
+        cmd += ["-e", spec]
+    env = dict(os.environ, PIP_CONSTRAINT="")  # our constraints file, not a stray global one
+    done = subprocess.run(cmd, env=env)
+    if done.returncode != 0:
+        raise SystemExit(f"installing the environment failed (exit {done.returncode})")
+    for old in env_dir.glob(".installed-*"):
+        old.unlink()
+    stamp.touch()
+    return python
+
+
+def pytest_step(python: Path, name: str, tests: Path, junit_dir: Path, *, triton: bool) -> Step:
+    """A pytest run of one folder: the Triton-marked tests under the interpreter, or all others."""
+    junit = junit_dir / f"{name}.xml"
+    cmd = [str(python), "-m", "pytest", str(tests), "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
+           "-m", "triton" if triton else "not triton"]
+    env = {"TRITON_INTERPRET": "1"} if triton else {}
+    return Step(name=name, cmd=cmd, env=env, allow_no_tests=True)
+
+
+def junit_counts(path: Path) -> dict[str, int]:
+    if not path.exists():
+        return {}
+    root = ET.parse(path).getroot()
+    suites = [root] if root.tag == "testsuite" else list(root)
+    total = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    for suite in suites:
+        for key in total:
+            total[key] += int(suite.get(key, 0))
+    return total
+
+
+def run_step(step: Step, *, single_thread: bool) -> Step:
+    env = dict(os.environ, **step.env)
+    env.setdefault("MPLBACKEND", "Agg")
+    if single_thread:  # two steps share two cores: one thread each
+        env.update(OMP_NUM_THREADS="1", MKL_NUM_THREADS="1", OPENBLAS_NUM_THREADS="1")
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(step.cmd, cwd=ROOT, env=env, capture_output=True, text=True, timeout=step.timeout_s)
+        step.returncode, step.output = done.returncode, done.stdout + done.stderr
+    except subprocess.TimeoutExpired as err:
+        out = (err.stdout or b"").decode() if isinstance(err.stdout, bytes) else (err.stdout or "")
+        step.returncode, step.output = 124, out + f"\ntimed out after {step.timeout_s}s"
+    step.seconds = time.perf_counter() - start
+    junit = next((a.split("=", 1)[1] for a in step.cmd if a.startswith("--junitxml=")), None)
+    if junit:
+        step.counts = junit_counts(Path(junit))
+    return step
+
+
+def run_steps(steps: list[Step], jobs: int) -> list[Step]:
+    """Run steps (at most ``jobs`` at once), printing each one's output as it finishes."""
+
+    def report(step: Step) -> Step:
+        status = "ok" if step.ok else f"FAILED (exit {step.returncode})"
+        print(f"--- {step.name}: {status} in {step.seconds:.0f}s", flush=True)
+        if not step.ok or os.environ.get("ICML25_VERBOSE"):
+            print(step.output.rstrip(), flush=True)
+        else:
+            tail = [line for line in step.output.strip().splitlines() if line.strip()][-1:]
+            for line in tail:
+                print(f"    {line}", flush=True)
+        return step
+
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = [pool.submit(lambda s=s: report(run_step(s, single_thread=jobs > 1))) for s in steps]
+        return [f.result() for f in futures]
+
+
+def command_test(python: Path, packages: list[tuple[str, str, Path]], args: argparse.Namespace) -> int:
+    junit_dir = Path(tempfile.mkdtemp(prefix="icml25-junit-"))
+    tools = [str(python), str(ROOT / "tools" / "checks.py")]
+    first = [
+        Step("ruff", [str(python), "-m", "ruff", "check", "shared", "packages", "tools", "tests"]),
+        Step("checks: imports", [*tools, "imports"]),
+    ]
+    suites = [("tools", ROOT / "tools" / "tests"), ("shared", ROOT / "shared" / "tests")]
+    suites += [(dist, path / "tests") for dist, _, path in packages]
+    suites.append(("integration", ROOT / "tests" / "integration"))
+    tests = []
+    for name, folder in suites:
+        tests.append(pytest_step(python, f"tests: {name}", folder, junit_dir, triton=False))
+        tests.append(pytest_step(python, f"tests: {name} (triton, interpreted)", folder, junit_dir, triton=True))
+    wheels = [] if args.skip_wheels else [Step(f"checks: wheels {dist}", [*tools, "wheels", dist])
+                                          for dist, _, _ in packages]
+    start = time.perf_counter()
+    steps = run_steps(first + tests + wheels, args.jobs)
+    counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+    for step in steps:
+        for key in counts:
+            counts[key] += step.counts.get(key, 0)
+    failed_steps = [s.name for s in steps if not s.ok]
+    failed = counts["failures"] + counts["errors"] + len([s for s in steps if not s.ok and not s.counts])
+    passed = counts["tests"] - counts["failures"] - counts["errors"] - counts["skipped"]
+    print(f"\n{len(steps)} steps in {time.perf_counter() - start:.0f}s; failed steps: {failed_steps or 'none'}")
+    print(f"total: {passed} passed, {failed} failed, {counts['skipped']} skipped")
+    return 1 if failed_steps else 0
+
+
+def command_demo(python: Path, packages: list[tuple[str, str, Path]], args: argparse.Namespace) -> int:
+    out = ROOT / "out"
+    steps = [Step(f"demo: {module}", [str(python), "-m", module, "demo", "--out", str(out / module)],
+                  timeout_s=DEMO_TIMEOUT_S) for _, module, _ in packages]
+    steps = run_steps(steps, args.jobs)
+    lines = ["# Demo report", "",
+             f"`python tools/dev.py demo` on {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}; "
+             "each package's `python -m <pkg> demo`.", "",
+             "| package | status | seconds | table | figure |", "|---|---|---|---|---|"]
+    sections = []
+    for (dist, module, _), step in zip(packages, steps):
+        folder = out / module
+        table, figure = folder / "demo.md", folder / "demo.png"
+        status = "ok" if step.ok else f"failed (exit {step.returncode})"
+        link_t = f"[demo.md]({module}/demo.md)" if table.exists() else "missing"
+        link_f = f"[demo.png]({module}/demo.png)" if figure.exists() else "missing"
+        lines.append(f"| {dist} | {status} | {step.seconds:.0f} | {link_t} | {link_f} |")
+        body = table.read_text().strip() if table.exists() else "```\n" + step.output.strip()[-3000:] + "\n```"
+        image = f"\n\n![{dist}]({module}/demo.png)" if figure.exists() else ""
+        sections += ["", f"## {dist}", "", body + image]
+    out.mkdir(exist_ok=True)
+    (out / "REPORT.md").write_text("\n".join(lines + sections) + "\n")
+    bad = [s.name for s in steps if not s.ok or not (out / s.name.split(": ")[1] / "demo.md").exists()]
+    print(f"\nwrote {out / 'REPORT.md'}; failed: {bad or 'none'}")
+    return 1 if bad else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", choices=["demo", "test", "setup"])
+    parser.add_argument("--packages", default="", help="comma-separated distributions (default: all)")
+    parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="steps run at once")
+    parser.add_argument("--venv", type=Path, default=Path(os.environ.get("ICML25_VENV", ROOT / ".venv")))
+    parser.add_argument("--reinstall", action="store_true", help="reinstall even if nothing changed")
+    parser.add_argument("--skip-wheels", action="store_true", help="test: skip the wheel/fresh-venv check")
+    args = parser.parse_args(argv)
+    everything = members()
+    wanted = {p.strip() for p in args.packages.split(",") if p.strip()}
+    unknown = wanted - {d for d, _, _ in everything} - {m for _, m, _ in everything}
+    if unknown:
+        raise SystemExit(f"unknown packages {sorted(unknown)}; known: {[d for d, _, _ in everything]}")
+    packages = [p for p in everything if not wanted or p[0] in wanted or p[1] in wanted]
+    python = ensure_environment(args.venv, everything, reinstall=args.reinstall)
+    if args.command == "setup":
+        print(f"environment ready: {python}")
+        return 0
+    return (command_test if args.command == "test" else command_demo)(python, packages, args)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
