@@ -1,10 +1,58 @@
-"""QuEST quantization-aware training with Hadamard, MSE-optimal grids, trust gradients and INT4 kernels"""
+"""QuEST quantization-aware training: Hadamard rotation, MSE-optimal Gaussian grids, trust gradients,
+and packed INT4 inference (Panferov et al., ICML 2025).
+
+>>> import torch
+>>> from quest import QuestConfig, quantize_, convert_
+>>> model = torch.nn.Sequential(torch.nn.Linear(128, 256), torch.nn.ReLU(), torch.nn.Linear(256, 128))
+>>> _ = quantize_(model, QuestConfig(weight_bits=4, act_bits=4))
+>>> report = convert_(model)
+>>> report.layers
+['0', '2']
+"""
 
 from importlib.metadata import PackageNotFoundError, version
+
+from quest.api import ConversionReport, convert_, default_filter, quantize_
+from quest.grids import OPTIMAL_GAUSSIAN_SCALES, SUPPORTED_BITS, GridSpec, gaussian_mse, grid_spec, optimal_gaussian_scale
+from quest.hadamard import block_hadamard, hadamard_matrix
+from quest.layers import Int4Linear, QuestConfig, QuestLinear
+from quest.quantizers import (
+    METHODS,
+    ClipSTEQuantizer,
+    LSQQuantizer,
+    PACTQuantizer,
+    STEQuantizer,
+    TrustQuantizer,
+    make_quantizer,
+)
 
 try:
     __version__ = version("quest-qat")
 except PackageNotFoundError:  # source tree without install
     __version__ = "0.0.0"
 
-__all__ = ["__version__"]
+__all__ = [
+    "METHODS",
+    "OPTIMAL_GAUSSIAN_SCALES",
+    "SUPPORTED_BITS",
+    "ClipSTEQuantizer",
+    "ConversionReport",
+    "GridSpec",
+    "Int4Linear",
+    "LSQQuantizer",
+    "PACTQuantizer",
+    "QuestConfig",
+    "QuestLinear",
+    "STEQuantizer",
+    "TrustQuantizer",
+    "__version__",
+    "block_hadamard",
+    "convert_",
+    "default_filter",
+    "gaussian_mse",
+    "grid_spec",
+    "hadamard_matrix",
+    "make_quantizer",
+    "optimal_gaussian_scale",
+    "quantize_",
+]

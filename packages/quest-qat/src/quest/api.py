@@ -1,0 +1,94 @@
+"""torchao-style in-place model transforms: ``quantize_`` (fake-quant for QAT) and ``convert_`` (INT4)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from torch import nn
+
+from quest.layers import Int4Linear, QuestConfig, QuestLinear
+
+__all__ = ["ConversionReport", "convert_", "default_filter", "quantize_"]
+
+
+def _embedding_weights(model: nn.Module) -> set[int]:
+    return {id(m.weight) for m in model.modules() if isinstance(m, nn.Embedding)}
+
+
+def default_filter(module: nn.Module, fqn: str) -> bool:
+    """Every ``nn.Linear`` except one whose name ends in ``lm_head`` (the paper keeps the head in float)."""
+    return isinstance(module, nn.Linear) and not fqn.split(".")[-1] == "lm_head"
+
+
+def _set_child(model: nn.Module, fqn: str, new: nn.Module) -> None:
+    parent_name, _, child = fqn.rpartition(".")
+    parent = model.get_submodule(parent_name) if parent_name else model
+    setattr(parent, child, new)
+
+
+def quantize_(model: nn.Module, config: QuestConfig | None = None) -> nn.Module:
+    """Swap the matching ``nn.Linear`` layers of ``model`` for :class:`QuestLinear`, in place.
+
+    Weights and biases stay the same parameter objects, so call it before building the optimizer or
+    after (both work). Embeddings are never touched; the LM head and layers tied to an embedding are
+    skipped unless ``config.filter_fn`` selects them. Raises ``ValueError`` when no layer matches or a
+    matching layer's input width is not a multiple of the Hadamard block (the message names the layer).
+    Returns ``model``.
+    """
+    config = (config or QuestConfig()).validate()
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    tied = _embedding_weights(model)
+    linears = [(name, m) for name, m in model.named_modules()
+               if isinstance(m, nn.Linear) and not isinstance(m, QuestLinear)]
+    if config.filter_fn is not None:
+        chosen = [(n, m) for n, m in linears if config.filter_fn(m, n)]
+    else:
+        chosen = [(n, m) for n, m in linears if default_filter(m, n) and id(m.weight) not in tied]
+    if not chosen:
+        names = [n for n, _ in linears]
+        raise ValueError(f"no nn.Linear layer of {type(model).__name__} matched the filter "
+                         f"(nn.Linear layers found: {names[:20] or 'none'})")
+    if config.hadamard is not None:
+        bad = [(n, m.in_features) for n, m in chosen if m.in_features % config.block]
+        if bad:
+            desc = ", ".join(f"{n!r} (in_features={k})" for n, k in bad[:10])
+            raise ValueError(f"the Hadamard block is {config.block} but these layers' input width is not a "
+                             f"multiple of it: {desc}; pass a smaller power-of-two block, hadamard=None, or a "
+                             "filter_fn that skips them")
+    for name, module in chosen:
+        _set_child(model, name, QuestLinear.from_linear(module, config))
+    return model
+
+
+@dataclass(frozen=True)
+class ConversionReport:
+    """What :func:`convert_` did: converted layer names and weight bytes before and after."""
+
+    layers: list[str]
+    float_weight_bytes: int
+    int4_weight_bytes: int
+
+    @property
+    def compression(self) -> float:
+        """``int4_weight_bytes / float_weight_bytes`` (float32 reference)."""
+        return self.int4_weight_bytes / self.float_weight_bytes
+
+
+def convert_(model: nn.Module) -> ConversionReport:
+    """Replace every trained W4A4 :class:`QuestLinear` of ``model`` by a packed :class:`Int4Linear`, in place.
+
+    The converted forward equals the fake-quant forward (same steps and codes; only the float32
+    summation order differs). Layers of other bit widths or learned-scale methods raise ``ValueError``
+    naming the layer; a model without ``QuestLinear`` layers raises too (call :func:`quantize_` first).
+    """
+    layers = [(n, m) for n, m in model.named_modules() if isinstance(m, QuestLinear)]
+    if not layers:
+        raise ValueError(f"{type(model).__name__} has no QuestLinear layers; call quantize_(model, config) first")
+    converted = [(name, Int4Linear.from_quest_linear(layer, name)) for name, layer in layers]
+    float_bytes = int4_bytes = 0
+    for (name, layer), (_, new) in zip(layers, converted):
+        float_bytes += 4 * layer.weight.numel()
+        int4_bytes += new.weight_nbytes()
+        _set_child(model, name, new)
+    return ConversionReport([n for n, _ in layers], float_bytes, int4_bytes)

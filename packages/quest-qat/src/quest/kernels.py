@@ -1,0 +1,246 @@
+"""INT4 kernels of the QuEST inference path, each a Triton kernel with a pure-torch reference.
+
+All act on 2-D row-major operands, one quantisation group per row (a token of activations or an
+output row of weights), over the input dimension ``K``:
+
+- :func:`find_scale`: per-row grid step ``step = 2 (alpha * rms(row) + 1e-8) / (levels - 1)``.
+- :func:`quantize_int4`: codes ``q = clamp(floor(x / step), -8, 7)``, packed two per byte
+  (``byte j = (q[2j+1] << 4) | (q[2j] & 0xF)``) plus the int32 row sums of ``q``. A code stands for
+  ``(q + 1/2) * step``, the 16-point QuEST grid.
+- :func:`int_matmul`: ``A @ B^T`` of int8 codes into int32 (the integer GEMM; a CPU reference).
+- :func:`dequant_epilogue`: turns the integer accumulator into the float product of the dequantised
+  operands, ``(2 C + rowsum_a + rowsum_w + K/2) * 0.5 * step_a * step_w``, which removes the +1/2
+  offsets exactly because ``sum_k (qa + 1/2)(qw + 1/2) = C + (rowsum_a + rowsum_w)/2 + K/4``.
+
+Triton runs on CUDA tensors, or on CPU under ``TRITON_INTERPRET=1`` (float32/float16 there); the
+dispatcher of :mod:`icml25_shared.kernels` picks the backend (``backend=`` forces one).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from icml25_shared.kernels import Kernel, triton_available
+
+from quest.grids import grid_spec
+
+__all__ = [
+    "EPS",
+    "PackedInt4",
+    "dequant_epilogue",
+    "dequantize_int4",
+    "find_scale",
+    "int_matmul",
+    "quantize_int4",
+    "unpack_int4",
+]
+
+EPS = 1e-8  # keeps the step positive on an all-zero row
+INT4_MIN, INT4_MAX = -8, 7
+
+
+@dataclass(frozen=True)
+class PackedInt4:
+    """INT4 codes of a ``(M, K)`` matrix: ``packed`` uint8 ``(M, K // 2)``, ``row_sum`` int32 ``(M,)``."""
+
+    packed: torch.Tensor
+    row_sum: torch.Tensor
+
+
+def _as_rows(x: torch.Tensor, what: str) -> None:
+    if x.ndim != 2:
+        raise ValueError(f"{what} must be 2-D (rows, K), got shape {tuple(x.shape)}")
+    if not x.is_floating_point():
+        raise TypeError(f"{what} must be a floating-point tensor, got {x.dtype}")
+
+
+def _float_rows(x: torch.Tensor) -> bool:
+    return x.dtype in (torch.float32, torch.float16) or (x.device.type == "cuda" and x.dtype == torch.bfloat16)
+
+
+# ---------------------------------------------------------------- torch references
+
+
+def _find_scale_torch(x: torch.Tensor, alpha: float, levels: int) -> torch.Tensor:
+    rms = x.float().pow(2).mean(dim=-1).sqrt()
+    return 2.0 * (alpha * rms + EPS) / (levels - 1)
+
+
+def _quantize_int4_torch(x: torch.Tensor, step: torch.Tensor) -> PackedInt4:
+    q = torch.clamp(torch.floor(x.float() / step.float().unsqueeze(-1)), INT4_MIN, INT4_MAX).to(torch.int32)
+    packed = ((q[:, 1::2] & 0xF) << 4) | (q[:, 0::2] & 0xF)
+    return PackedInt4(packed.to(torch.uint8), q.sum(dim=-1, dtype=torch.int32))
+
+
+def _epilogue_torch(acc: torch.Tensor, row_sum_a: torch.Tensor, row_sum_w: torch.Tensor, step_a: torch.Tensor,
+                    step_w: torch.Tensor, k: int) -> torch.Tensor:
+    total = 2 * acc + row_sum_a.unsqueeze(1) + row_sum_w.unsqueeze(0) + k // 2
+    return total.to(torch.float32) * 0.5 * step_a.float().unsqueeze(1) * step_w.float().unsqueeze(0)
+
+
+# ---------------------------------------------------------------- Triton kernels
+
+_find_scale_triton = _quantize_int4_triton = _epilogue_triton = None
+if triton_available(None) or triton_available("cuda"):
+    try:
+        import triton
+        import triton.language as tl
+    except ImportError:  # pragma: no cover - find_spec said yes but the import failed
+        triton = None
+
+    if triton is not None:
+
+        @triton.jit
+        def _find_scale_rows(x_ptr, out_ptr, stride, K, alpha, eps, levels_m1, BLOCK: tl.constexpr):
+            row = tl.program_id(0)
+            acc = tl.zeros([BLOCK], dtype=tl.float32)
+            for start in range(0, K, BLOCK):
+                cols = start + tl.arange(0, BLOCK)
+                x = tl.load(x_ptr + row * stride + cols, mask=cols < K, other=0.0).to(tl.float32)
+                acc += x * x
+            rms = tl.sqrt_rn(tl.sum(acc, axis=0) / K)
+            tl.store(out_ptr + row, 2.0 * (alpha * rms + eps) / levels_m1)
+
+        @triton.jit
+        def _quantize_int4_rows(x_ptr, step_ptr, out_ptr, sum_ptr, stride, K_HALF, BLOCK: tl.constexpr):
+            row = tl.program_id(0)
+            step = tl.load(step_ptr + row).to(tl.float32)
+            acc = tl.zeros([BLOCK], dtype=tl.int32)
+            for start in range(0, K_HALF, BLOCK):
+                j = start + tl.arange(0, BLOCK)
+                valid = j < K_HALF
+                lo = tl.load(x_ptr + row * stride + 2 * j, mask=valid, other=0.0).to(tl.float32)
+                hi = tl.load(x_ptr + row * stride + 2 * j + 1, mask=valid, other=0.0).to(tl.float32)
+                q_lo = tl.minimum(tl.maximum(tl.floor(tl.div_rn(lo, step)), -8.0), 7.0).to(tl.int32)
+                q_hi = tl.minimum(tl.maximum(tl.floor(tl.div_rn(hi, step)), -8.0), 7.0).to(tl.int32)
+                byte = ((q_hi & 0xF) << 4) | (q_lo & 0xF)
+                tl.store(out_ptr + row * K_HALF + j, byte.to(tl.uint8), mask=valid)
+                acc += tl.where(valid, q_lo + q_hi, 0)
+            tl.store(sum_ptr + row, tl.sum(acc, axis=0))
+
+        @triton.jit
+        def _epilogue_tiles(acc_ptr, ra_ptr, rw_ptr, sa_ptr, sw_ptr, out_ptr, M, N, half_k,
+                            BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+            rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+            cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+            rmask, cmask = rows < M, cols < N
+            mask = rmask[:, None] & cmask[None, :]
+            acc = tl.load(acc_ptr + rows[:, None] * N + cols[None, :], mask=mask, other=0)
+            ra = tl.load(ra_ptr + rows, mask=rmask, other=0)
+            rw = tl.load(rw_ptr + cols, mask=cmask, other=0)
+            sa = tl.load(sa_ptr + rows, mask=rmask, other=0.0)
+            sw = tl.load(sw_ptr + cols, mask=cmask, other=0.0)
+            total = (2 * acc + ra[:, None] + rw[None, :] + half_k).to(tl.float32)
+            out = total * 0.5 * sa[:, None] * sw[None, :]
+            tl.store(out_ptr + rows[:, None] * N + cols[None, :], out, mask=mask)
+
+        def _find_scale_triton(x: torch.Tensor, alpha: float, levels: int) -> torch.Tensor:
+            x = x.contiguous()
+            out = torch.empty(x.shape[0], dtype=torch.float32, device=x.device)
+            if x.shape[0]:
+                block = min(1024, triton.next_power_of_2(max(x.shape[1], 1)))
+                _find_scale_rows[(x.shape[0],)](x, out, x.stride(0), x.shape[1], float(alpha), EPS,
+                                                float(levels - 1), BLOCK=block)
+            return out
+
+        def _quantize_int4_triton(x: torch.Tensor, step: torch.Tensor) -> PackedInt4:
+            x = x.contiguous()
+            m, k = x.shape
+            packed = torch.empty((m, k // 2), dtype=torch.uint8, device=x.device)
+            sums = torch.empty(m, dtype=torch.int32, device=x.device)
+            if m:
+                block = min(512, triton.next_power_of_2(max(k // 2, 1)))
+                _quantize_int4_rows[(m,)](x, step.float().contiguous(), packed, sums, x.stride(0), k // 2,
+                                          BLOCK=block)
+            return PackedInt4(packed, sums)
+
+        def _epilogue_triton(acc: torch.Tensor, row_sum_a: torch.Tensor, row_sum_w: torch.Tensor,
+                             step_a: torch.Tensor, step_w: torch.Tensor, k: int) -> torch.Tensor:
+            acc = acc.contiguous()
+            m, n = acc.shape
+            out = torch.empty((m, n), dtype=torch.float32, device=acc.device)
+            if m and n:
+                grid = (triton.cdiv(m, 32), triton.cdiv(n, 32))
+                _epilogue_tiles[grid](acc, row_sum_a.contiguous(), row_sum_w.contiguous(),
+                                      step_a.float().contiguous(), step_w.float().contiguous(), out, m, n, k // 2,
+                                      BLOCK_M=32, BLOCK_N=32)
+            return out
+
+
+find_scale_kernel = Kernel("quest.find_scale", reference=_find_scale_torch, triton=_find_scale_triton,
+                           supports=_float_rows)
+quantize_int4_kernel = Kernel("quest.quantize_int4", reference=_quantize_int4_torch, triton=_quantize_int4_triton,
+                              supports=_float_rows)
+epilogue_kernel = Kernel("quest.dequant_epilogue", reference=_epilogue_torch, triton=_epilogue_triton)
+
+
+# ---------------------------------------------------------------- public functions
+
+
+def find_scale(x: torch.Tensor, *, bits: int | str = 4, backend: str | None = None) -> torch.Tensor:
+    """Per-row QuEST grid step of ``x`` (shape ``(M, K)``) -> float32 ``(M,)``.
+
+    ``step = 2 (alpha_bits * rms + 1e-8) / (levels - 1)`` with ``rms = sqrt(mean(x^2))`` over the row.
+    """
+    _as_rows(x, "x")
+    spec = grid_spec(bits)
+    return find_scale_kernel(x, spec.alpha, spec.levels, backend=backend)
+
+
+def quantize_int4(x: torch.Tensor, step: torch.Tensor, *, backend: str | None = None) -> PackedInt4:
+    """INT4 codes ``clamp(floor(x / step), -8, 7)`` of ``x`` (``(M, K)``, ``K`` even), packed, with row sums."""
+    _as_rows(x, "x")
+    if x.shape[1] % 2:
+        raise ValueError(f"K must be even to pack two INT4 codes per byte, got K={x.shape[1]}")
+    if step.shape != (x.shape[0],):
+        raise ValueError(f"step must have shape ({x.shape[0]},) (one per row), got {tuple(step.shape)}")
+    return quantize_int4_kernel(x, step, backend=backend)
+
+
+def unpack_int4(packed: torch.Tensor) -> torch.Tensor:
+    """Inverse of the packing: uint8 ``(M, K // 2)`` -> int8 codes ``(M, K)`` in [-8, 7]."""
+    if packed.dtype != torch.uint8:
+        raise TypeError(f"packed must be uint8, got {packed.dtype}")
+    b = packed.to(torch.int16)
+    lo, hi = b & 0xF, b >> 4
+    codes = torch.stack((lo, hi), dim=-1).reshape(*packed.shape[:-1], 2 * packed.shape[-1])
+    return torch.where(codes >= 8, codes - 16, codes).to(torch.int8)
+
+
+def dequantize_int4(packed: PackedInt4 | torch.Tensor, step: torch.Tensor) -> torch.Tensor:
+    """Grid values ``(q + 1/2) * step`` (float32, ``(M, K)``) of packed codes."""
+    data = packed.packed if isinstance(packed, PackedInt4) else packed
+    return (unpack_int4(data).to(torch.float32) + 0.5) * step.float().unsqueeze(-1)
+
+
+def int_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """``a @ b.T`` for integer codes ``a`` ``(M, K)`` and ``b`` ``(N, K)`` -> exact int32 ``(M, N)``.
+
+    CPU: int32 matmul. CUDA: ``torch._int_mm`` on int8 where its shape rules allow, else a float64
+    product (exact for INT4 codes while K < 2**45).
+    """
+    if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[1]:
+        raise ValueError(f"need (M, K) and (N, K) with the same K, got {tuple(a.shape)} and {tuple(b.shape)}")
+    if a.device.type == "cuda":
+        m, k = a.shape
+        if m > 16 and k % 8 == 0 and b.shape[0] % 8 == 0:
+            return torch._int_mm(a.to(torch.int8), b.to(torch.int8).t())
+        return (a.double() @ b.double().t()).round().to(torch.int32)
+    return a.to(torch.int32) @ b.to(torch.int32).t()
+
+
+def dequant_epilogue(acc: torch.Tensor, row_sum_a: torch.Tensor, row_sum_w: torch.Tensor, step_a: torch.Tensor,
+                     step_w: torch.Tensor, k: int, *, backend: str | None = None) -> torch.Tensor:
+    """Float32 ``(M, N)`` product of the dequantised operands from the int32 accumulator ``acc = qa @ qw^T``."""
+    if acc.dtype != torch.int32 or acc.ndim != 2:
+        raise ValueError(f"acc must be a 2-D int32 tensor, got {acc.dtype} {tuple(acc.shape)}")
+    m, n = acc.shape
+    for name, t, size in (("row_sum_a", row_sum_a, m), ("step_a", step_a, m), ("row_sum_w", row_sum_w, n),
+                          ("step_w", step_w, n)):
+        if t.shape != (size,):
+            raise ValueError(f"{name} must have shape ({size},), got {tuple(t.shape)}")
+    if k % 2:
+        raise ValueError(f"K must be even, got {k}")
+    return epilogue_kernel(acc, row_sum_a.to(torch.int32), row_sum_w.to(torch.int32), step_a, step_w, k,
+                           backend=backend)

@@ -1,0 +1,199 @@
+"""``QuestConfig``, the fake-quant training layer ``QuestLinear`` and the packed ``Int4Linear``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from quest.grids import grid_spec
+from quest.hadamard import block_hadamard, check_block
+from quest.kernels import dequant_epilogue, find_scale, int_matmul, quantize_int4, unpack_int4
+from quest.quantizers import METHODS, make_quantizer
+
+__all__ = ["HADAMARD_MODES", "Int4Linear", "QuestConfig", "QuestLinear"]
+
+HADAMARD_MODES = ("half", "full", None)
+FilterFn = Callable[[nn.Module, str], bool]
+
+
+@dataclass(frozen=True, kw_only=True)
+class QuestConfig:
+    """How :func:`quest.quantize_` fake-quantizes ``nn.Linear`` layers.
+
+    - ``weight_bits``, ``act_bits``: 1..8 or ``"ternary"``; ``act_bits=None`` leaves activations in
+      float (weight-only QAT).
+    - ``hadamard``: ``"half"`` (QuEST default: quantize ``x H`` and ``W H`` and multiply them, exact
+      because ``H H^T = I``), ``"full"`` (rotate both back after quantizing; same product, two more
+      transforms) or ``None`` (no rotation).
+    - ``trust``: trust radius in units of the row RMS; ``None`` = half a grid step (the paper's
+      default), ``math.inf`` = plain STE. Used by ``method="quest"`` only.
+    - ``block``: Hadamard block size (power of two); each quantized layer's input width must be a
+      multiple of it (layers that are not are rejected with their name; exclude them with ``filter_fn``).
+    - ``method``: ``"quest"`` (trust estimator) or a baseline on the same code path: ``"ste"``,
+      ``"clip_ste"`` (``clip_scale`` times the clip value), ``"lsq"``, ``"pact"``.
+    - ``filter_fn(module, fqn) -> bool``: which ``nn.Linear`` layers to swap; default all except a
+      layer named ``lm_head`` and layers whose weight is shared with an embedding.
+    """
+
+    weight_bits: int | str = 4
+    act_bits: Optional[int | str] = 4
+    hadamard: Optional[str] = "half"
+    trust: Optional[float] = None
+    block: int = 128
+    method: str = "quest"
+    clip_scale: float = 1.0
+    filter_fn: Optional[FilterFn] = None
+
+    def validate(self) -> "QuestConfig":
+        """Raise ``ValueError`` naming the bad field and the accepted values; return self."""
+        grid_spec(self.weight_bits)  # raises with the accepted values
+        if self.act_bits is not None:
+            grid_spec(self.act_bits)
+        if self.hadamard not in HADAMARD_MODES:
+            raise ValueError(f"hadamard must be one of {HADAMARD_MODES}, got {self.hadamard!r}")
+        if self.method not in METHODS:
+            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        if self.trust is not None and not (isinstance(self.trust, (int, float)) and self.trust > 0):
+            raise ValueError(f"trust must be a positive number, math.inf or None, got {self.trust!r}")
+        if not (isinstance(self.clip_scale, (int, float)) and self.clip_scale > 0):
+            raise ValueError(f"clip_scale must be a positive number, got {self.clip_scale!r}")
+        if self.hadamard is not None:
+            check_block(self.block)
+        if self.filter_fn is not None and not callable(self.filter_fn):
+            raise ValueError(f"filter_fn must be callable(module, fqn) -> bool, got {self.filter_fn!r}")
+        return self
+
+    @property
+    def label(self) -> str:
+        """Short name such as ``quest W4A4 +H``."""
+        a = "16" if self.act_bits is None else self.act_bits
+        had = {"half": " +H", "full": " +Hfull", None: ""}[self.hadamard]
+        return f"{self.method} W{self.weight_bits}A{a}{had}"
+
+
+class QuestLinear(nn.Linear):
+    """``nn.Linear`` whose forward is ``F.linear(Qa(x H), Qw(W H), b)`` (``H`` = block Hadamard).
+
+    Activations are quantized per token and weights per output row, both over the input dimension.
+    Holds the float master weights; :func:`quest.convert_` turns a trained layer into an
+    :class:`Int4Linear`.
+    """
+
+    def __init__(self, in_features: int, out_features: int, bias: bool = True, *,
+                 config: QuestConfig = QuestConfig(), device=None, dtype=None) -> None:
+        super().__init__(in_features, out_features, bias=bias, device=device, dtype=dtype)
+        config.validate()
+        if config.hadamard is not None and in_features % config.block:
+            raise ValueError(f"in_features={in_features} is not a multiple of the Hadamard block {config.block}")
+        self.config = config
+        c = config
+        self.weight_quantizer = make_quantizer(c.method, c.weight_bits, rows=out_features, trust=c.trust,
+                                               clip_scale=c.clip_scale)
+        self.act_quantizer = (None if c.act_bits is None else
+                              make_quantizer(c.method, c.act_bits, rows=1, trust=c.trust, clip_scale=c.clip_scale))
+        if device is not None or dtype is not None:
+            self.to(device=device, dtype=dtype)
+
+    @classmethod
+    def from_linear(cls, linear: nn.Linear, config: QuestConfig) -> "QuestLinear":
+        """A ``QuestLinear`` that shares ``linear``'s weight and bias parameters (same objects)."""
+        layer = cls(linear.in_features, linear.out_features, bias=linear.bias is not None, config=config,
+                    device=linear.weight.device)
+        layer.weight = linear.weight
+        layer.bias = linear.bias
+        return layer.to(device=linear.weight.device)
+
+    def quantized_weight(self) -> torch.Tensor:
+        """``Qw(W H)`` (or ``Qw(W)`` without Hadamard) as used by the forward, shape ``(out, in)``."""
+        w = self.weight
+        if self.config.hadamard is not None:
+            w = block_hadamard(w, self.config.block)
+        return self.weight_quantizer(w)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[-1] != self.in_features:
+            raise ValueError(f"expected input width {self.in_features}, got shape {tuple(x.shape)}")
+        had, block = self.config.hadamard, self.config.block
+        if had is not None:
+            x = block_hadamard(x, block)
+        if self.act_quantizer is not None:
+            x = self.act_quantizer(x)
+        w = self.quantized_weight()
+        if had == "full":
+            x, w = block_hadamard(x, block), block_hadamard(w, block)
+        return F.linear(x, w.to(x.dtype), None if self.bias is None else self.bias.to(x.dtype))
+
+    def extra_repr(self) -> str:
+        return f"{super().extra_repr()}, {self.config.label}"
+
+
+class Int4Linear(nn.Module):
+    """Inference layer with packed INT4 weights (two per byte) and INT4 per-token activations.
+
+    Forward: rotate ``x`` (block Hadamard), per-token step (:func:`~quest.kernels.find_scale`), INT4
+    codes (:func:`~quest.kernels.quantize_int4`), integer GEMM, dequantising epilogue, bias. It equals
+    the W4A4 fake-quant forward of the :class:`QuestLinear` it came from up to float32 summation order.
+    Buffers: ``packed_weight`` uint8 ``(out, in/2)``, ``weight_step`` float32 ``(out,)``,
+    ``weight_row_sum`` int32 ``(out,)``, ``bias`` (float or None).
+    """
+
+    def __init__(self, in_features: int, out_features: int, *, hadamard: Optional[str] = "half",
+                 block: int = 128) -> None:
+        super().__init__()
+        if in_features % 2:
+            raise ValueError(f"in_features must be even to pack INT4 pairs, got {in_features}")
+        self.in_features, self.out_features = in_features, out_features
+        self.hadamard, self.block = hadamard, block
+        self.register_buffer("packed_weight", torch.zeros(out_features, in_features // 2, dtype=torch.uint8))
+        self.register_buffer("weight_step", torch.ones(out_features))
+        self.register_buffer("weight_row_sum", torch.zeros(out_features, dtype=torch.int32))
+        self.register_buffer("bias", None)
+
+    @classmethod
+    def from_quest_linear(cls, layer: QuestLinear, name: str = "<layer>") -> "Int4Linear":
+        """Pack a trained W4A4 :class:`QuestLinear` whose forward grid is the RMS grid (quest/ste/clip_ste)."""
+        c = layer.config
+        if c.weight_bits != 4 or c.act_bits != 4 or c.method not in ("quest", "ste", "clip_ste"):
+            raise ValueError(f"layer {name!r} ({c.label}) cannot be converted: convert_ packs W4A4 layers "
+                             "trained with method 'quest', 'ste' or 'clip_ste' (the RMS grid)")
+        out = cls(layer.in_features, layer.out_features, hadamard=c.hadamard, block=c.block)
+        with torch.no_grad():
+            w = layer.weight.detach().float()
+            if c.hadamard is not None:
+                w = block_hadamard(w, c.block)
+            step = find_scale(w, bits=4)
+            codes = quantize_int4(w, step)
+            out.packed_weight = codes.packed
+            out.weight_step = step
+            out.weight_row_sum = codes.row_sum
+            out.bias = None if layer.bias is None else layer.bias.detach().clone()
+        return out.to(layer.weight.device)
+
+    def weight_nbytes(self) -> int:
+        """Bytes of weight storage: packed codes plus per-row step and row sum."""
+        return sum(t.numel() * t.element_size() for t in (self.packed_weight, self.weight_step, self.weight_row_sum))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.shape[-1] != self.in_features:
+            raise ValueError(f"expected input width {self.in_features}, got shape {tuple(x.shape)}")
+        lead = x.shape[:-1]
+        rows = x.reshape(-1, self.in_features).float()
+        if self.hadamard is not None:
+            rows = block_hadamard(rows, self.block)
+        step = find_scale(rows, bits=4)
+        codes = quantize_int4(rows, step)
+        acc = int_matmul(unpack_int4(codes.packed), unpack_int4(self.packed_weight))
+        out = dequant_epilogue(acc, codes.row_sum, self.weight_row_sum, step, self.weight_step, self.in_features)
+        if self.bias is not None:
+            out = out + self.bias.float()
+        return out.reshape(*lead, self.out_features).to(x.dtype)
+
+    def extra_repr(self) -> str:
+        ratio = self.weight_nbytes() / (4 * self.in_features * self.out_features)
+        return (f"in_features={self.in_features}, out_features={self.out_features}, hadamard={self.hadamard}, "
+                f"block={self.block}, weight bytes = {ratio:.3f} x float32")
+

@@ -1,0 +1,244 @@
+"""Fake quantizers (forward on the grid, a chosen backward), one row = the last dimension.
+
+- :class:`TrustQuantizer` is QuEST's: RMS-scaled MSE-optimal Gaussian grid in the forward, and the
+  *trust* gradient estimator in the backward: the gradient passes (times 1) where the quantisation
+  error is at most ``trust * sigma`` and is zeroed elsewhere (``trust=inf`` is plain STE).
+- Baselines on the same grid and code path: :class:`STEQuantizer` (identity backward),
+  :class:`ClipSTEQuantizer` (zero gradient where ``|x| > clip_scale * s``), and two learned-scale
+  baselines, :class:`LSQQuantizer` (learned step, LSQ gradient) and :class:`PACTQuantizer` (learned
+  clip value, PACT gradient), both initialised from the ``alpha_b * rms`` rule on the first batch.
+
+Every quantizer maps ``(..., K) -> (..., K)`` and keeps the input dtype.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+from quest.grids import GridSpec, grid_spec
+from quest.kernels import _find_scale_torch
+
+__all__ = [
+    "METHODS",
+    "ClipSTEQuantizer",
+    "LSQQuantizer",
+    "PACTQuantizer",
+    "Quantizer",
+    "STEQuantizer",
+    "TrustQuantizer",
+    "grid_quantize",
+    "make_quantizer",
+    "rms_step",
+]
+
+METHODS = ("quest", "ste", "clip_ste", "lsq", "pact")
+
+
+def rms_step(x: torch.Tensor, spec: GridSpec) -> torch.Tensor:
+    """Per-row grid step ``2 (alpha * rms + 1e-8) / (levels - 1)`` (float32, shape ``x.shape[:-1]``).
+
+    The same float operations as the torch reference of :func:`quest.kernels.find_scale`, so the
+    fake-quant model and the INT4 model see bit-identical steps.
+    """
+    flat = x.detach().reshape(-1, x.shape[-1])
+    return _find_scale_torch(flat, spec.alpha, spec.levels).reshape(x.shape[:-1])
+
+
+def grid_quantize(x: torch.Tensor, step: torch.Tensor, spec: GridSpec) -> torch.Tensor:
+    """Nearest grid point of ``x`` (float32) for per-row ``step`` (shape ``x.shape[:-1]``); no gradient path.
+
+    2**b-point grids: ``(clamp(floor(x / step), -2**(b-1), 2**(b-1) - 1) + 1/2) * step``, which equals
+    the paper's ``(round(clamp(x, -s, s) / step + 1/2) - 1/2) * step`` bit for bit in float32 off ties.
+    Ternary: ``clamp(round(x / step), -1, 1) * step``.
+    """
+    y = x.detach().float() / step.unsqueeze(-1)
+    codes = torch.round(y) if spec.is_ternary else torch.floor(y)
+    return (torch.clamp(codes, spec.index_min, spec.index_max) + spec.offset) * step.unsqueeze(-1)
+
+
+def _check_input(x: torch.Tensor) -> None:
+    if not x.is_floating_point():
+        raise TypeError(f"quantizers need a floating-point tensor, got {x.dtype}")
+    if x.ndim == 0 or x.shape[-1] == 0:
+        raise ValueError(f"quantizers act on the last dimension, got shape {tuple(x.shape)}")
+
+
+class Quantizer(nn.Module):
+    """Base class: ``bits`` in 1..8 or ``"ternary"``; subclasses define the backward."""
+
+    def __init__(self, bits: int | str = 4) -> None:
+        super().__init__()
+        self.bits = bits
+        self.spec = grid_spec(bits)
+
+    def extra_repr(self) -> str:
+        return f"bits={self.bits!r}"
+
+
+class STEQuantizer(Quantizer):
+    """RMS-scaled MSE-optimal grid; straight-through (identity) backward."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check_input(x)
+        xq = grid_quantize(x, rms_step(x, self.spec), self.spec).to(x.dtype)
+        return x + (xq - x).detach()
+
+
+class _MaskedQuantizer(Quantizer):
+    """Forward ``x_q``; backward ``grad * mask`` with a 0/1 ``mask`` chosen by the subclass."""
+
+    def _mask(self, x: torch.Tensor, xq: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
+        raise TypeError(f"{type(self).__name__} does not define a gradient mask")
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check_input(x)
+        step = rms_step(x, self.spec)
+        xq = grid_quantize(x, step, self.spec)
+        sigma = (step * ((self.spec.levels - 1) / 2.0) / self.spec.alpha).unsqueeze(-1)
+        mask = self._mask(x.detach().float(), xq, sigma).to(x.dtype)
+        self.masked_fraction_ = 1.0 - mask.mean().detach()
+        masked = x * mask
+        return masked + (xq.to(x.dtype) - masked).detach()
+
+
+class TrustQuantizer(_MaskedQuantizer):
+    """QuEST: grid forward, trust backward ``mask = |x_q - x| <= trust * sigma``.
+
+    ``trust`` is in units of the row RMS ``sigma``; ``None`` takes the paper's default, half a grid
+    step (``alpha_b / (2**b - 1)``), which masks only outliers beyond the clip value plus half a step.
+    ``math.inf`` turns the estimator into plain STE. ``masked_fraction_`` holds the share of entries
+    whose gradient the last forward zeroed.
+    """
+
+    def __init__(self, bits: int | str = 4, *, trust: float | None = None) -> None:
+        super().__init__(bits)
+        if trust is not None and not (isinstance(trust, (int, float)) and trust > 0):
+            raise ValueError(f"trust must be a positive number (sigma units), math.inf, or None, got {trust!r}")
+        self.trust = float(trust) if trust is not None else self.spec.default_trust
+
+    def _mask(self, x: torch.Tensor, xq: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
+        return (xq - x).abs() <= self.trust * sigma
+
+    def extra_repr(self) -> str:
+        return f"bits={self.bits!r}, trust={self.trust:.4g}"
+
+
+class ClipSTEQuantizer(_MaskedQuantizer):
+    """Grid forward; STE backward inside ``|x| <= clip_scale * s`` (``s = alpha_b * sigma``), zero outside."""
+
+    def __init__(self, bits: int | str = 4, *, clip_scale: float = 1.0) -> None:
+        super().__init__(bits)
+        if not (isinstance(clip_scale, (int, float)) and clip_scale > 0):
+            raise ValueError(f"clip_scale must be a positive number, got {clip_scale!r}")
+        self.clip_scale = float(clip_scale)
+
+    def _mask(self, x: torch.Tensor, xq: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
+        return x.abs() <= self.clip_scale * self.spec.alpha * sigma
+
+    def extra_repr(self) -> str:
+        return f"bits={self.bits!r}, clip_scale={self.clip_scale:.4g}"
+
+
+class _LearnedQuantizer(Quantizer):
+    """A learned per-row (``rows`` > 1) or per-tensor (``rows`` = 1) parameter, set from the first batch."""
+
+    def __init__(self, bits: int | str = 4, *, rows: int = 1) -> None:
+        super().__init__(bits)
+        if isinstance(rows, bool) or not isinstance(rows, int) or rows < 1:
+            raise ValueError(f"rows must be a positive int, got {rows!r}")
+        self.rows = rows
+        self.value = nn.Parameter(torch.ones(rows))
+        self.register_buffer("initialized", torch.zeros((), dtype=torch.bool))
+
+    def _init_value(self, x: torch.Tensor) -> torch.Tensor:
+        raise TypeError(f"{type(self).__name__} does not define an initial value")
+
+    def _shaped(self, x: torch.Tensor) -> torch.Tensor:
+        if self.rows == 1:
+            return self.value.reshape([1] * x.ndim)
+        if x.ndim != 2 or x.shape[0] != self.rows:
+            raise ValueError(f"{type(self).__name__} has {self.rows} per-row values but got shape {tuple(x.shape)}")
+        return self.value.reshape(self.rows, 1)
+
+    def _maybe_init(self, x: torch.Tensor) -> None:
+        if bool(self.initialized):
+            return
+        with torch.no_grad():
+            rms = x.detach().float().pow(2).mean(dim=-1).sqrt().reshape(-1)
+            if self.rows == 1:
+                rms = rms.mean().reshape(1)
+            elif rms.numel() != self.rows:
+                raise ValueError(f"{type(self).__name__} has {self.rows} per-row values but got shape "
+                                 f"{tuple(x.shape)}")
+            init = self._init_value(rms)
+            # data-parallel ranks see different batches; start every replica from the same value
+            if torch.distributed.is_available() and torch.distributed.is_initialized():
+                torch.distributed.all_reduce(init)
+                init /= torch.distributed.get_world_size()
+            self.value.copy_(init)
+            self.initialized.fill_(True)
+
+
+def _round_ste(x: torch.Tensor) -> torch.Tensor:
+    return x + (torch.round(x) - x).detach()
+
+
+def _grad_scale(x: torch.Tensor, scale: float) -> torch.Tensor:
+    return (x - x * scale).detach() + x * scale
+
+
+class LSQQuantizer(_LearnedQuantizer):
+    """LSQ (Esser et al. 2020) on the QuEST grid: learned step ``value``, gradient scaled by
+    ``1 / sqrt(numel_per_step * q_max)``; initialised to the ``alpha_b * rms`` step."""
+
+    def _init_value(self, rms: torch.Tensor) -> torch.Tensor:
+        return rms * self.spec.step_in_sigma + 1e-8
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check_input(x)
+        self._maybe_init(x)
+        q_max = max(self.spec.index_max, 1)
+        g = 1.0 / math.sqrt(x.numel() / self.rows * q_max)
+        step = _grad_scale(self._shaped(x).abs() + 1e-8, g).to(x.dtype)
+        off = self.spec.offset
+        codes = _round_ste(torch.clamp(x / step - off, self.spec.index_min, self.spec.index_max))
+        return (codes + off) * step
+
+
+class PACTQuantizer(_LearnedQuantizer):
+    """PACT (Choi et al. 2018), symmetric: learned clip value ``value`` (init ``alpha_b * rms``);
+    ``d out / d clip = sign(x)`` outside the clip range, STE inside."""
+
+    def _init_value(self, rms: torch.Tensor) -> torch.Tensor:
+        return rms * self.spec.alpha + 1e-8
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _check_input(x)
+        self._maybe_init(x)
+        clip = self._shaped(x).abs().to(x.dtype) + 1e-8
+        clipped = torch.minimum(torch.maximum(x, -clip), clip)
+        step = (clip.detach().float() * (self.spec.step_in_sigma / self.spec.alpha)).expand(*x.shape[:-1], 1)
+        xq = grid_quantize(clipped, step.squeeze(-1), self.spec).to(x.dtype)
+        return clipped + (xq - clipped).detach()
+
+
+def make_quantizer(method: str, bits: int | str, *, rows: int = 1, trust: float | None = None,
+                   clip_scale: float = 1.0) -> Quantizer:
+    """Build the quantizer of ``method`` (one of :data:`METHODS`) for ``bits``.
+
+    ``rows``: number of learned values for ``lsq``/``pact`` (output rows for weights, 1 for activations).
+    """
+    if method == "quest":
+        return TrustQuantizer(bits, trust=trust)
+    if method == "ste":
+        return STEQuantizer(bits)
+    if method == "clip_ste":
+        return ClipSTEQuantizer(bits, clip_scale=clip_scale)
+    if method == "lsq":
+        return LSQQuantizer(bits, rows=rows)
+    if method == "pact":
+        return PACTQuantizer(bits, rows=rows)
+    raise ValueError(f"method must be one of {METHODS}, got {method!r}")
