@@ -63,7 +63,7 @@ def venv_python(env_dir: Path) -> Path:
 
 def ensure_environment(env_dir: Path, packages: list[tuple[str, str, Path]], *, reinstall: bool) -> Path:
     """Create the venv if needed and install every member editable (skipped when the stamp matches)."""
-    if sys.version_info < (3, 10):
+    if sys.version_info < (3, 10):  # noqa: UP036 - this script may be started by an older python3
         raise SystemExit(f"Python >= 3.10 is required, this is {sys.version.split()[0]}")
     python = venv_python(env_dir)
     if not python.exists():
@@ -192,7 +192,7 @@ def command_demo(python: Path, packages: list[tuple[str, str, Path]], args: argp
              "each package's `python -m <pkg> demo`.", "",
              "| package | status | seconds | table | figure |", "|---|---|---|---|---|"]
     sections = []
-    for (dist, module, _), step in zip(packages, steps):
+    for (dist, module, _), step in zip(packages, steps, strict=True):
         folder = out / module
         table, figure = folder / "demo.md", folder / "demo.png"
         status = "ok" if step.ok else f"failed (exit {step.returncode})"

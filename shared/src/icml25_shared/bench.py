@@ -14,10 +14,11 @@ import platform
 import statistics
 import sys
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any
 
 __all__ = ["BenchmarkReport", "Comparison", "Timing", "compare", "environment", "time_call"]
 

@@ -13,8 +13,9 @@ import contextvars
 import functools
 import importlib.util
 import os
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator
+from typing import Any
 
 __all__ = ["BACKENDS", "Kernel", "triton_available", "triton_interpret", "use_backend", "selected_backend"]
 

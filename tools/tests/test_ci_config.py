@@ -1,0 +1,71 @@
+"""The GitHub workflows parse and say what the plan promises; plan/release map paths and tags."""
+
+from pathlib import Path
+
+import plan
+import pytest
+import release
+import yaml
+from checks import tomllib
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKFLOWS = ROOT / ".github" / "workflows"
+PACKAGES = sorted(p.name for p in (ROOT / "packages").iterdir() if (p / "pyproject.toml").exists())
+
+
+def load(name):
+    data = yaml.safe_load((WORKFLOWS / name).read_text())
+    data["on"] = data.pop(True, data.get("on"))  # YAML 1.1 reads the key `on` as True
+    return data
+
+
+def test_ci_jobs_and_matrix():
+    ci = load("ci.yml")
+    assert {"plan", "lint", "test", "integration", "wheels"} <= set(ci["jobs"])
+    matrix = ci["jobs"]["test"]["strategy"]["matrix"]
+    assert matrix["python"] == ["3.10", "3.11", "3.12"]
+    assert "fromJSON(needs.plan.outputs.packages)" in matrix["package"]
+    assert ci["jobs"]["test"]["needs"] == "plan"
+    for job in ci["jobs"].values():
+        for step in job["steps"]:
+            assert "uses" in step or "run" in step
+
+
+def test_release_on_package_tags():
+    rel = load("release.yml")
+    assert rel["on"]["push"]["tags"] == ["*-v*"]
+    assert rel["jobs"]["publish"]["permissions"]["id-token"] == "write"
+
+
+def test_hatch_matrix_lists_every_package():
+    config = tomllib.loads((ROOT / "hatch.toml").read_text())
+    assert sorted(config["envs"]["pkg"]["matrix"][0]["package"]) == PACKAGES
+    members = [m["path"] for m in config["envs"]["default"]["workspace"]["members"]]
+    assert members == ["shared"] + [f"packages/{p}" for p in config["envs"]["pkg"]["matrix"][0]["package"]]
+    assert config["envs"]["pkg"]["template"] == "pkg"  # no inheritance from the all-members env
+    for env in ("default", "pkg"):
+        assert config["envs"][env]["installer"] == "pip"
+    assert "torch==2.13.0" in (ROOT / "tools" / "constraints.txt").read_text()
+
+
+@pytest.mark.parametrize(("paths", "expected"), [
+    (["packages/dsi/src/dsi/x.py"], ["dsi"]),
+    (["packages/dsi/README.md", "packages/pomwu/tests/t.py"], ["dsi", "pomwu"]),
+    (["README.md", "docs/x.md"], []),
+    (["shared/src/icml25_shared/data.py"], PACKAGES),
+    (["hatch.toml"], PACKAGES),
+    ([".github/workflows/ci.yml"], PACKAGES),
+    (["tools/checks.py"], PACKAGES),
+])
+def test_plan_maps_paths_to_packages(paths, expected):
+    assert plan.affected(paths, PACKAGES) == expected
+
+
+def test_release_tags():
+    assert release.resolve("fastpd-v0.2.0") == {"dist": "fastpd", "folder": "packages/fastpd", "version": "0.2.0"}
+    assert release.resolve("kandinsky-cp-v1.0.0rc1")["folder"] == "packages/kandinsky-cp"
+    assert release.resolve("icml25-shared-v0.1.1")["folder"] == "shared"
+    with pytest.raises(ValueError, match="not one of"):
+        release.resolve("nopkg-v1.0")
+    with pytest.raises(ValueError, match="<distribution>-v<version>"):
+        release.resolve("v1.0")
