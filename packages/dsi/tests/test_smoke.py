@@ -1,9 +1,8 @@
 import subprocess
 import sys
 
-import pytest
-
 import dsi
+import pytest
 from dsi.__main__ import main
 
 

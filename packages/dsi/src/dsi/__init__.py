@@ -1,10 +1,48 @@
-"""Data-specific indistinguishability: the optimal multivariate Gaussian mechanism and private training"""
+"""Data-specific indistinguishability: the optimal multivariate Gaussian mechanism and private training."""
 
 from importlib.metadata import PackageNotFoundError, version
+
+from dsi.accounting import (
+    REFERENCE_MULTIPLIERS,
+    compose,
+    delta_from_gdp,
+    epsilon_from_gdp,
+    epsilon_from_rho,
+    epsilon_from_sigma,
+    gdp_mu,
+    renyi_divergence,
+    rho_from_epsilon,
+    rho_from_sigma,
+    sigma_from_epsilon,
+    sigma_from_rho,
+    tradeoff_power,
+)
+from dsi.covariance import IsotropicCovariance, OptimalCovariance, isotropic_covariance, optimal_covariance
+from dsi.mechanism import Mechanism
 
 try:
     __version__ = version("dsi")
 except PackageNotFoundError:  # source tree without install
     __version__ = "0.0.0"
 
-__all__ = ["__version__"]
+__all__ = [
+    "REFERENCE_MULTIPLIERS",
+    "IsotropicCovariance",
+    "Mechanism",
+    "OptimalCovariance",
+    "__version__",
+    "compose",
+    "delta_from_gdp",
+    "epsilon_from_gdp",
+    "epsilon_from_rho",
+    "epsilon_from_sigma",
+    "gdp_mu",
+    "isotropic_covariance",
+    "optimal_covariance",
+    "renyi_divergence",
+    "rho_from_epsilon",
+    "rho_from_sigma",
+    "sigma_from_epsilon",
+    "sigma_from_rho",
+    "tradeoff_power",
+]
