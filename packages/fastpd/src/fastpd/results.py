@@ -1,0 +1,67 @@
+"""Typed results of :class:`fastpd.FastPD` queries."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class Decomposition:
+    """Functional decomposition f(x) = intercept + sum over S of m_S(x_S) (Hiabu et al., 2023).
+
+    Attributes:
+        intercept: m_empty, the mean margin over the background; float, or (K,) for K outputs.
+        components: {sorted feature-index tuple S: m_S evaluated at the rows, (n,) or (n, K)}.
+            Only subsets that occur on some leaf path are present (all others are identically 0).
+        feature_names: names of the model's features, when known.
+        max_order: the largest |S| that was computed; components of higher order were skipped.
+    """
+
+    intercept: float | np.ndarray
+    components: dict[tuple[int, ...], np.ndarray]
+    feature_names: list[str] | None
+    max_order: int
+
+    def total(self) -> np.ndarray:
+        """intercept + sum of all components: the model margin when nothing was truncated."""
+        comps = list(self.components.values())
+        if not comps:
+            raise ValueError("the decomposition has no components to sum")
+        return self.intercept + np.sum(comps, axis=0)
+
+    def of_order(self, order: int) -> dict[tuple[int, ...], np.ndarray]:
+        """Components with exactly ``order`` features."""
+        return {s: v for s, v in self.components.items() if len(s) == order}
+
+    def importance(self) -> dict[tuple[int, ...], float]:
+        """Mean absolute value of each component over the rows (summed over outputs), largest first."""
+        imp = {s: float(np.abs(v).mean(axis=0).sum()) for s, v in self.components.items()}
+        return dict(sorted(imp.items(), key=lambda kv: -kv[1]))
+
+    def name(self, subset: tuple[int, ...]) -> str:
+        """Readable label of a subset, using feature names when known."""
+        if self.feature_names is None:
+            return " x ".join(f"x{j}" for j in subset)
+        return " x ".join(self.feature_names[j] for j in subset)
+
+
+@dataclass(frozen=True)
+class Explanation:
+    """Everything :meth:`fastpd.FastPD.explain` computes for the same rows in one pass.
+
+    Attributes:
+        prediction: model margin at the rows, (n,) or (n, K) (log-odds for binary classifiers).
+        intercept: mean margin over the background, float or (K,).
+        shap_values: (n, d) or (n, d, K); rows sum to prediction - intercept.
+        shap_interaction_values: (n, d, d) or (n, d, d, K); summing over the last feature axis
+            gives shap_values.
+        decomposition: the components up to the requested order.
+    """
+
+    prediction: np.ndarray
+    intercept: float | np.ndarray
+    shap_values: np.ndarray
+    shap_interaction_values: np.ndarray
+    decomposition: Decomposition
