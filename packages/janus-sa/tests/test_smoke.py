@@ -1,9 +1,8 @@
 import subprocess
 import sys
 
-import pytest
-
 import janus_sa
+import pytest
 from janus_sa.__main__ import main
 
 

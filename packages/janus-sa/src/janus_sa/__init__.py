@@ -1,10 +1,57 @@
-"""Janus: dual-server verifiable multi-round secure aggregation for federated learning"""
+"""Janus: dual-server, verifiable, multi-round secure aggregation for federated learning.
+
+Entry points: :class:`JanusClient`, :class:`AggregationServer` (S0), :class:`MaskServer` (S1),
+configured by :class:`JanusConfig`; :class:`InProcessDeployment` runs whole rounds in one process and
+:mod:`janus_sa.net` runs the servers as gRPC services.
+"""
 
 from importlib.metadata import PackageNotFoundError, version
+
+from janus_sa.crypto import ServerKeys, ServerPublicKeys, SigningKey, model_digest
+from janus_sa.errors import (
+    AggregateMismatchError,
+    ConfigError,
+    JanusError,
+    ModelInconsistencyError,
+    ParticipantSetMismatchError,
+    ReplayError,
+    SignatureError,
+    VerificationError,
+    WireFormatError,
+    WrongRoundError,
+)
+from janus_sa.protocol import AggregationServer, JanusClient, JanusConfig, MaskServer, RoundResult, Upload
+from janus_sa.quantize import Quantizer
+from janus_sa.simulation import InProcessDeployment, RoundReport
 
 try:
     __version__ = version("janus-sa")
 except PackageNotFoundError:  # source tree without install
     __version__ = "0.0.0"
 
-__all__ = ["__version__"]
+__all__ = [
+    "AggregateMismatchError",
+    "AggregationServer",
+    "ConfigError",
+    "InProcessDeployment",
+    "JanusClient",
+    "JanusConfig",
+    "JanusError",
+    "MaskServer",
+    "ModelInconsistencyError",
+    "ParticipantSetMismatchError",
+    "Quantizer",
+    "ReplayError",
+    "RoundReport",
+    "RoundResult",
+    "ServerKeys",
+    "ServerPublicKeys",
+    "SignatureError",
+    "SigningKey",
+    "Upload",
+    "VerificationError",
+    "WireFormatError",
+    "WrongRoundError",
+    "__version__",
+    "model_digest",
+]

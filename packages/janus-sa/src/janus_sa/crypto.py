@@ -1,0 +1,265 @@
+"""Cryptographic building blocks, all from audited libraries (``cryptography`` and ``rbcl``).
+
+* Ed25519 signatures, X25519 + HKDF-SHA256 + AES-256-GCM seed encryption (``cryptography``);
+* ChaCha20 keystream as the mask PRG (``cryptography``);
+* vector Pedersen commitments over ristretto255 (``rbcl``/libsodium), with generators obtained by
+  hash-to-group so nobody knows a discrete log between any two of them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from functools import lru_cache
+
+import numpy as np
+import rbcl
+from cryptography.exceptions import InvalidSignature, InvalidTag
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
+from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+
+from janus_sa.errors import DecryptionError, InvalidGroupElementError, SignatureError
+
+#: Order of the ristretto255 group.
+GROUP_ORDER = 2**252 + 27742317777372353535851937790883648493
+POINT_BYTES = 32
+SCALAR_BYTES = 32
+SEED_BYTES = 32
+#: ephemeral X25519 public key (32) + AES-GCM nonce (12) + seed (32) + tag (16)
+SEED_CIPHERTEXT_BYTES = 32 + 12 + SEED_BYTES + 16
+IDENTITY = bytes(POINT_BYTES)
+_RAW = serialization.Encoding.Raw
+_RAWPUB = serialization.PublicFormat.Raw
+_RAWPRIV = serialization.PrivateFormat.Raw
+
+
+def sha256(*parts: bytes) -> bytes:
+    """SHA-256 of the length-prefixed concatenation of ``parts`` (unambiguous framing)."""
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(len(p).to_bytes(8, "little"))
+        h.update(p)
+    return h.digest()
+
+
+def model_digest(model: bytes | np.ndarray) -> bytes:
+    """32-byte digest of a model's parameters (a float array is hashed as little-endian float64)."""
+    if isinstance(model, np.ndarray):
+        model = np.ascontiguousarray(model, dtype="<f8").tobytes()
+    return sha256(b"janus/model", bytes(model))
+
+
+# --- keys -------------------------------------------------------------------------------------
+class SigningKey:
+    """An Ed25519 identity. ``public`` (32 bytes) is the party's id on the wire."""
+
+    def __init__(self, private: Ed25519PrivateKey | None = None) -> None:
+        self._key = private or Ed25519PrivateKey.generate()
+        self.public = self._key.public_key().public_bytes(_RAW, _RAWPUB)
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> SigningKey:
+        return cls(Ed25519PrivateKey.from_private_bytes(raw))
+
+    def to_bytes(self) -> bytes:
+        return self._key.private_bytes(_RAW, _RAWPRIV, serialization.NoEncryption())
+
+    def sign(self, data: bytes) -> bytes:
+        return self._key.sign(data)
+
+
+def verify_signature(public: bytes, signature: bytes, data: bytes) -> None:
+    """Raise :class:`SignatureError` unless ``signature`` is ``public``'s signature on ``data``."""
+    try:
+        Ed25519PublicKey.from_public_bytes(public).verify(signature, data)
+    except (InvalidSignature, ValueError) as err:
+        raise SignatureError("signature does not verify under the sender's Ed25519 key") from err
+
+
+class KemKey:
+    """An X25519 key pair used to receive encrypted seeds."""
+
+    def __init__(self, private: X25519PrivateKey | None = None) -> None:
+        self._key = private or X25519PrivateKey.generate()
+        self.public = self._key.public_key().public_bytes(_RAW, _RAWPUB)
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> KemKey:
+        return cls(X25519PrivateKey.from_private_bytes(raw))
+
+    def to_bytes(self) -> bytes:
+        return self._key.private_bytes(_RAW, _RAWPRIV, serialization.NoEncryption())
+
+    def open_seed(self, ciphertext: bytes, context: bytes) -> bytes:
+        """Decrypt a :func:`seal_seed` ciphertext; ``context`` must equal the sender's."""
+        if len(ciphertext) != SEED_CIPHERTEXT_BYTES:
+            raise DecryptionError(f"seed ciphertext must be {SEED_CIPHERTEXT_BYTES} bytes")
+        eph, nonce, body = ciphertext[:32], ciphertext[32:44], ciphertext[44:]
+        try:
+            shared = self._key.exchange(X25519PublicKey.from_public_bytes(eph))
+            key = _ecies_key(shared, eph, self.public)
+            return AESGCM(key).decrypt(nonce, body, context)
+        except (InvalidTag, ValueError) as err:
+            raise DecryptionError("encrypted seed failed authentication") from err
+
+
+def _ecies_key(shared: bytes, eph_public: bytes, recipient_public: bytes) -> bytes:
+    return HKDF(algorithm=hashes.SHA256(), length=32, salt=None,
+                info=b"janus/ecies/v1" + eph_public + recipient_public).derive(shared)
+
+
+def seal_seed(recipient_public: bytes, seed: bytes, context: bytes) -> bytes:
+    """Ephemeral-static X25519 + HKDF-SHA256 + AES-256-GCM; ``context`` is bound as associated data."""
+    eph = X25519PrivateKey.generate()
+    eph_public = eph.public_key().public_bytes(_RAW, _RAWPUB)
+    key = _ecies_key(eph.exchange(X25519PublicKey.from_public_bytes(recipient_public)), eph_public,
+                     recipient_public)
+    nonce = os.urandom(12)
+    return eph_public + nonce + AESGCM(key).encrypt(nonce, seed, context)
+
+
+def new_seed() -> bytes:
+    return os.urandom(SEED_BYTES)
+
+
+# --- PRG -------------------------------------------------------------------------------------
+def derive(seed: bytes, label: bytes, length: int = 32) -> bytes:
+    """HKDF-SHA256 expansion of a one-time seed into an independent key for ``label``."""
+    return HKDF(algorithm=hashes.SHA256(), length=length, salt=None, info=b"janus/" + label).derive(seed)
+
+
+def keystream(key: bytes, n_bytes: int, stream: int = 0) -> bytes:
+    """``n_bytes`` of ChaCha20 keystream under a 32-byte key; ``stream`` selects the nonce."""
+    nonce = stream.to_bytes(16, "little")
+    return Cipher(algorithms.ChaCha20(key, nonce), mode=None).encryptor().update(bytes(n_bytes))
+
+
+def expand_mask(seed: bytes, length: int, modulus: int) -> np.ndarray:
+    """Mask vector in ``Z_modulus^length`` (uint32) expanded from ``seed`` with ChaCha20."""
+    words = np.frombuffer(keystream(derive(seed, b"mask"), 4 * length), dtype="<u4")
+    return (words & np.uint32(modulus - 1)).astype(np.uint32)
+
+
+def expand_scalar(seed: bytes, label: bytes) -> int:
+    """Uniform scalar mod the group order (64 bytes reduced: bias below 2**-250)."""
+    return int.from_bytes(derive(seed, label, 64), "little") % GROUP_ORDER
+
+
+# --- ristretto255 group ------------------------------------------------------------------------
+def scalar_bytes(s: int) -> bytes:
+    return (s % GROUP_ORDER).to_bytes(SCALAR_BYTES, "little")
+
+
+def scalar_from_bytes(raw: bytes) -> int:
+    s = int.from_bytes(raw, "little")
+    if len(raw) != SCALAR_BYTES or s >= GROUP_ORDER:
+        raise InvalidGroupElementError("scalar must be a canonical 32-byte encoding below the group order")
+    return s
+
+
+def check_point(raw: bytes) -> bytes:
+    if len(raw) != POINT_BYTES or not rbcl.crypto_core_ristretto255_is_valid_point(raw):
+        raise InvalidGroupElementError("not a canonical ristretto255 point encoding")
+    return raw
+
+
+def point_add(a: bytes, b: bytes) -> bytes:
+    return rbcl.crypto_core_ristretto255_add(a, b)
+
+
+def point_mul(s: int, p: bytes) -> bytes:
+    s %= GROUP_ORDER
+    return IDENTITY if s == 0 else rbcl.crypto_scalarmult_ristretto255(s.to_bytes(32, "little"), p)
+
+
+def point_sum(points) -> bytes:
+    acc = IDENTITY
+    for p in points:
+        acc = point_add(acc, p)
+    return acc
+
+
+def hash_to_group(label: bytes) -> bytes:
+    return rbcl.crypto_core_ristretto255_from_hash(hashlib.sha512(b"janus/gen/" + label).digest())
+
+
+@lru_cache(maxsize=8)
+def generators(count: int) -> tuple[bytes, ...]:
+    """``G_0 .. G_{count-1}`` for the message slots (``H`` is :data:`H` below)."""
+    return tuple(hash_to_group(b"G" + j.to_bytes(8, "little")) for j in range(count))
+
+
+H = hash_to_group(b"H")
+
+
+def slot_layout(value_bits: int) -> tuple[int, int]:
+    """(slot width, slots per scalar) so that packing values below ``2**value_bits`` is injective.
+
+    Differences of two honest or cheating values are below ``2**value_bits`` in absolute value, so a
+    slot of ``value_bits + 1`` bits keeps them apart, and ``slots * width <= 251`` keeps the packed
+    integer below the group order: the packing map is injective, hence binding carries over.
+    """
+    width = value_bits + 1
+    slots = 251 // width
+    if slots < 1:
+        raise ValueError(f"values of {value_bits} bits do not fit one scalar")
+    return width, slots
+
+
+def pack(values: np.ndarray, value_bits: int) -> list[int]:
+    """Pack integer values (|v| < 2**value_bits) into scalars, ``slots`` values per scalar."""
+    width, slots = slot_layout(value_bits)
+    vals = [int(v) for v in np.asarray(values).ravel()]
+    out = []
+    for start in range(0, len(vals), slots):
+        acc = 0
+        for k, v in enumerate(vals[start:start + slots]):
+            acc += v << (width * k)
+        out.append(acc % GROUP_ORDER)
+    return out
+
+
+def commit_message(values: np.ndarray, value_bits: int) -> bytes:
+    """The message part ``sum_k pack(values)_k * G_k`` of a vector Pedersen commitment."""
+    scalars = pack(values, value_bits)
+    gens = generators(len(scalars))
+    return point_sum(point_mul(s, g) for s, g in zip(scalars, gens, strict=True) if s)
+
+
+def commit(values: np.ndarray, value_bits: int, randomness: int) -> bytes:
+    """Vector Pedersen commitment ``pack(values) . G + randomness * H`` (one 32-byte point)."""
+    return point_add(commit_message(values, value_bits), point_mul(randomness, H))
+
+
+@dataclass(frozen=True)
+class ServerPublicKeys:
+    """What a client needs to know about one server: its signing and seed-encryption keys."""
+
+    sign: bytes
+    kem: bytes
+
+
+class ServerKeys:
+    """A server's long-term secret keys (Ed25519 for signing, X25519 for receiving seeds)."""
+
+    def __init__(self, sign: SigningKey | None = None, kem: KemKey | None = None) -> None:
+        self.sign = sign or SigningKey()
+        self.kem = kem or KemKey()
+
+    @property
+    def public(self) -> ServerPublicKeys:
+        return ServerPublicKeys(sign=self.sign.public, kem=self.kem.public)
+
+    def to_bytes(self) -> bytes:
+        return self.sign.to_bytes() + self.kem.to_bytes()
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> ServerKeys:
+        if len(raw) != 64:
+            raise ValueError("server key file must hold 64 bytes (Ed25519 + X25519 private keys)")
+        return cls(SigningKey.from_bytes(raw[:32]), KemKey.from_bytes(raw[32:]))

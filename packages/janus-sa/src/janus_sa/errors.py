@@ -1,0 +1,86 @@
+"""Exception hierarchy: every failure the protocol can detect has its own named type."""
+
+from __future__ import annotations
+
+
+class JanusError(Exception):
+    """Base class of every error raised by janus_sa on protocol input."""
+
+
+class ConfigError(JanusError, ValueError):
+    """A parameter is out of its accepted range."""
+
+
+# --- wire format -----------------------------------------------------------------------------
+class WireFormatError(JanusError):
+    """A message could not be decoded."""
+
+
+class OversizedMessageError(WireFormatError):
+    """The encoded message is longer than the configured limit."""
+
+
+class MalformedMessageError(WireFormatError):
+    """The bytes are not a well-formed Janus envelope (truncated, wrong types, wrong lengths)."""
+
+
+class UnsupportedVersionError(WireFormatError):
+    """The envelope carries a protocol version this implementation does not speak."""
+
+
+class UnknownMessageTypeError(WireFormatError):
+    """The envelope's message type is not one of the known types."""
+
+
+class InvalidGroupElementError(WireFormatError):
+    """A field that must be a ristretto255 point or a canonical scalar is not one."""
+
+
+# --- authentication / freshness -------------------------------------------------------------------
+class SignatureError(JanusError):
+    """A signature is missing, malformed, or does not verify under the expected key."""
+
+
+class ReplayError(JanusError):
+    """A message from an earlier round, or a second copy of an accepted message."""
+
+
+class WrongRoundError(JanusError):
+    """A message names a round other than the current one (and is not an old replay)."""
+
+
+class WrongSessionError(JanusError):
+    """A message belongs to another deployment (session id differs)."""
+
+
+class ProtocolError(JanusError):
+    """A message arrived in a state where it is not allowed, or a round cannot proceed."""
+
+
+class IncompleteRoundError(ProtocolError):
+    """The round cannot produce an aggregate (e.g. a participant missed the sketch phase)."""
+
+
+class DecryptionError(JanusError):
+    """An encrypted seed did not decrypt (wrong key, tampered ciphertext or wrong context)."""
+
+
+# --- verification by clients -------------------------------------------------------------------
+class VerificationError(JanusError):
+    """The aggregate returned by the servers failed a client-side check; nothing was accepted."""
+
+
+class ModelInconsistencyError(VerificationError):
+    """S0 and S1 (or announcement and aggregate) disagree on the round's model digest."""
+
+
+class ParticipantSetMismatchError(VerificationError):
+    """S0 and S1 aggregated over different client sets."""
+
+
+class AggregateMismatchError(VerificationError):
+    """The unmasked aggregate does not open the aggregated commitments (a server cheated)."""
+
+
+class SealMismatchError(VerificationError):
+    """Sketch mode: an aggregate differs from the value a server sealed before the challenge."""

@@ -1,0 +1,584 @@
+"""Janus protocol core: typed configuration, the client and the two servers as state machines.
+
+Every method consumes and produces signed wire messages (``bytes``), so the same objects run
+in-process (tests, demo, benchmarks) and behind the gRPC services of :mod:`janus_sa.net`.
+
+Round ``t`` (see README, "Protocol spec"):
+
+1. S0 and S1 each sign ``ANNOUNCE(t, model_digest, config_digest)``; a client accepts the round only if
+   both announcements carry the same model digest (model-inconsistency check).
+2. Client ``i`` quantises its update to codes ``x_i`` in ``[0, Q)``, draws two one-time seeds,
+   ``seed1 -> (mask k_i, scalar r_i)`` and ``seed0 -> scalar s_i``, and sends
+   ``UPLOAD0 = (y_i = x_i + k_i mod M, C_i = x_i.G + r_i H, Enc_S0(seed0))`` to S0 and
+   ``UPLOAD1 = (Enc_S1(seed1), C'_i = x_i.G + s_i H)`` to S1. Neither server knows the randomness of
+   the commitment it holds, so each commitment is perfectly hiding towards its holder.
+3. S0 and S1 exchange signed participant sets and aggregate over the intersection ``P``:
+   S0 returns ``(Y, C = sum C_i, S = sum s_i)``, S1 returns ``(K, C' = sum C'_i, R = sum r_i)``.
+4. The client computes ``X = Y - K mod M`` and accepts iff ``C = X.G + R H`` and ``C' = X.G + S H``,
+   both servers name the same ``P`` and model digest. A single cheating server would have to find
+   ``log_H(G)``.
+
+Sketch mode (our deviation, for large ``l``): step 2 sends no commitment; after step 3 both servers
+sign a SEAL (digest of ``Y`` resp. ``K``); the challenge is the hash of both seals, it selects a
+``k x l`` Rademacher matrix ``A``, and each client commits to ``A x_i`` instead of ``x_i``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import msgpack
+import numpy as np
+
+from janus_sa import crypto
+from janus_sa.crypto import H, ServerKeys, ServerPublicKeys, SigningKey, point_add, point_mul, sha256
+from janus_sa.errors import (
+    AggregateMismatchError,
+    ConfigError,
+    IncompleteRoundError,
+    MalformedMessageError,
+    ModelInconsistencyError,
+    ParticipantSetMismatchError,
+    ProtocolError,
+    ReplayError,
+    SealMismatchError,
+    SignatureError,
+    WrongRoundError,
+)
+from janus_sa.quantize import Quantizer
+from janus_sa.wire import SESSION_BYTES, Message, MsgType, decode, encode
+
+log = logging.getLogger(__name__)
+MODES = ("exact", "sketch")
+
+
+@dataclass(frozen=True)
+class JanusConfig:
+    """Parameters every party of a deployment must agree on (their digest is in each ANNOUNCE).
+
+    Parameters
+    ----------
+    dim:
+        Length ``l`` of each update vector.
+    mode:
+        ``"exact"`` commits to every coordinate; ``"sketch"`` commits to ``sketch_k`` random
+        projections chosen after the servers sealed their aggregates (one extra client message).
+    sketch_k:
+        Number of Rademacher projections in sketch mode; a wrong aggregate passes with
+        probability at most ``2**-sketch_k``.
+    quantizer:
+        Fixed-point codec (clip range, levels, modulus).
+    """
+
+    dim: int
+    mode: str = "exact"
+    sketch_k: int = 32
+    quantizer: Quantizer = field(default_factory=Quantizer)
+
+    def validate(self) -> JanusConfig:
+        if not isinstance(self.dim, int) or not 1 <= self.dim <= 2**26:
+            raise ConfigError(f"dim must be an int in [1, 2**26], got {self.dim!r}")
+        if self.mode not in MODES:
+            raise ConfigError(f"mode must be one of {MODES}, got {self.mode!r}")
+        if not isinstance(self.sketch_k, int) or not 1 <= self.sketch_k <= 256:
+            raise ConfigError(f"sketch_k must be an int in [1, 256], got {self.sketch_k!r}")
+        self.quantizer.validate()
+        return self
+
+    @property
+    def modulus_bits(self) -> int:
+        return self.quantizer.modulus_range.bit_length() - 1
+
+    @property
+    def value_bits(self) -> int:
+        """Bit bound on committed values: codes below ``M``, or projections below ``l * M``."""
+        if self.mode == "exact":
+            return self.modulus_bits
+        return self.modulus_bits + max(1, math.ceil(math.log2(self.dim))) + 1
+
+    @property
+    def digest(self) -> bytes:
+        q = self.quantizer
+        return sha256(b"janus/config", msgpack.packb(
+            [self.dim, self.mode, self.sketch_k, repr(float(q.clipping_range)), q.quantization_range,
+             q.modulus_range]))
+
+    @property
+    def max_message_bytes(self) -> int:
+        """Upper bound on any client- or server-to-client message (a vector plus fixed fields)."""
+        return 4 * self.dim + 1024
+
+    def committed_values(self, codes: np.ndarray, challenge: bytes | None) -> np.ndarray:
+        """What is committed for a code vector: the codes themselves, or their projections."""
+        if self.mode == "exact":
+            return np.asarray(codes, dtype=np.int64)
+        assert challenge is not None
+        return project(codes, challenge, self.sketch_k)
+
+
+def project(values: np.ndarray, challenge: bytes, k: int) -> np.ndarray:
+    """``A @ values`` for the ``k x l`` Rademacher (+-1) matrix expanded from ``challenge`` (int64)."""
+    v = np.asarray(values, dtype=np.int64)
+    key = crypto.derive(challenge, b"sketch")
+    total = int(v.sum())
+    out = np.empty(k, dtype=np.int64)
+    for t in range(k):
+        bits = np.unpackbits(np.frombuffer(crypto.keystream(key, (v.size + 7) // 8, stream=t), np.uint8),
+                             count=v.size).astype(bool)
+        out[t] = 2 * int(v[bits].sum()) - total
+    return out
+
+
+def participants_digest(ids) -> bytes:
+    return sha256(b"janus/participants", *sorted(ids))
+
+
+def _seed_context(session: bytes, rnd: int, client: bytes, role: int) -> bytes:
+    return b"janus/seed" + session + rnd.to_bytes(8, "little") + client + bytes([role])
+
+
+def _challenge(session: bytes, rnd: int, pdigest: bytes, d0: bytes, d1: bytes) -> bytes:
+    return sha256(b"janus/challenge", session, rnd.to_bytes(8, "little"), pdigest, d0, d1)
+
+
+def _check_round(msg: Message, current: int | None) -> None:
+    if current is None:
+        raise ProtocolError("no round is open")
+    if msg.round < current:
+        raise ReplayError(f"{msg.type.name} is from round {msg.round}; the current round is {current}")
+    if msg.round > current:
+        raise WrongRoundError(f"{msg.type.name} names round {msg.round}; the current round is {current}")
+
+
+@dataclass(frozen=True)
+class Upload:
+    """The two messages a client sends in one step: ``to_s0`` for S0 and ``to_s1`` for S1."""
+
+    to_s0: bytes
+    to_s1: bytes
+
+
+@dataclass(frozen=True)
+class RoundResult:
+    """A verified aggregate.
+
+    ``sum_codes`` (l,) int64 is the exact integer sum of the participants' codes; ``sum`` and ``mean``
+    (l,) float64 are its dequantisation (error per coordinate at most ``error_bound``).
+    """
+
+    round: int
+    n_participants: int
+    participants_digest: bytes
+    sum_codes: np.ndarray
+    sum: np.ndarray
+    mean: np.ndarray
+    error_bound: float
+
+
+class JanusClient:
+    """One federated-learning client: quantises, masks, commits, and verifies the aggregate.
+
+    Parameters
+    ----------
+    config:
+        The deployment's :class:`JanusConfig`.
+    s0, s1:
+        Public keys of the aggregation server S0 and the mask server S1.
+    session:
+        16-byte deployment id bound into every signature.
+    signing_key:
+        The client's Ed25519 identity (generated when omitted); its public key is the client id.
+    """
+
+    def __init__(self, *, config: JanusConfig, s0: ServerPublicKeys, s1: ServerPublicKeys, session: bytes,
+                 signing_key: SigningKey | None = None) -> None:
+        self.config = config.validate()
+        if not isinstance(session, bytes) or len(session) != SESSION_BYTES:
+            raise ConfigError(f"session must be {SESSION_BYTES} bytes")
+        self.s0, self.s1, self.session = s0, s1, session
+        self.key = signing_key or SigningKey()
+        self.round_: int | None = None
+        self.model_digest_: bytes | None = None
+        self._secrets: dict | None = None
+        self._seals: tuple[Message, Message] | None = None
+
+    @property
+    def id(self) -> bytes:
+        return self.key.public
+
+    def _decode(self, data: bytes, mtype: MsgType, server: bytes) -> Message:
+        msg = decode(data, max_bytes=self.config.max_message_bytes, max_dim=self.config.dim,
+                     session=self.session, expect=(mtype,))
+        msg.verify(expected_sender=server)
+        return msg
+
+    def begin_round(self, announce0: bytes, announce1: bytes) -> int:
+        """Accept the round announced by both servers; returns the round number."""
+        a0 = self._decode(announce0, MsgType.ANNOUNCE, self.s0.sign)
+        a1 = self._decode(announce1, MsgType.ANNOUNCE, self.s1.sign)
+        if self.round_ is not None and min(a0.round, a1.round) <= self.round_:
+            raise ReplayError(f"announcement for round {min(a0.round, a1.round)} after round {self.round_}")
+        if a0.round != a1.round:
+            raise WrongRoundError(f"S0 announces round {a0.round} but S1 announces round {a1.round}")
+        if a0.body["model_digest"] != a1.body["model_digest"]:
+            raise ModelInconsistencyError("S0 and S1 announce different model digests for this round")
+        for a in (a0, a1):
+            if a.body["config_digest"] != self.config.digest:
+                raise ProtocolError("a server announces a configuration different from this client's")
+        self.round_, self.model_digest_ = a0.round, a0.body["model_digest"]
+        self._secrets, self._seals = None, None
+        return self.round_
+
+    def upload(self, update: np.ndarray) -> Upload:
+        """Quantise, mask and commit a float update of shape ``(dim,)``."""
+        if self.round_ is None:
+            raise ProtocolError("call begin_round before upload")
+        if self._secrets is not None:
+            raise ProtocolError(f"this client already uploaded in round {self.round_}")
+        cfg = self.config
+        update = np.asarray(update, dtype=np.float64)
+        if update.shape != (cfg.dim,):
+            raise ConfigError(f"update must have shape ({cfg.dim},), got {update.shape}")
+        codes = cfg.quantizer.quantize(update)
+        seed0, seed1 = crypto.new_seed(), crypto.new_seed()
+        modulus = cfg.quantizer.modulus_range
+        mask = crypto.expand_mask(seed1, cfg.dim, modulus)
+        masked = ((codes.astype(np.uint64) + mask) & np.uint64(modulus - 1)).astype(np.uint32)
+        r, s = crypto.expand_scalar(seed1, b"r"), crypto.expand_scalar(seed0, b"s")
+        c0 = c1 = b""
+        if cfg.mode == "exact":
+            m = crypto.commit_message(codes, cfg.value_bits)
+            c0, c1 = point_add(m, point_mul(r, H)), point_add(m, point_mul(s, H))
+        self._secrets = {"codes": codes, "r": r, "s": s}
+        rnd, sess = self.round_, self.session
+        ct0 = crypto.seal_seed(self.s0.kem, seed0, _seed_context(sess, rnd, self.id, 0))
+        ct1 = crypto.seal_seed(self.s1.kem, seed1, _seed_context(sess, rnd, self.id, 1))
+        to0 = encode(MsgType.UPLOAD0, sess, rnd, {"model_digest": self.model_digest_, "masked": masked,
+                                                  "seed_ct": ct0, "commitment": c0}, self.key)
+        to1 = encode(MsgType.UPLOAD1, sess, rnd, {"model_digest": self.model_digest_, "seed_ct": ct1,
+                                                  "commitment": c1}, self.key)
+        return Upload(to0, to1)
+
+    def _read_seals(self, seal0: bytes, seal1: bytes) -> tuple[Message, Message, bytes]:
+        m0 = self._decode(seal0, MsgType.SEAL, self.s0.sign)
+        m1 = self._decode(seal1, MsgType.SEAL, self.s1.sign)
+        for m in (m0, m1):
+            _check_round(m, self.round_)
+        if (m0.body["participants_digest"], m0.body["n"]) != (m1.body["participants_digest"], m1.body["n"]):
+            raise ParticipantSetMismatchError("S0 and S1 sealed different participant sets")
+        ch = _challenge(self.session, self.round_, m0.body["participants_digest"], m0.body["value_digest"],
+                        m1.body["value_digest"])
+        return m0, m1, ch
+
+    def sketch_commit(self, seal0: bytes, seal1: bytes) -> Upload:
+        """Sketch mode: commit to the projection chosen by both servers' seals."""
+        if self.config.mode != "sketch":
+            raise ProtocolError("sketch_commit is only used in sketch mode")
+        if self._secrets is None:
+            raise ProtocolError("call upload before sketch_commit")
+        m0, m1, ch = self._read_seals(seal0, seal1)
+        sec = self._secrets
+        m = crypto.commit_message(project(sec["codes"], ch, self.config.sketch_k), self.config.value_bits)
+        rnd, sess = self.round_, self.session
+        to0 = encode(MsgType.SKETCH_COMMIT, sess, rnd, {"commitment": point_add(m, point_mul(sec["r"], H))},
+                     self.key)
+        to1 = encode(MsgType.SKETCH_COMMIT, sess, rnd, {"commitment": point_add(m, point_mul(sec["s"], H))},
+                     self.key)
+        return Upload(to0, to1)
+
+    def finish_round(self, aggregate0: bytes, aggregate1: bytes, *, seal0: bytes | None = None,
+                     seal1: bytes | None = None) -> RoundResult:
+        """Unmask and verify the aggregate; raises a :class:`VerificationError` subclass on any mismatch.
+
+        In sketch mode the two SEAL messages of the round are required.
+        """
+        if self.round_ is None:
+            raise ProtocolError("call begin_round before finish_round")
+        cfg = self.config
+        a0 = self._decode(aggregate0, MsgType.AGGREGATE0, self.s0.sign)
+        a1 = self._decode(aggregate1, MsgType.AGGREGATE1, self.s1.sign)
+        for a in (a0, a1):
+            _check_round(a, self.round_)
+            if a.body["model_digest"] != self.model_digest_:
+                raise ModelInconsistencyError(
+                    f"{'S0' if a is a0 else 'S1'} aggregated for a model other than the one announced")
+            if a.body["value"].shape != (cfg.dim,):
+                raise MalformedMessageError(f"aggregate has {a.body['value'].size} coordinates, expected {cfg.dim}")
+        pd, n = a0.body["participants_digest"], a0.body["n"]
+        if (pd, n) != (a1.body["participants_digest"], a1.body["n"]):
+            raise ParticipantSetMismatchError("S0 and S1 aggregated over different client sets")
+        if n < 1:
+            raise IncompleteRoundError("the servers report an empty participant set")
+        cfg.quantizer.check_capacity(n)
+        y, k = a0.body["value"], a1.body["value"]
+        challenge = None
+        if cfg.mode == "sketch":
+            if seal0 is None or seal1 is None:
+                raise ProtocolError("sketch mode needs the round's two SEAL messages to verify")
+            s0m, s1m, challenge = self._read_seals(seal0, seal1)
+            if s0m.body["participants_digest"] != pd or s0m.body["n"] != n:
+                raise ParticipantSetMismatchError("the aggregates name a participant set other than the sealed one")
+            if sha256(y.astype("<u4").tobytes()) != s0m.body["value_digest"]:
+                raise SealMismatchError("S0's aggregate differs from the value it sealed")
+            if sha256(k.astype("<u4").tobytes()) != s1m.body["value_digest"]:
+                raise SealMismatchError("S1's mask sum differs from the value it sealed")
+        modulus = cfg.quantizer.modulus_range
+        x = (y.astype(np.int64) - k.astype(np.int64)) % modulus
+        xg = crypto.commit_message(cfg.committed_values(x, challenge), cfg.value_bits)
+        if a0.body["commitment"] != point_add(xg, point_mul(a1.body["randomness"], H)):
+            raise AggregateMismatchError("the unmasked aggregate does not open S0's aggregated commitment")
+        if a1.body["commitment"] != point_add(xg, point_mul(a0.body["randomness"], H)):
+            raise AggregateMismatchError("the unmasked aggregate does not open S1's aggregated commitment")
+        total = cfg.quantizer.dequantize_sum(x, n)
+        return RoundResult(round=self.round_, n_participants=n, participants_digest=pd, sum_codes=x,
+                           sum=total, mean=total / n, error_bound=cfg.quantizer.error_bound(n))
+
+
+class _Server(ABC):
+    """Shared state machine of S0 and S1: round, replay protection, participant agreement, persistence."""
+
+    role: int = -1
+    upload_type: MsgType
+    aggregate_type: MsgType
+
+    def __init__(self, *, config: JanusConfig, keys: ServerKeys, session: bytes, peer: bytes,
+                 state_dir: str | os.PathLike | None = None) -> None:
+        self.config = config.validate()
+        if not isinstance(session, bytes) or len(session) != SESSION_BYTES:
+            raise ConfigError(f"session must be {SESSION_BYTES} bytes")
+        self.keys, self.session, self.peer = keys, session, peer
+        self.state_dir = Path(state_dir) if state_dir is not None else None
+        self._reset(None, b"")
+        self._replaying = False
+        if self.state_dir is not None:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            self._restore()
+
+    # --- state -------------------------------------------------------------------------------
+    def _reset(self, rnd: int | None, model_digest: bytes) -> None:
+        self.round_ = rnd
+        self.model_digest_ = model_digest
+        self.announcement_: bytes | None = None
+        self.uploads_: dict[bytes, dict] = {}
+        self.participants_: tuple[bytes, ...] | None = None
+        self.sketch_commits_: dict[bytes, bytes] = {}
+        self._value: np.ndarray | None = None
+        self._randomness = 0
+        self._commitment = crypto.IDENTITY
+
+    @property
+    def phase(self) -> str:
+        if self.round_ is None:
+            return "idle"
+        return "open" if self.participants_ is None else "agreed"
+
+    def _log_path(self) -> Path:
+        assert self.state_dir is not None
+        return self.state_dir / "rounds.log"
+
+    def _persist(self, record: list) -> None:
+        if self.state_dir is None or self._replaying:
+            return
+        blob = msgpack.packb(record, use_bin_type=True)
+        mode = "wb" if record[0] == "announce" else "ab"  # a new round starts a fresh log
+        with open(self._log_path(), mode) as fh:
+            fh.write(len(blob).to_bytes(8, "little") + blob)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+    def _restore(self) -> None:
+        path = self._log_path()
+        if not path.exists():
+            return
+        data = path.read_bytes()
+        self._replaying = True
+        try:
+            pos = 0
+            while pos + 8 <= len(data):
+                size = int.from_bytes(data[pos:pos + 8], "little")
+                if pos + 8 + size > len(data):
+                    break  # torn final write: that message was never acknowledged
+                kind, *args = msgpack.unpackb(data[pos + 8:pos + 8 + size], raw=False)
+                pos += 8 + size
+                if kind == "announce":
+                    self.announce(args[0], args[1])
+                elif kind == "msg":
+                    self.receive(args[0])
+                elif kind == "agree":
+                    self.agree(args[0])
+        finally:
+            self._replaying = False
+        log.info("restored round %s with %d uploads from %s", self.round_, len(self.uploads_), path)
+
+    # --- round lifecycle --------------------------------------------------------------------------
+    def announce(self, rnd: int, model_digest: bytes) -> bytes:
+        """Open round ``rnd`` for the model with this 32-byte digest; returns the signed ANNOUNCE."""
+        if not isinstance(rnd, int) or rnd < 0:
+            raise ConfigError(f"round must be a non-negative int, got {rnd!r}")
+        if self.round_ is not None and rnd <= self.round_:
+            raise ReplayError(f"round {rnd} is not after the current round {self.round_}")
+        if not isinstance(model_digest, bytes) or len(model_digest) != 32:
+            raise ConfigError("model_digest must be 32 bytes (see janus_sa.model_digest)")
+        self._reset(rnd, model_digest)
+        self._persist(["announce", rnd, model_digest])
+        self.announcement_ = encode(MsgType.ANNOUNCE, self.session, rnd,
+                                    {"model_digest": model_digest, "config_digest": self.config.digest},
+                                    self.keys.sign)
+        return self.announcement_
+
+    def receive(self, data: bytes) -> None:
+        """Accept a client message (an upload, or a sketch commitment); raises on anything invalid."""
+        msg = decode(data, max_bytes=self.config.max_message_bytes, max_dim=self.config.dim,
+                     session=self.session, expect=(self.upload_type, MsgType.SKETCH_COMMIT))
+        _check_round(msg, self.round_)
+        msg.verify()
+        cid = msg.sender
+        if msg.type == MsgType.SKETCH_COMMIT:
+            if self.config.mode != "sketch":
+                raise ProtocolError("sketch commitments are not used in exact mode")
+            if self.participants_ is None or cid not in self.participants_:
+                raise ProtocolError("sketch commitment from a client outside the agreed participant set")
+            if cid in self.sketch_commits_:
+                raise ReplayError("second sketch commitment from the same client in this round")
+            self.sketch_commits_[cid] = msg.body["commitment"]
+        else:
+            if self.participants_ is not None:
+                raise ProtocolError("uploads are closed for this round")
+            if cid in self.uploads_:
+                raise ReplayError("second upload from the same client in this round")
+            if msg.body["model_digest"] != self.model_digest_:
+                raise ModelInconsistencyError("upload is for a model other than the one announced")
+            has_c = bool(msg.body["commitment"])
+            if has_c != (self.config.mode == "exact"):
+                raise MalformedMessageError(f"{self.config.mode} mode {'needs' if not has_c else 'takes no'} "
+                                            "commitment in the upload")
+            self.uploads_[cid] = self._accept_upload(msg)
+        self._persist(["msg", bytes(data)])
+
+    def participants(self) -> bytes:
+        """Signed PARTICIPANTS message listing every client whose upload this server accepted."""
+        if self.round_ is None:
+            raise ProtocolError("no round is open")
+        return encode(MsgType.PARTICIPANTS, self.session, self.round_, {"ids": list(self.uploads_)}, self.keys.sign)
+
+    def agree(self, peer_participants: bytes) -> tuple[bytes, ...]:
+        """Fix the participant set to (own accepted set) intersected with the peer's signed set."""
+        msg = decode(peer_participants, max_bytes=64 * 2**20, max_dim=2**21, session=self.session,
+                     expect=(MsgType.PARTICIPANTS,))
+        _check_round(msg, self.round_)
+        try:
+            msg.verify(expected_sender=self.peer)
+        except SignatureError as err:
+            raise SignatureError("participant set is not signed by the peer server") from err
+        if self.participants_ is not None:
+            raise ProtocolError("the participant set of this round is already fixed")
+        agreed = tuple(sorted(set(self.uploads_) & set(msg.body["ids"])))
+        if not agreed:
+            raise IncompleteRoundError("no client reached both servers in this round")
+        self.config.quantizer.check_capacity(len(agreed))
+        self.participants_ = agreed
+        self._aggregate_uploads(agreed)
+        self._persist(["agree", bytes(peer_participants)])
+        log.info("round %d: %d of %d uploads in the agreed set", self.round_, len(agreed), len(self.uploads_))
+        return agreed
+
+    def _require_agreed(self) -> tuple[bytes, ...]:
+        if self.participants_ is None:
+            raise ProtocolError("participant set not agreed yet (call agree with the peer's PARTICIPANTS)")
+        return self.participants_
+
+    def seal(self) -> bytes:
+        """Sketch mode: signed digest of this server's aggregate, fixed before the challenge exists."""
+        if self.config.mode != "sketch":
+            raise ProtocolError("seals are only used in sketch mode")
+        agreed = self._require_agreed()
+        return encode(MsgType.SEAL, self.session, self.round_,
+                      {"participants_digest": participants_digest(agreed), "n": len(agreed),
+                       "value_digest": sha256(self._value.astype("<u4").tobytes())}, self.keys.sign)
+
+    def aggregate(self) -> bytes:
+        """Signed aggregate message of this server for the agreed participant set."""
+        agreed = self._require_agreed()
+        commitment = self._commitment
+        if self.config.mode == "sketch":
+            missing = [c for c in agreed if c not in self.sketch_commits_]
+            if missing:
+                raise IncompleteRoundError(f"{len(missing)} participants have not sent their sketch commitment")
+            commitment = crypto.point_sum(self.sketch_commits_[c] for c in agreed)
+        return encode(self.aggregate_type, self.session, self.round_,
+                      {"participants_digest": participants_digest(agreed), "n": len(agreed),
+                       "model_digest": self.model_digest_, "value": self._value, "commitment": commitment,
+                       "randomness": crypto.scalar_bytes(self._randomness)}, self.keys.sign)
+
+    def _open_seed(self, msg: Message) -> bytes:
+        return self.keys.kem.open_seed(msg.body["seed_ct"],
+                                       _seed_context(self.session, msg.round, msg.sender, self.role))
+
+    @abstractmethod
+    def _accept_upload(self, msg: Message) -> dict:
+        """Check and store the role-specific content of one upload."""
+
+    @abstractmethod
+    def _aggregate_uploads(self, agreed: tuple[bytes, ...]) -> None:
+        """Set ``_value``, ``_randomness`` and ``_commitment`` for the agreed set."""
+
+
+class AggregationServer(_Server):
+    """S0: sums the masked updates and the commitments ``C_i``, and the randomness ``s_i`` of ``C'_i``.
+
+    Parameters: ``config``, ``keys`` (this server's :class:`ServerKeys`), ``session``, ``peer`` (S1's
+    Ed25519 public key), ``state_dir`` (directory for the crash-safe round log, or None).
+    """
+
+    role = 0
+    upload_type = MsgType.UPLOAD0
+    aggregate_type = MsgType.AGGREGATE0
+
+    def _accept_upload(self, msg: Message) -> dict:
+        if msg.body["masked"].shape != (self.config.dim,):
+            raise MalformedMessageError(f"masked update has {msg.body['masked'].size} coordinates, "
+                                        f"the round expects {self.config.dim}")
+        s = crypto.expand_scalar(self._open_seed(msg), b"s")
+        return {"masked": msg.body["masked"], "commitment": msg.body["commitment"], "s": s}
+
+    def _aggregate_uploads(self, agreed: tuple[bytes, ...]) -> None:
+        modulus = self.config.quantizer.modulus_range
+        acc = np.zeros(self.config.dim, dtype=np.uint64)
+        for c in agreed:
+            acc += self.uploads_[c]["masked"]
+            acc &= np.uint64(modulus - 1)
+        self._value = acc.astype(np.uint32)
+        self._randomness = sum(self.uploads_[c]["s"] for c in agreed) % crypto.GROUP_ORDER
+        if self.config.mode == "exact":
+            self._commitment = crypto.point_sum(self.uploads_[c]["commitment"] for c in agreed)
+
+
+class MaskServer(_Server):
+    """S1: decrypts the seeds, sums the masks ``k_i``, the randomness ``r_i`` and the commitments ``C'_i``.
+
+    Parameters as for :class:`AggregationServer` (``peer`` is S0's Ed25519 public key).
+    """
+
+    role = 1
+    upload_type = MsgType.UPLOAD1
+    aggregate_type = MsgType.AGGREGATE1
+
+    def _accept_upload(self, msg: Message) -> dict:
+        return {"seed": self._open_seed(msg), "commitment": msg.body["commitment"]}
+
+    def _aggregate_uploads(self, agreed: tuple[bytes, ...]) -> None:
+        modulus = self.config.quantizer.modulus_range
+        acc = np.zeros(self.config.dim, dtype=np.uint64)
+        for c in agreed:
+            acc += crypto.expand_mask(self.uploads_[c]["seed"], self.config.dim, modulus)
+            acc &= np.uint64(modulus - 1)
+        self._value = acc.astype(np.uint32)
+        self._randomness = sum(crypto.expand_scalar(self.uploads_[c]["seed"], b"r") for c in agreed) \
+            % crypto.GROUP_ORDER
+        if self.config.mode == "exact":
+            self._commitment = crypto.point_sum(self.uploads_[c]["commitment"] for c in agreed)
