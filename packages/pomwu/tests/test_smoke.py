@@ -1,9 +1,8 @@
 import subprocess
 import sys
 
-import pytest
-
 import pomwu
+import pytest
 from pomwu.__main__ import main
 
 

@@ -1,0 +1,120 @@
+"""Learners against hand-written scalar references (exact to 1e-12) and input validation."""
+
+import numpy as np
+import pytest
+from pomwu import POMWU, ContextualHedge, Hedge, OptimisticHedge
+from pomwu.games import random_zero_sum_games
+
+
+class RefOMWU:
+    """Textbook optimistic MWU for one agent: x_t ∝ exp(-eta (L_{t-1} + l_{t-1}))."""
+
+    def __init__(self, k, eta, optimistic=True):
+        self.cum, self.last, self.eta, self.opt = np.zeros(k), np.zeros(k), eta, optimistic
+
+    def act(self):
+        s = self.cum + (self.last if self.opt else 0.0)
+        w = np.exp(-self.eta * (s - s.min()))
+        return w / w.sum()
+
+    def update(self, loss):
+        self.cum = self.cum + loss
+        self.last = np.array(loss, dtype=float)
+
+
+def test_one_context_equals_reference_omwu_adversarial_losses():
+    rng = np.random.default_rng(0)
+    losses = rng.random((500, 4))
+    ours, ref = POMWU(n_actions=4, n_contexts=1, step_size=0.3), RefOMWU(4, 0.3)
+    for t in range(500):
+        np.testing.assert_allclose(ours.act(0)[0], ref.act(), rtol=0, atol=1e-12)
+        ours.update(losses[t])
+        ref.update(losses[t])
+
+
+def test_perfect_predictions_equal_independent_omwu_per_context_in_a_game():
+    """m contexts, perfect predictions: each context runs its own OMWU on its sub-sequence."""
+    rng = np.random.default_rng(1)
+    m, eta = 3, 0.2
+    game = random_zero_sum_games(m, 3, 4, rng=rng)
+    contexts = rng.integers(m, size=800)
+    ours = POMWU(n_actions=[3, 4], n_contexts=m, step_size=eta)
+    refs = [[RefOMWU(3, eta), RefOMWU(4, eta)] for _ in range(m)]
+    for z in contexts:
+        x = ours.act(int(z))
+        xr, yr = refs[z][0].act(), refs[z][1].act()
+        np.testing.assert_allclose(x[0, :3], xr, rtol=0, atol=1e-12)
+        np.testing.assert_allclose(x[1, :4], yr, rtol=0, atol=1e-12)
+        assert x[0, 3] == 0.0  # padded action never played
+        lr, lc = game.loss_vectors(xr, yr, int(z))
+        loss = np.zeros((2, 4))
+        loss[0, :3], loss[1] = lr, lc
+        ours.update(loss)
+        refs[z][0].update(lr)
+        refs[z][1].update(lc)
+
+
+@pytest.mark.parametrize("cls,optimistic,contextual", [(Hedge, False, False), (OptimisticHedge, True, False),
+                                                       (ContextualHedge, False, True), (POMWU, True, True)])
+def test_each_learner_matches_reference(cls, optimistic, contextual):
+    rng = np.random.default_rng(2)
+    m, k, eta = 3, 5, 0.7
+    losses, contexts = rng.random((300, k)), rng.integers(m, size=300)
+    ours = cls(n_actions=k, n_contexts=m, step_size=eta)
+    refs = [RefOMWU(k, eta, optimistic) for _ in range(m if contextual else 1)]
+    for t in range(300):
+        ref = refs[contexts[t] if contextual else 0]
+        np.testing.assert_allclose(ours.act(int(contexts[t]))[0], ref.act(), rtol=0, atol=1e-12)
+        ours.update(losses[t])
+        ref.update(losses[t])
+
+
+def test_vectorised_agents_with_different_action_counts_equal_separate_learners():
+    rng = np.random.default_rng(3)
+    counts = [2, 5, 3, 1]
+    ours = POMWU(n_actions=counts, n_contexts=2, step_size=0.5)
+    refs = [[RefOMWU(k, 0.5) for k in counts] for _ in range(2)]
+    for _ in range(200):
+        pred = rng.integers(2, size=4)  # each agent its own prediction
+        x = ours.act(pred)
+        loss = rng.random((4, 5))
+        for j, k in enumerate(counts):
+            np.testing.assert_allclose(x[j, :k], refs[pred[j]][j].act(), rtol=0, atol=1e-12)
+            assert np.all(x[j, k:] == 0)
+            refs[pred[j]][j].update(loss[j, :k])
+        ours.update(loss)
+
+
+def test_large_losses_stay_finite():
+    ours = POMWU(n_actions=3, n_contexts=1, step_size=10.0)
+    for _ in range(100):
+        ours.act(0)
+        ours.update(np.array([1e3, 0.0, 5e2]))
+    x = ours.act(0)
+    assert np.all(np.isfinite(x)) and x[0, 1] == pytest.approx(1.0)
+
+
+def test_bad_inputs_raise_clear_errors():
+    learner = POMWU(n_actions=3, n_contexts=4, step_size=0.1)
+    with pytest.raises(RuntimeError, match="act"):
+        learner.update(np.zeros(3))
+    learner.act(1)
+    with pytest.raises(ValueError, match=r"shape \(1, 3\)"):
+        learner.update(np.zeros(4))
+    with pytest.raises(ValueError, match=r"outside the declared set \{0, \.\.\., 3\}"):
+        learner.act(4)
+    with pytest.raises(ValueError, match="outside the declared set"):
+        learner.act(-1)
+    with pytest.raises(ValueError, match="pass the \\(predicted\\) context"):
+        learner.act()
+    for eta in (0.0, -1.0, float("nan")):
+        with pytest.raises(ValueError, match="step_size must be a finite float > 0"):
+            POMWU(n_actions=3, step_size=eta).act(0)
+    with pytest.raises(ValueError, match="n_contexts"):
+        POMWU(n_actions=3, n_contexts=0).act(0)
+    with pytest.raises(ValueError, match="at least one action"):
+        Hedge(n_actions=[2, 0]).act()
+    with pytest.raises(ValueError, match="NaN"):
+        h = Hedge(n_actions=2)
+        h.act()
+        h.update(np.array([np.nan, 0.0]))
