@@ -447,10 +447,10 @@ class _Server(ABC):
                 raise ReplayError("second sketch commitment from the same client in this round")
             self.sketch_commits_[cid] = msg.body["commitment"]
         else:
-            if self.participants_ is not None:
-                raise ProtocolError("uploads are closed for this round")
             if cid in self.uploads_:
                 raise ReplayError("second upload from the same client in this round")
+            if self.participants_ is not None:
+                raise ProtocolError("uploads are closed for this round")
             if msg.body["model_digest"] != self.model_digest_:
                 raise ModelInconsistencyError("upload is for a model other than the one announced")
             has_c = bool(msg.body["commitment"])
