@@ -59,6 +59,25 @@ def grid_quantize(x: torch.Tensor, step: torch.Tensor, spec: GridSpec) -> torch.
     return (torch.clamp(codes, spec.index_min, spec.index_max) + spec.offset) * step.unsqueeze(-1)
 
 
+class _Straight(torch.autograd.Function):
+    """Forward: exactly ``xq``; backward: ``grad * mask`` (``mask=None``: identity).
+
+    ``x + (xq - x).detach()`` would leave float rounding on the forward value; this keeps the
+    forward bit-identical to the grid (and hence to the INT4 kernels).
+    """
+
+    @staticmethod
+    def forward(ctx, x: torch.Tensor, xq: torch.Tensor, mask: torch.Tensor | None):  # type: ignore[override]
+        ctx.save_for_backward(mask if mask is not None else torch.empty(0))
+        ctx.has_mask = mask is not None
+        return xq.to(x.dtype)
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):  # type: ignore[override]
+        (mask,) = ctx.saved_tensors
+        return (grad * mask if ctx.has_mask else grad), None, None
+
+
 def _check_input(x: torch.Tensor) -> None:
     if not x.is_floating_point():
         raise TypeError(f"quantizers need a floating-point tensor, got {x.dtype}")
@@ -83,8 +102,7 @@ class STEQuantizer(Quantizer):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         _check_input(x)
-        xq = grid_quantize(x, rms_step(x, self.spec), self.spec).to(x.dtype)
-        return x + (xq - x).detach()
+        return _Straight.apply(x, grid_quantize(x, rms_step(x, self.spec), self.spec), None)
 
 
 class _MaskedQuantizer(Quantizer):
@@ -100,8 +118,7 @@ class _MaskedQuantizer(Quantizer):
         sigma = (step * ((self.spec.levels - 1) / 2.0) / self.spec.alpha).unsqueeze(-1)
         mask = self._mask(x.detach().float(), xq, sigma).to(x.dtype)
         self.masked_fraction_ = 1.0 - mask.mean().detach()
-        masked = x * mask
-        return masked + (xq.to(x.dtype) - masked).detach()
+        return _Straight.apply(x, xq, mask)
 
 
 class TrustQuantizer(_MaskedQuantizer):
@@ -221,8 +238,7 @@ class PACTQuantizer(_LearnedQuantizer):
         clip = self._shaped(x).abs().to(x.dtype) + 1e-8
         clipped = torch.minimum(torch.maximum(x, -clip), clip)
         step = (clip.detach().float() * (self.spec.step_in_sigma / self.spec.alpha)).expand(*x.shape[:-1], 1)
-        xq = grid_quantize(clipped, step.squeeze(-1), self.spec).to(x.dtype)
-        return clipped + (xq - clipped).detach()
+        return _Straight.apply(clipped, grid_quantize(clipped, step.squeeze(-1), self.spec), None)
 
 
 def make_quantizer(method: str, bits: int | str, *, rows: int = 1, trust: float | None = None,
