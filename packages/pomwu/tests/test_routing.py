@@ -139,3 +139,36 @@ def test_routing_game_validation(sioux):
     with pytest.raises(ValueError, match="capacity must be > 0"):
         RoutingNetwork(np.array([1]), np.array([2]), np.array([1.0]), np.array([0.0]), np.array([0.15]),
                        np.array([4.0]), np.array([1.0]))
+
+
+def test_expected_feedback_equals_sampled_feedback_at_pure_strategies(sioux):
+    rng = np.random.default_rng(4)
+    actions = (rng.random(sioux.n_agents) * sioux.n_actions).astype(np.int64)
+    x = np.zeros(sioux.mask.shape)
+    x[np.arange(sioux.n_agents), actions] = 1.0
+    np.testing.assert_allclose(sioux.expected_link_flows(x), sioux.link_flows(actions), rtol=1e-13)
+    np.testing.assert_allclose(sioux.expected_counterfactual_times(x, 5), sioux.counterfactual_times(actions, 5),
+                               rtol=1e-13)
+
+
+def test_expected_counterfactual_times_equal_brute_force_at_mixed_strategies(sioux):
+    rng = np.random.default_rng(5)
+    x = rng.random(sioux.mask.shape) * sioux.mask
+    x /= x.sum(1, keepdims=True)
+    cf = sioux.expected_counterfactual_times(x, 1)
+    cap = sioux.capacities[1]
+    for j in rng.choice(sioux.n_agents, size=10, replace=False):
+        others = x.copy()
+        others[j] = 0.0
+        base = sioux.expected_link_flows(others)
+        for k in range(sioux.n_actions[j]):
+            flows = base + sioux.demands[j] * sioux.incidence[j, k]
+            expected = sioux.network.link_costs(flows, cap)[sioux.incidence[j, k]].sum()
+            assert cf[j, k] == pytest.approx(expected, rel=1e-12)
+
+
+def test_play_routing_game_rejects_unknown_feedback(sioux):
+    lo, hi = np.zeros(sioux.n_agents), np.ones(sioux.n_agents)
+    with pytest.raises(ValueError, match="feedback must be 'sampled' or 'expected'"):
+        play_routing_game(sioux, POMWU(n_actions=sioux.n_actions, n_contexts=10), np.zeros(3, dtype=int),
+                          loss_bounds=(lo, hi), rng=np.random.default_rng(0), feedback="bandit")

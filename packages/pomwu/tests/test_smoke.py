@@ -1,3 +1,4 @@
+import json
 import subprocess
 import sys
 
@@ -13,7 +14,8 @@ def test_version_is_set():
 def test_demo_quick_writes_table_and_figure(tmp_path):
     assert main(["demo", "--quick", "--out", str(tmp_path)]) == 0
     table = (tmp_path / "demo.md").read_text()
-    assert table.startswith("|") and table.count("\n") >= 3
+    assert table.startswith("| learner") and table.count("\n") >= 8
+    assert "POMWU | oracle | 1.00" in table
     assert (tmp_path / "demo.png").stat().st_size > 1000
 
 
@@ -23,8 +25,13 @@ def test_cli_rejects_unknown_command():
     assert err.value.code == 2
 
 
-def test_module_entry_point(tmp_path):
+def test_module_entry_point_reproduce_quick(tmp_path):
     done = subprocess.run([sys.executable, "-m", "pomwu", "reproduce", "--quick", "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
-    assert (tmp_path / "reproduce.json").exists()
+    out = json.loads((tmp_path / "reproduce.json").read_text())
+    assert out["setup"]["n_agents"] == 528 and out["setup"]["n_links"] == 76 and out["setup"]["n_contexts"] == 10
+    for feedback in ("expected", "sampled"):
+        assert set(out[feedback]["results"]) == {"POMWU (predicted)", "cHedge (predicted)", "POMWU (true)",
+                                                 "cHedge (true)", "OMWU", "Hedge"}
+    assert (tmp_path / "reproduce.png").stat().st_size > 1000

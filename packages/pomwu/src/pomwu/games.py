@@ -253,6 +253,9 @@ class RoutingGame:
         # (agent, action, link) triples: the sparse form used every round.
         self._tj, self._tk, self._te = np.nonzero(self.incidence)
         self._flat = self._tj * k + self._tk
+        # unique (agent, link) pairs, for expected (mixed-strategy) flows
+        pair_keys, self._pair = np.unique(self._tj * n_links + self._te, return_inverse=True)
+        self._pair_j, self._pair_e = pair_keys // n_links, pair_keys % n_links
         self.mask = np.arange(k)[None, :] < counts[:, None]
 
     # -- construction --------------------------------------------------------------------------
@@ -338,6 +341,31 @@ class RoutingGame:
         tj, te = self._tj, self._te
         on = self.incidence[tj, actions[tj], te]
         x_cf = x[te] + np.where(on, 0.0, self.demands[tj])
+        net = self.network
+        cost = net.free_flow_time[te] * (1.0 + net.b[te] * (x_cf / cap[te]) ** net.power[te])
+        n, k = self.mask.shape
+        return np.bincount(self._flat, weights=cost, minlength=n * k).reshape(n, k)
+
+    def _link_use_probability(self, strategies: np.ndarray) -> np.ndarray:
+        """Probability that agent j's path uses link e, per unique (agent, link) pair."""
+        return np.bincount(self._pair, weights=strategies[self._tj, self._tk], minlength=self._pair_j.size)
+
+    def expected_link_flows(self, strategies: np.ndarray) -> np.ndarray:
+        """Expected link flows ``(n_links,)`` when agents play mixed strategies ``(n_agents, max_actions)``."""
+        use = self._link_use_probability(strategies)
+        return np.bincount(self._pair_e, weights=use * self.demands[self._pair_j], minlength=self.network.n_links)
+
+    def expected_counterfactual_times(self, strategies: np.ndarray, context: int) -> np.ndarray:
+        """Travel time of each of agent j's paths at the others' *expected* flows (mean-field feedback).
+
+        Shape ``(n_agents, max_actions)``; deterministic given the strategies. Evaluates BPR costs at
+        expected flows (not expected costs), the smooth feedback of splittable / nonatomic routing.
+        """
+        cap = self._capacity(context)
+        use = self._link_use_probability(strategies)
+        x = np.bincount(self._pair_e, weights=use * self.demands[self._pair_j], minlength=self.network.n_links)
+        tj, te = self._tj, self._te
+        x_cf = x[te] + self.demands[tj] * (1.0 - use[self._pair])
         net = self.network
         cost = net.free_flow_time[te] * (1.0 + net.b[te] * (x_cf / cap[te]) ** net.power[te])
         n, k = self.mask.shape

@@ -125,12 +125,18 @@ class RoutingRun:
 
 def play_routing_game(game: RoutingGame, learner: MultiplicativeWeights, contexts: np.ndarray,
                       predictions: np.ndarray | None = None, *, loss_bounds: tuple[np.ndarray, np.ndarray],
-                      rng: np.random.Generator, progress: bool = False) -> RoutingRun:
-    """Every agent samples a path from its learner's strategy, then observes the travel times of all
-    its paths given the others' choices (full information), rescaled by ``loss_bounds = (lo, hi)``.
+                      rng: np.random.Generator, feedback: str = "sampled", progress: bool = False) -> RoutingRun:
+    """Repeated routing with full-information feedback, losses rescaled by ``loss_bounds = (lo, hi)``.
+
+    ``feedback="sampled"`` (Sessa et al., 2020): every agent samples a path from its strategy and
+    observes the travel times of all its paths given the others' sampled choices.
+    ``feedback="expected"``: no sampling; losses are path travel times at the others' expected flows
+    (:meth:`RoutingGame.expected_counterfactual_times`), and the reported travel time is ``<x, l>``.
 
     Per round ``O(sum_j sum_k |path_jk| + n_links)`` work, vectorised over agents.
     """
+    if feedback not in ("sampled", "expected"):
+        raise ValueError(f"feedback must be 'sampled' or 'expected', got {feedback!r}")
     learner._ensure()
     if learner.mask_.shape != game.mask.shape or not np.array_equal(learner.n_actions_, game.n_actions):
         raise ValueError(f"learner action counts must match the game's paths per agent ({game.n_agents} agents, "
@@ -148,11 +154,15 @@ def play_routing_game(game: RoutingGame, learner: MultiplicativeWeights, context
     for t in _progress(range(contexts.size), enabled=progress, desc="routing"):
         z = int(contexts[t])
         x = learner.act(preds[t])
-        actions = game.sample_actions(x, rng)
-        flows = game.link_flows(actions)
-        times = game.counterfactual_times(actions, z, flows)
-        loss = (times - lo[:, None]) * scale[:, None]
-        travel[t] = loss[rows, actions].mean()
+        if feedback == "sampled":
+            actions = game.sample_actions(x, rng)
+            flows = game.link_flows(actions)
+            loss = (game.counterfactual_times(actions, z, flows) - lo[:, None]) * scale[:, None]
+            travel[t] = loss[rows, actions].mean()
+        else:
+            flows = game.expected_link_flows(x)
+            loss = (game.expected_counterfactual_times(x, z) - lo[:, None]) * scale[:, None]
+            travel[t] = np.einsum("jk,jk->j", x, loss).mean()
         cong[t] = game.congestion(flows, z)
         tracker.add(x, loss, z)
         learner.update(loss)
