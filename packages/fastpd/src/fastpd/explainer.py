@@ -45,7 +45,8 @@ class FastPD:
         progress: show a tqdm bar over chunks of rows.
 
     Fitted attributes (after :meth:`fit`, which every query calls on first use):
-        intercept_ (float or (K,)), expected_value_ (alias), n_features_in_, n_outputs_,
+        intercept_ (float or (K,)), expected_value_ (alias), offset_ (the model's constant margin
+        offset: XGBoost base score, scikit-learn ``init_``), n_features_in_, n_outputs_,
         feature_names_, background_size_, n_trees_, n_leaves_, max_path_features_.
     """
 
@@ -76,6 +77,7 @@ class FastPD:
         self._ens: TreeEnsemble = ens
         self.n_features_in_ = ens.n_features
         self.n_outputs_ = ens.n_outputs
+        self.offset_ = self._squeeze(ens.offset)
         jobs = self.n_jobs if self.n_jobs != -1 else 0
         self._jobs = jobs if jobs >= 1 else max(1, __import__("os").cpu_count() or 1)
         self._blocks = eng.compile_blocks(ens, self._jobs)

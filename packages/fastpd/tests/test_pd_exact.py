@@ -1,0 +1,81 @@
+"""Acceptance 1 and 4: FastPD's PD functions equal brute force and scikit-learn's partial_dependence."""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+from fastpd import FastPD
+
+D = 6
+ALL_SUBSETS = [s for r in range(D + 1) for s in itertools.combinations(range(D), r)]
+
+
+@pytest.mark.parametrize("name", ["sklearn-gbr", "sklearn-rf", "xgboost", "lightgbm"])
+def test_pd_equals_brute_force_for_every_subset(models, data, name, h):
+    model = models[name]
+    bg, xe = data["bg"], data["Xe"]
+    fp = FastPD(model, bg)
+    pds = fp.pd_functions(xe, max_order=D)
+    assert len(pds) == 2**D - 1
+    scale = np.abs(h.margin(model, xe)).max()
+    for subset in ALL_SUBSETS:
+        ours = fp.pd_function(xe, subset) if subset else np.full(len(xe), fp.intercept_)
+        ref = h.brute_pd(model, xe, bg, subset)
+        np.testing.assert_allclose(ours, ref, rtol=1e-5, atol=1e-5 * scale, err_msg=f"S={subset}")
+        if subset:
+            np.testing.assert_allclose(pds[subset], ours, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["sklearn-gbc", "xgboost-binary", "xgboost-multiclass", "lightgbm-binary"])
+def test_classifier_pd_is_on_the_margin(models, data, name, h):
+    model = models[name]
+    bg, xe = data["bg"][:200], data["Xe"]
+    fp = FastPD(model, bg)
+    for subset in [(0,), (1, 2), (0, 3, 5)]:
+        np.testing.assert_allclose(fp.pd_function(xe, subset), h.brute_pd(model, xe, bg, subset), rtol=1e-5, atol=1e-5)
+    expected_shape = (len(xe), 3) if name.endswith("multiclass") else (len(xe),)
+    assert fp.pd_function(xe, 0).shape == expected_shape
+
+
+def test_pd_matches_sklearn_partial_dependence_brute_and_recursion(models, data, h):
+    from sklearn.inspection import partial_dependence
+
+    model = models["sklearn-gbr"]
+    bg = data["bg"]
+    fp = FastPD(model, bg)
+    path = FastPD(model, method="path-dependent")
+    for j in range(D):
+        grid = np.linspace(-2, 2, 11)
+        xg = np.zeros((len(grid), D))
+        xg[:, j] = grid
+        brute = partial_dependence(model, bg, [j], method="brute", custom_values={j: grid})["average"][0]
+        np.testing.assert_allclose(fp.pd_function(xg, j), brute, rtol=1e-10, atol=1e-10)
+        rec = partial_dependence(model, bg, [j], method="recursion", custom_values={j: grid})["average"][0]
+        # sklearn's recursion leaves out the constant init_ prediction
+        np.testing.assert_allclose(path.pd_function(xg, j), rec + path.offset_, rtol=1e-10, atol=1e-10)
+    # on correlated data the two estimands differ: the path-dependent one is not the marginal PD
+    gap = max(np.abs(fp.pd_function(data["Xe"], j) - path.pd_function(data["Xe"], j)).max() for j in range(D))
+    assert gap > 1e-2
+
+
+def test_two_feature_pd_matches_sklearn_brute(models, data, h):
+    from sklearn.inspection import partial_dependence
+
+    model = models["sklearn-rf"]
+    bg = data["bg"][:150]
+    res = partial_dependence(model, bg, [(0, 1)], method="brute", grid_resolution=5)
+    g0, g1 = res["grid_values"]
+    xx = np.zeros((len(g0) * len(g1), D))
+    xx[:, 0], xx[:, 1] = np.repeat(g0, len(g1)), np.tile(g1, len(g0))
+    ours = FastPD(model, bg).pd_function(xx, [0, 1]).reshape(len(g0), len(g1))
+    np.testing.assert_allclose(ours, res["average"][0], rtol=1e-10, atol=1e-10)
+
+
+def test_predict_reproduces_every_library(models, data, h):
+    for name, model in models.items():
+        fp = FastPD(model, data["bg"][:50])
+        np.testing.assert_allclose(fp.predict(data["Xe"]), h.margin(model, data["Xe"]), rtol=1e-5, atol=1e-5,
+                                   err_msg=name)
