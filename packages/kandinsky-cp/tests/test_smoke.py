@@ -1,9 +1,8 @@
 import subprocess
 import sys
 
-import pytest
-
 import kandinsky_cp
+import pytest
 from kandinsky_cp.__main__ import main
 
 

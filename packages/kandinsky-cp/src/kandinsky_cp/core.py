@@ -1,0 +1,397 @@
+"""KandinskyCP: conformal prediction with coverage over overlapping, fractional, covariate-and-label groups.
+
+Algorithm 1 (conformalize) fits thresholds q(x, y) = beta^T Phi(x, y) by one weighted quantile-regression
+LP over the calibration scores; Algorithm 2 (predict) returns {y : S(x, y) <= q(x, y)}.
+"""
+
+from __future__ import annotations
+
+import logging
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from kandinsky_cp._lp import InfeasibleQuantileLP, solve_quantile_lp
+from kandinsky_cp.groups import as_group
+from kandinsky_cp.scores import ClassificationScore, resolve_score
+
+__all__ = ["KandinskyCP", "GroupQuantileFit", "IntervalUnion", "group_quantile_regression"]
+
+logger = logging.getLogger(__name__)
+
+# Width of the uniform tie-breaking noise added to scores when randomize=True, relative to the score scale.
+_TIE_NOISE = 1e-9
+
+
+@dataclass(frozen=True)
+class GroupQuantileFit:
+    """Result of :func:`group_quantile_regression`.
+
+    beta: (d,) threshold coefficients, q(x, y) = Phi(x, y) @ beta.
+    phantom: (d,) features of the infinite-score phantom point(s) added by the finite-sample correction
+        (zeros when the correction is off).
+    confidence_level: 1 - alpha.
+    group_weights: (d,) calibration weight sum_i Phi_ij of each group.
+    n_interpolated: number of calibration points whose score equals their threshold (>= d at a vertex).
+    """
+
+    beta: np.ndarray
+    phantom: np.ndarray
+    confidence_level: float
+    group_weights: np.ndarray
+    n_interpolated: int
+
+    def threshold(self, phi: np.ndarray) -> np.ndarray:
+        """Thresholds q = phi @ beta for phi of shape (n, d)."""
+        return np.asarray(phi, dtype=float) @ self.beta
+
+
+def _check_level(confidence_level: float) -> float:
+    if isinstance(confidence_level, bool) or not isinstance(confidence_level, (int, float, np.floating)):
+        raise TypeError(f"confidence_level must be a float in (0, 1), got {confidence_level!r}")
+    level = float(confidence_level)
+    if not 0.0 < level < 1.0:
+        raise ValueError(f"confidence_level must lie strictly between 0 and 1, got {level}")
+    return level
+
+
+def _min_weight(phantom_or_max: np.ndarray, level: float) -> np.ndarray:
+    # Column j is bounded in the LP iff (1 - tau) * sum_i Phi_ij >= tau * c_j.
+    return phantom_or_max * level / (1.0 - level)
+
+
+def _check_group_sizes(phi: np.ndarray, level: float, names: list[str], *, error: bool) -> np.ndarray:
+    weights = phi.sum(axis=0)
+    col_max = phi.max(axis=0, initial=0.0)
+    empty = [names[j] for j in np.flatnonzero(weights <= 0)]
+    if empty:
+        raise ValueError(f"groups {empty} have no calibration weight; drop them or add calibration data")
+    need = _min_weight(col_max, level)
+    small = np.flatnonzero(weights < need - 1e-9)
+    if small.size:
+        detail = ", ".join(f"{names[j]!r} has {weights[j]:g} (needs >= {need[j]:g})" for j in small)
+        msg = (f"too few calibration points for confidence_level={level}: {detail}; the minimum is "
+               f"max-weight * (1 - alpha) / alpha. Merge small groups, lower the level or add data")
+        if error:
+            raise ValueError(msg)
+        warnings.warn(msg, UserWarning, stacklevel=3)
+    return weights
+
+
+def group_quantile_regression(phi: np.ndarray, scores: np.ndarray, *, confidence_level: float = 0.9,
+                              finite_sample_correction: bool = True,
+                              names: list[str] | None = None) -> GroupQuantileFit:
+    """Kandinsky Algorithm 1 on precomputed group weights and scores (one LP, scipy HiGHS).
+
+    phi: (n, d) nonnegative group weights of the calibration points; scores: (n,) their scores.
+    finite_sample_correction: add, for each group j, a phantom point of weight max_i Phi_ij with an
+        infinite score. With disjoint groups this gives the ceil((n_j + 1)(1 - alpha))-th order statistic
+        per group, exactly split / Mondrian conformal prediction; off gives ceil(n_j (1 - alpha)).
+    names: group names used in error messages.
+    """
+    level = _check_level(confidence_level)
+    phi = np.asarray(phi, dtype=float)
+    scores = np.asarray(scores, dtype=float).ravel()
+    if phi.ndim != 2 or phi.shape[0] != scores.shape[0]:
+        raise ValueError(f"phi must be (n, d) with n = len(scores) = {scores.shape[0]}, got shape {phi.shape}")
+    if not np.all(np.isfinite(scores)):
+        raise ValueError("calibration scores must be finite")
+    if not np.all(np.isfinite(phi)) or np.any(phi < 0):
+        raise ValueError("group weights must be finite and nonnegative")
+    names = names or [f"group {j}" for j in range(phi.shape[1])]
+    weights = _check_group_sizes(phi, level, names, error=finite_sample_correction)
+    phantom = phi.max(axis=0) if finite_sample_correction else np.zeros(phi.shape[1])
+    try:
+        res = solve_quantile_lp(phi, scores, level, phantom)
+    except InfeasibleQuantileLP as err:
+        raise ValueError(f"the group quantile regression is unbounded at confidence_level={level}: some "
+                         f"combination of the groups {names} has too few calibration points") from err
+    return GroupQuantileFit(beta=res.beta, phantom=phantom, confidence_level=level, group_weights=weights,
+                            n_interpolated=res.n_interpolated)
+
+
+@dataclass(frozen=True)
+class IntervalUnion:
+    """Per-row unions of disjoint closed intervals (regression with label-dependent groups).
+
+    bounds: (n, m, 2) float array; row i holds n_intervals[i] sorted intervals [lo, hi], the rest NaN.
+    n_intervals: (n,) int, 0 for an empty set.
+    """
+
+    bounds: np.ndarray
+    n_intervals: np.ndarray
+
+    def contains(self, y: np.ndarray) -> np.ndarray:
+        """(n,) bool: whether y[i] lies in row i's set."""
+        y = np.asarray(y, dtype=float).ravel()
+        with np.errstate(invalid="ignore"):
+            inside = (self.bounds[:, :, 0] <= y[:, None]) & (y[:, None] <= self.bounds[:, :, 1])
+        return inside.any(axis=1)
+
+    def width(self) -> np.ndarray:
+        """(n,) total length of each row's set."""
+        return np.nansum(self.bounds[:, :, 1] - self.bounds[:, :, 0], axis=1)
+
+    def hull(self) -> np.ndarray:
+        """(n, 2) smallest single interval containing each row's set (NaN for empty rows)."""
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return np.column_stack([np.nanmin(self.bounds[:, :, 0], axis=1), np.nanmax(self.bounds[:, :, 1], axis=1)])
+
+    def to_list(self) -> list[np.ndarray]:
+        """Row i as a (n_intervals[i], 2) array."""
+        return [self.bounds[i, : self.n_intervals[i]] for i in range(len(self.n_intervals))]
+
+
+def _merge_rows(lo: np.ndarray, hi: np.ndarray) -> IntervalUnion:
+    """lo, hi: (n, B) candidate intervals (empty where lo > hi) -> row-wise merged unions."""
+    n, b = lo.shape
+    order = np.argsort(lo, axis=1, kind="stable")
+    lo, hi = np.take_along_axis(lo, order, 1), np.take_along_axis(hi, order, 1)
+    out = np.full((n, b, 2), np.nan)
+    counts = np.zeros(n, dtype=int)
+    for i in range(n):
+        k = -1
+        for a, c in zip(lo[i], hi[i], strict=True):
+            if a > c:
+                continue
+            if k >= 0 and a <= out[i, k, 1]:
+                out[i, k, 1] = max(out[i, k, 1], c)
+            else:
+                k += 1
+                out[i, k] = (a, c)
+        counts[i] = k + 1
+    m = max(1, int(counts.max(initial=0)))
+    return IntervalUnion(bounds=out[:, :m], n_intervals=counts)
+
+
+def _bin_representatives(edges: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Label bins (-inf, e0), [e0, e1), ..., [em, inf): (lower, upper, a point inside each)."""
+    lower = np.concatenate([[-np.inf], edges])
+    upper = np.concatenate([edges, [np.inf]])
+    inner = (lower[1:-1] + upper[1:-1]) / 2.0 if len(edges) > 1 else np.zeros(0)
+    rep = np.concatenate([[edges[0] - 1.0], inner, [edges[-1] + 1.0]])
+    return lower, upper, rep
+
+
+class KandinskyCP:
+    """Kandinsky conformal prediction (Bairaktari, Wu & Wu, ICML 2025).
+
+    Coverage 1 - alpha holds simultaneously for every group weight w(x, y) = Phi_j(x, y): groups may
+    overlap, be fractional (weights in [0, 1]) and depend on the label as well as the covariates.
+
+    Parameters (keyword-only except the estimator):
+        estimator: a scikit-learn style model; ``predict`` for regression scores, ``predict_proba`` and
+            ``classes_`` for classification scores.
+        groups: a :class:`kandinsky_cp.groups.Group` (or list of groups, or a callable (X, y) -> (n, d)).
+        score: "absolute" (regression), "lac" or "aps" (classification), a ``RegressionScore`` /
+            ``ClassificationScore``, or a callable (proba, label_index) -> scores (classification).
+        confidence_level: 1 - alpha in (0, 1).
+        prefit: the estimator is already fitted (else call ``fit`` first).
+        finite_sample_correction: add one infinite-score phantom point per group (the +1 of split CP);
+            with disjoint groups this reproduces split / class-conditional / Mondrian CP exactly.
+        randomize: break ties between equal scores with uniform noise of relative width 1e-9.
+        random_state: seed for that noise.
+        exact: augmented (Gibbs-style, finite-sample) mode: for every test point and candidate label
+            (classes, or label bins in regression) refit the LP with the test point added; one LP per
+            distinct Phi(x, y), so best for small test sets or indicator groups.
+
+    Stages: ``fit(X, y)`` (only when prefit=False) -> ``conformalize(X_cal, y_cal)`` ->
+    ``predict_set(X)`` (classification, bool (n, K)) or ``predict_interval(X)`` (regression).
+    Fitted attributes: ``beta_``, ``groups_``, ``group_names_``, ``task_``, ``classes_``,
+    ``calibration_scores_``, ``fit_result_``.
+    """
+
+    def __init__(self, estimator: Any = None, *, groups: Any, score: Any = "absolute",
+                 confidence_level: float = 0.9, prefit: bool = True, finite_sample_correction: bool = True,
+                 randomize: bool = True, random_state: int | None = None, exact: bool = False) -> None:
+        self.estimator = estimator
+        self.groups = groups
+        self.score = score
+        self.confidence_level = confidence_level
+        self.prefit = prefit
+        self.finite_sample_correction = finite_sample_correction
+        self.randomize = randomize
+        self.random_state = random_state
+        self.exact = exact
+
+    # ----- stages ---------------------------------------------------------------------------------
+    def fit(self, X: Any, y: Any, **fit_params: Any) -> KandinskyCP:
+        """Fit a clone of the estimator on (X, y); only when prefit=False."""
+        if self.prefit:
+            raise ValueError("prefit=True: the estimator is already fitted; call conformalize directly "
+                             "or construct with prefit=False")
+        from sklearn.base import clone
+
+        self.estimator_ = clone(self.estimator).fit(X, y, **fit_params)
+        return self
+
+    def conformalize(self, X_conformalize: Any, y_conformalize: Any) -> KandinskyCP:
+        """Fit the group thresholds on calibration data (one LP; none to solve here when exact=True).
+
+        X_conformalize: (n, p) array or DataFrame; y_conformalize: (n,) labels or targets.
+        """
+        level = _check_level(self.confidence_level)
+        if self.exact and not self.finite_sample_correction:
+            raise ValueError("exact=True is the augmented method and always includes the test point; "
+                             "it needs finite_sample_correction=True")
+        estimator = self._estimator()
+        score = resolve_score(self.score)
+        y = np.asarray(y_conformalize).ravel()
+        n = len(y)
+        if n != (X_conformalize.shape[0] if hasattr(X_conformalize, "shape") else len(X_conformalize)):
+            raise ValueError(f"X_conformalize has {len(X_conformalize)} rows but y_conformalize has {n}")
+        self._rng = np.random.default_rng(self.random_state)
+        self.score_ = score
+        if isinstance(score, ClassificationScore):
+            if not hasattr(estimator, "predict_proba"):
+                raise TypeError(f"score {score.name!r} is for classification but the estimator has no predict_proba")
+            self.task_ = "classification"
+            self.classes_ = np.asarray(estimator.classes_)
+            unknown = ~np.isin(y, self.classes_)
+            if unknown.any():
+                raise ValueError(f"calibration labels {np.unique(y[unknown]).tolist()} are not among the "
+                                 f"estimator's classes {self.classes_.tolist()}")
+            idx = np.searchsorted(self.classes_, y) if _sorted(self.classes_) else _index_of(self.classes_, y)
+            proba = np.asarray(estimator.predict_proba(X_conformalize), dtype=float)
+            scores = score.score(proba, idx)
+        else:
+            self.task_ = "regression"
+            self.classes_ = None
+            scores = score.score(np.asarray(estimator.predict(X_conformalize), dtype=float).ravel(), y.astype(float))
+        scores = self._jitter(np.asarray(scores, dtype=float))
+        groups = as_group(self.groups).fit(X_conformalize, y, classes=self.classes_)
+        if self.task_ == "regression" and groups.uses_label and groups.label_edges is None:
+            raise ValueError(f"groups {groups.name!r} depend on the label but declare no label bins; in regression "
+                             "the dependence on y must be piecewise constant: use by_label_bins(edges) or "
+                             "label_edges= in mondrian()/fractional()")
+        phi = groups(X_conformalize, y)
+        self.groups_ = groups
+        self.group_names_ = groups.names
+        self.calibration_scores_ = scores
+        self.calibration_phi_ = phi
+        if self.exact:
+            _check_group_sizes(phi, level, self.group_names_, error=False)
+            self.fit_result_ = None
+            self.beta_ = None
+            self._exact_cache: dict[bytes, float] = {}
+        else:
+            self.fit_result_ = group_quantile_regression(
+                phi, scores, confidence_level=level, finite_sample_correction=self.finite_sample_correction,
+                names=self.group_names_)
+            self.beta_ = self.fit_result_.beta
+            logger.debug("conformalize: n=%d d=%d interpolated=%d", n, phi.shape[1],
+                         self.fit_result_.n_interpolated)
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Point predictions of the underlying estimator."""
+        return np.asarray(self._estimator().predict(X))
+
+    def threshold(self, X: Any, y: Any = None) -> np.ndarray:
+        """(n,) score thresholds q(x, y) = beta^T Phi(x, y) (augmented thresholds when exact=True)."""
+        self._check_conformalized("threshold")
+        if self.groups_.uses_label and y is None:
+            raise ValueError("the groups depend on the label; pass y to threshold(X, y)")
+        return self._thresholds(self.groups_(X, y))
+
+    def predict_set(self, X: Any) -> np.ndarray:
+        """Prediction sets for classification: bool array (n, K), column k is ``classes_[k]``."""
+        self._check_conformalized("predict_set")
+        if self.task_ != "classification":
+            raise ValueError("predict_set is for classification scores; use predict_interval for regression")
+        proba = np.asarray(self._estimator().predict_proba(X), dtype=float)
+        n, k = proba.shape
+        out = np.zeros((n, k), dtype=bool)
+        for j, label in enumerate(self.classes_):
+            scores = self._jitter(self.score_.score(proba, np.full(n, j)))
+            labels = np.full(n, label, dtype=self.classes_.dtype) if self.groups_.uses_label else None
+            out[:, j] = scores <= self._thresholds(self.groups_(X, labels))
+        return out
+
+    def predict_interval(self, X: Any) -> np.ndarray | IntervalUnion:
+        """Prediction sets for regression.
+
+        Returns an (n, 2) array [lower, upper] when the groups do not read the label (a single interval
+        per row), and an :class:`IntervalUnion` (per-row union of intervals, ``.contains(y)``,
+        ``.hull()``) when they depend on y through label bins.
+        """
+        self._check_conformalized("predict_interval")
+        if self.task_ != "regression":
+            raise ValueError("predict_interval is for regression scores; use predict_set for classification")
+        y_pred = np.asarray(self._estimator().predict(X), dtype=float).ravel()
+        if not self.groups_.uses_label:
+            lo, hi = self.score_.interval(y_pred, self._thresholds(self.groups_(X, None)))
+            return np.column_stack([lo, hi])
+        lower, upper, rep = _bin_representatives(self.groups_.label_edges)
+        los, his = [], []
+        for a, b, r in zip(lower, upper, rep, strict=True):
+            t = self._thresholds(self.groups_(X, np.full(len(y_pred), r)))
+            lo, hi = self.score_.interval(y_pred, t)
+            los.append(np.maximum(lo, a))
+            his.append(np.minimum(hi, b))
+        return _merge_rows(np.column_stack(los), np.column_stack(his))
+
+    # ----- internals ------------------------------------------------------------------------------
+    def _estimator(self) -> Any:
+        if not self.prefit:
+            if not hasattr(self, "estimator_"):
+                raise ValueError("prefit=False: call fit(X, y) before conformalize")
+            return self.estimator_
+        if self.estimator is None:
+            raise ValueError("estimator is None; pass a fitted estimator (prefit=True) or one to fit")
+        from sklearn.utils.validation import check_is_fitted
+
+        try:
+            check_is_fitted(self.estimator)
+        except TypeError:
+            pass  # not a scikit-learn estimator; trust the caller
+        return self.estimator
+
+    def _check_conformalized(self, method: str) -> None:
+        if not hasattr(self, "groups_"):
+            raise ValueError(f"call conformalize(X_cal, y_cal) before {method}")
+
+    def _jitter(self, scores: np.ndarray) -> np.ndarray:
+        if not self.randomize:
+            return scores
+        scale = _TIE_NOISE * max(1.0, float(np.max(np.abs(scores), initial=0.0)))
+        return scores + scale * self._rng.uniform(size=scores.shape)
+
+    def _thresholds(self, phi: np.ndarray) -> np.ndarray:
+        if not self.exact:
+            return phi @ self.beta_
+        return np.array([self._exact_threshold(row) for row in phi])
+
+    def _exact_threshold(self, c: np.ndarray) -> float:
+        """Augmented cutoff: the largest test score S with S <= beta_S^T c, beta_S fitted on the
+        calibration data plus the test point (c, S). Equals min{c^T beta} over the optimal betas of the
+        LP with an infinite-score phantom at c (the dual pivot of Gibbs, Cherian & Candes)."""
+        key = c.tobytes()
+        if key not in self._exact_cache:
+            if not np.any(c > 0):
+                value = np.inf
+            else:
+                try:
+                    res = solve_quantile_lp(self.calibration_phi_, self.calibration_scores_,
+                                            float(self.confidence_level), phantom=c, tie_direction=c)
+                    value = float(c @ res.beta)
+                except InfeasibleQuantileLP:
+                    value = np.inf
+            self._exact_cache[key] = value
+        return self._exact_cache[key]
+
+
+def _sorted(arr: np.ndarray) -> bool:
+    try:
+        return bool(np.all(arr[:-1] < arr[1:]))
+    except TypeError:
+        return False
+
+
+def _index_of(classes: np.ndarray, y: np.ndarray) -> np.ndarray:
+    lookup = {c: i for i, c in enumerate(classes.tolist())}
+    return np.array([lookup[v] for v in y.tolist()])
+
