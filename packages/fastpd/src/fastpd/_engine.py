@@ -301,7 +301,7 @@ def pd_subsets(block: Block, codes: list[np.ndarray], n: int, member: np.ndarray
         s = (member[:, g.feats].astype(np.int64) << np.arange(g.e)).sum(axis=2)  # (n_S, L)
         p = np.take_along_axis(g.table, s.T, axis=1).T  # (n_S, L)
         hit = (codes[:, None, :] & s[None]) == s[None]  # (n, n_S, L)
-        out += (hit * p[None]).reshape(n * len(s), -1).dot(g.values).reshape(n, len(s), k)
+        out += (hit * p[None]).reshape(n * len(s), g.n_leaves).dot(g.values).reshape(n, len(s), k)
     return out
 
 
@@ -340,7 +340,7 @@ def shap_values(block: Block, codes: list[np.ndarray], n: int, d: int) -> np.nda
             continue
         a = _gather(_shap_table(g), c)  # (n, L, e)
         contrib = a[..., None] * g.values[None, :, None, :]
-        out += _scatter(contrib.reshape(n, -1, contrib.shape[-1]), g.feats.ravel(), d)
+        out += _scatter(contrib.reshape(n, g.feats.size, block.n_outputs), g.feats.ravel(), d)
     return out
 
 
@@ -354,7 +354,7 @@ def interaction_values(block: Block, codes: list[np.ndarray], n: int, d: int) ->
         a = _gather(_interaction_table(g), c)  # (n, L, e, e)
         contrib = a[..., None] * g.values[None, :, None, None, :]
         keys = (g.feats[:, :, None] * d + g.feats[:, None, :]).ravel()
-        out += _scatter(contrib.reshape(n, -1, k), keys, d * d)
+        out += _scatter(contrib.reshape(n, keys.size, k), keys, d * d)
     return out.reshape(n, d, d, k)
 
 
@@ -398,5 +398,5 @@ def components(block: Block, codes: list[np.ndarray], n: int, r: int, ids: list[
         pos = (np.arange(n_l * n_s) * (1 << r)).reshape(n_l, n_s)
         m = flat[idx + pos[None]]  # (n, L, n_s)
         contrib = m[..., None] * g.values[None, :, None, :]
-        out += _scatter(contrib.reshape(n, -1, k), gid, n_comp)
+        out += _scatter(contrib.reshape(n, gid.size, k), gid, n_comp)
     return out

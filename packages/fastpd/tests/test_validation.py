@@ -1,0 +1,124 @@
+"""Acceptance 7: bad input raises ValueError naming the problem; NaN follows the model's default direction."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fastpd import FastPD
+
+
+def test_wrong_feature_count(models, data):
+    fp = FastPD(models["xgboost"], data["bg"][:50])
+    with pytest.raises(ValueError, match="has 5 features but the model has 6"):
+        fp.shap_values(data["Xe"][:, :5])
+    with pytest.raises(ValueError, match="background has 7 features but the model has 6"):
+        FastPD(models["lightgbm"], np.ones((10, 7))).fit()
+    with pytest.raises(ValueError, match="2-D"):
+        fp.pd_function(data["Xe"][0], 0)
+
+
+def test_empty_or_missing_background(models):
+    with pytest.raises(ValueError, match="background is empty"):
+        FastPD(models["sklearn-gbr"], np.zeros((0, 6))).fit()
+    with pytest.raises(ValueError, match="needs background"):
+        FastPD(models["sklearn-gbr"]).fit()
+
+
+def test_feature_index_out_of_range_or_repeated(models, data):
+    fp = FastPD(models["sklearn-gbr"], data["bg"][:50])
+    with pytest.raises(ValueError, match="feature index 6 is out of range: the model has 6 features"):
+        fp.pd_function(data["Xe"], [0, 6])
+    with pytest.raises(ValueError, match="out of range"):
+        fp.pd_function(data["Xe"], -1)
+    with pytest.raises(ValueError, match="twice"):
+        fp.pd_function(data["Xe"], [1, 1])
+    with pytest.raises(ValueError, match="unknown feature name"):
+        fp.pd_function(data["Xe"], "age")
+
+
+def test_non_finite_values(models, data):
+    xe = data["Xe"].copy()
+    xe[3, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN at row 3, feature 2.*GradientBoostingRegressor cannot route"):
+        FastPD(models["sklearn-gbr"], data["bg"][:50]).shap_values(xe)
+    bad_bg = data["bg"][:50].copy()
+    bad_bg[0, 0] = np.nan
+    with pytest.raises(ValueError, match="background contains NaN"):
+        FastPD(models["sklearn-gbr"], bad_bg).fit()
+    xe[3, 2] = np.inf
+    with pytest.raises(ValueError, match="infinite value at row 3, feature 2"):
+        FastPD(models["xgboost"], data["bg"][:50]).pd_function(xe, 2)
+
+
+def test_bad_options_and_models(models, data):
+    from sklearn.ensemble import IsolationForest
+    from sklearn.linear_model import LinearRegression
+
+    bg = data["bg"][:50]
+    with pytest.raises(ValueError, match="method='exact' is not supported; accepted: 'fastpd', 'path-dependent'"):
+        FastPD(models["xgboost"], bg, method="exact").fit()
+    with pytest.raises(ValueError, match="max_background"):
+        FastPD(models["xgboost"], bg, max_background=0).fit()
+    with pytest.raises(ValueError, match="n_jobs"):
+        FastPD(models["xgboost"], bg, n_jobs=0).fit()
+    with pytest.raises(ValueError, match="max_order"):
+        FastPD(models["xgboost"], bg).decompose(data["Xe"], max_order=0)
+    for model in (IsolationForest(n_estimators=2, random_state=0).fit(data["X"]),
+                  LinearRegression().fit(data["X"], data["y"]), "not a model"):
+        with pytest.raises(ValueError, match="unsupported model type .*accepted: xgboost"):
+            FastPD(model, bg).fit()
+
+
+def test_lightgbm_categorical_split_is_rejected(data):
+    import lightgbm as lgb
+
+    x = data["X"].copy()
+    x[:, 0] = (x[:, 0] > 0).astype(float) + (x[:, 0] > 1)
+    model = lgb.LGBMRegressor(n_estimators=3, num_leaves=4, min_child_samples=5, verbose=-1, n_jobs=1)
+    model.fit(x, data["y"] + 3 * x[:, 0], categorical_feature=[0])
+    with pytest.raises(ValueError, match="LightGBM categorical splits"):
+        FastPD(model, x[:20]).fit()
+
+
+def _nan_data(data, frac=0.2, seed=1):
+    rng = np.random.default_rng(seed)
+    x = data["X"].copy()
+    x[rng.random(x.shape) < frac] = np.nan
+    bg = data["bg"][:200].copy()
+    bg[rng.random(bg.shape) < frac] = np.nan
+    xe = data["Xe"].copy()
+    xe[rng.random(xe.shape) < frac] = np.nan
+    return x, bg, xe
+
+
+@pytest.mark.parametrize("lib", ["xgboost", "lightgbm", "lightgbm-zero", "sklearn-rf", "sklearn-tree"])
+def test_nan_routed_by_default_direction(data, lib, h):
+    import lightgbm as lgb
+    import xgboost as xgb
+    from sklearn.ensemble import RandomForestRegressor
+    from sklearn.tree import DecisionTreeRegressor
+
+    x, bg, xe = _nan_data(data)
+    y = data["y"]
+    if lib == "xgboost":
+        model = xgb.XGBRegressor(n_estimators=8, max_depth=3, n_jobs=1).fit(x, y)
+    elif lib == "lightgbm":
+        model = lgb.LGBMRegressor(n_estimators=8, num_leaves=8, min_child_samples=5, verbose=-1, n_jobs=1).fit(x, y)
+    elif lib == "lightgbm-zero":
+        # missing_type 'Zero': NaN and exact zeros take the default direction
+        x, bg, xe = (np.nan_to_num(a, nan=0.0) for a in (x, bg, xe))
+        xe[:5, 0] = np.nan
+        model = lgb.LGBMRegressor(n_estimators=8, num_leaves=8, min_child_samples=5, verbose=-1, n_jobs=1,
+                                  zero_as_missing=True).fit(x, y)
+    elif lib == "sklearn-rf":
+        model = RandomForestRegressor(n_estimators=4, max_depth=4, random_state=0).fit(x, y)
+    else:
+        # trained without NaN: sklearn sends NaN to the child with most samples
+        model = DecisionTreeRegressor(max_depth=4, random_state=0).fit(np.nan_to_num(x), y)
+    fp = FastPD(model, bg)
+    np.testing.assert_allclose(fp.predict(xe), h.margin(model, xe), rtol=1e-5, atol=1e-5)
+    for subset in [(0,), (1, 3), (0, 2, 4, 5)]:
+        np.testing.assert_allclose(fp.pd_function(xe, subset), h.brute_pd(model, xe, bg, subset), rtol=1e-5, atol=1e-5)
+    dec = fp.decompose(xe)
+    np.testing.assert_allclose(dec.total(), h.margin(model, xe), rtol=1e-5, atol=1e-5)
