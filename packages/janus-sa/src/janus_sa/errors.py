@@ -84,3 +84,20 @@ class AggregateMismatchError(VerificationError):
 
 class SealMismatchError(VerificationError):
     """Sketch mode: an aggregate differs from the value a server sealed before the challenge."""
+
+
+# --- deployment ----------------------------------------------------------------------------
+class NetworkError(JanusError):
+    """A remote call failed for a reason other than a protocol error."""
+
+
+class ServerUnavailableError(NetworkError):
+    """A server could not be reached (down, restarting, or timed out)."""
+
+
+class RoundFailedError(JanusError):
+    """The servers abandoned the round (e.g. S1 was unreachable); no aggregate exists for it."""
+
+
+class NotReadyError(JanusError):
+    """The requested value does not exist yet; poll again."""

@@ -1,0 +1,187 @@
+"""Command-line deployment: ``keygen``, ``serve --role s0|s1`` and ``client`` (see README)."""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+
+import numpy as np
+
+from janus_sa.crypto import ServerKeys, ServerPublicKeys
+from janus_sa.errors import JanusError
+from janus_sa.net import NetworkClient, Remote, ServerNode, TLSConfig, make_server, start_server
+from janus_sa.protocol import JanusClient, JanusConfig
+from janus_sa.quantize import Quantizer
+
+COMMANDS = ("keygen", "serve", "client")
+
+
+def _config(d: dict) -> JanusConfig:
+    q = Quantizer(clipping_range=d["clipping_range"], quantization_range=d["quantization_range"],
+                  modulus_range=d["modulus_range"])
+    return JanusConfig(dim=d["dim"], mode=d["mode"], sketch_k=d["sketch_k"], quantizer=q).validate()
+
+
+def keygen(args: argparse.Namespace) -> int:
+    """Write ``s0.key``, ``s1.key`` (private, mode 0600) and ``deployment.json`` (public) to ``--out``."""
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    keys = {"s0": ServerKeys(), "s1": ServerKeys()}
+    for role, k in keys.items():
+        path = out / f"{role}.key"
+        path.write_bytes(k.to_bytes())
+        os.chmod(path, 0o600)
+    cfg = {"dim": args.dim, "mode": args.mode, "sketch_k": args.sketch_k, "clipping_range": args.clipping_range,
+           "quantization_range": args.quantization_range, "modulus_range": args.modulus_range}
+    _config(cfg)
+    pub = {"session": os.urandom(16).hex(), "config": cfg,
+           **{role: {"sign": k.public.sign.hex(), "kem": k.public.kem.hex()} for role, k in keys.items()}}
+    (out / "deployment.json").write_text(json.dumps(pub, indent=2))
+    return 0
+
+
+def _load(path: str) -> tuple[dict, JanusConfig, bytes]:
+    dep = json.loads(Path(path).read_text())
+    return dep, _config(dep["config"]), bytes.fromhex(dep["session"])
+
+
+def _tls(args: argparse.Namespace) -> TLSConfig | None:
+    read = lambda p: Path(p).read_bytes() if p else None  # noqa: E731
+    if not (args.tls_cert or args.tls_ca):
+        return None
+    return TLSConfig(cert=read(args.tls_cert), key=read(args.tls_key), ca=read(args.tls_ca))
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Run S0 (which also coordinates ``--rounds`` rounds) or S1 until killed."""
+    dep, config, session = _load(Path(args.deployment) / "deployment.json")
+    keys = ServerKeys.from_bytes((Path(args.deployment) / f"{args.role}.key").read_bytes())
+    other = "s1" if args.role == "s0" else "s0"
+    server = make_server(args.role, config=config, keys=keys, session=session,
+                         peer_sign=bytes.fromhex(dep[other]["sign"]), state_dir=args.state_dir)
+    tls = _tls(args)
+    peer = Remote(args.peer, max_bytes=config.max_message_bytes * 2 + 2**20, tls=tls) if args.peer else None
+    node = ServerNode(server, peer=peer)
+    if args.role == "s1" and args.die_at_round is not None:
+        _install_fault(node, args.die_at_round, args.die_after_uploads)
+    grpc_server, port = start_server(node, f"{args.host}:{args.port}", tls=tls)
+    print(f"READY {port}", flush=True)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    if args.role == "s0":
+        if peer is None:
+            raise SystemExit("serve --role s0 needs --peer host:port of S1")
+        done = node.coordinate(rounds=args.rounds, expect=args.expect, round_timeout=args.round_timeout,
+                               gap=args.gap, settle=args.settle, stop=stop)
+        print(json.dumps({"finished_rounds": done, "failed_rounds": sorted(node.failed)}), flush=True)
+        stop.wait(args.linger)
+    else:
+        stop.wait()
+    grpc_server.stop(grace=1.0)
+    return 0
+
+
+def _install_fault(node: ServerNode, rnd: int, after: int) -> None:
+    """Fault injection for tests: S1 SIGKILLs itself after accepting ``after`` uploads of round ``rnd``."""
+    submit = node.Submit
+
+    def dying_submit(req: bytes) -> bytes:
+        out = submit(req)
+        if node.server.round_ == rnd and len(node.server.uploads_) >= after:
+            os.kill(os.getpid(), signal.SIGKILL)
+        return out
+
+    node.Submit = dying_submit
+
+
+def client_update(index: int, rnd: int, dim: int) -> np.ndarray:
+    """The deterministic update of client ``index`` in round ``rnd`` used by the ``client`` command."""
+    seed = int.from_bytes(hashlib.sha256(f"{index}/{rnd}".encode()).digest()[:8], "little")
+    return np.random.default_rng(seed).uniform(-1, 1, dim)
+
+
+def client(args: argparse.Namespace) -> int:
+    """Take part in ``--rounds`` rounds; print one JSON line per round (verified sum or the error)."""
+    dep, config, session = _load(args.deployment)
+    pk = {r: ServerPublicKeys(sign=bytes.fromhex(dep[r]["sign"]), kem=bytes.fromhex(dep[r]["kem"]))
+          for r in ("s0", "s1")}
+    jc = JanusClient(config=config, s0=pk["s0"], s1=pk["s1"], session=session)
+    net = NetworkClient(jc, s0=args.s0, s1=args.s1, tls=_tls(args))
+    last = args.after_round
+    for _ in range(args.rounds):
+        try:
+            rnd = net.wait_for_round(last, timeout=args.timeout)
+        except JanusError as err:
+            print(json.dumps({"round": None, "ok": False, "error": type(err).__name__}), flush=True)
+            return 1
+        last = rnd
+        line = {"round": rnd, "index": args.index}
+        try:
+            if args.kill_after_s0_upload == rnd:  # fault injection: die between the two uploads
+                up = jc.upload(client_update(args.index, rnd, config.dim))
+                net.s0.call("Submit", up.to_s0)
+                os.kill(os.getpid(), signal.SIGKILL)
+            res = net.participate(client_update(args.index, rnd, config.dim), timeout=args.timeout)
+            line.update(ok=True, n=res.n_participants, sum_codes=res.sum_codes.tolist())
+        except JanusError as err:
+            line.update(ok=False, error=type(err).__name__)
+        print(json.dumps(line), flush=True)
+    net.close()
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m janus_sa", description=__doc__)
+    sub = p.add_subparsers(dest="command", required=True)
+    k = sub.add_parser("keygen", help="create server keys and the public deployment file")
+    k.add_argument("--out", required=True)
+    k.add_argument("--dim", type=int, required=True)
+    k.add_argument("--mode", default="exact", choices=["exact", "sketch"])
+    k.add_argument("--sketch-k", type=int, default=32)
+    k.add_argument("--clipping-range", type=float, default=8.0)
+    k.add_argument("--quantization-range", type=int, default=1 << 22)
+    k.add_argument("--modulus-range", type=int, default=1 << 32)
+    for name in ("serve", "client"):
+        s = sub.add_parser(name)
+        s.add_argument("--tls-cert")
+        s.add_argument("--tls-key")
+        s.add_argument("--tls-ca")
+        s.add_argument("--timeout", type=float, default=60.0)
+    s = sub.choices["serve"]
+    s.add_argument("--role", required=True, choices=["s0", "s1"])
+    s.add_argument("--deployment", required=True, help="directory written by keygen")
+    s.add_argument("--host", default="127.0.0.1")
+    s.add_argument("--port", type=int, default=0)
+    s.add_argument("--peer", help="host:port of S1 (for S0)")
+    s.add_argument("--state-dir")
+    s.add_argument("--rounds", type=int, default=1)
+    s.add_argument("--expect", type=int, default=1, help="close a round early once both servers hold this many")
+    s.add_argument("--round-timeout", type=float, default=30.0)
+    s.add_argument("--settle", type=float, default=1.0,
+                   help="close early when both servers hold the same count, unchanged for this long")
+    s.add_argument("--gap", type=float, default=0.5)
+    s.add_argument("--linger", type=float, default=5.0, help="keep serving aggregates this long after the last round")
+    s.add_argument("--die-at-round", type=int, help=argparse.SUPPRESS)
+    s.add_argument("--die-after-uploads", type=int, default=1, help=argparse.SUPPRESS)
+    c = sub.choices["client"]
+    c.add_argument("--deployment", required=True, help="deployment.json written by keygen")
+    c.add_argument("--s0", required=True)
+    c.add_argument("--s1", required=True)
+    c.add_argument("--rounds", type=int, default=1)
+    c.add_argument("--index", type=int, default=0, help="selects the deterministic test update")
+    c.add_argument("--after-round", type=int, default=0, help="skip rounds up to this number")
+    c.add_argument("--kill-after-s0-upload", type=int, help=argparse.SUPPRESS)
+    return p
+
+
+def main(argv: list[str]) -> int:
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+    args = build_parser().parse_args(argv)
+    return {"keygen": keygen, "serve": serve, "client": client}[args.command](args)

@@ -1,0 +1,337 @@
+"""Networked deployment: S0 and S1 as gRPC services (grpcio, optional TLS) and a polling client.
+
+Each server exposes one gRPC service ``janus.v1.Janus`` whose unary methods carry raw wire messages
+(the bytes of :mod:`janus_sa.wire`, already signed and length-checked), so no protobuf code generation
+is needed. S0 coordinates rounds: it opens a round on S1 by forwarding its signed ANNOUNCE, waits
+for uploads, exchanges participant sets with S1 (``Agree``), and marks the round failed if S1 cannot
+be reached. Protocol errors travel as ``"<ErrorClass>: message"`` in the gRPC status details and are
+re-raised on the caller's side as the same :mod:`janus_sa.errors` class.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import OrderedDict
+from concurrent import futures
+from dataclasses import dataclass
+
+import grpc
+import numpy as np
+
+from janus_sa import errors
+from janus_sa.crypto import model_digest
+from janus_sa.errors import (
+    JanusError,
+    NetworkError,
+    NotReadyError,
+    ProtocolError,
+    RoundFailedError,
+    ServerUnavailableError,
+)
+from janus_sa.protocol import AggregationServer, JanusClient, MaskServer, RoundResult, _Server
+from janus_sa.wire import MsgType, decode
+
+log = logging.getLogger(__name__)
+SERVICE = "janus.v1.Janus"
+METHODS = ("Announcement", "Submit", "Seal", "Aggregate", "Open", "Agree", "Count")
+_CODES = {NotReadyError: grpc.StatusCode.FAILED_PRECONDITION, RoundFailedError: grpc.StatusCode.ABORTED}
+
+
+@dataclass(frozen=True)
+class TLSConfig:
+    """PEM bytes for TLS: servers need ``cert`` + ``key``; clients need ``ca`` (the server cert or its CA)."""
+
+    cert: bytes | None = None
+    key: bytes | None = None
+    ca: bytes | None = None
+
+
+def _options(max_bytes: int) -> list[tuple[str, int]]:
+    return [("grpc.max_receive_message_length", max_bytes), ("grpc.max_send_message_length", max_bytes)]
+
+
+def _round_bytes(rnd: int) -> bytes:
+    return rnd.to_bytes(8, "little")
+
+
+def _round_from(req: bytes) -> int:
+    if len(req) != 8:
+        raise errors.MalformedMessageError("round request must be 8 bytes")
+    return int.from_bytes(req, "little")
+
+
+class Remote:
+    """Stub for one server's ``janus.v1.Janus`` service; every method takes and returns bytes."""
+
+    def __init__(self, address: str, *, max_bytes: int, tls: TLSConfig | None = None, timeout: float = 10.0) -> None:
+        self.address, self.timeout = address, timeout
+        opts = _options(max_bytes)
+        if tls is not None and tls.ca is not None:
+            self.channel = grpc.secure_channel(address, grpc.ssl_channel_credentials(root_certificates=tls.ca), opts)
+        else:
+            self.channel = grpc.insecure_channel(address, opts)
+        self._calls = {m: self.channel.unary_unary(f"/{SERVICE}/{m}") for m in METHODS}
+
+    def call(self, method: str, payload: bytes = b"") -> bytes:
+        try:
+            return self._calls[method](payload, timeout=self.timeout)
+        except grpc.RpcError as err:
+            code, details = err.code(), err.details() or ""
+            name, _, text = details.partition(": ")
+            cls = getattr(errors, name, None)
+            if isinstance(cls, type) and issubclass(cls, JanusError):
+                raise cls(text) from None
+            if code in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+                raise ServerUnavailableError(f"{self.address}: {code.name}") from None
+            raise NetworkError(f"{self.address}: {code.name} {details}") from None
+
+    def close(self) -> None:
+        self.channel.close()
+
+
+class ServerNode:
+    """Wraps an :class:`AggregationServer` or :class:`MaskServer` as a thread-safe gRPC service.
+
+    For S0, :meth:`coordinate` drives the rounds (open on S1, collect, agree, publish).
+    """
+
+    def __init__(self, server: _Server, *, peer: Remote | None = None) -> None:
+        self.server, self.peer = server, peer
+        self.lock = threading.RLock()
+        self.finished: OrderedDict[int, dict[str, bytes]] = OrderedDict()  # round -> {"aggregate", "seal"}
+        self.failed: set[int] = set()
+
+    # --- RPC handlers (bytes -> bytes) ------------------------------------------------------------
+    def Announcement(self, req: bytes) -> bytes:
+        if self.server.announcement_ is None:
+            raise NotReadyError("no round announced yet")
+        return self.server.announcement_
+
+    def Submit(self, req: bytes) -> bytes:
+        with self.lock:
+            self.server.receive(req)
+            self._maybe_finish()
+        return b""
+
+    def Count(self, req: bytes) -> bytes:
+        return len(self.server.uploads_).to_bytes(8, "little")
+
+    def _lookup(self, rnd: int, what: str) -> bytes:
+        with self.lock:
+            if rnd in self.finished and what in self.finished[rnd]:
+                return self.finished[rnd][what]
+            if rnd in self.failed or (self.server.round_ is not None and rnd < self.server.round_):
+                raise RoundFailedError(f"round {rnd} was abandoned by the servers")
+            raise NotReadyError(f"{what} of round {rnd} is not ready")
+
+    def Seal(self, req: bytes) -> bytes:
+        return self._lookup(_round_from(req), "seal")
+
+    def Aggregate(self, req: bytes) -> bytes:
+        return self._lookup(_round_from(req), "aggregate")
+
+    def Open(self, req: bytes) -> bytes:
+        """S1: open the round S0 announced (the request is S0's signed ANNOUNCE)."""
+        msg = decode(req, max_bytes=4096, session=self.server.session, expect=(MsgType.ANNOUNCE,))
+        msg.verify(expected_sender=self.server.peer)
+        with self.lock:
+            if self.server.round_ != msg.round:
+                self.server.announce(msg.round, msg.body["model_digest"])
+            return self.server.announcement_
+
+    def Agree(self, req: bytes) -> bytes:
+        """S1: fix the participant set with S0's signed list; returns S1's own signed list."""
+        with self.lock:
+            own = self.server.participants()
+            if self.server.participants_ is None:
+                self.server.agree(req)
+            self._maybe_finish()
+            return own
+
+    # --- round bookkeeping ------------------------------------------------------------------------
+    def _maybe_finish(self) -> None:
+        s = self.server
+        if s.participants_ is None or s.round_ in self.finished and "aggregate" in self.finished[s.round_]:
+            return
+        entry = self.finished.setdefault(s.round_, {})
+        if s.config.mode == "sketch":
+            entry.setdefault("seal", s.seal())
+            if any(c not in s.sketch_commits_ for c in s.participants_):
+                return
+        entry["aggregate"] = s.aggregate()
+        while len(self.finished) > 8:
+            self.finished.popitem(last=False)
+
+    def coordinate(self, *, rounds: int, expect: int, round_timeout: float = 30.0, gap: float = 1.0,
+                   settle: float = 1.0, open_timeout: float = 60.0, model: bytes = b"",
+                   first_round: int | None = None, stop: threading.Event | None = None) -> list[int]:
+        """S0 only: run ``rounds`` rounds. A round closes when both servers hold ``expect`` uploads, when
+        both hold the same non-zero count unchanged for ``settle`` seconds, or after ``round_timeout``.
+        Returns the numbers of the rounds that produced an aggregate."""
+        assert isinstance(self.server, AggregationServer) and self.peer is not None
+        stop = stop or threading.Event()
+        done: list[int] = []
+        start = first_round if first_round is not None else (self.server.round_ or 0) + 1
+        for rnd in range(start, start + rounds):
+            if stop.is_set():
+                break
+            try:
+                self._run_round(rnd, expect, round_timeout, settle, open_timeout, model, stop)
+                done.append(rnd)
+                log.info("round %d finished", rnd)
+            except JanusError as err:
+                with self.lock:
+                    self.failed.add(rnd)
+                log.warning("round %d failed: %s: %s", rnd, type(err).__name__, err)
+            stop.wait(gap)
+        return done
+
+    def _run_round(self, rnd: int, expect: int, round_timeout: float, settle: float, open_timeout: float,
+                   model: bytes, stop: threading.Event) -> None:
+        with self.lock:
+            ann = self.server.announce(rnd, model_digest(model))
+        deadline = time.monotonic() + open_timeout
+        while True:  # S1 may be restarting: retry opening until open_timeout
+            try:
+                self.peer.call("Open", ann)
+                break
+            except ServerUnavailableError:
+                if time.monotonic() > deadline or stop.is_set():
+                    raise
+                stop.wait(0.2)
+        deadline = time.monotonic() + round_timeout
+        last, since = None, time.monotonic()
+        while time.monotonic() < deadline and not stop.is_set():
+            counts = (len(self.server.uploads_), int.from_bytes(self.peer.call("Count"), "little"))
+            if min(counts) >= expect:
+                break
+            if counts != last:
+                last, since = counts, time.monotonic()
+            elif counts[0] == counts[1] > 0 and time.monotonic() - since >= settle:
+                break
+            stop.wait(0.05)
+        with self.lock:
+            own = self.server.participants()
+        theirs = self.peer.call("Agree", own)
+        with self.lock:
+            self.server.agree(theirs)
+            self._maybe_finish()
+        if self.server.config.mode == "sketch":
+            while time.monotonic() < deadline + round_timeout and not stop.is_set():
+                with self.lock:
+                    if "aggregate" in self.finished.get(rnd, {}):
+                        return
+                stop.wait(0.05)
+            raise errors.IncompleteRoundError("participants did not all send their sketch commitments in time")
+
+
+def _generic_handler(node: ServerNode) -> grpc.GenericRpcHandler:
+    def wrap(fn):
+        def handle(request: bytes, context: grpc.ServicerContext) -> bytes:
+            try:
+                return fn(request)
+            except JanusError as err:
+                context.abort(_CODES.get(type(err), grpc.StatusCode.INVALID_ARGUMENT), f"{type(err).__name__}: {err}")
+        return grpc.unary_unary_rpc_method_handler(handle)
+
+    return grpc.method_handlers_generic_handler(SERVICE, {m: wrap(getattr(node, m)) for m in METHODS})
+
+
+def start_server(node: ServerNode, address: str, *, tls: TLSConfig | None = None, workers: int = 8) -> tuple[grpc.Server, int]:
+    """Serve ``node`` on ``address`` (``host:port``, port 0 picks a free one); returns (server, port)."""
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=workers),
+                         options=_options(node.server.config.max_message_bytes * 2 + 2**20))
+    server.add_generic_rpc_handlers((_generic_handler(node),))
+    if tls is not None and tls.cert is not None:
+        port = server.add_secure_port(address, grpc.ssl_server_credentials([(tls.key, tls.cert)]))
+    else:
+        port = server.add_insecure_port(address)
+    server.start()
+    return server, port
+
+
+class NetworkClient:
+    """Drives a :class:`JanusClient` against the two gRPC servers.
+
+    Parameters
+    ----------
+    client:
+        The protocol client (holds keys, config, server public keys).
+    s0, s1:
+        ``host:port`` of S0 and S1.
+    tls:
+        Optional :class:`TLSConfig` with the CA certificate.
+    poll:
+        Seconds between polls while waiting for a round or an aggregate.
+    """
+
+    def __init__(self, client: JanusClient, *, s0: str, s1: str, tls: TLSConfig | None = None,
+                 poll: float = 0.05, timeout: float = 10.0) -> None:
+        self.client, self.poll = client, poll
+        mb = client.config.max_message_bytes * 2 + 2**20
+        self.s0 = Remote(s0, max_bytes=mb, tls=tls, timeout=timeout)
+        self.s1 = Remote(s1, max_bytes=mb, tls=tls, timeout=timeout)
+
+    def _wait(self, fn, deadline: float):
+        while True:
+            try:
+                return fn()
+            except (NotReadyError, ServerUnavailableError):
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(self.poll)
+
+    def wait_for_round(self, after: int, timeout: float) -> int:
+        """Block until both servers announce a round later than ``after``; begin it and return its number."""
+        deadline = time.monotonic() + timeout
+
+        def fetch():
+            a0, a1 = self.s0.call("Announcement"), self.s1.call("Announcement")
+            r0 = decode(a0, max_bytes=4096).round
+            r1 = decode(a1, max_bytes=4096).round
+            if min(r0, r1) <= after or r0 != r1:
+                raise NotReadyError("no new round yet")
+            return a0, a1
+
+        a0, a1 = self._wait(fetch, deadline)
+        return self.client.begin_round(a0, a1)
+
+    def participate(self, update: np.ndarray | None, timeout: float = 60.0) -> RoundResult:
+        """Upload ``update`` (or only verify when None) in the begun round and return the verified aggregate.
+
+        Raises :class:`RoundFailedError` or :class:`ServerUnavailableError` on a clean failure, or a
+        :class:`VerificationError` if the servers' answer does not verify; never returns an unverified sum.
+        """
+        rnd = self.client.round_
+        if rnd is None:
+            raise ProtocolError("call wait_for_round first")
+        deadline = time.monotonic() + timeout
+        if update is not None:
+            up = self.client.upload(update)
+            self.s0.call("Submit", up.to_s0)
+            self.s1.call("Submit", up.to_s1)
+        seals: dict[str, bytes] = {}
+        if self.client.config.mode == "sketch":
+            seals = {"seal0": self._wait(lambda: self.s0.call("Seal", _round_bytes(rnd)), deadline),
+                     "seal1": self._wait(lambda: self.s1.call("Seal", _round_bytes(rnd)), deadline)}
+            if update is not None:
+                up = self.client.sketch_commit(seals["seal0"], seals["seal1"])
+                self.s0.call("Submit", up.to_s0)
+                self.s1.call("Submit", up.to_s1)
+        agg0 = self._wait(lambda: self.s0.call("Aggregate", _round_bytes(rnd)), deadline)
+        agg1 = self._wait(lambda: self.s1.call("Aggregate", _round_bytes(rnd)), deadline)
+        return self.client.finish_round(agg0, agg1, **seals)
+
+    def close(self) -> None:
+        self.s0.close()
+        self.s1.close()
+
+
+def make_server(role: str, *, config, keys, session: bytes, peer_sign: bytes, state_dir=None) -> _Server:
+    """S0 (``role="s0"``) or S1 (``"s1"``) protocol object."""
+    if role not in ("s0", "s1"):
+        raise errors.ConfigError(f"role must be 's0' or 's1', got {role!r}")
+    cls = AggregationServer if role == "s0" else MaskServer
+    return cls(config=config, keys=keys, session=session, peer=peer_sign, state_dir=state_dir)

@@ -1,0 +1,86 @@
+"""Multi-process deployment on 127.0.0.1: two gRPC server processes and 20 client processes.
+
+Timeline (one S0 coordinator run of 5 rounds):
+  round 1: all 20 clients, verified aggregate over 20;
+  round 2: client 0 is SIGKILLed between its S0 and S1 uploads -> verified aggregate over the 19 survivors;
+  round 3: the 19 survivors, verified;
+  round 4: S1 SIGKILLs itself after 5 uploads -> every client fails cleanly, nobody accepts an aggregate;
+  round 5: S1 restarted from its state directory -> verified aggregate over 19.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+
+import numpy as np
+from janus_sa.deploy import client_update
+from janus_sa.quantize import Quantizer
+
+N, DIM = 20, 16
+PY = [sys.executable, "-m", "janus_sa"]
+CLEAN_FAILURES = {"RoundFailedError", "ServerUnavailableError", "NetworkError"}
+
+
+def _free_ports(k):
+    socks = [socket.socket() for _ in range(k)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def _spawn(args, log, env):
+    return subprocess.Popen(PY + args, stdout=subprocess.PIPE, stderr=open(log, "w"), text=True, env=env)
+
+
+def test_twenty_client_processes_with_client_and_s1_crashes(tmp_path):
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    subprocess.run(PY + ["keygen", "--out", str(tmp_path / "dep"), "--dim", str(DIM)], check=True, env=env)
+    p0, p1 = _free_ports(2)
+    a0, a1 = f"127.0.0.1:{p0}", f"127.0.0.1:{p1}"
+    s1_args = ["serve", "--role", "s1", "--deployment", str(tmp_path / "dep"), "--port", str(p1), "--peer", a0,
+               "--state-dir", str(tmp_path / "st1")]
+    s1 = _spawn(s1_args + ["--die-at-round", "4", "--die-after-uploads", "5"], tmp_path / "s1.log", env)
+    s0 = _spawn(["serve", "--role", "s0", "--deployment", str(tmp_path / "dep"), "--port", str(p0), "--peer", a1,
+                 "--state-dir", str(tmp_path / "st0"), "--rounds", "5", "--expect", str(N), "--round-timeout", "5",
+                 "--settle", "1.0", "--gap", "0.5", "--linger", "3"], tmp_path / "s0.log", env)
+    clients = []
+    for i in range(N):
+        extra = ["--kill-after-s0-upload", "2"] if i == 0 else []
+        clients.append(_spawn(["client", "--deployment", str(tmp_path / "dep" / "deployment.json"), "--s0", a0,
+                               "--s1", a1, "--rounds", "5", "--index", str(i), "--timeout", "90"] + extra,
+                              tmp_path / f"c{i}.log", env))
+    restarted = None
+    try:
+        assert s1.wait(timeout=150) == -9, "S1 should have been killed by the injected fault"
+        restarted = _spawn(s1_args, tmp_path / "s1b.log", env)  # same keys, port and state directory
+        outs = [c.communicate(timeout=150)[0] for c in clients]
+        s0_out = s0.communicate(timeout=60)[0]
+    finally:
+        for p in [s0, s1, restarted, *clients]:
+            if p is not None and p.poll() is None:
+                p.kill()
+    summary = json.loads(s0_out.strip().splitlines()[-1])
+    assert summary == {"finished_rounds": [1, 2, 3, 5], "failed_rounds": [4]}
+    assert clients[0].returncode == -9
+    lines = [[json.loads(x) for x in out.strip().splitlines()] for out in outs]
+    q = Quantizer()
+
+    def expected(rnd, members):
+        return sum(q.quantize(client_update(i, rnd, DIM)).astype(np.int64) for i in members).tolist()
+
+    survivors = range(1, N)
+    assert [ln["round"] for ln in lines[0]] == [1]  # killed during round 2, before printing it
+    for i in survivors:
+        by_round = {ln["round"]: ln for ln in lines[i]}
+        assert sorted(by_round) == [1, 2, 3, 4, 5]
+        for rnd, members in [(1, range(N)), (2, survivors), (3, survivors), (5, survivors)]:
+            ln = by_round[rnd]
+            assert ln["ok"], (i, ln)
+            assert ln["n"] == len(members)
+            assert ln["sum_codes"] == expected(rnd, members)
+        assert not by_round[4]["ok"] and by_round[4]["error"] in CLEAN_FAILURES, by_round[4]
