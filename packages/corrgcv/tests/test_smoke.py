@@ -1,9 +1,8 @@
 import subprocess
 import sys
 
-import pytest
-
 import corrgcv
+import pytest
 from corrgcv.__main__ import main
 
 

@@ -1,10 +1,53 @@
-"""Ridge regression risk and CorrGCV cross-validation under correlated samples"""
+"""Ridge regression risk and CorrGCV cross-validation under correlated samples.
+
+Atanasov, Zavatone-Veth & Pehlevan, "Risk and cross validation in ridge regression with correlated
+samples", ICML 2025 (arXiv 2408.04607).
+"""
 
 from importlib.metadata import PackageNotFoundError, version
+
+from corrgcv.correlation import (
+    FAMILIES,
+    Correlation,
+    ExponentialCorrelation,
+    NearestNeighbourCorrelation,
+    PowerLawCorrelation,
+    k_eigenvalues,
+    lag1_autocorrelation,
+)
+from corrgcv.estimate import estimate_correlation
+from corrgcv.estimator import RidgeCorrGCV
+from corrgcv.gcv import CVPath, RidgeSpectrum, corrgcv, gcv, loo, solve_kappa_tilde
+from corrgcv.simulate import LinearProblem, correlated_factor, power_law_problem
+from corrgcv.theory import DeterministicEquivalent, deterministic_equivalent, horizon_factor, test_point_factor
 
 try:
     __version__ = version("corrgcv")
 except PackageNotFoundError:  # source tree without install
     __version__ = "0.0.0"
 
-__all__ = ["__version__"]
+__all__ = [
+    "__version__",
+    "CVPath",
+    "Correlation",
+    "DeterministicEquivalent",
+    "ExponentialCorrelation",
+    "FAMILIES",
+    "LinearProblem",
+    "NearestNeighbourCorrelation",
+    "PowerLawCorrelation",
+    "RidgeCorrGCV",
+    "RidgeSpectrum",
+    "correlated_factor",
+    "corrgcv",
+    "deterministic_equivalent",
+    "estimate_correlation",
+    "gcv",
+    "horizon_factor",
+    "k_eigenvalues",
+    "lag1_autocorrelation",
+    "loo",
+    "power_law_problem",
+    "solve_kappa_tilde",
+    "test_point_factor",
+]
