@@ -1,0 +1,146 @@
+"""quantize_ / convert_ (acceptance 4) and bad-input errors (acceptance 7)."""
+
+import math
+
+import pytest
+import torch
+from torch import nn
+
+from quest import Int4Linear, QuestConfig, QuestLinear, TrustQuantizer, convert_, quantize_
+from quest.lm import TinyLlama, TinyLlamaConfig
+
+
+def mlp(seed=0):
+    torch.manual_seed(seed)
+    return nn.Sequential(nn.Linear(256, 512), nn.GELU(), nn.Linear(512, 256), nn.GELU(), nn.Linear(256, 128))
+
+
+def test_quantize_swaps_linears_and_keeps_parameters():
+    model = mlp()
+    weights = [m.weight for m in model if isinstance(m, nn.Linear)]
+    quantize_(model, QuestConfig(weight_bits=3, act_bits=2))
+    layers = [m for m in model if isinstance(m, QuestLinear)]
+    assert len(layers) == 3
+    assert all(a is b.weight for a, b in zip(weights, layers))
+    assert layers[0].weight_quantizer.bits == 3 and layers[0].act_quantizer.bits == 2
+
+
+def test_quest_linear_forward_formula():
+    torch.manual_seed(1)
+    lin = nn.Linear(256, 64)
+    ref = nn.Linear(256, 64)
+    ref.load_state_dict(lin.state_dict())
+    layer = QuestLinear.from_linear(lin, QuestConfig())
+    x = torch.randn(3, 7, 256)
+    h = torch.block_diag(*[torch.tensor(__import__("scipy").linalg.hadamard(128), dtype=torch.float32)
+                           / math.sqrt(128)] * 2)
+    q = TrustQuantizer(4)
+    expected = q(x @ h) @ q(ref.weight @ h).T + ref.bias
+    assert torch.allclose(layer(x), expected, atol=1e-4)
+
+
+@pytest.mark.parametrize("hadamard", ["half", "full", None])
+def test_convert_equals_fake_quant_on_several_layers(hadamard):
+    model = mlp(2)
+    quantize_(model, QuestConfig(hadamard=hadamard))
+    x = torch.randn(5, 9, 256) * 2
+    with torch.no_grad():
+        fake = model(x)
+    report = convert_(model)
+    with torch.no_grad():
+        real = model(x)
+    assert report.layers == ["0", "2", "4"] and all(isinstance(model[i], Int4Linear) for i in (0, 2, 4))
+    # same steps and codes; only float32 summation order differs (atol relative to the output scale)
+    assert torch.allclose(real, fake, rtol=1e-5, atol=1e-5 * fake.abs().max().item())
+    assert report.compression <= 1 / 7
+    for i in (0, 2, 4):
+        layer = model[i]
+        assert layer.weight_nbytes() <= 4 * layer.in_features * layer.out_features / 7
+        assert layer.packed_weight.dtype == torch.uint8
+
+
+def test_convert_after_training_steps_on_tiny_llama():
+    torch.manual_seed(3)
+    model = TinyLlama(TinyLlamaConfig(d_model=128, n_layers=2, n_heads=2))
+    quantize_(model, QuestConfig())
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    idx = torch.randint(0, 256, (4, 33))
+    for _ in range(3):
+        loss = nn.functional.cross_entropy(model(idx[:, :-1]).reshape(-1, 256), idx[:, 1:].reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval()
+    with torch.no_grad():
+        fake = model(idx[:, :-1])
+    report = convert_(model)
+    with torch.no_grad():
+        real = model(idx[:, :-1])
+    assert len(report.layers) == 10 and isinstance(model.lm_head, nn.Linear)
+    assert torch.allclose(real, fake, rtol=1e-5, atol=1e-5 * fake.abs().max().item())
+
+
+def test_default_filter_skips_lm_head_and_tied_layers():
+    model = TinyLlama(TinyLlamaConfig(d_model=128))
+    quantize_(model, QuestConfig())
+    assert type(model.lm_head) is nn.Linear
+    tied = TinyLlama(TinyLlamaConfig(d_model=128))
+    tied.head2 = nn.Linear(128, 256, bias=False)
+    tied.head2.weight = tied.wte.weight
+    quantize_(tied, QuestConfig())
+    assert type(tied.head2) is nn.Linear
+    custom = mlp()
+    quantize_(custom, QuestConfig(filter_fn=lambda m, name: name == "2"))
+    assert [type(m).__name__ for m in custom][::2] == ["Linear", "QuestLinear", "Linear"]
+
+
+def test_width_not_multiple_of_block_is_rejected_with_layer_name():
+    model = nn.Sequential(nn.Linear(128, 96), nn.ReLU(), nn.Linear(96, 10))
+    with pytest.raises(ValueError, match=r"'2' \(in_features=96\)"):
+        quantize_(model, QuestConfig(block=128))
+    quantize_(model, QuestConfig(block=32))  # a smaller power-of-two block fits
+    assert isinstance(model[2], QuestLinear)
+
+
+@pytest.mark.parametrize("field,value,message", [
+    ("weight_bits", 5.5, "bits must be one of"),
+    ("act_bits", 16, "bits must be one of"),
+    ("hadamard", "quarter", "hadamard must be one of"),
+    ("method", "gptq", "method must be one of"),
+    ("block", 100, "power of two"),
+    ("trust", 0.0, "trust must be"),
+])
+def test_bad_config_values_name_the_field(field, value, message):
+    with pytest.raises(ValueError, match=message):
+        quantize_(mlp(), QuestConfig(**{field: value}))
+
+
+def test_no_matching_layer_is_an_error():
+    with pytest.raises(ValueError, match="no nn.Linear layer of Sequential matched"):
+        quantize_(nn.Sequential(nn.Conv1d(2, 2, 3)), QuestConfig())
+    with pytest.raises(ValueError, match="no QuestLinear layers"):
+        convert_(mlp())
+
+
+def test_convert_rejects_non_w4a4_with_layer_name():
+    model = mlp()
+    quantize_(model, QuestConfig(weight_bits=2, act_bits=2))
+    with pytest.raises(ValueError, match="layer '0'.*W2A2"):
+        convert_(model)
+    model = mlp()
+    quantize_(model, QuestConfig(method="lsq"))
+    with pytest.raises(ValueError, match="cannot be converted"):
+        convert_(model)
+
+
+@pytest.mark.parametrize("method", ["quest", "ste", "clip_ste", "lsq", "pact"])
+@pytest.mark.parametrize("bits", [1, "ternary", 4, 8])
+def test_every_method_and_width_trains_one_step(method, bits):
+    model = mlp(4)
+    quantize_(model, QuestConfig(weight_bits=bits, act_bits=bits, method=method))
+    x = torch.randn(8, 256)
+    loss = model(x).pow(2).mean()
+    loss.backward()
+    grads = [p.grad for p in model.parameters()]
+    assert math.isfinite(loss.item()) and all(g is not None and torch.isfinite(g).all() for g in grads)
+    assert model[0].weight.grad.abs().sum() > 0
