@@ -1,9 +1,8 @@
 import subprocess
 import sys
 
-import pytest
-
 import fastpd
+import pytest
 from fastpd.__main__ import main
 
 

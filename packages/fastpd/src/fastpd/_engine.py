@@ -20,6 +20,7 @@ is precomputed once (a subset-sum transform), and a query is one gather per (row
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -29,6 +30,11 @@ import numpy as np
 from fastpd._models import TreeEnsemble, lgbm_zero_threshold
 
 MAX_PATH_FEATURES = 24  # tables grow as 2**e per leaf
+
+
+def code_dtype(e: int) -> type:
+    """Smallest unsigned type holding an e-bit code (less memory traffic on the hot path)."""
+    return np.uint8 if e <= 8 else np.uint16 if e <= 16 else np.uint32
 
 
 def _popcount(a: np.ndarray) -> np.ndarray:
@@ -123,10 +129,10 @@ class LeafGroup:
         """(n, L) int64 bitmask of the path constraints each row satisfies."""
         n = go_left.shape[0]
         if self.e == 0:
-            return np.zeros((n, self.n_leaves), dtype=np.int64)
+            return np.zeros((n, self.n_leaves), dtype=np.uint8)
         ok = go_left[:, self.path_node] == self.path_dir[None]
-        fail = np.bitwise_or.reduce(np.where(ok, 0, self.path_mask[None]), axis=2)
-        return ((1 << self.e) - 1) ^ fail
+        fail = np.bitwise_or.reduce(np.where(ok, self.path_mask.dtype.type(0), self.path_mask[None]), axis=2)
+        return np.bitwise_xor(fail, self.path_mask.dtype.type((1 << self.e) - 1))
 
 
 @dataclass
@@ -165,7 +171,7 @@ def compile_blocks(ens: TreeEnsemble, n_blocks: int) -> list[Block]:
     """Enumerate leaf paths of every tree and split the trees into ``n_blocks`` contiguous blocks."""
     n_blocks = max(1, min(n_blocks, len(ens.trees)))
     bounds = np.linspace(0, len(ens.trees), n_blocks + 1).round().astype(int)
-    return [_compile_block(ens, ens.trees[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+    return [_compile_block(ens, ens.trees[a:b]) for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
 
 def _compile_block(ens: TreeEnsemble, trees: list) -> Block:
@@ -223,7 +229,7 @@ def _make_group(e: int, recs: list, sentinel: int) -> LeafGroup:
     dp = max(1, max(len(r[0]) for r in recs))
     node = np.full((n, dp), sentinel, dtype=np.int64)
     pdir = np.ones((n, dp), dtype=bool)
-    pmask = np.zeros((n, dp), dtype=np.int64)
+    pmask = np.zeros((n, dp), dtype=code_dtype(e))
     feats = np.zeros((n, e), dtype=np.int64)
     ratio = np.ones((n, e))
     values = np.stack([r[4] for r in recs])
@@ -252,15 +258,15 @@ def path_dependent_tables(block: Block) -> None:
 
 def accumulate_background(block: Block, codes: list[np.ndarray], hist: list[np.ndarray]) -> None:
     """Add one chunk of background rows to the per-leaf code histograms (one array per group)."""
-    for g, c, h in zip(block.groups, codes, hist):
+    for g, c, h in zip(block.groups, codes, hist, strict=True):
         size = 1 << g.e
-        flat = c + (np.arange(g.n_leaves) * size)[None]
+        flat = c.astype(np.int64) + (np.arange(g.n_leaves) * size)[None]
         h += np.bincount(flat.ravel(), minlength=g.n_leaves * size).reshape(g.n_leaves, size)
 
 
 def finish_background(block: Block, hist: list[np.ndarray], n_background: int) -> None:
     """P_l[U] = #{rows whose code contains E_l minus U} / n_b (a superset sum of the histogram)."""
-    for g, h in zip(block.groups, hist):
+    for g, h in zip(block.groups, hist, strict=True):
         g.table = superset_sum(h, g.e)[:, ::-1] / n_background
         g.cache.clear()
 
@@ -270,13 +276,13 @@ def _gather(table: np.ndarray, codes: np.ndarray) -> np.ndarray:
     """table (L, 2**e, *tail), codes (n, L) -> (n, L, *tail)."""
     n_leaves, size = table.shape[:2]
     flat = table.reshape(n_leaves * size, *table.shape[2:])
-    return flat[codes + (np.arange(n_leaves) * size)[None]]
+    return flat[codes.astype(np.int64) + (np.arange(n_leaves) * size)[None]]
 
 
 def predict(block: Block, codes: list[np.ndarray], n: int) -> np.ndarray:
     """(n, K) sum of reached leaf values (no offset)."""
     out = np.zeros((n, block.n_outputs))
-    for g, c in zip(block.groups, codes):
+    for g, c in zip(block.groups, codes, strict=True):
         hit = (c == (1 << g.e) - 1).astype(np.float64)
         out += hit @ g.values
     return out
@@ -294,13 +300,14 @@ def pd_subsets(block: Block, codes: list[np.ndarray], n: int, member: np.ndarray
     """
     k = block.n_outputs
     out = np.zeros((n, member.shape[0], k))
-    for g, codes in zip(block.groups, codes):
+    for g, c in zip(block.groups, codes, strict=True):
         if g.e == 0:
             out += (g.table[:, 0] @ g.values)[None, None, :]
             continue
         s = (member[:, g.feats].astype(np.int64) << np.arange(g.e)).sum(axis=2)  # (n_S, L)
         p = np.take_along_axis(g.table, s.T, axis=1).T  # (n_S, L)
-        hit = (codes[:, None, :] & s[None]) == s[None]  # (n, n_S, L)
+        s = s.astype(c.dtype)
+        hit = (c[:, None, :] & s[None]) == s[None]  # (n, n_S, L)
         out += (hit * p[None]).reshape(n * len(s), g.n_leaves).dot(g.values).reshape(n, len(s), k)
     return out
 
@@ -332,15 +339,39 @@ def _interaction_table(g: LeafGroup) -> np.ndarray:
     return g.cache["inter"]
 
 
+_DENSE_SCATTER_LIMIT = 2**22  # entries of a cached (slots, keys * K) scatter matrix
+
+
+def _accumulate(g: LeafGroup, kind: object, a: np.ndarray, keys: np.ndarray, n_keys: int) -> np.ndarray:
+    """Sum over leaves of a (n, L, w) times each leaf's values into (n, n_keys, K) by slot key.
+
+    ``keys`` (L * w,) gives the output column of each (leaf, slot). With few keys this is one BLAS
+    matmul against a cached (L * w, n_keys * K) matrix holding the leaf values; otherwise a
+    sort-and-reduceat scatter.
+    """
+    n = a.shape[0]
+    k = g.values.shape[1]
+    m = keys.size
+    flat = a.reshape(n, m)
+    if m * n_keys * k <= _DENSE_SCATTER_LIMIT:
+        key = ("scatter", kind)
+        if key not in g.cache:
+            w = np.zeros((m, n_keys, k))
+            w[np.arange(m), keys, :] = np.repeat(g.values, m // g.n_leaves, axis=0)
+            g.cache[key] = w.reshape(m, n_keys * k)
+        return (flat @ g.cache[key]).reshape(n, n_keys, k)
+    vals = np.repeat(g.values, m // g.n_leaves, axis=0)  # (m, K)
+    return _scatter(flat[:, :, None] * vals[None], keys, n_keys)
+
+
 def shap_values(block: Block, codes: list[np.ndarray], n: int, d: int) -> np.ndarray:
     """(n, d, K) interventional (or path-dependent) SHAP values of the block's trees."""
     out = np.zeros((n, d, block.n_outputs))
-    for g, c in zip(block.groups, codes):
+    for g, c in zip(block.groups, codes, strict=True):
         if g.e == 0:
             continue
         a = _gather(_shap_table(g), c)  # (n, L, e)
-        contrib = a[..., None] * g.values[None, :, None, :]
-        out += _scatter(contrib.reshape(n, g.feats.size, block.n_outputs), g.feats.ravel(), d)
+        out += _accumulate(g, "shap", a, g.feats.ravel(), d)
     return out
 
 
@@ -348,13 +379,12 @@ def interaction_values(block: Block, codes: list[np.ndarray], n: int, d: int) ->
     """(n, d, d, K) SHAP interaction values; rows sum to :func:`shap_values`."""
     k = block.n_outputs
     out = np.zeros((n, d * d, k))
-    for g, c in zip(block.groups, codes):
+    for g, c in zip(block.groups, codes, strict=True):
         if g.e == 0:
             continue
         a = _gather(_interaction_table(g), c)  # (n, L, e, e)
-        contrib = a[..., None] * g.values[None, :, None, None, :]
         keys = (g.feats[:, :, None] * d + g.feats[:, None, :]).ravel()
-        out += _scatter(contrib.reshape(n, keys.size, k), keys, d * d)
+        out += _accumulate(g, "inter", a, keys, d * d)
     return out.reshape(n, d, d, k)
 
 
@@ -376,6 +406,14 @@ def _component_table(g: LeafGroup, r: int) -> np.ndarray:
     return g.cache[key]
 
 
+@functools.lru_cache(maxsize=64)
+def _compress_lut(e: int, r: int) -> np.ndarray:
+    """(2**e, C(e, r)) int64: the bits of code c inside each r-subset, packed into r bits."""
+    bits = local_subsets(e, r)
+    c = np.arange(1 << e)
+    return (((c[:, None, None] >> bits[None]) & 1) << np.arange(r)).sum(axis=2)
+
+
 def component_keys(g: LeafGroup, r: int) -> np.ndarray:
     """(L * C(e, r), r) global feature tuples of the group's r-subsets, leaf-major."""
     bits = local_subsets(g.e, r)
@@ -387,16 +425,14 @@ def components(block: Block, codes: list[np.ndarray], n: int, r: int, ids: list[
     """(n, n_comp, K) order-r components; ``ids[i]`` maps group i's leaf-major subsets to columns."""
     k = block.n_outputs
     out = np.zeros((n, n_comp, k))
-    for g, codes, gid in zip(block.groups, codes, ids):
+    for g, c, gid in zip(block.groups, codes, ids, strict=True):
         if g.e < r:
             continue
         tab = _component_table(g, r)  # (L, n_s, 2**r)
-        bits = local_subsets(g.e, r)
-        idx = (((codes[:, :, None, None] >> bits[None, None]) & 1) << np.arange(r)).sum(axis=3)  # (n, L, n_s)
+        idx = _compress_lut(g.e, r)[c]  # (n, L, n_s): code restricted to each subset, as r bits
         n_l, n_s = tab.shape[:2]
         flat = tab.reshape(-1)
         pos = (np.arange(n_l * n_s) * (1 << r)).reshape(n_l, n_s)
         m = flat[idx + pos[None]]  # (n, L, n_s)
-        contrib = m[..., None] * g.values[None, :, None, :]
-        out += _scatter(contrib.reshape(n, gid.size, k), gid, n_comp)
+        out += _accumulate(g, ("comp", r, n_comp), m, gid, n_comp)
     return out

@@ -163,7 +163,7 @@ def _parse_xgboost(model) -> TreeEnsemble:
         raise ValueError("multi-target XGBoost models are not supported")
     k = max(int(lmp["num_class"]), 1)
     trees = []
-    for ti, (t, cls) in enumerate(zip(tree_model["trees"], tree_model["tree_info"])):
+    for ti, (t, cls) in enumerate(zip(tree_model["trees"], tree_model["tree_info"], strict=True)):
         if int(t["tree_param"].get("size_leaf_vector", "1")) > 1:
             raise ValueError("XGBoost vector-leaf trees (multi_strategy='multi_output_tree') are not supported")
         if any(int(s) != 0 for s in t["split_type"]):

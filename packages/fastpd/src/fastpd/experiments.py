@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from icml25_shared.cli import RunContext
 from icml25_shared.data import load
 
@@ -11,7 +12,7 @@ def demo(ctx: RunContext) -> None:
     """Summarise a bundled dataset: a table of feature means and a histogram of the target."""
     data = load("diabetes", n_samples=100 if ctx.quick else None, seed=ctx.seed)
     rows = ["| feature | mean | std |", "|---|---|---|"]
-    rows += [f"| {name} | {m:.4f} | {s:.4f} |" for name, m, s in zip(data.feature_names, data.X.mean(0), data.X.std(0))]
+    rows += [f"| {name} | {m:.4f} | {s:.4f} |" for name, m, s in zip(data.feature_names, data.X.mean(0), data.X.std(0), strict=True)]
     ctx.write_table("\n".join(rows))
     import matplotlib.pyplot as plt
 

@@ -113,9 +113,9 @@ class FastPD:
         rows = self._rows_per_chunk(lambda g: g.path_node.shape[1] + 2)
         for start in range(0, bg.shape[0], rows):
             x = bg[start : start + rows]
-            self._map(lambda i: eng.accumulate_background(
+            self._map(lambda i, x=x: eng.accumulate_background(
                 self._blocks[i], self._blocks[i].codes(x, self._ens.strict), hists[i]))
-        for b, h in zip(self._blocks, hists):
+        for b, h in zip(self._blocks, hists, strict=True):
             eng.finish_background(b, h, bg.shape[0])
 
     def _fitted(self) -> None:
@@ -380,7 +380,7 @@ class FastPD:
         pieces: dict[Any, list[np.ndarray]] = {}
         for x in progress(self._chunks(X, rows), enabled=self.progress, desc="fastpd"):
             n = x.shape[0]
-            res = self._map(lambda i: fn(self._blocks[i], i, self._blocks[i].codes(x, self._ens.strict), n))
+            res = self._map(lambda i, x=x, n=n: fn(self._blocks[i], i, self._blocks[i].codes(x, self._ens.strict), n))
             for key in res[0]:
                 pieces.setdefault(key, []).append(sum(r[key] for r in res))
         return {k: np.concatenate(v, axis=0) for k, v in pieces.items()}
