@@ -1,9 +1,8 @@
 import subprocess
 import sys
 
-import pytest
-
 import finextract
+import pytest
 from finextract.__main__ import main
 
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from icml25_shared.cli import run_cli
-
 from finextract.experiments import demo, reproduce
+from icml25_shared.cli import run_cli
 
 
 def main(argv: list[str] | None = None) -> int:

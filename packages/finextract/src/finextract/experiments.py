@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+
 from icml25_shared.cli import RunContext
 from icml25_shared.data import load
 
