@@ -17,7 +17,7 @@ from kandinsky_cp._lp import InfeasibleQuantileLP, solve_quantile_lp
 from kandinsky_cp.groups import as_group
 from kandinsky_cp.scores import ClassificationScore, resolve_score
 
-__all__ = ["KandinskyCP", "GroupQuantileFit", "IntervalUnion", "group_quantile_regression"]
+__all__ = ["KandinskyCP", "GroupQuantileFit", "IntervalUnion", "group_quantile_regression", "phantom_points"]
 
 logger = logging.getLogger(__name__)
 
@@ -30,8 +30,8 @@ class GroupQuantileFit:
     """Result of :func:`group_quantile_regression`.
 
     beta: (d,) threshold coefficients, q(x, y) = Phi(x, y) @ beta.
-    phantom: (d,) features of the infinite-score phantom point(s) added by the finite-sample correction
-        (zeros when the correction is off).
+    phantom: (d,) summed features of the infinite-score phantom points added by the finite-sample
+        correction (zeros when the correction is off).
     confidence_level: 1 - alpha.
     group_weights: (d,) calibration weight sum_i Phi_ij of each group.
     n_interpolated: number of calibration points whose score equals their threshold (>= d at a vertex).
@@ -57,23 +57,37 @@ def _check_level(confidence_level: float) -> float:
     return level
 
 
-def _min_weight(phantom_or_max: np.ndarray, level: float) -> np.ndarray:
+def phantom_points(phi: np.ndarray) -> np.ndarray:
+    """Features c of the finite-sample correction's infinite-score phantom points, summed.
+
+    One phantom per group: the calibration row with the group's largest weight and, among those, the
+    fewest other memberships; identical rows are counted once. For disjoint groups this is one phantom
+    per group (the +1 of split / Mondrian CP). Phantoms copy real rows, so c lies in Phi's row space and
+    redundant designs (intercept + every class) stay bounded.
+    """
+    phi = np.asarray(phi, dtype=float)
+    row_sum = phi.sum(axis=1)
+    chosen = []
+    for j in range(phi.shape[1]):
+        col = phi[:, j]
+        top = np.flatnonzero(col >= col.max() - 1e-12)
+        chosen.append(top[np.argmin(row_sum[top])])
+    return np.unique(phi[chosen], axis=0).sum(axis=0)
+
+
+def _check_group_sizes(phi: np.ndarray, level: float, names: list[str], phantom: np.ndarray, *,
+                       error: bool) -> np.ndarray:
     # Column j is bounded in the LP iff (1 - tau) * sum_i Phi_ij >= tau * c_j.
-    return phantom_or_max * level / (1.0 - level)
-
-
-def _check_group_sizes(phi: np.ndarray, level: float, names: list[str], *, error: bool) -> np.ndarray:
     weights = phi.sum(axis=0)
-    col_max = phi.max(axis=0, initial=0.0)
     empty = [names[j] for j in np.flatnonzero(weights <= 0)]
     if empty:
         raise ValueError(f"groups {empty} have no calibration weight; drop them or add calibration data")
-    need = _min_weight(col_max, level)
+    need = phantom * level / (1.0 - level)
     small = np.flatnonzero(weights < need - 1e-9)
     if small.size:
         detail = ", ".join(f"{names[j]!r} has {weights[j]:g} (needs >= {need[j]:g})" for j in small)
         msg = (f"too few calibration points for confidence_level={level}: {detail}; the minimum is "
-               f"max-weight * (1 - alpha) / alpha. Merge small groups, lower the level or add data")
+               f"(phantom weight) * (1 - alpha) / alpha. Merge small groups, lower the level or add data")
         if error:
             raise ValueError(msg)
         warnings.warn(msg, UserWarning, stacklevel=3)
@@ -86,9 +100,9 @@ def group_quantile_regression(phi: np.ndarray, scores: np.ndarray, *, confidence
     """Kandinsky Algorithm 1 on precomputed group weights and scores (one LP, scipy HiGHS).
 
     phi: (n, d) nonnegative group weights of the calibration points; scores: (n,) their scores.
-    finite_sample_correction: add, for each group j, a phantom point of weight max_i Phi_ij with an
-        infinite score. With disjoint groups this gives the ceil((n_j + 1)(1 - alpha))-th order statistic
-        per group, exactly split / Mondrian conformal prediction; off gives ceil(n_j (1 - alpha)).
+    finite_sample_correction: add one infinite-score phantom point per group (see :func:`phantom_points`).
+        With disjoint groups this gives the ceil((n_j + 1)(1 - alpha))-th order statistic per group,
+        exactly split / Mondrian conformal prediction; off gives ceil(n_j (1 - alpha)).
     names: group names used in error messages.
     """
     level = _check_level(confidence_level)
@@ -101,13 +115,18 @@ def group_quantile_regression(phi: np.ndarray, scores: np.ndarray, *, confidence
     if not np.all(np.isfinite(phi)) or np.any(phi < 0):
         raise ValueError("group weights must be finite and nonnegative")
     names = names or [f"group {j}" for j in range(phi.shape[1])]
-    weights = _check_group_sizes(phi, level, names, error=finite_sample_correction)
-    phantom = phi.max(axis=0) if finite_sample_correction else np.zeros(phi.shape[1])
+    phantom = phantom_points(phi)
+    weights = _check_group_sizes(phi, level, names, phantom, error=finite_sample_correction)
+    if not finite_sample_correction:
+        phantom = np.zeros(phi.shape[1])
     try:
         res = solve_quantile_lp(phi, scores, level, phantom)
     except InfeasibleQuantileLP as err:
-        raise ValueError(f"the group quantile regression is unbounded at confidence_level={level}: some "
-                         f"combination of the groups {names} has too few calibration points") from err
+        raise ValueError(f"the group quantile regression with the finite-sample correction is unbounded at "
+                         f"confidence_level={level}: a combination of the groups {names} (e.g. a group minus "
+                         f"an overlapping one) holds fewer than (1 - alpha) / alpha calibration points per "
+                         f"phantom; coarsen the groups, lower the level, or use finite_sample_correction=False"
+                         ) from err
     return GroupQuantileFit(beta=res.beta, phantom=phantom, confidence_level=level, group_weights=weights,
                             n_interpolated=res.n_interpolated)
 
@@ -126,6 +145,8 @@ class IntervalUnion:
     def contains(self, y: np.ndarray) -> np.ndarray:
         """(n,) bool: whether y[i] lies in row i's set."""
         y = np.asarray(y, dtype=float).ravel()
+        if y.shape[0] != self.bounds.shape[0]:
+            raise ValueError(f"y has {y.shape[0]} values but the union has {self.bounds.shape[0]} rows")
         with np.errstate(invalid="ignore"):
             inside = (self.bounds[:, :, 0] <= y[:, None]) & (y[:, None] <= self.bounds[:, :, 1])
         return inside.any(axis=1)
@@ -190,8 +211,9 @@ class KandinskyCP:
             ``ClassificationScore``, or a callable (proba, label_index) -> scores (classification).
         confidence_level: 1 - alpha in (0, 1).
         prefit: the estimator is already fitted (else call ``fit`` first).
-        finite_sample_correction: add one infinite-score phantom point per group (the +1 of split CP);
-            with disjoint groups this reproduces split / class-conditional / Mondrian CP exactly.
+        finite_sample_correction: add one infinite-score phantom point per group (the +1 of split CP,
+            see :func:`kandinsky_cp.core.phantom_points`); with disjoint groups this reproduces split /
+            class-conditional / Mondrian CP exactly.
         randomize: break ties between equal scores with uniform noise of relative width 1e-9.
         random_state: seed for that noise.
         exact: augmented (Gibbs-style, finite-sample) mode: for every test point and candidate label
@@ -273,7 +295,7 @@ class KandinskyCP:
         self.calibration_scores_ = scores
         self.calibration_phi_ = phi
         if self.exact:
-            _check_group_sizes(phi, level, self.group_names_, error=False)
+            _check_group_sizes(phi, level, self.group_names_, phantom_points(phi), error=False)
             self.fit_result_ = None
             self.beta_ = None
             self._exact_cache: dict[bytes, float] = {}

@@ -1,0 +1,90 @@
+"""Acceptance 5: bad input gives clear errors."""
+
+import numpy as np
+import pytest
+from kandinsky_cp import KandinskyCP, group_quantile_regression
+from kandinsky_cp import groups as G
+from sklearn.linear_model import LinearRegression
+
+
+@pytest.mark.parametrize("level", [0.0, 1.0, 1.5, -0.1])
+def test_confidence_level_outside_unit_interval(regression_split, level):
+    reg, Xc, yc, _, _ = regression_split
+    with pytest.raises(ValueError, match=r"strictly between 0 and 1"):
+        KandinskyCP(reg, groups=G.intercept(), confidence_level=level).conformalize(Xc, yc)
+
+
+def test_group_row_count_differs_from_X(regression_split):
+    reg, Xc, yc, _, _ = regression_split
+    bad = G.fractional(lambda X, y: np.ones(len(X) - 1), names="short group")
+    with pytest.raises(ValueError, match=r"'short group' returned shape \(400, 1\); expected \(401, d\)"):
+        KandinskyCP(reg, groups=G.intercept() + bad).conformalize(Xc, yc)
+
+
+@pytest.mark.parametrize("value, message", [(-0.5, "negative weight"), (np.inf, "non-finite"),
+                                            (np.nan, "non-finite")])
+def test_negative_or_nonfinite_weights(regression_split, value, message):
+    reg, Xc, yc, _, _ = regression_split
+
+    def weights(X, y):
+        w = np.full(len(X), 0.5)
+        w[3] = value
+        return w
+
+    with pytest.raises(ValueError, match=message) as err:
+        KandinskyCP(reg, groups=G.fractional(weights, names="bad weights")).conformalize(Xc, yc)
+    assert "bad weights" in str(err.value)
+
+
+def test_too_few_points_names_group_and_minimum(regression_split):
+    reg, Xc, yc, _, _ = regression_split
+    tiny = G.fractional(lambda X, y: np.asarray(X)[:, 0] > 0.985, names="tiny group")
+    assert (Xc[:, 0] > 0.985).sum() == 5
+    with pytest.raises(ValueError, match=r"'tiny group' has 5 \(needs >= 9\)"):
+        KandinskyCP(reg, groups=G.intercept() + tiny).conformalize(Xc, yc)
+    # without the correction the LP is still bounded: warn instead, naming the group and the minimum
+    with pytest.warns(UserWarning, match=r"'tiny group' has 5 \(needs >= 9\)"):
+        KandinskyCP(reg, groups=G.intercept() + tiny, finite_sample_correction=False).conformalize(Xc, yc)
+
+
+def test_empty_group():
+    with pytest.raises(ValueError, match=r"\['never'\] have no calibration weight"):
+        group_quantile_regression(np.column_stack([np.ones(20), np.zeros(20)]), np.arange(20.0),
+                                  names=["all", "never"])
+
+
+def test_predict_before_conformalize(regression_split):
+    reg, _, _, Xt, _ = regression_split
+    cp = KandinskyCP(reg, groups=G.intercept())
+    for method in (cp.predict_interval, cp.predict_set):
+        with pytest.raises(ValueError, match="call conformalize"):
+            method(Xt)
+
+
+def test_stage_and_option_errors(regression_split, digits_split):
+    reg, Xc, yc, Xt, _ = regression_split
+    with pytest.raises(ValueError, match="call fit"):
+        KandinskyCP(LinearRegression(), groups=G.intercept(), prefit=False).conformalize(Xc, yc)
+    with pytest.raises(ValueError, match="prefit=True"):
+        KandinskyCP(reg, groups=G.intercept()).fit(Xc, yc)
+    with pytest.raises(ValueError, match="score='hinge' is not known"):
+        KandinskyCP(reg, groups=G.intercept(), score="hinge").conformalize(Xc, yc)
+    with pytest.raises(ValueError, match="declare no label bins"):
+        KandinskyCP(reg, groups=G.fractional(lambda X, y: y > 0, uses_label=True)).conformalize(Xc, yc)
+    with pytest.raises(ValueError, match="exact=True .* finite_sample_correction=True"):
+        KandinskyCP(reg, groups=G.intercept(), exact=True, finite_sample_correction=False).conformalize(Xc, yc)
+    cp = KandinskyCP(reg, groups=G.intercept()).conformalize(Xc, yc)
+    with pytest.raises(ValueError, match="predict_set is for classification"):
+        cp.predict_set(Xt)
+    clf, Xd, yd, _, _ = digits_split
+    with pytest.raises(ValueError, match=r"calibration labels \[42\]"):
+        KandinskyCP(clf, groups=G.intercept(), score="lac").conformalize(Xd[:20], np.full(20, 42))
+
+
+def test_prefit_false_fits_a_clone(regression_split):
+    reg, Xc, yc, Xt, _ = regression_split
+    base = LinearRegression()
+    cp = KandinskyCP(base, groups=G.intercept(), prefit=False).fit(Xc[:200], yc[:200])
+    cp.conformalize(Xc[200:], yc[200:])
+    assert not hasattr(base, "coef_")
+    assert cp.predict_interval(Xt).shape == (len(Xt), 2)
