@@ -22,7 +22,7 @@ def test_corrgcv_with_identity_equals_gcv_closed_form(T, N, fit_intercept):
     path = corrgcv(X, y, ALPHAS, K=np.eye(T), fit_intercept=fit_intercept)
     # Closed form from scratch: hat matrix, residual, trace.
     Xc, yc = (X - X.mean(0), y - y.mean()) if fit_intercept else (X, y)
-    for a, value in zip(ALPHAS, path.criterion):
+    for a, value in zip(ALPHAS, path.criterion, strict=True):
         # 1 - d from tr(I - H) in primal or dual form, whichever avoids cancellation near d = 1.
         if T >= N:
             resid = yc - Xc @ np.linalg.solve(Xc.T @ Xc + a * np.eye(N), Xc.T @ yc)

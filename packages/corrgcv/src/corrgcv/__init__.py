@@ -18,7 +18,14 @@ from corrgcv.correlation import (
 from corrgcv.estimate import estimate_correlation
 from corrgcv.estimator import RidgeCorrGCV
 from corrgcv.gcv import CVPath, RidgeSpectrum, corrgcv, gcv, loo, solve_kappa_tilde
-from corrgcv.simulate import LinearProblem, correlated_factor, power_law_problem
+from corrgcv.simulate import (
+    LinearProblem,
+    RiskSimulation,
+    correlated_factor,
+    power_law_problem,
+    simulate_horizon_risk,
+    simulate_risk,
+)
 from corrgcv.theory import DeterministicEquivalent, deterministic_equivalent, horizon_factor, test_point_factor
 
 try:
@@ -38,6 +45,7 @@ __all__ = [
     "PowerLawCorrelation",
     "RidgeCorrGCV",
     "RidgeSpectrum",
+    "RiskSimulation",
     "correlated_factor",
     "corrgcv",
     "deterministic_equivalent",
@@ -48,6 +56,8 @@ __all__ = [
     "lag1_autocorrelation",
     "loo",
     "power_law_problem",
+    "simulate_horizon_risk",
+    "simulate_risk",
     "solve_kappa_tilde",
     "test_point_factor",
 ]

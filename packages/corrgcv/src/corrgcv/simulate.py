@@ -15,7 +15,7 @@ import numpy as np
 
 from corrgcv.correlation import Correlation, check_k_matrix
 
-__all__ = ["LinearProblem", "power_law_problem", "correlated_factor"]
+__all__ = ["LinearProblem", "RiskSimulation", "correlated_factor", "power_law_problem", "simulate_horizon_risk", "simulate_risk"]
 
 
 @dataclass(frozen=True)
@@ -75,3 +75,71 @@ def correlated_factor(K: Any, n_samples: int) -> np.ndarray:
     """A lower-triangular L with L L^T = K (Cholesky), for a Correlation or a (T, T) matrix."""
     mat = K.matrix(n_samples) if isinstance(K, Correlation) else check_k_matrix(np.asarray(K, float), n_samples)
     return np.linalg.cholesky(mat)
+
+
+@dataclass(frozen=True)
+class RiskSimulation:
+    """Monte Carlo of the synthetic model; arrays are (n_seeds, n_alphas).
+
+    Attributes:
+        alphas: penalties (scikit-learn convention; lambda = alpha / n_samples).
+        out_of_sample_risk: exact risk of each fit on an independent test point.
+        corrgcv, gcv: the two estimates of that risk from the training data alone.
+        in_sample_error: mean squared training residual.
+    """
+
+    alphas: np.ndarray
+    n_samples: int
+    out_of_sample_risk: np.ndarray
+    corrgcv: np.ndarray
+    gcv: np.ndarray
+    in_sample_error: np.ndarray
+
+
+def simulate_risk(problem: LinearProblem, correlation: Any, n_samples: int, alphas: Any, *,
+                  seeds: Any = range(10)) -> RiskSimulation:
+    """Draw one training set per seed, fit ridge on the penalty grid and record the true
+    out-of-sample risk next to CorrGCV (with the true K) and GCV."""
+    from corrgcv.correlation import k_eigenvalues
+    from corrgcv.gcv import RidgeSpectrum, check_alphas
+
+    a = check_alphas(alphas)
+    factor = correlated_factor(correlation, n_samples)
+    eigs = k_eigenvalues(correlation, n_samples)
+    risk, cg, g, ein = [], [], [], []
+    for seed in seeds:
+        X, y = problem.sample(n_samples, np.random.default_rng(seed), K_factor=factor)
+        spec = RidgeSpectrum.from_data(X, y)
+        risk.append(problem.out_of_sample_risk(np.stack([spec.coef(alpha)[0] for alpha in a])))
+        path = spec.corrgcv(a, eigs)
+        cg.append(path.criterion)
+        g.append(spec.gcv(a).criterion)
+        ein.append(path.in_sample_error)
+    return RiskSimulation(alphas=a, n_samples=n_samples, out_of_sample_risk=np.array(risk), corrgcv=np.array(cg),
+                          gcv=np.array(g), in_sample_error=np.array(ein))
+
+
+def simulate_horizon_risk(problem: LinearProblem, correlation: Correlation, n_samples: int, alpha: float,
+                          horizons: Any, *, seeds: Any = range(50)) -> np.ndarray:
+    """Mean over seeds of R(tau) / mean R(inf) for a test point ``tau`` steps after the training rows.
+
+    Exact per training set: writing the test point's (x, noise) as a K-regression on the training
+    rows plus an independent innovation, R(tau) = (1 - rho) R_out + (a^T r)^2 with a = K^{-1} c,
+    rho = c^T a and r the training residual. Returns shape (n_horizons,).
+    """
+    from corrgcv.gcv import RidgeSpectrum
+
+    taus = np.atleast_1d(np.asarray(horizons, dtype=float))
+    K = correlation.matrix(n_samples)
+    factor = np.linalg.cholesky(K)
+    cross = np.stack([correlation.cross(n_samples, tau) for tau in taus])
+    weights = np.linalg.solve(K, cross.T).T
+    rho = (weights * cross).sum(axis=1)
+    near, far = [], []
+    for seed in seeds:
+        X, y = problem.sample(n_samples, np.random.default_rng(seed), K_factor=factor)
+        w, _ = RidgeSpectrum.from_data(X, y).coef(alpha)
+        r_out = float(problem.out_of_sample_risk(w))
+        near.append((1.0 - rho) * r_out + (weights @ (y - X @ w)) ** 2)
+        far.append(r_out)
+    return np.mean(near, axis=0) / np.mean(far)
