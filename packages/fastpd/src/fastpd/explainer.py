@@ -43,16 +43,20 @@ class FastPD:
         random_state: seed of the background subsample.
         chunk_memory_mb: bound on the scratch memory per chunk of query rows.
         progress: show a tqdm bar over chunks of rows.
+        feature_names: names for plots and labels (default: the model's, else the background's columns).
 
     Fitted attributes (after :meth:`fit`, which every query calls on first use):
         intercept_ (float or (K,)), expected_value_ (alias), offset_ (the model's constant margin
         offset: XGBoost base score, scikit-learn ``init_``), n_features_in_, n_outputs_,
-        feature_names_, background_size_, n_trees_, n_leaves_, max_path_features_.
+        feature_names_, background_ (the rows used, after validation and subsampling; with
+        ``method="path-dependent"`` the given background or None), background_size_ (0 for
+        path-dependent), n_trees_, n_leaves_, max_path_features_.
     """
 
     def __init__(self, model: Any, background: Any = None, *, method: str = "fastpd",
                  max_background: int | None = None, n_jobs: int = 1, random_state: int | None = 0,
-                 chunk_memory_mb: float = 256.0, progress: bool = False) -> None:
+                 chunk_memory_mb: float = 256.0, progress: bool = False,
+                 feature_names: Sequence[str] | None = None) -> None:
         self.model = model
         self.background = background
         self.method = method
@@ -61,6 +65,7 @@ class FastPD:
         self.random_state = random_state
         self.chunk_memory_mb = chunk_memory_mb
         self.progress = progress
+        self.feature_names = feature_names
 
     # ------------------------------------------------------------------------------------ fit
     def fit(self) -> FastPD:
@@ -84,11 +89,16 @@ class FastPD:
         self.n_trees_ = len(ens.trees)
         self.n_leaves_ = sum(b.n_leaves for b in self._blocks)
         self.max_path_features_ = max((g.e for b in self._blocks for g in b.groups), default=0)
-        self.feature_names_ = ens.feature_names or _columns(self.background, ens.n_features)
+        if self.feature_names is not None and len(self.feature_names) != ens.n_features:
+            raise ValueError(f"feature_names has {len(self.feature_names)} names but the model has {ens.n_features} "
+                             "features")
+        self.feature_names_ = ([str(f) for f in self.feature_names] if self.feature_names is not None
+                               else ens.feature_names or _columns(self.background, ens.n_features))
         if self.method == "fastpd":
             self._augment()
         else:
             self.background_size_ = 0
+            self.background_ = None if self.background is None else self._validate(self.background, "background")
             for b in self._blocks:
                 eng.path_dependent_tables(b)
         total = sum((eng.intercept(b) for b in self._blocks), np.zeros(ens.n_outputs)) + ens.offset
@@ -109,6 +119,7 @@ class FastPD:
             rng = np.random.default_rng(self.random_state)
             bg = bg[np.sort(rng.choice(bg.shape[0], self.max_background, replace=False))]
         self.background_size_ = bg.shape[0]
+        self.background_ = bg
         hists = [[np.zeros((g.n_leaves, 1 << g.e)) for g in b.groups] for b in self._blocks]
         rows = self._rows_per_chunk(lambda g: g.path_node.shape[1] + 2)
         for start in range(0, bg.shape[0], rows):
