@@ -15,6 +15,7 @@ def test_demo_quick_writes_table_and_figure(tmp_path):
     table = (tmp_path / "demo.md").read_text()
     assert table.startswith("|") and table.count("\n") >= 3
     assert (tmp_path / "demo.png").stat().st_size > 1000
+    assert "AggregateMismatchError" in table and "0 accepted" in table  # the cheating round is caught
 
 
 def test_cli_rejects_unknown_command():
@@ -27,4 +28,8 @@ def test_module_entry_point(tmp_path):
     done = subprocess.run([sys.executable, "-m", "janus_sa", "reproduce", "--quick", "--out", str(tmp_path)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert (tmp_path / "reproduce.json").exists()
+    import json
+
+    out = json.loads((tmp_path / "reproduce.json").read_text())
+    janus = [r for r in out["costs"] if r["protocol"] == "janus-exact"]
+    assert len({r["upload_bytes"] for r in janus}) == 1 and all(r["verified"] for r in janus)

@@ -57,7 +57,7 @@ def secaggplus_costs(n: int, dim: int, *, seed: int = 0) -> dict:
 
 def demo(ctx: RunContext) -> None:
     """Federated softmax regression on digits with Janus; round 2 has a cheating S0 that is caught."""
-    n, rounds = (6, 3) if ctx.quick else (10, 4)
+    n, rounds = (4, 2) if ctx.quick else (10, 4)
     fl = run_federated(n_clients=n, rounds=rounds, seed=ctx.seed, local_steps=5 if ctx.quick else 10)
     rows = ["| round | clients | Janus accuracy | FedAvg accuracy | max param gap | outcome |",
             "|---|---|---|---|---|---|"]
@@ -65,10 +65,11 @@ def demo(ctx: RunContext) -> None:
         rows.append(f"| {r + 1} | {fl.participants[r]} | {fl.accuracy_janus[r]:.4f} | {fl.accuracy_fedavg[r]:.4f} "
                     f"| {fl.max_param_gap[r]:.2e} | verified by all clients |")
     # cheating episode: S0 adds 1 to one coordinate of the masked sum
-    dep = InProcessDeployment(config=JanusConfig(dim=650))
+    dim = fl.weights.size
+    dep = InProcessDeployment(config=JanusConfig(dim=dim))
     ids = dep.add_clients(n)
     dep.s0 = _PlusOneS0(config=dep.config, keys=dep.keys0, session=dep.session, peer=dep.keys1.sign.public)
-    report = dep.run_round(random_updates(650, ids, seed=ctx.seed), model=fl.weights)
+    report = dep.run_round(random_updates(dim, ids, seed=ctx.seed), model=fl.weights)
     errs = sorted({type(e).__name__ for e in report.errors.values()})
     rows.append(f"| cheat | {n} | - | - | - | S0 added 1 to coordinate 0: {len(report.errors)}/{n} clients "
                 f"rejected ({', '.join(errs)}), {len(report.results)} accepted |")
@@ -93,7 +94,7 @@ def demo(ctx: RunContext) -> None:
 def reproduce(ctx: RunContext) -> None:
     """Per-client upload/download bytes and CPU time vs n, Janus (exact, sketch) vs SecAgg+; FL accuracy."""
     if ctx.quick:
-        ns, dim, fl_kw = [5, 10, 20], 50, {"n_clients": 6, "rounds": 2, "local_steps": 3}
+        ns, dim, fl_kw = [3, 6, 12], 20, {"n_clients": 4, "rounds": 1, "local_steps": 2}
     else:
         ns, dim, fl_kw = [10, 100, 1000], 1000, {"n_clients": 50, "rounds": 10}
     rows = []
