@@ -1,0 +1,77 @@
+"""gRPC services in one process over 127.0.0.1, with TLS (self-signed certificate made here)."""
+
+import datetime
+import ipaddress
+import threading
+
+import numpy as np
+import pytest
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
+from janus_sa import JanusClient, JanusConfig, ServerKeys
+from janus_sa.errors import ServerUnavailableError, SignatureError
+from janus_sa.net import NetworkClient, Remote, ServerNode, TLSConfig, make_server, start_server
+
+
+def _self_signed():
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=1))
+            .not_valid_after(now + datetime.timedelta(hours=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+                           critical=False)
+            .sign(key, hashes.SHA256()))
+    pem = cert.public_bytes(serialization.Encoding.PEM)
+    kpem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                             serialization.NoEncryption())
+    return TLSConfig(cert=pem, key=kpem, ca=pem)
+
+
+@pytest.mark.parametrize("mode", ["exact", "sketch"])
+def test_tls_round_over_loopback(mode):
+    tls = _self_signed()
+    cfg = JanusConfig(dim=40, mode=mode)
+    k0, k1, session = ServerKeys(), ServerKeys(), bytes(range(16))
+    s1 = ServerNode(make_server("s1", config=cfg, keys=k1, session=session, peer_sign=k0.sign.public))
+    g1, p1 = start_server(s1, "127.0.0.1:0", tls=tls)
+    s0 = ServerNode(make_server("s0", config=cfg, keys=k0, session=session, peer_sign=k1.sign.public),
+                    peer=Remote(f"127.0.0.1:{p1}", max_bytes=2**20, tls=tls))
+    g0, p0 = start_server(s0, "127.0.0.1:0", tls=tls)
+    coord = threading.Thread(target=s0.coordinate, kwargs=dict(rounds=1, expect=3, round_timeout=30, gap=0))
+    try:
+        coord.start()
+        clients = [NetworkClient(JanusClient(config=cfg, s0=k0.public, s1=k1.public, session=session),
+                                 s0=f"127.0.0.1:{p0}", s1=f"127.0.0.1:{p1}", tls=tls) for _ in range(3)]
+        ups = [np.random.default_rng(i).uniform(-1, 1, 40) for i in range(3)]
+        for c in clients:
+            assert c.wait_for_round(0, timeout=20) == 1
+        results = [None] * 3
+        threads = [threading.Thread(target=lambda i=i: results.__setitem__(i, clients[i].participate(ups[i])))
+                   for i in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        exact = sum(cfg.quantizer.quantize(u).astype(np.int64) for u in ups)
+        for r in results:
+            assert r is not None and r.n_participants == 3
+            np.testing.assert_array_equal(r.sum_codes, exact)
+        # a client that does not trust the server certificate cannot talk to it
+        plain = Remote(f"127.0.0.1:{p0}", max_bytes=2**20, timeout=2)
+        with pytest.raises(ServerUnavailableError):
+            plain.call("Announcement")
+        # protocol errors cross the wire as the same exception class
+        late = NetworkClient(JanusClient(config=cfg, s0=k0.public, s1=k1.public, session=session),
+                             s0=f"127.0.0.1:{p0}", s1=f"127.0.0.1:{p1}", tls=tls)
+        late.client.begin_round(late.s0.call("Announcement"), late.s1.call("Announcement"))
+        forged = late.client.upload(ups[0]).to_s0[:-64] + bytes(64)
+        with pytest.raises(SignatureError):
+            clients[0].s0.call("Submit", forged)
+    finally:
+        coord.join(30)
+        g0.stop(0)
+        g1.stop(0)
