@@ -9,12 +9,13 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from janus_sa.crypto import ServerKeys, model_digest
-from janus_sa.errors import JanusError
+from janus_sa.errors import ConfigError, JanusError
 from janus_sa.protocol import AggregationServer, JanusClient, JanusConfig, MaskServer, RoundResult
 
 
@@ -77,65 +78,84 @@ class InProcessDeployment:
             self.clients.pop(cid)
 
     def run_round(self, updates: Mapping[bytes, np.ndarray], *, model: bytes | np.ndarray = b"",
-                  drop_before_s1: Iterable[bytes] = (), drop_before_sketch: Iterable[bytes] = ()) -> RoundReport:
+                  drop_before_s1: Iterable[bytes] = (), drop_before_sketch: Iterable[bytes] = (),
+                  workers: int = 1) -> RoundReport:
         """One full round. ``updates`` maps each uploading client id to its ``(dim,)`` float update.
 
         Clients listed in ``drop_before_s1`` crash after their S0 upload (so they are outside the agreed
-        set); all current clients, uploaders or not, verify the aggregate.
+        set); all current clients, uploaders or not, verify the aggregate. ``workers > 1`` runs the
+        clients' work in that many threads (libsodium and OpenSSL release the GIL); client CPU time is
+        measured per thread either way.
         """
+        if not isinstance(workers, int) or workers < 1:
+            raise ConfigError(f"workers must be an int >= 1, got {workers!r}")
         self.round += 1
         rnd, digest = self.round, model_digest(model)
         report = RoundReport(round=rnd)
         stats = report.stats
+        for cid in self.clients:
+            stats[cid] = ClientStats()
         t = time.process_time()
         ann0, ann1 = self.s0.announce(rnd, digest), self.s1.announce(rnd, digest)
         report.server_seconds += time.process_time() - t
-        drop1 = set(drop_before_s1)
-        for cid, client in self.clients.items():
-            st = stats.setdefault(cid, ClientStats())
-            t = time.process_time()
+
+        def timed(cid, fn):
+            t0 = time.thread_time()
+            try:
+                return fn()
+            finally:
+                stats[cid].seconds += time.thread_time() - t0
+
+        def prepare(cid):
+            client = self.clients[cid]
             client.begin_round(ann0, ann1)
-            st.download_bytes += len(ann0) + len(ann1)
-            if cid in updates:
-                up = client.upload(updates[cid])
-                st.seconds += time.process_time() - t
-                st.upload_bytes += len(up.to_s0)
+            stats[cid].download_bytes += len(ann0) + len(ann1)
+            return client.upload(updates[cid]) if cid in updates else None
+
+        drop1 = set(drop_before_s1)
+        ids = list(self.clients)
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            uploads = list(pool.map(lambda cid: timed(cid, lambda: prepare(cid)), ids))
+            for cid, up in zip(ids, uploads, strict=True):
+                if up is None:
+                    continue
+                stats[cid].upload_bytes += len(up.to_s0)
                 self.s0.receive(up.to_s0)
                 if cid not in drop1:
-                    st.upload_bytes += len(up.to_s1)
+                    stats[cid].upload_bytes += len(up.to_s1)
                     self.s1.receive(up.to_s1)
-            else:
-                st.seconds += time.process_time() - t
-        t = time.process_time()
-        p0, p1 = self.s0.participants(), self.s1.participants()
-        agreed = self.s0.agree(p1)
-        self.s1.agree(p0)
-        report.server_seconds += time.process_time() - t
-        seals: dict = {}
-        if self.config.mode == "sketch":
-            seals = {"seal0": self.s0.seal(), "seal1": self.s1.seal()}
-            drop2 = set(drop_before_sketch)
-            for cid in agreed:
-                if cid in drop2:
-                    continue
-                t = time.process_time()
-                up = self.clients[cid].sketch_commit(seals["seal0"], seals["seal1"])
-                stats[cid].seconds += time.process_time() - t
-                stats[cid].download_bytes += len(seals["seal0"]) + len(seals["seal1"])
-                stats[cid].upload_bytes += len(up.to_s0) + len(up.to_s1)
-                self.s0.receive(up.to_s0)
-                self.s1.receive(up.to_s1)
-        t = time.process_time()
-        agg0, agg1 = self.s0.aggregate(), self.s1.aggregate()
-        report.server_seconds += time.process_time() - t
-        for cid, client in self.clients.items():
             t = time.process_time()
-            try:
-                report.results[cid] = client.finish_round(agg0, agg1, **seals)
-            except JanusError as err:
-                report.errors[cid] = err
-            stats[cid].seconds += time.process_time() - t
-            stats[cid].download_bytes += len(agg0) + len(agg1)
+            p0, p1 = self.s0.participants(), self.s1.participants()
+            agreed = self.s0.agree(p1)
+            self.s1.agree(p0)
+            report.server_seconds += time.process_time() - t
+            seals: dict = {}
+            if self.config.mode == "sketch":
+                seals = {"seal0": self.s0.seal(), "seal1": self.s1.seal()}
+                drop2 = set(drop_before_sketch)
+                live = [cid for cid in agreed if cid not in drop2]
+                commits = list(pool.map(lambda cid: timed(cid, lambda: self.clients[cid].sketch_commit(**seals)), live))
+                for cid, up in zip(live, commits, strict=True):
+                    stats[cid].download_bytes += len(seals["seal0"]) + len(seals["seal1"])
+                    stats[cid].upload_bytes += len(up.to_s0) + len(up.to_s1)
+                    self.s0.receive(up.to_s0)
+                    self.s1.receive(up.to_s1)
+            t = time.process_time()
+            agg0, agg1 = self.s0.aggregate(), self.s1.aggregate()
+            report.server_seconds += time.process_time() - t
+
+            def verify(cid):
+                stats[cid].download_bytes += len(agg0) + len(agg1)
+                try:
+                    return cid, timed(cid, lambda: self.clients[cid].finish_round(agg0, agg1, **seals))
+                except JanusError as err:
+                    return cid, err
+
+            for cid, out in pool.map(verify, ids):
+                if isinstance(out, JanusError):
+                    report.errors[cid] = out
+                else:
+                    report.results[cid] = out
         return report
 
 
