@@ -172,3 +172,16 @@ def test_play_routing_game_rejects_unknown_feedback(sioux):
     with pytest.raises(ValueError, match="feedback must be 'sampled' or 'expected'"):
         play_routing_game(sioux, POMWU(n_actions=sioux.n_actions, n_contexts=10), np.zeros(3, dtype=int),
                           loss_bounds=(lo, hi), rng=np.random.default_rng(0), feedback="bandit")
+
+
+def test_expected_feedback_first_round_social_cost_is_uniform_play(sioux):
+    lo, hi = sioux.loss_bounds(5, rng=np.random.default_rng(0))
+    run = play_routing_game(sioux, POMWU(n_actions=sioux.n_actions, n_contexts=10, step_size=5.0),
+                            np.array([4, 4, 7]), loss_bounds=(lo, hi), rng=np.random.default_rng(0),
+                            feedback="expected")
+    uniform = sioux.mask / sioux.n_actions[:, None]
+    flows = sioux.expected_link_flows(uniform)
+    assert run.social_cost[0] == pytest.approx(flows @ sioux.network.link_costs(flows, sioux.capacities[4]),
+                                               rel=1e-12)
+    loss = (sioux.expected_counterfactual_times(uniform, 4) - lo[:, None]) / (hi - lo)[:, None]
+    assert run.travel_time[0] == pytest.approx(np.mean(np.sum(uniform * loss, axis=1)), rel=1e-12)

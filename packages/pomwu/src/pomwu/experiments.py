@@ -101,6 +101,7 @@ def _routing_table(game: RoutingGame, setup: RoutingSetup, wardrop: list, *, eta
     """Run the six (learner, context source) configurations; return (metrics per label, runs per label)."""
     m, T = game.n_contexts, setup.contexts.size
     counts = np.bincount(setup.contexts, minlength=m)
+    wardrop_cost = np.array([w.link_flows @ w.link_costs for w in wardrop])
     configs = [("POMWU", "predicted"), ("cHedge", "predicted"), ("POMWU", "true"), ("cHedge", "true"),
                ("OMWU", "none"), ("Hedge", "none")]
     runs, results = {}, {}
@@ -117,6 +118,7 @@ def _routing_table(game: RoutingGame, setup: RoutingSetup, wardrop: list, *, eta
             "avg_travel_time": float(run.travel_time.mean()),
             "avg_travel_time_last_quarter": float(run.travel_time[3 * T // 4:].mean()),
             "avg_congestion": float(run.congestion.mean()),
+            "social_cost_over_wardrop": float(np.mean(run.social_cost / wardrop_cost[setup.contexts])),
             "mean_contextual_regret": float(run.regret.contextual.mean()),
             "mean_external_regret": float(run.regret.external.mean()),
             "wardrop_l1_distance": float(np.mean(dist)),
@@ -137,7 +139,7 @@ def _checks(results: dict) -> dict:
 def reproduce(ctx: RunContext) -> None:
     """Sioux Falls: travel time, congestion, regret and distance to Wardrop of POMWU vs cHedge vs OMWU/Hedge,
     with true and predicted contexts, under expected (mean-field) and sampled feedback."""
-    T = 300 if ctx.quick else 20000
+    T = 120 if ctx.quick else 20000
     eta = 15.0  # on losses rescaled to [0, 1]; see README ("step size")
     start = time.perf_counter()
     setup = sioux_falls_setup(T=T, seed=ctx.seed)
@@ -151,7 +153,20 @@ def reproduce(ctx: RunContext) -> None:
                                        progress=not ctx.quick)
         out[feedback] = {"results": results, "checks": _checks(results)}
         all_runs[feedback] = runs
+    # Step-size sensitivity of the POMWU vs cHedge comparison (predicted contexts, expected feedback).
+    sensitivity = {}
+    for alt in (5.0,):
+        for name in ("POMWU", "cHedge"):
+            learner = LEARNERS[name](n_actions=game.n_actions, n_contexts=m, step_size=alt)
+            run = play_routing_game(game, learner, setup.contexts, setup.predictions, loss_bounds=setup.loss_bounds,
+                                    rng=np.random.default_rng(ctx.seed + 1), feedback="expected",
+                                    progress=not ctx.quick)
+            sensitivity[f"{name} (predicted), eta={alt:g}"] = float(run.travel_time.mean())
+    for name in ("POMWU", "cHedge"):
+        sensitivity[f"{name} (predicted), eta={eta:g}"] = out["expected"]["results"][f"{name} (predicted)"][
+            "avg_travel_time"]
     ctx.write_json({
+        "step_size_sensitivity_expected_feedback": sensitivity,
         "setup": {"network": "Sioux Falls", "n_agents": game.n_agents, "n_links": game.network.n_links,
                   "n_contexts": m, "rounds": T, "step_size": eta, "max_paths": int(game.n_actions.max()),
                   "total_paths": int(game.n_actions.sum()), "prediction_accuracy": accuracy, "seed": ctx.seed,
@@ -162,11 +177,16 @@ def reproduce(ctx: RunContext) -> None:
     for feedback, block in out.items():
         rows += [f"**{feedback} feedback** (prediction accuracy {accuracy:.3f}, T = {T}, eta = {eta})", "",
                  "| learner (contexts) | avg normalised travel time | last quarter | avg congestion | "
-                 "contextual regret / agent | L1 distance to Wardrop |", "|---|---|---|---|---|---|"]
+                 "social cost / Wardrop | contextual regret / agent | L1 distance to Wardrop |",
+                 "|---|---|---|---|---|---|---|"]
         rows += [f"| {k} | {v['avg_travel_time']:.5f} | {v['avg_travel_time_last_quarter']:.5f} | "
-                 f"{v['avg_congestion']:.4f} | {v['mean_contextual_regret']:.2f} | {v['wardrop_l1_distance']:.3f} |"
+                 f"{v['avg_congestion']:.4f} | {v['social_cost_over_wardrop']:.4f} | "
+                 f"{v['mean_contextual_regret']:.2f} | {v['wardrop_l1_distance']:.3f} |"
                  for k, v in block["results"].items()]
         rows += ["", "checks: " + ", ".join(f"{k}: {v}" for k, v in block["checks"].items()), ""]
+    rows += ["**step size** (expected feedback, predicted contexts): avg normalised travel time", "",
+             "| learner, step size | avg normalised travel time |", "|---|---|"]
+    rows += [f"| {k} | {v:.5f} |" for k, v in sorted(sensitivity.items())]
     ctx.write_table("\n".join(rows))
 
     import matplotlib.pyplot as plt

@@ -109,6 +109,7 @@ class RoutingRun:
 
     travel_time : average normalised travel time over agents, per round ``(T,)``
     congestion : mean BPR delay ratio over links, per round ``(T,)``
+    social_cost : total travel time ``sum_e x_e t_e(x_e)`` (flow x time units), per round ``(T,)``
     regret : per-agent regret summary on normalised losses (arrays ``(n_agents,)``)
     mean_link_flows : per true context, time-averaged link flows ``(n_contexts, n_links)``
     prediction_accuracy : fraction of rounds where the prediction equalled the true context
@@ -117,6 +118,7 @@ class RoutingRun:
 
     travel_time: np.ndarray
     congestion: np.ndarray
+    social_cost: np.ndarray
     regret: RegretSummary
     mean_link_flows: np.ndarray
     prediction_accuracy: float
@@ -149,7 +151,7 @@ def play_routing_game(game: RoutingGame, learner: MultiplicativeWeights, context
     rows = np.arange(game.n_agents)
     tracker = RegretTracker(game.n_contexts, game.mask)
     flow_sums = np.zeros((game.n_contexts, game.network.n_links))
-    travel, cong = np.empty(contexts.size), np.empty(contexts.size)
+    travel, cong, social = np.empty(contexts.size), np.empty(contexts.size), np.empty(contexts.size)
     start = time.perf_counter()
     for t in _progress(range(contexts.size), enabled=progress, desc="routing"):
         z = int(contexts[t])
@@ -164,6 +166,7 @@ def play_routing_game(game: RoutingGame, learner: MultiplicativeWeights, context
             loss = (game.expected_counterfactual_times(x, z) - lo[:, None]) * scale[:, None]
             travel[t] = np.einsum("jk,jk->j", x, loss).mean()
         cong[t] = game.congestion(flows, z)
+        social[t] = flows @ game.network.link_costs(flows, game.capacities[z])
         tracker.add(x, loss, z)
         learner.update(loss)
         flow_sums[z] += flows
@@ -171,6 +174,6 @@ def play_routing_game(game: RoutingGame, learner: MultiplicativeWeights, context
     log.debug("routing: %d rounds in %.1f s", contexts.size, seconds)
     counts = np.bincount(contexts, minlength=game.n_contexts)
     acc = float(np.mean(preds == (contexts if preds.ndim == 1 else contexts[:, None])))
-    return RoutingRun(travel_time=travel, congestion=cong, regret=tracker.summary(),
+    return RoutingRun(travel_time=travel, congestion=cong, social_cost=social, regret=tracker.summary(),
                       mean_link_flows=flow_sums / np.maximum(counts, 1)[:, None], prediction_accuracy=acc,
                       seconds=seconds)
