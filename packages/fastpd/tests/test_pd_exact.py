@@ -78,3 +78,15 @@ def test_predict_reproduces_every_library(models, data, h):
         fp = FastPD(model, data["bg"][:50])
         np.testing.assert_allclose(fp.predict(data["Xe"]), h.margin(model, data["Xe"]), rtol=1e-5, atol=1e-5,
                                    err_msg=name)
+
+
+def test_xgboost_wrapper_uses_the_early_stopping_iteration(data, h):
+    import xgboost as xgb
+
+    x, y = data["X"], data["y"]
+    model = xgb.XGBRegressor(n_estimators=200, learning_rate=0.5, max_depth=3, early_stopping_rounds=3, n_jobs=1)
+    model.fit(x[:200], y[:200], eval_set=[(x[200:], y[200:])], verbose=False)
+    assert model.best_iteration + 1 < 200
+    fp = FastPD(model, data["bg"][:100])
+    np.testing.assert_allclose(fp.predict(data["Xe"]), h.margin(model, data["Xe"]), rtol=1e-5, atol=1e-5)
+    assert fp.n_trees_ == model.best_iteration + 1

@@ -51,3 +51,33 @@ def test_empty_query_and_single_row(models, data):
     one = fp.shap_values(data["Xe"][:1])
     assert one.shape == (1, 6)
     np.testing.assert_allclose(one[0].sum() + fp.intercept_, fp.predict(data["Xe"][:1])[0], rtol=1e-10)
+
+
+def test_deep_forest_with_many_path_features(data, h):
+    """Fully grown trees (paths using all 6 features), split into several leaf groups: still exact."""
+    from sklearn.ensemble import RandomForestRegressor
+
+    from fastpd import _engine
+
+    model = RandomForestRegressor(n_estimators=3, random_state=0).fit(data["X"], data["y"])
+    bg, xe = data["bg"][:100], data["Xe"][:8]
+    old = _engine._GROUP_ENTRIES, _engine._CACHE_LIMIT
+    try:
+        _engine._GROUP_ENTRIES, _engine._CACHE_LIMIT = 2**10, 2**12  # force many groups, no caching
+        fp = FastPD(model, bg).fit()
+        assert fp.max_path_features_ == 6 and sum(len(b.groups) for b in fp._blocks) > 6
+        np.testing.assert_allclose(fp.pd_function(xe, [1, 4]), h.brute_pd(model, xe, bg, [1, 4]), rtol=1e-10)
+        ex = fp.explain(xe)
+    finally:
+        _engine._GROUP_ENTRIES, _engine._CACHE_LIMIT = old
+    ref = FastPD(model, bg).explain(xe)
+    np.testing.assert_allclose(ex.shap_interaction_values, ref.shap_interaction_values, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(ex.decomposition.total(), h.margin(model, xe), rtol=1e-10)
+
+
+def test_table_limit_raises_a_clear_error(models, data, monkeypatch):
+    from fastpd import _engine
+
+    monkeypatch.setattr(_engine, "MAX_TABLE_ENTRIES", 100)
+    with pytest.raises(ValueError, match="limit max_depth"):
+        FastPD(models["xgboost"], data["bg"][:10]).fit()

@@ -30,6 +30,9 @@ import numpy as np
 from fastpd._models import TreeEnsemble, lgbm_zero_threshold
 
 MAX_PATH_FEATURES = 24  # tables grow as 2**e per leaf
+MAX_TABLE_ENTRIES = 2**28  # augmented tables of one block (2 GiB of float64)
+_GROUP_ENTRIES = 2**21  # leaves per group are capped so a group's SHAP table stays near this size
+_CACHE_LIMIT = 2**23  # larger per-group query tables are rebuilt per chunk instead of cached
 
 
 def code_dtype(e: int) -> type:
@@ -203,7 +206,15 @@ def _compile_block(ens: TreeEnsemble, trees: list) -> Block:
                 stack.append((child, path + [(local[node], went_left, int(t.feature[node]), ratio)]))
     n2z = np.concatenate(n2z_all) if n2z_all else np.zeros(0, bool)
     zm = np.concatenate(zm_all) if zm_all else np.zeros(0, bool)
-    groups = [_make_group(e, recs, sentinel=base) for e, recs in sorted(leaves.items())]
+    groups = []
+    for e, recs in sorted(leaves.items()):
+        step = max(1, _GROUP_ENTRIES // ((1 << e) * max(e, 1)))
+        groups += [_make_group(e, recs[i : i + step], sentinel=base) for i in range(0, len(recs), step)]
+    entries = sum(g.n_leaves << g.e for g in groups)
+    if entries > MAX_TABLE_ENTRIES:
+        raise ValueError(f"the augmented trees would need {entries:,} table entries (sum over leaves of 2**e, e = "
+                         f"distinct features on the leaf's path), above the limit of {MAX_TABLE_ENTRIES:,}; "
+                         "FastPD suits moderately deep trees: limit max_depth (or num_leaves)")
     return Block(feature=np.concatenate(feats_all), threshold=np.concatenate(thr_all),
                  default_left=np.concatenate(dl_all), nan_to_zero=n2z if n2z.any() else None,
                  zero_missing=zm if zm.any() else None, groups=groups,
@@ -325,18 +336,29 @@ def _scatter(contrib: np.ndarray, keys: np.ndarray, n_keys: int) -> np.ndarray:
     return out
 
 
+def _cached(g: LeafGroup, key: object, build) -> np.ndarray:
+    if key in g.cache:
+        return g.cache[key]
+    table = build()
+    if table.size <= _CACHE_LIMIT:
+        g.cache[key] = table
+    return table
+
+
 def _shap_table(g: LeafGroup) -> np.ndarray:
-    if "shap" not in g.cache:
+    """(L, 2**e, e): SHAP values of the leaf's game (without its value) for every code."""
+    def build() -> np.ndarray:
         h = shapley_weights(g.e)[None] * g.table[:, None, :]  # (L, e, 2**e)
-        g.cache["shap"] = np.ascontiguousarray(subset_sum(h, g.e).transpose(0, 2, 1))
-    return g.cache["shap"]
+        return np.ascontiguousarray(subset_sum(h, g.e).transpose(0, 2, 1))
+    return _cached(g, "shap", build)
 
 
 def _interaction_table(g: LeafGroup) -> np.ndarray:
-    if "inter" not in g.cache:
+    """(L, 2**e, e, e): SHAP interaction values of the leaf's game for every code."""
+    def build() -> np.ndarray:
         h = interaction_weights(g.e)[None] * g.table[:, None, None, :]  # (L, e, e, 2**e)
-        g.cache["inter"] = np.ascontiguousarray(subset_sum(h, g.e).transpose(0, 3, 1, 2))
-    return g.cache["inter"]
+        return np.ascontiguousarray(subset_sum(h, g.e).transpose(0, 3, 1, 2))
+    return _cached(g, "inter", build)
 
 
 _DENSE_SCATTER_LIMIT = 2**22  # entries of a cached (slots, keys * K) scatter matrix
@@ -395,15 +417,14 @@ def local_subsets(e: int, r: int) -> np.ndarray:
 
 def _component_table(g: LeafGroup, r: int) -> np.ndarray:
     """(L, C(e,r), 2**r): m_s(c) for every r-subset s, indexed by the code restricted to s."""
-    key = ("comp", r)
-    if key not in g.cache:
+    def build() -> np.ndarray:
         bits = local_subsets(g.e, r)
         v = np.arange(1 << r)
         vb = (v[:, None] >> np.arange(r)[None]) & 1  # (2**r, r)
         expand = (vb[None] << bits[:, None, :]).sum(axis=2)  # (n_s, 2**r) full masks of sub-subsets
         sign = np.where((r - vb.sum(axis=1)) % 2 == 0, 1.0, -1.0)
-        g.cache[key] = subset_sum(g.table[:, expand] * sign[None, None], r)
-    return g.cache[key]
+        return subset_sum(g.table[:, expand] * sign[None, None], r)
+    return _cached(g, ("comp", r), build)
 
 
 @functools.lru_cache(maxsize=64)

@@ -162,8 +162,15 @@ def _parse_xgboost(model) -> TreeEnsemble:
     if int(lmp.get("num_target", "1")) > 1:
         raise ValueError("multi-target XGBoost models are not supported")
     k = max(int(lmp["num_class"]), 1)
+    n_trees = len(tree_model["trees"])
+    if booster is not model:  # the sklearn wrapper predicts with the early-stopping best iteration
+        try:
+            n_trees = int(tree_model["iteration_indptr"][model.best_iteration + 1])
+        except (AttributeError, IndexError, KeyError):
+            pass
     trees = []
-    for ti, (t, cls) in enumerate(zip(tree_model["trees"], tree_model["tree_info"], strict=True)):
+    for ti, (t, cls) in enumerate(zip(tree_model["trees"][:n_trees], tree_model["tree_info"][:n_trees],
+                                      strict=True)):
         if int(t["tree_param"].get("size_leaf_vector", "1")) > 1:
             raise ValueError("XGBoost vector-leaf trees (multi_strategy='multi_output_tree') are not supported")
         if any(int(s) != 0 for s in t["split_type"]):
@@ -197,7 +204,7 @@ def _xgboost_offset(booster, n_features: int, k: int) -> np.ndarray:
     import xgboost as xgb
 
     x = np.zeros((1, n_features), dtype=np.float32)
-    kw = {"feature_names": booster.feature_names, "feature_types": booster.feature_types}
+    kw = {"feature_names": booster.feature_names, "feature_types": booster.feature_types, "nthread": 1}
     with_base = booster.predict(xgb.DMatrix(x, **kw), output_margin=True)
     zero = np.zeros((1, k), dtype=np.float32) if k > 1 else np.zeros(1, dtype=np.float32)
     no_base = booster.predict(xgb.DMatrix(x, base_margin=zero, **kw), output_margin=True)
