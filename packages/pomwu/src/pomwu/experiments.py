@@ -65,6 +65,7 @@ def demo(ctx: RunContext) -> None:
     for label, curve in curves.items():
         ax.plot(np.arange(1, T + 1), curve, label=label)
     ax.set_xlabel("round t")
+    ax.set_yscale("symlog", linthresh=10)
     ax.set_ylabel("summed contextual regret (2 players)")
     ax.set_title(f"{m} zero-sum 3x3 games, eta={eta}")
     ax.legend(fontsize=7)
