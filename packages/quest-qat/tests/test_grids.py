@@ -4,10 +4,9 @@ import math
 
 import numpy as np
 import pytest
+from quest.grids import OPTIMAL_GAUSSIAN_SCALES, SUPPORTED_BITS, gaussian_mse, grid_spec, optimal_gaussian_scale
 from scipy import integrate
 from scipy.stats import norm
-
-from quest.grids import OPTIMAL_GAUSSIAN_SCALES, SUPPORTED_BITS, gaussian_mse, grid_spec, optimal_gaussian_scale
 
 # MSE at the optimum for N(0, 1), from the reference notes (re-derived there with scipy)
 PAPER_MSE = {1: 0.3634, "ternary": 0.1902, 2: 0.1188, 3: 0.0374, 4: 0.01154}
@@ -31,7 +30,7 @@ def test_closed_form_mse_equals_numerical_integral(alpha, levels):
     points = np.linspace(-alpha, alpha, levels)
     edges = np.concatenate(([-np.inf], (points[1:] + points[:-1]) / 2, [np.inf]))
     total = sum(integrate.quad(lambda x, c=c: (x - c) ** 2 * norm.pdf(x), a, b)[0]
-                for a, b, c in zip(edges[:-1], edges[1:], points))
+                for a, b, c in zip(edges[:-1], edges[1:], points, strict=True))
     assert gaussian_mse(alpha, levels) == pytest.approx(total, rel=1e-9, abs=1e-13)
 
 

@@ -4,12 +4,20 @@ import math
 
 import pytest
 import torch
-from scipy.stats import norm
-
-from quest import (ClipSTEQuantizer, LSQQuantizer, PACTQuantizer, STEQuantizer, TrustQuantizer, block_hadamard,
-                   gaussian_mse, grid_spec, hadamard_matrix)
-from quest.kernels import find_scale, quantize_int4, dequantize_int4
+from quest import (
+    ClipSTEQuantizer,
+    LSQQuantizer,
+    PACTQuantizer,
+    STEQuantizer,
+    TrustQuantizer,
+    block_hadamard,
+    gaussian_mse,
+    grid_spec,
+    hadamard_matrix,
+)
+from quest.kernels import dequantize_int4, find_scale, quantize_int4
 from quest.quantizers import grid_quantize, rms_step
+from scipy.stats import norm
 
 
 def gaussian(rows, cols, seed=0, dtype=torch.float32):

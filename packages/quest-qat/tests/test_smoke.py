@@ -2,7 +2,6 @@ import subprocess
 import sys
 
 import pytest
-
 import quest
 from quest.__main__ import main
 

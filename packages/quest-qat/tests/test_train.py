@@ -9,7 +9,6 @@ import sys
 
 import pytest
 import torch
-
 from quest import Int4Linear, QuestConfig, QuestLinear, convert_, quantize_
 from quest.lm import ByteTokenizer, TinyLlama, TinyLlamaConfig, stdlib_corpus
 from quest.train import TrainConfig, make_splits, train_lm
@@ -53,7 +52,7 @@ def test_checkpoint_resume_reproduces_uninterrupted_run(splits, tmp_path):
     torch.manual_seed(2)  # different init: everything must come from the checkpoint
     resumed = quantize_(TinyLlama(SMALL), QuestConfig())
     train_lm(resumed, *splits, TrainConfig(**base, resume_from=str(tmp_path / "step_3.pt")))
-    for (name, a), b in zip(straight.state_dict().items(), resumed.state_dict().values()):
+    for (name, a), b in zip(straight.state_dict().items(), resumed.state_dict().values(), strict=True):
         assert torch.equal(a, b), name
 
 

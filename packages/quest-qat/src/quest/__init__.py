@@ -13,7 +13,14 @@ and packed INT4 inference (Panferov et al., ICML 2025).
 from importlib.metadata import PackageNotFoundError, version
 
 from quest.api import ConversionReport, convert_, default_filter, quantize_
-from quest.grids import OPTIMAL_GAUSSIAN_SCALES, SUPPORTED_BITS, GridSpec, gaussian_mse, grid_spec, optimal_gaussian_scale
+from quest.grids import (
+    OPTIMAL_GAUSSIAN_SCALES,
+    SUPPORTED_BITS,
+    GridSpec,
+    gaussian_mse,
+    grid_spec,
+    optimal_gaussian_scale,
+)
 from quest.hadamard import block_hadamard, hadamard_matrix
 from quest.layers import Int4Linear, QuestConfig, QuestLinear
 from quest.quantizers import (

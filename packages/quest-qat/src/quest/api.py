@@ -87,7 +87,7 @@ def convert_(model: nn.Module) -> ConversionReport:
         raise ValueError(f"{type(model).__name__} has no QuestLinear layers; call quantize_(model, config) first")
     converted = [(name, Int4Linear.from_quest_linear(layer, name)) for name, layer in layers]
     float_bytes = int4_bytes = 0
-    for (name, layer), (_, new) in zip(layers, converted):
+    for (name, layer), (_, new) in zip(layers, converted, strict=True):
         float_bytes += 4 * layer.weight.numel()
         int4_bytes += new.weight_nbytes()
         _set_child(model, name, new)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Union
 
 import numpy as np
 
@@ -24,7 +23,7 @@ __all__ = [
     "optimal_gaussian_scale",
 ]
 
-Bits = Union[int, float, str]
+Bits = int | float | str
 
 # alpha_b from the official QuEST implementation (IST-DASLab/QuEST, OPTIMAL_GAUSSIAN_SCALES).
 OPTIMAL_GAUSSIAN_SCALES: dict[object, float] = {

@@ -10,7 +10,9 @@ output row of weights), over the input dimension ``K``:
 - :func:`int_matmul`: ``A @ B^T`` of int8 codes into int32 (the integer GEMM; a CPU reference).
 - :func:`dequant_epilogue`: turns the integer accumulator into the float product of the dequantised
   operands, ``(2 C + rowsum_a + rowsum_w + K/2) * 0.5 * step_a * step_w``, which removes the +1/2
-  offsets exactly because ``sum_k (qa + 1/2)(qw + 1/2) = C + (rowsum_a + rowsum_w)/2 + K/4``.
+  offsets exactly because ``sum_k (qa + 1/2)(qw + 1/2) = C + (rowsum_a + rowsum_w)/2 + K/4``. The
+  torch reference scales in float64 and rounds once (the correctly rounded float32 product); the
+  Triton kernel scales in float32 (two roundings, within 2 ulp).
 
 Triton runs on CUDA tensors, or on CPU under ``TRITON_INTERPRET=1`` (float32/float16 there); the
 dispatcher of :mod:`icml25_shared.kernels` picks the backend (``backend=`` forces one).
@@ -21,8 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from icml25_shared.kernels import Kernel, triton_available
 
+from icml25_shared.kernels import Kernel, triton_available
 from quest.grids import grid_spec
 
 __all__ = [
@@ -76,7 +78,9 @@ def _quantize_int4_torch(x: torch.Tensor, step: torch.Tensor) -> PackedInt4:
 def _epilogue_torch(acc: torch.Tensor, row_sum_a: torch.Tensor, row_sum_w: torch.Tensor, step_a: torch.Tensor,
                     step_w: torch.Tensor, k: int) -> torch.Tensor:
     total = 2 * acc + row_sum_a.unsqueeze(1) + row_sum_w.unsqueeze(0) + k // 2
-    return total.to(torch.float32) * 0.5 * step_a.float().unsqueeze(1) * step_w.float().unsqueeze(0)
+    # float64: the exact integer times the two float32 steps, rounded once to float32
+    out = total.to(torch.float64) * 0.5 * step_a.double().unsqueeze(1) * step_w.double().unsqueeze(0)
+    return out.to(torch.float32)
 
 
 # ---------------------------------------------------------------- Triton kernels

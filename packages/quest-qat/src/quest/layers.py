@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
 
 import torch
 import torch.nn.functional as F
@@ -12,7 +12,7 @@ from torch import nn
 from quest.grids import grid_spec
 from quest.hadamard import block_hadamard, check_block
 from quest.kernels import dequant_epilogue, find_scale, int_matmul, quantize_int4, unpack_int4
-from quest.quantizers import METHODS, make_quantizer
+from quest.quantizers import METHODS, RMS_GRID_METHODS, exact_grid_values, make_quantizer
 
 __all__ = ["HADAMARD_MODES", "Int4Linear", "QuestConfig", "QuestLinear"]
 
@@ -40,15 +40,15 @@ class QuestConfig:
     """
 
     weight_bits: int | str = 4
-    act_bits: Optional[int | str] = 4
-    hadamard: Optional[str] = "half"
-    trust: Optional[float] = None
+    act_bits: int | str | None = 4
+    hadamard: str | None = "half"
+    trust: float | None = None
     block: int = 128
     method: str = "quest"
     clip_scale: float = 1.0
-    filter_fn: Optional[FilterFn] = None
+    filter_fn: FilterFn | None = None
 
-    def validate(self) -> "QuestConfig":
+    def validate(self) -> QuestConfig:
         """Raise ``ValueError`` naming the bad field and the accepted values; return self."""
         grid_spec(self.weight_bits)  # raises with the accepted values
         if self.act_bits is not None:
@@ -79,6 +79,8 @@ class QuestLinear(nn.Linear):
     """``nn.Linear`` whose forward is ``F.linear(Qa(x H), Qw(W H), b)`` (``H`` = block Hadamard).
 
     Activations are quantized per token and weights per output row, both over the input dimension.
+    In eval mode (RMS-grid methods) the exact grid values are multiplied in float64 and rounded once,
+    which is what the INT4 path computes, so :func:`quest.convert_` preserves outputs bit for bit.
     Holds the float master weights; :func:`quest.convert_` turns a trained layer into an
     :class:`Int4Linear`.
     """
@@ -99,7 +101,7 @@ class QuestLinear(nn.Linear):
             self.to(device=device, dtype=dtype)
 
     @classmethod
-    def from_linear(cls, linear: nn.Linear, config: QuestConfig) -> "QuestLinear":
+    def from_linear(cls, linear: nn.Linear, config: QuestConfig) -> QuestLinear:
         """A ``QuestLinear`` that shares ``linear``'s weight and bias parameters (same objects)."""
         layer = cls(linear.in_features, linear.out_features, bias=linear.bias is not None, config=config,
                     device=linear.weight.device)
@@ -118,14 +120,27 @@ class QuestLinear(nn.Linear):
         if x.shape[-1] != self.in_features:
             raise ValueError(f"expected input width {self.in_features}, got shape {tuple(x.shape)}")
         had, block = self.config.hadamard, self.config.block
+        lead, dtype = x.shape[:-1], x.dtype
+        # one (tokens, K) layout, as in Int4Linear, so both compute bit-identical rotations and codes
+        x = x.reshape(-1, self.in_features)
         if had is not None:
             x = block_hadamard(x, block)
-        if self.act_quantizer is not None:
-            x = self.act_quantizer(x)
-        w = self.quantized_weight()
+        if not self.training and self.config.method in RMS_GRID_METHODS:
+            # eval: exact grid values multiplied in float64 and rounded once, which is what the
+            # integer GEMM + epilogue of Int4Linear computes; converted outputs then match bit for bit
+            x = x.double() if self.act_quantizer is None else exact_grid_values(x, self.act_quantizer.spec)
+            w = self.weight if had is None else block_hadamard(self.weight, block)
+            w = exact_grid_values(w, self.weight_quantizer.spec)
+        else:
+            if self.act_quantizer is not None:
+                x = self.act_quantizer(x)
+            w = self.quantized_weight().to(x.dtype)
         if had == "full":
             x, w = block_hadamard(x, block), block_hadamard(w, block)
-        return F.linear(x, w.to(x.dtype), None if self.bias is None else self.bias.to(x.dtype))
+        out = F.linear(x, w).to(dtype)
+        if self.bias is not None:
+            out = out + self.bias.to(dtype)
+        return out.reshape(*lead, self.out_features)
 
     def extra_repr(self) -> str:
         return f"{super().extra_repr()}, {self.config.label}"
@@ -141,7 +156,7 @@ class Int4Linear(nn.Module):
     ``weight_row_sum`` int32 ``(out,)``, ``bias`` (float or None).
     """
 
-    def __init__(self, in_features: int, out_features: int, *, hadamard: Optional[str] = "half",
+    def __init__(self, in_features: int, out_features: int, *, hadamard: str | None = "half",
                  block: int = 128) -> None:
         super().__init__()
         if in_features % 2:
@@ -154,7 +169,7 @@ class Int4Linear(nn.Module):
         self.register_buffer("bias", None)
 
     @classmethod
-    def from_quest_linear(cls, layer: QuestLinear, name: str = "<layer>") -> "Int4Linear":
+    def from_quest_linear(cls, layer: QuestLinear, name: str = "<layer>") -> Int4Linear:
         """Pack a trained W4A4 :class:`QuestLinear` whose forward grid is the RMS grid (quest/ste/clip_ste)."""
         c = layer.config
         if c.weight_bits != 4 or c.act_bits != 4 or c.method not in ("quest", "ste", "clip_ste"):

@@ -29,12 +29,14 @@ __all__ = [
     "Quantizer",
     "STEQuantizer",
     "TrustQuantizer",
+    "exact_grid_values",
     "grid_quantize",
     "make_quantizer",
     "rms_step",
 ]
 
 METHODS = ("quest", "ste", "clip_ste", "lsq", "pact")
+RMS_GRID_METHODS = ("quest", "ste", "clip_ste")  # forward = the fixed alpha_b * rms grid
 
 
 def rms_step(x: torch.Tensor, spec: GridSpec) -> torch.Tensor:
@@ -47,16 +49,28 @@ def rms_step(x: torch.Tensor, spec: GridSpec) -> torch.Tensor:
     return _find_scale_torch(flat, spec.alpha, spec.levels).reshape(x.shape[:-1])
 
 
-def grid_quantize(x: torch.Tensor, step: torch.Tensor, spec: GridSpec) -> torch.Tensor:
+def grid_quantize(x: torch.Tensor, step: torch.Tensor, spec: GridSpec, *,
+                  dtype: torch.dtype = torch.float32) -> torch.Tensor:
     """Nearest grid point of ``x`` (float32) for per-row ``step`` (shape ``x.shape[:-1]``); no gradient path.
 
     2**b-point grids: ``(clamp(floor(x / step), -2**(b-1), 2**(b-1) - 1) + 1/2) * step``, which equals
     the paper's ``(round(clamp(x, -s, s) / step + 1/2) - 1/2) * step`` bit for bit in float32 off ties.
-    Ternary: ``clamp(round(x / step), -1, 1) * step``.
+    Ternary: ``clamp(round(x / step), -1, 1) * step``. ``dtype=torch.float64`` returns the exact
+    products (code times float32 step) instead of their float32 rounding.
     """
     y = x.detach().float() / step.unsqueeze(-1)
     codes = torch.round(y) if spec.is_ternary else torch.floor(y)
-    return (torch.clamp(codes, spec.index_min, spec.index_max) + spec.offset) * step.unsqueeze(-1)
+    codes = torch.clamp(codes, spec.index_min, spec.index_max) + spec.offset
+    return codes.to(dtype) * step.unsqueeze(-1).to(dtype)
+
+
+def exact_grid_values(x: torch.Tensor, spec: GridSpec) -> torch.Tensor:
+    """The RMS-grid quantization of ``x`` as exact float64 values (no gradient).
+
+    What the INT4 path multiplies: used by :class:`~quest.layers.QuestLinear` in eval mode so that a
+    converted model reproduces the fake-quant model bit for bit.
+    """
+    return grid_quantize(x, rms_step(x, spec), spec, dtype=torch.float64)
 
 
 class _Straight(torch.autograd.Function):

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from icml25_shared.cli import progress
 from torch import nn
 
+from icml25_shared.cli import progress
 from quest.api import quantize_
 from quest.layers import QuestConfig
 from quest.lm import ByteTokenizer, TinyLlama, TinyLlamaConfig, hf_tiny_llama, stdlib_corpus
@@ -56,7 +56,7 @@ class TrainConfig:
     resume_from: str | None = None
     progress: bool = False
 
-    def validate(self) -> "TrainConfig":
+    def validate(self) -> TrainConfig:
         for name in ("steps", "batch_size", "seq_len", "eval_every", "eval_batches"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
