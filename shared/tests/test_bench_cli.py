@@ -3,7 +3,6 @@ import random
 
 import numpy as np
 import pytest
-
 from icml25_shared.bench import BenchmarkReport, compare, time_call
 from icml25_shared.cli import RunContext, progress, run_cli, seed_everything
 

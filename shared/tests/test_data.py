@@ -1,6 +1,5 @@
 import numpy as np
 import pytest
-
 from icml25_shared import data
 
 

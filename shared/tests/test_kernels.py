@@ -4,7 +4,6 @@ import numpy as np
 import pytest
 import scipy.linalg
 import torch
-
 from icml25_shared.kernels import Kernel, hadamard_reference, hadamard_transform, triton_interpret, use_backend
 
 SIZES = [2, 64, 128, 1024]
@@ -123,3 +122,17 @@ def test_triton_auto_dispatch_and_float16():
     half = hadamard_transform(x.half(), backend="triton")
     assert half.dtype == torch.float16
     torch.testing.assert_close(half.float(), dense(x, True), rtol=1e-2, atol=1e-2)
+
+
+def test_benchmark_butterfly_beats_dense_matmul_at_4096():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "hadamard.py"
+    spec = importlib.util.spec_from_file_location("hadamard_benchmark", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    report = module.run(sizes=(4096,), rows=64, repeats=3)
+    row = report.rows[0]
+    assert row.metrics["max_abs_diff"] < 1e-4
+    assert row.speedup > 1.0, report.to_markdown()

@@ -43,7 +43,6 @@ def test_cli_frame_is_the_shared_one(member):
 def test_shared_kernel_serves_packages_identically():
     """The Walsh-Hadamard transform a package uses is the shared one (one implementation)."""
     import torch
-
     from icml25_shared.kernels import hadamard_transform
 
     quest = importlib.import_module("quest")

@@ -5,8 +5,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-import checks
 import pytest
+
+import checks
 from new_package import create_package
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -2,10 +2,11 @@
 
 from pathlib import Path
 
-import plan
 import pytest
-import release
 import yaml
+
+import plan
+import release
 from checks import tomllib
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -5,6 +5,7 @@ import sys
 from pathlib import Path
 
 import pytest
+
 from new_package import create_package
 
 ROOT = Path(__file__).resolve().parents[2]
