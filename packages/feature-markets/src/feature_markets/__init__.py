@@ -1,10 +1,49 @@
-"""Strategic classification when the classifier induces a market for features"""
+"""Strategic classification when the classifier induces a market for features (Sommer et al., ICML 2025).
+
+>>> from feature_markets import MarketAwareClassifier, make_market_data, market_report
+>>> data = make_market_data(600, inequality=2**10, label_correlation=0.5, seed=0)
+>>> train, test = data.split(0.3, seed=0)
+>>> model = MarketAwareClassifier().fit(train.X, train.y, train.budgets)
+>>> report = market_report(model, test.X, test.y, test.budgets)  # accuracy before/after the market
+"""
 
 from importlib.metadata import PackageNotFoundError, version
+
+from feature_markets.datasets import MarketData, adult_csv, breast_cancer_proxy, make_market_data
+from feature_markets.market import MarketOutcome, MarketPrice, market_price, simulate_market
+from feature_markets.metrics import MarketReport, burden, market_report, welfare
+from feature_markets.models import (
+    BudgetFeatureClassifier,
+    FixedPriceStrategicClassifier,
+    MarketAwareClassifier,
+    MarketLineSearchClassifier,
+    NaiveClassifier,
+)
+from feature_markets.soft import soft_market_price
 
 try:
     __version__ = version("feature-markets")
 except PackageNotFoundError:  # source tree without install
     __version__ = "0.0.0"
 
-__all__ = ["__version__"]
+__all__ = [
+    "BudgetFeatureClassifier",
+    "FixedPriceStrategicClassifier",
+    "MarketAwareClassifier",
+    "MarketData",
+    "MarketLineSearchClassifier",
+    "MarketOutcome",
+    "MarketPrice",
+    "MarketReport",
+    "NaiveClassifier",
+    "__version__",
+    "adult_csv",
+    "breast_cancer_proxy",
+    "burden",
+    "make_market_data",
+    "market_price",
+    "market_report",
+    "simulate_market",
+    "soft_market_price",
+    "welfare",
+]

@@ -1,27 +1,116 @@
-"""The demo and reproduce commands. Replace the bodies with the paper's experiments."""
+"""`demo` and `reproduce`: every method in the market, on synthetic users and a bundled proxy set."""
 
 from __future__ import annotations
 
 import numpy as np
-from icml25_shared.cli import RunContext
-from icml25_shared.data import load
+from icml25_shared.cli import RunContext, progress
+
+from feature_markets.datasets import MarketData, breast_cancer_proxy, make_market_data
+from feature_markets.metrics import MarketReport, market_report
+from feature_markets.models import (
+    BudgetFeatureClassifier,
+    FixedPriceStrategicClassifier,
+    MarketAwareClassifier,
+    MarketLineSearchClassifier,
+    NaiveClassifier,
+)
+
+METHODS = {
+    "naive": NaiveClassifier,
+    "budget-as-feature": BudgetFeatureClassifier,
+    "market line search": MarketLineSearchClassifier,
+    "strategic, fixed price": FixedPriceStrategicClassifier,
+    "market-aware (MASC)": MarketAwareClassifier,
+}
+
+
+def evaluate(data: MarketData, *, seed: int, epochs: int) -> dict[str, MarketReport]:
+    """Fit every method on a seeded 70/30 split and report each on the test users."""
+    train, test = data.split(0.3, seed=seed)
+    return {name: market_report(cls(epochs=epochs, random_state=seed).fit(train.X, train.y, train.budgets),
+                                test.X, test.y, test.budgets)
+            for name, cls in METHODS.items()}
+
+
+def _table(reports: dict[str, MarketReport]) -> str:
+    rows = ["| method | accuracy before | short term | long term | price (long) | movers | welfare | burden |",
+            "|---|---|---|---|---|---|---|---|"]
+    for name, r in reports.items():
+        rows.append(f"| {name} | {r.accuracy_before:.3f} | {r.accuracy_short:.3f} | {r.accuracy_long:.3f} | "
+                    f"{r.price_long:.3g} | {r.share_of_movers:.2f} | {r.welfare:.3g} | {r.burden:.3g} |")
+    return "\n".join(rows)
 
 
 def demo(ctx: RunContext) -> None:
-    """Summarise a bundled dataset: a table of feature means and a histogram of the target."""
-    data = load("diabetes", n_samples=100 if ctx.quick else None, seed=ctx.seed)
-    rows = ["| feature | mean | std |", "|---|---|---|"]
-    rows += [f"| {name} | {m:.4f} | {s:.4f} |" for name, m, s in zip(data.feature_names, data.X.mean(0), data.X.std(0))]
-    ctx.write_table("\n".join(rows))
+    """Uniform vs unequal label-correlated budgets, and the bundled proxy set; bar chart of accuracy."""
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(4, 3))
-    ax.hist(data.y, bins=20)
-    ax.set_xlabel("target")
+    epochs = 15 if ctx.quick else 40
+    n = 300 if ctx.quick else 800
+    settings = {
+        "uniform budgets": make_market_data(n, inequality=1.0, seed=ctx.seed),
+        "inequality 2^10, label-correlated": make_market_data(n, inequality=2.0**10, label_correlation=0.5,
+                                                              feature_signal=0.3, seed=ctx.seed),
+        "breast cancer (budget proxy)": breast_cancer_proxy(),
+    }
+    sections, results = [], {}
+    for title, data in settings.items():
+        results[title] = evaluate(data, seed=ctx.seed, epochs=epochs)
+        sections += [f"**{title}** ({data.description}; {data.y.shape[0]} users, 30% test)", "",
+                     _table(results[title]), ""]
+    ctx.write_table("\n".join(sections))
+    fig, axes = plt.subplots(1, len(settings), figsize=(4.2 * len(settings), 3.6), sharey=True)
+    for ax, (title, reports) in zip(axes, results.items(), strict=True):
+        names = list(reports)
+        x = np.arange(len(names))
+        ax.bar(x - 0.2, [reports[k].accuracy_before for k in names], 0.4, label="before market")
+        ax.bar(x + 0.2, [reports[k].accuracy_long for k in names], 0.4, label="after market (long term)")
+        ax.set_xticks(x, [k.split(" (")[0] for k in names], rotation=35, ha="right", fontsize=8)
+        ax.set_title(title, fontsize=9)
+        ax.axhline(0.5, color="grey", lw=0.5)
+    axes[0].set_ylabel("test accuracy")
+    axes[0].legend(fontsize=7)
     ctx.save_figure(fig)
 
 
 def reproduce(ctx: RunContext) -> None:
-    """Write the dataset summary as JSON."""
-    data = load("diabetes", seed=ctx.seed)
-    ctx.write_json({"n_samples": data.n_samples, "target_mean": float(np.mean(data.y))})
+    """Accuracy vs budget inequality 2^2..2^10 for every method over 10 splits, short and long term."""
+    import matplotlib.pyplot as plt
+
+    exponents = [2, 6, 10] if ctx.quick else [2, 4, 6, 8, 10]
+    splits = 2 if ctx.quick else 10
+    n, epochs = (300, 10) if ctx.quick else (600, 25)
+    results: dict[str, dict[str, list]] = {m: {"short": [], "long": []} for m in METHODS}
+    for exponent in progress(exponents, desc="inequality"):
+        per_method = {m: {"short": [], "long": []} for m in METHODS}
+        for split in range(splits):
+            data = make_market_data(n, inequality=2.0**exponent, label_correlation=0.5, feature_signal=0.3,
+                                    seed=ctx.seed * 1000 + split)
+            for name, report in evaluate(data, seed=split, epochs=epochs).items():
+                per_method[name]["short"].append(report.accuracy_short)
+                per_method[name]["long"].append(report.accuracy_long)
+        for name, accs in per_method.items():
+            for term in ("short", "long"):
+                values = np.asarray(accs[term])
+                results[name][term].append((float(values.mean()), float(values.std(ddof=1) / np.sqrt(len(values)))))
+    payload = {"exponents": exponents, "splits": splits, "n_users": n, "label_correlation": 0.5,
+               "feature_signal": 0.3, "results": results}
+    ctx.write_json(payload)
+    head = "| method | term | " + " | ".join(f"2^{e}" for e in exponents) + " |"
+    rows = [head, "|" + "---|" * (len(exponents) + 2)]
+    for name, terms in results.items():
+        for term, series in terms.items():
+            rows.append(f"| {name} | {term} | " + " | ".join(f"{m:.3f} ± {s:.3f}" for m, s in series) + " |")
+    ctx.write_table("\n".join(rows))
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    for ax, term in zip(axes, ("short", "long"), strict=True):
+        for name, terms in results.items():
+            means = np.array([m for m, _ in terms[term]])
+            errors = np.array([s for _, s in terms[term]])
+            ax.errorbar(exponents, means, yerr=errors, marker="o", capsize=3, label=name)
+        ax.set_xlabel("budget inequality log2(b_max / b_min)")
+        ax.set_title(f"{term} term")
+    axes[0].set_ylabel(f"test accuracy (mean ± s.e., {splits} splits)")
+    axes[1].legend(fontsize=7)
+    ctx.save_figure(fig)
+

@@ -1,0 +1,294 @@
+"""Linear classifiers trained for (or evaluated in) the feature market, scikit-learn style.
+
+All share one interface: ``fit(X, y, budgets)``, ``predict(X)`` (non-strategic),
+``predict_after_market(X, budgets, price=None)`` (users trade first; ``price=None`` lets sellers
+re-price for this classifier, the long term; a number fixes the price, the short term), and
+``decision_function``. Labels may be {-1, +1} or {0, 1}; predictions come back in the same encoding.
+
+- :class:`MarketAwareClassifier`: the paper's method; the market hinge loss with the
+  differentiable price of the current weights, so training anticipates how sellers re-price.
+- :class:`NaiveClassifier`: plain hinge loss, ignores the market.
+- :class:`BudgetFeatureClassifier`: plain hinge loss with log-budget appended as a feature.
+- :class:`MarketLineSearchClassifier`: naive weights, bias chosen by line search on post-market
+  training accuracy at each candidate's own equilibrium price.
+- :class:`FixedPriceStrategicClassifier`: the market hinge loss at a fixed price (by default the
+  naive classifier's equilibrium price): strategic, but blind to re-pricing.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+import torch
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils.validation import check_is_fitted
+
+from feature_markets.market import MarketOutcome, market_price_from_scores, simulate_from_scores, simulate_market
+from feature_markets.soft import soft_market_price
+
+__all__ = [
+    "BudgetFeatureClassifier",
+    "FixedPriceStrategicClassifier",
+    "MarketAwareClassifier",
+    "MarketLineSearchClassifier",
+    "NaiveClassifier",
+]
+
+
+def check_market_data(X, y=None, budgets=None):
+    """Validate features (non-negative), labels ({-1,+1} or {0,1}) and budgets (positive)."""
+    X = np.asarray(X, dtype=np.float64)
+    if X.ndim != 2 or X.shape[0] == 0:
+        raise ValueError(f"X must be a non-empty 2-D array (users x features), got shape {X.shape}")
+    if not np.all(np.isfinite(X)) or np.any(X < 0):
+        raise ValueError("features must be finite and non-negative: users can only buy increments")
+    out = [X]
+    if y is not None:
+        y = np.asarray(y)
+        if y.shape != (X.shape[0],):
+            raise ValueError(f"y must have shape ({X.shape[0]},), got {y.shape}")
+        labels = set(np.unique(y).tolist())
+        if not (labels <= {-1, 1} or labels <= {0, 1}):
+            raise ValueError(f"labels must be in {{-1, +1}} or {{0, 1}}, got {sorted(labels)}")
+        out.append(y)
+    if budgets is not None:
+        budgets = np.asarray(budgets, dtype=np.float64)
+        if budgets.shape != (X.shape[0],):
+            raise ValueError(f"budgets must have shape ({X.shape[0]},), one per user, got {budgets.shape}")
+        if not np.all(np.isfinite(budgets)) or np.any(budgets <= 0):
+            raise ValueError("budgets must be finite and strictly positive")
+        out.append(budgets)
+    return out
+
+
+class _LinearMarketModel(ClassifierMixin, BaseEstimator):
+    """Shared training loop: Adam on hinge-type loss + alpha ||w||^2, minibatches, fixed seed."""
+
+    def __init__(self, *, alpha: float = 1e-3, epochs: int = 200, batch_size: int = 256, lr: float = 0.05,
+                 random_state: int | None = 0):
+        self.alpha = alpha
+        self.epochs = epochs
+        self.batch_size = batch_size
+        self.lr = lr
+        self.random_state = random_state
+
+    # ---- hooks
+    def _features(self, X: np.ndarray, budgets: np.ndarray) -> np.ndarray:
+        return X
+
+    def _boost(self, w, bias, Xb, bb):
+        """Score increase each user in the batch can buy (0 for non-strategic training)."""
+        return torch.zeros(Xb.shape[0], dtype=Xb.dtype)
+
+    def _prepare(self, X, signs, budgets) -> None:
+        """Called once before training (e.g. to fix a price)."""
+
+    def _checkpoint_loss(self, features, signs, budgets, w, bias) -> float:
+        """Full-data loss used to keep the best epoch; -inf keeps the last epoch (the default)."""
+        return -np.inf
+
+    def _initial(self, features, signs, budgets) -> tuple[np.ndarray, float]:
+        """Starting point: the unit difference of class means, bias at the median score."""
+        start = features[signs > 0].mean(0) - features[signs < 0].mean(0)
+        w = start / max(float(np.linalg.norm(start)), 1e-12)
+        return w, -float(np.median(features @ w))
+
+    def _after_fit(self, X, signs, budgets) -> None:
+        """Called once after training: record the price sellers set for this model (``price_``)."""
+        self.price_ = self.equilibrium_price(X, budgets)
+
+    # ---- sklearn API
+    def _check_params(self) -> None:
+        for name in ("epochs", "batch_size"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        for name in ("alpha", "lr"):
+            value = getattr(self, name)
+            if not isinstance(value, numbers.Real) or value < 0 or (name == "lr" and value == 0):
+                raise ValueError(f"{name} must be a {'positive' if name == 'lr' else 'non-negative'} number, "
+                                 f"got {value!r}")
+
+    def fit(self, X, y, budgets):
+        """Train on non-negative ``X`` (m, d), labels ``y`` (m,), budgets (m,). Returns self."""
+        self._check_params()
+        X, y, budgets = check_market_data(X, y, budgets)
+        if np.unique(y).size < 2:
+            raise ValueError("y must contain both classes")
+        self.classes_ = np.unique(y)
+        signs = np.where(y == self.classes_[1], 1.0, -1.0)
+        self.n_features_in_ = X.shape[1]
+        self._prepare(X, signs, budgets)
+        features = self._features(X, budgets)
+        generator = torch.Generator().manual_seed(0 if self.random_state is None else int(self.random_state))
+        Xt = torch.as_tensor(features, dtype=torch.float64)
+        yt = torch.as_tensor(signs, dtype=torch.float64)
+        bt = torch.as_tensor(budgets, dtype=torch.float64)
+        w0, bias0 = self._initial(features, signs, budgets)
+        w = torch.as_tensor(w0, dtype=torch.float64).clone().requires_grad_(True)
+        bias = torch.tensor(float(bias0), dtype=torch.float64, requires_grad=True)
+        optimizer = torch.optim.Adam([w, bias], lr=self.lr)
+        m = Xt.shape[0]
+        best = (self._checkpoint_loss(features, signs, budgets, w0, float(bias0)), np.array(w0, dtype=float),
+                float(bias0))
+        for _ in range(self.epochs):
+            order = torch.randperm(m, generator=generator)
+            for start_index in range(0, m, self.batch_size):
+                rows = order[start_index:start_index + self.batch_size]
+                Xb, yb, bb = Xt[rows], yt[rows], bt[rows]
+                margin = yb * (Xb @ w + bias + self._boost(w, bias, Xb, bb))
+                loss = torch.relu(1.0 - margin).mean() + self.alpha * (w @ w)
+                optimizer.zero_grad()
+                loss.backward()
+                optimizer.step()
+            w_now, bias_now = w.detach().numpy().copy(), float(bias.detach())
+            checkpoint = self._checkpoint_loss(features, signs, budgets, w_now, bias_now)
+            if checkpoint <= best[0]:
+                best = (checkpoint, w_now, bias_now)
+        self.coef_, self.intercept_ = best[1], best[2]
+        self._after_fit(X, signs, budgets)
+        return self
+
+    def _purchasable(self) -> np.ndarray:
+        return self.coef_[: self.n_features_in_]
+
+    def _scores(self, X: np.ndarray, budgets: np.ndarray | None) -> np.ndarray:
+        features = self._features(X, budgets if budgets is not None else np.ones(X.shape[0]))
+        return features @ self.coef_ + self.intercept_
+
+    def decision_function(self, X, budgets=None) -> np.ndarray:
+        """Scores ``w.x + bias`` (m,); ``budgets`` only matters for budget-aware models."""
+        check_is_fitted(self, "coef_")
+        (X,) = check_market_data(X)
+        return self._scores(X, budgets)
+
+    def _labels(self, signs: np.ndarray) -> np.ndarray:
+        return np.where(signs > 0, self.classes_[1], self.classes_[0])
+
+    def predict(self, X, budgets=None) -> np.ndarray:
+        """Non-strategic predictions: users do not trade."""
+        return self._labels(np.where(self.decision_function(X, budgets) >= 0, 1, -1))
+
+    def market_outcome(self, X, budgets, *, price: float | None = None) -> MarketOutcome:
+        """The market this classifier induces on (X, budgets); see :func:`simulate_market`."""
+        check_is_fitted(self, "coef_")
+        X, budgets = check_market_data(X, budgets=budgets)
+        return simulate_from_scores(self._scores(X, budgets), self._purchasable(), X, budgets, price=price)
+
+    def predict_after_market(self, X, budgets, *, price: float | None = None) -> np.ndarray:
+        """Predictions after users trade at ``price`` (None: the equilibrium price for this model)."""
+        return self._labels(self.market_outcome(X, budgets, price=price).predictions)
+
+    def equilibrium_price(self, X, budgets) -> float:
+        """The revenue-maximising price sellers set for this classifier on (X, budgets)."""
+        return self.market_outcome(X, budgets).market.price
+
+
+class NaiveClassifier(_LinearMarketModel):
+    """Linear hinge-loss classifier that ignores the market (evaluated strategically)."""
+
+
+class BudgetFeatureClassifier(_LinearMarketModel):
+    """Hinge-loss classifier with ``log(budget)`` as an extra (non-purchasable) feature."""
+
+    def _features(self, X, budgets):
+        return np.column_stack([X, np.log(budgets)])
+
+
+class MarketLineSearchClassifier(_LinearMarketModel):
+    """Naive weights; the bias is picked from ``bias_grid`` (added to the naive bias) to maximise
+    post-market training accuracy, each candidate at its own equilibrium price."""
+
+    def __init__(self, *, alpha: float = 1e-3, epochs: int = 200, batch_size: int = 256, lr: float = 0.05,
+                 random_state: int | None = 0, bias_grid=None):
+        super().__init__(alpha=alpha, epochs=epochs, batch_size=batch_size, lr=lr, random_state=random_state)
+        self.bias_grid = bias_grid
+
+    def _after_fit(self, X, signs, budgets):
+        grid = np.linspace(-3, 3, 121) if self.bias_grid is None else np.asarray(self.bias_grid, dtype=float)
+        base = self.intercept_
+        best = (-1.0, base)
+        for delta in grid:
+            predictions = simulate_market(self.coef_, base + delta, X, budgets).predictions
+            accuracy = float(np.mean(predictions == signs))
+            if accuracy > best[0] + 1e-12:
+                best = (accuracy, base + delta)
+        self.intercept_ = float(best[1])
+        self.line_search_accuracy_ = best[0]
+        super()._after_fit(X, signs, budgets)
+
+
+def _market_boost(price: torch.Tensor, w: torch.Tensor, budgets: torch.Tensor) -> torch.Tensor:
+    """Score increase each user's budget buys at ``price``: distance ``b / price`` times ``||w||``."""
+    return budgets / price.clamp_min(1e-12) * torch.linalg.vector_norm(w)
+
+
+class FixedPriceStrategicClassifier(_LinearMarketModel):
+    """Strategic training against a fixed price ``price`` (None: the naive classifier's equilibrium
+    price on the training data, i.e. the market before this classifier is deployed)."""
+
+    def __init__(self, *, alpha: float = 1e-3, epochs: int = 200, batch_size: int = 256, lr: float = 0.05,
+                 random_state: int | None = 0, price: float | None = None):
+        super().__init__(alpha=alpha, epochs=epochs, batch_size=batch_size, lr=lr, random_state=random_state)
+        self.price = price
+
+    def _prepare(self, X, signs, budgets):
+        if self.price is None:
+            naive = NaiveClassifier(alpha=self.alpha, epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
+                                    random_state=self.random_state).fit(X, signs, budgets)
+            self.price_ = naive.price_
+        else:
+            if not np.isfinite(self.price) or self.price <= 0:
+                raise ValueError(f"price must be a positive number or None, got {self.price!r}")
+            self.price_ = float(self.price)
+
+    def _after_fit(self, X, signs, budgets):
+        # price_ stays the fixed price trained against; sellers' answer is recorded separately.
+        self.equilibrium_price_ = self.equilibrium_price(X, budgets)
+
+    def _boost(self, w, bias, Xb, bb):
+        return _market_boost(torch.tensor(self.price_, dtype=Xb.dtype), w, bb)
+
+
+class MarketAwareClassifier(_LinearMarketModel):
+    """The paper's market-aware strategic classifier (MASC).
+
+    Loss: ``mean max(0, 1 - y (w.x + bias + (b / p(w, bias)) ||w||)) + alpha ||w||^2`` where
+    ``p(w, bias)`` is :func:`soft_market_price` on the minibatch (revenue normalised by its maximum,
+    so ``tau_softmax`` is unit-free), and the gradient accounts for how sellers re-price when the
+    classifier moves. Training starts from the naive weights and the grid bias with the lowest market
+    hinge loss at the exact price, because the price jumps as the threshold moves.
+    ``price_`` is the equilibrium price on the training data after fitting.
+    """
+
+    def __init__(self, *, alpha: float = 1e-3, epochs: int = 200, batch_size: int = 256, lr: float = 0.05,
+                 random_state: int | None = 0, tau_sort: float = 0.1, tau_softmax: float = 50.0):
+        super().__init__(alpha=alpha, epochs=epochs, batch_size=batch_size, lr=lr, random_state=random_state)
+        self.tau_sort = tau_sort
+        self.tau_softmax = tau_softmax
+
+    def _boost(self, w, bias, Xb, bb):
+        price = soft_market_price(w, bias, Xb, bb, tau_sort=self.tau_sort, tau_softmax=self.tau_softmax,
+                                  normalize_revenue=True)
+        return _market_boost(price, w, bb)
+
+    def _initial(self, features, signs, budgets):
+        # The market price jumps as the threshold moves, so gradient steps alone stall in a poor
+        # basin: start from the naive weights and the bias (on a grid) with the lowest market hinge
+        # loss at each candidate's exact equilibrium price.
+        naive = NaiveClassifier(alpha=self.alpha, epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
+                                random_state=self.random_state).fit(features, signs, budgets)
+        w = naive.coef_
+        grid = naive.intercept_ + float(np.linalg.norm(w)) * np.linspace(-1.5, 1.5, 61)
+        losses = [self._checkpoint_loss(features, signs, budgets, w, bias) for bias in grid]
+        return w, float(grid[int(np.argmin(losses))])
+
+    def _checkpoint_loss(self, features, signs, budgets, w, bias):
+        """Market hinge loss on all training users at the exact equilibrium price (plus the penalty)."""
+        norm = float(np.linalg.norm(w))
+        scores = features @ w + bias
+        price = market_price_from_scores(scores, norm, budgets).price if norm > 0 else 0.0
+        boost = budgets / price * norm if price > 0 else np.full_like(budgets, np.inf)
+        hinge = np.maximum(0.0, 1.0 - signs * (scores + boost))
+        return float(np.mean(hinge) + self.alpha * norm**2)

@@ -1,0 +1,106 @@
+import numpy as np
+import pytest
+
+from feature_markets import (
+    BudgetFeatureClassifier,
+    FixedPriceStrategicClassifier,
+    MarketAwareClassifier,
+    MarketLineSearchClassifier,
+    NaiveClassifier,
+    adult_csv,
+    breast_cancer_proxy,
+    make_market_data,
+    market_report,
+)
+
+
+def test_generator_budgets():
+    uniform = make_market_data(200, inequality=1.0, seed=0)
+    assert np.all(uniform.budgets == 1.0)
+    data = make_market_data(4000, inequality=2.0**10, seed=1)
+    assert data.budgets.min() >= 1 and data.budgets.max() <= 2**10
+    log_b = np.log2(data.budgets)
+    assert abs(log_b.mean() - 5) < 0.2  # log-uniform on [0, 10]
+    revealing = make_market_data(400, inequality=2.0**10, label_correlation=1.0, seed=2)
+    np.testing.assert_allclose(revealing.budgets, np.where(revealing.y > 0, 2.0**10, 1.0))
+    assert np.all(data.X >= 0) and set(np.unique(data.y)) == {-1, 1}
+    gm = make_market_data(300, distribution="gaussian-mixture", seed=0)
+    assert np.all(gm.X >= 0)
+
+
+def test_generator_bad_input():
+    with pytest.raises(ValueError, match="distribution"):
+        make_market_data(10, distribution="cauchy")
+    with pytest.raises(ValueError, match="label_correlation"):
+        make_market_data(10, label_correlation=2)
+    with pytest.raises(ValueError, match="inequality"):
+        make_market_data(10, inequality=0.5)
+
+
+def test_breast_cancer_proxy():
+    data = breast_cancer_proxy()
+    assert data.X.shape == (569, 10) and np.all((data.X >= 0) & (data.X <= 1))
+    assert data.budgets.min() == pytest.approx(1.0) and data.budgets.max() == pytest.approx(2.0**10)
+
+
+def test_adult_csv_reader(tmp_path):
+    path = tmp_path / "adult.data"
+    path.write_text(
+        "39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, White, Male, 2174, 0, 40,"
+        " United-States, <=50K\n"
+        "50, Self-emp-not-inc, 83311, Bachelors, 13, Married-civ-spouse, Exec-managerial, Husband, White, Male, 0, 0,"
+        " 13, United-States, >50K\n\n")
+    data = adult_csv(path)
+    np.testing.assert_array_equal(data.y, [-1, 1])
+    np.testing.assert_allclose(data.budgets, [2175, 1])
+    np.testing.assert_allclose(data.X[1], [1.0, 1.0, 13 / 40])
+    with pytest.raises(FileNotFoundError, match="adult.data"):
+        adult_csv(tmp_path / "missing.csv")
+    (tmp_path / "bad.csv").write_text("1,2,3\n")
+    with pytest.raises(ValueError, match="3 columns"):
+        adult_csv(tmp_path / "bad.csv")
+
+
+ALL = [NaiveClassifier, BudgetFeatureClassifier, MarketLineSearchClassifier, FixedPriceStrategicClassifier,
+       MarketAwareClassifier]
+
+
+@pytest.mark.parametrize("cls", ALL)
+def test_label_encodings_and_interface(cls):
+    data = make_market_data(200, inequality=2.0**6, label_correlation=0.5, seed=0)
+    y01 = (data.y > 0).astype(int)
+    model = cls(epochs=3)
+    assert model.fit(data.X, y01, data.budgets) is model
+    assert set(np.unique(model.predict(data.X, data.budgets))) <= {0, 1}
+    after = model.predict_after_market(data.X, data.budgets)
+    assert set(np.unique(after)) <= {0, 1}
+    # Markets only let users move up: nobody positive before becomes negative after.
+    before = model.predict(data.X, data.budgets)
+    assert np.all(after[before == 1] == 1)
+    assert model.price_ > 0
+
+
+def test_bad_labels_budgets_and_unfitted():
+    data = make_market_data(50, seed=0)
+    with pytest.raises(ValueError, match=r"labels must be in \{-1, \+1\} or \{0, 1\}"):
+        NaiveClassifier(epochs=1).fit(data.X, data.y + 2, data.budgets)
+    with pytest.raises(ValueError, match="strictly positive"):
+        NaiveClassifier(epochs=1).fit(data.X, data.y, -data.budgets)
+    with pytest.raises(ValueError, match="non-negative"):
+        NaiveClassifier(epochs=1).fit(-data.X, data.y, data.budgets)
+    with pytest.raises(ValueError, match="epochs must be a positive int"):
+        NaiveClassifier(epochs=0).fit(data.X, data.y, data.budgets)
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        NaiveClassifier().predict(data.X)
+
+
+def test_uniform_budgets_defeat_every_method():
+    """Paper: with uniform budgets almost every negative can afford to cross: accuracy ~ 1/2."""
+    data = make_market_data(500, inequality=1.0, seed=0)
+    train, test = data.split(0.3, seed=0)
+    for cls in ALL:
+        model = cls(epochs=15).fit(train.X, train.y, train.budgets)
+        report = market_report(model, test.X, test.y, test.budgets)
+        assert report.accuracy_long <= 0.6, (cls.__name__, report)
