@@ -1,8 +1,10 @@
 import math
 
-import dsi
 import numpy as np
 import pytest
+from scipy import stats
+
+import dsi
 from dsi import (
     REFERENCE_MULTIPLIERS,
     compose,
@@ -18,7 +20,6 @@ from dsi import (
     sigma_from_rho,
     tradeoff_power,
 )
-from scipy import stats
 
 
 @pytest.mark.parametrize("eps", range(1, 9))

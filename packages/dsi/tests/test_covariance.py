@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+
 from dsi import isotropic_covariance, optimal_covariance
 
 # The notes' random problem: X = default_rng(0).standard_normal((20, 6)) holds 6 differences of

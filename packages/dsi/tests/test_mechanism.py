@@ -1,7 +1,8 @@
 import numpy as np
 import pytest
-from dsi import Mechanism, epsilon_from_sigma, tradeoff_power
 from scipy import stats
+
+from dsi import Mechanism, epsilon_from_sigma, tradeoff_power
 
 RANDOM_20x6 = np.random.default_rng(0).standard_normal((20, 6)).T
 

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+
 from dsi import optimal_covariance
 
 pytest.importorskip("cvxpy")

@@ -1,8 +1,9 @@
 import subprocess
 import sys
 
-import dsi
 import pytest
+
+import dsi
 from dsi.__main__ import main
 
 

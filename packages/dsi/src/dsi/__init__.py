@@ -19,6 +19,7 @@ from dsi.accounting import (
 )
 from dsi.covariance import IsotropicCovariance, OptimalCovariance, isotropic_covariance, optimal_covariance
 from dsi.mechanism import Mechanism
+from dsi.training import DSITrainer, RoundRecord
 
 try:
     __version__ = version("dsi")
@@ -28,8 +29,10 @@ except PackageNotFoundError:  # source tree without install
 __all__ = [
     "REFERENCE_MULTIPLIERS",
     "IsotropicCovariance",
+    "DSITrainer",
     "Mechanism",
     "OptimalCovariance",
+    "RoundRecord",
     "__version__",
     "compose",
     "delta_from_gdp",

@@ -182,6 +182,44 @@ def _certificate(state: dict[str, Any], eps: np.ndarray) -> tuple[float, float]:
     return t, (t * state["trace"] - state["f"]) / abs(state["f"])
 
 
+def _mirror_step(dual: _Dual, state: dict[str, Any], eta: float) -> tuple[dict[str, Any], float] | None:
+    """One exponentiated-gradient step mu <- mu exp(eta (m_i / eps_i - 1)) with backtracking; None on stall."""
+    h = state["q"] / dual.eps - 1.0
+    while eta >= 1e-30:
+        cand = dual.evaluate(state["mu"] * np.exp(np.clip(eta * h, -50.0, 50.0)))
+        if cand is not None and cand["f"] > state["f"]:
+            return cand, min(eta * 1.5, 1e6)
+        eta *= 0.5
+    return None
+
+
+def _newton_step(dual: _Dual, state: dict[str, Any]) -> dict[str, Any] | None:
+    """Newton step on the multipliers of constraints that are not clearly slack (their own multipliers
+    decay geometrically), with backtracking; None when no ascent is found."""
+    eps, mu, f = dual.eps, state["mu"], state["f"]
+    g = state["q"] - eps
+    slack = g < -1e-3 * eps
+    free = ~slack
+    if not free.any():
+        return None
+    hess = dual.hessian(state)[np.ix_(free, free)]
+    ridge = 1e-13 * max(float(np.trace(-hess)), 1e-300) / max(int(free.sum()), 1)
+    try:
+        step = np.linalg.solve(hess - ridge * np.eye(int(free.sum())), -g[free])
+    except np.linalg.LinAlgError:
+        return None
+    alpha = 1.0
+    while alpha >= 1e-12:
+        new_mu = mu.copy()
+        new_mu[free] = np.maximum(mu[free] + alpha * step, 0.1 * mu[free])
+        new_mu[slack] = mu[slack] * 0.1**alpha
+        cand = dual.evaluate(new_mu)
+        if cand is not None and cand["f"] >= f and not np.array_equal(new_mu, mu):
+            return cand
+        alpha *= 0.5
+    return None
+
+
 def _mirror_ascent(dual: _Dual, tol: float, max_iter: int) -> tuple[dict[str, Any], int, bool]:
     """Exponentiated-gradient ascent on mu (the reference's mPGD) with adaptive step, then Newton steps
     on the constraints that are not clearly slack, which gives the SDP optimum to ~1e-8 where mirror
@@ -195,42 +233,23 @@ def _mirror_ascent(dual: _Dual, tol: float, max_iter: int) -> tuple[dict[str, An
     eta = 1.0
     newton_ok = n * r * r <= _NEWTON_MAX_ENTRIES
     first_order_iters = 20 if newton_ok else max_iter
+    stalled = {"mirror": False, "newton": not newton_ok}
     for it in range(max_iter):
         _, gap = _certificate(state, eps)
         if gap <= tol:
             return state, it, True
-        mu, f, q = state["mu"], state["f"], state["q"]
-        g = q - eps
-        if it < first_order_iters:
-            h = q / eps - 1.0
-            while True:
-                cand = dual.evaluate(mu * np.exp(np.clip(eta * h, -50.0, 50.0)))
-                if cand is not None and cand["f"] > f:
-                    break
-                eta *= 0.5
-                if eta < 1e-30:
-                    return state, it, False
-            eta = min(eta * 1.5, 1e6)
-        else:
-            slack = g < -1e-3 * eps
-            free = ~slack
-            hess = dual.hessian(state)[np.ix_(free, free)]
-            ridge = 1e-13 * max(float(np.trace(-hess)), 1e-300) / max(free.sum(), 1)
-            try:
-                step = np.linalg.solve(hess - ridge * np.eye(int(free.sum())), -g[free])
-            except np.linalg.LinAlgError:
-                step = g[free] * mu[free] / eps[free]
-            alpha = 1.0
-            while True:
-                new_mu = mu.copy()
-                new_mu[free] = np.maximum(mu[free] + alpha * step, 0.1 * mu[free])
-                new_mu[slack] = mu[slack] * 0.1**alpha  # slack constraints: multipliers decay to zero
-                cand = dual.evaluate(new_mu)
-                if cand is not None and cand["f"] >= f:
-                    break
-                alpha *= 0.5
-                if alpha < 1e-12:
-                    return state, it, False
+        use_newton = not stalled["newton"] and (it >= first_order_iters or stalled["mirror"])
+        cand = _newton_step(dual, state) if use_newton else _mirror_step(dual, state, eta)
+        if cand is None:
+            stalled["newton" if use_newton else "mirror"] = True
+            if all(stalled.values()):
+                return state, it, False
+            if not use_newton:
+                eta = 1.0
+            continue
+        if not use_newton:
+            cand, eta = cand
+            stalled["newton"] = not newton_ok  # progress: Newton may be retried after a stall
         state = cand
     _, gap = _certificate(state, eps)
     return state, max_iter, gap <= tol

@@ -1,0 +1,313 @@
+"""The paper's three uses of DSI at CPU scale on scikit-learn's digits: memorisation mitigation (canary
+exposure), backdoor defence (blended trigger) and contribution control for a protected source.
+
+Every function trains the same small MLP with one of four regimes at a matched (epsilon, delta):
+"dsi" (:class:`DSITrainer`, optimal covariance), "isotropic" (DSITrainer with sigma^2 I, the same
+guarantee), "dpsgd" (opacus DP-SGD: per-sample clipping, Poisson sampling, isotropic noise; a
+per-sample guarantee), or "none" (the same rounds without noise).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+from dsi._validation import check_delta, check_positive
+from dsi.training import DSITrainer, require_torch
+
+__all__ = [
+    "BackdoorResult",
+    "ContributionResult",
+    "MemorizationResult",
+    "TaskConfig",
+    "backdoor_defense",
+    "canary_exposure",
+    "contribution_control",
+    "memorization_mitigation",
+    "train_dpsgd",
+]
+
+Regime = Literal["dsi", "isotropic", "dpsgd", "none"]
+_REGIMES = ("dsi", "isotropic", "dpsgd", "none")
+
+
+@dataclass(frozen=True)
+class TaskConfig:
+    """Training setup shared by the applications (the reproduce task).
+
+    ``rounds`` x ``local_steps`` optimizer steps for DSI/isotropic/none; DP-SGD gets the same number
+    of optimizer steps (``rounds * local_steps``) at ``dpsgd_batch_size``.
+    """
+
+    hidden: int = 64
+    optimizer: str = "sgd"
+    lr: float = 0.5
+    rounds: int = 30
+    local_steps: int = 5
+    n_sources: int = 10
+    n_untrusted: int = 3
+    delta: float = 1e-5
+    dpsgd_batch_size: int = 128
+    dpsgd_lr: float = 0.5
+    dpsgd_max_grad_norm: float = 1.0
+
+
+def canary_exposure(canary_loss: float, reference_losses: Any) -> float:
+    """Carlini et al.'s exposure: log2(R + 1) - log2(rank) of the inserted canary's loss among R reference
+    candidates that were never trained on (rank 1 = lowest loss = fully exposed)."""
+    ref = np.asarray(reference_losses, dtype=np.float64).ravel()
+    if ref.size == 0 or not np.all(np.isfinite(ref)) or not math.isfinite(canary_loss):
+        raise ValueError("canary_exposure needs a finite canary loss and a non-empty finite reference set")
+    rank = 1 + int(np.sum(ref < canary_loss)) + 0.5 * int(np.sum(ref == canary_loss))
+    return float(np.log2(ref.size + 1) - np.log2(rank))
+
+
+def _digits(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    from icml25_shared.data import load
+
+    data = load("digits", seed=seed)
+    x = data.X / 16.0
+    y = np.asarray(data.y, dtype=np.int64)
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(len(y))
+    cut = int(0.75 * len(y))
+    return x[perm[:cut]], y[perm[:cut]], x[perm[cut:]], y[perm[cut:]]
+
+
+def _mlp(d_in: int, hidden: int, n_out: int, seed: int) -> Any:
+    torch = require_torch()
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(torch.nn.Linear(d_in, hidden), torch.nn.Tanh(), torch.nn.Linear(hidden, n_out))
+
+
+def _check_regime(regime: str, epsilon: float | None) -> None:
+    if regime not in _REGIMES:
+        raise ValueError(f"regime must be one of {_REGIMES}, got {regime!r}")
+    if regime != "none":
+        check_positive(epsilon, name="epsilon")
+
+
+def train_dpsgd(model: Any, x: np.ndarray, y: np.ndarray, *, epsilon: float, delta: float, steps: int,
+                batch_size: int, lr: float, max_grad_norm: float, optimizer: str = "adam", seed: int = 0) -> Any:
+    """DP-SGD with opacus (the peer): Poisson sampling at rate batch_size/N for ``steps`` steps, noise
+    calibrated by opacus' accountant to (epsilon, delta) per sample. Returns the trained model."""
+    torch = require_torch()
+    try:
+        from opacus import PrivacyEngine
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("the DP-SGD peer needs opacus; install it with `pip install dsi[peer]`") from exc
+    import warnings
+
+    torch.manual_seed(seed)
+    ds = torch.utils.data.TensorDataset(torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(y))
+    loader = torch.utils.data.DataLoader(ds, batch_size=batch_size, shuffle=True)
+    opt = torch.optim.Adam(model.parameters(), lr=lr) if optimizer == "adam" else \
+        torch.optim.SGD(model.parameters(), lr=lr)
+    epochs = max(1, round(steps * batch_size / len(ds)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # opacus warns about secure RNG and hooks; not actionable here
+        engine = PrivacyEngine()
+        model, opt, loader = engine.make_private_with_epsilon(
+            module=model, optimizer=opt, data_loader=loader, target_epsilon=epsilon, target_delta=delta,
+            epochs=epochs, max_grad_norm=max_grad_norm)
+        model.train()
+        for _ in range(epochs):
+            for xb, yb in loader:
+                if len(xb) == 0:
+                    continue
+                opt.zero_grad()
+                torch.nn.functional.cross_entropy(model(xb), yb).backward()
+                opt.step()
+    return model._module if hasattr(model, "_module") else model
+
+
+def _train(regime: str, x: np.ndarray, y: np.ndarray, groups: np.ndarray, epsilon: float | None,
+           cfg: TaskConfig, seed: int, n_classes: int = 10) -> Any:
+    """Train the task MLP under ``regime``; return the model."""
+    torch = require_torch()
+    model = _mlp(x.shape[1], cfg.hidden, n_classes, seed)
+    if regime == "dpsgd":
+        return train_dpsgd(model, x, y, epsilon=float(epsilon), delta=cfg.delta, steps=cfg.rounds * cfg.local_steps,
+                           batch_size=cfg.dpsgd_batch_size, lr=cfg.dpsgd_lr, max_grad_norm=cfg.dpsgd_max_grad_norm,
+                           optimizer=cfg.optimizer, seed=seed)
+    xt, yt = torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(y)
+    if regime == "none":  # the same rounds of a fresh optimizer, released without noise
+        for _ in range(cfg.rounds):
+            opt = torch.optim.Adam(model.parameters(), lr=cfg.lr) if cfg.optimizer == "adam" else \
+                torch.optim.SGD(model.parameters(), lr=cfg.lr)
+            for _ in range(cfg.local_steps):
+                opt.zero_grad()
+                torch.nn.functional.cross_entropy(model(xt), yt).backward()
+                opt.step()
+        return model
+    trainer = DSITrainer(model, optimizer=cfg.optimizer, lr=cfg.lr, local_steps=cfg.local_steps, rounds=cfg.rounds,
+                         delta=cfg.delta, noise="isotropic" if regime == "isotropic" else "dsi", seed=seed,
+                         epsilon=epsilon)
+    trainer.fit(xt, yt, groups)
+    return model
+
+
+def _losses(model: Any, x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    torch = require_torch()
+    with torch.no_grad():
+        out = model(torch.as_tensor(x, dtype=torch.float32))
+        return torch.nn.functional.cross_entropy(out, torch.as_tensor(y), reduction="none").numpy().astype(np.float64)
+
+
+def _accuracy(model: Any, x: np.ndarray, y: np.ndarray) -> float:
+    torch = require_torch()
+    with torch.no_grad():
+        pred = model(torch.as_tensor(x, dtype=torch.float32)).argmax(1).numpy()
+    return float(np.mean(pred == y))
+
+
+def _source_groups(n: int, n_sources: int, rng: np.random.Generator) -> np.ndarray:
+    return rng.permutation(np.arange(n) % n_sources).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class MemorizationResult:
+    """Canary exposure (bits, max log2(n_references + 1)) and clean test accuracy of one training run."""
+
+    regime: str
+    epsilon: float | None
+    test_accuracy: float
+    exposure: float
+    exposures: np.ndarray = field(repr=False)
+    max_exposure: float = 0.0
+
+
+def memorization_mitigation(*, regime: Regime = "dsi", epsilon: float | None = 4.0, n_canaries: int = 4,
+                            canary_repeats: int = 8, n_references: int = 255, config: TaskConfig | None = None,
+                            seed: int = 0) -> MemorizationResult:
+    """Insert secret canaries into digits training data and measure how much the trained model exposes them.
+
+    Threat model: an attacker knows the canary format (a random 8x8 image with a random label) and the
+    candidate set, queries the model's loss on every candidate and ranks them; exposure measures how far
+    the inserted canary stands out. Each canary (``canary_repeats`` copies) is one protected group with
+    the (epsilon, delta) guarantee; the clean digits are not protected (group -1). DP-SGD, the peer,
+    protects every sample at the same (epsilon, delta).
+    """
+    cfg = config or TaskConfig()
+    _check_regime(regime, epsilon)
+    rng = np.random.default_rng(seed)
+    xtr, ytr, xte, yte = _digits(seed)
+    cand_x = rng.uniform(0.0, 1.0, size=(n_canaries * (n_references + 1), xtr.shape[1]))
+    cand_y = rng.integers(0, 10, size=len(cand_x))
+    inserted = np.arange(n_canaries) * (n_references + 1)
+    x = np.concatenate([xtr, np.repeat(cand_x[inserted], canary_repeats, axis=0)])
+    y = np.concatenate([ytr, np.repeat(cand_y[inserted], canary_repeats)])
+    groups = np.concatenate([np.full(len(ytr), -1), np.repeat(np.arange(n_canaries), canary_repeats)])
+    model = _train(regime, x, y, groups, epsilon, cfg, seed)
+    losses = _losses(model, cand_x, cand_y).reshape(n_canaries, n_references + 1)
+    exposures = np.array([canary_exposure(row[0], row[1:]) for row in losses])
+    return MemorizationResult(regime=regime, epsilon=epsilon if regime != "none" else None,
+                              test_accuracy=_accuracy(model, xte, yte), exposure=float(exposures.mean()),
+                              exposures=exposures, max_exposure=float(np.log2(n_references + 1)))
+
+
+def blend_trigger(x: np.ndarray, *, alpha: float, seed: int = 12345) -> np.ndarray:
+    """Blend a fixed random 8x8 pattern into images: (1 - alpha) x + alpha pattern (BackdoorBench's 'blended')."""
+    pattern = np.random.default_rng(seed).uniform(0.0, 1.0, size=x.shape[1])
+    return (1.0 - alpha) * x + alpha * pattern
+
+
+@dataclass(frozen=True)
+class BackdoorResult:
+    """Clean test accuracy and attack success rate (triggered non-target test images classified as target)."""
+
+    regime: str
+    epsilon: float | None
+    clean_accuracy: float
+    attack_success_rate: float
+
+
+def backdoor_defense(*, regime: Regime = "dsi", epsilon: float | None = 4.0, poison_rate: float = 0.1,
+                     blend: float = 0.3, target: int = 0, config: TaskConfig | None = None,
+                     seed: int = 0) -> BackdoorResult:
+    """Blended-trigger backdoor on digits, one malicious source among ``config.n_untrusted`` untrusted ones.
+
+    Threat model: the training data come from ``config.n_sources`` equal sources; the first
+    ``config.n_untrusted`` are untrusted (e.g. scraped) and one of them, unknown to the defender, adds
+    ``poison_rate`` x its size clean images blended with a trigger and relabelled ``target``. The defender
+    protects every untrusted source with DSI, which bounds how far any one of them can move the model; the
+    trigger is carried by one source only, while clean features are shared by all.
+    """
+    cfg = config or TaskConfig()
+    _check_regime(regime, epsilon)
+    check_positive(poison_rate, name="poison_rate")
+    if not 0.0 < blend < 1.0:
+        raise ValueError(f"blend must lie in (0, 1), got {blend!r}")
+    rng = np.random.default_rng(seed)
+    xtr, ytr, xte, yte = _digits(seed)
+    if not 1 <= cfg.n_untrusted <= cfg.n_sources:
+        raise ValueError(f"config.n_untrusted must lie in [1, n_sources={cfg.n_sources}], got {cfg.n_untrusted}")
+    sources = _source_groups(len(ytr), cfg.n_sources, rng)
+    groups = np.where(sources < cfg.n_untrusted, sources, -1)
+    bad_source = int(rng.integers(cfg.n_untrusted))
+    own = np.flatnonzero(groups == bad_source)
+    chosen = rng.choice(own, size=max(1, int(round(poison_rate * len(own)))), replace=False)
+    x = np.concatenate([xtr, blend_trigger(xtr[chosen], alpha=blend)])
+    y = np.concatenate([ytr, np.full(len(chosen), target)])
+    groups = np.concatenate([groups, np.full(len(chosen), bad_source)])
+    model = _train(regime, x, y, groups, epsilon, cfg, seed)
+    keep = yte != target
+    with_trigger = blend_trigger(xte[keep], alpha=blend)
+    torch = require_torch()
+    with torch.no_grad():
+        pred = model(torch.as_tensor(with_trigger, dtype=torch.float32)).argmax(1).numpy()
+    return BackdoorResult(regime=regime, epsilon=epsilon if regime != "none" else None,
+                          clean_accuracy=_accuracy(model, xte, yte), attack_success_rate=float(np.mean(pred == target)))
+
+
+@dataclass(frozen=True)
+class ContributionResult:
+    """How much a protected source's presence changes the model, with and without DSI.
+
+    ``gap_*`` is the mean loss on the source's own samples of the counterfactual model trained without it
+    minus that of the model trained with it (a membership signal); ``tpr_bound`` is the guaranteed
+    maximum true-positive rate at 5% false-positive rate of any test telling the two apart.
+    """
+
+    epsilon: float
+    gap_dsi: float
+    gap_none: float
+    test_accuracy_dsi: float
+    test_accuracy_none: float
+    tpr_bound: float
+
+
+def contribution_control(*, epsilon: float = 2.0, source_size: int = 20, config: TaskConfig | None = None,
+                         seed: int = 0) -> ContributionResult:
+    """Protect one source (e.g. a copyrighted collection: ``source_size`` mislabelled-looking rare samples).
+
+    Threat model: the owner of the source wants the released model to be nearly the same whether or not
+    the source was used; only that source is protected (group 0), the rest of the data is public (-1).
+    """
+    from dsi.accounting import gdp_mu, rho_from_epsilon, sigma_from_rho, tradeoff_power
+
+    cfg = config or TaskConfig()
+    epsilon = check_positive(epsilon, name="epsilon")
+    check_delta(cfg.delta)
+    rng = np.random.default_rng(seed)
+    xtr, ytr, xte, yte = _digits(seed)
+    src = rng.choice(len(ytr), size=source_size, replace=False)
+    src_x = np.clip(xtr[src] + rng.normal(0, 0.3, size=xtr[src].shape), 0, 1)
+    src_y = (ytr[src] + 1) % 10  # a distinctive labelling only this source teaches
+    rest = np.setdiff1d(np.arange(len(ytr)), src)
+    x = np.concatenate([xtr[rest], src_x])
+    y = np.concatenate([ytr[rest], src_y])
+    groups = np.concatenate([np.full(len(rest), -1), np.zeros(source_size, dtype=np.int64)])
+    without = _train("none", xtr[rest], ytr[rest], np.zeros(len(rest), dtype=np.int64), None, cfg, seed)
+    base = _losses(without, src_x, src_y).mean()
+    plain = _train("none", x, y, groups, None, cfg, seed)
+    private = _train("dsi", x, y, groups, epsilon, cfg, seed)
+    mu = gdp_mu(sigma_from_rho(rho_from_epsilon(epsilon, cfg.delta)))
+    return ContributionResult(epsilon=epsilon, gap_dsi=float(base - _losses(private, src_x, src_y).mean()),
+                              gap_none=float(base - _losses(plain, src_x, src_y).mean()),
+                              test_accuracy_dsi=_accuracy(private, xte, yte),
+                              test_accuracy_none=_accuracy(plain, xte, yte),
+                              tpr_bound=float(tradeoff_power(0.05, mu)))

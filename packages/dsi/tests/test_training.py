@@ -1,0 +1,96 @@
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+from dsi import DSITrainer  # noqa: E402
+
+
+def _problem(n=60, d=5, seed=0):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, d)).astype(np.float32)
+    y = (x @ rng.standard_normal(d) > 0).astype(np.int64)
+    groups = np.arange(n) % 4
+    return torch.tensor(x), torch.tensor(y), groups
+
+
+def _linear(d=5, seed=0):
+    torch.manual_seed(seed)
+    return torch.nn.Linear(d, 2)
+
+
+def test_sgd_differences_are_leave_one_group_out_gradient_differences():
+    x, y, groups = _problem()
+    model = _linear()
+    theta0 = torch.nn.utils.parameters_to_vector(model.parameters()).detach().clone()
+
+    def grad_on(mask):
+        m = _linear()
+        torch.nn.utils.vector_to_parameters(theta0.clone(), m.parameters())
+        torch.nn.functional.cross_entropy(m(x[mask]), y[mask]).backward()
+        return torch.cat([p.grad.ravel() for p in m.parameters()]).double().numpy()
+
+    lr = 0.3
+    trainer = DSITrainer(model, optimizer="sgd", lr=lr, rounds=1, epsilon=2.0, seed=0).fit(x, y, groups)
+    full = -lr * grad_on(np.ones(len(y), bool))
+    np.testing.assert_allclose(trainer.last_update_, full, rtol=1e-5, atol=1e-7)
+    expected = np.stack([full + lr * grad_on(groups != j) for j in range(4)])
+    np.testing.assert_allclose(trainer.last_differences_, expected, rtol=1e-4, atol=1e-6)
+    # the released parameters differ from theta0 + update only inside the span of the differences
+    theta1 = torch.nn.utils.parameters_to_vector(model.parameters()).detach().double().numpy()
+    noise = theta1 - theta0.double().numpy() - full
+    q, _ = np.linalg.qr(expected.T)
+    assert np.linalg.norm(noise - q @ (q.T @ noise)) < 1e-5 * np.linalg.norm(noise)
+    assert np.linalg.norm(noise) > 0
+    assert trainer.epsilon_ == pytest.approx([2.0] * 4, abs=1e-4)
+    rec = trainer.history_[0]
+    # equal-size groups: s_j is proportional to g - g_j, and these sum to zero, so the span has rank 3
+    assert rec.n_differences == 4 and rec.rank == 3 and rec.noise_trace > 0
+
+
+@pytest.mark.parametrize("optimizer", ["sgd", "adam"])
+def test_training_learns_with_weak_noise_and_is_reproducible(optimizer):
+    x, y, groups = _problem(n=200)
+    lr = 0.5 if optimizer == "sgd" else 0.05
+    params = []
+    for _ in range(2):
+        model = _linear()
+        trainer = DSITrainer(model, optimizer=optimizer, lr=lr, local_steps=3, rounds=15, epsilon=200.0, seed=1)
+        trainer.fit(x, y, groups)
+        params.append(torch.nn.utils.parameters_to_vector(model.parameters()).detach().clone())
+    torch.testing.assert_close(params[0], params[1])
+    acc = (model(x).argmax(1) == y).float().mean().item()
+    assert acc > 0.85
+    assert trainer.history_[-1].loss < trainer.history_[0].loss
+
+
+def test_custom_optimizer_batches_and_unprotected_samples():
+    x, y, groups = _problem(n=80)
+    groups = groups.copy()
+    groups[:40] = -1  # unprotected half
+    model = _linear()
+    trainer = DSITrainer(model, optimizer=lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9), local_steps=4,
+                         batch_size=16, rounds=2, noise_multiplier=1.0, noise="isotropic", seed=0).fit(x, y, groups)
+    assert trainer.groups_.tolist() == [0, 1, 2, 3]
+    assert all(r.n_differences <= 4 for r in trainer.history_)
+    assert trainer.history_[0].solver_iterations == 0  # isotropic: no solver
+
+
+def test_trainer_errors():
+    x, y, groups = _problem()
+    with pytest.raises(ValueError, match="same length"):
+        DSITrainer(_linear(), epsilon=1.0).fit(x, y[:-1], groups)
+    with pytest.raises(ValueError, match="no protected group"):
+        DSITrainer(_linear(), epsilon=1.0).fit(x, y, np.full(len(y), -1))
+    with pytest.raises(ValueError, match="optimizer must be"):
+        DSITrainer(_linear(), epsilon=1.0, optimizer="lbfgs").fit(x, y, groups)
+    with pytest.raises(ValueError, match="exactly one of epsilon"):
+        DSITrainer(_linear()).fit(x, y, groups)
+    with pytest.raises(ValueError, match="delta"):
+        DSITrainer(_linear(), epsilon=1.0, delta=0.0).fit(x, y, groups)
+    with pytest.raises(ValueError, match="budgets"):
+        DSITrainer(_linear(), epsilon=1.0, budgets=[1.0, 2.0]).fit(x, y, groups)
+    with pytest.raises(TypeError, match="integer group ids"):
+        DSITrainer(_linear(), epsilon=1.0).fit(x, y, groups.astype(float))
+    with pytest.raises(TypeError, match="torch.nn.Module"):
+        DSITrainer(lambda t: t, epsilon=1.0).fit(x, y, groups)
