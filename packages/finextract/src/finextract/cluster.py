@@ -133,7 +133,7 @@ def _peel_cliques(sim: np.ndarray, threshold: float, budget: int) -> list[list[i
 
 def cluster_extract(features: np.ndarray | torch.Tensor, n_train: int, *, quantile: float = 0.25,
                     step: float = 0.01, n_quantile_samples: int = 1000, seed: int = 0,
-                    max_enumerated: int = 200_000) -> ClusterResult:
+                    max_enumerated: int = 20_000) -> ClusterResult:
     """FineXtract's selection of the most likely training images among generations.
 
     Parameters
@@ -161,6 +161,8 @@ def cluster_extract(features: np.ndarray | torch.Tensor, n_train: int, *, quanti
     if n_train > n:
         raise ValueError(f"n_train={n_train} is larger than the number of generations ({n}); generate at least "
                          "n_train images (the paper uses 50 per training image)")
+    if isinstance(max_enumerated, bool) or not isinstance(max_enumerated, int) or max_enumerated < 1:
+        raise ValueError(f"max_enumerated must be a positive int, got {max_enumerated!r}")
     if not 0 < quantile < 1 or not 0 < step < 1:
         raise ValueError(f"quantile and step must lie in (0, 1), got {quantile} and {step}")
     sim = cosine_matrix(feats)
