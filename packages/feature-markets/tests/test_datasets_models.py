@@ -104,3 +104,25 @@ def test_uniform_budgets_defeat_every_method():
         model = cls(epochs=15).fit(train.X, train.y, train.budgets)
         report = market_report(model, test.X, test.y, test.budgets)
         assert report.accuracy_long <= 0.6, (cls.__name__, report)
+
+
+def test_market_aware_wins_when_the_market_creates_separability():
+    """Paper: with budget inequality 2^10 and label-correlated budgets (features uninformative, so any
+    accuracy comes from who can afford to cross), MASC's long-term accuracy beats naive by >= 0.05,
+    is at least the fixed-price strategic baseline's, and its short/long gap is smaller.
+    Means over 3 seeded splits (measured: MASC 0.663, strategic 0.663, naive 0.589; gaps 0.039 vs 0.056)."""
+    runs = {"naive": [], "strat": [], "masc": []}
+    gaps = {"strat": [], "masc": []}
+    for seed in range(3):
+        data = make_market_data(600, inequality=2.0**10, label_correlation=0.5, feature_signal=0.0, seed=seed)
+        train, test = data.split(0.3, seed=seed)
+        for key, cls in (("naive", NaiveClassifier), ("strat", FixedPriceStrategicClassifier),
+                         ("masc", MarketAwareClassifier)):
+            report = market_report(cls(epochs=30).fit(train.X, train.y, train.budgets), test.X, test.y, test.budgets)
+            runs[key].append(report.accuracy_long)
+            if key in gaps:
+                gaps[key].append(abs(report.accuracy_short - report.accuracy_long))
+    mean = {k: float(np.mean(v)) for k, v in runs.items()}
+    assert mean["masc"] >= mean["naive"] + 0.05, mean
+    assert mean["masc"] >= mean["strat"] - 1e-9, mean
+    assert np.mean(gaps["masc"]) < np.mean(gaps["strat"]), gaps

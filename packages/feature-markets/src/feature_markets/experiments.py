@@ -84,7 +84,7 @@ def reproduce(ctx: RunContext) -> None:
     for exponent in progress(exponents, desc="inequality"):
         per_method = {m: {"short": [], "long": []} for m in METHODS}
         for split in range(splits):
-            data = make_market_data(n, inequality=2.0**exponent, label_correlation=0.5, feature_signal=0.3,
+            data = make_market_data(n, inequality=2.0**exponent, label_correlation=0.5, feature_signal=0.0,
                                     seed=ctx.seed * 1000 + split)
             for name, report in evaluate(data, seed=split, epochs=epochs).items():
                 per_method[name]["short"].append(report.accuracy_short)
@@ -94,7 +94,7 @@ def reproduce(ctx: RunContext) -> None:
                 values = np.asarray(accs[term])
                 results[name][term].append((float(values.mean()), float(values.std(ddof=1) / np.sqrt(len(values)))))
     payload = {"exponents": exponents, "splits": splits, "n_users": n, "label_correlation": 0.5,
-               "feature_signal": 0.3, "results": results}
+               "feature_signal": 0.0, "results": results}
     ctx.write_json(payload)
     head = "| method | term | " + " | ".join(f"2^{e}" for e in exponents) + " |"
     rows = [head, "|" + "---|" * (len(exponents) + 2)]
