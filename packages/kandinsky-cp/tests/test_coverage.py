@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+
 from kandinsky_cp import KandinskyCP, group_quantile_regression
 from kandinsky_cp import groups as G
 from kandinsky_cp.metrics import covered, group_coverage, worst_group_deviation

@@ -2,9 +2,10 @@
 
 import numpy as np
 import pytest
+from sklearn.linear_model import LinearRegression
+
 from kandinsky_cp import KandinskyCP, group_quantile_regression
 from kandinsky_cp import groups as G
-from sklearn.linear_model import LinearRegression
 
 
 @pytest.mark.parametrize("level", [0.0, 1.0, 1.5, -0.1])

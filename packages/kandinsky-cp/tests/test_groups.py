@@ -1,6 +1,7 @@
 import numpy as np
 import pandas as pd
 import pytest
+
 from kandinsky_cp import groups as G
 
 

@@ -4,9 +4,10 @@ import math
 
 import numpy as np
 import pytest
+from scipy.optimize import linprog
+
 from kandinsky_cp import KandinskyCP, group_quantile_regression
 from kandinsky_cp import groups as G
-from scipy.optimize import linprog
 
 mapie_regression = pytest.importorskip("mapie.regression")
 mapie_classification = pytest.importorskip("mapie.classification")

@@ -1,8 +1,9 @@
 import subprocess
 import sys
 
-import kandinsky_cp
 import pytest
+
+import kandinsky_cp
 from kandinsky_cp.__main__ import main
 
 
