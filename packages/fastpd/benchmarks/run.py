@@ -12,10 +12,10 @@ import argparse
 from pathlib import Path
 
 import numpy as np
+from icml25_shared.bench import BenchmarkReport, Comparison, time_call
+
 from fastpd import FastPD
 from fastpd.experiments import simulate_runtime
-
-from icml25_shared.bench import BenchmarkReport, Comparison, time_call
 
 
 def _model(n: int, seed: int):

@@ -28,12 +28,18 @@ def models(data):
     """name -> (model, margin function)."""
     import lightgbm as lgb
     import xgboost as xgb
-    from sklearn.ensemble import GradientBoostingClassifier, GradientBoostingRegressor, RandomForestRegressor
+    from sklearn.ensemble import (
+        GradientBoostingClassifier,
+        GradientBoostingRegressor,
+        RandomForestClassifier,
+        RandomForestRegressor,
+    )
 
     X, y, yb, y3 = data["X"], data["y"], data["yb"], data["y3"]
     out = {
         "sklearn-gbr": GradientBoostingRegressor(n_estimators=15, max_depth=3, random_state=0).fit(X, y),
         "sklearn-rf": RandomForestRegressor(n_estimators=5, max_depth=4, random_state=0).fit(X, y),
+        "sklearn-rfc": RandomForestClassifier(n_estimators=4, max_depth=4, random_state=0).fit(X, y3),
         "sklearn-gbc": GradientBoostingClassifier(n_estimators=10, max_depth=3, random_state=0).fit(X, yb),
         "xgboost": xgb.XGBRegressor(n_estimators=15, max_depth=4, random_state=0, n_jobs=1).fit(X, y),
         "xgboost-binary": xgb.XGBClassifier(n_estimators=10, max_depth=3, random_state=0, n_jobs=1).fit(X, yb),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from fastpd import FastPD
 
 NAMES = ["sklearn-gbr", "xgboost", "lightgbm", "xgboost-multiclass"]

@@ -6,6 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
+
 from fastpd import FastPD
 
 D = 6

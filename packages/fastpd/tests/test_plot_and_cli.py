@@ -8,6 +8,7 @@ matplotlib.use("Agg")
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+
 from fastpd import FastPD, plot  # noqa: E402
 from fastpd.experiments import consistency_truth, simulate_consistency  # noqa: E402
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from fastpd import FastPD
 
 
@@ -55,8 +56,9 @@ def test_empty_query_and_single_row(models, data):
 
 def test_deep_forest_with_many_path_features(data, h):
     """Fully grown trees (paths using all 6 features), split into several leaf groups: still exact."""
-    from fastpd import _engine
     from sklearn.ensemble import RandomForestRegressor
+
+    from fastpd import _engine
 
     model = RandomForestRegressor(n_estimators=3, random_state=0).fit(data["X"], data["y"])
     bg, xe = data["bg"][:100], data["Xe"][:8]

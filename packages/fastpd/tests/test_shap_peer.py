@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+
 from fastpd import FastPD
 
 shap = pytest.importorskip("shap")
 
 
-@pytest.mark.parametrize("name", ["sklearn-gbr", "sklearn-rf", "sklearn-gbc", "xgboost", "xgboost-binary",
+@pytest.mark.parametrize("name", ["sklearn-gbr", "sklearn-rf", "sklearn-rfc", "sklearn-gbc", "xgboost", "xgboost-binary",
                                   "xgboost-multiclass", "lightgbm", "lightgbm-binary"])
 def test_shap_values_equal_shap_interventional_full_background(models, data, name):
     model = models[name]

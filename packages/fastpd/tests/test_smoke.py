@@ -2,8 +2,9 @@ import json
 import subprocess
 import sys
 
-import fastpd
 import pytest
+
+import fastpd
 from fastpd.__main__ import main
 
 

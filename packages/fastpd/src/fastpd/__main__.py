@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from fastpd.experiments import demo, reproduce
 from icml25_shared.cli import run_cli
+
+from fastpd.experiments import demo, reproduce
 
 
 def main(argv: list[str] | None = None) -> int:

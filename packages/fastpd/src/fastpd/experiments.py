@@ -6,9 +6,9 @@ import logging
 import time
 
 import numpy as np
+from icml25_shared.cli import RunContext, progress
 
 from fastpd.explainer import FastPD
-from icml25_shared.cli import RunContext, progress
 
 log = logging.getLogger(__name__)
 
@@ -67,10 +67,10 @@ def _fit_xgb(x: np.ndarray, y: np.ndarray, seed: int, *, quick: bool):
 def demo(ctx: RunContext) -> None:
     """Diabetes (bundled with scikit-learn): SHAP summary, PD plots and the strongest interactions."""
     import matplotlib.pyplot as plt
+    from icml25_shared.data import load
     from sklearn.ensemble import GradientBoostingRegressor
 
     from fastpd import plot
-    from icml25_shared.data import load
 
     data = load("diabetes", seed=ctx.seed)
     model = GradientBoostingRegressor(n_estimators=60 if ctx.quick else 200, max_depth=3, learning_rate=0.05,
