@@ -17,12 +17,12 @@ import platform
 from pathlib import Path
 
 import torch
+from icml25_shared.bench import BenchmarkReport, compare
+from torch import nn
+
 from quest import QuestConfig, QuestLinear, convert_, quantize_
 from quest.lm import TinyLlama, TinyLlamaConfig, stdlib_corpus
 from quest.train import TrainConfig, make_splits, train_lm
-from torch import nn
-
-from icml25_shared.bench import BenchmarkReport, compare
 
 logging.getLogger("torchao").setLevel(logging.ERROR)
 

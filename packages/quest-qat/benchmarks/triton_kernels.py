@@ -13,10 +13,10 @@ import argparse
 from pathlib import Path
 
 import torch
-from quest.kernels import dequant_epilogue, find_scale, int_matmul, quantize_int4, unpack_int4
-
 from icml25_shared.bench import BenchmarkReport, compare
 from icml25_shared.kernels import triton_available, triton_interpret, use_backend
+
+from quest.kernels import dequant_epilogue, find_scale, int_matmul, quantize_int4, unpack_int4
 
 
 def bench_shape(report: BenchmarkReport, m: int, k: int, n: int, device: str, repeats: int) -> None:

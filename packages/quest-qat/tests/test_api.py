@@ -4,9 +4,10 @@ import math
 
 import pytest
 import torch
+from torch import nn
+
 from quest import Int4Linear, QuestConfig, QuestLinear, TrustQuantizer, convert_, quantize_
 from quest.lm import TinyLlama, TinyLlamaConfig
-from torch import nn
 
 
 def mlp(seed=0):

@@ -4,9 +4,10 @@ import math
 
 import numpy as np
 import pytest
-from quest.grids import OPTIMAL_GAUSSIAN_SCALES, SUPPORTED_BITS, gaussian_mse, grid_spec, optimal_gaussian_scale
 from scipy import integrate
 from scipy.stats import norm
+
+from quest.grids import OPTIMAL_GAUSSIAN_SCALES, SUPPORTED_BITS, gaussian_mse, grid_spec, optimal_gaussian_scale
 
 # MSE at the optimum for N(0, 1), from the reference notes (re-derived there with scipy)
 PAPER_MSE = {1: 0.3634, "ternary": 0.1902, 2: 0.1188, 3: 0.0374, 4: 0.01154}

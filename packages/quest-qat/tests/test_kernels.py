@@ -2,6 +2,7 @@
 
 import pytest
 import torch
+
 from quest.grids import grid_spec
 from quest.kernels import dequant_epilogue, dequantize_int4, find_scale, int_matmul, quantize_int4, unpack_int4
 
@@ -80,9 +81,9 @@ def test_triton_kernels_equal_torch_reference(shape):
 
 @pytest.mark.triton
 def test_int4_linear_on_triton_equals_torch_backend():
-    from quest import QuestConfig, convert_, quantize_
-
     from icml25_shared.kernels import triton_available, use_backend
+
+    from quest import QuestConfig, convert_, quantize_
 
     if not triton_available("cpu"):
         pytest.skip("set TRITON_INTERPRET=1 (before import) to run Triton on CPU")

@@ -4,6 +4,8 @@ import math
 
 import pytest
 import torch
+from scipy.stats import norm
+
 from quest import (
     ClipSTEQuantizer,
     LSQQuantizer,
@@ -17,7 +19,6 @@ from quest import (
 )
 from quest.kernels import dequantize_int4, find_scale, quantize_int4
 from quest.quantizers import grid_quantize, rms_step
-from scipy.stats import norm
 
 
 def gaussian(rows, cols, seed=0, dtype=torch.float32):

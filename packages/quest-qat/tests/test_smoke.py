@@ -3,6 +3,7 @@ import subprocess
 import sys
 
 import pytest
+
 import quest
 from quest.__main__ import main
 

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 import torch
+
 from quest import Int4Linear, QuestConfig, QuestLinear, convert_, quantize_
 from quest.lm import ByteTokenizer, TinyLlama, TinyLlamaConfig, stdlib_corpus
 from quest.train import TrainConfig, make_splits, train_lm

@@ -9,8 +9,8 @@ from dataclasses import asdict
 
 import numpy as np
 import torch
-
 from icml25_shared.cli import RunContext
+
 from quest.api import convert_, quantize_
 from quest.grids import gaussian_mse, grid_spec
 from quest.hadamard import block_hadamard

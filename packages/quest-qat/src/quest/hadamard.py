@@ -2,23 +2,19 @@
 
 ``block_hadamard(x, block)`` multiplies each contiguous group of ``block`` features by the
 orthonormal Sylvester Hadamard matrix ``H`` (``H H^T = I``, ``H = H^T``), i.e. ``x @ blockdiag(H, ...)``.
-On CUDA the transform is :func:`icml25_shared.kernels.hadamard_transform` (its Triton kernel); on
-CPU, blocks up to :data:`DENSE_MAX_BLOCK` are multiplied by the cached dense ``H`` (built by the same
-transform), which BLAS runs faster than the butterfly's log2(block) passes. The backward is the same
-rotation because ``H`` is symmetric and orthonormal, so gradients work on every path.
+The transform is :func:`icml25_shared.kernels.hadamard_transform` (Triton where it can run, the
+torch butterfly otherwise). The butterfly is elementwise, so a token's rotation does not depend on
+the batch it sits in (a dense ``x @ H`` GEMM would change its rounding with the batch shape, which
+flips quantization codes between data-parallel ranks and between fake-quant and INT4 runs). The
+backward is the same rotation because ``H`` is symmetric and orthonormal.
 """
 
 from __future__ import annotations
 
-import functools
-
 import torch
-
 from icml25_shared.kernels import hadamard_transform
 
-__all__ = ["DENSE_MAX_BLOCK", "block_hadamard", "check_block", "hadamard_matrix"]
-
-DENSE_MAX_BLOCK = 256
+__all__ = ["block_hadamard", "check_block", "hadamard_matrix"]
 
 
 def check_block(block: int) -> int:
@@ -28,16 +24,9 @@ def check_block(block: int) -> int:
     return block
 
 
-@functools.lru_cache(maxsize=16)
-def _dense(block: int, dtype: torch.dtype) -> torch.Tensor:
-    return hadamard_transform(torch.eye(block, dtype=torch.float64), backend="torch").to(dtype)
-
-
 def _rotate(x: torch.Tensor, block: int) -> torch.Tensor:
     k = x.shape[-1]
     groups = x.reshape(*x.shape[:-1], k // block, block)
-    if x.device.type == "cpu" and block <= DENSE_MAX_BLOCK:
-        return (groups @ _dense(block, x.dtype)).reshape(x.shape)
     return hadamard_transform(groups.contiguous()).reshape(x.shape)
 
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-
 from icml25_shared.kernels import Kernel, triton_available
+
 from quest.grids import grid_spec
 
 __all__ = [

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from icml25_shared.cli import progress
 from torch import nn
 
-from icml25_shared.cli import progress
 from quest.api import quantize_
 from quest.layers import QuestConfig
 from quest.lm import ByteTokenizer, TinyLlama, TinyLlamaConfig, hf_tiny_llama, stdlib_corpus
