@@ -14,11 +14,11 @@ import time
 from pathlib import Path
 
 import numpy as np
+from icml25_shared.bench import BenchmarkReport, compare
+
 from janus_sa import InProcessDeployment, JanusClient, JanusConfig
 from janus_sa.secaggplus import SecAggPlusClient, neighbours_for
 from janus_sa.simulation import random_updates
-
-from icml25_shared.bench import BenchmarkReport, compare
 
 
 def janus_single_client(n: int, dim: int, mode: str = "exact"):

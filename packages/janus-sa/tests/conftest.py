@@ -1,4 +1,5 @@
 import pytest
+
 from janus_sa import InProcessDeployment, JanusConfig
 from janus_sa.simulation import random_updates
 

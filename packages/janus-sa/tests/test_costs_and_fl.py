@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+
 from janus_sa.experiments import janus_costs, secaggplus_costs
 from janus_sa.fl import run_federated
 from janus_sa.secaggplus import neighbours_for, run_secaggplus_round, shamir_reconstruct, shamir_share

@@ -10,6 +10,7 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
+
 from janus_sa import JanusClient, JanusConfig, ServerKeys
 from janus_sa.errors import ServerUnavailableError, SignatureError
 from janus_sa.net import NetworkClient, Remote, ServerNode, TLSConfig, make_server, start_server

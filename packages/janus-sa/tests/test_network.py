@@ -4,7 +4,9 @@ Timeline (one S0 coordinator run of 5 rounds):
   round 1: all 20 clients, verified aggregate over 20;
   round 2: client 0 is SIGKILLed between its S0 and S1 uploads -> verified aggregate over the 19 survivors;
   round 3: the 19 survivors, verified;
-  round 4: S1 SIGKILLs itself after 5 uploads -> every client fails cleanly, nobody accepts an aggregate;
+  round 4: S1 SIGKILLs itself after 5 uploads -> every client that saw the round fails cleanly (at least
+           the 5 whose S1 upload was accepted), nobody accepts an aggregate; a client that was still
+           between rounds when S1 died may skip round 4 entirely;
   round 5: S1 restarted from its state directory -> verified aggregate over 19.
 """
 
@@ -15,6 +17,7 @@ import subprocess
 import sys
 
 import numpy as np
+
 from janus_sa.deploy import client_update
 from janus_sa.quantize import Quantizer
 
@@ -46,13 +49,13 @@ def test_twenty_client_processes_with_client_and_s1_crashes(tmp_path):
                "--state-dir", str(tmp_path / "st1")]
     s1 = _spawn(s1_args + ["--die-at-round", "4", "--die-after-uploads", "5"], tmp_path / "s1.log", env)
     s0 = _spawn(["serve", "--role", "s0", "--deployment", str(tmp_path / "dep"), "--port", str(p0), "--peer", a1,
-                 "--state-dir", str(tmp_path / "st0"), "--rounds", "5", "--expect", str(N), "--round-timeout", "5",
-                 "--settle", "1.0", "--gap", "0.5", "--linger", "3"], tmp_path / "s0.log", env)
+                 "--state-dir", str(tmp_path / "st0"), "--rounds", "5", "--expect", str(N), "--round-timeout", "60",
+                 "--settle", "1.5", "--gap", "0.2", "--linger", "3"], tmp_path / "s0.log", env)
     clients = []
     for i in range(N):
         extra = ["--kill-after-s0-upload", "2"] if i == 0 else []
         clients.append(_spawn(["client", "--deployment", str(tmp_path / "dep" / "deployment.json"), "--s0", a0,
-                               "--s1", a1, "--rounds", "5", "--index", str(i), "--timeout", "90"] + extra,
+                               "--s1", a1, "--rounds", "9", "--last-round", "5", "--index", str(i), "--timeout", "90"] + extra,
                               tmp_path / f"c{i}.log", env))
     restarted = None
     try:
@@ -75,12 +78,16 @@ def test_twenty_client_processes_with_client_and_s1_crashes(tmp_path):
 
     survivors = range(1, N)
     assert [ln["round"] for ln in lines[0]] == [1]  # killed during round 2, before printing it
+    failed_in_4 = 0
     for i in survivors:
         by_round = {ln["round"]: ln for ln in lines[i]}
-        assert sorted(by_round) == [1, 2, 3, 4, 5]
+        assert sorted(by_round) in ([1, 2, 3, 4, 5], [1, 2, 3, 5]), lines[i]
         for rnd, members in [(1, range(N)), (2, survivors), (3, survivors), (5, survivors)]:
             ln = by_round[rnd]
             assert ln["ok"], (i, ln)
             assert ln["n"] == len(members)
             assert ln["sum_codes"] == expected(rnd, members)
-        assert not by_round[4]["ok"] and by_round[4]["error"] in CLEAN_FAILURES, by_round[4]
+        if 4 in by_round:
+            assert not by_round[4]["ok"] and by_round[4]["error"] in CLEAN_FAILURES, by_round[4]
+            failed_in_4 += 1
+    assert failed_in_4 >= 5

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+
 from janus_sa import AggregationServer, InProcessDeployment, JanusConfig, MaskServer, ReplayError
 from janus_sa.simulation import random_updates
 

@@ -11,8 +11,9 @@
 
 import numpy as np
 import pytest
-from janus_sa import InProcessDeployment, JanusConfig, Quantizer
 from scipy import stats
+
+from janus_sa import InProcessDeployment, JanusConfig, Quantizer
 
 Q = Quantizer(clipping_range=1.0, quantization_range=2**12, modulus_range=2**32)
 

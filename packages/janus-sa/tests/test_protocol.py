@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+
 from janus_sa import ConfigError, InProcessDeployment, JanusConfig, Quantizer
 from janus_sa.errors import IncompleteRoundError, ProtocolError
 from janus_sa.simulation import random_updates

@@ -1,8 +1,9 @@
 import subprocess
 import sys
 
-import janus_sa
 import pytest
+
+import janus_sa
 from janus_sa.__main__ import main
 
 

@@ -6,6 +6,7 @@ import pytest
 import rbcl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+
 from janus_sa import InProcessDeployment, JanusConfig, JanusError
 from janus_sa.crypto import GROUP_ORDER, SigningKey
 from janus_sa.errors import (

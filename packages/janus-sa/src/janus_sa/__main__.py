@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 
 from icml25_shared.cli import run_cli
-from janus_sa.experiments import demo, reproduce
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -14,6 +13,8 @@ def main(argv: list[str] | None = None) -> int:
         from janus_sa.deploy import main as deploy_main
 
         return deploy_main(argv)
+    from janus_sa.experiments import demo, reproduce
+
     return run_cli("janus_sa", demo=demo, reproduce=reproduce, argv=argv, description=__doc__)
 
 

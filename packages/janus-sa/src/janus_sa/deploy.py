@@ -116,6 +116,8 @@ def client(args: argparse.Namespace) -> int:
     net = NetworkClient(jc, s0=args.s0, s1=args.s1, tls=_tls(args))
     last = args.after_round
     for _ in range(args.rounds):
+        if args.last_round is not None and last >= args.last_round:
+            break
         try:
             rnd = net.wait_for_round(last, timeout=args.timeout)
         except JanusError as err:
@@ -162,10 +164,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--peer", help="host:port of S1 (for S0)")
     s.add_argument("--state-dir")
     s.add_argument("--rounds", type=int, default=1)
-    s.add_argument("--expect", type=int, default=1, help="close a round early once both servers hold this many")
+    s.add_argument("--expect", type=int, default=1,
+                   help="uploads to wait for in the first round (later rounds: the previous round's participants)")
     s.add_argument("--round-timeout", type=float, default=30.0)
     s.add_argument("--settle", type=float, default=1.0,
-                   help="close early when both servers hold the same count, unchanged for this long")
+                   help="once S0 holds the expected uploads, wait at most this long for S1's count to stop growing")
     s.add_argument("--gap", type=float, default=0.5)
     s.add_argument("--linger", type=float, default=5.0, help="keep serving aggregates this long after the last round")
     s.add_argument("--die-at-round", type=int, help=argparse.SUPPRESS)
@@ -177,6 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--rounds", type=int, default=1)
     c.add_argument("--index", type=int, default=0, help="selects the deterministic test update")
     c.add_argument("--after-round", type=int, default=0, help="skip rounds up to this number")
+    c.add_argument("--last-round", type=int, help="stop after taking part in (or skipping past) this round")
     c.add_argument("--kill-after-s0-upload", type=int, help=argparse.SUPPRESS)
     return p
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import time
 
 import numpy as np
-
 from icml25_shared.cli import RunContext
+
 from janus_sa.fl import run_federated
 from janus_sa.protocol import AggregationServer, JanusConfig
 from janus_sa.secaggplus import neighbours_for, run_secaggplus_round

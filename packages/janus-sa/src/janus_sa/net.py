@@ -167,9 +167,11 @@ class ServerNode:
     def coordinate(self, *, rounds: int, expect: int, round_timeout: float = 30.0, gap: float = 1.0,
                    settle: float = 1.0, open_timeout: float = 60.0, model: bytes = b"",
                    first_round: int | None = None, stop: threading.Event | None = None) -> list[int]:
-        """S0 only: run ``rounds`` rounds. A round closes when both servers hold ``expect`` uploads, when
-        both hold the same non-zero count unchanged for ``settle`` seconds, or after ``round_timeout``.
-        Returns the numbers of the rounds that produced an aggregate."""
+        """S0 only: run ``rounds`` rounds; returns the numbers of the rounds that produced an aggregate.
+
+        A round closes once S0 holds ``expect`` uploads and S1 holds as many or has not grown for
+        ``settle`` seconds, or after ``round_timeout``. After a successful round, ``expect`` becomes
+        the size of its participant set (clients that vanished are not waited for again)."""
         assert isinstance(self.server, AggregationServer) and self.peer is not None
         stop = stop or threading.Event()
         done: list[int] = []
@@ -178,7 +180,7 @@ class ServerNode:
             if stop.is_set():
                 break
             try:
-                self._run_round(rnd, expect, round_timeout, settle, open_timeout, model, stop)
+                expect = self._run_round(rnd, expect, round_timeout, settle, open_timeout, model, stop)
                 done.append(rnd)
                 log.info("round %d finished", rnd)
             except JanusError as err:
@@ -189,7 +191,7 @@ class ServerNode:
         return done
 
     def _run_round(self, rnd: int, expect: int, round_timeout: float, settle: float, open_timeout: float,
-                   model: bytes, stop: threading.Event) -> None:
+                   model: bytes, stop: threading.Event) -> int:
         with self.lock:
             ann = self.server.announce(rnd, model_digest(model))
         deadline = time.monotonic() + open_timeout
@@ -202,29 +204,29 @@ class ServerNode:
                     raise
                 stop.wait(0.2)
         deadline = time.monotonic() + round_timeout
-        last, since = None, time.monotonic()
+        last1, since = -1, time.monotonic()
         while time.monotonic() < deadline and not stop.is_set():
-            counts = (len(self.server.uploads_), int.from_bytes(self.peer.call("Count"), "little"))
-            if min(counts) >= expect:
-                break
-            if counts != last:
-                last, since = counts, time.monotonic()
-            elif counts[0] == counts[1] > 0 and time.monotonic() - since >= settle:
+            c0, c1 = len(self.server.uploads_), int.from_bytes(self.peer.call("Count"), "little")
+            if c1 != last1:
+                last1, since = c1, time.monotonic()
+            # S0 holds everyone expected; S1 either too, or it has stopped growing (a client died in between)
+            if c0 >= expect and (c1 >= expect or time.monotonic() - since >= settle):
                 break
             stop.wait(0.05)
         with self.lock:
             own = self.server.participants()
         theirs = self.peer.call("Agree", own)
         with self.lock:
-            self.server.agree(theirs)
+            agreed = len(self.server.agree(theirs))
             self._maybe_finish()
         if self.server.config.mode == "sketch":
             while time.monotonic() < deadline + round_timeout and not stop.is_set():
                 with self.lock:
                     if "aggregate" in self.finished.get(rnd, {}):
-                        return
+                        return agreed
                 stop.wait(0.05)
             raise errors.IncompleteRoundError("participants did not all send their sketch commitments in time")
+        return agreed
 
 
 def _generic_handler(node: ServerNode) -> grpc.GenericRpcHandler:
@@ -268,7 +270,7 @@ class NetworkClient:
     """
 
     def __init__(self, client: JanusClient, *, s0: str, s1: str, tls: TLSConfig | None = None,
-                 poll: float = 0.05, timeout: float = 10.0) -> None:
+                 poll: float = 0.2, timeout: float = 10.0) -> None:
         self.client, self.poll = client, poll
         mb = client.config.max_message_bytes * 2 + 2**20
         self.s0 = Remote(s0, max_bytes=mb, tls=tls, timeout=timeout)
