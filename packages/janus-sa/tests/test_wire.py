@@ -20,7 +20,7 @@ from janus_sa.errors import (
 from janus_sa.simulation import random_updates
 from janus_sa.wire import SCHEMAS, MsgType, decode, encode
 
-FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck))
+FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=list(HealthCheck), database=None)
 
 
 def _setup():
