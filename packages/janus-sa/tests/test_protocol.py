@@ -97,3 +97,15 @@ def test_round_order_and_config_validation(small):
         c = next(iter(dep.clients.values()))
         c.begin_round(dep.s0.announce(9, bytes(32)), dep.s1.announce(9, bytes(32)))
         c.upload(np.zeros(3))
+
+
+@pytest.mark.parametrize("mode", ["exact", "sketch"])
+def test_threaded_round_gives_the_same_verified_sum(mode):
+    dep = InProcessDeployment(config=JanusConfig(dim=64, mode=mode))
+    ids = dep.add_clients(6)
+    ups = random_updates(64, ids, seed=11)
+    report = dep.run_round(ups, workers=2, drop_before_s1=ids[:1])
+    _check(dep, report, ups, ids[1:])
+    assert all(s.seconds > 0 for s in report.stats.values())
+    with pytest.raises(ConfigError, match="workers"):
+        dep.run_round(ups, workers=0)
