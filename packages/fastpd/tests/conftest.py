@@ -29,11 +29,13 @@ def models(data):
     import lightgbm as lgb
     import xgboost as xgb
     from sklearn.ensemble import (
+        ExtraTreesRegressor,
         GradientBoostingClassifier,
         GradientBoostingRegressor,
         RandomForestClassifier,
         RandomForestRegressor,
     )
+    from sklearn.tree import DecisionTreeClassifier
 
     X, y, yb, y3 = data["X"], data["y"], data["yb"], data["y3"]
     out = {
@@ -46,6 +48,10 @@ def models(data):
         "xgboost-multiclass": xgb.XGBClassifier(n_estimators=5, max_depth=3, random_state=0, n_jobs=1).fit(X, y3),
         "lightgbm": lgb.LGBMRegressor(n_estimators=15, num_leaves=10, min_child_samples=5, random_state=0,
                                       n_jobs=1, verbose=-1).fit(X, y),
+        "lightgbm-multiclass": lgb.LGBMClassifier(n_estimators=4, num_leaves=6, min_child_samples=5, random_state=0,
+                                                  n_jobs=1, verbose=-1).fit(X, y3),
+        "sklearn-et": ExtraTreesRegressor(n_estimators=4, max_depth=5, random_state=0).fit(X, y),
+        "sklearn-dtc": DecisionTreeClassifier(max_depth=4, random_state=0).fit(X, yb),
         "lightgbm-binary": lgb.LGBMClassifier(n_estimators=10, num_leaves=8, min_child_samples=5, random_state=0,
                                               n_jobs=1, verbose=-1).fit(X, yb),
     }

@@ -29,14 +29,16 @@ def test_pd_equals_brute_force_for_every_subset(models, data, name, h):
             np.testing.assert_allclose(pds[subset], ours, rtol=1e-12, atol=1e-12)
 
 
-@pytest.mark.parametrize("name", ["sklearn-gbc", "xgboost-binary", "xgboost-multiclass", "lightgbm-binary"])
+@pytest.mark.parametrize("name", ["sklearn-gbc", "sklearn-dtc", "xgboost-binary", "xgboost-multiclass",
+                                  "lightgbm-binary", "lightgbm-multiclass"])
 def test_classifier_pd_is_on_the_margin(models, data, name, h):
     model = models[name]
     bg, xe = data["bg"][:200], data["Xe"]
     fp = FastPD(model, bg)
     for subset in [(0,), (1, 2), (0, 3, 5)]:
         np.testing.assert_allclose(fp.pd_function(xe, subset), h.brute_pd(model, xe, bg, subset), rtol=1e-5, atol=1e-5)
-    expected_shape = (len(xe), 3) if name.endswith("multiclass") else (len(xe),)
+    expected_shape = (len(xe), 3) if name.endswith("multiclass") else (len(xe), 2) if name == "sklearn-dtc" \
+        else (len(xe),)
     assert fp.pd_function(xe, 0).shape == expected_shape
 
 

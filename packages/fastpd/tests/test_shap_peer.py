@@ -11,7 +11,8 @@ shap = pytest.importorskip("shap")
 
 
 @pytest.mark.parametrize("name", ["sklearn-gbr", "sklearn-rf", "sklearn-rfc", "sklearn-gbc", "xgboost", "xgboost-binary",
-                                  "xgboost-multiclass", "lightgbm", "lightgbm-binary"])
+                                  "xgboost-multiclass", "lightgbm", "lightgbm-binary",
+                                  "lightgbm-multiclass", "sklearn-et", "sklearn-dtc"])
 def test_shap_values_equal_shap_interventional_full_background(models, data, name):
     model = models[name]
     bg, xe = data["bg"], data["Xe"][:12]
