@@ -38,14 +38,20 @@ def test_negative_or_nonfinite_weights(regression_split, value, message):
 
 
 def test_too_few_points_names_group_and_minimum(regression_split):
-    reg, Xc, yc, _, _ = regression_split
+    reg, Xc, yc, Xt, _ = regression_split
     tiny = G.fractional(lambda X, y: np.asarray(X)[:, 0] > 0.985, names="tiny group")
     assert (Xc[:, 0] > 0.985).sum() == 5
-    with pytest.raises(ValueError, match=r"'tiny group' has 5 \(needs >= 9\)"):
-        KandinskyCP(reg, groups=G.intercept() + tiny).conformalize(Xc, yc)
-    # without the correction the LP is still bounded: warn instead, naming the group and the minimum
-    with pytest.warns(UserWarning, match=r"'tiny group' has 5 \(needs >= 9\)"):
-        KandinskyCP(reg, groups=G.intercept() + tiny, finite_sample_correction=False).conformalize(Xc, yc)
+    for correction in (True, False):
+        cp = KandinskyCP(reg, groups=G.intercept() + tiny, finite_sample_correction=correction)
+        with pytest.warns(UserWarning, match=r"'tiny group' has 5 \(needs >= 9\)"):
+            cp.conformalize(Xc, yc)
+    # with the correction (as in split CP) the starved group's intervals are infinite, the others finite
+    cp = KandinskyCP(reg, groups=G.intercept() + tiny)
+    with pytest.warns(UserWarning):
+        cp.conformalize(Xc, yc)
+    width = np.diff(cp.predict_interval(Xt), axis=1)[:, 0]
+    in_tiny = Xt[:, 0] > 0.985
+    assert in_tiny.any() and np.all(np.isinf(width[in_tiny])) and np.all(np.isfinite(width[~in_tiny]))
 
 
 def test_empty_group():

@@ -23,6 +23,8 @@ logger = logging.getLogger(__name__)
 
 # Width of the uniform tie-breaking noise added to scores when randomize=True, relative to the score scale.
 _TIE_NOISE = 1e-9
+# Phantom score relative to the largest calibration score.
+_PHANTOM_SCALE = 1e6
 
 
 @dataclass(frozen=True)
@@ -35,6 +37,7 @@ class GroupQuantileFit:
     confidence_level: 1 - alpha.
     group_weights: (d,) calibration weight sum_i Phi_ij of each group.
     n_interpolated: number of calibration points whose score equals their threshold (>= d at a vertex).
+    cap: the finite score standing in for the phantoms' +infinity (inf when there are no phantoms).
     """
 
     beta: np.ndarray
@@ -42,10 +45,12 @@ class GroupQuantileFit:
     confidence_level: float
     group_weights: np.ndarray
     n_interpolated: int
+    cap: float = np.inf
 
     def threshold(self, phi: np.ndarray) -> np.ndarray:
-        """Thresholds q = phi @ beta for phi of shape (n, d)."""
-        return np.asarray(phi, dtype=float) @ self.beta
+        """Thresholds q = phi @ beta for phi of shape (n, d); +inf where too little data (see ``cap``)."""
+        q = np.asarray(phi, dtype=float) @ self.beta
+        return np.where(q >= 0.5 * self.cap, np.inf, q)
 
 
 def _check_level(confidence_level: float) -> float:
@@ -58,12 +63,12 @@ def _check_level(confidence_level: float) -> float:
 
 
 def phantom_points(phi: np.ndarray) -> np.ndarray:
-    """Features c of the finite-sample correction's infinite-score phantom points, summed.
+    """Features (m, d) of the finite-sample correction's phantom points (scored +infinity).
 
     One phantom per group: the calibration row with the group's largest weight and, among those, the
     fewest other memberships; identical rows are counted once. For disjoint groups this is one phantom
-    per group (the +1 of split / Mondrian CP). Phantoms copy real rows, so c lies in Phi's row space and
-    redundant designs (intercept + every class) stay bounded.
+    per group (the +1 of split / Mondrian CP). Phantoms copy real rows, so redundant designs (intercept +
+    every class) behave exactly like their non-redundant equivalents.
     """
     phi = np.asarray(phi, dtype=float)
     row_sum = phi.sum(axis=1)
@@ -72,12 +77,11 @@ def phantom_points(phi: np.ndarray) -> np.ndarray:
         col = phi[:, j]
         top = np.flatnonzero(col >= col.max() - 1e-12)
         chosen.append(top[np.argmin(row_sum[top])])
-    return np.unique(phi[chosen], axis=0).sum(axis=0)
+    return np.unique(phi[chosen], axis=0)
 
 
-def _check_group_sizes(phi: np.ndarray, level: float, names: list[str], phantom: np.ndarray, *,
-                       error: bool) -> np.ndarray:
-    # Column j is bounded in the LP iff (1 - tau) * sum_i Phi_ij >= tau * c_j.
+def _check_group_sizes(phi: np.ndarray, level: float, names: list[str], phantom: np.ndarray) -> np.ndarray:
+    # With phantom weight c_j, group j gets a finite threshold iff (1 - tau) * sum_i Phi_ij >= tau * c_j.
     weights = phi.sum(axis=0)
     empty = [names[j] for j in np.flatnonzero(weights <= 0)]
     if empty:
@@ -87,9 +91,9 @@ def _check_group_sizes(phi: np.ndarray, level: float, names: list[str], phantom:
     if small.size:
         detail = ", ".join(f"{names[j]!r} has {weights[j]:g} (needs >= {need[j]:g})" for j in small)
         msg = (f"too few calibration points for confidence_level={level}: {detail}; the minimum is "
-               f"(phantom weight) * (1 - alpha) / alpha. Merge small groups, lower the level or add data")
-        if error:
-            raise ValueError(msg)
+               f"(phantom weight) * (1 - alpha) / alpha. With the finite-sample correction such groups get "
+               f"infinite thresholds (every label, as in split CP); merge small groups, lower the level or "
+               f"add data")
         warnings.warn(msg, UserWarning, stacklevel=3)
     return weights
 
@@ -115,20 +119,20 @@ def group_quantile_regression(phi: np.ndarray, scores: np.ndarray, *, confidence
     if not np.all(np.isfinite(phi)) or np.any(phi < 0):
         raise ValueError("group weights must be finite and nonnegative")
     names = names or [f"group {j}" for j in range(phi.shape[1])]
-    phantom = phantom_points(phi)
-    weights = _check_group_sizes(phi, level, names, phantom, error=finite_sample_correction)
-    if not finite_sample_correction:
-        phantom = np.zeros(phi.shape[1])
-    try:
-        res = solve_quantile_lp(phi, scores, level, phantom)
-    except InfeasibleQuantileLP as err:
-        raise ValueError(f"the group quantile regression with the finite-sample correction is unbounded at "
-                         f"confidence_level={level}: a combination of the groups {names} (e.g. a group minus "
-                         f"an overlapping one) holds fewer than (1 - alpha) / alpha calibration points per "
-                         f"phantom; coarsen the groups, lower the level, or use finite_sample_correction=False"
-                         ) from err
+    rows = phantom_points(phi)
+    weights = _check_group_sizes(phi, level, names, rows.sum(axis=0))
+    cap = np.inf
+    if finite_sample_correction:
+        # A finite stand-in for +infinity: identical solution whenever the true one is finite, and
+        # thresholds near `cap` (directions with too little data) are reported as +inf.
+        cap = _PHANTOM_SCALE * (1.0 + float(np.max(np.abs(scores), initial=0.0)))
+        phi_fit, scores_fit = np.vstack([phi, rows]), np.concatenate([scores, np.full(len(rows), cap)])
+    else:
+        phi_fit, scores_fit = phi, scores
+    res = solve_quantile_lp(phi_fit, scores_fit, level)
+    phantom = rows.sum(axis=0) if finite_sample_correction else np.zeros(phi.shape[1])
     return GroupQuantileFit(beta=res.beta, phantom=phantom, confidence_level=level, group_weights=weights,
-                            n_interpolated=res.n_interpolated)
+                            n_interpolated=res.n_interpolated, cap=cap)
 
 
 @dataclass(frozen=True)
@@ -295,7 +299,7 @@ class KandinskyCP:
         self.calibration_scores_ = scores
         self.calibration_phi_ = phi
         if self.exact:
-            _check_group_sizes(phi, level, self.group_names_, phantom_points(phi), error=False)
+            _check_group_sizes(phi, level, self.group_names_, phantom_points(phi).sum(axis=0))
             self.fit_result_ = None
             self.beta_ = None
             self._exact_cache: dict[bytes, float] = {}
@@ -384,7 +388,7 @@ class KandinskyCP:
 
     def _thresholds(self, phi: np.ndarray) -> np.ndarray:
         if not self.exact:
-            return phi @ self.beta_
+            return self.fit_result_.threshold(phi)
         return np.array([self._exact_threshold(row) for row in phi])
 
     def _exact_threshold(self, c: np.ndarray) -> float:

@@ -113,7 +113,8 @@ def group_coverage(is_covered: Any, phi: Any, *, confidence_level: float, names:
         size = None
     else:  # 0 * inf (an infinite interval outside the group) counts as 0
         sz = np.asarray(sizes, dtype=float)[:, None]
-        size = np.where(w > 0, w * sz, 0.0).sum(axis=0) / safe
+        with np.errstate(invalid="ignore"):
+            size = np.where(w > 0, w * sz, 0.0).sum(axis=0) / safe
     names = names or [f"group {j}" for j in range(w.shape[1])]
     return GroupCoverage(names=list(names), coverage=p, stderr=se, weight=total, effective_n=n_eff,
                          set_size=size, confidence_level=float(confidence_level))
