@@ -93,3 +93,18 @@ def test_xgboost_wrapper_uses_the_early_stopping_iteration(data, h):
     fp = FastPD(model, data["bg"][:100])
     np.testing.assert_allclose(fp.predict(data["Xe"]), h.margin(model, data["Xe"]), rtol=1e-5, atol=1e-5)
     assert fp.n_trees_ == model.best_iteration + 1
+
+
+def test_random_forest_modes_of_xgboost_and_lightgbm(data, h):
+    import lightgbm as lgb
+    import xgboost as xgb
+
+    x, y, xe, bg = data["X"], data["y"], data["Xe"], data["bg"][:100]
+    xrf = xgb.XGBRFRegressor(n_estimators=6, max_depth=3, n_jobs=1, random_state=0).fit(x, y)
+    np.testing.assert_allclose(FastPD(xrf, bg).predict(xe), h.margin(xrf, xe), rtol=1e-5, atol=1e-5)
+    # LightGBM's rf mode averages its trees in predict(); raw_score=True returns the plain sum
+    lrf = lgb.LGBMRegressor(boosting_type="rf", n_estimators=5, bagging_freq=1, bagging_fraction=0.7,
+                            n_jobs=1, verbose=-1).fit(x, y)
+    fp = FastPD(lrf, bg)
+    np.testing.assert_allclose(fp.predict(xe), lrf.predict(xe), rtol=1e-10)
+    np.testing.assert_allclose(fp.pd_function(xe, [2]), h.brute_pd(lrf, xe, bg, [2]) / 5, rtol=1e-10)
