@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import logging
 import math
+import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -84,7 +85,7 @@ class FastPD:
         self.n_outputs_ = ens.n_outputs
         self.offset_ = self._squeeze(ens.offset)
         jobs = self.n_jobs if self.n_jobs != -1 else 0
-        self._jobs = jobs if jobs >= 1 else max(1, __import__("os").cpu_count() or 1)
+        self._jobs = jobs if jobs >= 1 else max(1, os.cpu_count() or 1)
         self._blocks = eng.compile_blocks(ens, self._jobs)
         self.n_trees_ = len(ens.trees)
         self.n_leaves_ = sum(b.n_leaves for b in self._blocks)
