@@ -14,6 +14,8 @@ import argparse
 from pathlib import Path
 
 import numpy as np
+from icml25_shared.bench import BenchmarkReport, compare
+
 from pomwu import (
     POMWU,
     OnlineLogisticRegression,
@@ -23,8 +25,6 @@ from pomwu import (
     predict_contexts,
 )
 from pomwu.experiments import sioux_falls_setup
-
-from icml25_shared.bench import BenchmarkReport, compare
 
 
 def per_agent_loop(game, learner, contexts, lo, hi, rng):

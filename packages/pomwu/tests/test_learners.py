@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+
 from pomwu import POMWU, ContextualHedge, Hedge, OptimisticHedge
 from pomwu.games import random_zero_sum_games
 

@@ -3,6 +3,7 @@
 import nashpy
 import numpy as np
 import pytest
+
 from pomwu import (
     POMWU,
     MatrixGame,

@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from sklearn.linear_model import LogisticRegression
+
 from pomwu import (
     NoisyOracle,
     OnlineLogisticRegression,
@@ -10,7 +12,6 @@ from pomwu import (
     make_covariates,
     predict_contexts,
 )
-from sklearn.linear_model import LogisticRegression
 
 
 def test_oracle_is_exact_and_checks_range():

@@ -2,6 +2,8 @@
 
 import numpy as np
 import pytest
+from scipy.optimize import minimize
+
 from pomwu import (
     POMWU,
     Hedge,
@@ -14,7 +16,6 @@ from pomwu import (
     read_network_csv,
     wardrop_equilibrium,
 )
-from scipy.optimize import minimize
 
 
 def _affine(a, beta):

@@ -2,8 +2,9 @@ import json
 import subprocess
 import sys
 
-import pomwu
 import pytest
+
+import pomwu
 from pomwu.__main__ import main
 
 

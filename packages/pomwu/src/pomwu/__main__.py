@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from icml25_shared.cli import run_cli
+
 from pomwu.experiments import demo, reproduce
 
 

@@ -7,8 +7,8 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-
 from icml25_shared.cli import RunContext
+
 from pomwu.games import (
     RoutingGame,
     context_capacities,

@@ -7,8 +7,8 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-
 from icml25_shared.cli import progress as _progress
+
 from pomwu.games import MatrixGame, RoutingGame
 from pomwu.learners import MultiplicativeWeights
 from pomwu.metrics import RegretSummary, RegretTracker, duality_gap
