@@ -123,14 +123,15 @@ def demo(ctx: RunContext) -> None:
     ax1.set_ylabel("relative MSE")
     ax1.set_title("activations with outlier channels")
     ax1.legend(fontsize=8)
-    row = rot[0] / rot[0].pow(2).mean().sqrt()
+    tokens = rot[:64] / rot[:64].pow(2).mean(-1, keepdim=True).sqrt()
     spec = grid_spec(4)
-    ax2.hist(row.numpy(), bins=60, color="0.6")
+    ax2.hist(tokens.flatten().numpy(), bins=80, color="0.6")
+    ax2.set_yscale("log")
     for sign in (-1, 1):
         ax2.axvline(sign * spec.alpha, color="C0", label="clip s" if sign > 0 else None)
         ax2.axvline(sign * (spec.alpha + spec.default_trust), color="C3", linestyle="--",
                     label="trust bound s + step/2" if sign > 0 else None)
-    ax2.set_xlabel("rotated activation / RMS (one token)")
+    ax2.set_xlabel("rotated activation / row RMS (64 tokens)")
     ax2.set_title("4-bit grid: gradients beyond the red lines are masked")
     ax2.legend(fontsize=8)
     ctx.save_figure(fig)
