@@ -45,8 +45,9 @@ def _solve_dual(phi: np.ndarray, scores: np.ndarray, tau: float, phantom: np.nda
     # problem is degenerate, e.g. an intercept with n * tau an integer) it picks the lowest thresholds,
     # the order statistic split conformal uses. It is far above HiGHS' 1e-7 feasibility tolerance and far
     # below the gaps between dual vertices of indicator designs (multiples of 1/(weights)).
+    # HiGHS presolve costs ~1 s on this box-constrained dual and gains nothing: off.
     res = linprog(-scores, A_eq=phi.T, b_eq=_TIE_EPS * tie - tau * phantom, bounds=(tau - 1.0, tau),
-                  method="highs")
+                  method="highs", options={"presolve": False})
     if res.status == 2:
         raise InfeasibleQuantileLP("the quantile-regression LP is unbounded for this calibration set")
     if res.status != 0:

@@ -74,8 +74,9 @@ class GroupCoverage:
 
     @property
     def worst_deviation(self) -> float:
-        """max_j |coverage_j - confidence_level|."""
-        return float(np.max(np.abs(self.deviation)))
+        """max_j |coverage_j - confidence_level| over groups with test weight (NaN ones skipped)."""
+        dev = np.abs(self.deviation)
+        return float(np.nanmax(dev)) if np.any(np.isfinite(dev)) else float("nan")
 
     def to_markdown(self) -> str:
         head = "| group | weight | coverage | ± s.e. | deviation |" + (" set size |" if self.set_size is not None else "")
