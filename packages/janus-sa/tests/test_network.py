@@ -49,19 +49,19 @@ def test_twenty_client_processes_with_client_and_s1_crashes(tmp_path):
                "--state-dir", str(tmp_path / "st1")]
     s1 = _spawn(s1_args + ["--die-at-round", "4", "--die-after-uploads", "5"], tmp_path / "s1.log", env)
     s0 = _spawn(["serve", "--role", "s0", "--deployment", str(tmp_path / "dep"), "--port", str(p0), "--peer", a1,
-                 "--state-dir", str(tmp_path / "st0"), "--rounds", "5", "--expect", str(N), "--round-timeout", "60",
-                 "--settle", "1.5", "--gap", "0.2", "--linger", "3"], tmp_path / "s0.log", env)
+                 "--state-dir", str(tmp_path / "st0"), "--rounds", "5", "--expect", str(N), "--round-timeout", "150",
+                 "--settle", "3", "--gap", "0.2", "--linger", "3"], tmp_path / "s0.log", env)
     clients = []
     for i in range(N):
         extra = ["--kill-after-s0-upload", "2"] if i == 0 else []
         clients.append(_spawn(["client", "--deployment", str(tmp_path / "dep" / "deployment.json"), "--s0", a0,
-                               "--s1", a1, "--rounds", "9", "--last-round", "5", "--index", str(i), "--timeout", "90"] + extra,
+                               "--s1", a1, "--rounds", "9", "--last-round", "5", "--index", str(i), "--timeout", "200"] + extra,
                               tmp_path / f"c{i}.log", env))
     restarted = None
     try:
-        assert s1.wait(timeout=150) == -9, "S1 should have been killed by the injected fault"
+        assert s1.wait(timeout=400) == -9, "S1 should have been killed by the injected fault"
         restarted = _spawn(s1_args, tmp_path / "s1b.log", env)  # same keys, port and state directory
-        outs = [c.communicate(timeout=150)[0] for c in clients]
+        outs = [c.communicate(timeout=400)[0] for c in clients]
         s0_out = s0.communicate(timeout=60)[0]
     finally:
         for p in [s0, s1, restarted, *clients]:
