@@ -125,7 +125,8 @@ class MultiplicativeWeights:
         """Mixed strategies for this round, shape ``(n_agents, max_actions)``.
 
         ``context`` is one int shared by all agents or an int array ``(n_agents,)`` (each agent's
-        own prediction); non-contextual learners accept and ignore it.
+        own prediction), checked against ``{0, ..., n_contexts - 1}``; non-contextual learners
+        check it and then ignore it (give them the same ``n_contexts`` as the others).
         """
         self._ensure()
         s = self._contexts(context)
