@@ -95,3 +95,13 @@ def test_bad_accounting_inputs(call, match):
 def test_public_api_is_exported():
     for name in dsi.__all__:
         assert hasattr(dsi, name)
+
+
+@pytest.mark.parametrize("eps", [0.5, 1.0, 4.0, 8.0])
+def test_gdp_accountant_roundtrip_and_is_tighter(eps):
+    for steps in [1, 30]:
+        sigma = sigma_from_epsilon(eps, 1e-5, steps=steps, accountant="gdp")
+        assert epsilon_from_sigma(sigma, 1e-5, steps=steps, accountant="gdp") == pytest.approx(eps, rel=1e-9)
+        assert sigma < sigma_from_epsilon(eps, 1e-5, steps=steps)
+    with pytest.raises(ValueError, match="accountant"):
+        sigma_from_epsilon(eps, 1e-5, accountant="rdp")

@@ -94,3 +94,29 @@ def test_trainer_errors():
         DSITrainer(_linear(), epsilon=1.0).fit(x, y, groups.astype(float))
     with pytest.raises(TypeError, match="torch.nn.Module"):
         DSITrainer(lambda t: t, epsilon=1.0).fit(x, y, groups)
+
+
+def test_per_sample_clipping_matches_a_manual_loop():
+    from dsi.training import backward
+
+    x, y, _ = _problem(n=12)
+    model = _linear()
+    clip = 0.3
+    manual = []
+    for i in range(len(y)):
+        model.zero_grad()
+        torch.nn.functional.cross_entropy(model(x[i:i + 1]), y[i:i + 1]).backward()
+        g = torch.cat([p.grad.ravel() for p in model.parameters()])
+        manual.append(g * min(1.0, clip / float(g.norm())))
+    expected = torch.stack(manual).mean(0)
+    model.zero_grad()
+    backward(model, torch.nn.functional.cross_entropy, x, y, clip)
+    got = torch.cat([p.grad.ravel() for p in model.parameters()])
+    torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-7)
+    # clipping bounds every group's leave-out difference for one SGD step: ||s_j|| <= 2 lr C n_j / (N - n_j)
+    groups = np.arange(len(y)) % 3
+    trainer = DSITrainer(_linear(), lr=0.5, rounds=1, epsilon=1.0, max_grad_norm=clip, seed=0).fit(x, y, groups)
+    bound = 2 * 0.5 * clip * 4 / (12 - 4)
+    assert np.linalg.norm(trainer.last_differences_, axis=1).max() <= bound + 1e-6
+    with pytest.raises(ValueError, match="max_grad_norm"):
+        DSITrainer(_linear(), epsilon=1.0, max_grad_norm=0.0).fit(x, y, groups)

@@ -26,6 +26,7 @@ __all__ = [
     "epsilon_from_rho",
     "epsilon_from_sigma",
     "gdp_mu",
+    "gdp_mu_from_epsilon",
     "renyi_divergence",
     "rho_from_epsilon",
     "rho_from_sigma",
@@ -78,14 +79,33 @@ def rho_from_epsilon(epsilon: float, delta: float) -> float:
     return epsilon**2 / (math.sqrt(big_l + epsilon) + math.sqrt(big_l)) ** 2
 
 
-def epsilon_from_sigma(sigma: float, delta: float, *, steps: int = 1, budget: float = 1.0) -> float:
-    """epsilon at ``delta`` after ``steps`` releases with per-step multiplier ``sigma`` (zCDP conversion)."""
+_ACCOUNTANTS = ("zcdp", "gdp")
+
+
+def _check_accountant(accountant: str) -> None:
+    if accountant not in _ACCOUNTANTS:
+        raise ValueError(f"accountant must be one of {_ACCOUNTANTS}, got {accountant!r}")
+
+
+def epsilon_from_sigma(sigma: float, delta: float, *, steps: int = 1, budget: float = 1.0,
+                       accountant: str = "zcdp") -> float:
+    """epsilon at ``delta`` after ``steps`` releases with per-step multiplier ``sigma``.
+
+    ``accountant="zcdp"`` is the paper's conversion; ``"gdp"`` is the exact Gaussian-DP one (tighter)."""
+    _check_accountant(accountant)
+    if accountant == "gdp":
+        return epsilon_from_gdp(gdp_mu(sigma, steps=steps, budget=budget), delta)
     return epsilon_from_rho(rho_from_sigma(sigma, steps=steps, budget=budget), delta)
 
 
-def sigma_from_epsilon(epsilon: float, delta: float, *, steps: int = 1, budget: float = 1.0) -> float:
+def sigma_from_epsilon(epsilon: float, delta: float, *, steps: int = 1, budget: float = 1.0,
+                       accountant: str = "zcdp") -> float:
     """Per-step noise multiplier so that ``steps`` releases are (epsilon, delta)-DP; sigma_1 * sqrt(steps)."""
     epsilon = check_positive(epsilon, name="epsilon")
+    _check_accountant(accountant)
+    if accountant == "gdp":
+        mu = gdp_mu_from_epsilon(epsilon, delta)
+        return math.sqrt(check_steps(steps) * check_positive(budget, name="budget")) / mu
     return sigma_from_rho(rho_from_epsilon(epsilon, delta), steps=steps, budget=budget)
 
 
@@ -133,6 +153,16 @@ def delta_from_gdp(mu: float, epsilon: float) -> float:
     mu = check_positive(mu, name="mu")
     epsilon = _nonneg(epsilon, name="epsilon")
     return float(special.ndtr(-epsilon / mu + mu / 2) - math.exp(epsilon) * special.ndtr(-epsilon / mu - mu / 2))
+
+
+def gdp_mu_from_epsilon(epsilon: float, delta: float) -> float:
+    """Largest mu whose mu-GDP implies (epsilon, delta)-DP (inverse of epsilon_from_gdp)."""
+    epsilon = check_positive(epsilon, name="epsilon")
+    delta = check_delta(delta)
+    hi = 1.0
+    while delta_from_gdp(hi, epsilon) < delta:
+        hi *= 2.0
+    return float(optimize.brentq(lambda m: delta_from_gdp(m, epsilon) - delta, 1e-12, hi, xtol=1e-14, rtol=1e-13))
 
 
 def epsilon_from_gdp(mu: float, delta: float) -> float:

@@ -9,6 +9,7 @@ per-sample guarantee), or "none" (the same rounds without noise).
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -16,7 +17,7 @@ from typing import Any, Literal
 import numpy as np
 
 from dsi._validation import check_delta, check_positive
-from dsi.training import DSITrainer, require_torch
+from dsi.training import DSITrainer, backward, require_torch
 
 __all__ = [
     "BackdoorResult",
@@ -39,7 +40,11 @@ class TaskConfig:
     """Training setup shared by the applications (the reproduce task).
 
     ``rounds`` x ``local_steps`` optimizer steps for DSI/isotropic/none; DP-SGD gets the same number
-    of optimizer steps (``rounds * local_steps``) at ``dpsgd_batch_size``.
+    of optimizer steps (``rounds * local_steps``) at ``dpsgd_batch_size``. ``augment`` adds that many
+    jittered copies (1-pixel shifts, pixel noise) of every training image, as the paper's augmentation
+    multiplicity does. ``accountant`` calibrates DSI/isotropic noise ("gdp": exact Gaussian-DP composition,
+    as tight as opacus' own accountant is for DP-SGD; "zcdp": the paper's conversion). ``max_grad_norm``
+    clips per-sample gradients in every regime (DP-SGD uses ``dpsgd_max_grad_norm``).
     """
 
     hidden: int = 64
@@ -47,9 +52,12 @@ class TaskConfig:
     lr: float = 0.5
     rounds: int = 30
     local_steps: int = 5
-    n_sources: int = 10
+    n_sources: int = 30
     n_untrusted: int = 3
+    augment: int = 0
     delta: float = 1e-5
+    accountant: str = "gdp"
+    max_grad_norm: float | None = None
     dpsgd_batch_size: int = 128
     dpsgd_lr: float = 0.5
     dpsgd_max_grad_norm: float = 1.0
@@ -65,7 +73,9 @@ def canary_exposure(canary_loss: float, reference_losses: Any) -> float:
     return float(np.log2(ref.size + 1) - np.log2(rank))
 
 
+@functools.lru_cache(maxsize=4)
 def _digits(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """75/25 split of scikit-learn's digits scaled to [0, 1] (cached; callers must not modify the arrays)."""
     from icml25_shared.data import load
 
     data = load("digits", seed=seed)
@@ -75,6 +85,21 @@ def _digits(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     perm = rng.permutation(len(y))
     cut = int(0.75 * len(y))
     return x[perm[:cut]], y[perm[:cut]], x[perm[cut:]], y[perm[cut:]]
+
+
+def _training_data(seed: int, augment: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    xtr, ytr, xte, yte = _digits(seed)
+    if augment <= 0:
+        return xtr, ytr, xte, yte
+    rng = np.random.default_rng(seed + 1)
+    copies = [xtr]
+    for _ in range(augment):
+        img = xtr.reshape(-1, 8, 8)
+        shifted = np.stack([np.roll(im, (int(a), int(b)), axis=(0, 1))
+                            for im, a, b in zip(img, rng.integers(-1, 2, len(img)), rng.integers(-1, 2, len(img)),
+                                                strict=True)])
+        copies.append(np.clip(shifted.reshape(len(xtr), -1) + rng.normal(0, 0.05, xtr.shape), 0.0, 1.0))
+    return np.concatenate(copies), np.tile(ytr, augment + 1), xte, yte
 
 
 def _mlp(d_in: int, hidden: int, n_out: int, seed: int) -> Any:
@@ -140,12 +165,12 @@ def _train(regime: str, x: np.ndarray, y: np.ndarray, groups: np.ndarray, epsilo
                 torch.optim.SGD(model.parameters(), lr=cfg.lr)
             for _ in range(cfg.local_steps):
                 opt.zero_grad()
-                torch.nn.functional.cross_entropy(model(xt), yt).backward()
+                backward(model, torch.nn.functional.cross_entropy, xt, yt, cfg.max_grad_norm)
                 opt.step()
         return model
     trainer = DSITrainer(model, optimizer=cfg.optimizer, lr=cfg.lr, local_steps=cfg.local_steps, rounds=cfg.rounds,
                          delta=cfg.delta, noise="isotropic" if regime == "isotropic" else "dsi", seed=seed,
-                         epsilon=epsilon)
+                         epsilon=epsilon, accountant=cfg.accountant, max_grad_norm=cfg.max_grad_norm)
     trainer.fit(xt, yt, groups)
     return model
 
@@ -180,8 +205,8 @@ class MemorizationResult:
     max_exposure: float = 0.0
 
 
-def memorization_mitigation(*, regime: Regime = "dsi", epsilon: float | None = 4.0, n_canaries: int = 4,
-                            canary_repeats: int = 8, n_references: int = 255, config: TaskConfig | None = None,
+def memorization_mitigation(*, regime: Regime = "dsi", epsilon: float | None = 4.0, n_canaries: int = 8,
+                            canary_repeats: int = 4, n_references: int = 255, config: TaskConfig | None = None,
                             seed: int = 0) -> MemorizationResult:
     """Insert secret canaries into digits training data and measure how much the trained model exposes them.
 
@@ -194,7 +219,7 @@ def memorization_mitigation(*, regime: Regime = "dsi", epsilon: float | None = 4
     cfg = config or TaskConfig()
     _check_regime(regime, epsilon)
     rng = np.random.default_rng(seed)
-    xtr, ytr, xte, yte = _digits(seed)
+    xtr, ytr, xte, yte = _training_data(seed, cfg.augment)
     cand_x = rng.uniform(0.0, 1.0, size=(n_canaries * (n_references + 1), xtr.shape[1]))
     cand_y = rng.integers(0, 10, size=len(cand_x))
     inserted = np.arange(n_canaries) * (n_references + 1)
@@ -225,31 +250,32 @@ class BackdoorResult:
     attack_success_rate: float
 
 
-def backdoor_defense(*, regime: Regime = "dsi", epsilon: float | None = 4.0, poison_rate: float = 0.1,
+def backdoor_defense(*, regime: Regime = "dsi", epsilon: float | None = 4.0, n_poisons: int = 40,
                      blend: float = 0.3, target: int = 0, config: TaskConfig | None = None,
                      seed: int = 0) -> BackdoorResult:
     """Blended-trigger backdoor on digits, one malicious source among ``config.n_untrusted`` untrusted ones.
 
     Threat model: the training data come from ``config.n_sources`` equal sources; the first
     ``config.n_untrusted`` are untrusted (e.g. scraped) and one of them, unknown to the defender, adds
-    ``poison_rate`` x its size clean images blended with a trigger and relabelled ``target``. The defender
+    ``n_poisons`` of its clean images blended with a trigger and relabelled ``target``. The defender
     protects every untrusted source with DSI, which bounds how far any one of them can move the model; the
     trigger is carried by one source only, while clean features are shared by all.
     """
     cfg = config or TaskConfig()
     _check_regime(regime, epsilon)
-    check_positive(poison_rate, name="poison_rate")
+    if isinstance(n_poisons, bool) or not isinstance(n_poisons, (int, np.integer)) or n_poisons < 1:
+        raise ValueError(f"n_poisons must be a positive int, got {n_poisons!r}")
     if not 0.0 < blend < 1.0:
         raise ValueError(f"blend must lie in (0, 1), got {blend!r}")
     rng = np.random.default_rng(seed)
-    xtr, ytr, xte, yte = _digits(seed)
+    xtr, ytr, xte, yte = _training_data(seed, cfg.augment)
     if not 1 <= cfg.n_untrusted <= cfg.n_sources:
         raise ValueError(f"config.n_untrusted must lie in [1, n_sources={cfg.n_sources}], got {cfg.n_untrusted}")
     sources = _source_groups(len(ytr), cfg.n_sources, rng)
     groups = np.where(sources < cfg.n_untrusted, sources, -1)
     bad_source = int(rng.integers(cfg.n_untrusted))
     own = np.flatnonzero(groups == bad_source)
-    chosen = rng.choice(own, size=max(1, int(round(poison_rate * len(own)))), replace=False)
+    chosen = rng.choice(own, size=n_poisons, replace=len(own) < n_poisons)
     x = np.concatenate([xtr, blend_trigger(xtr[chosen], alpha=blend)])
     y = np.concatenate([ytr, np.full(len(chosen), target)])
     groups = np.concatenate([groups, np.full(len(chosen), bad_source)])

@@ -107,9 +107,10 @@ def reproduce(ctx: RunContext) -> dict[str, Any]:
     torch = require_torch()
     torch.set_num_threads(1)
     cfg = TaskConfig()
-    epsilons = [8.0, 1.0] if ctx.quick else [8.0, 4.0, 2.0, 1.0]
+    epsilons = [2.0] if ctx.quick else [8.0, 4.0, 2.0, 1.0]
+    n_canaries = 2 if ctx.quick else 8
     if ctx.quick:
-        cfg = replace(cfg, rounds=4, local_steps=2)
+        cfg = replace(cfg, rounds=3, local_steps=2, hidden=16)
     regimes = ["dsi", "isotropic"]
     try:
         import opacus  # noqa: F401
@@ -118,12 +119,13 @@ def reproduce(ctx: RunContext) -> dict[str, Any]:
     except ImportError:
         log.warning("opacus is not installed (pip install dsi[peer]); skipping the DP-SGD peer")
     n_refs = 63 if ctx.quick else 255
-    mem = [memorization_mitigation(regime="none", epsilon=None, config=cfg, n_references=n_refs, seed=ctx.seed)]
+    mem = [memorization_mitigation(regime="none", epsilon=None, config=cfg, n_references=n_refs,
+                                   n_canaries=n_canaries, seed=ctx.seed)]
     for regime in regimes:
         for eps in epsilons:
             mem.append(memorization_mitigation(regime=regime, epsilon=eps, config=cfg, n_references=n_refs,
-                                               seed=ctx.seed))
-    bd_eps = [8.0, 1.0] if ctx.quick else [8.0, 2.0, 1.0]
+                                               n_canaries=n_canaries, seed=ctx.seed))
+    bd_eps = [4.0] if ctx.quick else [8.0, 4.0, 2.0]
     bd = [backdoor_defense(regime="none", epsilon=None, config=cfg, seed=ctx.seed)]
     bd += [backdoor_defense(regime="dsi", epsilon=e, config=cfg, seed=ctx.seed) for e in bd_eps]
 

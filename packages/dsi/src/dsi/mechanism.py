@@ -16,7 +16,8 @@ NoiseKind = Literal["dsi", "isotropic"]
 _NOISE = ("dsi", "isotropic")
 
 
-def calibrate_multiplier(epsilon: float | None, noise_multiplier: float | None, delta: float, steps: int) -> float:
+def calibrate_multiplier(epsilon: float | None, noise_multiplier: float | None, delta: float, steps: int,
+                         accountant: str = "zcdp") -> float:
     """The per-release multiplier c from exactly one of a target epsilon or an explicit multiplier."""
     if (epsilon is None) == (noise_multiplier is None):
         raise ValueError("give exactly one of epsilon (a target, calibrated at delta over steps releases) or "
@@ -25,7 +26,7 @@ def calibrate_multiplier(epsilon: float | None, noise_multiplier: float | None, 
     steps = check_steps(steps)
     if noise_multiplier is not None:
         return check_positive(noise_multiplier, name="noise_multiplier")
-    return sigma_from_epsilon(check_positive(epsilon, name="epsilon"), delta, steps=steps)
+    return sigma_from_epsilon(check_positive(epsilon, name="epsilon"), delta, steps=steps, accountant=accountant)
 
 
 def noise_covariance(differences: Any, budgets: Any, noise: str, *, method: str = "mirror-ascent",
@@ -57,6 +58,8 @@ class Mechanism:
         method: solver for "dsi" ("mirror-ascent" or "sdp").
         tol: solver tolerance (certified relative duality gap).
         seed: seed of the noise generator; the sequence of privatize calls is reproducible.
+        accountant: "zcdp" (the paper's conversion, eps = rho + 2 sqrt(rho ln(1/delta))) or "gdp" (the exact
+            Gaussian-DP conversion, which needs less noise for the same (epsilon, delta)).
 
     Fitted attributes: ``covariance_``, ``noise_multiplier_``, ``rho_`` (per difference, all steps),
     ``epsilon_`` (per difference, at ``delta``), ``noise_trace_`` (c^2 tr Sigma per release).
@@ -64,7 +67,7 @@ class Mechanism:
 
     def __init__(self, *, epsilon: float | None = None, delta: float = 1e-5, noise_multiplier: float | None = None,
                  steps: int = 1, noise: NoiseKind = "dsi", method: str = "mirror-ascent", tol: float = 1e-5,
-                 seed: int | None = None) -> None:
+                 seed: int | None = None, accountant: str = "zcdp") -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.noise_multiplier = noise_multiplier
@@ -73,16 +76,18 @@ class Mechanism:
         self.method = method
         self.tol = tol
         self.seed = seed
+        self.accountant = accountant
 
     def fit(self, differences: Any, budgets: Any = 1.0) -> Mechanism:
         """Fit the noise covariance to ``differences`` (n, d) with squared-Mahalanobis ``budgets``."""
-        c = calibrate_multiplier(self.epsilon, self.noise_multiplier, self.delta, self.steps)
+        c = calibrate_multiplier(self.epsilon, self.noise_multiplier, self.delta, self.steps, self.accountant)
         cov = noise_covariance(differences, budgets, self.noise, method=self.method, tol=self.tol)
         self.covariance_ = cov
         self.noise_multiplier_ = c
         self.rho_ = np.array([rho_from_sigma(c, steps=self.steps, budget=m) if m > 0 else 0.0
                               for m in cov.mahalanobis])
-        self.epsilon_ = np.array([epsilon_from_sigma(c, self.delta, steps=self.steps, budget=m) if m > 0 else 0.0
+        self.epsilon_ = np.array([epsilon_from_sigma(c, self.delta, steps=self.steps, budget=m,
+                                                     accountant=self.accountant) if m > 0 else 0.0
                                   for m in cov.mahalanobis])
         self.noise_trace_ = c**2 * cov.trace
         self._rng = np.random.default_rng(self.seed)

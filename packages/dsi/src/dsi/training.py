@@ -22,7 +22,7 @@ from dsi._validation import as_numpy, check_delta, check_steps
 from dsi.accounting import epsilon_from_sigma
 from dsi.mechanism import calibrate_multiplier, noise_covariance
 
-__all__ = ["DSITrainer", "RoundRecord", "require_torch"]
+__all__ = ["DSITrainer", "RoundRecord", "backward", "require_torch"]
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +34,34 @@ def require_torch() -> Any:
         raise ImportError("DSITrainer and the applications need torch; install it with `pip install dsi[train]`") \
             from exc
     return torch
+
+
+def backward(model: Any, loss_fn: Callable[[Any, Any], Any], x: Any, y: Any, max_grad_norm: float | None) -> float:
+    """Set ``p.grad`` of the model's trainable parameters to the mean loss gradient on (x, y); with
+    ``max_grad_norm`` every per-sample gradient is first clipped to that norm (as the paper's code does
+    through opacus). Returns the mean loss."""
+    torch = require_torch()
+    if max_grad_norm is None:
+        loss = loss_fn(model(x), y)
+        loss.backward()
+        return float(loss.detach())
+    from torch.func import functional_call, grad, vmap
+
+    named = [(n, p) for n, p in model.named_parameters() if p.requires_grad]
+    names = [n for n, _ in named]
+
+    def one(values: tuple[Any, ...], xi: Any, yi: Any) -> Any:
+        out = functional_call(model, dict(zip(names, values, strict=True)), (xi.unsqueeze(0),))
+        return loss_fn(out, yi.unsqueeze(0))
+
+    values = tuple(p.detach() for _, p in named)
+    grads = vmap(grad(one), in_dims=(None, 0, 0))(values, x, y)
+    norms = torch.sqrt(sum(g.reshape(len(x), -1).pow(2).sum(1) for g in grads))
+    scale = torch.clamp(max_grad_norm / (norms + 1e-12), max=1.0)
+    for (_, p), g in zip(named, grads, strict=True):
+        p.grad = (g * scale.view(-1, *([1] * (g.dim() - 1)))).mean(0)
+    with torch.no_grad():
+        return float(loss_fn(model(x), y))
 
 
 @dataclass(frozen=True)
@@ -86,6 +114,10 @@ class DSITrainer:
         method, tol: covariance solver and its tolerance.
         seed: seeds the noise and the mini-batch order.
         progress: show a tqdm bar over rounds.
+        accountant: "zcdp" (the paper's conversion) or "gdp" (exact Gaussian-DP composition, tighter).
+        max_grad_norm: clip every per-sample gradient to this norm inside the local runs (the paper's code
+            clips through opacus); it bounds how far any one sample, and so any group, moves the update,
+            which shrinks the differences and the noise. None: no clipping.
 
     Fitted attributes: ``history_`` (list of :class:`RoundRecord`), ``noise_multiplier_``, ``epsilon_``
     (per group over all rounds, zCDP conversion at ``delta``), ``groups_`` (protected group ids),
@@ -98,7 +130,7 @@ class DSITrainer:
                  batch_size: int | None = None, rounds: int = 10, epsilon: float | None = None,
                  delta: float = 1e-5, noise_multiplier: float | None = None, noise: str = "dsi",
                  budgets: Any = 1.0, method: str = "mirror-ascent", tol: float = 1e-5, seed: int | None = None,
-                 progress: bool = False) -> None:
+                 progress: bool = False, accountant: str = "zcdp", max_grad_norm: float | None = None) -> None:
         self.model = model
         self.loss_fn = loss_fn
         self.optimizer = optimizer
@@ -115,6 +147,8 @@ class DSITrainer:
         self.tol = tol
         self.seed = seed
         self.progress = progress
+        self.accountant = accountant
+        self.max_grad_norm = max_grad_norm
 
     # -- validation -------------------------------------------------------------------------------
     def _setup(self, x: Any, y: Any, groups: Any) -> tuple[Any, Any, np.ndarray]:
@@ -130,6 +164,9 @@ class DSITrainer:
             raise TypeError("optimizer must be 'sgd', 'adam' or a callable params -> torch.optim.Optimizer")
         if not (isinstance(self.lr, (int, float)) and self.lr > 0):
             raise ValueError(f"lr must be a positive number, got {self.lr!r}")
+        if self.max_grad_norm is not None and not (isinstance(self.max_grad_norm, (int, float))
+                                                   and self.max_grad_norm > 0):
+            raise ValueError(f"max_grad_norm must be None or a positive number, got {self.max_grad_norm!r}")
         if self.batch_size is not None and (not isinstance(self.batch_size, int) or self.batch_size < 1):
             raise ValueError(f"batch_size must be None or a positive int, got {self.batch_size!r}")
         x = torch.as_tensor(x) if not isinstance(x, torch.Tensor) else x
@@ -152,9 +189,10 @@ class DSITrainer:
                              f"({ids.size} groups: ids {ids[:10].tolist()}...), got shape {budgets.shape}")
         self.groups_ = ids
         self._budgets = budgets
-        self.noise_multiplier_ = calibrate_multiplier(self.epsilon, self.noise_multiplier, self.delta, rounds)
-        self.epsilon_ = np.array([epsilon_from_sigma(self.noise_multiplier_, self.delta, steps=rounds, budget=b)
-                                  for b in budgets])
+        self.noise_multiplier_ = calibrate_multiplier(self.epsilon, self.noise_multiplier, self.delta, rounds,
+                                                      self.accountant)
+        self.epsilon_ = np.array([epsilon_from_sigma(self.noise_multiplier_, self.delta, steps=rounds, budget=b,
+                                                     accountant=self.accountant) for b in budgets])
         self._rng = np.random.default_rng(self.seed)
         self._torch_gen = torch.Generator().manual_seed(int(self._rng.integers(2**62)))
         self.history_: list[RoundRecord] = []
@@ -186,11 +224,10 @@ class DSITrainer:
                 continue
             index = torch.as_tensor(idx)
             opt.zero_grad(set_to_none=True)
-            loss = loss_fn(self.model(x[index]), y[index])
-            loss.backward()
+            loss = backward(self.model, loss_fn, x[index], y[index], self.max_grad_norm)
             opt.step()
             if step == 0:
-                first = float(loss.detach())
+                first = loss
         with torch.no_grad():
             for b, saved in zip(self.model.buffers(), buffers, strict=True):
                 b.copy_(saved)

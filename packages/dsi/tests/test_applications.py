@@ -1,0 +1,65 @@
+import numpy as np
+import pytest
+
+pytest.importorskip("torch")
+
+from dsi.applications import (  # noqa: E402
+    TaskConfig,
+    backdoor_defense,
+    blend_trigger,
+    canary_exposure,
+    contribution_control,
+    memorization_mitigation,
+)
+
+TINY = TaskConfig(hidden=8, rounds=2, local_steps=2, dpsgd_batch_size=256)
+
+
+def test_canary_exposure_closed_form():
+    refs = [1.0, 2.0, 3.0]
+    assert canary_exposure(0.5, refs) == pytest.approx(2.0)  # rank 1 of 4: log2(4) - log2(1)
+    assert canary_exposure(2.5, refs) == pytest.approx(2.0 - np.log2(3.0))
+    assert canary_exposure(9.0, refs) == pytest.approx(0.0)
+    with pytest.raises(ValueError, match="reference"):
+        canary_exposure(1.0, [])
+
+
+def test_blend_trigger_is_a_convex_combination():
+    x = np.zeros((2, 64))
+    out = blend_trigger(x, alpha=0.25)
+    assert np.all(out >= 0) and np.all(out <= 0.25)
+    np.testing.assert_allclose(blend_trigger(np.ones((1, 64)), alpha=0.0), 1.0)
+
+
+def test_memorization_run_is_reproducible_and_bounded():
+    a = memorization_mitigation(regime="dsi", epsilon=2.0, n_canaries=2, canary_repeats=2, n_references=15,
+                                config=TINY, seed=1)
+    b = memorization_mitigation(regime="dsi", epsilon=2.0, n_canaries=2, canary_repeats=2, n_references=15,
+                                config=TINY, seed=1)
+    assert a.exposure == b.exposure and a.test_accuracy == b.test_accuracy
+    assert 0.0 <= a.exposure <= a.max_exposure == pytest.approx(4.0)
+    assert a.exposures.shape == (2,)
+    iso = memorization_mitigation(regime="isotropic", epsilon=2.0, n_canaries=2, canary_repeats=2,
+                                  n_references=15, config=TINY, seed=1)
+    assert iso.regime == "isotropic" and 0.0 <= iso.test_accuracy <= 1.0
+
+
+def test_backdoor_and_contribution_runs():
+    res = backdoor_defense(regime="none", epsilon=None, config=TINY, seed=0)
+    assert 0.0 <= res.attack_success_rate <= 1.0 and res.clean_accuracy > 0.1
+    contrib = contribution_control(epsilon=2.0, source_size=10, config=TINY, seed=0)
+    # the guaranteed TPR at 5% FPR of a mu-GDP test with mu from (2, 1e-5) via zCDP
+    assert 0.05 < contrib.tpr_bound < 0.2
+    with pytest.raises(ValueError, match="regime must be one of"):
+        memorization_mitigation(regime="laplace", config=TINY)
+    with pytest.raises(ValueError, match="n_untrusted"):
+        backdoor_defense(regime="none", epsilon=None, config=TaskConfig(n_untrusted=0))
+    with pytest.raises(ValueError, match="n_poisons"):
+        backdoor_defense(regime="none", epsilon=None, n_poisons=0, config=TINY)
+
+
+def test_dpsgd_peer_runs():
+    pytest.importorskip("opacus")
+    res = memorization_mitigation(regime="dpsgd", epsilon=4.0, n_canaries=1, canary_repeats=2, n_references=7,
+                                  config=TINY, seed=0)
+    assert res.regime == "dpsgd" and 0.0 <= res.test_accuracy <= 1.0
