@@ -187,3 +187,29 @@ def test_model_inconsistency_attack_is_caught(small):
     victim.round_, victim.model_digest_ = 1, model_digest(np.zeros(8))
     with pytest.raises(ModelInconsistencyError):
         dep.s0.receive(victim.upload(ups[ids[2]]).to_s0)
+
+
+def test_sketch_needs_the_seal_before_the_challenge():
+    """Why sketch mode seals first: once A is known, an error in ker(A) opens the same commitments.
+
+    With l > 2**k columns two columns of the k x l sign matrix coincide, so d = e_i - e_j is in ker(A).
+    A server that could still change its value after seeing the challenge would pass the commitment
+    check with X + d; the seal (digest fixed before the challenge exists) is what rules this out, as
+    test_sketch_server_changing_value_after_seal_is_caught shows.
+    """
+    from janus_sa.protocol import project
+
+    k, dim = 4, 64
+    challenge = bytes(range(32))
+    cols = {}
+    basis = np.eye(dim, dtype=np.int64)
+    for j in range(dim):
+        key = tuple(project(basis[j], challenge, k))
+        if key in cols:
+            i = cols[key]
+            break
+        cols[key] = j
+    d = basis[i] - basis[j]
+    x = np.random.default_rng(0).integers(0, 2**20, dim)
+    assert np.array_equal(project(x + d, challenge, k), project(x, challenge, k))
+    assert not np.array_equal(x + d, x)
