@@ -79,3 +79,19 @@ def test_bad_edges_and_arguments():
         G.by_feature(5, bins=[0.0])(np.zeros((2, 2)))
     with pytest.raises(TypeError, match="callable"):
         G.mondrian([0, 1])
+
+
+def test_plain_callable_groups_match_the_builtin_equivalent(digits_split):
+    from kandinsky_cp import KandinskyCP
+
+    clf, Xc, yc, Xt, _ = digits_split
+
+    def phi(X, y):
+        return np.column_stack([np.ones(len(X)), np.asarray(y) == 3])
+
+    a = KandinskyCP(clf, groups=phi, score="lac", randomize=False).conformalize(Xc, yc)
+    b = KandinskyCP(clf, groups=G.intercept() + G.fractional(lambda X, y: np.asarray(y) == 3, uses_label=True),
+                    score="lac", randomize=False).conformalize(Xc, yc)
+    np.testing.assert_array_equal(a.beta_, b.beta_)
+    np.testing.assert_array_equal(a.predict_set(Xt), b.predict_set(Xt))
+    assert a.group_names_ == ["phi[0]", "phi[1]"]

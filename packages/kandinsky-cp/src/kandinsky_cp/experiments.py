@@ -118,6 +118,24 @@ def _evaluate(task: Task, pred: Any, X: Any, y: np.ndarray, groups: G.Group) -> 
     return group_coverage(hit, groups(X, y), confidence_level=LEVEL, names=groups.names, sizes=set_size(pred))
 
 
+MAPIE_FALLBACKS = {"count": 0}
+
+
+def _mapie_conditional(cls, fmap, Xc, yc, Xt, method: str, model: Any = None):
+    """MAPIE's conditional predictor (exact=True, its default); its dual pivot can hit a singular basis
+    when calibration rows repeat (discrete features), then fall back to its LP path (exact=False)."""
+    out = None
+    for exact in (True, False):
+        m = cls(fmap, estimator=model, confidence_level=LEVEL, exact=exact).conformalize(Xc, yc)
+        try:
+            out = getattr(m, method)(Xt)[1][:, :, 0]
+            break
+        except np.linalg.LinAlgError:
+            MAPIE_FALLBACKS["count"] += 1
+            logger.warning("MAPIE exact cutoff hit a singular basis; using exact=False")
+    return out
+
+
 def _methods_regression(task: Task, edges: np.ndarray, mapie_test: int):
     """{name: fn(Xc, yc, Xt) -> prediction} for the regression task."""
     from crepes import ConformalRegressor
@@ -146,8 +164,12 @@ def _methods_regression(task: Task, edges: np.ndarray, mapie_test: int):
     def mapie_conditional(Xc, yc, Xt):
         from mapie.conditional_conformal_prediction import ConditionalSplitConformalRegressor
 
-        m = ConditionalSplitConformalRegressor(lambda X: cov_groups(X), estimator=model, confidence_level=LEVEL)
-        return m.conformalize(Xc, yc).predict_interval(Xt)[1][:, :, 0]
+        # region indicators sum to the intercept: drop "northeast" so MAPIE's basis can be full rank
+        def fmap(X):
+            return np.delete(cov_groups(X), 1, axis=1)
+
+        return _mapie_conditional(ConditionalSplitConformalRegressor, fmap, Xc, yc, Xt, "predict_interval",
+                                  model)
 
     def kandinsky(Xc, yc, Xt):
         cp = KandinskyCP(model, groups=task.groups, random_state=0, finite_sample_correction=False)
@@ -187,9 +209,10 @@ def _methods_classification(task: Task, mapie_test: int):
     def mapie_conditional(Xc, yc, Xt):
         from mapie.conditional_conformal_prediction import ConditionalSplitConformalClassifier
 
-        m = ConditionalSplitConformalClassifier(lambda X: np.column_stack([np.ones(len(X)), _dense_centre(X)]),
-                                                estimator=model, confidence_level=LEVEL)
-        return m.conformalize(Xc, yc).predict_set(Xt)[1][:, :, 0]
+        def fmap(X):
+            return np.column_stack([np.ones(len(X)), _dense_centre(X)]).astype(float)
+
+        return _mapie_conditional(ConditionalSplitConformalClassifier, fmap, Xc, yc, Xt, "predict_set", model)
 
     def kandinsky(Xc, yc, Xt):
         cp = KandinskyCP(model, groups=task.groups, score="lac", random_state=0, finite_sample_correction=False)
@@ -203,27 +226,29 @@ def _methods_classification(task: Task, mapie_test: int):
 
 
 def run_comparison(task: Task, methods: dict, n_reps: int, n_cal: int, rng: np.random.Generator,
-                   mapie_test: int) -> dict[str, dict[str, Any]]:
+                   mapie_test: int, mapie_reps: int) -> dict[str, dict[str, Any]]:
     """Per method: mean per-group coverage / s.e. over reshuffles, worst-group deviation, coverage, size."""
     groups = task.groups.fit(task.X, task.y, classes=task.classes)
     out: dict[str, dict[str, Any]] = {}
     perms = [rng.permutation(len(task.y)) for _ in range(n_reps)]  # the same reshuffles for every method
     for name, fn in methods.items():
         reports = []
-        for perm in perms:
+        is_mapie_cond = name.startswith("MAPIE conditional")
+        for perm in perms[:mapie_reps] if is_mapie_cond else perms:
             cal, test = perm[:n_cal], perm[n_cal:]
-            if name.startswith("MAPIE conditional"):
+            if is_mapie_cond:
                 test = test[:mapie_test]  # one LP per test point: subsample
             pred = fn(task.X[cal], task.y[cal], task.X[test])
             reports.append(_evaluate(task, pred, task.X[test], task.y[test], groups))
         cov = np.nanmean([r.coverage for r in reports], axis=0)
-        se = np.sqrt(np.mean([r.stderr**2 for r in reports], axis=0) / n_reps)
+        se = np.sqrt(np.nanmean([r.stderr**2 for r in reports], axis=0) / len(reports))
         worst = [r.worst_deviation for r in reports]
         out[name] = {
             "report": GroupCoverage(names=groups.names, coverage=cov, stderr=se, weight=reports[0].weight,
                                     effective_n=reports[0].effective_n,
                                     set_size=np.mean([r.set_size for r in reports], axis=0), confidence_level=LEVEL),
             "coverage": float(np.mean([r.coverage[0] for r in reports])),
+            "n_reps": len(reports),
             "worst_group_dev_mean": float(np.mean(worst)),
             "worst_group_dev_std": float(np.std(worst)),
             "worst_mean_group_dev": float(np.nanmax(np.abs(cov - LEVEL))),
@@ -232,12 +257,12 @@ def run_comparison(task: Task, methods: dict, n_reps: int, n_cal: int, rng: np.r
     return out
 
 
-def _table(results: dict[str, dict[str, dict[str, Any]]], n_reps: int) -> str:
-    rows = [f"| dataset | method | coverage | worst-group deviation (mean ± sd over {n_reps} reshuffles) | "
-            "worst deviation of the mean coverage | mean set size / width |", "|---|---|---|---|---|---|"]
+def _table(results: dict[str, dict[str, dict[str, Any]]]) -> str:
+    rows = ["| dataset | method | reshuffles | coverage | worst-group deviation (mean ± sd) | "
+            "worst deviation of the mean coverage | mean set size / width |", "|---|---|---|---|---|---|---|"]
     for dataset, methods in results.items():
         for name, r in methods.items():
-            rows.append(f"| {dataset} | {name} | {r['coverage']:.3f} | {r['worst_group_dev_mean']:.3f} ± "
+            rows.append(f"| {dataset} | {name} | {r['n_reps']} | {r['coverage']:.3f} | {r['worst_group_dev_mean']:.3f} ± "
                         f"{r['worst_group_dev_std']:.3f} | {r['worst_mean_group_dev']:.3f} | {r['mean_size']:.3f} |")
     return "\n".join(rows)
 
@@ -254,19 +279,20 @@ def _figure(results: dict[str, dict[str, dict[str, Any]]]):
 
 
 def _run(ctx: RunContext, *, cps_rows: int | None, cps_cal: int, digits_cal: int, n_reps: int,
-         mapie_test: int) -> dict[str, Any]:
+         mapie_test: int, mapie_reps: int) -> dict[str, Any]:
     task_r, edges = cps_task(cps_rows, ctx.seed)
     task_c = digits_task(ctx.seed)
     results = {
         task_r.name: run_comparison(task_r, _methods_regression(task_r, edges, mapie_test), n_reps, cps_cal,
-                                    ctx.rng, mapie_test),
+                                    ctx.rng, mapie_test, mapie_reps),
         task_c.name: run_comparison(task_c, _methods_classification(task_c, mapie_test), n_reps, digits_cal,
-                                    ctx.rng, mapie_test),
+                                    ctx.rng, mapie_test, mapie_reps),
     }
-    ctx.write_table(_table(results, n_reps))
+    ctx.write_table(_table(results))
     ctx.save_figure(_figure(results))
     sizes = {"cps_rows_pool": int(len(task_r.y)), "cps_cal": cps_cal, "digits_pool": int(len(task_c.y)),
              "digits_cal": digits_cal, "n_reps": n_reps, "mapie_conditional_test_points": mapie_test,
+             "mapie_conditional_reps": mapie_reps, "mapie_exact_fallbacks": MAPIE_FALLBACKS["count"],
              "confidence_level": LEVEL}
     return {"sizes": sizes, "results": {
         d: {m: {k: (v.coverage.tolist() if k == "report" else v) for k, v in r.items()} | {
@@ -304,20 +330,20 @@ def synthetic_experiment(rng: np.random.Generator, *, n_reps: int, n_cal: int, n
 def demo(ctx: RunContext) -> None:
     """Small comparison: CPS1988 subsample and digits, a few reshuffles (< 1 minute)."""
     if ctx.quick:
-        _run(ctx, cps_rows=3000, cps_cal=800, digits_cal=600, n_reps=1, mapie_test=0)
+        _run(ctx, cps_rows=3000, cps_cal=800, digits_cal=600, n_reps=1, mapie_test=0, mapie_reps=0)
     else:
-        _run(ctx, cps_rows=8000, cps_cal=2000, digits_cal=800, n_reps=3, mapie_test=100)
+        _run(ctx, cps_rows=8000, cps_cal=2000, digits_cal=800, n_reps=3, mapie_test=100, mapie_reps=3)
 
 
 def reproduce(ctx: RunContext) -> None:
     """Headline experiment: full CPS1988 and digits, 20 reshuffles (``--quick``: 2 on subsamples), plus the
     synthetic label x covariate x fractional benchmark and its n^-1/2 rate."""
     if ctx.quick:
-        out = _run(ctx, cps_rows=3000, cps_cal=800, digits_cal=600, n_reps=2, mapie_test=0)
+        out = _run(ctx, cps_rows=3000, cps_cal=800, digits_cal=600, n_reps=2, mapie_test=0, mapie_reps=0)
         out["synthetic"] = synthetic_experiment(ctx.rng, n_reps=3, n_cal=1500, n_test=5000, rate_sizes=(500, 2000),
                                                 rate_reps=2)
     else:
-        out = _run(ctx, cps_rows=None, cps_cal=5000, digits_cal=800, n_reps=20, mapie_test=300)
+        out = _run(ctx, cps_rows=None, cps_cal=5000, digits_cal=800, n_reps=20, mapie_test=300, mapie_reps=5)
         out["synthetic"] = synthetic_experiment(ctx.rng, n_reps=30, n_cal=1500, n_test=20000,
                                                 rate_sizes=(500, 1000, 2000, 4000, 8000), rate_reps=20)
     ctx.write_json(out)
