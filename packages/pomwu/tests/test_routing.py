@@ -186,3 +186,18 @@ def test_expected_feedback_first_round_social_cost_is_uniform_play(sioux):
                                                rel=1e-12)
     loss = (sioux.expected_counterfactual_times(uniform, 4) - lo[:, None]) / (hi - lo)[:, None]
     assert run.travel_time[0] == pytest.approx(np.mean(np.sum(uniform * loss, axis=1)), rel=1e-12)
+
+
+def test_counterfactual_times_with_mixed_link_powers(sioux):
+    net = sioux.network
+    mixed = RoutingNetwork(net.init_node, net.term_node, net.free_flow_time, net.capacity, net.b,
+                           np.where(np.arange(net.n_links) % 2 == 0, 4.0, 2.0), net.length)
+    game = RoutingGame(mixed, sioux.paths[:40], sioux.demands[:40], sioux.capacities)
+    rng = np.random.default_rng(8)
+    actions = (rng.random(40) * game.n_actions).astype(np.int64)
+    cf = game.counterfactual_times(actions, 6)
+    for j in range(0, 40, 7):
+        for k in range(game.n_actions[j]):
+            dev = actions.copy()
+            dev[j] = k
+            assert cf[j, k] == pytest.approx(game.travel_times(dev, 6)[j], rel=1e-12)

@@ -256,6 +256,17 @@ class RoutingGame:
         # unique (agent, link) pairs, for expected (mixed-strategy) flows
         pair_keys, self._pair = np.unique(self._tj * n_links + self._te, return_inverse=True)
         self._pair_j, self._pair_e = pair_keys // n_links, pair_keys % n_links
+        # BPR as t0 + coef * x**p per (agent, path, link) triple, coef = t0 * b / c**p per context
+        te = self._te
+        self._t0 = network.free_flow_time[te]
+        self._coef = (network.free_flow_time * network.b / caps ** network.power)[:, te]
+        powers = np.unique(network.power)
+        self._power = float(powers[0]) if powers.size == 1 else None
+        self._powers = network.power[te]
+        # incidence[j, a, e] as a flat gather: _inc_flat[_inc_base + a * n_links]
+        self._inc_flat = self.incidence.ravel()
+        self._inc_base = self._tj * (k * n_links) + te
+        self._d_t = demands[self._tj]
         self.mask = np.arange(k)[None, :] < counts[:, None]
 
     # -- construction --------------------------------------------------------------------------
@@ -298,6 +309,17 @@ class RoutingGame:
     def n_contexts(self) -> int:
         return self.capacities.shape[0]
 
+    def _path_costs_at(self, x_cf: np.ndarray, context: int) -> np.ndarray:
+        """Sum per (agent, path) of BPR costs at per-triple link flows ``x_cf``; ``(n_agents, max_actions)``."""
+        if self._power == 4.0:  # the BPR default: two squarings instead of pow
+            xp = x_cf * x_cf
+            xp *= xp
+        else:
+            xp = x_cf ** (self._powers if self._power is None else self._power)
+        cost = self._t0 + self._coef[context] * xp
+        n, k = self.mask.shape
+        return np.bincount(self._flat, weights=cost, minlength=n * k).reshape(n, k)
+
     def _capacity(self, context: int) -> np.ndarray:
         if isinstance(context, bool) or not isinstance(context, (int, np.integer)) or not 0 <= context < self.n_contexts:
             raise ValueError(f"context {context!r} is outside the declared set {{0, ..., {self.n_contexts - 1}}}")
@@ -313,7 +335,7 @@ class RoutingGame:
     def link_flows(self, actions: np.ndarray) -> np.ndarray:
         """Total flow on each link when agent ``j`` uses path ``actions[j]``; ``(n_links,)``."""
         used = self._tk == actions[self._tj]
-        return np.bincount(self._te[used], weights=self.demands[self._tj[used]], minlength=self.network.n_links)
+        return np.bincount(self._te[used], weights=self._d_t[used], minlength=self.network.n_links)
 
     def path_flows_to_link_flows(self, path_flows: np.ndarray) -> np.ndarray:
         """Link flows ``(n_links,)`` for path flows ``(n_agents, max_actions)`` (splittable routing)."""
@@ -336,19 +358,16 @@ class RoutingGame:
         Shape ``(n_agents, max_actions)`` (0 where padded): the full-information loss vector.
         Costs ``O(sum_j sum_k |path_jk|)`` per call.
         """
-        cap = self._capacity(context)
+        self._capacity(context)
         x = self.link_flows(actions) if flows is None else flows
-        tj, te = self._tj, self._te
-        on = self.incidence[tj, actions[tj], te]
-        x_cf = x[te] + np.where(on, 0.0, self.demands[tj])
-        net = self.network
-        cost = net.free_flow_time[te] * (1.0 + net.b[te] * (x_cf / cap[te]) ** net.power[te])
-        n, k = self.mask.shape
-        return np.bincount(self._flat, weights=cost, minlength=n * k).reshape(n, k)
+        on = self._inc_flat[self._inc_base + actions[self._tj] * self.network.n_links]
+        return self._path_costs_at(x[self._te] + np.where(on, 0.0, self._d_t), context)
 
     def _link_use_probability(self, strategies: np.ndarray) -> np.ndarray:
         """Probability that agent j's path uses link e, per unique (agent, link) pair."""
-        return np.bincount(self._pair, weights=strategies[self._tj, self._tk], minlength=self._pair_j.size)
+        if strategies.shape != self.mask.shape:
+            raise ValueError(f"strategies must have shape {self.mask.shape} (n_agents, max_actions), got {strategies.shape}")
+        return np.bincount(self._pair, weights=strategies.ravel()[self._flat], minlength=self._pair_j.size)
 
     def expected_link_flows(self, strategies: np.ndarray) -> np.ndarray:
         """Expected link flows ``(n_links,)`` when agents play mixed strategies ``(n_agents, max_actions)``."""
@@ -361,15 +380,10 @@ class RoutingGame:
         Shape ``(n_agents, max_actions)``; deterministic given the strategies. Evaluates BPR costs at
         expected flows (not expected costs), the smooth feedback of splittable / nonatomic routing.
         """
-        cap = self._capacity(context)
+        self._capacity(context)
         use = self._link_use_probability(strategies)
         x = np.bincount(self._pair_e, weights=use * self.demands[self._pair_j], minlength=self.network.n_links)
-        tj, te = self._tj, self._te
-        x_cf = x[te] + self.demands[tj] * (1.0 - use[self._pair])
-        net = self.network
-        cost = net.free_flow_time[te] * (1.0 + net.b[te] * (x_cf / cap[te]) ** net.power[te])
-        n, k = self.mask.shape
-        return np.bincount(self._flat, weights=cost, minlength=n * k).reshape(n, k)
+        return self._path_costs_at(x[self._te] + self._d_t * (1.0 - use[self._pair]), context)
 
     def congestion(self, flows: np.ndarray, context: int) -> float:
         """Mean over links of the BPR delay ratio ``b * (x / c) ** p`` (Sessa et al.'s congestion)."""

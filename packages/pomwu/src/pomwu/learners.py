@@ -85,6 +85,7 @@ class MultiplicativeWeights:
         n_states = int(self.n_contexts) if self.contextual else 1
         n, k = self.n_actions_.size, int(self.n_actions_.max())
         self.mask_ = np.arange(k)[None, :] < self.n_actions_[:, None]
+        self._pad = np.where(self.mask_, 0.0, -np.inf)  # added to logits: padded actions get weight 0
         self.cum_loss_ = np.zeros((n_states, n, k))
         self.last_loss_ = np.zeros((n_states, n, k))
         self.rounds_ = 0
@@ -134,7 +135,8 @@ class MultiplicativeWeights:
         score = self.cum_loss_[s, rows]
         if self.optimistic:
             score = score + self.last_loss_[s, rows]
-        logits = np.where(self.mask_, -self.step_size * score, -np.inf)
+        logits = score * -self.step_size
+        logits += self._pad
         logits -= logits.max(axis=1, keepdims=True)
         w = np.exp(logits)
         self._state_idx = s
