@@ -201,3 +201,15 @@ def test_counterfactual_times_with_mixed_link_powers(sioux):
             dev = actions.copy()
             dev[j] = k
             assert cf[j, k] == pytest.approx(game.travel_times(dev, 6)[j], rel=1e-12)
+
+
+def test_od_pair_without_path_is_reported():
+    net = braess().network
+    od = np.zeros((4, 4))
+    od[3, 0] = 1.0  # t -> s: every link points the other way
+    with pytest.raises(ValueError, match=r"OD pair \(4, 1\) has demand 1 but no path"):
+        RoutingGame.from_od_matrix(net, od)
+    od = np.zeros((4, 4))
+    od[0, 3] = 6.0
+    game = RoutingGame.from_od_matrix(net, od, max_ratio=10.0)
+    assert sorted(map(tuple, game.paths[0])) == [(0, 1), (0, 4, 3), (2, 3)]  # all three Braess paths

@@ -289,6 +289,8 @@ class RoutingGame:
                 continue
             agent: list[list[int]] = []
             base = None
+            if not nx.has_path(g, o, d):
+                raise ValueError(f"OD pair ({o}, {d}) has demand {od[i, jj]:g} but no path in the network")
             for node_path in itertools.islice(nx.shortest_simple_paths(g, o, d, weight="length"), n_paths):
                 links = [g.edges[u, v]["link"] for u, v in zip(node_path[:-1], node_path[1:], strict=False)]
                 fft = float(network.free_flow_time[links].sum())
