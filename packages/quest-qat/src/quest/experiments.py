@@ -217,6 +217,7 @@ def reproduce(ctx: RunContext) -> None:
     ax1.set_ylabel("validation loss (nats/byte)")
     ax1.legend(fontsize=8)
     ax2.set_xlabel("step")
-    ax2.set_ylabel("train loss (5-step mean)")
+    ax2.set_ylabel("train loss, 5-step mean")
     ax2.set_yscale("log")
+    fig.tight_layout()
     ctx.save_figure(fig)
