@@ -6,7 +6,6 @@ import argparse
 from pathlib import Path
 
 import numpy as np
-
 from icml25_shared.bench import BenchmarkReport, compare
 
 

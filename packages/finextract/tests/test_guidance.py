@@ -3,6 +3,7 @@
 import numpy as np
 import pytest
 import torch
+
 from finextract import CFGSampler, FunctionDenoiser, ModelGuidanceSampler, ddim_step, guided_noise
 from finextract.guidance import DDIMSchedule
 from finextract.toy import gaussian_mixture_denoiser, interpolated_denoiser

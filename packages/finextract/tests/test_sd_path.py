@@ -3,8 +3,7 @@
 import pytest
 import torch
 
-from finextract import (CFGSampler, LatentUNet, ModelGuidanceSampler, PixelUNet, add_lora, save_lora,
-                        without_adapters)
+from finextract import CFGSampler, LatentUNet, ModelGuidanceSampler, PixelUNet, add_lora, save_lora, without_adapters
 from finextract.loading import load_checkpoint
 
 

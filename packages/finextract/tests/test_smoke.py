@@ -1,8 +1,9 @@
 import subprocess
 import sys
 
-import finextract
 import pytest
+
+import finextract
 from finextract.__main__ import main
 
 
@@ -13,7 +14,7 @@ def test_version_is_set():
 def test_demo_quick_writes_table_and_figure(tmp_path):
     assert main(["demo", "--quick", "--out", str(tmp_path)]) == 0
     table = (tmp_path / "demo.md").read_text()
-    assert table.startswith("|") and table.count("\n") >= 3
+    assert table.startswith("| method") and "FineXtract" in table and "CFG baseline" in table
     assert (tmp_path / "demo.png").stat().st_size > 1000
 
 
@@ -25,6 +26,11 @@ def test_cli_rejects_unknown_command():
 
 def test_module_entry_point(tmp_path):
     done = subprocess.run([sys.executable, "-m", "finextract", "reproduce", "--quick", "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=120)
+                          capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr
-    assert (tmp_path / "reproduce.json").exists()
+    import json
+
+    out = json.loads((tmp_path / "reproduce.json").read_text())
+    assert {(r["setting"], r["method"]) for r in out["summary"]} == {
+        (s, m) for s in ("full", "lora") for m in ("FineXtract", "CFG baseline")}
+    assert all(0 <= r["AS"] <= 1 for r in out["runs"])

@@ -75,7 +75,6 @@ def _train(model: torch.nn.Module, params: list[torch.nn.Parameter], images: tor
            *, steps: int, batch_size: int, lr: float, p_uncond: float, seed: int, progress: bool,
            desc: str) -> list[float]:
     from diffusers import DDPMScheduler
-
     from icml25_shared.cli import progress as bar
 
     sched = DDPMScheduler(num_train_timesteps=1000)
@@ -118,6 +117,8 @@ def pretrain(data: DigitsData, *, steps: int = 2000, batch_size: int = 128, lr: 
     model = tiny_unet(size=size, channels=channels, seed=seed)
     _train(model, list(model.parameters()), data.pretrain_images, data.pretrain_labels, steps=steps,
            batch_size=batch_size, lr=lr, p_uncond=0.1, seed=seed, progress=progress, desc="pretrain")
+    with torch.no_grad():  # the unseen token means nothing to the pretrained model: same as the empty prompt
+        model.class_embedding.weight[NEW_TOKEN] = model.class_embedding.weight[NULL_CLASS]
     if cache is not None:
         model.save_pretrained(str(cache))
     return PixelUNet(model, null_class=NULL_CLASS)
