@@ -29,6 +29,7 @@ from torch import nn
 from quest.api import quantize_
 from quest.layers import QuestConfig
 from quest.lm import ByteTokenizer, TinyLlama, TinyLlamaConfig, hf_tiny_llama, stdlib_corpus
+from quest.quantizers import METHODS
 
 __all__ = ["TrainConfig", "TrainResult", "evaluate", "main", "make_splits", "train_lm"]
 
@@ -202,7 +203,7 @@ def train_lm(model: nn.Module, train_tokens: torch.Tensor, val_tokens: torch.Ten
 def _parse(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m quest.train", description=__doc__.split("\n\n")[0])
     p.add_argument("--model", choices=("tiny", "hf-llama"), default="tiny")
-    p.add_argument("--method", default="quest", help="quest | ste | clip_ste | lsq | pact | none (full precision)")
+    p.add_argument("--method", default="quest", choices=(*METHODS, "none"), help="'none' = full precision")
     p.add_argument("--weight-bits", default="4")
     p.add_argument("--act-bits", default="4", help="bits or 'none'")
     p.add_argument("--hadamard", default="half", help="half | full | none")
