@@ -10,10 +10,10 @@ import argparse
 from pathlib import Path
 
 import numpy as np
-from corrgcv import ExponentialCorrelation, RidgeCorrGCV, corrgcv, loo
+from icml25_shared.bench import BenchmarkReport, compare
 from sklearn.linear_model import RidgeCV
 
-from icml25_shared.bench import BenchmarkReport, compare
+from corrgcv import ExponentialCorrelation, RidgeCorrGCV, corrgcv, loo
 
 
 def bench_size(report: BenchmarkReport, T: int, N: int, alphas: np.ndarray, repeats: int) -> None:

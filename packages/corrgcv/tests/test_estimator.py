@@ -2,9 +2,10 @@
 
 import numpy as np
 import pytest
-from corrgcv import ExponentialCorrelation, RidgeCorrGCV, correlated_factor, corrgcv, gcv, power_law_problem
 from sklearn.linear_model import Ridge, RidgeCV
 from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from corrgcv import ExponentialCorrelation, RidgeCorrGCV, correlated_factor, corrgcv, gcv, power_law_problem
 
 
 @parametrize_with_checks([RidgeCorrGCV(), RidgeCorrGCV(correlation="power-law", alphas=(0.01, 1.0)),

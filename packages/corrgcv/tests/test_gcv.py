@@ -3,8 +3,9 @@
 import numpy as np
 import pytest
 import scipy.linalg
-from corrgcv import ExponentialCorrelation, RidgeSpectrum, corrgcv, gcv, loo, solve_kappa_tilde
 from sklearn.linear_model import Ridge, RidgeCV
+
+from corrgcv import ExponentialCorrelation, RidgeSpectrum, corrgcv, gcv, loo, solve_kappa_tilde
 
 ALPHAS = np.logspace(-3, 3, 13)
 

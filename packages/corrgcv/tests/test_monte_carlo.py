@@ -7,6 +7,7 @@ best penalty is interior to the grid.
 
 import numpy as np
 import pytest
+
 from corrgcv import (
     ExponentialCorrelation,
     NearestNeighbourCorrelation,

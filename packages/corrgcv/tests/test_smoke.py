@@ -1,8 +1,9 @@
 import subprocess
 import sys
 
-import corrgcv
 import pytest
+
+import corrgcv
 from corrgcv.__main__ import main
 
 

@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+
 from corrgcv import ExponentialCorrelation, deterministic_equivalent, power_law_problem, simulate_risk
 
 PROBLEM = power_law_problem(100, capacity=1.8, source=0.3, noise_std=0.05)

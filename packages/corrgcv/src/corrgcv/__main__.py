@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from corrgcv.experiments import demo, reproduce
 from icml25_shared.cli import run_cli
+
+from corrgcv.experiments import demo, reproduce
 
 
 def main(argv: list[str] | None = None) -> int:
