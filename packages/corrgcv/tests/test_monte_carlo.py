@@ -76,3 +76,27 @@ def test_correlated_test_point_follows_theory_factor():
     # The residual-leak term matters: dropping it (factor 1 - rho) misses by more than 10% at tau = 1.
     rho0 = 1 - (1 - np.exp(-2 / 100.0))
     assert abs(simulated[0] / (1 - rho0) - 1) > 0.10
+
+
+def test_horizon_risk_decomposition_matches_sampling_the_joint_series():
+    # simulate_horizon_risk uses the exact conditional decomposition R = (1 - rho) R_out + (a^T r)^2
+    # (a = K^{-1} c, rho = c^T a). Check it against brute force on the same training sets: draw the
+    # training rows and the test point jointly from one process and compare the squared test error.
+    problem = power_law_problem(8, noise_std=0.3)
+    corr, T, alpha, tau = ExponentialCorrelation(xi=5.0), 30, 0.5, 2
+    K = corr.matrix(T + tau)
+    L = np.linalg.cholesky(K)
+    a = np.linalg.solve(K[:T, :T], corr.cross(T, tau))
+    rho = a @ corr.cross(T, tau)
+    rng = np.random.default_rng(0)
+    brute, formula = [], []
+    for _ in range(5000):
+        z = L @ (rng.standard_normal((T + tau, 8)) * np.sqrt(problem.spectrum))
+        eps = problem.noise_std * (L @ rng.standard_normal(T + tau))
+        X, y = z[:T], z[:T] @ problem.target + eps[:T]
+        w = np.linalg.solve(X.T @ X + alpha * np.eye(8), X.T @ y)
+        brute.append((z[-1] @ (problem.target - w) + eps[-1]) ** 2)
+        formula.append((1 - rho) * problem.out_of_sample_risk(w) + (a @ (y - X @ w)) ** 2)
+    diff = np.array(brute) - np.array(formula)
+    se = diff.std() / np.sqrt(diff.size)
+    assert abs(diff.mean()) < 4 * se and se < 0.02 * np.mean(formula), (diff.mean(), se)
