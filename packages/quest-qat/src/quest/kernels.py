@@ -229,7 +229,10 @@ def int_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     if a.device.type == "cuda":
         m, k = a.shape
         if m > 16 and k % 8 == 0 and b.shape[0] % 8 == 0:
-            return torch._int_mm(a.to(torch.int8), b.to(torch.int8).t())
+            try:
+                return torch._int_mm(a.to(torch.int8).contiguous(), b.to(torch.int8).t())
+            except RuntimeError:  # shape/layout rules of _int_mm differ across torch versions and GPUs
+                pass
         return (a.double() @ b.double().t()).round().to(torch.int32)
     return a.to(torch.int32) @ b.to(torch.int32).t()
 
