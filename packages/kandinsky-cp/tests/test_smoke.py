@@ -28,4 +28,9 @@ def test_module_entry_point(tmp_path):
     done = subprocess.run([sys.executable, "-m", "kandinsky_cp", "reproduce", "--quick", "--out", str(tmp_path)],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert (tmp_path / "reproduce.json").exists()
+    import json
+
+    out = json.loads((tmp_path / "reproduce.json").read_text())
+    assert set(out["results"]) == {"CPS1988 log wage", "digits"}
+    synthetic = out["synthetic"]
+    assert synthetic["kandinsky_worst_dev_mean"] < synthetic["marginal_worst_dev_mean"]
