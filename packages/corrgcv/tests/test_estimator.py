@@ -61,3 +61,13 @@ def test_estimated_correlation_is_positive_and_picks_larger_penalty_than_loo():
     loo = RidgeCV(alphas=ALPHAS).fit(X, y)
     assert model.alpha_ >= loo.alpha_
     assert model.best_score_ > model.gcv_path_.criterion[model.cv_path_.best_index]
+
+
+@pytest.mark.parametrize("family", ["exponential", "power-law", "nearest-neighbour"])
+def test_random_walk_residuals_do_not_break_estimation(family):
+    # Residual lag-1 autocorrelation near 1 is capped where K stays numerically positive definite.
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((2000, 3))
+    y = np.cumsum(rng.standard_normal(2000))
+    model = RidgeCorrGCV(alphas=(1.0, 100.0), correlation=family).fit(X, y)
+    assert np.isfinite(model.best_score_) and model.correlation_.acf(np.array([1.0]))[0] > 0.45

@@ -109,7 +109,8 @@ class ExponentialCorrelation(Correlation):
 
     @classmethod
     def from_lag1(cls, r1: float) -> ExponentialCorrelation:
-        r1 = float(np.clip(r1, 1e-12, 1.0 - 1e-9))
+        # Capped at xi = 1e4: beyond it K is numerically singular for long series.
+        r1 = float(np.clip(r1, 1e-12, math.exp(-1e-4)))
         return cls(xi=-1.0 / math.log(r1))
 
 
@@ -164,7 +165,8 @@ class PowerLawCorrelation(Correlation):
 
     @classmethod
     def from_lag1(cls, r1: float) -> PowerLawCorrelation:
-        r1 = float(np.clip(r1, 2.0**-60, 1.0 - 1e-9))
+        # Capped at lag-1 correlation 0.999 (exponent ~1.4e-3): beyond it K is numerically singular.
+        r1 = float(np.clip(r1, 2.0**-60, 0.999))
         return cls(exponent=-math.log(r1) / math.log(2.0))
 
 
