@@ -202,14 +202,14 @@ def k_eigenvalues(K: Any, n_samples: int, *, rtol: float = 1e-8) -> np.ndarray:
     """Eigenvalues (n_samples,) of the correlation K, validated.
 
     ``K`` may be None (independent samples, K = I), a :class:`Correlation`, a (T, T) correlation
-    matrix (symmetric, unit diagonal, positive definite), a (T,) array of its eigenvalues (positive,
-    mean 1 because tr K = T), or a callable ``f(n_samples)`` returning any of these.
+    matrix (symmetric to ``rtol``, unit diagonal, positive definite), a (T,) array of its eigenvalues
+    (positive, mean 1 because tr K = T), or a callable ``f(n_samples)`` returning any of these.
     """
     n = _check_n(n_samples)
     if K is None:
         return np.ones(n)
     if isinstance(K, Correlation):
-        return _check_eigs(K.eigenvalues(n), n, rtol)
+        return _check_eigs(K.eigenvalues(n), n)
     if isinstance(K, str):
         raise ValueError(f"K={K!r} names a family without its parameter; pass e.g. "
                          f"{correlation_family(K).__name__}(...) or use RidgeCorrGCV(correlation={K!r})")
@@ -217,9 +217,9 @@ def k_eigenvalues(K: Any, n_samples: int, *, rtol: float = 1e-8) -> np.ndarray:
         return k_eigenvalues(_call_k(K, n), n, rtol=rtol)
     arr = np.asarray(K, dtype=float)
     if arr.ndim == 2:
-        return _check_eigs(np.linalg.eigvalsh(check_k_matrix(arr, n, rtol=rtol)), n, rtol)
+        return _check_eigs(np.linalg.eigvalsh(check_k_matrix(arr, n, rtol=rtol)), n)
     if arr.ndim == 1:
-        return _check_eigs(arr, n, rtol)
+        return _check_eigs(arr, n)
     raise ValueError(f"K must be a (T, T) matrix or its (T,) eigenvalues with T={n}; got shape {arr.shape}")
 
 
@@ -248,13 +248,14 @@ def check_k_matrix(K: np.ndarray, n_samples: int, *, rtol: float = 1e-8) -> np.n
     return K
 
 
-def _check_eigs(eigs: np.ndarray, n: int, rtol: float) -> np.ndarray:
+def _check_eigs(eigs: np.ndarray, n: int) -> np.ndarray:
+    # Positive definite up to what a dense eigensolver can resolve (about eps * n relative to the top).
     eigs = np.asarray(eigs, dtype=float)
     if eigs.shape != (n,):
         raise ValueError(f"K eigenvalues have shape {eigs.shape} but the data have {n} samples; expected ({n},)")
     if not np.all(np.isfinite(eigs)):
         raise ValueError("K eigenvalues contain NaN or infinite entries")
-    if eigs.min() <= rtol * max(eigs.max(), 1.0):
+    if eigs.min() <= max(1e-12, 10 * np.finfo(float).eps * n) * max(eigs.max(), 1.0):
         raise ValueError(f"K is not positive definite: smallest eigenvalue {eigs.min():.3g} "
                          f"(largest {eigs.max():.3g})")
     if abs(eigs.mean() - 1.0) > 1e-6:
