@@ -21,8 +21,8 @@ __all__ = ["KandinskyCP", "GroupQuantileFit", "IntervalUnion", "group_quantile_r
 
 logger = logging.getLogger(__name__)
 
-# Width of the uniform tie-breaking noise added to scores when randomize=True, relative to the score scale.
-_TIE_NOISE = 1e-9
+# Scores closer than this (relative to their scale) count as tied.
+_TIE_TOL = 1e-12
 # Phantom score relative to the largest calibration score.
 _PHANTOM_SCALE = 1e6
 
@@ -218,7 +218,9 @@ class KandinskyCP:
         finite_sample_correction: add one infinite-score phantom point per group (the +1 of split CP,
             see :func:`kandinsky_cp.core.phantom_points`); with disjoint groups this reproduces split /
             class-conditional / Mondrian CP exactly.
-        randomize: break ties between equal scores with uniform noise of relative width 1e-9.
+        randomize: break ties between equal calibration scores with uniform noise of width half the
+            smallest gap between distinct scores (order of distinct scores kept; no noise when no ties),
+            added to calibration and test scores alike.
         random_state: seed for that noise.
         exact: augmented (Gibbs-style, finite-sample) mode: for every test point and candidate label
             (classes, or label bins in regression) refit the LP with the test point added; one LP per
@@ -287,7 +289,9 @@ class KandinskyCP:
             self.task_ = "regression"
             self.classes_ = None
             scores = score.score(np.asarray(estimator.predict(X_conformalize), dtype=float).ravel(), y.astype(float))
-        scores = self._jitter(np.asarray(scores, dtype=float))
+        scores = np.asarray(scores, dtype=float)
+        self.tie_noise_ = _tie_noise_width(scores) if self.randomize else 0.0
+        scores = self._jitter(scores)
         groups = as_group(self.groups).fit(X_conformalize, y, classes=self.classes_)
         if self.task_ == "regression" and groups.uses_label and groups.label_edges is None:
             raise ValueError(f"groups {groups.name!r} depend on the label but declare no label bins; in regression "
@@ -381,10 +385,9 @@ class KandinskyCP:
             raise ValueError(f"call conformalize(X_cal, y_cal) before {method}")
 
     def _jitter(self, scores: np.ndarray) -> np.ndarray:
-        if not self.randomize:
+        if not self.randomize or self.tie_noise_ == 0.0:
             return scores
-        scale = _TIE_NOISE * max(1.0, float(np.max(np.abs(scores), initial=0.0)))
-        return scores + scale * self._rng.uniform(size=scores.shape)
+        return scores + self.tie_noise_ * self._rng.uniform(size=scores.shape)
 
     def _thresholds(self, phi: np.ndarray) -> np.ndarray:
         if not self.exact:
@@ -408,6 +411,22 @@ class KandinskyCP:
                     value = np.inf
             self._exact_cache[key] = value
         return self._exact_cache[key]
+
+
+def _tie_noise_width(scores: np.ndarray) -> float:
+    """Width of the uniform tie-breaking noise: half the smallest gap between distinct calibration scores.
+
+    Distinct scores keep their order; tied ones (e.g. LAC with a tree's discrete probabilities) get
+    random ranks, wide enough for HiGHS (tolerance 1e-7) to see. No ties: 0 (no noise at all).
+    """
+    ordered = np.sort(scores)
+    scale = max(1.0, float(np.max(np.abs(ordered), initial=0.0)))
+    gaps = np.diff(ordered)
+    tied = gaps <= _TIE_TOL * scale
+    if not tied.any():
+        return 0.0
+    distinct = gaps[~tied]
+    return 0.5 * float(distinct.min()) if distinct.size else scale
 
 
 def _sorted(arr: np.ndarray) -> bool:
