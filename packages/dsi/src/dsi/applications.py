@@ -1,10 +1,12 @@
 """The paper's three uses of DSI at CPU scale on scikit-learn's digits: memorisation mitigation (canary
 exposure), backdoor defence (blended trigger) and contribution control for a protected source.
 
-Every function trains the same small MLP with one of four regimes at a matched (epsilon, delta):
+Every function trains the same small MLP with one of these regimes at a matched (epsilon, delta):
 "dsi" (:class:`DSITrainer`, optimal covariance), "isotropic" (DSITrainer with sigma^2 I, the same
-guarantee), "dpsgd" (opacus DP-SGD: per-sample clipping, Poisson sampling, isotropic noise; a
-per-sample guarantee), or "none" (the same rounds without noise).
+guarantee), "dpsgd" (opacus DP-SGD: per-sample clipping, Poisson sampling, isotropic noise; the
+(epsilon, delta) is per sample), "dpsgd-group" (DP-SGD whose per-sample target is chosen so that a group
+of k samples, e.g. a canary's k copies, gets (epsilon, delta) through Gaussian-DP group privacy, mu_group
+= k mu_sample: the same protected unit as DSI), or "none" (the same rounds without noise).
 """
 
 from __future__ import annotations
@@ -27,12 +29,13 @@ __all__ = [
     "backdoor_defense",
     "canary_exposure",
     "contribution_control",
+    "group_sample_epsilon",
     "memorization_mitigation",
     "train_dpsgd",
 ]
 
-Regime = Literal["dsi", "isotropic", "dpsgd", "none"]
-_REGIMES = ("dsi", "isotropic", "dpsgd", "none")
+Regime = Literal["dsi", "isotropic", "dpsgd", "dpsgd-group", "none"]
+_REGIMES = ("dsi", "isotropic", "dpsgd", "dpsgd-group", "none")
 
 
 @dataclass(frozen=True)
@@ -149,11 +152,20 @@ def train_dpsgd(model: Any, x: np.ndarray, y: np.ndarray, *, epsilon: float, del
     return model._module if hasattr(model, "_module") else model
 
 
+def group_sample_epsilon(epsilon: float, delta: float, group_size: int) -> float:
+    """Per-sample epsilon whose Gaussian-DP mu, times ``group_size``, gives (epsilon, delta) to the group."""
+    from dsi.accounting import epsilon_from_gdp, gdp_mu_from_epsilon
+
+    return epsilon_from_gdp(gdp_mu_from_epsilon(epsilon, delta) / group_size, delta)
+
+
 def _train(regime: str, x: np.ndarray, y: np.ndarray, groups: np.ndarray, epsilon: float | None,
-           cfg: TaskConfig, seed: int, n_classes: int = 10) -> Any:
+           cfg: TaskConfig, seed: int, n_classes: int = 10, group_size: int = 1) -> Any:
     """Train the task MLP under ``regime``; return the model."""
     torch = require_torch()
     model = _mlp(x.shape[1], cfg.hidden, n_classes, seed)
+    if regime == "dpsgd-group":
+        regime, epsilon = "dpsgd", group_sample_epsilon(float(epsilon), cfg.delta, group_size)
     if regime == "dpsgd":
         return train_dpsgd(model, x, y, epsilon=float(epsilon), delta=cfg.delta, steps=cfg.rounds * cfg.local_steps,
                            batch_size=cfg.dpsgd_batch_size, lr=cfg.dpsgd_lr, max_grad_norm=cfg.dpsgd_max_grad_norm,
@@ -226,7 +238,7 @@ def memorization_mitigation(*, regime: Regime = "dsi", epsilon: float | None = 4
     x = np.concatenate([xtr, np.repeat(cand_x[inserted], canary_repeats, axis=0)])
     y = np.concatenate([ytr, np.repeat(cand_y[inserted], canary_repeats)])
     groups = np.concatenate([np.full(len(ytr), -1), np.repeat(np.arange(n_canaries), canary_repeats)])
-    model = _train(regime, x, y, groups, epsilon, cfg, seed)
+    model = _train(regime, x, y, groups, epsilon, cfg, seed, group_size=canary_repeats)
     losses = _losses(model, cand_x, cand_y).reshape(n_canaries, n_references + 1)
     exposures = np.array([canary_exposure(row[0], row[1:]) for row in losses])
     return MemorizationResult(regime=regime, epsilon=epsilon if regime != "none" else None,

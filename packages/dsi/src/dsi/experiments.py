@@ -100,7 +100,8 @@ def demo(ctx: RunContext) -> None:
 
 
 def reproduce(ctx: RunContext) -> dict[str, Any]:
-    """Canary exposure and accuracy vs epsilon for DSI, isotropic and opacus DP-SGD; backdoor with/without DSI."""
+    """Canary exposure and accuracy vs epsilon for DSI, isotropic and opacus DP-SGD (per-sample epsilon, and
+    per-canary epsilon through group privacy); backdoor success with and without DSI."""
     from dsi.applications import TaskConfig, backdoor_defense, memorization_mitigation
     from dsi.training import require_torch
 
@@ -115,7 +116,7 @@ def reproduce(ctx: RunContext) -> dict[str, Any]:
     try:
         import opacus  # noqa: F401
 
-        regimes.append("dpsgd")
+        regimes += ["dpsgd", "dpsgd-group"]
     except ImportError:
         log.warning("opacus is not installed (pip install dsi[peer]); skipping the DP-SGD peer")
     n_refs = 63 if ctx.quick else 255
