@@ -95,3 +95,16 @@ def test_plain_callable_groups_match_the_builtin_equivalent(digits_split):
     np.testing.assert_array_equal(a.beta_, b.beta_)
     np.testing.assert_array_equal(a.predict_set(Xt), b.predict_set(Xt))
     assert a.group_names_ == ["phi[0]", "phi[1]"]
+
+
+def test_lac_and_aps_scores_by_hand():
+    from kandinsky_cp.scores import aps, lac, resolve_score
+
+    proba = np.array([[0.5, 0.3, 0.2], [0.1, 0.1, 0.8]])
+    np.testing.assert_allclose(lac.score(proba, np.array([1, 2])), [0.7, 0.2])
+    # APS: mass of the labels strictly more likely than y, plus p_y (ties with y not counted)
+    np.testing.assert_allclose(aps.score(proba, np.array([1, 0])), [0.8, 0.9])
+    np.testing.assert_allclose(aps.score(proba, np.array([2, 2])), [1.0, 0.8])
+    assert resolve_score("aps") is aps
+    with pytest.raises(TypeError, match="score must be"):
+        resolve_score(3)

@@ -167,3 +167,31 @@ def test_exact_mode_equals_split_correction_for_partitions(digits_split):
     split = KandinskyCP(clf, **kw).conformalize(Xc, yc)
     exact = KandinskyCP(clf, exact=True, **kw).conformalize(Xc, yc)
     np.testing.assert_array_equal(exact.predict_set(Xt[:100]), split.predict_set(Xt[:100]))
+
+
+def test_exact_classification_with_label_groups_matches_brute_force(digits_split):
+    """exact=True with overlapping label x covariate groups: label k is in the set iff the quantile
+    regression refitted with (x, k) at score S(x, k) covers it (brute force, 4 points x 10 labels)."""
+    from scipy import sparse
+
+    clf, Xc, yc, Xt, _ = digits_split
+    Xc, yc = Xc[:250], yc[:250]
+    big = G.fractional(lambda X, y: np.asarray(X)[:, 20:44].mean(axis=1) > 0.25, names="dense")
+    groups = G.intercept() + G.by_label_bins([4.5]) + (big & G.by_label_bins([4.5]))
+    cp = KandinskyCP(clf, groups=groups, score="lac", exact=True, randomize=False).conformalize(Xc, yc)
+    sets = cp.predict_set(Xt[:4])
+    phi_cal, s_cal, tau = cp.calibration_phi_, cp.calibration_scores_, 0.9
+    proba = clf.predict_proba(Xt[:4])
+    n, d = phi_cal.shape
+    A = sparse.hstack([sparse.vstack([sparse.csr_matrix(phi_cal), sparse.csr_matrix((1, d))]),
+                       sparse.eye(n + 1), -sparse.eye(n + 1)], format="lil")
+    cost = np.concatenate([np.zeros(d), np.full(n + 1, tau), np.full(n + 1, 1 - tau)])
+    bounds = [(None, None)] * d + [(0, None)] * (2 * n + 2)
+    for i in range(4):
+        for k in range(10):
+            phi_test = cp.groups_(Xt[[i]], np.array([k]))[0]
+            s_test = 1 - proba[i, k]
+            A[n, :d] = phi_test
+            res = linprog(cost, A_eq=A.tocsr(), b_eq=np.append(s_cal, s_test), bounds=bounds, method="highs")
+            assert sets[i, k] == (s_test <= phi_test @ res.x[:d] + 1e-9), (i, k)
+    assert sets.sum() > 4  # some non-trivial sets

@@ -46,7 +46,7 @@ def _lac_score(proba: np.ndarray, idx: np.ndarray) -> np.ndarray:
 
 
 def _aps_score(proba: np.ndarray, idx: np.ndarray) -> np.ndarray:
-    # Mass of the labels at least as likely as y, y included (non-randomised APS).
+    # Mass of the labels strictly more likely than y, plus p_y (non-randomised APS).
     p_y = proba[np.arange(len(idx)), idx]
     return np.sum(np.where(proba > p_y[:, None], proba, 0.0), axis=1) + p_y
 
