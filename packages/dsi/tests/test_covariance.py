@@ -142,3 +142,19 @@ def test_bad_options():
     res = optimal_covariance(np.ones((1, 30_000)))
     with pytest.raises(ValueError, match="dense covariance"):
         res.covariance()
+
+
+def test_large_dimension_is_solved_in_the_span():
+    # d = 2e5 float32: a dense d x d covariance would need 320 GB, so this only passes rank-reduced
+    import time
+
+    rng = np.random.default_rng(0)
+    d, n = 200_000, 64
+    diffs = rng.standard_normal((n, 8), dtype=np.float32) @ rng.standard_normal((8, d), dtype=np.float32)
+    diffs += 0.3 * rng.standard_normal((n, d), dtype=np.float32)
+    start = time.perf_counter()
+    res = optimal_covariance(diffs)
+    assert time.perf_counter() - start < 30.0
+    assert res.converged and res.rank == n and res.dim == d
+    assert np.all(res.mahalanobis <= 1.0 + 1e-9)
+    assert res.trace < isotropic_covariance(diffs).span_trace
