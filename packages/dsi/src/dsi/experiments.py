@@ -116,7 +116,7 @@ def reproduce(ctx: RunContext) -> dict[str, Any]:
     try:
         import opacus  # noqa: F401
 
-        regimes += ["dpsgd", "dpsgd-group"]
+        regimes += ["dpsgd"] if ctx.quick else ["dpsgd", "dpsgd-group"]
     except ImportError:
         log.warning("opacus is not installed (pip install dsi[peer]); skipping the DP-SGD peer")
     n_refs = 63 if ctx.quick else 255
