@@ -39,6 +39,10 @@ class Denoiser:
         """Map final samples to images; identity for pixel-space models."""
         return x
 
+    def pair(self, x: torch.Tensor, t: int, cond_a: Any, cond_b: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """Predictions under two conditionings (one batched call where the model allows it)."""
+        return self(x, t, cond_a), self(x, t, cond_b)
+
     @property
     def device(self) -> torch.device:
         return torch.device("cpu")
@@ -80,18 +84,29 @@ class PixelUNet(Denoiser):
     def dtype(self) -> torch.dtype:
         return _module_device_dtype(self.unet)[1]
 
+    def _labels(self, cond: Any, x: torch.Tensor) -> torch.Tensor | None:
+        if not self.cond_size:
+            return None
+        if cond is None:
+            raise ValueError("this UNet2DModel is class-conditional: pass a class id (or set null_class)")
+        labels = torch.as_tensor(cond, device=x.device, dtype=torch.long).reshape(-1)
+        if labels.numel() == 1:
+            labels = labels.expand(x.shape[0])
+        if labels.min() < 0 or labels.max() >= self.cond_size:
+            raise ValueError(f"class id {labels.tolist()} out of range [0, {self.cond_size - 1}]")
+        return labels
+
     def __call__(self, x: torch.Tensor, t: int, cond: Any) -> torch.Tensor:
-        labels = None
-        if self.cond_size:
-            if cond is None:
-                raise ValueError("this UNet2DModel is class-conditional: pass a class id (or set null_class)")
-            labels = torch.as_tensor(cond, device=x.device, dtype=torch.long).reshape(-1)
-            if labels.numel() == 1:
-                labels = labels.expand(x.shape[0])
-            if labels.min() < 0 or labels.max() >= self.cond_size:
-                raise ValueError(f"class id {labels.tolist()} out of range [0, {self.cond_size - 1}]")
         tt = torch.full((x.shape[0],), int(t), device=x.device, dtype=torch.long)
-        return self.unet(x, tt, class_labels=labels).sample
+        return self.unet(x, tt, class_labels=self._labels(cond, x)).sample
+
+    def pair(self, x: torch.Tensor, t: int, cond_a: Any, cond_b: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        a, b = self._labels(cond_a, x), self._labels(cond_b, x)
+        if a is None:
+            return super().pair(x, t, cond_a, cond_b)
+        tt = torch.full((2 * x.shape[0],), int(t), device=x.device, dtype=torch.long)
+        out = self.unet(torch.cat([x, x]), tt, class_labels=torch.cat([a, b])).sample
+        return out[: x.shape[0]], out[x.shape[0]:]
 
 
 @dataclass
@@ -126,7 +141,7 @@ class LatentUNet(Denoiser):
     def dtype(self) -> torch.dtype:
         return _module_device_dtype(self.unet)[1]
 
-    def __call__(self, x: torch.Tensor, t: int, cond: Any) -> torch.Tensor:
+    def _embeds(self, cond: Any, x: torch.Tensor) -> torch.Tensor:
         if not isinstance(cond, torch.Tensor) or cond.ndim != 3:
             raise ValueError("a UNet2DConditionModel needs prompt embeddings of shape (B or 1, L, D), "
                              f"got {type(cond).__name__}{tuple(getattr(cond, 'shape', ()))}")
@@ -135,8 +150,19 @@ class LatentUNet(Denoiser):
                              f"is {self.cond_size}")
         if cond.shape[0] == 1 and x.shape[0] != 1:
             cond = cond.expand(x.shape[0], -1, -1)
+        return cond.to(device=x.device, dtype=x.dtype)
+
+    def __call__(self, x: torch.Tensor, t: int, cond: Any) -> torch.Tensor:
         tt = torch.full((x.shape[0],), int(t), device=x.device, dtype=torch.long)
-        return self.unet(x, tt, encoder_hidden_states=cond.to(x.dtype)).sample
+        return self.unet(x, tt, encoder_hidden_states=self._embeds(cond, x)).sample
+
+    def pair(self, x: torch.Tensor, t: int, cond_a: Any, cond_b: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        a, b = self._embeds(cond_a, x), self._embeds(cond_b, x)
+        if a.shape != b.shape:
+            return self(x, t, cond_a), self(x, t, cond_b)
+        tt = torch.full((2 * x.shape[0],), int(t), device=x.device, dtype=torch.long)
+        out = self.unet(torch.cat([x, x]), tt, encoder_hidden_states=torch.cat([a, b])).sample
+        return out[: x.shape[0]], out[x.shape[0]:]
 
     def encode_prompt(self, prompt: str | list[str]) -> torch.Tensor:
         """Embed ``prompt`` with this model's tokenizer and text encoder: (B, L, D)."""

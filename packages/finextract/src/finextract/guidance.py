@@ -279,10 +279,9 @@ class CFGSampler(_DDIMSampler):
         x_T = self._initial(ft, n, latents, generator)
 
         def eps_fn(x: torch.Tensor, t: int) -> torch.Tensor:
-            eps_c = ft(x, t, cond)
             if s == 1:
-                return eps_c
-            eps_u = ft(x, t, null)
+                return ft(x, t, cond)
+            eps_u, eps_c = ft.pair(x, t, null, cond)  # one batched UNet call, as diffusers pipelines do
             return eps_u + s * (eps_c - eps_u)
 
         return self._run(ft, x_T, eps_fn)
