@@ -79,7 +79,7 @@ def reproduce(ctx: RunContext) -> None:
 
     exponents = [2, 6, 10] if ctx.quick else [2, 4, 6, 8, 10]
     splits = 2 if ctx.quick else 10
-    n, epochs = (300, 10) if ctx.quick else (600, 25)
+    n, epochs = (300, 10) if ctx.quick else (600, 15)
     results: dict[str, dict[str, list]] = {m: {"short": [], "long": []} for m in METHODS}
     for exponent in progress(exponents, desc="inequality"):
         per_method = {m: {"short": [], "long": []} for m in METHODS}
