@@ -1,3 +1,4 @@
+import os
 import subprocess
 import sys
 
@@ -25,8 +26,9 @@ def test_cli_rejects_unknown_command():
 
 
 def test_module_entry_point(tmp_path):
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
     done = subprocess.run([sys.executable, "-m", "finextract", "reproduce", "--quick", "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=600)
+                          capture_output=True, text=True, timeout=600, env=env)
     assert done.returncode == 0, done.stderr
     import json
 
