@@ -38,6 +38,25 @@ def sd_folder(tmp_path_factory):
     return root
 
 
+def _save_char_tokenizer(folder):
+    """A character-level CLIP BPE tokenizer (no merges) written from scratch: no download needed."""
+    import json
+
+    from transformers import CLIPTokenizer
+
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    vocab = {"<|startoftext|>": 0, "<|endoftext|>": 1}
+    for c in letters:
+        vocab[c] = len(vocab)
+        vocab[c + "</w>"] = len(vocab)
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "vocab.json").write_text(json.dumps(vocab))
+    (folder / "merges.txt").write_text("#version: 0.2\n")
+    tok = CLIPTokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"), model_max_length=8,
+                        pad_token="<|endoftext|>")
+    tok.save_pretrained(str(folder))
+
+
 def _embeds():
     g = torch.Generator().manual_seed(1)
     return torch.randn(1, 8, 16, generator=g), torch.randn(1, 8, 16, generator=g), torch.randn(2, 4, 8, 8, generator=g)
@@ -129,3 +148,26 @@ def test_errors_name_the_problem(sd_folder, tmp_path):
         without_adapters(pre)
     with pytest.raises(TypeError, match="noise predictor"):
         ModelGuidanceSampler(pre, object(), w=3.0).sample(emb, latents=lat)
+
+
+def test_prompt_path_with_tokenizer_and_audit_cli(sd_folder, tmp_path):
+    import json
+    import shutil
+
+    from finextract.__main__ import main
+
+    root = tmp_path / "sd"
+    shutil.copytree(sd_folder, root)
+    _save_char_tokenizer(root / "tokenizer")
+    den = load_checkpoint(root)
+    emb = den.encode_prompt("art style")
+    assert emb.shape == (1, 8, 16)
+    assert den.null_embeds is not None and den.null_embeds.shape == (1, 8, 16)
+    assert not torch.allclose(emb, den.null_embeds)
+    add_lora(den.unet, rank=2, seed=0)
+    save_lora(den.unet, tmp_path / "lora")
+    out = tmp_path / "audit"
+    assert main(["audit", "--pretrained", str(root), "--lora", str(tmp_path / "lora"), "--n-train", "2",
+                 "--n-generations", "4", "--steps", "2", "--prompt", "art style", "--out", str(out)]) == 0
+    report = json.loads((out / "audit.json").read_text())
+    assert report["lora"] and len(report["selected_generation_indices"]) == 2
