@@ -102,6 +102,11 @@ def pytest_step(python: Path, name: str, tests: Path, junit_dir: Path, *, triton
     return Step(name=name, cmd=cmd, env=env, allow_no_tests=True)
 
 
+def has_triton_tests(folder: Path) -> bool:
+    """Whether any test file in ``folder`` carries the triton marker (saves a collection pass)."""
+    return any("mark.triton" in p.read_text(errors="ignore") for p in folder.rglob("*.py"))
+
+
 def junit_counts(path: Path) -> dict[str, int]:
     if not path.exists():
         return {}
@@ -165,7 +170,8 @@ def command_test(python: Path, packages: list[tuple[str, str, Path]], args: argp
     tests = []
     for name, folder in suites:
         tests.append(pytest_step(python, f"tests: {name}", folder, junit_dir, triton=False))
-        tests.append(pytest_step(python, f"tests: {name} (triton, interpreted)", folder, junit_dir, triton=True))
+        if has_triton_tests(folder):
+            tests.append(pytest_step(python, f"tests: {name} (triton, interpreted)", folder, junit_dir, triton=True))
     wheels = [] if args.skip_wheels else [Step(f"checks: wheels {dist}", [*tools, "wheels", dist])
                                           for dist, _, _ in packages]
     start = time.perf_counter()
