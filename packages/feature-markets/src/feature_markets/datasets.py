@@ -78,8 +78,8 @@ def make_market_data(
         X = np.clip(means + 0.2 * rng.standard_normal((n_samples, n_features)), 0, None)
     q = (1 - label_correlation) * rng.uniform(size=n_samples) + label_correlation * (y > 0)
     budgets = min_budget * 2.0 ** (np.log2(inequality) * q)
-    description = (f"{distribution} features (d={n_features}), budgets log-uniform with max/min {inequality:g}, "
-                   f"label correlation {label_correlation:g}")
+    description = (f"{distribution} features (d={n_features}, signal {feature_signal:g}), budgets log-uniform "
+                   f"with max/min {inequality:g}, label correlation {label_correlation:g}")
     return MarketData(X, y.astype(np.int64), budgets, description)
 
 

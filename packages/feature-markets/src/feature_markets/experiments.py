@@ -50,7 +50,7 @@ def demo(ctx: RunContext) -> None:
     settings = {
         "uniform budgets": make_market_data(n, inequality=1.0, seed=ctx.seed),
         "inequality 2^10, label-correlated": make_market_data(n, inequality=2.0**10, label_correlation=0.5,
-                                                              feature_signal=0.3, seed=ctx.seed),
+                                                              feature_signal=0.0, seed=ctx.seed),
         "breast cancer (budget proxy)": breast_cancer_proxy(),
     }
     sections, results = [], {}

@@ -25,7 +25,9 @@ def burden(outcome: MarketOutcome, y: np.ndarray) -> float:
     """Mean over users of the price a truly positive user classified negative would have to pay
     (``price * distance``) and cannot afford: the cost the classifier imposes on qualified users."""
     stuck = (np.asarray(y) > 0) & (outcome.predictions < 0)
-    return float(np.mean(np.where(stuck, outcome.market.price * outcome.market.distance, 0.0)))
+    # Only stuck users count; with no purchasable weight their distance is infinite and price 0.
+    cost = outcome.market.price * outcome.market.distance[stuck] if outcome.market.price > 0 else 0.0
+    return float(np.sum(cost) / stuck.shape[0])
 
 
 @dataclass(frozen=True)
