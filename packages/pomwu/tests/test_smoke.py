@@ -35,4 +35,13 @@ def test_module_entry_point_reproduce_quick(tmp_path):
     for feedback in ("expected", "sampled"):
         assert set(out[feedback]["results"]) == {"POMWU (predicted)", "cHedge (predicted)", "POMWU (true)",
                                                  "cHedge (true)", "OMWU", "Hedge"}
+        # the seed spread's first seed is the main table's run; later seeds redraw the whole setup
+        spread = out["seed_spread_predicted"][feedback]
+        assert [r["seed"] for r in spread["per_seed"]] == [0, 1, 2]
+        first = spread["per_seed"][0]
+        for name in ("POMWU", "cHedge"):
+            assert first[name] == out[feedback]["results"][f"{name} (predicted)"]["avg_travel_time"]
+        rel = [r["POMWU"] / r["cHedge"] - 1 for r in spread["per_seed"]]
+        assert spread["mean_relative_difference"] == pytest.approx(sum(rel) / 3, abs=1e-15)
+        assert len({r["POMWU"] for r in spread["per_seed"]}) == 3
     assert (tmp_path / "reproduce.png").stat().st_size > 1000

@@ -137,6 +137,50 @@ def _checks(results: dict) -> dict:
     }
 
 
+N_SPREAD_SEEDS = 3
+
+
+def _predicted_pair(setup: RoutingSetup, *, eta: float, feedback: str, seed: int, progress: bool) -> dict:
+    """Average normalised travel time of POMWU and cHedge with predicted contexts (same rng as the main table)."""
+    out = {}
+    for name in ("POMWU", "cHedge"):
+        learner = LEARNERS[name](n_actions=setup.game.n_actions, n_contexts=setup.game.n_contexts, step_size=eta)
+        run = play_routing_game(setup.game, learner, setup.contexts, setup.predictions,
+                                loss_bounds=setup.loss_bounds, rng=np.random.default_rng(seed + 1),
+                                feedback=feedback, progress=progress)
+        out[name] = float(run.travel_time.mean())
+    return out
+
+
+def _seed_spread(main: dict, *, accuracy: float, T: int, eta: float, seeds: list[int], progress: bool) -> dict:
+    """POMWU(pred) vs cHedge(pred) over ``seeds`` for both feedback models; ``seeds[0]`` is taken from ``main``
+    (the main table's results, with prediction accuracy ``accuracy``)."""
+    per_seed: dict[str, list] = {fb: [] for fb in main}
+    for i, seed in enumerate(seeds):
+        setup = sioux_falls_setup(T=T, seed=seed) if i else None
+        acc = float(np.mean(setup.predictions == setup.contexts)) if setup else accuracy
+        for feedback in main:
+            if setup is None:
+                res = main[feedback]["results"]
+                pair = {name: res[f"{name} (predicted)"]["avg_travel_time"] for name in ("POMWU", "cHedge")}
+            else:
+                pair = _predicted_pair(setup, eta=eta, feedback=feedback, seed=seed, progress=progress)
+            per_seed[feedback].append({"seed": seed, "prediction_accuracy": acc, **pair,
+                                       "relative_difference": pair["POMWU"] / pair["cHedge"] - 1})
+    out = {}
+    for feedback, rows in per_seed.items():
+        rel = np.array([r["relative_difference"] for r in rows])
+        out[feedback] = {
+            "per_seed": rows,
+            "mean_POMWU": float(np.mean([r["POMWU"] for r in rows])),
+            "mean_cHedge": float(np.mean([r["cHedge"] for r in rows])),
+            "mean_relative_difference": float(rel.mean()),
+            "sd_relative_difference": float(rel.std(ddof=1)) if rel.size > 1 else 0.0,
+            "seeds_with_POMWU_le_cHedge": int(np.sum(rel <= 0)),
+        }
+    return out
+
+
 def reproduce(ctx: RunContext) -> None:
     """Sioux Falls: travel time, congestion, regret and distance to Wardrop of POMWU vs cHedge vs OMWU/Hedge,
     with true and predicted contexts, under expected (mean-field) and sampled feedback."""
@@ -155,19 +199,20 @@ def reproduce(ctx: RunContext) -> None:
         out[feedback] = {"results": results, "checks": _checks(results)}
         all_runs[feedback] = runs
     # Step-size sensitivity of the POMWU vs cHedge comparison (predicted contexts, expected feedback).
-    sensitivity = {}
-    for alt in (5.0,):
-        for name in ("POMWU", "cHedge"):
-            learner = LEARNERS[name](n_actions=game.n_actions, n_contexts=m, step_size=alt)
-            run = play_routing_game(game, learner, setup.contexts, setup.predictions, loss_bounds=setup.loss_bounds,
-                                    rng=np.random.default_rng(ctx.seed + 1), feedback="expected",
-                                    progress=not ctx.quick)
-            sensitivity[f"{name} (predicted), eta={alt:g}"] = float(run.travel_time.mean())
+    sensitivity = {f"{name} (predicted), eta={alt:g}": tt
+                   for alt in (5.0,)
+                   for name, tt in _predicted_pair(setup, eta=alt, feedback="expected", seed=ctx.seed,
+                                                   progress=not ctx.quick).items()}
     for name in ("POMWU", "cHedge"):
         sensitivity[f"{name} (predicted), eta={eta:g}"] = out["expected"]["results"][f"{name} (predicted)"][
             "avg_travel_time"]
+    # Seed spread of the same comparison: every seed redraws capacities, contexts, covariates, predictions,
+    # loss bounds and path sampling; the first seed is the main table's.
+    spread = _seed_spread(out, accuracy=accuracy, T=T, eta=eta, seeds=[ctx.seed + i for i in range(N_SPREAD_SEEDS)],
+                          progress=not ctx.quick)
     ctx.write_json({
         "step_size_sensitivity_expected_feedback": sensitivity,
+        "seed_spread_predicted": spread,
         "setup": {"network": "Sioux Falls", "n_agents": game.n_agents, "n_links": game.network.n_links,
                   "n_contexts": m, "rounds": T, "step_size": eta, "max_paths": int(game.n_actions.max()),
                   "total_paths": int(game.n_actions.sum()), "prediction_accuracy": accuracy, "seed": ctx.seed,
@@ -188,6 +233,15 @@ def reproduce(ctx: RunContext) -> None:
     rows += ["**step size** (expected feedback, predicted contexts): avg normalised travel time", "",
              "| learner, step size | avg normalised travel time |", "|---|---|"]
     rows += [f"| {k} | {v:.5f} |" for k, v in sorted(sensitivity.items())]
+    rows += ["", f"**seed spread** (predicted contexts, eta = {eta:g}): avg normalised travel time; "
+             "relative difference = POMWU / cHedge - 1", "",
+             "| feedback | seed | prediction accuracy | POMWU (predicted) | cHedge (predicted) | relative difference |",
+             "|---|---|---|---|---|---|"]
+    for feedback, block in spread.items():
+        rows += [f"| {feedback} | {r['seed']} | {r['prediction_accuracy']:.3f} | {r['POMWU']:.5f} | "
+                 f"{r['cHedge']:.5f} | {r['relative_difference']:+.4f} |" for r in block["per_seed"]]
+        rows += [f"| {feedback} | mean | | {block['mean_POMWU']:.5f} | {block['mean_cHedge']:.5f} | "
+                 f"{block['mean_relative_difference']:+.4f} (sd {block['sd_relative_difference']:.4f}) |"]
     ctx.write_table("\n".join(rows))
 
     import matplotlib.pyplot as plt
