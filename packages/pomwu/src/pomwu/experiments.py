@@ -246,9 +246,9 @@ def reproduce(ctx: RunContext) -> None:
 
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=False)
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4), sharey=False)
     t = np.arange(1, T + 1)
-    for ax, (feedback, runs) in zip(axes, all_runs.items(), strict=True):
+    for ax, (feedback, runs) in zip(axes[:2], all_runs.items(), strict=True):
         for label, run in runs.items():
             ax.plot(t, np.cumsum(run.travel_time) / t, "--" if "true" in label else "-", label=label)
         ax.set_title(f"{feedback} feedback")
@@ -256,5 +256,15 @@ def reproduce(ctx: RunContext) -> None:
         ax.set_xscale("log")
         ax.set_ylabel("time-averaged normalised travel time")
     axes[0].legend(fontsize=7)
-    fig.suptitle(f"Sioux Falls, {game.n_agents} agents, {m} contexts, prediction accuracy {accuracy:.2f}")
+    ax = axes[2]
+    for j, (feedback, block) in enumerate(spread.items()):
+        rel = [100 * r["relative_difference"] for r in block["per_seed"]]
+        ax.bar(np.arange(len(rel)) + 0.4 * j - 0.2, rel, width=0.4, label=f"{feedback} feedback")
+    ax.axhline(0.0, color="k", lw=0.8)
+    ax.set_xticks(np.arange(N_SPREAD_SEEDS), [f"seed {ctx.seed + i}" for i in range(N_SPREAD_SEEDS)])
+    ax.set_ylabel("travel time, POMWU / cHedge - 1 (%); < 0: POMWU better")
+    ax.set_title(f"POMWU vs cHedge (predicted), eta={eta:g}")
+    ax.legend(fontsize=7)
+    fig.suptitle(f"Sioux Falls, {game.n_agents} agents, {m} contexts, seed {ctx.seed} "
+                 f"(prediction accuracy {accuracy:.2f})")
     ctx.save_figure(fig)
