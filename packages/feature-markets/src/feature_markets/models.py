@@ -257,8 +257,9 @@ class MarketAwareClassifier(_LinearMarketModel):
     Loss: ``mean max(0, 1 - y (w.x + bias + (b / p(w, bias)) ||w||)) + alpha ||w||^2`` where
     ``p(w, bias)`` is :func:`soft_market_price` on the minibatch (revenue normalised by its maximum,
     so ``tau_softmax`` is unit-free), and the gradient accounts for how sellers re-price when the
-    classifier moves. Training starts from the naive weights and the grid bias with the lowest market
-    hinge loss at the exact price, because the price jumps as the threshold moves.
+    classifier moves. Training starts from the naive or fixed-price strategic weights and the grid bias
+    with the lowest market hinge loss at the exact price (the price jumps as the threshold moves, so
+    gradient steps from a cold start stall), and keeps the epoch with the lowest exact-price loss.
     ``price_`` is the equilibrium price on the training data after fitting.
     """
 
@@ -277,12 +278,19 @@ class MarketAwareClassifier(_LinearMarketModel):
         # The market price jumps as the threshold moves, so gradient steps alone stall in a poor
         # basin: start from the naive weights and the bias (on a grid) with the lowest market hinge
         # loss at each candidate's exact equilibrium price.
-        naive = NaiveClassifier(alpha=self.alpha, epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
-                                random_state=self.random_state).fit(features, signs, budgets)
-        w = naive.coef_
-        grid = naive.intercept_ + float(np.linalg.norm(w)) * np.linspace(-1.5, 1.5, 61)
-        losses = [self._checkpoint_loss(features, signs, budgets, w, bias) for bias in grid]
-        return w, float(grid[int(np.argmin(losses))])
+        settings = dict(alpha=self.alpha, epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
+                        random_state=self.random_state)
+        best = (np.inf, None, 0.0)
+        # Candidates: the naive weights and the fixed-price strategic weights (one step of the market's
+        # response), each with a bias grid; keep the lowest exact-price market hinge loss.
+        for cls in (NaiveClassifier, FixedPriceStrategicClassifier):
+            start = cls(**settings).fit(features, signs, budgets)
+            w = start.coef_
+            for bias in start.intercept_ + float(np.linalg.norm(w)) * np.linspace(-1.5, 1.5, 61):
+                loss = self._checkpoint_loss(features, signs, budgets, w, bias)
+                if loss < best[0]:
+                    best = (loss, w, float(bias))
+        return best[1], best[2]
 
     def _checkpoint_loss(self, features, signs, budgets, w, bias):
         """Market hinge loss on all training users at the exact equilibrium price (plus the penalty)."""
