@@ -46,9 +46,36 @@ QUICK = Config(pretrain_steps=60, full_steps=15, full_lr=1e-3, lora_steps=15, lo
                ddim_steps=8)
 
 
-def run_setting(pre: PixelUNet, data: Any, mode: str, cfg: Config, seed: int,
-                cache: Any = None) -> dict[str, ExtractionResult]:
-    """Fine-tune (full or LoRA) on ``data.finetune_images`` and extract with FineXtract and with CFG."""
+#: calibration grids, searched on a held-out seed (never one of the test seeds). Per fine-tuning mode (full / LoRA,
+#: as the paper sets w and k per mode), the FineXtract (w, k) and the CFG scale with the highest mean AS over the
+#: fine-tuning regimes are then used unchanged on every test seed. Ties go to the earlier grid entry.
+W_GRID = (1.5, 2.0, 3.0, 5.0)
+K_GRID = (-0.02, 0.0)
+CFG_GRID = (1.0, 3.0, 5.0)
+QUICK_GRID = {"w_grid": (2.0, 3.0), "k_grid": (0.0,), "cfg_grid": (1.0, 3.0)}  # keeps --quick at a few seconds
+CALIBRATION_OFFSET = 3  # held-out seed = first test seed + 3 (the test seeds are seed, seed + 1, seed + 2)
+
+#: method name -> ("mg", w, k) or ("cfg", scale)
+Methods = dict[str, tuple[Any, ...]]
+
+
+def paper_methods(mode: str) -> Methods:
+    """The paper's untuned settings: FineXtract with Generator.py's (w, k), CFG at scale 3."""
+    return {"FineXtract": ("mg", SETTINGS[mode]["w"], SETTINGS[mode]["k"]), "CFG baseline": ("cfg", CFG_SCALE)}
+
+
+def grid_methods(*, w_grid: tuple[float, ...] = W_GRID, k_grid: tuple[float, ...] = K_GRID,
+                 cfg_grid: tuple[float, ...] = CFG_GRID) -> Methods:
+    """Every calibration candidate, named ``mg w=.. k=..`` and ``cfg s=..``."""
+    out: Methods = {f"mg w={w} k={k}": ("mg", w, k) for w in w_grid for k in k_grid}
+    out.update({f"cfg s={s}": ("cfg", s) for s in cfg_grid})
+    return out
+
+
+def run_setting(pre: PixelUNet, data: Any, mode: str, cfg: Config, seed: int, cache: Any = None,
+                methods: Methods | None = None) -> dict[str, ExtractionResult]:
+    """Fine-tune (full or LoRA) on ``data.finetune_images`` and extract with each method (default: the paper's
+    FineXtract and CFG settings). All methods share the initial latents, DDIM steps and x0 rescaling."""
     lora = mode == "lora"
     ft = finetune(pre, data.finetune_images, steps=cfg.lora_steps if lora else cfg.full_steps,
                   lr=cfg.lora_lr if lora else cfg.full_lr, lora_rank=cfg.lora_rank if lora else None, seed=seed,
@@ -57,10 +84,27 @@ def run_setting(pre: PixelUNet, data: Any, mode: str, cfg: Config, seed: int,
     n_gen = cfg.gen_per_image * cfg.n_train
     latents = torch.randn((n_gen, *ft.sample_shape), generator=torch.Generator().manual_seed(1000 + seed))
     common = {"steps": cfg.ddim_steps, "rescale_x0": cfg.rescale_x0}
-    samplers = {"FineXtract": ModelGuidanceSampler(base, ft, **SETTINGS[mode], **common),
-                "CFG baseline": CFGSampler(ft, guidance_scale=CFG_SCALE, **common)}
+    samplers = {name: ModelGuidanceSampler(base, ft, w=m[1], k=m[2], **common) if m[0] == "mg"
+                else CFGSampler(ft, guidance_scale=m[1], **common)
+                for name, m in (methods or paper_methods(mode)).items()}
     return {name: extract(s, NEW_TOKEN, n_train=cfg.n_train, latents=latents, train_images=data.finetune_images,
                           thresholds=ESR_THRESHOLDS) for name, s in samplers.items()}
+
+
+def calibrate(scores: dict[str, dict[str, list[float]]], grid: Methods) -> dict[str, Methods]:
+    """Pick, per mode, the best FineXtract and the best CFG candidate by mean held-out AS.
+
+    ``scores[mode][candidate]``: held-out AS values (one per regime). Returns ``{mode: {"FineXtract (calibrated)":
+    ("mg", w, k), "CFG baseline (calibrated)": ("cfg", s)}}``. ``grid``: the candidates (:func:`grid_methods`).
+    """
+    out: dict[str, Methods] = {}
+    for mode, by_cand in scores.items():
+        best: Methods = {}
+        for kind, label in (("mg", "FineXtract (calibrated)"), ("cfg", "CFG baseline (calibrated)")):
+            cands = [c for c in grid if grid[c][0] == kind]
+            best[label] = grid[max(cands, key=lambda c: (float(np.mean(by_cand[c])), -cands.index(c)))]
+        out[mode] = best
+    return out
 
 
 def _row(mode: str, seed: int, method: str, r: ExtractionResult) -> dict[str, Any]:
@@ -120,17 +164,42 @@ def demo(ctx: RunContext) -> None:
 
 
 def reproduce(ctx: RunContext) -> None:
-    """3 seeds x {light, strong fine-tuning} x {full, LoRA} x {FineXtract, CFG}: AS and A-ESR; JSON, table, grid."""
+    """3 test seeds x {light, strong fine-tuning} x {full, LoRA}: FineXtract vs CFG, each at the paper's settings
+    and at settings calibrated on a held-out seed (same grid search for both methods); JSON, table, grid."""
     from dataclasses import replace
 
     torch.set_num_threads(1)  # 0.16 M-param model: threads only add contention on shared CPUs
     base_cfg = QUICK if ctx.quick else Config()
     regimes = {"quick": {}} if ctx.quick else REGIMES
     seeds = [ctx.seed] if ctx.quick else [ctx.seed, ctx.seed + 1, ctx.seed + 2]
+    cal_seed = ctx.seed + CALIBRATION_OFFSET
+    grid_kw: dict[str, tuple[float, ...]] = (QUICK_GRID if ctx.quick else
+                                             {"w_grid": W_GRID, "k_grid": K_GRID, "cfg_grid": CFG_GRID})
+    grid = grid_methods(**grid_kw)
     data0 = digits_data(base_cfg.n_train, seed=ctx.seed)
     cache = None if ctx.quick else ctx.path("checkpoints")
     pre = pretrain(data0, steps=base_cfg.pretrain_steps, batch_size=64, seed=ctx.seed,
                    cache=None if cache is None else cache / f"pretrained-{base_cfg.pretrain_steps}")
+
+    def sub(regime: str, mode: str, seed: int) -> Any:
+        return None if cache is None else cache / f"{regime}-{mode}-seed{seed}"
+
+    # 1. calibration on the held-out seed: every grid candidate for both methods
+    scores: dict[str, dict[str, list[float]]] = {"full": {}, "lora": {}}
+    cal_rows: list[dict[str, Any]] = []
+    for regime, overrides in regimes.items():
+        cfg = replace(base_cfg, **overrides)
+        data = digits_data(cfg.n_train, seed=cal_seed)
+        for mode in ("full", "lora"):
+            res = run_setting(pre, data, mode, cfg, cal_seed, cache=sub(regime, mode, cal_seed),
+                              methods=grid)
+            for name, r in res.items():
+                scores[mode].setdefault(name, []).append(r.metrics.similarity)
+                cal_rows.append({"regime": regime, **_row(mode, cal_seed, name, r)})
+    chosen = calibrate(scores, grid)
+    log.info("calibrated on seed %d: %s", cal_seed, chosen)
+
+    # 2. test seeds: paper settings and calibrated settings, same latents for all four samplers
     rows: list[dict[str, Any]] = []
     grids: list[tuple[str, torch.Tensor]] = []
     for regime, overrides in regimes.items():
@@ -138,27 +207,32 @@ def reproduce(ctx: RunContext) -> None:
         for seed in seeds:
             data = digits_data(cfg.n_train, seed=seed)
             for mode in ("full", "lora"):
-                sub = None if cache is None else cache / f"{regime}-{mode}-seed{seed}"
-                res = run_setting(pre, data, mode, cfg, seed, cache=sub)
+                res = run_setting(pre, data, mode, cfg, seed, cache=sub(regime, mode, seed),
+                                  methods={**paper_methods(mode), **chosen[mode]})
                 rows += [{"regime": regime, **_row(mode, seed, name, r)} for name, r in res.items()]
                 if seed == seeds[0] and regime == next(iter(regimes)):
                     grids.append((f"train ({mode})", data.finetune_images))
                     grids += [(f"{name} ({mode})", _matched(data.finetune_images, r)) for name, r in res.items()]
     summary = []
     metric_keys = ["AS", *[f"A-ESR@{t}" for t in ESR_THRESHOLDS]]
+    methods = ["FineXtract", "CFG baseline", "FineXtract (calibrated)", "CFG baseline (calibrated)"]
     for regime in regimes:
         for mode in ("full", "lora"):
-            for method in ("FineXtract", "CFG baseline"):
+            for method in methods:
                 sel = [r for r in rows if (r["regime"], r["setting"], r["method"]) == (regime, mode, method)]
-                entry: dict[str, Any] = {"regime": regime, "setting": mode, "method": method}
+                m = chosen[mode].get(method) or paper_methods(mode)[method]
+                entry: dict[str, Any] = {"regime": regime, "setting": mode, "method": method,
+                                         "params": f"w={m[1]}, k={m[2]}" if m[0] == "mg" else f"s={m[1]}"}
                 for key in metric_keys:
                     vals = np.array([r[key] for r in sel])
                     entry[key] = float(vals.mean())
                     entry[key + " sd"] = float(vals.std())
                 summary.append(entry)
-    keys = ["regime", "setting", "method", *[k for m in metric_keys for k in (m, m + " sd")]]
+    keys = ["regime", "setting", "method", "params", *[k for m in metric_keys for k in (m, m + " sd")]]
     ctx.write_table(_markdown(summary, keys))
     ctx.write_json({"config": base_cfg.__dict__, "regimes": regimes, "seeds": seeds, "settings": SETTINGS,
-                    "cfg_scale": CFG_SCALE, "summary": summary, "runs": rows})
+                    "cfg_scale": CFG_SCALE, "calibration": {"seed": cal_seed, **grid_kw, "chosen": chosen,
+                                                            "runs": cal_rows},
+                    "summary": summary, "runs": rows})
     first = next(iter(regimes))
     ctx.save_figure(_grid(grids, f"{first} fine-tuning, seed {seeds[0]}: training images and best extracted match"))
