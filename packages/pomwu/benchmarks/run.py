@@ -63,29 +63,63 @@ def main() -> None:
     ctx_short = setup.contexts[:n_loop]
 
     def ours_short():
-        play_routing_game(game, POMWU(n_actions=game.n_actions, n_contexts=10, step_size=5.0), ctx_short,
-                          loss_bounds=lo_hi, rng=np.random.default_rng(0))
+        play_routing_game(
+            game,
+            POMWU(n_actions=game.n_actions, n_contexts=10, step_size=5.0),
+            ctx_short,
+            loss_bounds=lo_hi,
+            rng=np.random.default_rng(0),
+        )
 
     def peer_short():
-        per_agent_loop(game, POMWU(n_actions=game.n_actions, n_contexts=10, step_size=5.0), ctx_short, *lo_hi,
-                       np.random.default_rng(0))
+        per_agent_loop(
+            game,
+            POMWU(n_actions=game.n_actions, n_contexts=10, step_size=5.0),
+            ctx_short,
+            *lo_hi,
+            np.random.default_rng(0),
+        )
 
-    sizes = {"agents": game.n_agents, "links": game.network.n_links, "paths": int(game.n_actions.sum()),
-             "rounds": n_loop}
-    report.add(compare(ours_short, peer_short, label="POMWU rounds on Sioux Falls: vectorised vs per-agent loop",
-                       ours_name="pomwu (vectorised)", peer_name="per-agent loop", repeats=args.repeats,
-                       sizes=sizes))
+    sizes = {
+        "agents": game.n_agents,
+        "links": game.network.n_links,
+        "paths": int(game.n_actions.sum()),
+        "rounds": n_loop,
+    }
+    report.add(
+        compare(
+            ours_short,
+            peer_short,
+            label="POMWU rounds on Sioux Falls: vectorised vs per-agent loop",
+            ours_name="pomwu (vectorised)",
+            peer_name="per-agent loop",
+            repeats=args.repeats,
+            sizes=sizes,
+        )
+    )
 
     ctx_full = setup.contexts[: args.rounds]
     holder = {}
 
     def ours_full():
-        holder["run"] = play_routing_game(game, POMWU(n_actions=game.n_actions, n_contexts=10, step_size=5.0),
-                                          ctx_full, setup.predictions[: args.rounds], loss_bounds=lo_hi,
-                                          rng=np.random.default_rng(0))
+        holder["run"] = play_routing_game(
+            game,
+            POMWU(n_actions=game.n_actions, n_contexts=10, step_size=5.0),
+            ctx_full,
+            setup.predictions[: args.rounds],
+            loss_bounds=lo_hi,
+            rng=np.random.default_rng(0),
+        )
 
-    row = compare(ours_full, None, label=f"POMWU, {args.rounds} rounds, Sioux Falls (issue target < 120 s)",
-                  ours_name="pomwu", warmup=0, repeats=1, sizes={**sizes, "rounds": args.rounds})
+    row = compare(
+        ours_full,
+        None,
+        label=f"POMWU, {args.rounds} rounds, Sioux Falls (issue target < 120 s)",
+        ours_name="pomwu",
+        warmup=0,
+        repeats=1,
+        sizes={**sizes, "rounds": args.rounds},
+    )
     row.metrics["under_120_s"] = row.ours.median_s < 120
     row.metrics["us_per_round"] = 1e6 * row.ours.median_s / args.rounds
     row.metrics["avg_travel_time"] = float(holder["run"].travel_time.mean())
@@ -102,9 +136,15 @@ def main() -> None:
     def peer_lr():
         acc["sgd"] = float(np.mean(predict_contexts(SGDContextPredictor(n_contexts=10), z, x)[1000:] == z[1000:]))
 
-    row = compare(ours_lr, peer_lr, label="online context prediction, 2000 rounds, 10 classes, 5 covariates",
-                  ours_name="OnlineLogisticRegression", peer_name="sklearn SGDClassifier.partial_fit",
-                  repeats=args.repeats, sizes={"rounds": 2000, "classes": 10, "dim": 5})
+    row = compare(
+        ours_lr,
+        peer_lr,
+        label="online context prediction, 2000 rounds, 10 classes, 5 covariates",
+        ours_name="OnlineLogisticRegression",
+        peer_name="sklearn SGDClassifier.partial_fit",
+        repeats=args.repeats,
+        sizes={"rounds": 2000, "classes": 10, "dim": 5},
+    )
     row.metrics.update({"accuracy_ours_2nd_half": acc["ours"], "accuracy_sgd_2nd_half": acc["sgd"]})
     report.add(row)
 

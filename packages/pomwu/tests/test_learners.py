@@ -55,8 +55,10 @@ def test_perfect_predictions_equal_independent_omwu_per_context_in_a_game():
         refs[z][1].update(lc)
 
 
-@pytest.mark.parametrize("cls,optimistic,contextual", [(Hedge, False, False), (OptimisticHedge, True, False),
-                                                       (ContextualHedge, False, True), (POMWU, True, True)])
+@pytest.mark.parametrize(
+    "cls,optimistic,contextual",
+    [(Hedge, False, False), (OptimisticHedge, True, False), (ContextualHedge, False, True), (POMWU, True, True)],
+)
 def test_each_learner_matches_reference(cls, optimistic, contextual):
     rng = np.random.default_rng(2)
     m, k, eta = 3, 5, 0.7
@@ -163,3 +165,45 @@ def test_pomwu_meets_the_per_context_rvu_bound_on_drifting_losses():
     # Optimism pays off on predictable losses: less regret than contextual Hedge at the same eta.
     r_chedge = _regret(ContextualHedge(n_actions=K, n_contexts=m, step_size=eta), losses, contexts, m).contextual[0]
     assert r_pomwu < r_chedge
+
+
+@pytest.mark.parametrize("cls", [POMWU, ContextualHedge])
+def test_file_under_truth_equals_default_with_perfect_predictions(cls):
+    rng = np.random.default_rng(8)
+    m, K, T = 3, 4, 300
+    contexts, losses = rng.integers(m, size=T), rng.random((T, K))
+    a = cls(n_actions=K, n_contexts=m, step_size=0.4)
+    b = cls(n_actions=K, n_contexts=m, step_size=0.4, file_under="truth")
+    for t in range(T):
+        z = int(contexts[t])
+        np.testing.assert_array_equal(a.act(z), b.act(z))
+        a.update(losses[t], true_context=z)
+        b.update(losses[t], true_context=z)
+
+
+def test_file_under_truth_files_mispredicted_rounds_under_the_revealed_context():
+    """Predicted 0, truth 2: 'prediction' files the loss (and the optimistic hint) under 0, 'truth' under 2;
+    the next round played in context 2 differs accordingly and matches a reference OMWU fed context 2's losses."""
+    loss = np.array([0.9, 0.1, 0.5])
+    by_pred, by_truth = (POMWU(n_actions=3, n_contexts=3, step_size=0.7, file_under=f) for f in ("prediction", "truth"))
+    for learner in (by_pred, by_truth):
+        learner.act(0)
+        learner.update(loss, true_context=2)
+    np.testing.assert_array_equal(by_pred.cum_loss_[:, 0], [loss, np.zeros(3), np.zeros(3)])
+    np.testing.assert_array_equal(by_truth.cum_loss_[:, 0], [np.zeros(3), np.zeros(3), loss])
+    np.testing.assert_array_equal(by_truth.last_loss_[2, 0], loss)
+    ref = RefOMWU(3, 0.7)
+    ref.update(loss)
+    np.testing.assert_allclose(by_truth.act(2)[0], ref.act(), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(by_pred.act(2)[0], np.full(3, 1 / 3), rtol=0, atol=1e-12)
+
+
+def test_file_under_bad_inputs():
+    with pytest.raises(ValueError, match="file_under must be one of"):
+        POMWU(n_actions=3, n_contexts=2, file_under="both").act(0)
+    learner = ContextualHedge(n_actions=3, n_contexts=2, file_under="truth")
+    learner.act(0)
+    with pytest.raises(ValueError, match="true_context=z"):
+        learner.update(np.zeros(3))
+    with pytest.raises(ValueError, match="outside the declared set"):
+        learner.update(np.zeros(3), true_context=2)

@@ -27,8 +27,15 @@ def braess():
     # s=1, a=2, b=3, t=4; costs 1+10x, 50+x, 50+x, 1+10x and the bridge a->b 10+x.
     costs = [(1, 10), (50, 1), (50, 1), (1, 10), (10, 1)]
     t0, b = zip(*[_affine(*c) for c in costs], strict=False)
-    net = RoutingNetwork(np.array([1, 2, 1, 3, 2]), np.array([2, 4, 3, 4, 3]), np.array(t0, float),
-                         np.ones(5), np.array(b, float), np.ones(5), np.ones(5))
+    net = RoutingNetwork(
+        np.array([1, 2, 1, 3, 2]),
+        np.array([2, 4, 3, 4, 3]),
+        np.array(t0, float),
+        np.ones(5),
+        np.array(b, float),
+        np.ones(5),
+        np.ones(5),
+    )
     return RoutingGame(net, [[[0, 1], [2, 3], [0, 4, 3]]], np.array([6.0]))
 
 
@@ -82,12 +89,24 @@ def test_frank_wolfe_solves_braess_exactly():
 
 
 def test_frank_wolfe_matches_scipy_on_two_bpr_links():
-    net = RoutingNetwork(np.array([1, 1]), np.array([2, 2]), np.array([10.0, 15.0]), np.array([4.0, 9.0]),
-                         np.array([0.15, 0.15]), np.array([4.0, 4.0]), np.ones(2))
+    net = RoutingNetwork(
+        np.array([1, 1]),
+        np.array([2, 2]),
+        np.array([10.0, 15.0]),
+        np.array([4.0, 9.0]),
+        np.array([0.15, 0.15]),
+        np.array([4.0, 4.0]),
+        np.ones(2),
+    )
     game = RoutingGame(net, [[[0], [1]]], np.array([20.0]))
     res = wardrop_equilibrium(game, tol=1e-12)
-    peer = minimize(lambda f: net.link_cost_integrals(np.array([f[0], 20 - f[0]])).sum(), x0=[10.0],
-                    bounds=[(0, 20)], method="L-BFGS-B", options={"ftol": 1e-15, "gtol": 1e-12})
+    peer = minimize(
+        lambda f: net.link_cost_integrals(np.array([f[0], 20 - f[0]])).sum(),
+        x0=[10.0],
+        bounds=[(0, 20)],
+        method="L-BFGS-B",
+        options={"ftol": 1e-15, "gtol": 1e-12},
+    )
     assert res.link_flows[0] == pytest.approx(peer.x[0], abs=1e-4)
     costs = net.link_costs(res.link_flows)
     assert costs[0] == pytest.approx(costs[1], rel=1e-8)  # Wardrop: used paths have equal cost
@@ -108,8 +127,13 @@ def test_learners_reduce_travel_time_on_sioux_falls(sioux):
     rng = np.random.default_rng(0)
     lo, hi = sioux.loss_bounds(20, rng=rng)
     contexts = rng.integers(10, size=300)
-    run = play_routing_game(sioux, POMWU(n_actions=sioux.n_actions, n_contexts=10, step_size=5.0), contexts,
-                            loss_bounds=(lo, hi), rng=np.random.default_rng(1))
+    run = play_routing_game(
+        sioux,
+        POMWU(n_actions=sioux.n_actions, n_contexts=10, step_size=5.0),
+        contexts,
+        loss_bounds=(lo, hi),
+        rng=np.random.default_rng(1),
+    )
     assert run.prediction_accuracy == 1.0
     assert run.travel_time[-50:].mean() < 0.7 * run.travel_time[:10].mean()
     assert run.mean_link_flows.shape == (10, 76)
@@ -138,8 +162,15 @@ def test_routing_game_validation(sioux):
     with pytest.raises(ValueError, match="link ids"):
         RoutingGame(net, [[[0, 99]]], np.array([1.0]))
     with pytest.raises(ValueError, match="capacity must be > 0"):
-        RoutingNetwork(np.array([1]), np.array([2]), np.array([1.0]), np.array([0.0]), np.array([0.15]),
-                       np.array([4.0]), np.array([1.0]))
+        RoutingNetwork(
+            np.array([1]),
+            np.array([2]),
+            np.array([1.0]),
+            np.array([0.0]),
+            np.array([0.15]),
+            np.array([4.0]),
+            np.array([1.0]),
+        )
 
 
 def test_expected_feedback_equals_sampled_feedback_at_pure_strategies(sioux):
@@ -148,8 +179,9 @@ def test_expected_feedback_equals_sampled_feedback_at_pure_strategies(sioux):
     x = np.zeros(sioux.mask.shape)
     x[np.arange(sioux.n_agents), actions] = 1.0
     np.testing.assert_allclose(sioux.expected_link_flows(x), sioux.link_flows(actions), rtol=1e-13)
-    np.testing.assert_allclose(sioux.expected_counterfactual_times(x, 5), sioux.counterfactual_times(actions, 5),
-                               rtol=1e-13)
+    np.testing.assert_allclose(
+        sioux.expected_counterfactual_times(x, 5), sioux.counterfactual_times(actions, 5), rtol=1e-13
+    )
 
 
 def test_expected_counterfactual_times_equal_brute_force_at_mixed_strategies(sioux):
@@ -171,27 +203,44 @@ def test_expected_counterfactual_times_equal_brute_force_at_mixed_strategies(sio
 def test_play_routing_game_rejects_unknown_feedback(sioux):
     lo, hi = np.zeros(sioux.n_agents), np.ones(sioux.n_agents)
     with pytest.raises(ValueError, match="feedback must be 'sampled' or 'expected'"):
-        play_routing_game(sioux, POMWU(n_actions=sioux.n_actions, n_contexts=10), np.zeros(3, dtype=int),
-                          loss_bounds=(lo, hi), rng=np.random.default_rng(0), feedback="bandit")
+        play_routing_game(
+            sioux,
+            POMWU(n_actions=sioux.n_actions, n_contexts=10),
+            np.zeros(3, dtype=int),
+            loss_bounds=(lo, hi),
+            rng=np.random.default_rng(0),
+            feedback="bandit",
+        )
 
 
 def test_expected_feedback_first_round_social_cost_is_uniform_play(sioux):
     lo, hi = sioux.loss_bounds(5, rng=np.random.default_rng(0))
-    run = play_routing_game(sioux, POMWU(n_actions=sioux.n_actions, n_contexts=10, step_size=5.0),
-                            np.array([4, 4, 7]), loss_bounds=(lo, hi), rng=np.random.default_rng(0),
-                            feedback="expected")
+    run = play_routing_game(
+        sioux,
+        POMWU(n_actions=sioux.n_actions, n_contexts=10, step_size=5.0),
+        np.array([4, 4, 7]),
+        loss_bounds=(lo, hi),
+        rng=np.random.default_rng(0),
+        feedback="expected",
+    )
     uniform = sioux.mask / sioux.n_actions[:, None]
     flows = sioux.expected_link_flows(uniform)
-    assert run.social_cost[0] == pytest.approx(flows @ sioux.network.link_costs(flows, sioux.capacities[4]),
-                                               rel=1e-12)
+    assert run.social_cost[0] == pytest.approx(flows @ sioux.network.link_costs(flows, sioux.capacities[4]), rel=1e-12)
     loss = (sioux.expected_counterfactual_times(uniform, 4) - lo[:, None]) / (hi - lo)[:, None]
     assert run.travel_time[0] == pytest.approx(np.mean(np.sum(uniform * loss, axis=1)), rel=1e-12)
 
 
 def test_counterfactual_times_with_mixed_link_powers(sioux):
     net = sioux.network
-    mixed = RoutingNetwork(net.init_node, net.term_node, net.free_flow_time, net.capacity, net.b,
-                           np.where(np.arange(net.n_links) % 2 == 0, 4.0, 2.0), net.length)
+    mixed = RoutingNetwork(
+        net.init_node,
+        net.term_node,
+        net.free_flow_time,
+        net.capacity,
+        net.b,
+        np.where(np.arange(net.n_links) % 2 == 0, 4.0, 2.0),
+        net.length,
+    )
     game = RoutingGame(mixed, sioux.paths[:40], sioux.demands[:40], sioux.capacities)
     rng = np.random.default_rng(8)
     actions = (rng.random(40) * game.n_actions).astype(np.int64)

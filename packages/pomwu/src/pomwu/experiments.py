@@ -24,7 +24,10 @@ from pomwu.wardrop import wardrop_equilibrium
 log = logging.getLogger(__name__)
 
 LEARNERS: dict[str, type[MultiplicativeWeights]] = {
-    "POMWU": POMWU, "cHedge": ContextualHedge, "OMWU": OptimisticHedge, "Hedge": Hedge,
+    "POMWU": POMWU,
+    "cHedge": ContextualHedge,
+    "OMWU": OptimisticHedge,
+    "Hedge": Hedge,
 }
 
 
@@ -43,8 +46,10 @@ def demo(ctx: RunContext) -> None:
         "noisy p=0.2": predict_contexts(NoisyOracle(n_contexts=m, error_rate=0.2, seed=ctx.seed), contexts),
         "logistic": predict_contexts(OnlineLogisticRegression(n_contexts=m), contexts, covariates),
     }
-    rows = ["| learner | predictions | accuracy | summed contextual regret | max duality gap (avg play) |",
-            "|---|---|---|---|---|"]
+    rows = [
+        "| learner | predictions | accuracy | summed contextual regret | max duality gap (avg play) |",
+        "|---|---|---|---|---|",
+    ]
     curves = {}
     for pred_name, preds in predictions.items():
         for name in ("POMWU", "cHedge", "OMWU"):
@@ -55,8 +60,10 @@ def demo(ctx: RunContext) -> None:
             label = name if name == "OMWU" else f"{name} ({pred_name})"
             curves[label] = run.regret_curve
             acc = "-" if name == "OMWU" else f"{np.mean(preds == contexts):.2f}"
-            rows.append(f"| {name} | {'none' if name == 'OMWU' else pred_name} | {acc} | "
-                        f"{run.regret.contextual.sum():.1f} | {np.nanmax(run.duality_gaps):.4f} |")
+            rows.append(
+                f"| {name} | {'none' if name == 'OMWU' else pred_name} | {acc} | "
+                f"{run.regret.contextual.sum():.1f} | {np.nanmax(run.duality_gaps):.4f} |"
+            )
     ctx.write_table("\n".join(rows))
 
     import matplotlib.pyplot as plt
@@ -97,27 +104,44 @@ def sioux_falls_setup(*, T: int, n_contexts: int = 10, covariate_noise: float = 
     return RoutingSetup(game, contexts, predictions, game.loss_bounds(100, rng=rng))
 
 
-def _routing_table(game: RoutingGame, setup: RoutingSetup, wardrop: list, *, eta: float, feedback: str,
-                   seed: int, progress: bool) -> tuple[dict, dict]:
+def _routing_table(
+    game: RoutingGame, setup: RoutingSetup, wardrop: list, *, eta: float, feedback: str, seed: int, progress: bool
+) -> tuple[dict, dict]:
     """Run the six (learner, context source) configurations; return (metrics per label, runs per label)."""
     m, T = game.n_contexts, setup.contexts.size
     counts = np.bincount(setup.contexts, minlength=m)
     wardrop_cost = np.array([w.link_flows @ w.link_costs for w in wardrop])
-    configs = [("POMWU", "predicted"), ("cHedge", "predicted"), ("POMWU", "true"), ("cHedge", "true"),
-               ("OMWU", "none"), ("Hedge", "none")]
+    configs = [
+        ("POMWU", "predicted"),
+        ("cHedge", "predicted"),
+        ("POMWU", "true"),
+        ("cHedge", "true"),
+        ("OMWU", "none"),
+        ("Hedge", "none"),
+    ]
     runs, results = {}, {}
     for name, source in configs:
         learner = LEARNERS[name](n_actions=game.n_actions, n_contexts=m, step_size=eta)
         preds = setup.predictions if source == "predicted" else setup.contexts
-        run = play_routing_game(game, learner, setup.contexts, preds, loss_bounds=setup.loss_bounds,
-                                rng=np.random.default_rng(seed + 1), feedback=feedback, progress=progress)
+        run = play_routing_game(
+            game,
+            learner,
+            setup.contexts,
+            preds,
+            loss_bounds=setup.loss_bounds,
+            rng=np.random.default_rng(seed + 1),
+            feedback=feedback,
+            progress=progress,
+        )
         label = f"{name} ({source})" if source != "none" else name
         runs[label] = run
-        dist = [np.abs(run.mean_link_flows[z] - wardrop[z].link_flows).sum() / wardrop[z].link_flows.sum()
-                for z in np.flatnonzero(counts)]
+        dist = [
+            np.abs(run.mean_link_flows[z] - wardrop[z].link_flows).sum() / wardrop[z].link_flows.sum()
+            for z in np.flatnonzero(counts)
+        ]
         results[label] = {
             "avg_travel_time": float(run.travel_time.mean()),
-            "avg_travel_time_last_quarter": float(run.travel_time[3 * T // 4:].mean()),
+            "avg_travel_time_last_quarter": float(run.travel_time[3 * T // 4 :].mean()),
             "avg_congestion": float(run.congestion.mean()),
             "social_cost_over_wardrop": float(np.mean(run.social_cost / wardrop_cost[setup.contexts])),
             "mean_contextual_regret": float(run.regret.contextual.mean()),
@@ -137,48 +161,100 @@ def _checks(results: dict) -> dict:
     }
 
 
-N_SPREAD_SEEDS = 3
+N_SPREAD_SEEDS = 5
+FILINGS = ("prediction", "truth")  # which state receives a round's loss; see learners.MultiplicativeWeights
 
 
-def _predicted_pair(setup: RoutingSetup, *, eta: float, feedback: str, seed: int, progress: bool) -> dict:
+def _predicted_pair(
+    setup: RoutingSetup, *, eta: float, feedback: str, seed: int, progress: bool, file_under: str = "prediction"
+) -> dict:
     """Average normalised travel time of POMWU and cHedge with predicted contexts (same rng as the main table)."""
     out = {}
     for name in ("POMWU", "cHedge"):
-        learner = LEARNERS[name](n_actions=setup.game.n_actions, n_contexts=setup.game.n_contexts, step_size=eta)
-        run = play_routing_game(setup.game, learner, setup.contexts, setup.predictions,
-                                loss_bounds=setup.loss_bounds, rng=np.random.default_rng(seed + 1),
-                                feedback=feedback, progress=progress)
+        learner = LEARNERS[name](
+            n_actions=setup.game.n_actions, n_contexts=setup.game.n_contexts, step_size=eta, file_under=file_under
+        )
+        run = play_routing_game(
+            setup.game,
+            learner,
+            setup.contexts,
+            setup.predictions,
+            loss_bounds=setup.loss_bounds,
+            rng=np.random.default_rng(seed + 1),
+            feedback=feedback,
+            progress=progress,
+        )
         out[name] = float(run.travel_time.mean())
     return out
 
 
-def _seed_spread(main: dict, *, accuracy: float, T: int, eta: float, seeds: list[int], progress: bool) -> dict:
-    """POMWU(pred) vs cHedge(pred) over ``seeds`` for both feedback models; ``seeds[0]`` is taken from ``main``
-    (the main table's results, with prediction accuracy ``accuracy``)."""
-    per_seed: dict[str, list] = {fb: [] for fb in main}
+def t_interval(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
+    """Student-t confidence interval of the mean of ``values`` (paired differences over seeds)."""
+    from scipy import stats
+
+    v = np.asarray(values, dtype=np.float64)
+    if v.size < 2:
+        return float("-inf"), float("inf")
+    half = stats.t.ppf(0.5 + level / 2, v.size - 1) * v.std(ddof=1) / np.sqrt(v.size)
+    return float(v.mean() - half), float(v.mean() + half)
+
+
+def verdict(ci: tuple[float, float]) -> str:
+    """Rule fixed before the runs: POMWU(pred) <= cHedge(pred) holds robustly only if the whole 95% interval
+    of the mean relative difference POMWU / cHedge - 1 over seeds is <= 0."""
+    if ci[1] <= 0:
+        return "POMWU <= cHedge"
+    if ci[0] > 0:
+        return "POMWU > cHedge"
+    return "tie (95% interval contains 0)"
+
+
+def _summarise(rows: list[dict]) -> dict:
+    rel = np.array([r["relative_difference"] for r in rows])
+    ci = t_interval(rel)
+    return {
+        "per_seed": rows,
+        "mean_POMWU": float(np.mean([r["POMWU"] for r in rows])),
+        "mean_cHedge": float(np.mean([r["cHedge"] for r in rows])),
+        "mean_relative_difference": float(rel.mean()),
+        "sd_relative_difference": float(rel.std(ddof=1)) if rel.size > 1 else 0.0,
+        "ci95_relative_difference": list(ci),
+        "seeds_with_POMWU_le_cHedge": int(np.sum(rel <= 0)),
+        "verdict": verdict(ci),
+    }
+
+
+def _seed_spread(
+    main: dict, setup0: RoutingSetup, *, T: int, eta: float, seeds: list[int], progress: bool
+) -> dict[str, dict]:
+    """POMWU(pred) vs cHedge(pred) over ``seeds``, both feedback models and both ways of filing losses.
+
+    ``seeds[0]`` is the main table's seed (``setup0``; its ``file_under="prediction"`` numbers are taken from
+    ``main``); every later seed redraws capacities, contexts, covariates, predictions, loss bounds and path
+    sampling. Returns ``{file_under: {feedback: summary}}``.
+    """
+    per_seed = {f: {fb: [] for fb in main} for f in FILINGS}
     for i, seed in enumerate(seeds):
-        setup = sioux_falls_setup(T=T, seed=seed) if i else None
-        acc = float(np.mean(setup.predictions == setup.contexts)) if setup else accuracy
-        for feedback in main:
-            if setup is None:
-                res = main[feedback]["results"]
-                pair = {name: res[f"{name} (predicted)"]["avg_travel_time"] for name in ("POMWU", "cHedge")}
-            else:
-                pair = _predicted_pair(setup, eta=eta, feedback=feedback, seed=seed, progress=progress)
-            per_seed[feedback].append({"seed": seed, "prediction_accuracy": acc, **pair,
-                                       "relative_difference": pair["POMWU"] / pair["cHedge"] - 1})
-    out = {}
-    for feedback, rows in per_seed.items():
-        rel = np.array([r["relative_difference"] for r in rows])
-        out[feedback] = {
-            "per_seed": rows,
-            "mean_POMWU": float(np.mean([r["POMWU"] for r in rows])),
-            "mean_cHedge": float(np.mean([r["cHedge"] for r in rows])),
-            "mean_relative_difference": float(rel.mean()),
-            "sd_relative_difference": float(rel.std(ddof=1)) if rel.size > 1 else 0.0,
-            "seeds_with_POMWU_le_cHedge": int(np.sum(rel <= 0)),
-        }
-    return out
+        setup = setup0 if i == 0 else sioux_falls_setup(T=T, seed=seed)
+        acc = float(np.mean(setup.predictions == setup.contexts))
+        for filing in FILINGS:
+            for feedback in main:
+                if i == 0 and filing == "prediction":
+                    res = main[feedback]["results"]
+                    pair = {name: res[f"{name} (predicted)"]["avg_travel_time"] for name in ("POMWU", "cHedge")}
+                else:
+                    pair = _predicted_pair(
+                        setup, eta=eta, feedback=feedback, seed=seed, progress=progress, file_under=filing
+                    )
+                per_seed[filing][feedback].append(
+                    {
+                        "seed": seed,
+                        "prediction_accuracy": acc,
+                        **pair,
+                        "relative_difference": pair["POMWU"] / pair["cHedge"] - 1,
+                    }
+                )
+    return {filing: {fb: _summarise(rows) for fb, rows in blocks.items()} for filing, blocks in per_seed.items()}
 
 
 def reproduce(ctx: RunContext) -> None:
@@ -194,54 +270,99 @@ def reproduce(ctx: RunContext) -> None:
     wardrop = [wardrop_equilibrium(game, z, tol=1e-2 if ctx.quick else 1e-4) for z in range(m)]
     out, all_runs = {}, {}
     for feedback in ("expected", "sampled"):
-        results, runs = _routing_table(game, setup, wardrop, eta=eta, feedback=feedback, seed=ctx.seed,
-                                       progress=not ctx.quick)
+        results, runs = _routing_table(
+            game, setup, wardrop, eta=eta, feedback=feedback, seed=ctx.seed, progress=not ctx.quick
+        )
         out[feedback] = {"results": results, "checks": _checks(results)}
         all_runs[feedback] = runs
     # Step-size sensitivity of the POMWU vs cHedge comparison (predicted contexts, expected feedback).
-    sensitivity = {f"{name} (predicted), eta={alt:g}": tt
-                   for alt in (5.0,)
-                   for name, tt in _predicted_pair(setup, eta=alt, feedback="expected", seed=ctx.seed,
-                                                   progress=not ctx.quick).items()}
+    sensitivity = {
+        f"{name} (predicted), eta={alt:g}": tt
+        for alt in (5.0,)
+        for name, tt in _predicted_pair(
+            setup, eta=alt, feedback="expected", seed=ctx.seed, progress=not ctx.quick
+        ).items()
+    }
     for name in ("POMWU", "cHedge"):
         sensitivity[f"{name} (predicted), eta={eta:g}"] = out["expected"]["results"][f"{name} (predicted)"][
-            "avg_travel_time"]
+            "avg_travel_time"
+        ]
     # Seed spread of the same comparison: every seed redraws capacities, contexts, covariates, predictions,
     # loss bounds and path sampling; the first seed is the main table's.
-    spread = _seed_spread(out, accuracy=accuracy, T=T, eta=eta, seeds=[ctx.seed + i for i in range(N_SPREAD_SEEDS)],
-                          progress=not ctx.quick)
-    ctx.write_json({
-        "step_size_sensitivity_expected_feedback": sensitivity,
-        "seed_spread_predicted": spread,
-        "setup": {"network": "Sioux Falls", "n_agents": game.n_agents, "n_links": game.network.n_links,
-                  "n_contexts": m, "rounds": T, "step_size": eta, "max_paths": int(game.n_actions.max()),
-                  "total_paths": int(game.n_actions.sum()), "prediction_accuracy": accuracy, "seed": ctx.seed,
-                  "quick": ctx.quick, "wardrop_relative_gaps": [w.relative_gap for w in wardrop]},
-        **out, "seconds_total": time.perf_counter() - start,
-    })
+    # Both filings (loss to the predicted state, as in the main table, or to the true context revealed after
+    # the round) are run on every seed; the main table keeps "prediction" whatever the outcome (fixed in advance).
+    seeds = [ctx.seed + i for i in range(N_SPREAD_SEEDS)]
+    spreads = _seed_spread(out, setup, T=T, eta=eta, seeds=seeds, progress=not ctx.quick)
+    spread = spreads["prediction"]
+    ctx.write_json(
+        {
+            "step_size_sensitivity_expected_feedback": sensitivity,
+            "seed_spread_predicted": spread,
+            "seed_spread_predicted_file_under_truth": spreads["truth"],
+            "setup": {
+                "network": "Sioux Falls",
+                "n_agents": game.n_agents,
+                "n_links": game.network.n_links,
+                "n_contexts": m,
+                "rounds": T,
+                "step_size": eta,
+                "max_paths": int(game.n_actions.max()),
+                "total_paths": int(game.n_actions.sum()),
+                "prediction_accuracy": accuracy,
+                "seed": ctx.seed,
+                "quick": ctx.quick,
+                "wardrop_relative_gaps": [w.relative_gap for w in wardrop],
+            },
+            **out,
+            "seconds_total": time.perf_counter() - start,
+        }
+    )
     rows = []
     for feedback, block in out.items():
-        rows += [f"**{feedback} feedback** (prediction accuracy {accuracy:.3f}, T = {T}, eta = {eta})", "",
-                 "| learner (contexts) | avg normalised travel time | last quarter | avg congestion | "
-                 "social cost / Wardrop | contextual regret / agent | L1 distance to Wardrop |",
-                 "|---|---|---|---|---|---|---|"]
-        rows += [f"| {k} | {v['avg_travel_time']:.5f} | {v['avg_travel_time_last_quarter']:.5f} | "
-                 f"{v['avg_congestion']:.4f} | {v['social_cost_over_wardrop']:.4f} | "
-                 f"{v['mean_contextual_regret']:.2f} | {v['wardrop_l1_distance']:.3f} |"
-                 for k, v in block["results"].items()]
+        rows += [
+            f"**{feedback} feedback** (prediction accuracy {accuracy:.3f}, T = {T}, eta = {eta})",
+            "",
+            "| learner (contexts) | avg normalised travel time | last quarter | avg congestion | "
+            "social cost / Wardrop | contextual regret / agent | L1 distance to Wardrop |",
+            "|---|---|---|---|---|---|---|",
+        ]
+        rows += [
+            f"| {k} | {v['avg_travel_time']:.5f} | {v['avg_travel_time_last_quarter']:.5f} | "
+            f"{v['avg_congestion']:.4f} | {v['social_cost_over_wardrop']:.4f} | "
+            f"{v['mean_contextual_regret']:.2f} | {v['wardrop_l1_distance']:.3f} |"
+            for k, v in block["results"].items()
+        ]
         rows += ["", "checks: " + ", ".join(f"{k}: {v}" for k, v in block["checks"].items()), ""]
-    rows += ["**step size** (expected feedback, predicted contexts): avg normalised travel time", "",
-             "| learner, step size | avg normalised travel time |", "|---|---|"]
+    rows += [
+        "**step size** (expected feedback, predicted contexts): avg normalised travel time",
+        "",
+        "| learner, step size | avg normalised travel time |",
+        "|---|---|",
+    ]
     rows += [f"| {k} | {v:.5f} |" for k, v in sorted(sensitivity.items())]
-    rows += ["", f"**seed spread** (predicted contexts, eta = {eta:g}): avg normalised travel time; "
-             "relative difference = POMWU / cHedge - 1", "",
-             "| feedback | seed | prediction accuracy | POMWU (predicted) | cHedge (predicted) | relative difference |",
-             "|---|---|---|---|---|---|"]
-    for feedback, block in spread.items():
-        rows += [f"| {feedback} | {r['seed']} | {r['prediction_accuracy']:.3f} | {r['POMWU']:.5f} | "
-                 f"{r['cHedge']:.5f} | {r['relative_difference']:+.4f} |" for r in block["per_seed"]]
-        rows += [f"| {feedback} | mean | | {block['mean_POMWU']:.5f} | {block['mean_cHedge']:.5f} | "
-                 f"{block['mean_relative_difference']:+.4f} (sd {block['sd_relative_difference']:.4f}) |"]
+    rows += [
+        "",
+        f"**seed spread** (predicted contexts, eta = {eta:g}): avg normalised travel time; "
+        "relative difference = POMWU / cHedge - 1; losses filed under the prediction (main table) or under "
+        "the true context revealed after the round",
+        "",
+        "| losses filed under | feedback | seed | prediction accuracy | POMWU (predicted) | cHedge (predicted) "
+        "| relative difference |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for filing, blocks in spreads.items():
+        for feedback, block in blocks.items():
+            rows += [
+                f"| {filing} | {feedback} | {r['seed']} | {r['prediction_accuracy']:.3f} | {r['POMWU']:.5f} | "
+                f"{r['cHedge']:.5f} | {r['relative_difference']:+.4f} |"
+                for r in block["per_seed"]
+            ]
+            lo, hi = block["ci95_relative_difference"]
+            rows += [
+                f"| {filing} | {feedback} | mean | | {block['mean_POMWU']:.5f} | {block['mean_cHedge']:.5f} | "
+                f"{block['mean_relative_difference']:+.4f} (sd {block['sd_relative_difference']:.4f}, 95% CI "
+                f"[{lo:+.4f}, {hi:+.4f}]): {block['verdict']} |"
+            ]
     ctx.write_table("\n".join(rows))
 
     import matplotlib.pyplot as plt
@@ -257,14 +378,22 @@ def reproduce(ctx: RunContext) -> None:
         ax.set_ylabel("time-averaged normalised travel time")
     axes[0].legend(fontsize=7)
     ax = axes[2]
-    for j, (feedback, block) in enumerate(spread.items()):
+    combos = [(filing, feedback, block) for filing, blocks in spreads.items() for feedback, block in blocks.items()]
+    width = 0.8 / len(combos)
+    for j, (filing, feedback, block) in enumerate(combos):
         rel = [100 * r["relative_difference"] for r in block["per_seed"]]
-        ax.bar(np.arange(len(rel)) + 0.4 * j - 0.2, rel, width=0.4, label=f"{feedback} feedback")
+        ax.bar(
+            np.arange(len(rel)) + width * (j - (len(combos) - 1) / 2),
+            rel,
+            width=width,
+            label=f"{feedback} feedback, filed under {filing}",
+        )
     ax.axhline(0.0, color="k", lw=0.8)
-    ax.set_xticks(np.arange(N_SPREAD_SEEDS), [f"seed {ctx.seed + i}" for i in range(N_SPREAD_SEEDS)])
+    ax.set_xticks(np.arange(len(seeds)), [f"seed {s}" for s in seeds])
     ax.set_ylabel("travel time, POMWU / cHedge - 1 (%); < 0: POMWU better")
     ax.set_title(f"POMWU vs cHedge (predicted), eta={eta:g}")
     ax.legend(fontsize=7)
-    fig.suptitle(f"Sioux Falls, {game.n_agents} agents, {m} contexts, seed {ctx.seed} "
-                 f"(prediction accuracy {accuracy:.2f})")
+    fig.suptitle(
+        f"Sioux Falls, {game.n_agents} agents, {m} contexts, seed {ctx.seed} (prediction accuracy {accuracy:.2f})"
+    )
     ctx.save_figure(fig)

@@ -14,8 +14,17 @@ from pathlib import Path
 
 import numpy as np
 
-__all__ = ["MatrixGame", "random_zero_sum_games", "RoutingNetwork", "RoutingGame", "read_network_csv",
-           "read_od_matrix", "load_sioux_falls", "load_sioux_falls_demands", "context_capacities"]
+__all__ = [
+    "MatrixGame",
+    "random_zero_sum_games",
+    "RoutingNetwork",
+    "RoutingGame",
+    "read_network_csv",
+    "read_od_matrix",
+    "load_sioux_falls",
+    "load_sioux_falls_demands",
+    "context_capacities",
+]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -38,7 +47,9 @@ class MatrixGame:
         if a.ndim == 2:
             a, b = a[None], b[None]
         if a.ndim != 3 or a.shape != b.shape:
-            raise ValueError(f"row_losses and col_losses must both be (n_contexts, n_rows, n_cols); got {np.shape(self.row_losses)} and {np.shape(self.col_losses)}")
+            raise ValueError(
+                f"row_losses and col_losses must both be (n_contexts, n_rows, n_cols); got {np.shape(self.row_losses)} and {np.shape(self.col_losses)}"
+            )
         object.__setattr__(self, "row_losses", a)
         object.__setattr__(self, "col_losses", b)
 
@@ -68,8 +79,7 @@ class MatrixGame:
         return float(max(np.ptp(self.row_losses), np.ptp(self.col_losses)))
 
 
-def random_zero_sum_games(n_contexts: int, n_rows: int = 3, n_cols: int = 3, *,
-                          rng: np.random.Generator) -> MatrixGame:
+def random_zero_sum_games(n_contexts: int, n_rows: int = 3, n_cols: int = 3, *, rng: np.random.Generator) -> MatrixGame:
     """Zero-sum games with i.i.d. U[0, 1] row losses, one per context."""
     return MatrixGame.zero_sum(rng.random((n_contexts, n_rows, n_cols)))
 
@@ -118,8 +128,9 @@ class RoutingNetwork:
 
         g = nx.DiGraph()
         for e, (u, v) in enumerate(zip(self.init_node, self.term_node, strict=False)):
-            g.add_edge(int(u), int(v), length=float(self.length[e]), free_flow_time=float(self.free_flow_time[e]),
-                       link=e)
+            g.add_edge(
+                int(u), int(v), length=float(self.length[e]), free_flow_time=float(self.free_flow_time[e]), link=e
+            )
         return g
 
     def link_costs(self, flows: np.ndarray, capacity: np.ndarray | None = None) -> np.ndarray:
@@ -131,7 +142,7 @@ class RoutingNetwork:
         """``∫_0^x t_e(s) ds`` per link (the Beckmann potential's terms)."""
         c = self.capacity if capacity is None else capacity
         p = self.power
-        return self.free_flow_time * (flows + self.b * flows ** (p + 1) / ((p + 1) * c ** p))
+        return self.free_flow_time * (flows + self.b * flows ** (p + 1) / ((p + 1) * c**p))
 
 
 REQUIRED_COLUMNS = ("Init_node", "Term_node", "Capacity", "Free_Flow_Time", "B", "Power")
@@ -147,7 +158,9 @@ def read_network_csv(path: str | Path) -> RoutingNetwork:
     cols = {k.strip() for k in rows[0] if k is not None}
     missing = [c for c in REQUIRED_COLUMNS if c not in cols]
     if missing:
-        raise ValueError(f"{path}: missing link attribute column(s) {missing}; required columns are {list(REQUIRED_COLUMNS)}")
+        raise ValueError(
+            f"{path}: missing link attribute column(s) {missing}; required columns are {list(REQUIRED_COLUMNS)}"
+        )
 
     def column(name: str, dtype: type = float) -> np.ndarray:
         out = []
@@ -159,8 +172,15 @@ def read_network_csv(path: str | Path) -> RoutingNetwork:
         return np.asarray(out)
 
     length = column("Length") if "Length" in cols else column("Free_Flow_Time")
-    return RoutingNetwork(column("Init_node", int), column("Term_node", int), column("Free_Flow_Time"),
-                          column("Capacity"), column("B"), column("Power"), length)
+    return RoutingNetwork(
+        column("Init_node", int),
+        column("Term_node", int),
+        column("Free_Flow_Time"),
+        column("Capacity"),
+        column("B"),
+        column("Power"),
+        length,
+    )
 
 
 def read_od_matrix(path: str | Path) -> np.ndarray:
@@ -187,8 +207,9 @@ def load_sioux_falls(*, scale: float = 100.0) -> RoutingNetwork:
     """
     with resources.as_file(_data_file("SiouxFalls_net.csv")) as path:
         net = read_network_csv(path)
-    return RoutingNetwork(net.init_node, net.term_node, net.free_flow_time, net.capacity / scale, net.b, net.power,
-                          net.length)
+    return RoutingNetwork(
+        net.init_node, net.term_node, net.free_flow_time, net.capacity / scale, net.b, net.power, net.length
+    )
 
 
 def load_sioux_falls_demands(*, scale: float = 100.0) -> np.ndarray:
@@ -197,8 +218,9 @@ def load_sioux_falls_demands(*, scale: float = 100.0) -> np.ndarray:
         return read_od_matrix(path) / scale
 
 
-def context_capacities(network: RoutingNetwork, n_contexts: int, *, low: float = 0.7, high: float = 1.2,
-                       rng: np.random.Generator) -> np.ndarray:
+def context_capacities(
+    network: RoutingNetwork, n_contexts: int, *, low: float = 0.7, high: float = 1.2, rng: np.random.Generator
+) -> np.ndarray:
     """Capacity vector per context: the nominal capacities scaled elementwise by U[low, high].
 
     Shape ``(n_contexts, n_links)``; the Sessa et al. (2020) setup uses U[0.7, 1.2].
@@ -227,8 +249,13 @@ class RoutingGame:
     Build the paper's setup with :meth:`from_od_matrix`.
     """
 
-    def __init__(self, network: RoutingNetwork, paths: Sequence[Sequence[Sequence[int]]], demands: np.ndarray,
-                 capacities: np.ndarray | None = None) -> None:
+    def __init__(
+        self,
+        network: RoutingNetwork,
+        paths: Sequence[Sequence[Sequence[int]]],
+        demands: np.ndarray,
+        capacities: np.ndarray | None = None,
+    ) -> None:
         demands = np.asarray(demands, dtype=np.float64)
         if demands.shape != (len(paths),):
             raise ValueError(f"demands must have shape ({len(paths)},) (one per agent), got {demands.shape}")
@@ -236,7 +263,9 @@ class RoutingGame:
             raise ValueError("every agent's demand must be > 0")
         caps = network.capacity[None, :] if capacities is None else np.asarray(capacities, dtype=np.float64)
         if caps.ndim != 2 or caps.shape[1] != network.n_links or np.any(caps <= 0):
-            raise ValueError(f"capacities must be a positive (n_contexts, {network.n_links}) array, got shape {caps.shape}")
+            raise ValueError(
+                f"capacities must be a positive (n_contexts, {network.n_links}) array, got shape {caps.shape}"
+            )
         counts = np.array([len(p) for p in paths])
         if np.any(counts == 0):
             raise ValueError(f"agent {int(np.argmin(counts))} has no path")
@@ -259,7 +288,7 @@ class RoutingGame:
         # BPR as t0 + coef * x**p per (agent, path, link) triple, coef = t0 * b / c**p per context
         te = self._te
         self._t0 = network.free_flow_time[te]
-        self._coef = (network.free_flow_time * network.b / caps ** network.power)[:, te]
+        self._coef = (network.free_flow_time * network.b / caps**network.power)[:, te]
         powers = np.unique(network.power)
         self._power = float(powers[0]) if powers.size == 1 else None
         self._powers = network.power[te]
@@ -271,8 +300,15 @@ class RoutingGame:
 
     # -- construction --------------------------------------------------------------------------
     @classmethod
-    def from_od_matrix(cls, network: RoutingNetwork, od: np.ndarray, *, n_paths: int = 5, max_ratio: float = 3.0,
-                       capacities: np.ndarray | None = None) -> RoutingGame:
+    def from_od_matrix(
+        cls,
+        network: RoutingNetwork,
+        od: np.ndarray,
+        *,
+        n_paths: int = 5,
+        max_ratio: float = 3.0,
+        capacities: np.ndarray | None = None,
+    ) -> RoutingGame:
         """One agent per OD pair with positive demand; its actions are the ``n_paths`` shortest paths
         by link length (networkx ``shortest_simple_paths``), keeping a path only if its free-flow time
         is below ``max_ratio`` times that of the shortest (the Sessa et al., 2020 rule)."""
@@ -323,7 +359,11 @@ class RoutingGame:
         return np.bincount(self._flat, weights=cost, minlength=n * k).reshape(n, k)
 
     def _capacity(self, context: int) -> np.ndarray:
-        if isinstance(context, bool) or not isinstance(context, (int, np.integer)) or not 0 <= context < self.n_contexts:
+        if (
+            isinstance(context, bool)
+            or not isinstance(context, (int, np.integer))
+            or not 0 <= context < self.n_contexts
+        ):
             raise ValueError(f"context {context!r} is outside the declared set {{0, ..., {self.n_contexts - 1}}}")
         return self.capacities[context]
 
@@ -353,8 +393,7 @@ class RoutingGame:
         cost = self.network.link_costs(self.link_flows(actions), self._capacity(context))
         return self.path_costs(cost)[np.arange(self.n_agents), actions]
 
-    def counterfactual_times(self, actions: np.ndarray, context: int,
-                             flows: np.ndarray | None = None) -> np.ndarray:
+    def counterfactual_times(self, actions: np.ndarray, context: int, flows: np.ndarray | None = None) -> np.ndarray:
         """Travel time agent ``j`` would have had on each of its paths, others fixed.
 
         Shape ``(n_agents, max_actions)`` (0 where padded): the full-information loss vector.
@@ -368,7 +407,9 @@ class RoutingGame:
     def _link_use_probability(self, strategies: np.ndarray) -> np.ndarray:
         """Probability that agent j's path uses link e, per unique (agent, link) pair."""
         if strategies.shape != self.mask.shape:
-            raise ValueError(f"strategies must have shape {self.mask.shape} (n_agents, max_actions), got {strategies.shape}")
+            raise ValueError(
+                f"strategies must have shape {self.mask.shape} (n_agents, max_actions), got {strategies.shape}"
+            )
         return np.bincount(self._pair, weights=strategies.ravel()[self._flat], minlength=self._pair_j.size)
 
     def expected_link_flows(self, strategies: np.ndarray) -> np.ndarray:

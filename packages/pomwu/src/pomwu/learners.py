@@ -13,8 +13,11 @@ Agents may have different numbers of actions; strategies and losses are padded t
 * :class:`ContextualHedge`: one Hedge state per context (the cHedge baseline of Sessa et al., 2020).
 * :class:`POMWU`: one optimistic-MWU state per *predicted* context (Capitaine et al., ICML 2025).
 
-For a context-aware learner, ``act`` receives the context the agent believes in (a prediction);
-``update`` files the observed loss under that same context.
+For a context-aware learner, ``act`` receives the context the agent believes in (a prediction).
+``update`` files the observed loss under that same context by default (``file_under="prediction"``);
+with ``file_under="truth"`` it files it under the true context, revealed after the round and passed
+as ``update(losses, true_context=z)``. Which of the two the paper's Algorithm 1 does could not be
+checked (see the README); the default follows the research notes' reconstruction.
 """
 
 from __future__ import annotations
@@ -46,16 +49,32 @@ class MultiplicativeWeights:
         Add the last loss seen in the same context as the optimistic prediction.
     contextual : bool
         Keep one state per context; otherwise every context shares state 0.
+    file_under : {"prediction", "truth"}
+        Which state receives a round's loss: the one played (the context given to ``act``), or the
+        true context revealed after the round (``update(losses, true_context=z)``). The two agree
+        whenever the prediction is right; no effect on non-contextual learners.
     """
 
-    def __init__(self, *, n_actions: int | Sequence[int], n_agents: int | None = None, n_contexts: int = 1,
-                 step_size: float = 0.1, optimistic: bool = False, contextual: bool = False) -> None:
+    FILE_UNDER = ("prediction", "truth")
+
+    def __init__(
+        self,
+        *,
+        n_actions: int | Sequence[int],
+        n_agents: int | None = None,
+        n_contexts: int = 1,
+        step_size: float = 0.1,
+        optimistic: bool = False,
+        contextual: bool = False,
+        file_under: str = "prediction",
+    ) -> None:
         self.n_actions = n_actions
         self.n_agents = n_agents
         self.n_contexts = n_contexts
         self.step_size = step_size
         self.optimistic = optimistic
         self.contextual = contextual
+        self.file_under = file_under
 
     # -- validation and state ------------------------------------------------------------------
     def _validate(self) -> None:
@@ -67,16 +86,24 @@ class MultiplicativeWeights:
         else:
             counts = np.asarray(self.n_actions)
             if counts.ndim != 1 or counts.size == 0 or not np.issubdtype(counts.dtype, np.integer):
-                raise ValueError(f"n_actions must be a positive int or a non-empty sequence of ints, got {self.n_actions!r}")
+                raise ValueError(
+                    f"n_actions must be a positive int or a non-empty sequence of ints, got {self.n_actions!r}"
+                )
             if self.n_agents is not None and self.n_agents != counts.size:
                 raise ValueError(f"n_agents={self.n_agents} but n_actions lists {counts.size} agents")
         if np.any(counts < 1):
             raise ValueError(f"every agent needs at least one action, got counts {counts.tolist()}")
-        if isinstance(self.n_contexts, bool) or not isinstance(self.n_contexts, (int, np.integer)) or self.n_contexts < 1:
+        if (
+            isinstance(self.n_contexts, bool)
+            or not isinstance(self.n_contexts, (int, np.integer))
+            or self.n_contexts < 1
+        ):
             raise ValueError(f"n_contexts must be a positive int, got {self.n_contexts!r}")
         eta = self.step_size
         if isinstance(eta, bool) or not isinstance(eta, (int, float, np.floating)) or not np.isfinite(eta) or eta <= 0:
             raise ValueError(f"step_size must be a finite float > 0, got {eta!r}")
+        if self.file_under not in self.FILE_UNDER:
+            raise ValueError(f"file_under must be one of {self.FILE_UNDER}, got {self.file_under!r}")
         self.n_actions_ = counts.astype(np.int64)
 
     def reset(self) -> MultiplicativeWeights:
@@ -142,11 +169,14 @@ class MultiplicativeWeights:
         self._state_idx = s
         return w / w.sum(axis=1, keepdims=True)
 
-    def update(self, losses: np.ndarray) -> MultiplicativeWeights:
-        """File the loss vectors of the round just played under the context given to ``act``.
+    def update(self, losses: np.ndarray, true_context: int | np.ndarray | None = None) -> MultiplicativeWeights:
+        """File the loss vectors of the round just played.
 
         ``losses`` has shape ``(n_agents, max_actions)`` (padded entries are ignored); for a
-        single agent a 1-D vector of length ``max_actions`` is accepted.
+        single agent a 1-D vector of length ``max_actions`` is accepted. They are filed under the
+        context given to ``act`` (``file_under="prediction"``, where ``true_context`` is only
+        checked) or under ``true_context`` (``file_under="truth"``, where it is required): an int or
+        an int array ``(n_agents,)`` in ``{0, ..., n_contexts - 1}``.
         """
         self._ensure()
         if self._state_idx is None:
@@ -160,7 +190,14 @@ class MultiplicativeWeights:
         loss = np.where(self.mask_, loss, 0.0)
         if not np.all(np.isfinite(loss)):
             raise ValueError("losses contain NaN or inf")
-        s, rows = self._state_idx, np.arange(n)
+        if true_context is not None:
+            truth = self._contexts(true_context)
+        elif self.file_under == "truth" and self.contextual:
+            raise ValueError(
+                "file_under='truth' needs the context revealed after the round: update(losses, true_context=z)"
+            )
+        s = truth if self.file_under == "truth" and self.contextual else self._state_idx
+        rows = np.arange(n)
         self.cum_loss_[s, rows] += loss
         self.last_loss_[s, rows] = loss
         self.rounds_ += 1
@@ -171,40 +208,94 @@ class MultiplicativeWeights:
 class Hedge(MultiplicativeWeights):
     """Multiplicative weights / Hedge: ``x_t ∝ exp(-eta * L_{t-1})``; ignores contexts."""
 
-    def __init__(self, *, n_actions: int | Sequence[int], n_agents: int | None = None, n_contexts: int = 1,
-                 step_size: float = 0.1) -> None:
-        super().__init__(n_actions=n_actions, n_agents=n_agents, n_contexts=n_contexts, step_size=step_size,
-                         optimistic=False, contextual=False)
+    def __init__(
+        self,
+        *,
+        n_actions: int | Sequence[int],
+        n_agents: int | None = None,
+        n_contexts: int = 1,
+        step_size: float = 0.1,
+    ) -> None:
+        super().__init__(
+            n_actions=n_actions,
+            n_agents=n_agents,
+            n_contexts=n_contexts,
+            step_size=step_size,
+            optimistic=False,
+            contextual=False,
+        )
 
 
 class OptimisticHedge(MultiplicativeWeights):
     """Optimistic MWU: ``x_t ∝ exp(-eta * (L_{t-1} + l_{t-1}))``; ignores contexts."""
 
-    def __init__(self, *, n_actions: int | Sequence[int], n_agents: int | None = None, n_contexts: int = 1,
-                 step_size: float = 0.1) -> None:
-        super().__init__(n_actions=n_actions, n_agents=n_agents, n_contexts=n_contexts, step_size=step_size,
-                         optimistic=True, contextual=False)
+    def __init__(
+        self,
+        *,
+        n_actions: int | Sequence[int],
+        n_agents: int | None = None,
+        n_contexts: int = 1,
+        step_size: float = 0.1,
+    ) -> None:
+        super().__init__(
+            n_actions=n_actions,
+            n_agents=n_agents,
+            n_contexts=n_contexts,
+            step_size=step_size,
+            optimistic=True,
+            contextual=False,
+        )
 
 
 class ContextualHedge(MultiplicativeWeights):
     """Hedge with one state per context: ``x_t ∝ exp(-eta * L^{z}_{t-1})`` for the context ``z`` given."""
 
-    def __init__(self, *, n_actions: int | Sequence[int], n_agents: int | None = None, n_contexts: int = 1,
-                 step_size: float = 0.1) -> None:
-        super().__init__(n_actions=n_actions, n_agents=n_agents, n_contexts=n_contexts, step_size=step_size,
-                         optimistic=False, contextual=True)
+    def __init__(
+        self,
+        *,
+        n_actions: int | Sequence[int],
+        n_agents: int | None = None,
+        n_contexts: int = 1,
+        step_size: float = 0.1,
+        file_under: str = "prediction",
+    ) -> None:
+        super().__init__(
+            n_actions=n_actions,
+            n_agents=n_agents,
+            n_contexts=n_contexts,
+            step_size=step_size,
+            optimistic=False,
+            contextual=True,
+            file_under=file_under,
+        )
 
 
 class POMWU(MultiplicativeWeights):
     """Optimistic MWU with predicted contexts (Capitaine et al., ICML 2025, Algorithm 1).
 
     Each agent keeps, for every context ``z``, the cumulative loss ``L^z`` and the last loss
-    ``l^z`` observed in rounds where it predicted ``z``. With prediction ``ẑ_t`` it plays
-    ``x_t ∝ exp(-eta * (L^{ẑ_t} + l^{ẑ_t}))`` and then adds the observed loss to state ``ẑ_t``.
-    With one context (or perfect predictions of a single context) it is exactly optimistic MWU.
+    ``l^z`` filed under ``z``. With prediction ``ẑ_t`` it plays
+    ``x_t ∝ exp(-eta * (L^{ẑ_t} + l^{ẑ_t}))`` and then adds the observed loss to state ``ẑ_t``
+    (``file_under="prediction"``, default) or to the state of the true context ``z_t`` revealed after
+    the round (``file_under="truth"``). With one context (or perfect predictions of a single
+    context) it is exactly optimistic MWU.
     """
 
-    def __init__(self, *, n_actions: int | Sequence[int], n_agents: int | None = None, n_contexts: int = 1,
-                 step_size: float = 0.1) -> None:
-        super().__init__(n_actions=n_actions, n_agents=n_agents, n_contexts=n_contexts, step_size=step_size,
-                         optimistic=True, contextual=True)
+    def __init__(
+        self,
+        *,
+        n_actions: int | Sequence[int],
+        n_agents: int | None = None,
+        n_contexts: int = 1,
+        step_size: float = 0.1,
+        file_under: str = "prediction",
+    ) -> None:
+        super().__init__(
+            n_actions=n_actions,
+            n_agents=n_agents,
+            n_contexts=n_contexts,
+            step_size=step_size,
+            optimistic=True,
+            contextual=True,
+            file_under=file_under,
+        )

@@ -55,8 +55,12 @@ class RegretTracker:
         big = np.where(self.mask, 0.0, np.inf)
         best_ctx = np.min(self.per_context + big, axis=2).sum(axis=0)
         best_ext = np.min(self.per_context.sum(axis=0) + big, axis=1)
-        return RegretSummary(contextual=self.expected - best_ctx, external=self.expected - best_ext,
-                             expected_loss=self.expected.copy(), rounds=self.rounds)
+        return RegretSummary(
+            contextual=self.expected - best_ctx,
+            external=self.expected - best_ext,
+            expected_loss=self.expected.copy(),
+            rounds=self.rounds,
+        )
 
 
 def zero_sum_value(losses: np.ndarray) -> float:
@@ -74,8 +78,9 @@ def zero_sum_value(losses: np.ndarray) -> float:
     c = np.r_[np.zeros(n), 1.0]
     a_ub = np.c_[a.T, -np.ones(m)]
     a_eq = np.r_[np.ones(n), 0.0][None, :]
-    res = linprog(c, A_ub=a_ub, b_ub=np.zeros(m), A_eq=a_eq, b_eq=[1.0],
-                  bounds=[(0, None)] * n + [(None, None)], method="highs")
+    res = linprog(
+        c, A_ub=a_ub, b_ub=np.zeros(m), A_eq=a_eq, b_eq=[1.0], bounds=[(0, None)] * n + [(None, None)], method="highs"
+    )
     if not res.success:
         raise RuntimeError(f"linear program failed: {res.message}")
     return float(res.x[-1])

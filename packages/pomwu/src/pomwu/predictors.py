@@ -11,8 +11,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["OracleContext", "NoisyOracle", "OnlineLogisticRegression", "SGDContextPredictor", "CovariateModel",
-           "make_covariates"]
+__all__ = [
+    "OracleContext",
+    "NoisyOracle",
+    "OnlineLogisticRegression",
+    "SGDContextPredictor",
+    "CovariateModel",
+    "make_covariates",
+]
 
 
 def _check_context(z: int, n_contexts: int) -> int:
@@ -186,8 +192,9 @@ class CovariateModel:
         return self.means[contexts] + self.noise * rng.standard_normal((contexts.size, self.means.shape[1]))
 
 
-def make_covariates(contexts: np.ndarray, *, n_contexts: int, dim: int = 5, noise: float = 0.5,
-                    rng: np.random.Generator) -> tuple[np.ndarray, CovariateModel]:
+def make_covariates(
+    contexts: np.ndarray, *, n_contexts: int, dim: int = 5, noise: float = 0.5, rng: np.random.Generator
+) -> tuple[np.ndarray, CovariateModel]:
     """Noisy covariates for a context sequence: class means drawn N(0, I), then ``CovariateModel.sample``.
 
     Returns ``(covariates (T, dim), model)``. Larger ``noise`` lowers the attainable accuracy.

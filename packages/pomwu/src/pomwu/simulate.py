@@ -34,8 +34,9 @@ def predict_contexts(predictor, contexts: np.ndarray, covariates: np.ndarray | N
     return out
 
 
-def _check_sequences(contexts: np.ndarray, predictions: np.ndarray | None, n_agents: int,
-                     n_contexts: int) -> tuple[np.ndarray, np.ndarray]:
+def _check_sequences(
+    contexts: np.ndarray, predictions: np.ndarray | None, n_agents: int, n_contexts: int
+) -> tuple[np.ndarray, np.ndarray]:
     contexts = np.asarray(contexts)
     if contexts.ndim != 1 or not np.issubdtype(contexts.dtype, np.integer):
         raise ValueError(f"contexts must be a 1-D int array (T,), got shape {contexts.shape}, dtype {contexts.dtype}")
@@ -43,7 +44,9 @@ def _check_sequences(contexts: np.ndarray, predictions: np.ndarray | None, n_age
         raise ValueError(f"contexts must lie in {{0, ..., {n_contexts - 1}}}")
     preds = contexts if predictions is None else np.asarray(predictions)
     if preds.shape not in ((contexts.size,), (contexts.size, n_agents)):
-        raise ValueError(f"predictions must have shape ({contexts.size},) or ({contexts.size}, {n_agents}), got {preds.shape}")
+        raise ValueError(
+            f"predictions must have shape ({contexts.size},) or ({contexts.size}, {n_agents}), got {preds.shape}"
+        )
     return contexts, preds
 
 
@@ -65,9 +68,15 @@ class MatrixGameRun:
     regret_curve: np.ndarray
 
 
-def play_matrix_game(game: MatrixGame, learner: MultiplicativeWeights, contexts: np.ndarray,
-                     predictions: np.ndarray | None = None, *, record_curve: bool = False,
-                     progress: bool = False) -> MatrixGameRun:
+def play_matrix_game(
+    game: MatrixGame,
+    learner: MultiplicativeWeights,
+    contexts: np.ndarray,
+    predictions: np.ndarray | None = None,
+    *,
+    record_curve: bool = False,
+    progress: bool = False,
+) -> MatrixGameRun:
     """Both players learn with ``learner`` (two agents) under full information (expected losses).
 
     ``contexts`` ``(T,)`` are the true contexts; ``predictions`` ``(T,)`` (shared) or ``(T, 2)``
@@ -76,8 +85,10 @@ def play_matrix_game(game: MatrixGame, learner: MultiplicativeWeights, contexts:
     n_rows, n_cols = game.row_losses.shape[1:]
     learner._ensure()
     if learner.mask_.shape[0] != 2 or list(learner.n_actions_) != [n_rows, n_cols]:
-        raise ValueError(f"learner must have 2 agents with n_actions=[{n_rows}, {n_cols}], "
-                         f"got n_actions={learner.n_actions_.tolist()}")
+        raise ValueError(
+            f"learner must have 2 agents with n_actions=[{n_rows}, {n_cols}], "
+            f"got n_actions={learner.n_actions_.tolist()}"
+        )
     contexts, preds = _check_sequences(contexts, predictions, 2, game.n_contexts)
     k = learner.mask_.shape[1]
     tracker = RegretTracker(game.n_contexts, learner.mask_)
@@ -91,7 +102,7 @@ def play_matrix_game(game: MatrixGame, learner: MultiplicativeWeights, contexts:
         lr, lc = game.loss_vectors(x[0, :n_rows], x[1, :n_cols], z)
         loss[0, :n_rows], loss[1, :n_cols] = lr, lc
         tracker.add(x, loss, z)
-        learner.update(loss)
+        learner.update(loss, true_context=z)
         sums[z] += x
         if record_curve:
             curve[t] = tracker.summary().contextual.sum()
@@ -125,9 +136,17 @@ class RoutingRun:
     seconds: float
 
 
-def play_routing_game(game: RoutingGame, learner: MultiplicativeWeights, contexts: np.ndarray,
-                      predictions: np.ndarray | None = None, *, loss_bounds: tuple[np.ndarray, np.ndarray],
-                      rng: np.random.Generator, feedback: str = "sampled", progress: bool = False) -> RoutingRun:
+def play_routing_game(
+    game: RoutingGame,
+    learner: MultiplicativeWeights,
+    contexts: np.ndarray,
+    predictions: np.ndarray | None = None,
+    *,
+    loss_bounds: tuple[np.ndarray, np.ndarray],
+    rng: np.random.Generator,
+    feedback: str = "sampled",
+    progress: bool = False,
+) -> RoutingRun:
     """Repeated routing with full-information feedback, losses rescaled by ``loss_bounds = (lo, hi)``.
 
     ``feedback="sampled"`` (Sessa et al., 2020): every agent samples a path from its strategy and
@@ -141,8 +160,10 @@ def play_routing_game(game: RoutingGame, learner: MultiplicativeWeights, context
         raise ValueError(f"feedback must be 'sampled' or 'expected', got {feedback!r}")
     learner._ensure()
     if learner.mask_.shape != game.mask.shape or not np.array_equal(learner.n_actions_, game.n_actions):
-        raise ValueError(f"learner action counts must match the game's paths per agent ({game.n_agents} agents, "
-                         f"max {game.mask.shape[1]} paths)")
+        raise ValueError(
+            f"learner action counts must match the game's paths per agent ({game.n_agents} agents, "
+            f"max {game.mask.shape[1]} paths)"
+        )
     contexts, preds = _check_sequences(contexts, predictions, game.n_agents, game.n_contexts)
     lo, hi = (np.asarray(b, dtype=np.float64) for b in loss_bounds)
     if lo.shape != (game.n_agents,) or hi.shape != (game.n_agents,) or np.any(hi <= lo):
@@ -168,12 +189,18 @@ def play_routing_game(game: RoutingGame, learner: MultiplicativeWeights, context
         cong[t] = game.congestion(flows, z)
         social[t] = flows @ game.network.link_costs(flows, game.capacities[z])
         tracker.add(x, loss, z)
-        learner.update(loss)
+        learner.update(loss, true_context=z)
         flow_sums[z] += flows
     seconds = time.perf_counter() - start
     log.debug("routing: %d rounds in %.1f s", contexts.size, seconds)
     counts = np.bincount(contexts, minlength=game.n_contexts)
     acc = float(np.mean(preds == (contexts if preds.ndim == 1 else contexts[:, None])))
-    return RoutingRun(travel_time=travel, congestion=cong, social_cost=social, regret=tracker.summary(),
-                      mean_link_flows=flow_sums / np.maximum(counts, 1)[:, None], prediction_accuracy=acc,
-                      seconds=seconds)
+    return RoutingRun(
+        travel_time=travel,
+        congestion=cong,
+        social_cost=social,
+        regret=tracker.summary(),
+        mean_link_flows=flow_sums / np.maximum(counts, 1)[:, None],
+        prediction_accuracy=acc,
+        seconds=seconds,
+    )

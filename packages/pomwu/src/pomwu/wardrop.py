@@ -44,8 +44,9 @@ def _all_or_nothing(game: RoutingGame, path_costs: np.ndarray) -> np.ndarray:
     return out
 
 
-def wardrop_equilibrium(game: RoutingGame, context: int = 0, *, tol: float = 1e-6, max_iter: int = 5000,
-                        line_search_iter: int = 60) -> WardropResult:
+def wardrop_equilibrium(
+    game: RoutingGame, context: int = 0, *, tol: float = 1e-6, max_iter: int = 5000, line_search_iter: int = 60
+) -> WardropResult:
     """Frank-Wolfe with exact (bisection) line search for the path-restricted Wardrop equilibrium.
 
     Parameters
@@ -96,6 +97,12 @@ def wardrop_equilibrium(game: RoutingGame, context: int = 0, *, tol: float = 1e-
         f = f + alpha * (y_path - f)
         x = x + alpha * d
         gap, pc = relative_gap(x)
-    return WardropResult(path_flows=f, link_flows=x, link_costs=costs(x), relative_gap=float(max(gap, 0.0)),
-                         beckmann=float(net.link_cost_integrals(x, cap).sum()), n_iter=n_iter,
-                         converged=bool(gap <= tol))
+    return WardropResult(
+        path_flows=f,
+        link_flows=x,
+        link_costs=costs(x),
+        relative_gap=float(max(gap, 0.0)),
+        beckmann=float(net.link_cost_integrals(x, cap).sum()),
+        n_iter=n_iter,
+        converged=bool(gap <= tol),
+    )
