@@ -29,18 +29,43 @@ def bench_size(report: BenchmarkReport, T: int, N: int, alphas: np.ndarray, repe
 
     ref = ridgecv()
     ours_loo = loo(X, y, alphas)
-    report.add(compare(lambda: corrgcv(X, y, alphas, K=K), ridgecv,
-                       label=f"{alphas.size}-penalty CorrGCV path vs RidgeCV, T={T}, N={N}",
-                       ours_name="corrgcv(K=exponential)", peer_name="RidgeCV(cv=None).fit", repeats=repeats,
-                       sizes=sizes))
-    report.add(compare(lambda: loo(X, y, alphas), ridgecv, label=f"exact LOO path vs RidgeCV, T={T}, N={N}",
-                       ours_name="corrgcv.loo", peer_name="RidgeCV(cv=None).fit", repeats=repeats, sizes=sizes,
-                       metrics={"max_rel_diff_vs_sklearn_cv_results": float(
-                           np.max(np.abs(ours_loo / ref.cv_results_.mean(0) - 1))),
-                           "same_alpha": bool(alphas[np.argmin(ours_loo)] == ref.alpha_)}))
-    report.add(compare(lambda: RidgeCorrGCV(alphas=alphas, fit_intercept=False).fit(X, y), ridgecv,
-                       label=f"RidgeCorrGCV.fit (K estimated) vs RidgeCV, T={T}, N={N}",
-                       ours_name="RidgeCorrGCV.fit", peer_name="RidgeCV(cv=None).fit", repeats=repeats, sizes=sizes))
+    report.add(
+        compare(
+            lambda: corrgcv(X, y, alphas, K=K),
+            ridgecv,
+            label=f"{alphas.size}-penalty CorrGCV path vs RidgeCV, T={T}, N={N}",
+            ours_name="corrgcv(K=exponential)",
+            peer_name="RidgeCV(cv=None).fit",
+            repeats=repeats,
+            sizes=sizes,
+        )
+    )
+    report.add(
+        compare(
+            lambda: loo(X, y, alphas),
+            ridgecv,
+            label=f"exact LOO path vs RidgeCV, T={T}, N={N}",
+            ours_name="corrgcv.loo",
+            peer_name="RidgeCV(cv=None).fit",
+            repeats=repeats,
+            sizes=sizes,
+            metrics={
+                "max_rel_diff_vs_sklearn_cv_results": float(np.max(np.abs(ours_loo / ref.cv_results_.mean(0) - 1))),
+                "same_alpha": bool(alphas[np.argmin(ours_loo)] == ref.alpha_),
+            },
+        )
+    )
+    report.add(
+        compare(
+            lambda: RidgeCorrGCV(alphas=alphas, fit_intercept=False).fit(X, y),
+            ridgecv,
+            label=f"RidgeCorrGCV.fit (K estimated) vs RidgeCV, T={T}, N={N}",
+            ours_name="RidgeCorrGCV.fit",
+            peer_name="RidgeCV(cv=None).fit",
+            repeats=repeats,
+            sizes=sizes,
+        )
+    )
 
 
 def main() -> None:

@@ -13,8 +13,14 @@ from corrgcv import (
     lag1_autocorrelation,
 )
 
-MEMBERS = [ExponentialCorrelation(xi=0.5), ExponentialCorrelation(xi=100.0), NearestNeighbourCorrelation(rho=0.45),
-           NearestNeighbourCorrelation(rho=-0.3), PowerLawCorrelation(exponent=0.3), PowerLawCorrelation(exponent=2.0)]
+MEMBERS = [
+    ExponentialCorrelation(xi=0.5),
+    ExponentialCorrelation(xi=100.0),
+    NearestNeighbourCorrelation(rho=0.45),
+    NearestNeighbourCorrelation(rho=-0.3),
+    PowerLawCorrelation(exponent=0.3),
+    PowerLawCorrelation(exponent=2.0),
+]
 
 
 @pytest.mark.parametrize("corr", MEMBERS, ids=repr)
@@ -36,8 +42,9 @@ def test_matrix_entries_and_cross_correlation():
     np.testing.assert_allclose(c, np.exp(-np.array([6, 5, 4, 3, 2]) / 4.0))
     np.testing.assert_array_equal(corr.cross(5, np.inf), np.zeros(5))
     # The cross vector is the next column of the longer matrix.
-    np.testing.assert_allclose(PowerLawCorrelation(exponent=0.7).cross(6, 1),
-                               PowerLawCorrelation(exponent=0.7).matrix(7)[:6, 6])
+    np.testing.assert_allclose(
+        PowerLawCorrelation(exponent=0.7).cross(6, 1), PowerLawCorrelation(exponent=0.7).matrix(7)[:6, 6]
+    )
     np.testing.assert_allclose(NearestNeighbourCorrelation(rho=0.2).cross(4, 1), [0, 0, 0, 0.2])
 
 
@@ -48,8 +55,11 @@ def test_callable_and_eigenvalue_specifications():
     np.testing.assert_array_equal(k_eigenvalues(None, 7), np.ones(7))
 
 
-@pytest.mark.parametrize("corr", [ExponentialCorrelation(xi=5.0), NearestNeighbourCorrelation(rho=0.3),
-                                  PowerLawCorrelation(exponent=0.8)], ids=repr)
+@pytest.mark.parametrize(
+    "corr",
+    [ExponentialCorrelation(xi=5.0), NearestNeighbourCorrelation(rho=0.3), PowerLawCorrelation(exponent=0.8)],
+    ids=repr,
+)
 def test_lag1_estimator_recovers_parameter_from_noise(corr):
     T = 2000
     noise = correlated_factor(corr, T) @ np.random.default_rng(0).standard_normal(T)

@@ -8,8 +8,9 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 from corrgcv import ExponentialCorrelation, RidgeCorrGCV, correlated_factor, corrgcv, gcv, power_law_problem
 
 
-@parametrize_with_checks([RidgeCorrGCV(), RidgeCorrGCV(correlation="power-law", alphas=(0.01, 1.0)),
-                          RidgeCorrGCV(correlation=None)])
+@parametrize_with_checks(
+    [RidgeCorrGCV(), RidgeCorrGCV(correlation="power-law", alphas=(0.01, 1.0)), RidgeCorrGCV(correlation=None)]
+)
 def test_sklearn_estimator_checks(estimator, check):
     check(estimator)
 
@@ -64,10 +65,32 @@ def test_estimated_correlation_is_positive_and_picks_larger_penalty_than_loo():
 
 
 @pytest.mark.parametrize("family", ["exponential", "power-law", "nearest-neighbour"])
-def test_random_walk_residuals_do_not_break_estimation(family):
-    # Residual lag-1 autocorrelation near 1 is capped where K stays numerically positive definite.
+@pytest.mark.parametrize("estimate", ["features", "residuals"])
+def test_random_walk_series_do_not_break_estimation(family, estimate):
+    # Lag-1 autocorrelation near 1 (random-walk residuals, or random-walk columns of X) is capped where K
+    # stays numerically positive definite.
     rng = np.random.default_rng(0)
     X = rng.standard_normal((2000, 3))
+    if estimate == "features":
+        X = np.cumsum(X, axis=0)
     y = np.cumsum(rng.standard_normal(2000))
-    model = RidgeCorrGCV(alphas=(1.0, 100.0), correlation=family).fit(X, y)
+    model = RidgeCorrGCV(alphas=(1.0, 100.0), correlation=family, estimate=estimate).fit(X, y)
     assert np.isfinite(model.best_score_) and model.correlation_.acf(np.array([1.0]))[0] > 0.45
+
+
+def test_estimate_sources_differ_as_documented():
+    # White rows of X, random-walk target: the feature estimate sees K ~ I (plain GCV), the residual
+    # estimate sees the target's strong correlation.
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((500, 5))
+    y = np.cumsum(rng.standard_normal(500))
+    feat = RidgeCorrGCV(alphas=ALPHAS).fit(X, y)
+    resid = RidgeCorrGCV(alphas=ALPHAS, estimate="residuals").fit(X, y)
+    assert feat.correlation_.xi < 0.5 < 10.0 < resid.correlation_.xi
+    assert abs(feat.best_score_ / feat.gcv_path_.criterion[feat.cv_path_.best_index] - 1.0) < 0.01
+
+
+def test_unknown_estimate_is_rejected():
+    X, y = _series(T=50)
+    with pytest.raises(ValueError, match="estimate must be one of"):
+        RidgeCorrGCV(estimate="both").fit(X, y)

@@ -57,8 +57,7 @@ def test_gcv_equals_sklearn_ridgecv_criterion_on_hadamard_rotated_data(T, N):
 def test_loo_equals_sklearn_ridgecv_cv_results(T, N, fit_intercept):
     X, y = _data(T, N, seed=2)
     ref = RidgeCV(alphas=ALPHAS, fit_intercept=fit_intercept, store_cv_results=True).fit(X, y)
-    np.testing.assert_allclose(loo(X, y, ALPHAS, fit_intercept=fit_intercept), ref.cv_results_.mean(axis=0),
-                               rtol=1e-8)
+    np.testing.assert_allclose(loo(X, y, ALPHAS, fit_intercept=fit_intercept), ref.cv_results_.mean(axis=0), rtol=1e-8)
 
 
 @pytest.mark.parametrize("T,N", [(50, 10), (20, 35)])

@@ -67,8 +67,9 @@ def test_correlated_test_point_follows_theory_factor():
     T, lam, corr = 100, STRONG_LAMBDA, ExponentialCorrelation(xi=100.0)
     taus = np.arange(1, 51)
     simulated = simulate_horizon_risk(PROBLEM, corr, T, lam * T, taus, seeds=range(100))
-    de = deterministic_equivalent(PROBLEM.spectrum, PROBLEM.target, n_samples=T, ridge=lam, K=corr,
-                                  noise_variance=PROBLEM.noise_std**2)
+    de = deterministic_equivalent(
+        PROBLEM.spectrum, PROBLEM.target, n_samples=T, ridge=lam, K=corr, noise_variance=PROBLEM.noise_std**2
+    )
     theory = horizon_factor(corr, T, taus, de.kappa_tilde[0])
     np.testing.assert_array_less(np.abs(simulated / theory - 1), 0.10)
     # Not trivially 1: near horizons are far more optimistic than far ones.

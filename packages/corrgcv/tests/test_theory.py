@@ -12,8 +12,7 @@ PROBLEM = power_law_problem(100, capacity=1.8, source=0.3, noise_std=0.05)
 @pytest.mark.parametrize("T", [10, 100, 1000])
 def test_duality_and_matching_degrees_of_freedom(K, T):
     lams = np.logspace(-6, 1, 8)
-    de = deterministic_equivalent(PROBLEM.spectrum, PROBLEM.target, n_samples=T, ridge=lams, K=K,
-                                  noise_variance=0.0025)
+    de = deterministic_equivalent(PROBLEM.spectrum, PROBLEM.target, n_samples=T, ridge=lams, K=K, noise_variance=0.0025)
     np.testing.assert_allclose(de.kappa * de.kappa_tilde / lams, 1 / de.df1_tilde, rtol=1e-10)
     np.testing.assert_allclose(de.df1_tilde, de.df1 * 100 / T, rtol=1e-10)  # df1_tilde = q df1
     assert np.all(de.kappa >= lams) and np.all((de.gamma > 0) & (de.gamma < 1))
@@ -38,8 +37,9 @@ def test_theory_matches_simulation_over_q(xi, lam):
     for T in (10, 40, 158, 1000):
         seeds = range(max(10, 2000 // T))
         sim = simulate_risk(PROBLEM, corr, T, lam * T, seeds=seeds)
-        de = deterministic_equivalent(PROBLEM.spectrum, PROBLEM.target, n_samples=T, ridge=lam, K=corr,
-                                      noise_variance=PROBLEM.noise_std**2)
+        de = deterministic_equivalent(
+            PROBLEM.spectrum, PROBLEM.target, n_samples=T, ridge=lam, K=corr, noise_variance=PROBLEM.noise_std**2
+        )
         ratio = sim.out_of_sample_risk.mean() / de.out_of_sample_risk[0]
         assert abs(ratio - 1) <= 0.10, (T, ratio)
 

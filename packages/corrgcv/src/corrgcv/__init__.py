@@ -15,7 +15,7 @@ from corrgcv.correlation import (
     k_eigenvalues,
     lag1_autocorrelation,
 )
-from corrgcv.estimate import estimate_correlation
+from corrgcv.estimate import estimate_correlation, estimate_correlation_from_features
 from corrgcv.estimator import RidgeCorrGCV
 from corrgcv.gcv import CVPath, RidgeSpectrum, corrgcv, gcv, loo, solve_kappa_tilde
 from corrgcv.simulate import (
@@ -50,6 +50,7 @@ __all__ = [
     "corrgcv",
     "deterministic_equivalent",
     "estimate_correlation",
+    "estimate_correlation_from_features",
     "gcv",
     "horizon_factor",
     "k_eigenvalues",

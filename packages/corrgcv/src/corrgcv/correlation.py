@@ -211,8 +211,10 @@ def k_eigenvalues(K: Any, n_samples: int, *, rtol: float = 1e-8) -> np.ndarray:
     if isinstance(K, Correlation):
         return _check_eigs(K.eigenvalues(n), n)
     if isinstance(K, str):
-        raise ValueError(f"K={K!r} names a family without its parameter; pass e.g. "
-                         f"{correlation_family(K).__name__}(...) or use RidgeCorrGCV(correlation={K!r})")
+        raise ValueError(
+            f"K={K!r} names a family without its parameter; pass e.g. "
+            f"{correlation_family(K).__name__}(...) or use RidgeCorrGCV(correlation={K!r})"
+        )
     if callable(K):
         return k_eigenvalues(_call_k(K, n), n, rtol=rtol)
     arr = np.asarray(K, dtype=float)
@@ -235,16 +237,19 @@ def check_k_matrix(K: np.ndarray, n_samples: int, *, rtol: float = 1e-8) -> np.n
     is checked on the eigenvalues)."""
     K = np.asarray(K, dtype=float)
     if K.shape != (n_samples, n_samples):
-        raise ValueError(f"K has shape {K.shape} but the data have {n_samples} samples; expected "
-                         f"({n_samples}, {n_samples})")
+        raise ValueError(
+            f"K has shape {K.shape} but the data have {n_samples} samples; expected ({n_samples}, {n_samples})"
+        )
     if not np.all(np.isfinite(K)):
         raise ValueError("K contains NaN or infinite entries")
     if not np.allclose(K, K.T, rtol=0, atol=rtol * max(1.0, float(np.abs(K).max()))):
         raise ValueError("K is not symmetric")
     diag = np.diag(K)
     if not np.allclose(diag, 1.0, rtol=0, atol=1e-6):
-        raise ValueError(f"K must be a correlation matrix with unit diagonal; its diagonal spans "
-                         f"[{diag.min():.4g}, {diag.max():.4g}] (divide a covariance by its diagonal)")
+        raise ValueError(
+            f"K must be a correlation matrix with unit diagonal; its diagonal spans "
+            f"[{diag.min():.4g}, {diag.max():.4g}] (divide a covariance by its diagonal)"
+        )
     return K
 
 
@@ -256,8 +261,7 @@ def _check_eigs(eigs: np.ndarray, n: int) -> np.ndarray:
     if not np.all(np.isfinite(eigs)):
         raise ValueError("K eigenvalues contain NaN or infinite entries")
     if eigs.min() <= max(1e-12, 10 * np.finfo(float).eps * n) * max(eigs.max(), 1.0):
-        raise ValueError(f"K is not positive definite: smallest eigenvalue {eigs.min():.3g} "
-                         f"(largest {eigs.max():.3g})")
+        raise ValueError(f"K is not positive definite: smallest eigenvalue {eigs.min():.3g} (largest {eigs.max():.3g})")
     if abs(eigs.mean() - 1.0) > 1e-6:
         raise ValueError(f"K eigenvalues must average 1 (tr K = T for a unit-diagonal K); got mean {eigs.mean():.6g}")
     return np.sort(eigs)

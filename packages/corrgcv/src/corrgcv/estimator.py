@@ -10,7 +10,7 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from corrgcv.correlation import FAMILIES, Correlation, correlation_family, k_eigenvalues
-from corrgcv.estimate import estimate_correlation
+from corrgcv.estimate import estimate_correlation, estimate_correlation_from_features
 from corrgcv.gcv import CVPath, RidgeSpectrum, check_alphas
 
 __all__ = ["RidgeCorrGCV"]
@@ -18,6 +18,7 @@ __all__ = ["RidgeCorrGCV"]
 log = logging.getLogger(__name__)
 
 _INDEPENDENT = ("independent", None)
+ESTIMATES = ("features", "residuals")
 
 
 class RidgeCorrGCV(RegressorMixin, BaseEstimator):
@@ -35,14 +36,24 @@ class RidgeCorrGCV(RegressorMixin, BaseEstimator):
             "independent" / None (K = I: plain GCV).
         correlation_param: the family's parameter (xi for "exponential", rho for
             "nearest-neighbour", the exponent for "power-law") when ``correlation`` is a name. None
-            estimates it by matching the lag-1 autocorrelation of the training residuals
-            (:func:`corrgcv.estimate_correlation`), alternating with the penalty choice for up to
-            ``n_rounds`` rounds, starting from the GCV penalty, until the penalty stops changing.
-            Residuals are whiter than the noise, so this estimate leans towards weaker correlation;
-            pass the parameter or K when it is known.
+            estimates it as ``estimate`` says.
+        estimate: how the family's parameter is estimated when ``correlation_param`` is None.
+            "features" (default): from the rows of X, matching the mean over X's standardised columns
+            of their lag-1 autocorrelation to its expectation under the family
+            (:func:`corrgcv.estimate_correlation_from_features`). This is the K of the paper's model
+            X = K^{1/2} Z Sigma^{1/2}, whose noise shares it; when the rows of X are independent it
+            gives K ~ I, i.e. classical GCV, which is then right in expectation whatever the noise's
+            correlation (rotation invariance). "residuals": the issue's original rule, matching the
+            lag-1 autocorrelation of the training residuals (:func:`corrgcv.estimate_correlation`),
+            alternating with the penalty choice for up to ``n_rounds`` rounds, starting from the GCV
+            penalty, until the penalty stops changing. Residuals are whiter than the noise, so under
+            matched correlation it leans towards weak correlation; with independent rows of X and
+            correlated noise it over-penalises. It does suit correlated rows of X with white noise,
+            where the feature estimate over-penalises (see the README).
         fit_intercept: centre X and y and fit an unpenalised intercept (counted as one degree of
             freedom in the criterion).
-        n_rounds: maximum rounds of parameter estimation / penalty choice (>= 1).
+        n_rounds: maximum rounds of residual estimation / penalty choice (>= 1; used by
+            ``estimate="residuals"``).
 
     Attributes:
         alpha_: the chosen penalty. coef_ (n_features,), intercept_: the ridge fit at ``alpha_``.
@@ -54,11 +65,20 @@ class RidgeCorrGCV(RegressorMixin, BaseEstimator):
         n_features_in_: number of features seen in fit.
     """
 
-    def __init__(self, *, alphas: Any = (0.1, 1.0, 10.0), correlation: Any = "exponential",
-                 correlation_param: float | None = None, fit_intercept: bool = True, n_rounds: int = 3):
+    def __init__(
+        self,
+        *,
+        alphas: Any = (0.1, 1.0, 10.0),
+        correlation: Any = "exponential",
+        correlation_param: float | None = None,
+        estimate: str = "features",
+        fit_intercept: bool = True,
+        n_rounds: int = 3,
+    ):
         self.alphas = alphas
         self.correlation = correlation
         self.correlation_param = correlation_param
+        self.estimate = estimate
         self.fit_intercept = fit_intercept
         self.n_rounds = n_rounds
 
@@ -70,6 +90,8 @@ class RidgeCorrGCV(RegressorMixin, BaseEstimator):
             raise ValueError(f"RidgeCorrGCV needs at least 3 samples; got n_samples={T}")
         if isinstance(self.n_rounds, bool) or not isinstance(self.n_rounds, (int, np.integer)) or self.n_rounds < 1:
             raise ValueError(f"n_rounds must be an int >= 1, got {self.n_rounds!r}")
+        if not isinstance(self.estimate, str) or self.estimate not in ESTIMATES:
+            raise ValueError(f"estimate must be one of {ESTIMATES}, got {self.estimate!r}")
         alphas = check_alphas(self.alphas)
         spectrum = RidgeSpectrum.from_data(X, y, fit_intercept=bool(self.fit_intercept))
         self.gcv_path_ = spectrum.gcv(alphas)
@@ -82,22 +104,31 @@ class RidgeCorrGCV(RegressorMixin, BaseEstimator):
         self.coef_, self.intercept_ = spectrum.coef(self.alpha_)
         return self
 
-    def _select(self, spectrum: RidgeSpectrum, alphas: np.ndarray, T: int
-                ) -> tuple[Correlation | None, np.ndarray, CVPath]:
+    def _select(
+        self, spectrum: RidgeSpectrum, alphas: np.ndarray, T: int
+    ) -> tuple[Correlation | None, np.ndarray, CVPath]:
         spec = self.correlation
         if isinstance(spec, str) and spec not in FAMILIES and spec != "independent":
-            raise ValueError(f"unknown correlation {spec!r}; accepted: {sorted(FAMILIES)}, 'independent', None, "
-                             f"a Correlation, a (T, T) matrix, (T,) eigenvalues or a callable")
+            raise ValueError(
+                f"unknown correlation {spec!r}; accepted: {sorted(FAMILIES)}, 'independent', None, "
+                f"a Correlation, a (T, T) matrix, (T,) eigenvalues or a callable"
+            )
         if isinstance(spec, str) and spec in FAMILIES:
             cls = correlation_family(spec)
             if self.correlation_param is not None:
                 corr = cls(float(self.correlation_param))
                 eigs = k_eigenvalues(corr, T)
                 return corr, eigs, spectrum.corrgcv(alphas, eigs)
+            if self.estimate == "features":
+                corr = estimate_correlation_from_features(cls, spectrum.X)
+                eigs = k_eigenvalues(corr, T)
+                return corr, eigs, spectrum.corrgcv(alphas, eigs)
             return self._estimate(spectrum, alphas, cls, T)
         if self.correlation_param is not None:
-            raise ValueError("correlation_param applies only when correlation is a family name; "
-                             f"got correlation={type(spec).__name__}")
+            raise ValueError(
+                "correlation_param applies only when correlation is a family name; "
+                f"got correlation={type(spec).__name__}"
+            )
         if spec is None or (isinstance(spec, str) and spec in _INDEPENDENT):
             eigs = np.ones(T)
             return None, eigs, spectrum.corrgcv(alphas, eigs)
@@ -105,8 +136,9 @@ class RidgeCorrGCV(RegressorMixin, BaseEstimator):
         corr = spec if isinstance(spec, Correlation) else None
         return corr, eigs, spectrum.corrgcv(alphas, eigs)
 
-    def _estimate(self, spectrum: RidgeSpectrum, alphas: np.ndarray, cls: type[Correlation], T: int
-                  ) -> tuple[Correlation, np.ndarray, CVPath]:
+    def _estimate(
+        self, spectrum: RidgeSpectrum, alphas: np.ndarray, cls: type[Correlation], T: int
+    ) -> tuple[Correlation, np.ndarray, CVPath]:
         alpha = spectrum.gcv(alphas).best_alpha
         seen: set[float] = set()
         for round_ in range(int(self.n_rounds)):

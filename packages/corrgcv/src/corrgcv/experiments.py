@@ -1,4 +1,4 @@
-"""`python -m corrgcv demo` (Mauna Loa CO2, penalty choice on a real series) and `reproduce` (the
+"""`python -m corrgcv demo` (Mauna Loa CO2 and sunspots, penalty choice on real series) and `reproduce` (the
 paper's synthetic experiment: risk against T under weak and strong correlation)."""
 
 from __future__ import annotations
@@ -34,26 +34,56 @@ def co2_forecasting_design(horizon: int, n_lags: int) -> tuple[np.ndarray, np.nd
     series = co2.load_pandas().data["co2"].interpolate().to_numpy(dtype=float)
     steps = np.diff(series)
     times = np.arange(n_lags + 1, series.size - horizon)
-    X = np.stack([steps[t - n_lags:t][::-1] for t in times])
+    X = np.stack([steps[t - n_lags : t][::-1] for t in times])
     y = series[times + horizon] - series[times]
     return X, y
+
+
+def sunspots_forecasting_design(horizon: int, n_lags: int) -> tuple[np.ndarray, np.ndarray]:
+    """Direct ``horizon``-year-ahead forecasting of the yearly sunspot number (statsmodels' bundled
+    series, 1700-2008, 309 values, public domain).
+
+    Row t: features are the last ``n_lags`` yearly levels (not changes), target the level ``horizon``
+    years later. Levels follow the ~11-year cycle, so neighbouring rows of X are strongly correlated.
+    """
+    try:
+        from statsmodels.datasets import sunspots
+    except ImportError as err:  # pragma: no cover - exercised only without the extra
+        raise ImportError("the demo needs statsmodels' bundled datasets: pip install 'corrgcv[demo]'") from err
+    series = sunspots.load_pandas().data["SUNACTIVITY"].to_numpy(dtype=float)
+    times = np.arange(n_lags - 1, series.size - horizon)
+    X = np.stack([series[t - n_lags + 1 : t + 1][::-1] for t in times])
+    y = series[times + horizon]
+    return X, y
+
+
+DESIGNS = {"co2": co2_forecasting_design, "sunspots": sunspots_forecasting_design}
+# Fixed before any held-out result was looked at: horizons and number of lags per series.
+DEMO_SERIES = {"co2": dict(horizons=(13, 26, 52), n_lags=104), "sunspots": dict(horizons=(1, 3, 6), n_lags=22)}
 
 
 def _held_out(X: np.ndarray, y: np.ndarray, horizon: int, train_fraction: float) -> tuple[np.ndarray, ...]:
     cut = int(train_fraction * len(y))
     # Skip `horizon` rows after the cut so no test target overlaps a training target.
-    return X[:cut], y[:cut], X[cut + horizon:], y[cut + horizon:]
+    return X[:cut], y[:cut], X[cut + horizon :], y[cut + horizon :]
 
 
-def compare_penalty_choices(horizon: int, n_lags: int, *, alphas: np.ndarray = DEMO_ALPHAS,
-                            train_fraction: float = 0.7, time_series_split: bool = True) -> list[dict[str, Any]]:
-    """Penalty chosen by RidgeCV (LOO), GCV, RidgeCorrGCV (exponential K estimated from residuals)
-    and, optionally, GridSearchCV with TimeSeriesSplit(gap=horizon); each refit on the training
+def compare_penalty_choices(
+    horizon: int,
+    n_lags: int,
+    *,
+    alphas: np.ndarray = DEMO_ALPHAS,
+    train_fraction: float = 0.7,
+    time_series_split: bool = True,
+    series: str = "co2",
+) -> list[dict[str, Any]]:
+    """Penalty chosen by RidgeCV (LOO), GCV, RidgeCorrGCV (exponential K estimated from the rows of X,
+    the default, and from the residuals) and, optionally, GridSearchCV with TimeSeriesSplit(gap=horizon); each refit on the training
     span and scored on the later held-out span. Rows: method, alpha, criterion, held-out MSE."""
     from sklearn.linear_model import Ridge, RidgeCV
     from sklearn.model_selection import GridSearchCV, TimeSeriesSplit
 
-    X, y = co2_forecasting_design(horizon, n_lags)
+    X, y = DESIGNS[series](horizon, n_lags)
     Xtr, ytr, Xte, yte = _held_out(X, y, horizon, train_fraction)
 
     def mse(model: Any) -> float:
@@ -61,53 +91,97 @@ def compare_penalty_choices(horizon: int, n_lags: int, *, alphas: np.ndarray = D
 
     rows = []
     loo = RidgeCV(alphas=alphas, store_cv_results=True).fit(Xtr, ytr)
-    rows.append(dict(method="RidgeCV (LOO)", alpha=float(loo.alpha_), estimate=float(-loo.best_score_),
-                     held_out_mse=mse(loo)))
+    rows.append(
+        dict(method="RidgeCV (LOO)", alpha=float(loo.alpha_), estimate=float(-loo.best_score_), held_out_mse=mse(loo))
+    )
     plain = RidgeCorrGCV(alphas=alphas, correlation="independent").fit(Xtr, ytr)
     rows.append(dict(method="GCV (K = I)", alpha=plain.alpha_, estimate=plain.best_score_, held_out_mse=mse(plain)))
     corr = RidgeCorrGCV(alphas=alphas, correlation="exponential").fit(Xtr, ytr)
-    rows.append(dict(method=f"RidgeCorrGCV (exponential, xi={corr.correlation_.xi:.2f} est.)", alpha=corr.alpha_,
-                     estimate=corr.best_score_, held_out_mse=mse(corr)))
+    rows.append(
+        dict(
+            method=f"RidgeCorrGCV (exponential, xi={corr.correlation_.xi:.3g} from features)",
+            alpha=corr.alpha_,
+            estimate=corr.best_score_,
+            held_out_mse=mse(corr),
+            xi=corr.correlation_.xi,
+        )
+    )
+    resid = RidgeCorrGCV(alphas=alphas, correlation="exponential", estimate="residuals").fit(Xtr, ytr)
+    rows.append(
+        dict(
+            method=f"RidgeCorrGCV, residual estimate (exponential, xi={resid.correlation_.xi:.3g})",
+            alpha=resid.alpha_,
+            estimate=resid.best_score_,
+            held_out_mse=mse(resid),
+            xi=resid.correlation_.xi,
+        )
+    )
     if time_series_split:
-        tss = GridSearchCV(Ridge(), {"alpha": alphas}, cv=TimeSeriesSplit(5, gap=horizon),
-                           scoring="neg_mean_squared_error").fit(Xtr, ytr)
-        rows.append(dict(method="TimeSeriesSplit(5, gap=h) grid search", alpha=float(tss.best_params_["alpha"]),
-                         estimate=float(-tss.best_score_), held_out_mse=mse(tss)))
+        tss = GridSearchCV(
+            Ridge(), {"alpha": alphas}, cv=TimeSeriesSplit(5, gap=horizon), scoring="neg_mean_squared_error"
+        ).fit(Xtr, ytr)
+        rows.append(
+            dict(
+                method="TimeSeriesSplit(5, gap=h) grid search",
+                alpha=float(tss.best_params_["alpha"]),
+                estimate=float(-tss.best_score_),
+                held_out_mse=mse(tss),
+            )
+        )
     oracle = [float(np.mean((Ridge(alpha=a).fit(Xtr, ytr).predict(Xte) - yte) ** 2)) for a in alphas]
     best = int(np.argmin(oracle))
-    rows.append(dict(method="oracle (best alpha on held-out)", alpha=float(alphas[best]), estimate=float("nan"),
-                     held_out_mse=oracle[best]))
+    rows.append(
+        dict(
+            method="oracle (best alpha on held-out)",
+            alpha=float(alphas[best]),
+            estimate=float("nan"),
+            held_out_mse=oracle[best],
+        )
+    )
     for row in rows:
-        row.update(horizon=horizon, n_lags=n_lags, n_train=len(ytr), n_test=len(yte))
+        row.update(series=series, horizon=horizon, n_lags=n_lags, n_train=len(ytr), n_test=len(yte))
     return rows
 
 
 def demo(ctx: RunContext) -> None:
-    """CO2 direct forecasting at several horizons: which penalty does each criterion pick, and how
-    does the refit do on the held-out later years?"""
+    """Direct forecasting on two real series (Mauna Loa CO2 weekly changes; yearly sunspot levels) at
+    several horizons: which penalty does each criterion pick, and how does the refit do on the held-out
+    later span? Series, horizons and lags are fixed in ``DEMO_SERIES``."""
     import matplotlib.pyplot as plt
 
-    horizons = [13] if ctx.quick else [13, 26, 52]
-    n_lags = 52 if ctx.quick else 104
+    if ctx.quick:
+        plan = [("co2", 13, 52)]
+    else:
+        plan = [(name, h, spec["n_lags"]) for name, spec in DEMO_SERIES.items() for h in spec["horizons"]]
     rows: list[dict[str, Any]] = []
-    for h in progress(horizons, desc="horizons", enabled=not ctx.quick):
-        rows += compare_penalty_choices(h, n_lags, time_series_split=not ctx.quick)
-    lines = ["| horizon (weeks) | method | alpha | criterion's error estimate | held-out MSE (ppm^2) |",
-             "|---|---|---|---|---|"]
+    for series, h, n_lags in progress(plan, desc="series x horizon", enabled=not ctx.quick):
+        rows += compare_penalty_choices(h, n_lags, time_series_split=not ctx.quick, series=series)
+    units = {"co2": ("weeks", "ppm^2"), "sunspots": ("years", "(sunspot number)^2")}
+    lines = [
+        "| series | horizon | method | alpha | criterion's error estimate | held-out MSE |",
+        "|---|---|---|---|---|---|",
+    ]
     for r in rows:
-        est = "" if np.isnan(r["estimate"]) else f"{r['estimate']:.4f}"
-        lines.append(f"| {r['horizon']} | {r['method']} | {r['alpha']:.3g} | {est} | {r['held_out_mse']:.4f} |")
+        est = "" if np.isnan(r["estimate"]) else f"{r['estimate']:.4g}"
+        unit = units[r["series"]]
+        lines.append(
+            f"| {r['series']} | {r['horizon']} {unit[0]} | {r['method']} | {r['alpha']:.3g} | {est} | "
+            f"{r['held_out_mse']:.4g} {unit[1]} |"
+        )
     lines.append("")
-    lines.append(f"Mauna Loa weekly CO2 (statsmodels), features: last {n_lags} weekly changes, target: change over "
-                 f"the next h weeks; first 70% of rows train, the rest (after an h-row gap) held out; "
-                 f"{rows[0]['n_train']} training rows at h={rows[0]['horizon']}.")
+    lines.append(
+        "co2: Mauna Loa weekly CO2 (statsmodels), features: last n_lags weekly changes, target: change "
+        "over the next h weeks. sunspots: yearly sunspot number (statsmodels), features: last 22 yearly "
+        "levels, target: the level h years later. First 70% of rows train, the rest (after an h-row "
+        "gap) held out."
+    )
     ctx.write_table("\n".join(lines))
-    ctx.write_json({"rows": rows, "alphas": DEMO_ALPHAS})
+    ctx.write_json({"rows": rows, "alphas": DEMO_ALPHAS, "series": DEMO_SERIES})
 
     # Figure: criteria and held-out error along the grid for the first horizon.
     from sklearn.linear_model import Ridge, RidgeCV
 
-    h = horizons[0]
+    _, h, n_lags = plan[0]
     X, y = co2_forecasting_design(h, n_lags)
     Xtr, ytr, Xte, yte = _held_out(X, y, h, 0.7)
     corr = RidgeCorrGCV(alphas=DEMO_ALPHAS).fit(Xtr, ytr)
@@ -138,15 +212,28 @@ def reproduce(ctx: RunContext) -> None:
     Ts = np.unique(np.round(np.logspace(1, 2.5, 4) if ctx.quick else np.logspace(1, 3, 15)).astype(int))
     seeds = range(ctx.seed, ctx.seed + (3 if ctx.quick else 10))
     regimes = {"weak": (0.01, 1e-2), "strong": (100.0, 1e-4)}
-    out: dict[str, Any] = {"N": 100, "capacity": 1.8, "source": 0.3, "noise_std": 0.05, "T": Ts,
-                           "n_seeds": len(seeds), "regimes": {}}
+    out: dict[str, Any] = {
+        "N": 100,
+        "capacity": 1.8,
+        "source": 0.3,
+        "noise_std": 0.05,
+        "T": Ts,
+        "n_seeds": len(seeds),
+        "regimes": {},
+    }
     for name, (xi, lam) in regimes.items():
         corr = ExponentialCorrelation(xi=xi)
         rec: dict[str, list[float]] = {k: [] for k in ("risk", "risk_sem", "corrgcv", "gcv", "theory")}
         for T in progress(Ts, desc=name, enabled=not ctx.quick):
             sim = simulate_risk(problem, corr, int(T), lam * T, seeds=seeds)
-            de = deterministic_equivalent(problem.spectrum, problem.target, n_samples=int(T), ridge=lam, K=corr,
-                                          noise_variance=problem.noise_std**2)
+            de = deterministic_equivalent(
+                problem.spectrum,
+                problem.target,
+                n_samples=int(T),
+                ridge=lam,
+                K=corr,
+                noise_variance=problem.noise_std**2,
+            )
             r = sim.out_of_sample_risk[:, 0]
             rec["risk"].append(float(r.mean()))
             rec["risk_sem"].append(float(r.std(ddof=1) / np.sqrt(r.size)) if r.size > 1 else 0.0)
@@ -162,21 +249,35 @@ def reproduce(ctx: RunContext) -> None:
     sweep_problem = power_law_problem(100, capacity=1.8, source=0.3, noise_std=0.3)
     lambdas = np.logspace(-5, 1, 13 if ctx.quick else 25)
     sweep = simulate_risk(sweep_problem, ExponentialCorrelation(xi=100.0), 150, lambdas * 150, seeds=seeds)
-    out["sweep"] = {"T": 150, "noise_std": 0.3, "lambda": lambdas, "risk": sweep.out_of_sample_risk.mean(0),
-                    "corrgcv": sweep.corrgcv.mean(0), "gcv": sweep.gcv.mean(0),
-                    "argmin": {k: float(lambdas[int(np.argmin(getattr(sweep, a).mean(0)))]) for k, a in
-                               (("risk", "out_of_sample_risk"), ("corrgcv", "corrgcv"), ("gcv", "gcv"))}}
+    out["sweep"] = {
+        "T": 150,
+        "noise_std": 0.3,
+        "lambda": lambdas,
+        "risk": sweep.out_of_sample_risk.mean(0),
+        "corrgcv": sweep.corrgcv.mean(0),
+        "gcv": sweep.gcv.mean(0),
+        "argmin": {
+            k: float(lambdas[int(np.argmin(getattr(sweep, a).mean(0)))])
+            for k, a in (("risk", "out_of_sample_risk"), ("corrgcv", "corrgcv"), ("gcv", "gcv"))
+        },
+    }
 
     # Correlated test point at horizon tau (T = 100, xi = 100, lambda = 1e-4).
     taus = np.arange(1, 51)
     corr = ExponentialCorrelation(xi=100.0)
-    de = deterministic_equivalent(problem.spectrum, problem.target, n_samples=100, ridge=1e-4, K=corr,
-                                  noise_variance=problem.noise_std**2)
-    sim_ratio = simulate_horizon_risk(problem, corr, 100, 1e-4 * 100, taus,
-                                      seeds=range(ctx.seed, ctx.seed + (10 if ctx.quick else 100)))
+    de = deterministic_equivalent(
+        problem.spectrum, problem.target, n_samples=100, ridge=1e-4, K=corr, noise_variance=problem.noise_std**2
+    )
+    sim_ratio = simulate_horizon_risk(
+        problem, corr, 100, 1e-4 * 100, taus, seeds=range(ctx.seed, ctx.seed + (10 if ctx.quick else 100))
+    )
     theory_ratio = horizon_factor(corr, 100, taus, de.kappa_tilde[0])
-    out["test_point"] = {"tau": taus, "simulated": sim_ratio, "theory": theory_ratio,
-                         "max_rel_error": float(np.max(np.abs(sim_ratio / theory_ratio - 1)))}
+    out["test_point"] = {
+        "tau": taus,
+        "simulated": sim_ratio,
+        "theory": theory_ratio,
+        "max_rel_error": float(np.max(np.abs(sim_ratio / theory_ratio - 1))),
+    }
     out["seconds"] = time.perf_counter() - start
     ctx.write_json(out)
 

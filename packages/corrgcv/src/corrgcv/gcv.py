@@ -112,8 +112,20 @@ class RidgeSpectrum:
     cost O(rank) or O(rank * n_alphas * T) each, with no refit.
     """
 
-    def __init__(self, *, s2: np.ndarray, uty: np.ndarray, outside_norm2: float, basis: np.ndarray, primal: bool,
-                 X: np.ndarray, y: np.ndarray, x_offset: np.ndarray, y_offset: float, fit_intercept: bool):
+    def __init__(
+        self,
+        *,
+        s2: np.ndarray,
+        uty: np.ndarray,
+        outside_norm2: float,
+        basis: np.ndarray,
+        primal: bool,
+        X: np.ndarray,
+        y: np.ndarray,
+        x_offset: np.ndarray,
+        y_offset: float,
+        fit_intercept: bool,
+    ):
         self.s2 = s2
         self.uty = uty
         self.outside_norm2 = outside_norm2
@@ -163,8 +175,18 @@ class RidgeSpectrum:
             outside_norm2 = float(np.sum((vecs[:, ~keep].T @ y) ** 2))
             s2, vecs = s2[keep], vecs[:, keep]
             uty = vecs.T @ y
-        return cls(s2=s2, uty=uty, outside_norm2=outside_norm2, basis=vecs, primal=primal, X=X, y=y,
-                   x_offset=x_offset, y_offset=y_offset, fit_intercept=fit_intercept)
+        return cls(
+            s2=s2,
+            uty=uty,
+            outside_norm2=outside_norm2,
+            basis=vecs,
+            primal=primal,
+            X=X,
+            y=y,
+            x_offset=x_offset,
+            y_offset=y_offset,
+            fit_intercept=fit_intercept,
+        )
 
     # -- quantities shared by every criterion ------------------------------------------------------
     def _shrink(self, alphas: np.ndarray) -> np.ndarray:
@@ -217,8 +239,16 @@ class RidgeSpectrum:
             # d - df2 = mean k kt / (k + kt)^2, written without the cancellation.
             denom = kt[inside] ** 2 * ((ratio / k[None, :]) ** 2 * k[None, :]).mean(axis=1)
             crit[inside] = e_in[inside] / denom
-        return CVPath(alphas=a, criterion=crit, in_sample_error=e_in, df=d, kappa_tilde=kt, df2_tilde=df2,
-                      n_samples=T, method=method)
+        return CVPath(
+            alphas=a,
+            criterion=crit,
+            in_sample_error=e_in,
+            df=d,
+            kappa_tilde=kt,
+            df2_tilde=df2,
+            n_samples=T,
+            method=method,
+        )
 
     # -- fits and exact leave-one-out -----------------------------------------------------------
     def coef(self, alpha: float) -> tuple[np.ndarray, float]:

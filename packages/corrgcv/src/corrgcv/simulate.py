@@ -15,7 +15,14 @@ import numpy as np
 
 from corrgcv.correlation import Correlation, check_k_matrix
 
-__all__ = ["LinearProblem", "RiskSimulation", "correlated_factor", "power_law_problem", "simulate_horizon_risk", "simulate_risk"]
+__all__ = [
+    "LinearProblem",
+    "RiskSimulation",
+    "correlated_factor",
+    "power_law_problem",
+    "simulate_horizon_risk",
+    "simulate_risk",
+]
 
 
 @dataclass(frozen=True)
@@ -36,8 +43,9 @@ class LinearProblem:
     def n_features(self) -> int:
         return self.spectrum.shape[0]
 
-    def sample(self, n_samples: int, rng: np.random.Generator, *, K_factor: np.ndarray | None = None
-               ) -> tuple[np.ndarray, np.ndarray]:
+    def sample(
+        self, n_samples: int, rng: np.random.Generator, *, K_factor: np.ndarray | None = None
+    ) -> tuple[np.ndarray, np.ndarray]:
         """Draw X (T, N) and y (T,). ``K_factor`` is any L with L L^T = K (e.g. from
         :func:`correlated_factor`); None draws independent rows."""
         z = rng.standard_normal((n_samples, self.n_features)) * np.sqrt(self.spectrum)
@@ -57,12 +65,14 @@ class LinearProblem:
         return self.generalization_error(w_hat) + self.noise_std**2
 
 
-def power_law_problem(n_features: int, *, capacity: float = 1.8, source: float = 0.3,
-                      noise_std: float = 0.05) -> LinearProblem:
+def power_law_problem(
+    n_features: int, *, capacity: float = 1.8, source: float = 0.3, noise_std: float = 0.05
+) -> LinearProblem:
     """eta_k = k^{-capacity}, eta_k w_k^2 proportional to k^{-(1 + 2 capacity source)}, w^T Sigma w = 1."""
     if n_features < 1 or capacity <= 0 or noise_std < 0:
-        raise ValueError(f"need n_features >= 1, capacity > 0, noise_std >= 0; got {n_features}, {capacity}, "
-                         f"{noise_std}")
+        raise ValueError(
+            f"need n_features >= 1, capacity > 0, noise_std >= 0; got {n_features}, {capacity}, {noise_std}"
+        )
     k = np.arange(1, n_features + 1, dtype=float)
     eta = k**-capacity
     signal = k ** -(1.0 + 2.0 * capacity * source)
@@ -96,8 +106,9 @@ class RiskSimulation:
     in_sample_error: np.ndarray
 
 
-def simulate_risk(problem: LinearProblem, correlation: Any, n_samples: int, alphas: Any, *,
-                  seeds: Any = range(10)) -> RiskSimulation:
+def simulate_risk(
+    problem: LinearProblem, correlation: Any, n_samples: int, alphas: Any, *, seeds: Any = range(10)
+) -> RiskSimulation:
     """Draw one training set per seed, fit ridge on the penalty grid and record the true
     out-of-sample risk next to CorrGCV (with the true K) and GCV."""
     from corrgcv.correlation import k_eigenvalues
@@ -115,12 +126,25 @@ def simulate_risk(problem: LinearProblem, correlation: Any, n_samples: int, alph
         cg.append(path.criterion)
         g.append(spec.gcv(a).criterion)
         ein.append(path.in_sample_error)
-    return RiskSimulation(alphas=a, n_samples=n_samples, out_of_sample_risk=np.array(risk), corrgcv=np.array(cg),
-                          gcv=np.array(g), in_sample_error=np.array(ein))
+    return RiskSimulation(
+        alphas=a,
+        n_samples=n_samples,
+        out_of_sample_risk=np.array(risk),
+        corrgcv=np.array(cg),
+        gcv=np.array(g),
+        in_sample_error=np.array(ein),
+    )
 
 
-def simulate_horizon_risk(problem: LinearProblem, correlation: Correlation, n_samples: int, alpha: float,
-                          horizons: Any, *, seeds: Any = range(50)) -> np.ndarray:
+def simulate_horizon_risk(
+    problem: LinearProblem,
+    correlation: Correlation,
+    n_samples: int,
+    alpha: float,
+    horizons: Any,
+    *,
+    seeds: Any = range(50),
+) -> np.ndarray:
     """Mean over seeds of R(tau) / mean R(inf) for a test point ``tau`` steps after the training rows.
 
     Exact per training set: writing the test point's (x, noise) as a K-regression on the training

@@ -78,8 +78,9 @@ def _solve_kappa(lam: float, eta: np.ndarray, k: np.ndarray) -> float:
     return float(np.exp(scipy.optimize.brentq(gap, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)))
 
 
-def deterministic_equivalent(spectrum: Any, target: Any, *, n_samples: int, ridge: Any, K: Any = None,
-                             noise_variance: float = 0.0) -> DeterministicEquivalent:
+def deterministic_equivalent(
+    spectrum: Any, target: Any, *, n_samples: int, ridge: Any, K: Any = None, noise_variance: float = 0.0
+) -> DeterministicEquivalent:
     """Deterministic-equivalent risk of ridge regression with correlated samples.
 
     Args:
@@ -116,9 +117,20 @@ def deterministic_equivalent(spectrum: Any, target: Any, *, n_samples: int, ridg
     bias = kappa**2 / (1.0 - gamma) * ((eta * w**2)[None, :] / (eta[None, :] + kappa[:, None]) ** 2).sum(axis=1)
     variance = gamma / (1.0 - gamma) * noise_variance
     rg = bias + variance
-    return DeterministicEquivalent(ridge=lams, kappa=kappa, kappa_tilde=kt, df1=df1, df2=df2, df1_tilde=df1t,
-                                   df2_tilde=df2t, gamma=gamma, bias=bias, variance=variance,
-                                   generalization_error=rg, out_of_sample_risk=rg + noise_variance)
+    return DeterministicEquivalent(
+        ridge=lams,
+        kappa=kappa,
+        kappa_tilde=kt,
+        df1=df1,
+        df2=df2,
+        df1_tilde=df1t,
+        df2_tilde=df2t,
+        gamma=gamma,
+        bias=bias,
+        variance=variance,
+        generalization_error=rg,
+        out_of_sample_risk=rg + noise_variance,
+    )
 
 
 def test_point_factor(K: Any, cross: Any, kappa_tilde: Any) -> np.ndarray:
@@ -140,8 +152,9 @@ def test_point_factor(K: Any, cross: Any, kappa_tilde: Any) -> np.ndarray:
     rho = b2 @ (1.0 / lam)
     leak = kt**2 * (b2 @ (1.0 / (lam * (lam + kt) ** 2)))
     if np.any(rho >= 1.0 + 1e-10):
-        raise ValueError("cross correlations are inconsistent with K (the joint correlation would not be "
-                         "positive semi-definite)")
+        raise ValueError(
+            "cross correlations are inconsistent with K (the joint correlation would not be positive semi-definite)"
+        )
     return 1.0 - rho + leak
 
 
