@@ -2,9 +2,9 @@
 error is no worse than RidgeCV's (deterministic: bundled data, no randomness).
 
 The demo's second series (yearly sunspot levels) was added with its design fixed before any held-out
-result was seen; there RidgeCorrGCV is worse than RidgeCV at every horizon (the rows of X are strongly
-correlated but the noise much less so, outside the paper's matched model). That failure is recorded
-as a strict xfail so that a change in either direction is noticed.
+result was seen. With the default estimate ("both") RidgeCorrGCV ties RidgeCV at h = 1 year and is
+worse at h = 3 and 6 (it picks the top of the grid); those two cells are strict xfails so that a change
+in either direction is noticed.
 """
 
 import pytest
@@ -20,23 +20,25 @@ def _rows(series, horizon):
     return {r["method"].split(" (")[0]: r for r in rows}
 
 
+def _no_worse(rows):
+    # 1e-12 relative slack: at equal penalties the two refits (our eigendecomposition, scikit-learn's
+    # solver) differ in the last digits only.
+    return rows["RidgeCorrGCV"]["held_out_mse"] <= rows["RidgeCV"]["held_out_mse"] * (1 + 1e-12)
+
+
 @pytest.mark.parametrize("horizon", DEMO_SERIES["co2"]["horizons"])
 def test_corrgcv_held_out_error_no_worse_than_ridgecv_on_co2(horizon):
     rows = _rows("co2", horizon)
-    corr, loo = rows["RidgeCorrGCV"], rows["RidgeCV"]
-    # 1e-12 relative slack: at equal penalties the two refits (our eigendecomposition, scikit-learn's
-    # solver) differ in the last digits only.
-    assert corr["held_out_mse"] <= loo["held_out_mse"] * (1 + 1e-12)
+    assert _no_worse(rows)
     # The features (lagged weekly changes) are nearly white: the estimated K is close to I.
-    assert corr["xi"] < 1.0
+    assert rows["RidgeCorrGCV"]["xi"] < 1.0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="correlated rows of X with much less correlated noise: the feature "
-    "estimate over-penalises (README, 'Real series')",
+WORSE = pytest.mark.xfail(strict=True, reason="picks the top of the grid, worse than RidgeCV (README, 'Real series')")
+
+
+@pytest.mark.parametrize(
+    "horizon", [pytest.param(h, marks=WORSE) if h in (3, 6) else h for h in DEMO_SERIES["sunspots"]["horizons"]]
 )
-@pytest.mark.parametrize("horizon", DEMO_SERIES["sunspots"]["horizons"])
 def test_corrgcv_held_out_error_no_worse_than_ridgecv_on_sunspots(horizon):
-    rows = _rows("sunspots", horizon)
-    assert rows["RidgeCorrGCV"]["held_out_mse"] <= rows["RidgeCV"]["held_out_mse"]
+    assert _no_worse(_rows("sunspots", horizon))

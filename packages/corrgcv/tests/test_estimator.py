@@ -93,4 +93,4 @@ def test_estimate_sources_differ_as_documented():
 def test_unknown_estimate_is_rejected():
     X, y = _series(T=50)
     with pytest.raises(ValueError, match="estimate must be one of"):
-        RidgeCorrGCV(estimate="both").fit(X, y)
+        RidgeCorrGCV(estimate="bogus").fit(X, y)

@@ -15,7 +15,7 @@ from corrgcv.correlation import (
     k_eigenvalues,
     lag1_autocorrelation,
 )
-from corrgcv.estimate import estimate_correlation, estimate_correlation_from_features
+from corrgcv.estimate import estimate_correlation, estimate_correlation_from_features, estimate_noise_correlation
 from corrgcv.estimator import RidgeCorrGCV
 from corrgcv.gcv import CVPath, RidgeSpectrum, corrgcv, gcv, loo, solve_kappa_tilde
 from corrgcv.simulate import (
@@ -51,6 +51,7 @@ __all__ = [
     "deterministic_equivalent",
     "estimate_correlation",
     "estimate_correlation_from_features",
+    "estimate_noise_correlation",
     "gcv",
     "horizon_factor",
     "k_eigenvalues",

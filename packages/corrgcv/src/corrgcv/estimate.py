@@ -9,6 +9,12 @@ Two sources, both matching a lag-1 autocorrelation:
   the family (mean removal included), which removes the strong downward small-sample bias of the raw
   sample autocorrelation when the correlation is strong (e.g. xi = 100 at T = 150: raw lag-1 moment
   estimate about 17, matched estimate close to 100).
+- **noise** (:func:`estimate_noise_correlation`): the least-squares residuals r = (I - P) y, P the
+  projection on the columns of X (and the constant), which hold no signal, only projected noise. Their
+  lag-1 autocorrelation is matched to its expectation E[r^T S r] / E[r^T r] under the family, exact
+  for the projection (O(T N log T)). This measures the noise's correlation K' and needs T well above
+  rank(X). :class:`~corrgcv.RidgeCorrGCV` (``estimate="both"``, the default) uses the weaker of the
+  feature and noise estimates.
 - **residuals** (:func:`estimate_correlation`): the ridge training residuals. Ridge residuals are
   whiter than the noise (their covariance is proportional to kappa_t^2 K (K + kappa_t)^{-2}, kappa_t the
   dual ridge), increasingly so as the penalty shrinks, so this estimate is biased towards weaker
@@ -30,7 +36,9 @@ __all__ = [
     "column_lag1_autocorrelation",
     "estimate_correlation",
     "estimate_correlation_from_features",
+    "estimate_noise_correlation",
     "expected_lag1_autocorrelation",
+    "expected_projected_lag1",
 ]
 
 # Lag-1 correlations searched by the feature estimator; each family's ``from_lag1`` clips further.
@@ -130,3 +138,64 @@ def estimate_correlation_from_features(family: str | type[Correlation], X: Any) 
         return cls.from_lag1(hi)
     r1 = scipy.optimize.brentq(gap, lo, hi, xtol=1e-12, rtol=1e-12)
     return cls.from_lag1(r1)
+
+
+class _ProjectedLag1:
+    """E[r^T S r] / E[r^T r] for r = (I - U U^T) e as a function of K, with the K-free parts precomputed."""
+
+    def __init__(self, basis: Any):
+        U = np.asarray(basis, dtype=float)
+        self.U = U
+        SU = np.zeros_like(U)
+        SU[1:] += 0.5 * U[:-1]
+        SU[:-1] += 0.5 * U[1:]
+        self.SU = SU
+        self.USU = U @ (U.T @ SU)  # U (U^T S U), so tr(S P K P) = <U (U^T S U), K U>
+
+    def __call__(self, corr: Correlation) -> float:
+        U = self.U
+        T = U.shape[0]
+        a = np.asarray(corr.acf(np.arange(T, dtype=float)), dtype=float)
+        lag1 = a[1] if T > 1 else 0.0
+        if U.shape[1] == 0:
+            return float(lag1 * (T - 1) / T)
+        KU = scipy.linalg.matmul_toeplitz(a, U)
+        tr_pk = float(np.einsum("ij,ij->", U, KU))
+        tr_spk = float(np.einsum("ij,ij->", self.SU, KU))
+        tr_spkp = float(np.einsum("ij,ij->", self.USU, KU))
+        den = T - tr_pk
+        return float(((T - 1) * lag1 - 2.0 * tr_spk + tr_spkp) / den) if den > 0 else 0.0
+
+
+def expected_projected_lag1(corr: Correlation, basis: Any) -> float:
+    """E[r^T S r] / E[r^T r] (S: half the lag-1 shift plus its transpose, so r^T S r = sum_t r_t r_{t+1})
+    for r = (I - U U^T) e, e ~ N(0, K), K_ts = corr.acf(|t - s|), U = ``basis`` (T, m) with orthonormal
+    columns; exact, O(T m log T + T m^2)."""
+    return _ProjectedLag1(basis)(corr)
+
+
+def estimate_noise_correlation(family: str | type[Correlation], basis: Any, residuals: Any) -> Correlation:
+    """The member of ``family`` whose :func:`expected_projected_lag1` for ``basis`` U (T, m), orthonormal
+    columns spanning X (and the constant when an intercept is fitted), equals the lag-1 autocorrelation
+    sum_t r_t r_{t+1} / sum_t r_t^2 of ``residuals`` r = (I - U U^T) y.
+
+    A ratio of expectations: for one series under strong correlation the sample ratio is biased low,
+    i.e. towards weaker noise correlation. Values outside the family's range clip to its ends.
+    """
+    cls = correlation_family(family) if isinstance(family, str) else family
+    r = np.asarray(residuals, dtype=float).ravel()
+    U = np.asarray(basis, dtype=float)
+    den = float(r @ r)
+    target = float(r[1:] @ r[:-1]) / den if den > 0 and r.size > 1 else 0.0
+    lo, hi = _LAG1_RANGE.get(cls.name, (-0.49, 0.49))
+
+    expected = _ProjectedLag1(U)
+
+    def gap(r1: float) -> float:
+        return expected(cls.from_lag1(r1)) - target
+
+    if gap(lo) >= 0:
+        return cls.from_lag1(lo)
+    if gap(hi) <= 0:
+        return cls.from_lag1(hi)
+    return cls.from_lag1(scipy.optimize.brentq(gap, lo, hi, xtol=1e-12, rtol=1e-12))

@@ -10,7 +10,11 @@ from sklearn.base import BaseEstimator, RegressorMixin
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from corrgcv.correlation import FAMILIES, Correlation, correlation_family, k_eigenvalues
-from corrgcv.estimate import estimate_correlation, estimate_correlation_from_features
+from corrgcv.estimate import (
+    estimate_correlation,
+    estimate_correlation_from_features,
+    estimate_noise_correlation,
+)
 from corrgcv.gcv import CVPath, RidgeSpectrum, check_alphas
 
 __all__ = ["RidgeCorrGCV"]
@@ -18,7 +22,8 @@ __all__ = ["RidgeCorrGCV"]
 log = logging.getLogger(__name__)
 
 _INDEPENDENT = ("independent", None)
-ESTIMATES = ("features", "residuals")
+ESTIMATES = ("both", "features", "residuals")
+MIN_NOISE_DOF = 10
 
 
 class RidgeCorrGCV(RegressorMixin, BaseEstimator):
@@ -38,22 +43,32 @@ class RidgeCorrGCV(RegressorMixin, BaseEstimator):
             "nearest-neighbour", the exponent for "power-law") when ``correlation`` is a name. None
             estimates it as ``estimate`` says.
         estimate: how the family's parameter is estimated when ``correlation_param`` is None.
-            "features" (default): from the rows of X, matching the mean over X's standardised columns
-            of their lag-1 autocorrelation to its expectation under the family
-            (:func:`corrgcv.estimate_correlation_from_features`). This is the K of the paper's model
-            X = K^{1/2} Z Sigma^{1/2}, whose noise shares it; when the rows of X are independent it
-            gives K ~ I, i.e. classical GCV, which is then right in expectation whatever the noise's
-            correlation (rotation invariance). "residuals": the issue's original rule, matching the
-            lag-1 autocorrelation of the training residuals (:func:`corrgcv.estimate_correlation`),
-            alternating with the penalty choice for up to ``n_rounds`` rounds, starting from the GCV
-            penalty, until the penalty stops changing. Residuals are whiter than the noise, so under
-            matched correlation it leans towards weak correlation; with independent rows of X and
-            correlated noise it over-penalises. It does suit correlated rows of X with white noise,
-            where the feature estimate over-penalises (see the README).
+
+            - "both" (default): the weaker (smaller absolute lag-1 correlation) of the "features" estimate and
+              a noise estimate from the least-squares residuals
+              (:func:`corrgcv.estimate_noise_correlation`; needs at least ``MIN_NOISE_DOF`` = 10
+              residual degrees of freedom, T - rank(X) - intercept, otherwise the features estimate
+              alone is used). CorrGCV's matched model has X and the noise share K: when the rows of X
+              are independent, GCV (K = I) is right in expectation whatever the noise's correlation
+              (rotation invariance); when the noise is white, the features' correlation over-penalises
+              (measured in the README); when both are correlated alike, either estimate gives K.
+            - "features": from the rows of X alone, matching the mean over X's standardised columns of
+              their lag-1 autocorrelation to its expectation under the family
+              (:func:`corrgcv.estimate_correlation_from_features`). Best risk estimates when X and the
+              noise do share K (the paper's model); badly over-penalises when the rows of X are
+              correlated but the noise is not.
+            - "residuals": the issue's original rule, matching the lag-1 autocorrelation of the ridge
+              training residuals (:func:`corrgcv.estimate_correlation`), alternating with the penalty
+              choice for up to ``n_rounds`` rounds from the GCV penalty. Ridge residuals are whiter than
+              the noise, so under matched correlation it leans towards K = I; with independent rows of
+              X and correlated noise it over-penalises.
         fit_intercept: centre X and y and fit an unpenalised intercept (counted as one degree of
             freedom in the criterion).
         n_rounds: maximum rounds of residual estimation / penalty choice (>= 1; used by
             ``estimate="residuals"``).
+
+    Attributes (in addition): feature_correlation_, noise_correlation_: the two estimates behind
+    ``estimate="both"`` (or the one used by "features"; None where not computed).
 
     Attributes:
         alpha_: the chosen penalty. coef_ (n_features,), intercept_: the ridge fit at ``alpha_``.
@@ -71,7 +86,7 @@ class RidgeCorrGCV(RegressorMixin, BaseEstimator):
         alphas: Any = (0.1, 1.0, 10.0),
         correlation: Any = "exponential",
         correlation_param: float | None = None,
-        estimate: str = "features",
+        estimate: str = "both",
         fit_intercept: bool = True,
         n_rounds: int = 3,
     ):
@@ -93,6 +108,7 @@ class RidgeCorrGCV(RegressorMixin, BaseEstimator):
         if not isinstance(self.estimate, str) or self.estimate not in ESTIMATES:
             raise ValueError(f"estimate must be one of {ESTIMATES}, got {self.estimate!r}")
         alphas = check_alphas(self.alphas)
+        self.feature_correlation_ = self.noise_correlation_ = None
         spectrum = RidgeSpectrum.from_data(X, y, fit_intercept=bool(self.fit_intercept))
         self.gcv_path_ = spectrum.gcv(alphas)
         correlation, eigs, path = self._select(spectrum, alphas, T)
@@ -119,8 +135,8 @@ class RidgeCorrGCV(RegressorMixin, BaseEstimator):
                 corr = cls(float(self.correlation_param))
                 eigs = k_eigenvalues(corr, T)
                 return corr, eigs, spectrum.corrgcv(alphas, eigs)
-            if self.estimate == "features":
-                corr = estimate_correlation_from_features(cls, spectrum.X)
+            if self.estimate in ("features", "both"):
+                corr = self._estimate_features_noise(spectrum, cls, T)
                 eigs = k_eigenvalues(corr, T)
                 return corr, eigs, spectrum.corrgcv(alphas, eigs)
             return self._estimate(spectrum, alphas, cls, T)
@@ -135,6 +151,23 @@ class RidgeCorrGCV(RegressorMixin, BaseEstimator):
         eigs = k_eigenvalues(spec, T)
         corr = spec if isinstance(spec, Correlation) else None
         return corr, eigs, spectrum.corrgcv(alphas, eigs)
+
+    def _estimate_features_noise(self, spectrum: RidgeSpectrum, cls: type[Correlation], T: int) -> Correlation:
+        feature = estimate_correlation_from_features(cls, spectrum.X)
+        self.feature_correlation_ = feature
+        if self.estimate == "features":
+            return feature
+        U = spectrum._left_vectors()
+        if spectrum.fit_intercept:
+            U = np.column_stack([U, np.full(T, 1.0 / np.sqrt(T))])
+        if T - U.shape[1] < MIN_NOISE_DOF:
+            log.debug("only %d residual degrees of freedom: noise correlation not estimated", T - U.shape[1])
+            return feature
+        resid = spectrum.y - U @ (U.T @ spectrum.y)
+        noise = estimate_noise_correlation(cls, U, resid)
+        self.noise_correlation_ = noise
+        lag1 = np.array([1.0])
+        return noise if abs(noise.acf(lag1)[0]) < abs(feature.acf(lag1)[0]) else feature
 
     def _estimate(
         self, spectrum: RidgeSpectrum, alphas: np.ndarray, cls: type[Correlation], T: int

@@ -77,8 +77,8 @@ def compare_penalty_choices(
     time_series_split: bool = True,
     series: str = "co2",
 ) -> list[dict[str, Any]]:
-    """Penalty chosen by RidgeCV (LOO), GCV, RidgeCorrGCV (exponential K estimated from the rows of X,
-    the default, and from the residuals) and, optionally, GridSearchCV with TimeSeriesSplit(gap=horizon); each refit on the training
+    """Penalty chosen by RidgeCV (LOO), GCV, RidgeCorrGCV (exponential K estimated by the default
+    rule "both", by "features" and by "residuals") and, optionally, GridSearchCV with TimeSeriesSplit(gap=horizon); each refit on the training
     span and scored on the later held-out span. Rows: method, alpha, criterion, held-out MSE."""
     from sklearn.linear_model import Ridge, RidgeCV
     from sklearn.model_selection import GridSearchCV, TimeSeriesSplit
@@ -96,16 +96,24 @@ def compare_penalty_choices(
     )
     plain = RidgeCorrGCV(alphas=alphas, correlation="independent").fit(Xtr, ytr)
     rows.append(dict(method="GCV (K = I)", alpha=plain.alpha_, estimate=plain.best_score_, held_out_mse=mse(plain)))
-    corr = RidgeCorrGCV(alphas=alphas, correlation="exponential").fit(Xtr, ytr)
-    rows.append(
-        dict(
-            method=f"RidgeCorrGCV (exponential, xi={corr.correlation_.xi:.3g} from features)",
-            alpha=corr.alpha_,
-            estimate=corr.best_score_,
-            held_out_mse=mse(corr),
-            xi=corr.correlation_.xi,
+    for estimate in ("both", "features"):
+        corr = RidgeCorrGCV(alphas=alphas, correlation="exponential", estimate=estimate).fit(Xtr, ytr)
+        name = "RidgeCorrGCV" if estimate == "both" else "RidgeCorrGCV, features estimate"
+        detail = f"xi={corr.correlation_.xi:.3g}"
+        if estimate == "both":
+            detail = (
+                f"xi={corr.correlation_.xi:.3g}: features {corr.feature_correlation_.xi:.3g}, "
+                f"noise {corr.noise_correlation_.xi:.3g}"
+            )
+        rows.append(
+            dict(
+                method=f"{name} (exponential, {detail})",
+                alpha=corr.alpha_,
+                estimate=corr.best_score_,
+                held_out_mse=mse(corr),
+                xi=corr.correlation_.xi,
+            )
         )
-    )
     resid = RidgeCorrGCV(alphas=alphas, correlation="exponential", estimate="residuals").fit(Xtr, ytr)
     rows.append(
         dict(

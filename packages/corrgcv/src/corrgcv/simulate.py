@@ -16,6 +16,8 @@ import numpy as np
 from corrgcv.correlation import Correlation, check_k_matrix
 
 __all__ = [
+    "REGIMES",
+    "simulate_estimation",
     "LinearProblem",
     "RiskSimulation",
     "correlated_factor",
@@ -167,3 +169,64 @@ def simulate_horizon_risk(
         near.append((1.0 - rho) * r_out + (weights @ (y - X @ w)) ** 2)
         far.append(r_out)
     return np.mean(near, axis=0) / np.mean(far)
+
+
+REGIMES = ("matched", "mismatched", "x-only")
+
+
+def simulate_estimation(
+    problem: LinearProblem,
+    correlation: Correlation,
+    n_samples: int,
+    alphas: Any,
+    regime: str,
+    *,
+    rules: Any = ("both", "features", "residuals"),
+    seeds: Any = range(10),
+) -> dict[str, Any]:
+    """How well does RidgeCorrGCV's estimated K choose the penalty and estimate the risk?
+
+    ``regime``: "matched" (rows of X and the noise share ``correlation``, the paper's model),
+    "mismatched" (independent rows of X, correlated noise) or "x-only" (correlated rows of X, white
+    noise). Fits without intercept. Returns, per rule in ``rules`` and for "gcv": arrays over seeds of
+    ``ratio`` (criterion / true out-of-sample risk at the chosen penalty), ``excess`` (risk there / the
+    seed's smallest risk on the grid) and ``index`` (chosen grid index); ``xi`` (the estimated
+    parameter per rule and seed); ``oracle_index`` (argmin of the seed-mean risk).
+    """
+    from corrgcv.estimator import RidgeCorrGCV
+    from corrgcv.gcv import RidgeSpectrum, check_alphas
+
+    if regime not in REGIMES:
+        raise ValueError(f"regime must be one of {REGIMES}, got {regime!r}")
+    a = check_alphas(alphas)
+    factor = correlated_factor(correlation, n_samples)
+    names = (*rules, "gcv")
+    out: dict[str, dict[str, list[float]]] = {n: {"ratio": [], "excess": [], "index": []} for n in names}
+    xis: dict[str, list[float]] = {r: [] for r in rules}
+    risks = []
+    for seed in seeds:
+        rng = np.random.default_rng(seed)
+        z = rng.standard_normal((n_samples, problem.n_features)) * np.sqrt(problem.spectrum)
+        e = rng.standard_normal(n_samples)
+        if regime in ("matched", "x-only"):
+            z = factor @ z
+        eps = problem.noise_std * (e if regime == "x-only" else factor @ e)
+        X, y = z, z @ problem.target + eps
+        spec = RidgeSpectrum.from_data(X, y)
+        risk = problem.out_of_sample_risk(np.stack([spec.coef(alpha)[0] for alpha in a]))
+        risks.append(risk)
+        paths = {"gcv": spec.gcv(a)}
+        for rule in rules:
+            model = RidgeCorrGCV(alphas=a, correlation=correlation.name, estimate=rule, fit_intercept=False)
+            model.fit(X, y)
+            paths[rule] = model.cv_path_
+            xis[rule].append(model.correlation_.parameter)
+        for name, path in paths.items():
+            i = path.best_index
+            out[name]["ratio"].append(float(path.criterion[i] / risk[i]))
+            out[name]["excess"].append(float(risk[i] / risk.min()))
+            out[name]["index"].append(i)
+    result: dict[str, Any] = {n: {k: np.array(v) for k, v in d.items()} for n, d in out.items()}
+    result["xi"] = {r: np.array(v) for r, v in xis.items()}
+    result["oracle_index"] = int(np.argmin(np.mean(risks, axis=0)))
+    return result
