@@ -73,10 +73,17 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("out/corrgcv/benchmark.json"))
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--quick", action="store_true", help="small sizes only")
+    parser.add_argument(
+        "--sizes", nargs="+", default=None, help="TxN pairs, e.g. 4000x500 (default: 2000x2000 4000x500)"
+    )
     args = parser.parse_args()
     report = BenchmarkReport("corrgcv vs scikit-learn RidgeCV", packages=["corrgcv", "scikit-learn", "numpy", "scipy"])
     alphas = np.logspace(-3, 3, 50)
-    for T, N in [(400, 100)] if args.quick else [(2000, 2000), (4000, 500)]:
+    if args.sizes:
+        sizes = [tuple(int(v) for v in size.lower().split("x")) for size in args.sizes]
+    else:
+        sizes = [(400, 100)] if args.quick else [(2000, 2000), (4000, 500)]
+    for T, N in sizes:
         bench_size(report, T, N, alphas, args.repeats)
     report.write_json(args.out)
     print(report.to_markdown())

@@ -164,7 +164,7 @@ def demo(ctx: RunContext) -> None:
     rows: list[dict[str, Any]] = []
     for series, h, n_lags in progress(plan, desc="series x horizon", enabled=not ctx.quick):
         rows += compare_penalty_choices(h, n_lags, time_series_split=not ctx.quick, series=series)
-    units = {"co2": ("weeks", "ppm^2"), "sunspots": ("years", "(sunspot number)^2")}
+    units = {"co2": ("wk", "ppm^2"), "sunspots": ("yr", "(sunspot number)^2")}
     lines = [
         "| series | horizon | method | alpha | criterion's error estimate | held-out MSE |",
         "|---|---|---|---|---|---|",
