@@ -1,6 +1,6 @@
 """Exact market price: O(m log m) sort-and-scan vs the O(m^2) brute force, and the m = 10^6 timing.
 
-    python packages/feature-markets/benchmarks/run.py [--out out/feature_markets/benchmark.json]
+python packages/feature-markets/benchmarks/run.py [--out out/feature_markets/benchmark.json]
 """
 
 from __future__ import annotations
@@ -38,15 +38,27 @@ def main() -> None:
     for m in (1_000, 4_000):
         inst = users(m)
         same = market_price(*inst).price == brute_force_price(*inst)
-        report.add(compare(lambda inst=inst: market_price(*inst), lambda inst=inst: brute_force_price(*inst),
-                           label=f"m={m}", ours_name="sort + scan", peer_name="brute force O(m^2)",
-                           repeats=args.repeats, sizes={"m": m}, metrics={"same_price": same}))
+        report.add(
+            compare(
+                lambda inst=inst: market_price(*inst),
+                lambda inst=inst: brute_force_price(*inst),
+                label=f"m={m}",
+                ours_name="sort + scan",
+                peer_name="brute force O(m^2)",
+                repeats=args.repeats,
+                sizes={"m": m},
+                metrics={"same_price": same},
+            )
+        )
     big = users(1_000_000)
     timing = time_call(lambda: market_price(*big), name="sort + scan", repeats=args.repeats)
     from icml25_shared.bench import Comparison
 
-    report.add(Comparison(label="m=10^6", ours=timing, peer=None, sizes={"m": 1_000_000},
-                          metrics={"under_1s": timing.median_s < 1.0}))
+    report.add(
+        Comparison(
+            label="m=10^6", ours=timing, peer=None, sizes={"m": 1_000_000}, metrics={"under_1s": timing.median_s < 1.0}
+        )
+    )
     report.write_json(args.out)
     print(report.to_markdown())
 

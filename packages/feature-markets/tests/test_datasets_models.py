@@ -49,7 +49,8 @@ def test_adult_csv_reader(tmp_path):
         "39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, White, Male, 2174, 0, 40,"
         " United-States, <=50K\n"
         "50, Self-emp-not-inc, 83311, Bachelors, 13, Married-civ-spouse, Exec-managerial, Husband, White, Male, 0, 0,"
-        " 13, United-States, >50K\n\n")
+        " 13, United-States, >50K\n\n"
+    )
     data = adult_csv(path)
     np.testing.assert_array_equal(data.y, [-1, 1])
     np.testing.assert_allclose(data.budgets, [2175, 1])
@@ -61,8 +62,13 @@ def test_adult_csv_reader(tmp_path):
         adult_csv(tmp_path / "bad.csv")
 
 
-ALL = [NaiveClassifier, BudgetFeatureClassifier, MarketLineSearchClassifier, FixedPriceStrategicClassifier,
-       MarketAwareClassifier]
+ALL = [
+    NaiveClassifier,
+    BudgetFeatureClassifier,
+    MarketLineSearchClassifier,
+    FixedPriceStrategicClassifier,
+    MarketAwareClassifier,
+]
 
 
 @pytest.mark.parametrize("cls", ALL)
@@ -106,23 +112,51 @@ def test_uniform_budgets_defeat_every_method():
         assert report.accuracy_long <= 0.6, (cls.__name__, report)
 
 
+def _long_term_accuracy(model, X, y, budgets) -> float:
+    return float(np.mean(model.predict_after_market(X, budgets) == y))
+
+
 def test_market_aware_wins_when_the_market_creates_separability():
     """Paper: with budget inequality 2^10 and label-correlated budgets (features uninformative, so any
     accuracy comes from who can afford to cross), MASC's long-term accuracy beats naive by >= 0.05,
     is at least the fixed-price strategic baseline's, and its short/long gap is smaller.
-    Means over 3 seeded splits (measured: MASC 0.683, strategic 0.663, naive 0.589; gaps 0.037 vs 0.056)."""
+
+    Exactly the reproduce setting at 2^10: 10 seeded splits, 600 users, 15 epochs. Paired per split:
+    on the training users MASC can never lose to the fixed-price baseline (its weights are one of
+    MASC's selection candidates); on the test users the paired mean difference must be >= 0.
+    Measured: MASC - strategic +0.020 +- 0.014 (6 wins, 2 ties, 2 losses), MASC - naive +0.123;
+    mean |short - long| gap 0.038 (MASC) vs 0.099 (strategic)."""
     runs = {"naive": [], "strat": [], "masc": []}
     gaps = {"strat": [], "masc": []}
-    for seed in range(3):
+    for seed in range(10):
         data = make_market_data(600, inequality=2.0**10, label_correlation=0.5, feature_signal=0.0, seed=seed)
         train, test = data.split(0.3, seed=seed)
-        for key, cls in (("naive", NaiveClassifier), ("strat", FixedPriceStrategicClassifier),
-                         ("masc", MarketAwareClassifier)):
-            report = market_report(cls(epochs=30).fit(train.X, train.y, train.budgets), test.X, test.y, test.budgets)
+        models = {
+            "naive": NaiveClassifier(epochs=15, random_state=seed),
+            "strat": FixedPriceStrategicClassifier(epochs=15, random_state=seed),
+            "masc": MarketAwareClassifier(epochs=15, random_state=seed),
+        }
+        for key, model in models.items():
+            report = market_report(model.fit(train.X, train.y, train.budgets), test.X, test.y, test.budgets)
             runs[key].append(report.accuracy_long)
             if key in gaps:
                 gaps[key].append(abs(report.accuracy_short - report.accuracy_long))
+        train_strat = _long_term_accuracy(models["strat"], train.X, train.y, train.budgets)
+        train_masc = _long_term_accuracy(models["masc"], train.X, train.y, train.budgets)
+        assert train_masc == pytest.approx(models["masc"].selection_accuracy_)
+        assert train_masc >= train_strat - 1e-12, (seed, train_masc, train_strat)
+    paired = np.subtract(runs["masc"], runs["strat"])
     mean = {k: float(np.mean(v)) for k, v in runs.items()}
     assert mean["masc"] >= mean["naive"] + 0.05, mean
-    assert mean["masc"] >= mean["strat"] - 1e-9, mean
+    assert paired.mean() >= 0, paired
     assert np.mean(gaps["masc"]) < np.mean(gaps["strat"]), gaps
+
+
+def test_market_aware_selection_options():
+    data = make_market_data(300, inequality=2.0**6, label_correlation=0.5, feature_signal=0.0, seed=0)
+    model = MarketAwareClassifier(epochs=3, validation_fraction=0.3).fit(data.X, data.y, data.budgets)
+    assert isinstance(model.selected_, str) and 0 <= model.selection_accuracy_ <= 1
+    assert model.price_ == pytest.approx(model.equilibrium_price(data.X, data.budgets))
+    for bad in (-0.1, 1.0, True):
+        with pytest.raises(ValueError, match="validation_fraction"):
+            MarketAwareClassifier(epochs=1, validation_fraction=bad).fit(data.X, data.y, data.budgets)

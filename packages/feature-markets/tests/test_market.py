@@ -46,8 +46,9 @@ def test_no_single_price_deviation_increases_revenue(seed):
     u = result.distance
     candidates = budgets[u > 0] / u[u > 0]
     rng = np.random.default_rng(seed)
-    trial_prices = np.concatenate([candidates * (1 + 1e-9), candidates * (1 - 1e-9),
-                                   rng.uniform(0, candidates.max() * 1.5, 500)])
+    trial_prices = np.concatenate(
+        [candidates * (1 + 1e-9), candidates * (1 - 1e-9), rng.uniform(0, candidates.max() * 1.5, 500)]
+    )
     for price in trial_prices:
         revenue = price * u[(u > 0) & (budgets / np.where(u > 0, u, 1) >= price)].sum()
         assert revenue <= result.revenue * (1 + 1e-12)

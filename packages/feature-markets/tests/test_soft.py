@@ -18,8 +18,14 @@ def tensors(seed, m=120, d=3):
 def test_soft_price_converges_to_exact_at_extreme_temperatures(seed):
     w, bias, X, budgets = tensors(seed)
     exact = market_price(w, bias, X, budgets).price
-    soft = soft_market_price(torch.tensor(w), torch.tensor(bias, dtype=torch.float64), torch.tensor(X), torch.tensor(budgets),
-                             tau_sort=1e-3, tau_softmax=1e3).item()
+    soft = soft_market_price(
+        torch.tensor(w),
+        torch.tensor(bias, dtype=torch.float64),
+        torch.tensor(X),
+        torch.tensor(budgets),
+        tau_sort=1e-3,
+        tau_softmax=1e3,
+    ).item()
     assert abs(soft - exact) / exact < 1e-3
 
 
@@ -27,8 +33,10 @@ def test_soft_price_moves_towards_exact_as_temperatures_sharpen():
     w, bias, X, budgets = tensors(11)
     exact = market_price(w, bias, X, budgets).price
     args = (torch.tensor(w), torch.tensor(bias, dtype=torch.float64), torch.tensor(X), torch.tensor(budgets))
-    errors = [abs(soft_market_price(*args, tau_sort=ts, tau_softmax=tm).item() - exact) / exact
-              for ts, tm in [(1.0, 2.0), (0.1, 50.0), (1e-3, 1e3)]]
+    errors = [
+        abs(soft_market_price(*args, tau_sort=ts, tau_softmax=tm).item() - exact) / exact
+        for ts, tm in [(1.0, 2.0), (0.1, 50.0), (1e-3, 1e3)]
+    ]
     assert errors[-1] < errors[0]
 
 

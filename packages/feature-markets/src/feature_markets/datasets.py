@@ -78,8 +78,10 @@ def make_market_data(
         X = np.clip(means + 0.2 * rng.standard_normal((n_samples, n_features)), 0, None)
     q = (1 - label_correlation) * rng.uniform(size=n_samples) + label_correlation * (y > 0)
     budgets = min_budget * 2.0 ** (np.log2(inequality) * q)
-    description = (f"{distribution} features (d={n_features}, signal {feature_signal:g}), budgets log-uniform "
-                   f"with max/min {inequality:g}, label correlation {label_correlation:g}")
+    description = (
+        f"{distribution} features (d={n_features}, signal {feature_signal:g}), budgets log-uniform "
+        f"with max/min {inequality:g}, label correlation {label_correlation:g}"
+    )
     return MarketData(X, y.astype(np.int64), budgets, description)
 
 
@@ -100,9 +102,23 @@ def breast_cancer_proxy() -> MarketData:
     return MarketData(X, y, budgets, "breast cancer (sklearn bundled); budget proxy: worst area")
 
 
-ADULT_COLUMNS = ("age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
-                 "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week",
-                 "native-country", "income")
+ADULT_COLUMNS = (
+    "age",
+    "workclass",
+    "fnlwgt",
+    "education",
+    "education-num",
+    "marital-status",
+    "occupation",
+    "relationship",
+    "race",
+    "sex",
+    "capital-gain",
+    "capital-loss",
+    "hours-per-week",
+    "native-country",
+    "income",
+)
 ADULT_FEATURES = ("age", "education-num", "hours-per-week")
 
 

@@ -27,17 +27,24 @@ METHODS = {
 def evaluate(data: MarketData, *, seed: int, epochs: int) -> dict[str, MarketReport]:
     """Fit every method on a seeded 70/30 split and report each on the test users."""
     train, test = data.split(0.3, seed=seed)
-    return {name: market_report(cls(epochs=epochs, random_state=seed).fit(train.X, train.y, train.budgets),
-                                test.X, test.y, test.budgets)
-            for name, cls in METHODS.items()}
+    return {
+        name: market_report(
+            cls(epochs=epochs, random_state=seed).fit(train.X, train.y, train.budgets), test.X, test.y, test.budgets
+        )
+        for name, cls in METHODS.items()
+    }
 
 
 def _table(reports: dict[str, MarketReport]) -> str:
-    rows = ["| method | accuracy before | short term | long term | price (long) | movers | welfare | burden |",
-            "|---|---|---|---|---|---|---|---|"]
+    rows = [
+        "| method | accuracy before | short term | long term | price (long) | movers | welfare | burden |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
     for name, r in reports.items():
-        rows.append(f"| {name} | {r.accuracy_before:.3f} | {r.accuracy_short:.3f} | {r.accuracy_long:.3f} | "
-                    f"{r.price_long:.3g} | {r.share_of_movers:.2f} | {r.welfare:.3g} | {r.burden:.3g} |")
+        rows.append(
+            f"| {name} | {r.accuracy_before:.3f} | {r.accuracy_short:.3f} | {r.accuracy_long:.3f} | "
+            f"{r.price_long:.3g} | {r.share_of_movers:.2f} | {r.welfare:.3g} | {r.burden:.3g} |"
+        )
     return "\n".join(rows)
 
 
@@ -49,15 +56,20 @@ def demo(ctx: RunContext) -> None:
     n = 300 if ctx.quick else 800
     settings = {
         "uniform budgets": make_market_data(n, inequality=1.0, seed=ctx.seed),
-        "inequality 2^10, label-correlated": make_market_data(n, inequality=2.0**10, label_correlation=0.5,
-                                                              feature_signal=0.0, seed=ctx.seed),
+        "inequality 2^10, label-correlated": make_market_data(
+            n, inequality=2.0**10, label_correlation=0.5, feature_signal=0.0, seed=ctx.seed
+        ),
         "breast cancer (budget proxy)": breast_cancer_proxy(),
     }
     sections, results = [], {}
     for title, data in settings.items():
         results[title] = evaluate(data, seed=ctx.seed, epochs=epochs)
-        sections += [f"**{title}** ({data.description}; {data.y.shape[0]} users, 30% test)", "",
-                     _table(results[title]), ""]
+        sections += [
+            f"**{title}** ({data.description}; {data.y.shape[0]} users, 30% test)",
+            "",
+            _table(results[title]),
+            "",
+        ]
     ctx.write_table("\n".join(sections))
     fig, axes = plt.subplots(1, len(settings), figsize=(4.2 * len(settings), 3.6), sharey=True)
     for ax, (title, reports) in zip(axes, results.items(), strict=True):
@@ -73,44 +85,117 @@ def demo(ctx: RunContext) -> None:
     ctx.save_figure(fig)
 
 
+def _mean_se(values) -> tuple[float, float]:
+    values = np.asarray(values, dtype=float)
+    return float(values.mean()), float(values.std(ddof=1) / np.sqrt(values.size)) if values.size > 1 else 0.0
+
+
+PAIRED = {  # (label, method a, method b): per-split long-term accuracy difference a - b
+    "MASC - strategic, fixed price": ("market-aware (MASC)", "strategic, fixed price"),
+    "MASC - naive": ("market-aware (MASC)", "naive"),
+}
+
+
 def reproduce(ctx: RunContext) -> None:
-    """Accuracy vs budget inequality 2^2..2^10 for every method over 10 splits, short and long term."""
+    """Accuracy vs budget inequality 2^2..2^10 for every method over 10 splits, short and long term,
+    with paired per-split differences of MASC against the fixed-price strategic and naive baselines."""
     import matplotlib.pyplot as plt
 
     exponents = [2, 6, 10] if ctx.quick else [2, 4, 6, 8, 10]
     splits = 2 if ctx.quick else 10
     n, epochs = (300, 10) if ctx.quick else (600, 15)
-    results: dict[str, dict[str, list]] = {m: {"short": [], "long": []} for m in METHODS}
+    per_split: dict[str, dict[str, list[list[float]]]] = {m: {"short": [], "long": []} for m in METHODS}
     for exponent in progress(exponents, desc="inequality"):
-        per_method = {m: {"short": [], "long": []} for m in METHODS}
+        level = {m: {"short": [], "long": []} for m in METHODS}
         for split in range(splits):
-            data = make_market_data(n, inequality=2.0**exponent, label_correlation=0.5, feature_signal=0.0,
-                                    seed=ctx.seed * 1000 + split)
+            data = make_market_data(
+                n, inequality=2.0**exponent, label_correlation=0.5, feature_signal=0.0, seed=ctx.seed * 1000 + split
+            )
             for name, report in evaluate(data, seed=split, epochs=epochs).items():
-                per_method[name]["short"].append(report.accuracy_short)
-                per_method[name]["long"].append(report.accuracy_long)
-        for name, accs in per_method.items():
+                level[name]["short"].append(report.accuracy_short)
+                level[name]["long"].append(report.accuracy_long)
+        for name in METHODS:
             for term in ("short", "long"):
-                values = np.asarray(accs[term])
-                results[name][term].append((float(values.mean()), float(values.std(ddof=1) / np.sqrt(len(values)))))
-    payload = {"exponents": exponents, "splits": splits, "n_users": n, "label_correlation": 0.5,
-               "feature_signal": 0.0, "results": results}
+                per_split[name][term].append(level[name][term])
+    results = {
+        name: {term: [_mean_se(values) for values in per_split[name][term]] for term in ("short", "long")}
+        for name in METHODS
+    }
+    paired = {}
+    for label, (a, b) in PAIRED.items():
+        rows = []
+        for i in range(len(exponents)):
+            diff = np.asarray(per_split[a]["long"][i]) - np.asarray(per_split[b]["long"][i])
+            rows.append(
+                {
+                    "mean": _mean_se(diff)[0],
+                    "se": _mean_se(diff)[1],
+                    "wins": int(np.sum(diff > 0)),
+                    "ties": int(np.sum(diff == 0)),
+                    "losses": int(np.sum(diff < 0)),
+                }
+            )
+        paired[label] = rows
+    gaps = {}
+    for name in ("strategic, fixed price", "market-aware (MASC)"):
+        gaps[name] = [
+            _mean_se(np.abs(np.asarray(per_split[name]["short"][i]) - np.asarray(per_split[name]["long"][i])))
+            for i in range(len(exponents))
+        ]
+    payload = {
+        "exponents": exponents,
+        "splits": splits,
+        "n_users": n,
+        "epochs": epochs,
+        "label_correlation": 0.5,
+        "feature_signal": 0.0,
+        "data_seeds": [ctx.seed * 1000 + s for s in range(splits)],
+        "results": results,
+        "paired_long_term": paired,
+        "short_long_gap": gaps,
+        "per_split": per_split,
+    }
     ctx.write_json(payload)
     head = "| method | term | " + " | ".join(f"2^{e}" for e in exponents) + " |"
-    rows = [head, "|" + "---|" * (len(exponents) + 2)]
+    rule = "|" + "---|" * (len(exponents) + 2)
+    rows = [head, rule]
     for name, terms in results.items():
         for term, series in terms.items():
             rows.append(f"| {name} | {term} | " + " | ".join(f"{m:.3f} ± {s:.3f}" for m, s in series) + " |")
+    rows += [
+        "",
+        f"Paired per-split differences of long-term accuracy (mean ± s.e. over {splits} splits; wins/ties/losses):",
+        "",
+        head.replace("method | term", "difference | "),
+        rule,
+    ]
+    for label, series in paired.items():
+        rows.append(
+            f"| {label} | | "
+            + " | ".join(f"{r['mean']:+.3f} ± {r['se']:.3f} ({r['wins']}/{r['ties']}/{r['losses']})" for r in series)
+            + " |"
+        )
+    rows += ["", "Mean |short - long| accuracy gap:", "", head.replace("method | term", "method | "), rule]
+    for name, series in gaps.items():
+        rows.append(f"| {name} | | " + " | ".join(f"{m:.3f} ± {s:.3f}" for m, s in series) + " |")
     ctx.write_table("\n".join(rows))
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
-    for ax, term in zip(axes, ("short", "long"), strict=True):
+    fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
+    for ax, term in zip(axes[:2], ("short", "long"), strict=True):
         for name, terms in results.items():
             means = np.array([m for m, _ in terms[term]])
             errors = np.array([s for _, s in terms[term]])
             ax.errorbar(exponents, means, yerr=errors, marker="o", capsize=3, label=name)
         ax.set_xlabel("budget inequality log2(b_max / b_min)")
         ax.set_title(f"{term} term")
+        ax.set_ylim(0.4, 1.0)
     axes[0].set_ylabel(f"test accuracy (mean ± s.e., {splits} splits)")
     axes[1].legend(fontsize=7)
+    for label, series in paired.items():
+        axes[2].errorbar(
+            exponents, [r["mean"] for r in series], yerr=[r["se"] for r in series], marker="o", capsize=3, label=label
+        )
+    axes[2].axhline(0.0, color="grey", lw=0.5)
+    axes[2].set_xlabel("budget inequality log2(b_max / b_min)")
+    axes[2].set_title("paired long-term difference")
+    axes[2].legend(fontsize=7)
     ctx.save_figure(fig)
-

@@ -141,8 +141,9 @@ def simulate_from_scores(scores, w, X, budgets, *, price: float | None = None) -
         if not np.isfinite(price) or price < 0:
             raise ValueError(f"price must be a finite non-negative number, got {price}")
         movers = (market.distance > 0) & np.isfinite(market.distance) & (market.budget_per_unit >= price)
-        market = MarketPrice(float(price), movers, float(price * market.distance[movers].sum()),
-                             market.distance, market.budget_per_unit)
+        market = MarketPrice(
+            float(price), movers, float(price * market.distance[movers].sum()), market.distance, market.budget_per_unit
+        )
     positive_part = np.maximum(w, 0.0)
     step = np.where(market.movers, market.distance, 0.0) * norm / max(float(positive_part @ positive_part), 1e-300)
     X_after = X + step[:, None] * positive_part[None, :]

@@ -65,8 +65,15 @@ def check_market_data(X, y=None, budgets=None):
 class _LinearMarketModel(ClassifierMixin, BaseEstimator):
     """Shared training loop: Adam on hinge-type loss + alpha ||w||^2, minibatches, fixed seed."""
 
-    def __init__(self, *, alpha: float = 1e-3, epochs: int = 200, batch_size: int = 256, lr: float = 0.05,
-                 random_state: int | None = 0):
+    def __init__(
+        self,
+        *,
+        alpha: float = 1e-3,
+        epochs: int = 200,
+        batch_size: int = 256,
+        lr: float = 0.05,
+        random_state: int | None = 0,
+    ):
         self.alpha = alpha
         self.epochs = epochs
         self.batch_size = batch_size
@@ -94,6 +101,9 @@ class _LinearMarketModel(ClassifierMixin, BaseEstimator):
         w = start / max(float(np.linalg.norm(start)), 1e-12)
         return w, -float(np.median(features @ w))
 
+    def _on_epoch(self, w: np.ndarray, bias: float) -> None:
+        """Called with the start (epoch 0) and the weights after every epoch."""
+
     def _after_fit(self, X, signs, budgets) -> None:
         """Called once after training: record the price sellers set for this model (``price_``)."""
         self.price_ = self.equilibrium_price(X, budgets)
@@ -107,8 +117,9 @@ class _LinearMarketModel(ClassifierMixin, BaseEstimator):
         for name in ("alpha", "lr"):
             value = getattr(self, name)
             if not isinstance(value, numbers.Real) or value < 0 or (name == "lr" and value == 0):
-                raise ValueError(f"{name} must be a {'positive' if name == 'lr' else 'non-negative'} number, "
-                                 f"got {value!r}")
+                raise ValueError(
+                    f"{name} must be a {'positive' if name == 'lr' else 'non-negative'} number, got {value!r}"
+                )
 
     def fit(self, X, y, budgets):
         """Train on non-negative ``X`` (m, d), labels ``y`` (m,), budgets (m,). Returns self."""
@@ -130,12 +141,16 @@ class _LinearMarketModel(ClassifierMixin, BaseEstimator):
         bias = torch.tensor(float(bias0), dtype=torch.float64, requires_grad=True)
         optimizer = torch.optim.Adam([w, bias], lr=self.lr)
         m = Xt.shape[0]
-        best = (self._checkpoint_loss(features, signs, budgets, w0, float(bias0)), np.array(w0, dtype=float),
-                float(bias0))
+        best = (
+            self._checkpoint_loss(features, signs, budgets, w0, float(bias0)),
+            np.array(w0, dtype=float),
+            float(bias0),
+        )
+        self._on_epoch(best[1], best[2])
         for _ in range(self.epochs):
             order = torch.randperm(m, generator=generator)
             for start_index in range(0, m, self.batch_size):
-                rows = order[start_index:start_index + self.batch_size]
+                rows = order[start_index : start_index + self.batch_size]
                 Xb, yb, bb = Xt[rows], yt[rows], bt[rows]
                 margin = yb * (Xb @ w + bias + self._boost(w, bias, Xb, bb))
                 loss = torch.relu(1.0 - margin).mean() + self.alpha * (w @ w)
@@ -143,6 +158,7 @@ class _LinearMarketModel(ClassifierMixin, BaseEstimator):
                 loss.backward()
                 optimizer.step()
             w_now, bias_now = w.detach().numpy().copy(), float(bias.detach())
+            self._on_epoch(w_now, bias_now)
             checkpoint = self._checkpoint_loss(features, signs, budgets, w_now, bias_now)
             if checkpoint <= best[0]:
                 best = (checkpoint, w_now, bias_now)
@@ -200,8 +216,16 @@ class MarketLineSearchClassifier(_LinearMarketModel):
     """Naive weights; the bias is picked from ``bias_grid`` (added to the naive bias) to maximise
     post-market training accuracy, each candidate at its own equilibrium price."""
 
-    def __init__(self, *, alpha: float = 1e-3, epochs: int = 200, batch_size: int = 256, lr: float = 0.05,
-                 random_state: int | None = 0, bias_grid=None):
+    def __init__(
+        self,
+        *,
+        alpha: float = 1e-3,
+        epochs: int = 200,
+        batch_size: int = 256,
+        lr: float = 0.05,
+        random_state: int | None = 0,
+        bias_grid=None,
+    ):
         super().__init__(alpha=alpha, epochs=epochs, batch_size=batch_size, lr=lr, random_state=random_state)
         self.bias_grid = bias_grid
 
@@ -228,15 +252,28 @@ class FixedPriceStrategicClassifier(_LinearMarketModel):
     """Strategic training against a fixed price ``price`` (None: the naive classifier's equilibrium
     price on the training data, i.e. the market before this classifier is deployed)."""
 
-    def __init__(self, *, alpha: float = 1e-3, epochs: int = 200, batch_size: int = 256, lr: float = 0.05,
-                 random_state: int | None = 0, price: float | None = None):
+    def __init__(
+        self,
+        *,
+        alpha: float = 1e-3,
+        epochs: int = 200,
+        batch_size: int = 256,
+        lr: float = 0.05,
+        random_state: int | None = 0,
+        price: float | None = None,
+    ):
         super().__init__(alpha=alpha, epochs=epochs, batch_size=batch_size, lr=lr, random_state=random_state)
         self.price = price
 
     def _prepare(self, X, signs, budgets):
         if self.price is None:
-            naive = NaiveClassifier(alpha=self.alpha, epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
-                                    random_state=self.random_state).fit(X, signs, budgets)
+            naive = NaiveClassifier(
+                alpha=self.alpha,
+                epochs=self.epochs,
+                batch_size=self.batch_size,
+                lr=self.lr,
+                random_state=self.random_state,
+            ).fit(X, signs, budgets)
             self.price_ = naive.price_
         else:
             if not np.isfinite(self.price) or self.price <= 0:
@@ -257,46 +294,124 @@ class MarketAwareClassifier(_LinearMarketModel):
     Loss: ``mean max(0, 1 - y (w.x + bias + (b / p(w, bias)) ||w||)) + alpha ||w||^2`` where
     ``p(w, bias)`` is :func:`soft_market_price` on the minibatch (revenue normalised by its maximum,
     so ``tau_softmax`` is unit-free), and the gradient accounts for how sellers re-price when the
-    classifier moves. Training starts from the naive or fixed-price strategic weights and the grid bias
-    with the lowest market hinge loss at the exact price (the price jumps as the threshold moves, so
-    gradient steps from a cold start stall), and keeps the epoch with the lowest exact-price loss.
-    ``price_`` is the equilibrium price on the training data after fitting.
+    classifier moves.
+
+    Training has three steps:
+
+    1. *Starts*: the naive and the fixed-price strategic weights, each with a grid of biases
+       (``bias + ||w|| * linspace(-1.5, 1.5, 61)``). The price jumps as the threshold moves, so
+       gradient steps from a cold start stall in poor basins.
+    2. *Soft-price descent*: Adam on the market hinge loss from the start with the lowest market hinge
+       loss at the exact price; every epoch's weights are kept.
+    3. *Selection*: among all those candidates (both grids, the start, every epoch) keep the one with
+       the highest exact long-term post-market accuracy on the selection users (sellers re-price for
+       each candidate on them), ties broken by the exact-price market hinge loss. This is the official
+       code's recipe of monitoring the hard post-market accuracy, applied as model selection.
+
+    ``validation_fraction=0`` (default) selects on the training users themselves; a value in (0, 1)
+    trains steps 1-2 on the rest and selects on a stratified held-out part of that size (seeded by
+    ``random_state``). ``price_`` is the equilibrium price on all training users after fitting;
+    ``selected_`` names the chosen candidate and ``selection_accuracy_`` its selection accuracy.
     """
 
-    def __init__(self, *, alpha: float = 1e-3, epochs: int = 200, batch_size: int = 256, lr: float = 0.05,
-                 random_state: int | None = 0, tau_sort: float = 0.1, tau_softmax: float = 50.0):
+    _bias_offsets = np.linspace(-1.5, 1.5, 61)
+
+    def __init__(
+        self,
+        *,
+        alpha: float = 1e-3,
+        epochs: int = 200,
+        batch_size: int = 256,
+        lr: float = 0.05,
+        random_state: int | None = 0,
+        tau_sort: float = 0.1,
+        tau_softmax: float = 50.0,
+        validation_fraction: float = 0.0,
+    ):
         super().__init__(alpha=alpha, epochs=epochs, batch_size=batch_size, lr=lr, random_state=random_state)
         self.tau_sort = tau_sort
         self.tau_softmax = tau_softmax
+        self.validation_fraction = validation_fraction
+
+    def fit(self, X, y, budgets):
+        """Train on non-negative ``X`` (m, d), labels ``y`` (m,), budgets (m,); see the class docstring."""
+        fraction = self.validation_fraction
+        if isinstance(fraction, bool) or not isinstance(fraction, numbers.Real) or not 0 <= fraction < 1:
+            raise ValueError(f"validation_fraction must be a number in [0, 1), got {fraction!r}")
+        X, y, budgets = check_market_data(X, y, budgets)
+        if np.unique(y).size < 2:
+            raise ValueError("y must contain both classes")
+        fit_rows, select_rows = self._split_rows(y, fraction)
+        self._candidates: list[tuple[np.ndarray, float, str]] = []
+        super().fit(X[fit_rows], y[fit_rows], budgets[fit_rows])
+        signs = np.where(y == self.classes_[1], 1.0, -1.0)
+        self.selection_accuracy_, self.coef_, self.intercept_, self.selected_ = self._select(
+            X[select_rows], signs[select_rows], budgets[select_rows]
+        )
+        del self._candidates
+        self.price_ = self.equilibrium_price(X, budgets)
+        return self
+
+    def _select(self, Xs, ys, bs) -> tuple[float, np.ndarray, float, str]:
+        """The candidate with the highest exact post-market accuracy on (Xs, ys, bs), ties broken by
+        the exact-price market hinge loss: (accuracy, w, bias, name)."""
+        best = None
+        for w, bias, name in self._candidates:
+            accuracy = float(np.mean(simulate_from_scores(Xs @ w + bias, w, Xs, bs).predictions == ys))
+            key = (-accuracy, self._checkpoint_loss(Xs, ys, bs, w, bias))
+            if best is None or key < best[0]:
+                best = (key, w, bias, name)
+        return -best[0][0], best[1], best[2], best[3]
+
+    def _split_rows(self, y: np.ndarray, fraction: float) -> tuple[np.ndarray, np.ndarray]:
+        everyone = np.arange(y.shape[0])
+        if fraction == 0:
+            return everyone, everyone
+        rng = np.random.default_rng(0 if self.random_state is None else int(self.random_state))
+        held = []
+        for label in np.unique(y):
+            rows = rng.permutation(np.flatnonzero(y == label))
+            held.append(rows[: int(round(fraction * rows.size))])
+        held = np.sort(np.concatenate(held))
+        rest = np.setdiff1d(everyone, held)
+        if held.size == 0 or np.unique(y[held]).size < 2 or np.unique(y[rest]).size < 2:
+            raise ValueError(f"validation_fraction={fraction} leaves a part without both classes")
+        return rest, held
 
     def _boost(self, w, bias, Xb, bb):
-        price = soft_market_price(w, bias, Xb, bb, tau_sort=self.tau_sort, tau_softmax=self.tau_softmax,
-                                  normalize_revenue=True)
+        price = soft_market_price(
+            w, bias, Xb, bb, tau_sort=self.tau_sort, tau_softmax=self.tau_softmax, normalize_revenue=True
+        )
         return _market_boost(price, w, bb)
 
     def _initial(self, features, signs, budgets):
-        # The market price jumps as the threshold moves, so gradient steps alone stall in a poor
-        # basin: start from the naive weights and the bias (on a grid) with the lowest market hinge
-        # loss at each candidate's exact equilibrium price.
-        settings = dict(alpha=self.alpha, epochs=self.epochs, batch_size=self.batch_size, lr=self.lr,
-                        random_state=self.random_state)
-        best = (np.inf, None, 0.0)
         # Candidates: the naive weights and the fixed-price strategic weights (one step of the market's
-        # response), each with a bias grid; keep the lowest exact-price market hinge loss.
-        for cls in (NaiveClassifier, FixedPriceStrategicClassifier):
+        # response), each with a bias grid; descent starts from the lowest exact-price market hinge loss.
+        settings = dict(
+            alpha=self.alpha, epochs=self.epochs, batch_size=self.batch_size, lr=self.lr, random_state=self.random_state
+        )
+        best = (np.inf, None, 0.0)
+        for name, cls in (("naive", NaiveClassifier), ("strategic", FixedPriceStrategicClassifier)):
             start = cls(**settings).fit(features, signs, budgets)
             w = start.coef_
-            for bias in start.intercept_ + float(np.linalg.norm(w)) * np.linspace(-1.5, 1.5, 61):
+            for offset in self._bias_offsets:
+                bias = start.intercept_ + float(np.linalg.norm(w)) * offset
+                self._candidates.append((w, float(bias), f"{name} weights, bias offset {offset:+.2f} ||w||"))
                 loss = self._checkpoint_loss(features, signs, budgets, w, bias)
                 if loss < best[0]:
                     best = (loss, w, float(bias))
+        self._epoch = 0
         return best[1], best[2]
 
     def _checkpoint_loss(self, features, signs, budgets, w, bias):
-        """Market hinge loss on all training users at the exact equilibrium price (plus the penalty)."""
+        """Market hinge loss on all given users at the exact equilibrium price (plus the penalty)."""
         norm = float(np.linalg.norm(w))
         scores = features @ w + bias
         price = market_price_from_scores(scores, norm, budgets).price if norm > 0 else 0.0
         boost = budgets / price * norm if price > 0 else np.full_like(budgets, np.inf)
         hinge = np.maximum(0.0, 1.0 - signs * (scores + boost))
         return float(np.mean(hinge) + self.alpha * norm**2)
+
+    def _on_epoch(self, w, bias):
+        self._candidates.append((w, bias, f"soft-price descent, epoch {self._epoch}"))
+        self._epoch += 1
