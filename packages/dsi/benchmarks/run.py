@@ -26,13 +26,23 @@ def _solver_rows(report: BenchmarkReport, repeats: int, quick: bool) -> None:
         ours = optimal_covariance(diffs)
         peer = optimal_covariance(diffs, method="sdp")
         rel = abs(ours.trace - peer.trace) / peer.trace
-        report.add(compare(lambda diffs=diffs: optimal_covariance(diffs),
-                           lambda diffs=diffs: optimal_covariance(diffs, method="sdp"),
-                           label=f"solve n={n}, d={d}", ours_name="dsi mirror-ascent", peer_name="cvxpy SDP (Clarabel)",
-                           repeats=repeats if n <= 12 else 1, warmup=1 if n <= 12 else 0,
-                           sizes={"n": n, "d": d},
-                           metrics={"rel_trace_diff": rel, "ours_gap": ours.duality_gap,
-                                    "dsi_over_iso_span": ours.trace / isotropic_covariance(diffs).span_trace}))
+        report.add(
+            compare(
+                lambda diffs=diffs: optimal_covariance(diffs),
+                lambda diffs=diffs: optimal_covariance(diffs, method="sdp"),
+                label=f"solve n={n}, d={d}",
+                ours_name="dsi mirror-ascent",
+                peer_name="cvxpy SDP (Clarabel)",
+                repeats=repeats if n <= 12 else 1,
+                warmup=1 if n <= 12 else 0,
+                sizes={"n": n, "d": d},
+                metrics={
+                    "rel_trace_diff": rel,
+                    "ours_gap": ours.duality_gap,
+                    "dsi_over_iso_span": ours.trace / isotropic_covariance(diffs).span_trace,
+                },
+            )
+        )
         print(f"done: solve n={n}, d={d}", flush=True)
 
 
@@ -40,14 +50,28 @@ def _large_row(report: BenchmarkReport, quick: bool) -> None:
     d = 100_000 if quick else 1_000_000
     n = 64
     rng = np.random.default_rng(0)
-    diffs = (rng.standard_normal((n, 16), dtype=np.float32) @ rng.standard_normal((16, d), dtype=np.float32)
-             + 0.3 * rng.standard_normal((n, d), dtype=np.float32)) * rng.uniform(0.2, 3.0, (n, 1)).astype(np.float32)
+    diffs = (
+        rng.standard_normal((n, 16), dtype=np.float32) @ rng.standard_normal((16, d), dtype=np.float32)
+        + 0.3 * rng.standard_normal((n, d), dtype=np.float32)
+    ) * rng.uniform(0.2, 3.0, (n, 1)).astype(np.float32)
     res = optimal_covariance(diffs)
     iso = isotropic_covariance(diffs)
-    report.add(compare(lambda: optimal_covariance(diffs), None, label=f"solve n={n}, d={d} (float32)",
-                       ours_name="dsi mirror-ascent", repeats=3, warmup=0, sizes={"n": n, "d": d},
-                       metrics={"ours_gap": res.duality_gap, "dsi_over_iso_span": res.trace / iso.span_trace,
-                                "max_m_over_budget": float(res.mahalanobis.max())}))
+    report.add(
+        compare(
+            lambda: optimal_covariance(diffs),
+            None,
+            label=f"solve n={n}, d={d} (float32)",
+            ours_name="dsi mirror-ascent",
+            repeats=3,
+            warmup=0,
+            sizes={"n": n, "d": d},
+            metrics={
+                "ours_gap": res.duality_gap,
+                "dsi_over_iso_span": res.trace / iso.span_trace,
+                "max_m_over_budget": float(res.mahalanobis.max()),
+            },
+        )
+    )
 
 
 def _training_row(report: BenchmarkReport) -> None:
@@ -64,18 +88,42 @@ def _training_row(report: BenchmarkReport) -> None:
     x, y = torch.as_tensor(xtr, dtype=torch.float32), torch.as_tensor(ytr)
 
     def ours() -> None:
-        DSITrainer(_mlp(64, cfg.hidden, 10, 0), optimizer=cfg.optimizer, lr=cfg.lr, local_steps=cfg.local_steps,
-                   rounds=1, epsilon=2.0, seed=0).fit(x, y, groups)
+        DSITrainer(
+            _mlp(64, cfg.hidden, 10, 0),
+            optimizer=cfg.optimizer,
+            lr=cfg.lr,
+            local_steps=cfg.local_steps,
+            rounds=1,
+            epsilon=2.0,
+            seed=0,
+        ).fit(x, y, groups)
 
     def peer() -> None:
         steps = int(np.ceil(len(ytr) / cfg.dpsgd_batch_size))
-        train_dpsgd(_mlp(64, cfg.hidden, 10, 0), xtr, ytr, epsilon=2.0, delta=cfg.delta, steps=steps,
-                    batch_size=cfg.dpsgd_batch_size, lr=cfg.dpsgd_lr, max_grad_norm=cfg.dpsgd_max_grad_norm,
-                    optimizer=cfg.optimizer)
+        train_dpsgd(
+            _mlp(64, cfg.hidden, 10, 0),
+            xtr,
+            ytr,
+            epsilon=2.0,
+            delta=cfg.delta,
+            steps=steps,
+            batch_size=cfg.dpsgd_batch_size,
+            lr=cfg.dpsgd_lr,
+            max_grad_norm=cfg.dpsgd_max_grad_norm,
+            optimizer=cfg.optimizer,
+        )
 
-    report.add(compare(ours, peer, label="one DSI round (4 groups, 5 full-batch steps) vs one DP-SGD epoch incl. opacus make_private_with_epsilon",
-                       ours_name="DSITrainer", peer_name="opacus DP-SGD", repeats=3,
-                       sizes={"n": len(ytr), "d": 64 * cfg.hidden + cfg.hidden + cfg.hidden * 10 + 10}))
+    report.add(
+        compare(
+            ours,
+            peer,
+            label="one DSI round (4 groups, 5 full-batch steps) vs one DP-SGD epoch incl. opacus make_private_with_epsilon",
+            ours_name="DSITrainer",
+            peer_name="opacus DP-SGD",
+            repeats=3,
+            sizes={"n": len(ytr), "d": 64 * cfg.hidden + cfg.hidden + cfg.hidden * 10 + 10},
+        )
+    )
 
 
 def main() -> None:
@@ -84,8 +132,9 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--quick", action="store_true", help="smaller sizes")
     args = parser.parse_args()
-    report = BenchmarkReport("dsi: optimal DSI covariance and training", packages=["dsi", "numpy", "cvxpy", "clarabel",
-                                                                                   "torch", "opacus"])
+    report = BenchmarkReport(
+        "dsi: optimal DSI covariance and training", packages=["dsi", "numpy", "cvxpy", "clarabel", "torch", "opacus"]
+    )
     _large_row(report, args.quick)
     print("done: large", flush=True)
     _training_row(report)

@@ -45,10 +45,12 @@ def test_composition_over_steps():
     per_step = rho_from_sigma(sigma * math.sqrt(steps))
     assert compose([per_step] * steps) == pytest.approx(rho_from_sigma(sigma))
     assert rho_from_sigma(sigma * math.sqrt(steps), steps=steps) == pytest.approx(rho_from_sigma(sigma))
-    assert sigma_from_epsilon(4, 1e-5, steps=steps) == pytest.approx(REFERENCE_MULTIPLIERS[4] * math.sqrt(steps),
-                                                                    rel=1e-5)
+    assert sigma_from_epsilon(4, 1e-5, steps=steps) == pytest.approx(
+        REFERENCE_MULTIPLIERS[4] * math.sqrt(steps), rel=1e-5
+    )
     assert epsilon_from_sigma(REFERENCE_MULTIPLIERS[4] * math.sqrt(steps), 1e-5, steps=steps) == pytest.approx(
-        4, abs=1e-4)
+        4, abs=1e-4
+    )
 
 
 def test_renyi_divergence_matches_gaussian_closed_form():
@@ -76,17 +78,20 @@ def test_gdp_conversions():
     assert tradeoff_power(0.05, 1.0) == pytest.approx(stats.norm.cdf(stats.norm.ppf(0.05) + 1.0))
 
 
-@pytest.mark.parametrize("call, match", [
-    (lambda: epsilon_from_rho(1.0, 0.0), "delta"),
-    (lambda: epsilon_from_rho(1.0, 1.0), "delta"),
-    (lambda: sigma_from_epsilon(1.0, 1.5), "delta"),
-    (lambda: sigma_from_epsilon(0.0, 1e-5), "epsilon"),
-    (lambda: rho_from_sigma(-1.0), "sigma"),
-    (lambda: rho_from_sigma(1.0, steps=0), "steps"),
-    (lambda: renyi_divergence([1.0], 1.0), "alpha"),
-    (lambda: compose([]), "rhos"),
-    (lambda: tradeoff_power(1.5, 1.0), "alpha"),
-])
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: epsilon_from_rho(1.0, 0.0), "delta"),
+        (lambda: epsilon_from_rho(1.0, 1.0), "delta"),
+        (lambda: sigma_from_epsilon(1.0, 1.5), "delta"),
+        (lambda: sigma_from_epsilon(0.0, 1e-5), "epsilon"),
+        (lambda: rho_from_sigma(-1.0), "sigma"),
+        (lambda: rho_from_sigma(1.0, steps=0), "steps"),
+        (lambda: renyi_divergence([1.0], 1.0), "alpha"),
+        (lambda: compose([]), "rhos"),
+        (lambda: tradeoff_power(1.5, 1.0), "alpha"),
+    ],
+)
 def test_bad_accounting_inputs(call, match):
     with pytest.raises(ValueError, match=match):
         call()

@@ -32,15 +32,18 @@ def test_blend_trigger_is_a_convex_combination():
 
 
 def test_memorization_run_is_reproducible_and_bounded():
-    a = memorization_mitigation(regime="dsi", epsilon=2.0, n_canaries=2, canary_repeats=2, n_references=15,
-                                config=TINY, seed=1)
-    b = memorization_mitigation(regime="dsi", epsilon=2.0, n_canaries=2, canary_repeats=2, n_references=15,
-                                config=TINY, seed=1)
+    a = memorization_mitigation(
+        regime="dsi", epsilon=2.0, n_canaries=2, canary_repeats=2, n_references=15, config=TINY, seed=1
+    )
+    b = memorization_mitigation(
+        regime="dsi", epsilon=2.0, n_canaries=2, canary_repeats=2, n_references=15, config=TINY, seed=1
+    )
     assert a.exposure == b.exposure and a.test_accuracy == b.test_accuracy
     assert 0.0 <= a.exposure <= a.max_exposure == pytest.approx(4.0)
     assert a.exposures.shape == (2,)
-    iso = memorization_mitigation(regime="isotropic", epsilon=2.0, n_canaries=2, canary_repeats=2,
-                                  n_references=15, config=TINY, seed=1)
+    iso = memorization_mitigation(
+        regime="isotropic", epsilon=2.0, n_canaries=2, canary_repeats=2, n_references=15, config=TINY, seed=1
+    )
     assert iso.regime == "isotropic" and 0.0 <= iso.test_accuracy <= 1.0
 
 
@@ -60,6 +63,42 @@ def test_backdoor_and_contribution_runs():
 
 def test_dpsgd_peer_runs():
     pytest.importorskip("opacus")
-    res = memorization_mitigation(regime="dpsgd", epsilon=4.0, n_canaries=1, canary_repeats=2, n_references=7,
-                                  config=TINY, seed=0)
+    res = memorization_mitigation(
+        regime="dpsgd", epsilon=4.0, n_canaries=1, canary_repeats=2, n_references=7, config=TINY, seed=0
+    )
     assert res.regime == "dpsgd" and 0.0 <= res.test_accuracy <= 1.0
+
+
+def test_validation_split_is_disjoint_and_selectable():
+    from dsi.applications import _training_data
+
+    xtr, ytr, xva, yva, xte, yte = _training_data(0, 0, 0.2)
+    full_tr, _, _, _, _, _ = _training_data(0, 0, 0.0)
+    assert len(xva) == round(0.2 * len(full_tr)) and len(xtr) + len(xva) == len(full_tr)
+    rows = {r.tobytes() for r in xtr}
+    assert not any(r.tobytes() in rows for r in xva)  # no validation image is trained on
+    assert len(yte) == 450
+    with pytest.raises(ValueError, match="validation"):
+        _training_data(0, 0, 1.0)
+    cfg = TaskConfig(hidden=8, rounds=2, local_steps=2, validation=0.2)
+    res = memorization_mitigation(regime="none", epsilon=None, n_canaries=1, n_references=7, config=cfg, seed=0)
+    assert 0.0 <= res.validation_accuracy <= 1.0
+    plain = memorization_mitigation(regime="none", epsilon=None, n_canaries=1, n_references=7, config=TINY, seed=0)
+    assert np.isnan(plain.validation_accuracy)
+
+
+def test_hyper_grid_gives_every_regime_the_same_budget():
+    from dsi.experiments import hyper_grid, select_by_validation
+
+    base = TaskConfig()
+    dsi_cells = hyper_grid("dsi", base)
+    dp_cells = hyper_grid("dpsgd", base)
+    assert len(dsi_cells) == len(dp_cells) == len(hyper_grid("isotropic", base)) == len(hyper_grid("dpsgd-group", base))
+    assert {c.rounds * c.local_steps for _, c in dsi_cells} == {base.rounds * base.local_steps}
+    assert {c.rounds * c.local_steps for _, c in dp_cells} == {base.rounds * base.local_steps}
+    assert len({(c.rounds, c.lr) for _, c in dsi_cells}) == len(dsi_cells)
+    assert len({(c.dpsgd_batch_size, c.dpsgd_lr) for _, c in dp_cells}) == len(dp_cells)
+    assert select_by_validation([0.5, 0.9, 0.9, 0.1]) == 1  # ties go to the first cell in grid order
+    assert select_by_validation([np.nan, 0.2, 0.1]) == 1
+    with pytest.raises(ValueError, match="finite"):
+        select_by_validation([np.nan])

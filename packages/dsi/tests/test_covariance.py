@@ -110,13 +110,16 @@ def test_ill_conditioned_problem_converges():
     assert np.all(res.mahalanobis <= budgets * (1 + 1e-9))
 
 
-@pytest.mark.parametrize("bad, match", [
-    (np.array([[1.0, 0.0], [0.0, 0.0]]), "all zero"),
-    (np.array([[1.0, np.nan]]), "finite"),
-    (np.array([[1.0, np.inf]]), "finite"),
-    (np.zeros((0, 3)), "non-empty"),
-    (np.ones((2, 2, 2)), "shape"),
-])
+@pytest.mark.parametrize(
+    "bad, match",
+    [
+        (np.array([[1.0, 0.0], [0.0, 0.0]]), "all zero"),
+        (np.array([[1.0, np.nan]]), "finite"),
+        (np.array([[1.0, np.inf]]), "finite"),
+        (np.zeros((0, 3)), "non-empty"),
+        (np.ones((2, 2, 2)), "shape"),
+    ],
+)
 def test_bad_differences(bad, match):
     with pytest.raises(ValueError, match=match):
         optimal_covariance(bad)

@@ -1,4 +1,3 @@
-
 from icml25_shared.testing import run_command, run_module
 
 from dsi.__main__ import main

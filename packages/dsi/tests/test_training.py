@@ -69,8 +69,16 @@ def test_custom_optimizer_batches_and_unprotected_samples():
     groups = groups.copy()
     groups[:40] = -1  # unprotected half
     model = _linear()
-    trainer = DSITrainer(model, optimizer=lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9), local_steps=4,
-                         batch_size=16, rounds=2, noise_multiplier=1.0, noise="isotropic", seed=0).fit(x, y, groups)
+    trainer = DSITrainer(
+        model,
+        optimizer=lambda p: torch.optim.SGD(p, lr=0.1, momentum=0.9),
+        local_steps=4,
+        batch_size=16,
+        rounds=2,
+        noise_multiplier=1.0,
+        noise="isotropic",
+        seed=0,
+    ).fit(x, y, groups)
     assert trainer.groups_.tolist() == [0, 1, 2, 3]
     assert all(r.n_differences <= 4 for r in trainer.history_)
     assert trainer.history_[0].solver_iterations == 0  # isotropic: no solver
@@ -105,7 +113,7 @@ def test_per_sample_clipping_matches_a_manual_loop():
     manual = []
     for i in range(len(y)):
         model.zero_grad()
-        torch.nn.functional.cross_entropy(model(x[i:i + 1]), y[i:i + 1]).backward()
+        torch.nn.functional.cross_entropy(model(x[i : i + 1]), y[i : i + 1]).backward()
         g = torch.cat([p.grad.ravel() for p in model.parameters()])
         manual.append(g * min(1.0, clip / float(g.norm())))
     expected = torch.stack(manual).mean(0)

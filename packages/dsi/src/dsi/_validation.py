@@ -42,8 +42,10 @@ def check_differences(differences: Any) -> np.ndarray:
         raise ValueError(f"differences must be finite; rows {bad} contain NaN or inf (or overflow when squared)")
     if np.any(sq == 0):
         bad = np.flatnonzero(sq == 0)[:5].tolist()
-        raise ValueError(f"differences rows {bad} are all zero; a zero difference needs no noise, drop it before "
-                         "calling (every row must be a non-zero outcome difference)")
+        raise ValueError(
+            f"differences rows {bad} are all zero; a zero difference needs no noise, drop it before "
+            "calling (every row must be a non-zero outcome difference)"
+        )
     return diffs
 
 
@@ -59,7 +61,7 @@ def gram(diffs: np.ndarray) -> np.ndarray:
         return diffs @ diffs.T
     out = np.zeros((n, n))
     for start in range(0, d, _CHUNK_ROWS):
-        block = np.asarray(diffs[:, start:start + _CHUNK_ROWS], dtype=np.float64)
+        block = np.asarray(diffs[:, start : start + _CHUNK_ROWS], dtype=np.float64)
         out += block @ block.T
     return out
 
@@ -70,7 +72,9 @@ def check_budgets(budgets: Any, n: int) -> np.ndarray:
     if arr.ndim == 0:
         arr = np.full(n, float(arr))
     if arr.shape != (n,):
-        raise ValueError(f"budgets must be a scalar or have shape ({n},) to match {n} differences, got shape {arr.shape}")
+        raise ValueError(
+            f"budgets must be a scalar or have shape ({n},) to match {n} differences, got shape {arr.shape}"
+        )
     if not np.all(np.isfinite(arr)) or np.any(arr <= 0):
         raise ValueError(f"budgets must be positive and finite, got min {arr.min()!r}, max {arr.max()!r}")
     return arr

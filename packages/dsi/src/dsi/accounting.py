@@ -37,7 +37,14 @@ __all__ = [
 
 # The paper's code (utils.multiplier) for epsilon = 1..8 at delta = 1e-5, one step.
 REFERENCE_MULTIPLIERS: dict[int, float] = {
-    1: 4.90056, 2: 2.49929, 3: 1.69768, 4: 1.29608, 5: 1.05453, 6: 0.893066, 7: 0.777387, 8: 0.69035,
+    1: 4.90056,
+    2: 2.49929,
+    3: 1.69768,
+    4: 1.29608,
+    5: 1.05453,
+    6: 0.893066,
+    7: 0.777387,
+    8: 0.69035,
 }
 
 
@@ -87,8 +94,9 @@ def _check_accountant(accountant: str) -> None:
         raise ValueError(f"accountant must be one of {_ACCOUNTANTS}, got {accountant!r}")
 
 
-def epsilon_from_sigma(sigma: float, delta: float, *, steps: int = 1, budget: float = 1.0,
-                       accountant: str = "zcdp") -> float:
+def epsilon_from_sigma(
+    sigma: float, delta: float, *, steps: int = 1, budget: float = 1.0, accountant: str = "zcdp"
+) -> float:
     """epsilon at ``delta`` after ``steps`` releases with per-step multiplier ``sigma``.
 
     ``accountant="zcdp"`` is the paper's conversion; ``"gdp"`` is the exact Gaussian-DP one (tighter)."""
@@ -98,8 +106,9 @@ def epsilon_from_sigma(sigma: float, delta: float, *, steps: int = 1, budget: fl
     return epsilon_from_rho(rho_from_sigma(sigma, steps=steps, budget=budget), delta)
 
 
-def sigma_from_epsilon(epsilon: float, delta: float, *, steps: int = 1, budget: float = 1.0,
-                       accountant: str = "zcdp") -> float:
+def sigma_from_epsilon(
+    epsilon: float, delta: float, *, steps: int = 1, budget: float = 1.0, accountant: str = "zcdp"
+) -> float:
     """Per-step noise multiplier so that ``steps`` releases are (epsilon, delta)-DP; sigma_1 * sqrt(steps)."""
     epsilon = check_positive(epsilon, name="epsilon")
     _check_accountant(accountant)

@@ -50,6 +50,9 @@ class TaskConfig:
     clips per-sample gradients in the DSI, isotropic and no-noise regimes (DP-SGD uses
     ``dpsgd_max_grad_norm``). It defaults to None (no clipping): setting it to 1.0 (the paper's ``mgn 1``,
     DP-SGD's clip) was measured and is worse overall on this task (README, results/reproduce_mgn1.md).
+    ``validation`` is the fraction of the training split held out (never trained on) so that
+    hyper-parameters can be chosen on validation accuracy instead of test accuracy; 0 keeps the whole
+    training split for training (the results then carry ``validation_accuracy = nan``).
     """
 
     hidden: int = 64
@@ -66,6 +69,7 @@ class TaskConfig:
     dpsgd_batch_size: int = 128
     dpsgd_lr: float = 0.5
     dpsgd_max_grad_norm: float = 1.0
+    validation: float = 0.0
 
 
 def canary_exposure(canary_loss: float, reference_losses: Any) -> float:
@@ -92,19 +96,31 @@ def _digits(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     return x[perm[:cut]], y[perm[:cut]], x[perm[cut:]], y[perm[cut:]]
 
 
-def _training_data(seed: int, augment: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+Split = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
+
+
+def _training_data(seed: int, augment: int, validation: float = 0.0) -> Split:
+    """(train x, y, validation x, y, test x, y): the digits split with the last ``validation`` share of the
+    (already shuffled) training split held out, then ``augment`` jittered copies of the training part."""
+    if not 0.0 <= validation < 1.0:
+        raise ValueError(f"validation must lie in [0, 1), got {validation!r}")
     xtr, ytr, xte, yte = _digits(seed)
+    cut = len(ytr) - int(round(validation * len(ytr)))
+    xtr, ytr, xva, yva = xtr[:cut], ytr[:cut], xtr[cut:], ytr[cut:]
     if augment <= 0:
-        return xtr, ytr, xte, yte
+        return xtr, ytr, xva, yva, xte, yte
     rng = np.random.default_rng(seed + 1)
     copies = [xtr]
     for _ in range(augment):
         img = xtr.reshape(-1, 8, 8)
-        shifted = np.stack([np.roll(im, (int(a), int(b)), axis=(0, 1))
-                            for im, a, b in zip(img, rng.integers(-1, 2, len(img)), rng.integers(-1, 2, len(img)),
-                                                strict=True)])
+        shifted = np.stack(
+            [
+                np.roll(im, (int(a), int(b)), axis=(0, 1))
+                for im, a, b in zip(img, rng.integers(-1, 2, len(img)), rng.integers(-1, 2, len(img)), strict=True)
+            ]
+        )
         copies.append(np.clip(shifted.reshape(len(xtr), -1) + rng.normal(0, 0.05, xtr.shape), 0.0, 1.0))
-    return np.concatenate(copies), np.tile(ytr, augment + 1), xte, yte
+    return np.concatenate(copies), np.tile(ytr, augment + 1), xva, yva, xte, yte
 
 
 def _mlp(d_in: int, hidden: int, n_out: int, seed: int) -> Any:
@@ -120,10 +136,23 @@ def _check_regime(regime: str, epsilon: float | None) -> None:
         check_positive(epsilon, name="epsilon")
 
 
-def train_dpsgd(model: Any, x: np.ndarray, y: np.ndarray, *, epsilon: float, delta: float, steps: int,
-                batch_size: int, lr: float, max_grad_norm: float, optimizer: str = "adam", seed: int = 0) -> Any:
-    """DP-SGD with opacus (the peer): Poisson sampling at rate batch_size/N for ``steps`` steps, noise
-    calibrated by opacus' accountant to (epsilon, delta) per sample. Returns the trained model."""
+def train_dpsgd(
+    model: Any,
+    x: np.ndarray,
+    y: np.ndarray,
+    *,
+    epsilon: float,
+    delta: float,
+    steps: int,
+    batch_size: int,
+    lr: float,
+    max_grad_norm: float,
+    optimizer: str = "adam",
+    seed: int = 0,
+) -> Any:
+    """DP-SGD with opacus (the peer): Poisson sampling at opacus' rate 1/ceil(N/batch_size) (expected batch
+    N/ceil(N/batch_size)) for about ``steps`` steps (whole epochs, rounded), noise calibrated by opacus'
+    accountant to (epsilon, delta) per sample. Returns the trained model."""
     torch = require_torch()
     try:
         from opacus import PrivacyEngine
@@ -134,15 +163,24 @@ def train_dpsgd(model: Any, x: np.ndarray, y: np.ndarray, *, epsilon: float, del
     torch.manual_seed(seed)
     ds = torch.utils.data.TensorDataset(torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(y))
     loader = torch.utils.data.DataLoader(ds, batch_size=batch_size, shuffle=True)
-    opt = torch.optim.Adam(model.parameters(), lr=lr) if optimizer == "adam" else \
-        torch.optim.SGD(model.parameters(), lr=lr)
-    epochs = max(1, round(steps * batch_size / len(ds)))
+    opt = (
+        torch.optim.Adam(model.parameters(), lr=lr)
+        if optimizer == "adam"
+        else torch.optim.SGD(model.parameters(), lr=lr)
+    )
+    epochs = max(1, round(steps / len(loader)))  # opacus samples at rate 1/len(loader): len(loader) steps/epoch
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # opacus warns about secure RNG and hooks; not actionable here
         engine = PrivacyEngine()
         model, opt, loader = engine.make_private_with_epsilon(
-            module=model, optimizer=opt, data_loader=loader, target_epsilon=epsilon, target_delta=delta,
-            epochs=epochs, max_grad_norm=max_grad_norm)
+            module=model,
+            optimizer=opt,
+            data_loader=loader,
+            target_epsilon=epsilon,
+            target_delta=delta,
+            epochs=epochs,
+            max_grad_norm=max_grad_norm,
+        )
         model.train()
         for _ in range(epochs):
             for xb, yb in loader:
@@ -161,30 +199,62 @@ def group_sample_epsilon(epsilon: float, delta: float, group_size: int) -> float
     return epsilon_from_gdp(gdp_mu_from_epsilon(epsilon, delta) / group_size, delta)
 
 
-def _train(regime: str, x: np.ndarray, y: np.ndarray, groups: np.ndarray, epsilon: float | None,
-           cfg: TaskConfig, seed: int, n_classes: int = 10, group_size: int = 1) -> Any:
+def _train(
+    regime: str,
+    x: np.ndarray,
+    y: np.ndarray,
+    groups: np.ndarray,
+    epsilon: float | None,
+    cfg: TaskConfig,
+    seed: int,
+    n_classes: int = 10,
+    group_size: int = 1,
+) -> Any:
     """Train the task MLP under ``regime``; return the model."""
     torch = require_torch()
     model = _mlp(x.shape[1], cfg.hidden, n_classes, seed)
     if regime == "dpsgd-group":
         regime, epsilon = "dpsgd", group_sample_epsilon(float(epsilon), cfg.delta, group_size)
     if regime == "dpsgd":
-        return train_dpsgd(model, x, y, epsilon=float(epsilon), delta=cfg.delta, steps=cfg.rounds * cfg.local_steps,
-                           batch_size=cfg.dpsgd_batch_size, lr=cfg.dpsgd_lr, max_grad_norm=cfg.dpsgd_max_grad_norm,
-                           optimizer=cfg.optimizer, seed=seed)
+        return train_dpsgd(
+            model,
+            x,
+            y,
+            epsilon=float(epsilon),
+            delta=cfg.delta,
+            steps=cfg.rounds * cfg.local_steps,
+            batch_size=cfg.dpsgd_batch_size,
+            lr=cfg.dpsgd_lr,
+            max_grad_norm=cfg.dpsgd_max_grad_norm,
+            optimizer=cfg.optimizer,
+            seed=seed,
+        )
     xt, yt = torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(y)
     if regime == "none":  # the same rounds of a fresh optimizer, released without noise
         for _ in range(cfg.rounds):
-            opt = torch.optim.Adam(model.parameters(), lr=cfg.lr) if cfg.optimizer == "adam" else \
-                torch.optim.SGD(model.parameters(), lr=cfg.lr)
+            opt = (
+                torch.optim.Adam(model.parameters(), lr=cfg.lr)
+                if cfg.optimizer == "adam"
+                else torch.optim.SGD(model.parameters(), lr=cfg.lr)
+            )
             for _ in range(cfg.local_steps):
                 opt.zero_grad()
                 backward(model, torch.nn.functional.cross_entropy, xt, yt, cfg.max_grad_norm)
                 opt.step()
         return model
-    trainer = DSITrainer(model, optimizer=cfg.optimizer, lr=cfg.lr, local_steps=cfg.local_steps, rounds=cfg.rounds,
-                         delta=cfg.delta, noise="isotropic" if regime == "isotropic" else "dsi", seed=seed,
-                         epsilon=epsilon, accountant=cfg.accountant, max_grad_norm=cfg.max_grad_norm)
+    trainer = DSITrainer(
+        model,
+        optimizer=cfg.optimizer,
+        lr=cfg.lr,
+        local_steps=cfg.local_steps,
+        rounds=cfg.rounds,
+        delta=cfg.delta,
+        noise="isotropic" if regime == "isotropic" else "dsi",
+        seed=seed,
+        epsilon=epsilon,
+        accountant=cfg.accountant,
+        max_grad_norm=cfg.max_grad_norm,
+    )
     trainer.fit(xt, yt, groups)
     return model
 
@@ -197,6 +267,8 @@ def _losses(model: Any, x: np.ndarray, y: np.ndarray) -> np.ndarray:
 
 
 def _accuracy(model: Any, x: np.ndarray, y: np.ndarray) -> float:
+    if len(y) == 0:
+        return float("nan")
     torch = require_torch()
     with torch.no_grad():
         pred = model(torch.as_tensor(x, dtype=torch.float32)).argmax(1).numpy()
@@ -209,7 +281,8 @@ def _source_groups(n: int, n_sources: int, rng: np.random.Generator) -> np.ndarr
 
 @dataclass(frozen=True)
 class MemorizationResult:
-    """Canary exposure (bits, max log2(n_references + 1)) and clean test accuracy of one training run."""
+    """Canary exposure (bits, max log2(n_references + 1)), clean test accuracy and clean validation accuracy
+    (nan without a validation split; the only number hyper-parameters may be chosen on) of one run."""
 
     regime: str
     epsilon: float | None
@@ -217,11 +290,19 @@ class MemorizationResult:
     exposure: float
     exposures: np.ndarray = field(repr=False)
     max_exposure: float = 0.0
+    validation_accuracy: float = float("nan")
 
 
-def memorization_mitigation(*, regime: Regime = "dsi", epsilon: float | None = 4.0, n_canaries: int = 8,
-                            canary_repeats: int = 4, n_references: int = 255, config: TaskConfig | None = None,
-                            seed: int = 0) -> MemorizationResult:
+def memorization_mitigation(
+    *,
+    regime: Regime = "dsi",
+    epsilon: float | None = 4.0,
+    n_canaries: int = 8,
+    canary_repeats: int = 4,
+    n_references: int = 255,
+    config: TaskConfig | None = None,
+    seed: int = 0,
+) -> MemorizationResult:
     """Insert secret canaries into digits training data and measure how much the trained model exposes them.
 
     Threat model: an attacker knows the canary format (a random 8x8 image with a random label) and the
@@ -233,7 +314,7 @@ def memorization_mitigation(*, regime: Regime = "dsi", epsilon: float | None = 4
     cfg = config or TaskConfig()
     _check_regime(regime, epsilon)
     rng = np.random.default_rng(seed)
-    xtr, ytr, xte, yte = _training_data(seed, cfg.augment)
+    xtr, ytr, xva, yva, xte, yte = _training_data(seed, cfg.augment, cfg.validation)
     cand_x = rng.uniform(0.0, 1.0, size=(n_canaries * (n_references + 1), xtr.shape[1]))
     cand_y = rng.integers(0, 10, size=len(cand_x))
     inserted = np.arange(n_canaries) * (n_references + 1)
@@ -243,9 +324,15 @@ def memorization_mitigation(*, regime: Regime = "dsi", epsilon: float | None = 4
     model = _train(regime, x, y, groups, epsilon, cfg, seed, group_size=canary_repeats)
     losses = _losses(model, cand_x, cand_y).reshape(n_canaries, n_references + 1)
     exposures = np.array([canary_exposure(row[0], row[1:]) for row in losses])
-    return MemorizationResult(regime=regime, epsilon=epsilon if regime != "none" else None,
-                              test_accuracy=_accuracy(model, xte, yte), exposure=float(exposures.mean()),
-                              exposures=exposures, max_exposure=float(np.log2(n_references + 1)))
+    return MemorizationResult(
+        regime=regime,
+        epsilon=epsilon if regime != "none" else None,
+        test_accuracy=_accuracy(model, xte, yte),
+        exposure=float(exposures.mean()),
+        exposures=exposures,
+        max_exposure=float(np.log2(n_references + 1)),
+        validation_accuracy=_accuracy(model, xva, yva),
+    )
 
 
 def blend_trigger(x: np.ndarray, *, alpha: float, seed: int = 12345) -> np.ndarray:
@@ -256,17 +343,26 @@ def blend_trigger(x: np.ndarray, *, alpha: float, seed: int = 12345) -> np.ndarr
 
 @dataclass(frozen=True)
 class BackdoorResult:
-    """Clean test accuracy and attack success rate (triggered non-target test images classified as target)."""
+    """Clean test accuracy, attack success rate (triggered non-target test images classified as target) and
+    clean validation accuracy (nan without a validation split; what a defender can select on)."""
 
     regime: str
     epsilon: float | None
     clean_accuracy: float
     attack_success_rate: float
+    validation_accuracy: float = float("nan")
 
 
-def backdoor_defense(*, regime: Regime = "dsi", epsilon: float | None = 4.0, n_poisons: int = 40,
-                     blend: float = 0.3, target: int = 0, config: TaskConfig | None = None,
-                     seed: int = 0) -> BackdoorResult:
+def backdoor_defense(
+    *,
+    regime: Regime = "dsi",
+    epsilon: float | None = 4.0,
+    n_poisons: int = 40,
+    blend: float = 0.3,
+    target: int = 0,
+    config: TaskConfig | None = None,
+    seed: int = 0,
+) -> BackdoorResult:
     """Blended-trigger backdoor on digits, one malicious source among ``config.n_untrusted`` untrusted ones.
 
     Threat model: the training data come from ``config.n_sources`` equal sources; the first
@@ -282,7 +378,7 @@ def backdoor_defense(*, regime: Regime = "dsi", epsilon: float | None = 4.0, n_p
     if not 0.0 < blend < 1.0:
         raise ValueError(f"blend must lie in (0, 1), got {blend!r}")
     rng = np.random.default_rng(seed)
-    xtr, ytr, xte, yte = _training_data(seed, cfg.augment)
+    xtr, ytr, xva, yva, xte, yte = _training_data(seed, cfg.augment, cfg.validation)
     if not 1 <= cfg.n_untrusted <= cfg.n_sources:
         raise ValueError(f"config.n_untrusted must lie in [1, n_sources={cfg.n_sources}], got {cfg.n_untrusted}")
     sources = _source_groups(len(ytr), cfg.n_sources, rng)
@@ -299,8 +395,13 @@ def backdoor_defense(*, regime: Regime = "dsi", epsilon: float | None = 4.0, n_p
     torch = require_torch()
     with torch.no_grad():
         pred = model(torch.as_tensor(with_trigger, dtype=torch.float32)).argmax(1).numpy()
-    return BackdoorResult(regime=regime, epsilon=epsilon if regime != "none" else None,
-                          clean_accuracy=_accuracy(model, xte, yte), attack_success_rate=float(np.mean(pred == target)))
+    return BackdoorResult(
+        regime=regime,
+        epsilon=epsilon if regime != "none" else None,
+        clean_accuracy=_accuracy(model, xte, yte),
+        attack_success_rate=float(np.mean(pred == target)),
+        validation_accuracy=_accuracy(model, xva, yva),
+    )
 
 
 @dataclass(frozen=True)
@@ -320,8 +421,9 @@ class ContributionResult:
     tpr_bound: float
 
 
-def contribution_control(*, epsilon: float = 2.0, source_size: int = 20, config: TaskConfig | None = None,
-                         seed: int = 0) -> ContributionResult:
+def contribution_control(
+    *, epsilon: float = 2.0, source_size: int = 20, config: TaskConfig | None = None, seed: int = 0
+) -> ContributionResult:
     """Protect one source (e.g. a copyrighted collection: ``source_size`` mislabelled-looking rare samples).
 
     Threat model: the owner of the source wants the released model to be nearly the same whether or not
@@ -346,8 +448,11 @@ def contribution_control(*, epsilon: float = 2.0, source_size: int = 20, config:
     plain = _train("none", x, y, groups, None, cfg, seed)
     private = _train("dsi", x, y, groups, epsilon, cfg, seed)
     mu = gdp_mu(sigma_from_rho(rho_from_epsilon(epsilon, cfg.delta)))
-    return ContributionResult(epsilon=epsilon, gap_dsi=float(base - _losses(private, src_x, src_y).mean()),
-                              gap_none=float(base - _losses(plain, src_x, src_y).mean()),
-                              test_accuracy_dsi=_accuracy(private, xte, yte),
-                              test_accuracy_none=_accuracy(plain, xte, yte),
-                              tpr_bound=float(tradeoff_power(0.05, mu)))
+    return ContributionResult(
+        epsilon=epsilon,
+        gap_dsi=float(base - _losses(private, src_x, src_y).mean()),
+        gap_none=float(base - _losses(plain, src_x, src_y).mean()),
+        test_accuracy_dsi=_accuracy(private, xte, yte),
+        test_accuracy_none=_accuracy(plain, xte, yte),
+        tpr_bound=float(tradeoff_power(0.05, mu)),
+    )

@@ -91,8 +91,10 @@ class OptimalCovariance:
     def covariance(self, *, max_dim: int = 20_000) -> np.ndarray:
         """The dense (d, d) covariance; refused above ``max_dim`` to keep large d rank-reduced."""
         if self.dim > max_dim:
-            raise ValueError(f"the dense covariance would be {self.dim}x{self.dim}; use factor() or sample() "
-                             f"instead, or raise max_dim (currently {max_dim})")
+            raise ValueError(
+                f"the dense covariance would be {self.dim}x{self.dim}; use factor() or sample() "
+                f"instead, or raise max_dim (currently {max_dim})"
+            )
         a = self.factor()
         return a @ a.T
 
@@ -135,7 +137,7 @@ def _rmatmul(diffs: np.ndarray, coef: np.ndarray) -> np.ndarray:
     d = diffs.shape[1]
     out = np.empty((d,) + coef.shape[1:])
     for start in range(0, d, _CHUNK_ROWS):
-        out[start:start + _CHUNK_ROWS] = np.asarray(diffs[:, start:start + _CHUNK_ROWS], dtype=np.float64).T @ coef
+        out[start : start + _CHUNK_ROWS] = np.asarray(diffs[:, start : start + _CHUNK_ROWS], dtype=np.float64).T @ coef
     return out
 
 
@@ -268,7 +270,7 @@ def _sdp(c: np.ndarray, eps: np.ndarray, tol: float) -> tuple[np.ndarray, np.nda
         raise ImportError("method='sdp' needs cvxpy; install it with `pip install dsi[sdp]`") from exc
     r, n = c.shape
     s = cp.Variable((r, r), symmetric=True)
-    cons = [cp.bmat([[s, c[:, i:i + 1]], [c[:, i:i + 1].T, np.array([[eps[i]]])]]) >> 0 for i in range(n)]
+    cons = [cp.bmat([[s, c[:, i : i + 1]], [c[:, i : i + 1].T, np.array([[eps[i]]])]]) >> 0 for i in range(n)]
     prob = cp.Problem(cp.Minimize(cp.trace(s)), cons)
     solver = "CLARABEL" if "CLARABEL" in cp.installed_solvers() else None
     opts = {"tol_gap_abs": tol * 1e-3, "tol_gap_rel": tol * 1e-3, "tol_feas": tol * 1e-3} if solver else {}
@@ -280,8 +282,15 @@ def _sdp(c: np.ndarray, eps: np.ndarray, tol: float) -> tuple[np.ndarray, np.nda
     return np.asarray(s.value, dtype=np.float64), np.clip(mu, 0.0, None), int(iters)
 
 
-def optimal_covariance(differences: Any, budgets: Any = 1.0, *, method: Method = "mirror-ascent",
-                       tol: float = 1e-5, max_iter: int = 1000, rank_tol: float = 1e-5) -> OptimalCovariance:
+def optimal_covariance(
+    differences: Any,
+    budgets: Any = 1.0,
+    *,
+    method: Method = "mirror-ascent",
+    tol: float = 1e-5,
+    max_iter: int = 1000,
+    rank_tol: float = 1e-5,
+) -> OptimalCovariance:
     """The minimum-trace Gaussian covariance under which s_i^T Sigma^{-1} s_i <= budgets_i for every i.
 
     Args:
@@ -340,13 +349,33 @@ def optimal_covariance(differences: Any, budgets: Any = 1.0, *, method: Method =
     g = q - eps
     kkt = float(np.max(np.minimum(np.abs(g), mu) / eps))
     if not converged:
-        log.warning("optimal_covariance(%s) stopped after %d iterations with certified gap %.3g > tol %.3g",
-                    method, iters, gap, tol)
+        log.warning(
+            "optimal_covariance(%s) stopped after %d iterations with certified gap %.3g > tol %.3g",
+            method,
+            iters,
+            gap,
+            tol,
+        )
     return OptimalCovariance(
-        coefficients=basis_coef @ chol, reduced_covariance=sigma_red, trace=float(np.trace(sigma_red)), dual=mu,
-        dual_objective=float(dual_obj), mahalanobis=q, budgets=eps, kkt_residual=kkt, duality_gap=float(gap),
-        iterations=int(iters), converged=bool(converged), rank=int(len(sv)), dim=int(d), method=method,
-        feasibility_scale=float(t), residual_norm=float(residual.max(initial=0.0)), differences=diffs, basis_coefficients=basis_coef)
+        coefficients=basis_coef @ chol,
+        reduced_covariance=sigma_red,
+        trace=float(np.trace(sigma_red)),
+        dual=mu,
+        dual_objective=float(dual_obj),
+        mahalanobis=q,
+        budgets=eps,
+        kkt_residual=kkt,
+        duality_gap=float(gap),
+        iterations=int(iters),
+        converged=bool(converged),
+        rank=int(len(sv)),
+        dim=int(d),
+        method=method,
+        feasibility_scale=float(t),
+        residual_norm=float(residual.max(initial=0.0)),
+        differences=diffs,
+        basis_coefficients=basis_coef,
+    )
 
 
 def isotropic_covariance(differences: Any, budgets: Any = 1.0, *, rank_tol: float = 1e-5) -> IsotropicCovariance:
@@ -359,5 +388,12 @@ def isotropic_covariance(differences: Any, budgets: Any = 1.0, *, rank_tol: floa
     sq = np.diag(g).copy()
     var = float(np.max(sq / eps))
     rank = len(_span(g, rank_tol)[0])  # residual irrelevant: isotropic noise covers every direction
-    return IsotropicCovariance(variance=var, dim=int(d), rank=int(rank), trace=d * var, span_trace=rank * var,
-                               mahalanobis=sq / var, budgets=eps)
+    return IsotropicCovariance(
+        variance=var,
+        dim=int(d),
+        rank=int(rank),
+        trace=d * var,
+        span_trace=rank * var,
+        mahalanobis=sq / var,
+        budgets=eps,
+    )

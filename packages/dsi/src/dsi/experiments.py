@@ -57,8 +57,11 @@ def _demo_problems(quick: bool, seed: int) -> list[tuple[str, np.ndarray]]:
 
 def demo(ctx: RunContext) -> None:
     """Noise trace of the optimal DSI covariance versus the isotropic baseline; a 2-D ellipse plot."""
-    rows = ["| differences | n | d | rank | DSI trace | isotropic trace (span) | isotropic trace (R^d) | "
-            "DSI / iso (span) | max m_i | solver its | time (s) |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    rows = [
+        "| differences | n | d | rank | DSI trace | isotropic trace (span) | isotropic trace (R^d) | "
+        "DSI / iso (span) | max m_i | solver its | time (s) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
     records = []
     for name, diffs in _demo_problems(ctx.quick, ctx.seed):
         start = time.perf_counter()
@@ -67,9 +70,11 @@ def demo(ctx: RunContext) -> None:
         iso = isotropic_covariance(diffs)
         ratio = res.trace / iso.span_trace
         records.append({"name": name, "ratio": ratio})
-        rows.append(f"| {name} | {diffs.shape[0]} | {diffs.shape[1]} | {res.rank} | {res.trace:.4g} | "
-                    f"{iso.span_trace:.4g} | {iso.trace:.4g} | {ratio:.3f} | {res.mahalanobis.max():.6f} | "
-                    f"{res.iterations} | {elapsed:.3f} |")
+        rows.append(
+            f"| {name} | {diffs.shape[0]} | {diffs.shape[1]} | {res.rank} | {res.trace:.4g} | "
+            f"{iso.span_trace:.4g} | {iso.trace:.4g} | {ratio:.3f} | {res.mahalanobis.max():.6f} | "
+            f"{res.iterations} | {elapsed:.3f} |"
+        )
     ctx.write_table("\n".join(rows))
 
     import matplotlib.pyplot as plt
@@ -99,72 +104,300 @@ def demo(ctx: RunContext) -> None:
     ctx.save_figure(fig)
 
 
-def reproduce(ctx: RunContext) -> dict[str, Any]:
-    """Canary exposure and accuracy vs epsilon for DSI, isotropic and opacus DP-SGD (per-sample epsilon, and
-    per-canary epsilon through group privacy); backdoor success with and without DSI."""
-    from dsi.applications import TaskConfig, backdoor_defense, memorization_mitigation
+# Hyper-parameter protocol for `reproduce`, fixed before any test result of it was looked at. Every regime
+# gets the same total of 150 optimizer steps and a grid of the same size (6 cells); the cell is chosen per
+# (regime, epsilon, seed) by accuracy on a validation split carved out of the training data (20 %, never
+# trained on); ties go to the first cell in grid order. Test accuracy and exposure are then read off the
+# chosen run (no retraining). DSI and no-noise runs search rounds x local steps and the learning rate;
+# DP-SGD (per-sample and group-calibrated) searches the Poisson batch size and the learning rate. Isotropic
+# noise (an ablation of DSI's covariance) runs at DSI's chosen cell; the backdoor runs at the first cell.
+TOTAL_STEPS = 150
+SCHEDULES = ((30, 5), (10, 15), (5, 30))
+DPSGD_BATCHES = (128, 256, 512)
+LEARNING_RATES = (0.5, 2.0)
+VALIDATION = 0.2
+QUICK_SCHEDULES = ((3, 2), (2, 3))
+QUICK_BATCHES = (256,)
+QUICK_LEARNING_RATES = (0.5,)
+
+
+def hyper_grid(regime: str, base: Any, *, quick: bool = False) -> list[tuple[dict[str, Any], Any]]:
+    """The (label, TaskConfig) cells searched for ``regime`` under the reproduce protocol."""
+    lrs = QUICK_LEARNING_RATES if quick else LEARNING_RATES
+    if regime in ("dpsgd", "dpsgd-group"):
+        batches = QUICK_BATCHES if quick else DPSGD_BATCHES
+        return [
+            ({"batch_size": b, "lr": lr}, replace(base, dpsgd_batch_size=b, dpsgd_lr=lr)) for b in batches for lr in lrs
+        ]
+    schedules = QUICK_SCHEDULES if quick else SCHEDULES
+    return [
+        ({"rounds": r, "local_steps": k, "lr": lr}, replace(base, rounds=r, local_steps=k, lr=lr))
+        for r, k in schedules
+        for lr in lrs
+    ]
+
+
+def select_by_validation(validation_accuracies: Any) -> int:
+    """Index of the best validation accuracy; ties go to the first (grid order). NaN never wins."""
+    acc = np.asarray(validation_accuracies, dtype=np.float64)
+    if acc.ndim != 1 or acc.size == 0 or not np.any(np.isfinite(acc)):
+        raise ValueError("select_by_validation needs a non-empty 1-D array with at least one finite accuracy")
+    return int(np.argmax(np.where(np.isfinite(acc), acc, -np.inf)))
+
+
+def _mean_sd(values: list[float]) -> tuple[float, float]:
+    arr = np.asarray(values, dtype=np.float64)
+    return float(arr.mean()), float(arr.std(ddof=1)) if arr.size > 1 else 0.0
+
+
+def _fmt(values: list[float], digits: int) -> str:
+    mean, sd = _mean_sd(values)
+    return f"{mean:.{digits}f} ({sd:.{digits}f})" if len(values) > 1 else f"{mean:.{digits}f}"
+
+
+def _label(cell: dict[str, Any]) -> str:
+    if "batch_size" in cell:
+        return f"b{cell['batch_size']}/lr{cell['lr']:g}"
+    return f"{cell['rounds']}x{cell['local_steps']}/lr{cell['lr']:g}"
+
+
+def _search(run: Any, regime: str, cfg: Any, quick: bool, only: int | None = None) -> dict[str, Any]:
+    """Run every grid cell of ``regime`` and keep the one chosen on validation accuracy (``only``: run just
+    that cell, chosen by another rule)."""
+    cells = hyper_grid(regime, cfg, quick=quick)
+    if only is not None:
+        cells = cells[only : only + 1]
+    results = [run(c) for _, c in cells]
+    best = select_by_validation([r.validation_accuracy for r in results])
+    return {
+        "chosen": best,
+        "cells": [label for label, _ in cells],
+        "runs": [asdict(r) for r in results],
+        "result": results[best],
+        "label": _label(cells[best][0]),
+    }
+
+
+def _run_seed(
+    seed: int, quick: bool, regimes: list[str], epsilons: list[float], n_canaries: int, n_refs: int, cfg: Any
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """All memorisation and backdoor searches of one seed (a worker process in `reproduce`)."""
+    from dsi.applications import backdoor_defense, memorization_mitigation
     from dsi.training import require_torch
 
-    torch = require_torch()
-    torch.set_num_threads(1)
-    cfg = TaskConfig()
-    epsilons = [2.0] if ctx.quick else [8.0, 4.0, 2.0, 1.0]
-    n_canaries = 2 if ctx.quick else 8
-    if ctx.quick:
-        cfg = replace(cfg, rounds=3, local_steps=2, hidden=16)
+    require_torch().set_num_threads(1)
+    mem: list[dict[str, Any]] = []
+    bd: list[dict[str, Any]] = []
+    chosen_dsi: dict[float, int] = {}
+    for regime, eps in [("none", None)] + [(r, e) for r in regimes for e in epsilons]:
+        # isotropic noise is the same trainer with another covariance: it runs at DSI's chosen cell
+        only = chosen_dsi[eps] if regime == "isotropic" else None
+        found = _search(
+            lambda c, r=regime, e=eps: memorization_mitigation(
+                regime=r, epsilon=e, config=c, n_references=n_refs, n_canaries=n_canaries, seed=seed
+            ),
+            regime,
+            cfg,
+            quick,
+            only,
+        )
+        if regime == "dsi":
+            chosen_dsi[eps] = found["chosen"]
+        mem.append({"seed": seed, "regime": regime, "epsilon": eps, **found})
+        log.info("memorisation seed %d %s eps=%s: %s", seed, regime, eps, found["label"])
+    for eps in [None] + ([4.0] if quick else [8.0, 4.0, 2.0]):
+        # the backdoor runs at the first grid cell (30 rounds x 5 steps, lr 0.5), fixed in advance
+        regime = "none" if eps is None else "dsi"
+        found = _search(
+            lambda c, r=regime, e=eps: backdoor_defense(regime=r, epsilon=e, config=c, seed=seed),
+            regime,
+            cfg,
+            quick,
+            0,
+        )
+        bd.append({"seed": seed, "regime": regime, "epsilon": eps, **found})
+    return mem, bd
+
+
+def reproduce(ctx: RunContext) -> dict[str, Any]:
+    """Canary exposure and accuracy vs epsilon for DSI, isotropic and opacus DP-SGD (per-sample epsilon, and
+    per-canary epsilon through group privacy); backdoor success with and without DSI. Seeds ctx.seed,
+    ctx.seed + 1, ctx.seed + 2 (one with --quick); hyper-parameters chosen on validation (see ``hyper_grid``)."""
+    from dsi.applications import TaskConfig
+    from dsi.training import require_torch
+
+    require_torch().set_num_threads(1)
+    start = time.perf_counter()
+    cfg = replace(TaskConfig(), validation=VALIDATION)
+    quick = ctx.quick
+    seeds = [ctx.seed] if quick else [ctx.seed, ctx.seed + 1, ctx.seed + 2]
+    epsilons = [2.0] if quick else [8.0, 4.0, 2.0, 1.0]
+    n_canaries = 2 if quick else 8
+    n_refs = 63 if quick else 1023
+    if quick:
+        cfg = replace(cfg, hidden=16, rounds=3, local_steps=2)
     regimes = ["dsi", "isotropic"]
     try:
         import opacus  # noqa: F401
 
-        regimes += ["dpsgd"] if ctx.quick else ["dpsgd", "dpsgd-group"]
+        regimes += ["dpsgd"] if quick else ["dpsgd", "dpsgd-group"]
     except ImportError:
         log.warning("opacus is not installed (pip install dsi[peer]); skipping the DP-SGD peer")
-    n_refs = 63 if ctx.quick else 255
-    mem = [memorization_mitigation(regime="none", epsilon=None, config=cfg, n_references=n_refs,
-                                   n_canaries=n_canaries, seed=ctx.seed)]
-    for regime in regimes:
-        for eps in epsilons:
-            mem.append(memorization_mitigation(regime=regime, epsilon=eps, config=cfg, n_references=n_refs,
-                                               n_canaries=n_canaries, seed=ctx.seed))
-    bd_eps = [4.0] if ctx.quick else [8.0, 4.0, 2.0]
-    bd = [backdoor_defense(regime="none", epsilon=None, config=cfg, seed=ctx.seed)]
-    bd += [backdoor_defense(regime="dsi", epsilon=e, config=cfg, seed=ctx.seed) for e in bd_eps]
 
-    rows = ["| task | regime | epsilon | test accuracy | canary exposure (bits) | attack success rate |",
-            "|---|---|---|---|---|---|"]
-    for r in mem:
-        rows.append(f"| memorisation | {r.regime} | {r.epsilon if r.epsilon is not None else '-'} | "
-                    f"{r.test_accuracy:.3f} | {r.exposure:.2f} / {r.max_exposure:.1f} | - |")
-    for b in bd:
-        rows.append(f"| backdoor | {b.regime} | {b.epsilon if b.epsilon is not None else '-'} | "
-                    f"{b.clean_accuracy:.3f} | - | {b.attack_success_rate:.3f} |")
+    jobs = [(seed, quick, regimes, epsilons, n_canaries, n_refs, cfg) for seed in seeds]
+    if len(jobs) == 1:
+        per_seed = [_run_seed(*jobs[0])]
+    else:  # one process per seed (each single-threaded); the seeds are independent
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        workers = len(jobs)  # a few single-threaded processes; fine even on fewer cores
+        with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            per_seed = list(pool.map(_run_seed, *zip(*jobs, strict=True)))
+    mem = [row for m, _ in per_seed for row in m]
+    bd = [row for _, b in per_seed for row in b]
+
+    def cells_of(rows: list[dict[str, Any]], regime: str, eps: float | None) -> list[dict[str, Any]]:
+        return [r for r in rows if r["regime"] == regime and r["epsilon"] == eps]
+
+    head = (
+        f"Seeds {seeds}; {len(hyper_grid('dsi', cfg, quick=quick))}-cell grid for none, dsi, dpsgd and "
+        f"dpsgd-group chosen on {VALIDATION:.0%} validation; isotropic at dsi's chosen cell; backdoor at the "
+        f"first cell; {n_canaries} canaries x {n_refs} references (exposure max "
+        f"{np.log2(n_refs + 1):.0f} bits). Mean (sd over seeds)."
+    )
+    rows = [
+        head,
+        "",
+        "| task | regime | epsilon | test accuracy | validation accuracy | canary exposure (bits) | "
+        "attack success rate | chosen cell per seed |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    summary = []
+    for regime, eps in [("none", None)] + [(r, e) for r in regimes for e in epsilons]:
+        sel = cells_of(mem, regime, eps)
+        acc = [r["result"].test_accuracy for r in sel]
+        exp = [r["result"].exposure for r in sel]
+        val = [r["result"].validation_accuracy for r in sel]
+        summary.append(
+            {
+                "task": "memorisation",
+                "regime": regime,
+                "epsilon": eps,
+                "test_accuracy": _mean_sd(acc),
+                "validation_accuracy": _mean_sd(val),
+                "exposure": _mean_sd(exp),
+                "per_seed_test_accuracy": acc,
+                "per_seed_exposure": exp,
+                "chosen": [r["label"] for r in sel],
+            }
+        )
+        rows.append(
+            f"| memorisation | {regime} | {eps if eps is not None else '-'} | {_fmt(acc, 3)} | "
+            f"{_fmt(val, 3)} | {_fmt(exp, 2)} | - | {', '.join(r['label'] for r in sel)} |"
+        )
+    for eps in [None] + ([4.0] if quick else [8.0, 4.0, 2.0]):
+        sel = cells_of(bd, "none" if eps is None else "dsi", eps)
+        acc = [r["result"].clean_accuracy for r in sel]
+        asr = [r["result"].attack_success_rate for r in sel]
+        val = [r["result"].validation_accuracy for r in sel]
+        summary.append(
+            {
+                "task": "backdoor",
+                "regime": sel[0]["regime"],
+                "epsilon": eps,
+                "clean_accuracy": _mean_sd(acc),
+                "validation_accuracy": _mean_sd(val),
+                "attack_success_rate": _mean_sd(asr),
+                "per_seed_clean_accuracy": acc,
+                "per_seed_attack_success_rate": asr,
+                "chosen": [r["label"] for r in sel],
+            }
+        )
+        rows.append(
+            f"| backdoor | {sel[0]['regime']} | {eps if eps is not None else '-'} | {_fmt(acc, 3)} | "
+            f"{_fmt(val, 3)} | - | {_fmt(asr, 3)} | {', '.join(r['label'] for r in sel)} |"
+        )
+    rows += [
+        "",
+        "Per seed (chosen cell): test accuracy / exposure (memorisation), clean accuracy / ASR (backdoor).",
+        "",
+        "| task | regime | epsilon | " + " | ".join(f"seed {s}" for s in seeds) + " |",
+        "|---|---|---|" + "---|" * len(seeds),
+    ]
+    for entry in summary:
+        if entry["task"] == "memorisation":
+            vals = zip(entry["per_seed_test_accuracy"], entry["per_seed_exposure"], strict=True)
+        else:
+            vals = zip(entry["per_seed_clean_accuracy"], entry["per_seed_attack_success_rate"], strict=True)
+        eps = entry["epsilon"]
+        rows.append(
+            f"| {entry['task']} | {entry['regime']} | {eps if eps is not None else '-'} | "
+            + " | ".join(f"{a:.3f} / {b:.2f}" for a, b in vals)
+            + " |"
+        )
+    elapsed = time.perf_counter() - start
+    rows += ["", f"Wall time: {elapsed:.0f} s."]
     ctx.write_table("\n".join(rows))
-    out = {"config": asdict(cfg), "delta": cfg.delta,
-           "memorization": [{k: v for k, v in asdict(r).items()} for r in mem],
-           "backdoor": [asdict(b) for b in bd]}
+    out = {
+        "config": asdict(cfg),
+        "delta": cfg.delta,
+        "seeds": seeds,
+        "epsilons": epsilons,
+        "n_canaries": n_canaries,
+        "n_references": n_refs,
+        "validation": VALIDATION,
+        "protocol": {
+            "total_steps": TOTAL_STEPS,
+            "schedules": QUICK_SCHEDULES if quick else SCHEDULES,
+            "dpsgd_batches": QUICK_BATCHES if quick else DPSGD_BATCHES,
+            "learning_rates": QUICK_LEARNING_RATES if quick else LEARNING_RATES,
+            "selection": "max validation accuracy, ties to the first cell",
+        },
+        "summary": summary,
+        "wall_time_s": elapsed,
+        "memorization": [{k: v for k, v in r.items() if k != "result"} for r in mem],
+        "backdoor": [{k: v for k, v in r.items() if k != "result"} for r in bd],
+    }
     ctx.write_json(out)
 
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
+    mems = [e for e in summary if e["task"] == "memorisation"]
     for regime in regimes:
-        rs = [r for r in mem if r.regime == regime]
-        axes[0].plot([r.epsilon for r in rs], [r.exposure for r in rs], "o-", label=regime)
-        axes[1].plot([r.epsilon for r in rs], [r.test_accuracy for r in rs], "o-", label=regime)
-    axes[0].axhline(mem[0].exposure, color="k", ls=":", label="no noise")
-    axes[1].axhline(mem[0].test_accuracy, color="k", ls=":", label="no noise")
-    for a, lab in zip(axes[:2], ["canary exposure (bits)", "test accuracy"], strict=True):
-        a.set_xscale("log", base=2)
-        a.set_xlabel("epsilon (delta = 1e-5)")
-        a.set_ylabel(lab)
-        a.legend(fontsize=7)
-    labels = ["none" if b.epsilon is None else f"DSI eps={b.epsilon:g}" for b in bd]
-    xs = np.arange(len(bd))
-    axes[2].bar(xs - 0.2, [b.clean_accuracy for b in bd], 0.4, label="clean accuracy")
-    axes[2].bar(xs + 0.2, [b.attack_success_rate for b in bd], 0.4, label="attack success")
+        es = [e for e in mems if e["regime"] == regime]
+        xs = [e["epsilon"] for e in es]
+        for ax, key in zip(axes[:2], ["exposure", "test_accuracy"], strict=True):
+            ax.errorbar(xs, [e[key][0] for e in es], yerr=[e[key][1] for e in es], fmt="o-", capsize=3, label=regime)
+    for ax, key, lab in zip(
+        axes[:2], ["exposure", "test_accuracy"], ["canary exposure (bits)", "test accuracy"], strict=True
+    ):
+        ax.axhline(mems[0][key][0], color="k", ls=":", label="no noise")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("epsilon (delta = 1e-5)")
+        ax.set_ylabel(lab)
+        ax.legend(fontsize=7)
+    bds = [e for e in summary if e["task"] == "backdoor"]
+    labels = ["none" if e["epsilon"] is None else f"DSI eps={e['epsilon']:g}" for e in bds]
+    xs = np.arange(len(bds))
+    axes[2].bar(
+        xs - 0.2,
+        [e["clean_accuracy"][0] for e in bds],
+        0.4,
+        yerr=[e["clean_accuracy"][1] for e in bds],
+        label="clean accuracy",
+    )
+    axes[2].bar(
+        xs + 0.2,
+        [e["attack_success_rate"][0] for e in bds],
+        0.4,
+        yerr=[e["attack_success_rate"][1] for e in bds],
+        label="attack success",
+    )
     axes[2].set_xticks(xs, labels, fontsize=8)
     axes[2].legend(fontsize=7)
-    axes[2].set_title("blended backdoor, digits")
+    axes[2].set_title("blended backdoor, digits (mean, sd over seeds)")
     fig.tight_layout()
     ctx.save_figure(fig)
     return out

@@ -16,12 +16,15 @@ NoiseKind = Literal["dsi", "isotropic"]
 _NOISE = ("dsi", "isotropic")
 
 
-def calibrate_multiplier(epsilon: float | None, noise_multiplier: float | None, delta: float, steps: int,
-                         accountant: str = "zcdp") -> float:
+def calibrate_multiplier(
+    epsilon: float | None, noise_multiplier: float | None, delta: float, steps: int, accountant: str = "zcdp"
+) -> float:
     """The per-release multiplier c from exactly one of a target epsilon or an explicit multiplier."""
     if (epsilon is None) == (noise_multiplier is None):
-        raise ValueError("give exactly one of epsilon (a target, calibrated at delta over steps releases) or "
-                         f"noise_multiplier; got epsilon={epsilon!r}, noise_multiplier={noise_multiplier!r}")
+        raise ValueError(
+            "give exactly one of epsilon (a target, calibrated at delta over steps releases) or "
+            f"noise_multiplier; got epsilon={epsilon!r}, noise_multiplier={noise_multiplier!r}"
+        )
     delta = check_delta(delta)
     steps = check_steps(steps)
     if noise_multiplier is not None:
@@ -29,8 +32,9 @@ def calibrate_multiplier(epsilon: float | None, noise_multiplier: float | None, 
     return sigma_from_epsilon(check_positive(epsilon, name="epsilon"), delta, steps=steps, accountant=accountant)
 
 
-def noise_covariance(differences: Any, budgets: Any, noise: str, *, method: str = "mirror-ascent",
-                     tol: float = 1e-5) -> OptimalCovariance | IsotropicCovariance:
+def noise_covariance(
+    differences: Any, budgets: Any, noise: str, *, method: str = "mirror-ascent", tol: float = 1e-5
+) -> OptimalCovariance | IsotropicCovariance:
     """The unit-multiplier covariance of the chosen noise kind for these differences."""
     if noise not in _NOISE:
         raise ValueError(f"noise must be one of {_NOISE}, got {noise!r}")
@@ -65,9 +69,19 @@ class Mechanism:
     ``epsilon_`` (per difference, at ``delta``), ``noise_trace_`` (c^2 tr Sigma per release).
     """
 
-    def __init__(self, *, epsilon: float | None = None, delta: float = 1e-5, noise_multiplier: float | None = None,
-                 steps: int = 1, noise: NoiseKind = "dsi", method: str = "mirror-ascent", tol: float = 1e-5,
-                 seed: int | None = None, accountant: str = "zcdp") -> None:
+    def __init__(
+        self,
+        *,
+        epsilon: float | None = None,
+        delta: float = 1e-5,
+        noise_multiplier: float | None = None,
+        steps: int = 1,
+        noise: NoiseKind = "dsi",
+        method: str = "mirror-ascent",
+        tol: float = 1e-5,
+        seed: int | None = None,
+        accountant: str = "zcdp",
+    ) -> None:
         self.epsilon = epsilon
         self.delta = delta
         self.noise_multiplier = noise_multiplier
@@ -84,11 +98,15 @@ class Mechanism:
         cov = noise_covariance(differences, budgets, self.noise, method=self.method, tol=self.tol)
         self.covariance_ = cov
         self.noise_multiplier_ = c
-        self.rho_ = np.array([rho_from_sigma(c, steps=self.steps, budget=m) if m > 0 else 0.0
-                              for m in cov.mahalanobis])
-        self.epsilon_ = np.array([epsilon_from_sigma(c, self.delta, steps=self.steps, budget=m,
-                                                     accountant=self.accountant) if m > 0 else 0.0
-                                  for m in cov.mahalanobis])
+        self.rho_ = np.array([rho_from_sigma(c, steps=self.steps, budget=m) if m > 0 else 0.0 for m in cov.mahalanobis])
+        self.epsilon_ = np.array(
+            [
+                epsilon_from_sigma(c, self.delta, steps=self.steps, budget=m, accountant=self.accountant)
+                if m > 0
+                else 0.0
+                for m in cov.mahalanobis
+            ]
+        )
         self.noise_trace_ = c**2 * cov.trace
         self._rng = np.random.default_rng(self.seed)
         return self
@@ -121,6 +139,7 @@ class Mechanism:
     def __repr__(self) -> str:
         eps = "None" if self.epsilon is None else f"{self.epsilon:g}"
         nm = "None" if self.noise_multiplier is None else f"{self.noise_multiplier:g}"
-        return (f"Mechanism(epsilon={eps}, delta={self.delta:g}, noise_multiplier={nm}, steps={self.steps}, "
-                f"noise={self.noise!r}, method={self.method!r}, seed={self.seed!r})")
-
+        return (
+            f"Mechanism(epsilon={eps}, delta={self.delta:g}, noise_multiplier={nm}, steps={self.steps}, "
+            f"noise={self.noise!r}, method={self.method!r}, seed={self.seed!r})"
+        )

@@ -31,8 +31,9 @@ def require_torch() -> Any:
     try:
         import torch
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("DSITrainer and the applications need torch; install it with `pip install dsi[train]`") \
-            from exc
+        raise ImportError(
+            "DSITrainer and the applications need torch; install it with `pip install dsi[train]`"
+        ) from exc
     return torch
 
 
@@ -125,12 +126,28 @@ class DSITrainer:
     leave-one-group-out differences (for audits).
     """
 
-    def __init__(self, model: Any, loss_fn: Callable[[Any, Any], Any] | None = None, *,
-                 optimizer: str | Callable[[Any], Any] = "sgd", lr: float = 0.1, local_steps: int = 1,
-                 batch_size: int | None = None, rounds: int = 10, epsilon: float | None = None,
-                 delta: float = 1e-5, noise_multiplier: float | None = None, noise: str = "dsi",
-                 budgets: Any = 1.0, method: str = "mirror-ascent", tol: float = 1e-5, seed: int | None = None,
-                 progress: bool = False, accountant: str = "zcdp", max_grad_norm: float | None = None) -> None:
+    def __init__(
+        self,
+        model: Any,
+        loss_fn: Callable[[Any, Any], Any] | None = None,
+        *,
+        optimizer: str | Callable[[Any], Any] = "sgd",
+        lr: float = 0.1,
+        local_steps: int = 1,
+        batch_size: int | None = None,
+        rounds: int = 10,
+        epsilon: float | None = None,
+        delta: float = 1e-5,
+        noise_multiplier: float | None = None,
+        noise: str = "dsi",
+        budgets: Any = 1.0,
+        method: str = "mirror-ascent",
+        tol: float = 1e-5,
+        seed: int | None = None,
+        progress: bool = False,
+        accountant: str = "zcdp",
+        max_grad_norm: float | None = None,
+    ) -> None:
         self.model = model
         self.loss_fn = loss_fn
         self.optimizer = optimizer
@@ -159,13 +176,16 @@ class DSITrainer:
         check_steps(self.local_steps)
         check_delta(self.delta)
         if isinstance(self.optimizer, str) and self.optimizer not in ("sgd", "adam"):
-            raise ValueError(f"optimizer must be 'sgd', 'adam' or a callable params -> Optimizer, got {self.optimizer!r}")
+            raise ValueError(
+                f"optimizer must be 'sgd', 'adam' or a callable params -> Optimizer, got {self.optimizer!r}"
+            )
         if not isinstance(self.optimizer, str) and not callable(self.optimizer):
             raise TypeError("optimizer must be 'sgd', 'adam' or a callable params -> torch.optim.Optimizer")
         if not (isinstance(self.lr, (int, float)) and self.lr > 0):
             raise ValueError(f"lr must be a positive number, got {self.lr!r}")
-        if self.max_grad_norm is not None and not (isinstance(self.max_grad_norm, (int, float))
-                                                   and self.max_grad_norm > 0):
+        if self.max_grad_norm is not None and not (
+            isinstance(self.max_grad_norm, (int, float)) and self.max_grad_norm > 0
+        ):
             raise ValueError(f"max_grad_norm must be None or a positive number, got {self.max_grad_norm!r}")
         if self.batch_size is not None and (not isinstance(self.batch_size, int) or self.batch_size < 1):
             raise ValueError(f"batch_size must be None or a positive int, got {self.batch_size!r}")
@@ -185,14 +205,23 @@ class DSITrainer:
         if budgets.ndim == 0:
             budgets = np.full(ids.size, float(budgets))
         if budgets.shape != (ids.size,) or not np.all(np.isfinite(budgets)) or np.any(budgets <= 0):
-            raise ValueError(f"budgets must be a positive scalar or one positive value per protected group "
-                             f"({ids.size} groups: ids {ids[:10].tolist()}...), got shape {budgets.shape}")
+            raise ValueError(
+                f"budgets must be a positive scalar or one positive value per protected group "
+                f"({ids.size} groups: ids {ids[:10].tolist()}...), got shape {budgets.shape}"
+            )
         self.groups_ = ids
         self._budgets = budgets
-        self.noise_multiplier_ = calibrate_multiplier(self.epsilon, self.noise_multiplier, self.delta, rounds,
-                                                      self.accountant)
-        self.epsilon_ = np.array([epsilon_from_sigma(self.noise_multiplier_, self.delta, steps=rounds, budget=b,
-                                                     accountant=self.accountant) for b in budgets])
+        self.noise_multiplier_ = calibrate_multiplier(
+            self.epsilon, self.noise_multiplier, self.delta, rounds, self.accountant
+        )
+        self.epsilon_ = np.array(
+            [
+                epsilon_from_sigma(
+                    self.noise_multiplier_, self.delta, steps=rounds, budget=b, accountant=self.accountant
+                )
+                for b in budgets
+            ]
+        )
         self._rng = np.random.default_rng(self.seed)
         self._torch_gen = torch.Generator().manual_seed(int(self._rng.integers(2**62)))
         self.history_: list[RoundRecord] = []
@@ -242,7 +271,7 @@ class DSITrainer:
         for _ in range(self.local_steps):
             if pos + self.batch_size > n:
                 perm, pos = self._rng.permutation(n), 0
-            out.append(np.sort(perm[pos:pos + self.batch_size]))
+            out.append(np.sort(perm[pos : pos + self.batch_size]))
             pos += self.batch_size
         return out
 
@@ -279,9 +308,16 @@ class DSITrainer:
             max_norm = float(np.sqrt(np.max(np.sum(stack**2, axis=1))))
         with torch.no_grad():
             vector_to_parameters(theta0 + released, params)
-        rec = RoundRecord(round=len(self.history_), loss=loss, n_differences=len(diffs), rank=rank,
-                          noise_trace=float(trace), update_norm=float(torch.linalg.vector_norm(full)),
-                          max_difference_norm=max_norm, solver_iterations=int(iters))
+        rec = RoundRecord(
+            round=len(self.history_),
+            loss=loss,
+            n_differences=len(diffs),
+            rank=rank,
+            noise_trace=float(trace),
+            update_norm=float(torch.linalg.vector_norm(full)),
+            max_difference_norm=max_norm,
+            solver_iterations=int(iters),
+        )
         self.history_.append(rec)
         log.debug("round %d: %s", rec.round, rec)
         return rec
