@@ -6,7 +6,8 @@ re-price for this classifier, the long term; a number fixes the price, the short
 ``decision_function``. Labels may be {-1, +1} or {0, 1}; predictions come back in the same encoding.
 
 - :class:`MarketAwareClassifier`: the paper's method; the market hinge loss with the
-  differentiable price of the current weights, so training anticipates how sellers re-price.
+  differentiable price of the current weights, so training anticipates how sellers re-price, then
+  model selection among its candidates by the exact post-market accuracy (sellers re-price for each).
 - :class:`NaiveClassifier`: plain hinge loss, ignores the market.
 - :class:`BudgetFeatureClassifier`: plain hinge loss with log-budget appended as a feature.
 - :class:`MarketLineSearchClassifier`: naive weights, bias chosen by line search on post-market
