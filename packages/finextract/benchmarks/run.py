@@ -34,16 +34,30 @@ def main() -> None:
 
     report = BenchmarkReport("finextract", packages=["finextract", "diffusers", "peft", "torch", "networkx"])
     unet, vae, text, sched = _components()
-    pipe = StableDiffusionPipeline(vae=vae, text_encoder=text, tokenizer=None, unet=unet, scheduler=sched,
-                                   safety_checker=None, feature_extractor=None, requires_safety_checker=False)
+    pipe = StableDiffusionPipeline(
+        vae=vae,
+        text_encoder=text,
+        tokenizer=None,
+        unet=unet,
+        scheduler=sched,
+        safety_checker=None,
+        feature_extractor=None,
+        requires_safety_checker=False,
+    )
     pipe.set_progress_bar_config(disable=True)
     g = torch.Generator().manual_seed(0)
     emb, neg = torch.randn(1, 8, 16, generator=g), torch.randn(1, 8, 16, generator=g)
     lat = torch.randn(args.n, 4, 8, 8, generator=g)
 
     def peer():
-        return pipe(prompt_embeds=emb.expand(args.n, -1, -1), negative_prompt_embeds=neg.expand(args.n, -1, -1),
-                    latents=lat, num_inference_steps=args.steps, guidance_scale=3.0, output_type="latent").images
+        return pipe(
+            prompt_embeds=emb.expand(args.n, -1, -1),
+            negative_prompt_embeds=neg.expand(args.n, -1, -1),
+            latents=lat,
+            num_inference_steps=args.steps,
+            guidance_scale=3.0,
+            output_type="latent",
+        ).images
 
     den = LatentUNet(unet, vae=vae, scheduler=sched)
     cfg = CFGSampler(den, guidance_scale=3.0, steps=args.steps)
@@ -52,30 +66,60 @@ def main() -> None:
         return cfg.sample(emb, latents=lat, null_cond=neg).samples
 
     diff = float((ours() - peer()).abs().max())
-    sizes = {"images": args.n, "ddim_steps": args.steps, "latent": "4x8x8", "unet_params": sum(
-        p.numel() for p in unet.parameters())}
-    report.add(compare(ours, peer, label="CFG sampling, tiny SD", ours_name="finextract.CFGSampler",
-                       peer_name="diffusers.StableDiffusionPipeline", repeats=args.repeats, sizes=sizes,
-                       metrics={"max_abs_diff_latents": diff}))
+    sizes = {
+        "images": args.n,
+        "ddim_steps": args.steps,
+        "latent": "4x8x8",
+        "unet_params": sum(p.numel() for p in unet.parameters()),
+    }
+    report.add(
+        compare(
+            ours,
+            peer,
+            label="CFG sampling, tiny SD",
+            ours_name="finextract.CFGSampler",
+            peer_name="diffusers.StableDiffusionPipeline",
+            repeats=args.repeats,
+            sizes=sizes,
+            metrics={"max_abs_diff_latents": diff},
+        )
+    )
 
     ft_unet, *_ = _components()
     add_lora(ft_unet, rank=4, seed=0)
     ft = LatentUNet(ft_unet, vae=vae, scheduler=sched)
     fx = ModelGuidanceSampler(without_adapters(ft), ft, w=5.0, k=0.0, steps=args.steps)
-    report.add(compare(lambda: fx.sample(emb, latents=lat, null_cond=neg).samples, peer,
-                       label="FineXtract (LoRA toggled) vs pipeline CFG, tiny SD",
-                       ours_name="finextract.ModelGuidanceSampler", peer_name="diffusers.StableDiffusionPipeline",
-                       repeats=args.repeats, sizes=sizes))
+    report.add(
+        compare(
+            lambda: fx.sample(emb, latents=lat, null_cond=neg).samples,
+            peer,
+            label="FineXtract (LoRA toggled) vs pipeline CFG, tiny SD",
+            ours_name="finextract.ModelGuidanceSampler",
+            peer_name="diffusers.StableDiffusionPipeline",
+            repeats=args.repeats,
+            sizes=sizes,
+        )
+    )
 
     for n_noise in (40, 120):
         feats, labels = _planted(n_noise=n_noise)
         res = cluster_extract(feats, 6)
         found = len({int(labels[i]) for i in res.selected[:6]} - {-1})
-        report.add(compare(lambda f=feats: cluster_extract(f, 6), None, label=f"cluster_extract, {len(feats)} gens",
-                           ours_name="finextract.cluster_extract", repeats=args.repeats,
-                           sizes={"generations": len(feats), "dim": feats.shape[1], "n_train": 6},
-                           metrics={"planted_clusters_recovered": found, "threshold": res.threshold,
-                                    "thresholds_tried": len(res.thresholds)}))
+        report.add(
+            compare(
+                lambda f=feats: cluster_extract(f, 6),
+                None,
+                label=f"cluster_extract, {len(feats)} gens",
+                ours_name="finextract.cluster_extract",
+                repeats=args.repeats,
+                sizes={"generations": len(feats), "dim": feats.shape[1], "n_train": 6},
+                metrics={
+                    "planted_clusters_recovered": found,
+                    "threshold": res.threshold,
+                    "thresholds_tried": len(res.thresholds),
+                },
+            )
+        )
     report.write_json(args.out)
     print(report.to_markdown())
 

@@ -39,8 +39,8 @@ def test_recovers_planted_clusters_and_their_medoids(seed):
     for i, clique in zip(top, res.cliques[:6], strict=True):
         # every planted cluster sits whole inside one clique; noise generations may join it
         assert set(np.flatnonzero(labels == labels[i])) <= set(clique)
-        assert i == _medoid(feats, np.array(clique))                       # nearest the clique mean
-        if set(labels[clique]) == {labels[i]}:                              # pure clique: the cluster medoid
+        assert i == _medoid(feats, np.array(clique))  # nearest the clique mean
+        if set(labels[clique]) == {labels[i]}:  # pure clique: the cluster medoid
             assert i == _medoid(feats, np.flatnonzero(labels == labels[i]))
 
 
@@ -91,8 +91,8 @@ def test_metrics_hand_computed():
     train = np.array([[1.0, 0.0], [0.0, 1.0]])
     ext = np.array([[1.0, 1.0], [1.0, 0.1]])
     m = extraction_metrics(ext, train, thresholds=(0.9,), extractor="features")
-    s1 = 1 / np.sqrt(1.01)                       # train 0 vs [1, 0.1]
-    s2 = 1 / np.sqrt(2)                          # train 1 vs [1, 1]
+    s1 = 1 / np.sqrt(1.01)  # train 0 vs [1, 0.1]
+    s2 = 1 / np.sqrt(2)  # train 1 vs [1, 1]
     assert m.similarity == pytest.approx((s1 + s2) / 2)
     assert m.esr[0.9] == 0.5 and list(m.nearest) == [1, 0]
 

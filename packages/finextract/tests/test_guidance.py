@@ -38,6 +38,7 @@ def _recorders():
         def fn(x, t, cond):
             calls[name].append(cond)
             return torch.full_like(x, float(cond) + offset)
+
         return FunctionDenoiser(fn=fn, sample_shape=(2,), cond_size=10, null_cond=9)
 
     return calls, make("pre", 0.0), make("ft", 100.0)
@@ -49,13 +50,13 @@ def test_base_switches_between_conditional_and_unconditional():
     a_t, a_prev = a.alphas(a.timesteps[0])
     calls, pre, ft = _recorders()
     out = ModelGuidanceSampler(pre, ft, w=3.0, k=None, steps=1).sample(4, latents=x_T).samples
-    assert calls["pre"] == [4] and calls["ft"] == [4]       # k unset: pretrained conditional
+    assert calls["pre"] == [4] and calls["ft"] == [4]  # k unset: pretrained conditional
     eps = 4 + 3 * (104 - 4)
     assert torch.allclose(out, ddim_step(x_T, torch.full_like(x_T, eps), a_t, a_prev)[0])
 
     calls, pre, ft = _recorders()
     out = ModelGuidanceSampler(pre, ft, w=3.0, k=-0.02, steps=1).sample(4, latents=x_T).samples
-    assert calls["pre"] == [9] and calls["ft"] == [4]       # k set: pretrained unconditional (null)
+    assert calls["pre"] == [9] and calls["ft"] == [4]  # k set: pretrained unconditional (null)
     eps = 9 + 3 * (104 - 9) - 0.02 * 9
     assert torch.allclose(out, ddim_step(x_T, torch.full_like(x_T, eps), a_t, a_prev)[0])
 
@@ -67,8 +68,14 @@ def test_base_switches_between_conditional_and_unconditional():
 def test_ddim_step_and_loop_match_diffusers():
     from diffusers import DDIMScheduler
 
-    sched = DDIMScheduler(clip_sample=False, steps_offset=1, set_alpha_to_one=False,
-                          beta_schedule="scaled_linear", beta_start=0.00085, beta_end=0.012)
+    sched = DDIMScheduler(
+        clip_sample=False,
+        steps_offset=1,
+        set_alpha_to_one=False,
+        beta_schedule="scaled_linear",
+        beta_start=0.00085,
+        beta_end=0.012,
+    )
     sched.set_timesteps(10)
     ours = DDIMSchedule.from_scheduler(sched, 10)
     assert list(ours.timesteps) == sched.timesteps.tolist()
@@ -112,7 +119,7 @@ def test_toy_distance_to_memorised_points_falls_with_w():
         d = torch.cdist(out, torch.tensor(MEMORISED)).min(dim=1).values.mean().item()
         dists.append(d)
     assert dists[0] > dists[1] > dists[2]
-    assert dists[2] < 0.1 < dists[0]                       # w = 1/λ recovers the memorised mixture
+    assert dists[2] < 0.1 < dists[0]  # w = 1/λ recovers the memorised mixture
     # w=1 is exactly sampling the fine-tuned score
     out_ft = CFGSampler(ft, guidance_scale=1.0, steps=50).sample(None, latents=x_T).samples
     out_w1 = ModelGuidanceSampler(pre, ft, w=1.0, steps=50).sample(None, latents=x_T).samples
@@ -129,7 +136,7 @@ def test_toy_mixture_eps_is_exact_at_the_ends():
     a = float(DDIMSchedule.from_scheduler("ddim", 1).alphas_cumprod[500])
     x = torch.tensor([[0.3, 0.7]], dtype=torch.float64)
     var = a * 0.25 + 1 - a
-    expected = (1 - a) ** 0.5 * (x - a ** 0.5 * torch.tensor([[1.0, -2.0]], dtype=torch.float64)) / var
+    expected = (1 - a) ** 0.5 * (x - a**0.5 * torch.tensor([[1.0, -2.0]], dtype=torch.float64)) / var
     assert torch.allclose(den(x, 500, None), expected)
 
 

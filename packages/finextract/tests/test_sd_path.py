@@ -12,18 +12,50 @@ def _components(cross_dim=16, seed=0):
     from transformers import CLIPTextConfig, CLIPTextModel
 
     torch.manual_seed(seed)
-    unet = UNet2DConditionModel(sample_size=8, in_channels=4, out_channels=4, block_out_channels=(16, 32),
-                                layers_per_block=1, down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
-                                up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"), cross_attention_dim=cross_dim,
-                                attention_head_dim=4, norm_num_groups=8)
-    vae = AutoencoderKL(in_channels=3, out_channels=3, block_out_channels=(8, 16), latent_channels=4,
-                        norm_num_groups=8, sample_size=16, layers_per_block=1,
-                        down_block_types=("DownEncoderBlock2D",) * 2, up_block_types=("UpDecoderBlock2D",) * 2)
-    text = CLIPTextModel(CLIPTextConfig(hidden_size=cross_dim, intermediate_size=32, num_attention_heads=2,
-                                        num_hidden_layers=1, vocab_size=100, max_position_embeddings=8,
-                                        bos_token_id=0, eos_token_id=1, pad_token_id=1))
-    sched = DDIMScheduler(beta_schedule="scaled_linear", beta_start=0.00085, beta_end=0.012, clip_sample=False,
-                          set_alpha_to_one=False, steps_offset=1)
+    unet = UNet2DConditionModel(
+        sample_size=8,
+        in_channels=4,
+        out_channels=4,
+        block_out_channels=(16, 32),
+        layers_per_block=1,
+        down_block_types=("CrossAttnDownBlock2D", "DownBlock2D"),
+        up_block_types=("UpBlock2D", "CrossAttnUpBlock2D"),
+        cross_attention_dim=cross_dim,
+        attention_head_dim=4,
+        norm_num_groups=8,
+    )
+    vae = AutoencoderKL(
+        in_channels=3,
+        out_channels=3,
+        block_out_channels=(8, 16),
+        latent_channels=4,
+        norm_num_groups=8,
+        sample_size=16,
+        layers_per_block=1,
+        down_block_types=("DownEncoderBlock2D",) * 2,
+        up_block_types=("UpDecoderBlock2D",) * 2,
+    )
+    text = CLIPTextModel(
+        CLIPTextConfig(
+            hidden_size=cross_dim,
+            intermediate_size=32,
+            num_attention_heads=2,
+            num_hidden_layers=1,
+            vocab_size=100,
+            max_position_embeddings=8,
+            bos_token_id=0,
+            eos_token_id=1,
+            pad_token_id=1,
+        )
+    )
+    sched = DDIMScheduler(
+        beta_schedule="scaled_linear",
+        beta_start=0.00085,
+        beta_end=0.012,
+        clip_sample=False,
+        set_alpha_to_one=False,
+        steps_offset=1,
+    )
     return unet, vae, text, sched
 
 
@@ -52,8 +84,9 @@ def _save_char_tokenizer(folder):
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "vocab.json").write_text(json.dumps(vocab))
     (folder / "merges.txt").write_text("#version: 0.2\n")
-    tok = CLIPTokenizer(str(folder / "vocab.json"), str(folder / "merges.txt"), model_max_length=8,
-                        pad_token="<|endoftext|>")
+    tok = CLIPTokenizer(
+        str(folder / "vocab.json"), str(folder / "merges.txt"), model_max_length=8, pad_token="<|endoftext|>"
+    )
     tok.save_pretrained(str(folder))
 
 
@@ -66,12 +99,26 @@ def test_cfg_baseline_matches_stable_diffusion_pipeline():
     from diffusers import StableDiffusionPipeline
 
     unet, vae, text, sched = _components()
-    pipe = StableDiffusionPipeline(vae=vae, text_encoder=text, tokenizer=None, unet=unet, scheduler=sched,
-                                   safety_checker=None, feature_extractor=None, requires_safety_checker=False)
+    pipe = StableDiffusionPipeline(
+        vae=vae,
+        text_encoder=text,
+        tokenizer=None,
+        unet=unet,
+        scheduler=sched,
+        safety_checker=None,
+        feature_extractor=None,
+        requires_safety_checker=False,
+    )
     pipe.set_progress_bar_config(disable=True)
     emb, neg, lat = _embeds()
-    ref = pipe(prompt_embeds=emb.expand(2, -1, -1), negative_prompt_embeds=neg.expand(2, -1, -1), latents=lat,
-               num_inference_steps=5, guidance_scale=3.0, output_type="latent").images
+    ref = pipe(
+        prompt_embeds=emb.expand(2, -1, -1),
+        negative_prompt_embeds=neg.expand(2, -1, -1),
+        latents=lat,
+        num_inference_steps=5,
+        guidance_scale=3.0,
+        output_type="latent",
+    ).images
     ours = CFGSampler(LatentUNet(unet, vae=vae, scheduler=sched), guidance_scale=3.0, steps=5)
     out = ours.sample(emb, latents=lat, null_cond=neg)
     assert torch.allclose(out.samples, ref, atol=1e-4)
@@ -97,24 +144,25 @@ def test_lora_checkpoint_round_trip_and_guidance(sd_folder, tmp_path, layout):
     else:
         from diffusers import StableDiffusionPipeline
 
-        StableDiffusionPipeline.save_lora_weights(tmp_path / "lora",
-                                                  unet_lora_layers=get_peft_model_state_dict(base.unet))
+        StableDiffusionPipeline.save_lora_weights(
+            tmp_path / "lora", unet_lora_layers=get_peft_model_state_dict(base.unet)
+        )
     ft = load_checkpoint(sd_folder, lora=tmp_path / "lora")
     # the adapter-off view is exactly the base model
     off = CFGSampler(without_adapters(ft), guidance_scale=3.0, steps=4).sample(emb, latents=lat, null_cond=neg)
     assert torch.allclose(off.images, plain, atol=1e-6)
     # the reloaded adapter reproduces the in-memory one, and FineXtract runs end to end through the VAE
-    ours = ModelGuidanceSampler(without_adapters(ft), ft, w=5.0, k=0.0, steps=4).sample(emb, latents=lat,
-                                                                                      null_cond=neg)
-    ref = ModelGuidanceSampler(without_adapters(base), base, w=5.0, k=0.0, steps=4).sample(emb, latents=lat,
-                                                                                         null_cond=neg)
+    ours = ModelGuidanceSampler(without_adapters(ft), ft, w=5.0, k=0.0, steps=4).sample(emb, latents=lat, null_cond=neg)
+    ref = ModelGuidanceSampler(without_adapters(base), base, w=5.0, k=0.0, steps=4).sample(
+        emb, latents=lat, null_cond=neg
+    )
     assert torch.allclose(ours.images, ref.images, atol=1e-6)
     assert ours.images.shape == (2, 3, 16, 16)
-    assert (ours.images - off.images).abs().max() > 1e-3   # the adapter matters
+    assert (ours.images - off.images).abs().max() > 1e-3  # the adapter matters
 
 
 def test_full_finetune_folder_pair(sd_folder, tmp_path):
-    unet, vae, text, sched = _components(seed=3)          # "fine-tuned" = different weights, same layout
+    unet, vae, text, sched = _components(seed=3)  # "fine-tuned" = different weights, same layout
     unet.save_pretrained(tmp_path / "unet")
     pre, ft = load_checkpoint(sd_folder), load_checkpoint(tmp_path)
     emb, neg, lat = _embeds()
@@ -167,7 +215,27 @@ def test_prompt_path_with_tokenizer_and_audit_cli(sd_folder, tmp_path):
     add_lora(den.unet, rank=2, seed=0)
     save_lora(den.unet, tmp_path / "lora")
     out = tmp_path / "audit"
-    assert main(["audit", "--pretrained", str(root), "--lora", str(tmp_path / "lora"), "--n-train", "2",
-                 "--n-generations", "4", "--steps", "2", "--prompt", "art style", "--out", str(out)]) == 0
+    assert (
+        main(
+            [
+                "audit",
+                "--pretrained",
+                str(root),
+                "--lora",
+                str(tmp_path / "lora"),
+                "--n-train",
+                "2",
+                "--n-generations",
+                "4",
+                "--steps",
+                "2",
+                "--prompt",
+                "art style",
+                "--out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     report = json.loads((out / "audit.json").read_text())
     assert report["lora"] and len(report["selected_generation_indices"]) == 2

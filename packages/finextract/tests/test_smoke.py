@@ -15,8 +15,10 @@ def test_module_entry_point(tmp_path):
     run = run_module("finextract", "reproduce", tmp_path, timeout=600, env=env)
     out = run.result
     assert {(r["setting"], r["method"]) for r in out["summary"]} == {
-        (s, m) for s in ("full", "lora") for m in ("FineXtract", "CFG baseline", "FineXtract (calibrated)",
-                                                 "CFG baseline (calibrated)")}
+        (s, m)
+        for s in ("full", "lora")
+        for m in ("FineXtract", "CFG baseline", "FineXtract (calibrated)", "CFG baseline (calibrated)")
+    }
     cal = out["calibration"]
     assert cal["seed"] not in out["seeds"]  # calibrated on a held-out seed only
     for chosen in cal["chosen"].values():
@@ -29,10 +31,20 @@ def test_calibrate_picks_best_mean_held_out_as_per_mode_and_method():
     from finextract.experiments import calibrate, grid_methods
 
     grid = grid_methods(w_grid=(2.0, 3.0), k_grid=(0.0,), cfg_grid=(1.0, 3.0))
-    scores = {"full": {"mg w=2.0 k=0.0": [0.8, 0.6], "mg w=3.0 k=0.0": [0.9, 0.6],
-                       "cfg s=1.0": [0.7, 0.7], "cfg s=3.0": [0.7, 0.7]},
-              "lora": {"mg w=2.0 k=0.0": [0.5, 0.9], "mg w=3.0 k=0.0": [0.6, 0.6],
-                       "cfg s=1.0": [0.1, 0.1], "cfg s=3.0": [0.2, 0.1]}}
+    scores = {
+        "full": {
+            "mg w=2.0 k=0.0": [0.8, 0.6],
+            "mg w=3.0 k=0.0": [0.9, 0.6],
+            "cfg s=1.0": [0.7, 0.7],
+            "cfg s=3.0": [0.7, 0.7],
+        },
+        "lora": {
+            "mg w=2.0 k=0.0": [0.5, 0.9],
+            "mg w=3.0 k=0.0": [0.6, 0.6],
+            "cfg s=1.0": [0.1, 0.1],
+            "cfg s=3.0": [0.2, 0.1],
+        },
+    }
     chosen = calibrate(scores, grid)
     assert chosen["full"] == {"FineXtract (calibrated)": ("mg", 3.0, 0.0), "CFG baseline (calibrated)": ("cfg", 1.0)}
     assert chosen["lora"] == {"FineXtract (calibrated)": ("mg", 2.0, 0.0), "CFG baseline (calibrated)": ("cfg", 3.0)}

@@ -20,11 +20,17 @@ from finextract.experiments import demo, reproduce
 
 
 def _audit_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m finextract audit",
-                                description="extract likely fine-tuning images from a fine-tuned diffusion model")
+    p = argparse.ArgumentParser(
+        prog="python -m finextract audit",
+        description="extract likely fine-tuning images from a fine-tuned diffusion model",
+    )
     p.add_argument("--pretrained", type=Path, required=True, help="local diffusers folder of the base model")
-    p.add_argument("--finetuned", type=Path, default=None,
-                   help="local diffusers folder of the fine-tuned model (omit when --lora is given)")
+    p.add_argument(
+        "--finetuned",
+        type=Path,
+        default=None,
+        help="local diffusers folder of the fine-tuned model (omit when --lora is given)",
+    )
     p.add_argument("--lora", type=Path, default=None, help="LoRA adapter folder applied on top of --pretrained")
     p.add_argument("--n-train", type=int, required=True, help="number of fine-tuning images N")
     p.add_argument("--n-generations", type=int, default=None, help="images to generate (default 50 N)")
@@ -76,25 +82,50 @@ def audit(argv: list[str]) -> int:
         kw["null_cond"] = torch.load(args.null_embeds, map_location="cpu")
     n_gen = args.n_generations or 50 * args.n_train
     sampler = ModelGuidanceSampler(pre, ft, w=w, k=k, steps=args.steps, batch_size=args.batch_size, progress=True)
-    res = extract(sampler, cond, n_train=args.n_train, n_generations=n_gen,
-                  generator=torch.Generator().manual_seed(args.seed), extractor=args.sscd, **kw)
+    res = extract(
+        sampler,
+        cond,
+        n_train=args.n_train,
+        n_generations=n_gen,
+        generator=torch.Generator().manual_seed(args.seed),
+        extractor=args.sscd,
+        **kw,
+    )
     args.out.mkdir(parents=True, exist_ok=True)
     sizes = [len(c) for c in res.cluster.cliques[: args.n_train]]
-    save_figure(_grid([("extracted", res.extracted)], "most likely training images (clique size: "
-                      + ", ".join(map(str, sizes)) + ")"), args.out / "audit.png")
-    report = {"pretrained": str(args.pretrained), "finetuned": str(args.finetuned or args.lora), "lora": lora,
-              "w": w, "k": k, "steps": args.steps, "n_generations": n_gen, "n_train": args.n_train,
-              "features": str(args.sscd or "pixel cosine"), "threshold": res.cluster.threshold,
-              "thresholds_tried": res.cluster.thresholds, "clique_sizes": sizes,
-              "selected_generation_indices": res.cluster.selected[: args.n_train].tolist()}
+    save_figure(
+        _grid(
+            [("extracted", res.extracted)],
+            "most likely training images (clique size: " + ", ".join(map(str, sizes)) + ")",
+        ),
+        args.out / "audit.png",
+    )
+    report = {
+        "pretrained": str(args.pretrained),
+        "finetuned": str(args.finetuned or args.lora),
+        "lora": lora,
+        "w": w,
+        "k": k,
+        "steps": args.steps,
+        "n_generations": n_gen,
+        "n_train": args.n_train,
+        "features": str(args.sscd or "pixel cosine"),
+        "threshold": res.cluster.threshold,
+        "thresholds_tried": res.cluster.thresholds,
+        "clique_sizes": sizes,
+        "selected_generation_indices": res.cluster.selected[: args.n_train].tolist(),
+    }
     (args.out / "audit.json").write_text(json.dumps(report, indent=2))
     lines = ["| rank | generation | clique size |", "|---|---|---|"]
-    lines += [f"| {i + 1} | {g} | {s} |" for i, (g, s) in enumerate(zip(report["selected_generation_indices"],
-                                                                      sizes, strict=True))]
+    lines += [
+        f"| {i + 1} | {g} | {s} |"
+        for i, (g, s) in enumerate(zip(report["selected_generation_indices"], sizes, strict=True))
+    ]
     (args.out / "audit.md").write_text(
         f"FineXtract audit: w={w}, k={k}, {n_gen} generations, N={args.n_train}; stopping similarity threshold "
         f"{res.cluster.threshold:.2f}. Large cliques = many generations converging on one image, the signature "
-        "of a memorised training image (see audit.png).\n\n" + "\n".join(lines) + "\n")
+        "of a memorised training image (see audit.png).\n\n" + "\n".join(lines) + "\n"
+    )
     print(f"finextract audit wrote {args.out / 'audit.png'}, audit.md, audit.json")
     return 0
 

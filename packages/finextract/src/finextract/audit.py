@@ -25,10 +25,20 @@ class ExtractionResult:
     metrics: ExtractionMetrics | None
 
 
-def extract(sampler: Any, cond: Any, *, n_train: int, n_generations: int | None = None,
-            latents: torch.Tensor | None = None, generator: torch.Generator | None = None, extractor: Any = None,
-            train_images: torch.Tensor | None = None, thresholds: Sequence[float] = (0.7, 0.6),
-            keep: int | None = None, **sample_kw: Any) -> ExtractionResult:
+def extract(
+    sampler: Any,
+    cond: Any,
+    *,
+    n_train: int,
+    n_generations: int | None = None,
+    latents: torch.Tensor | None = None,
+    generator: torch.Generator | None = None,
+    extractor: Any = None,
+    train_images: torch.Tensor | None = None,
+    thresholds: Sequence[float] = (0.7, 0.6),
+    keep: int | None = None,
+    **sample_kw: Any,
+) -> ExtractionResult:
     """Run ``sampler`` (a :class:`ModelGuidanceSampler` or :class:`CFGSampler`), cluster and score.
 
     ``n_generations`` defaults to 50 per training image (the paper's 500 for N = 10) unless ``latents`` are
@@ -42,8 +52,7 @@ def extract(sampler: Any, cond: Any, *, n_train: int, n_generations: int | None 
         raise ValueError(f"n_train must be a positive int, got {n_train!r}")
     if n_train > n:
         raise ValueError(f"n_train={n_train} is larger than the number of generations ({n})")
-    out = sampler.sample(cond, n=None if latents is not None else n, latents=latents, generator=generator,
-                         **sample_kw)
+    out = sampler.sample(cond, n=None if latents is not None else n, latents=latents, generator=generator, **sample_kw)
     images = out.images.clamp(-1, 1).cpu()
     cluster = cluster_extract(extract_features(images, extractor), n_train)
     picked = cluster.selected[: keep or n_train]

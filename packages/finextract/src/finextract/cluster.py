@@ -59,15 +59,17 @@ class SSCDFeatures:
             x = x.expand(-1, 3, -1, -1)
         h, w = x.shape[-2:]
         scale = 256 / min(h, w)
-        x = F.interpolate(x, size=(round(h * scale), round(w * scale)), mode="bilinear", antialias=True,
-                          align_corners=False)
+        x = F.interpolate(
+            x, size=(round(h * scale), round(w * scale)), mode="bilinear", antialias=True, align_corners=False
+        )
         top, left = (x.shape[-2] - 224) // 2, (x.shape[-1] - 224) // 2
-        x = (x[..., top:top + 224, left:left + 224] - 0.5) / 0.5
+        x = (x[..., top : top + 224, left : left + 224] - 0.5) / 0.5
         return self._model()(x.to(self.device)).detach().cpu().numpy().astype(np.float64)
 
 
-def extract_features(images: torch.Tensor | np.ndarray,
-                     extractor: str | Path | Callable[[Any], Any] | None = None) -> np.ndarray:
+def extract_features(
+    images: torch.Tensor | np.ndarray, extractor: str | Path | Callable[[Any], Any] | None = None
+) -> np.ndarray:
     """Features for similarity: ``None``/"pixel" → :func:`pixel_features`; a path → :class:`SSCDFeatures`;
     any callable ``images -> (n, d)`` array or tensor."""
     if extractor is None or (isinstance(extractor, str) and extractor == "pixel"):
@@ -75,8 +77,10 @@ def extract_features(images: torch.Tensor | np.ndarray,
     if isinstance(extractor, (str, Path)):
         extractor = SSCDFeatures(extractor)
     if not callable(extractor):
-        raise TypeError(f"extractor must be None, 'pixel', a path to an SSCD TorchScript file or a callable, "
-                        f"got {type(extractor).__name__}")
+        raise TypeError(
+            f"extractor must be None, 'pixel', a path to an SSCD TorchScript file or a callable, "
+            f"got {type(extractor).__name__}"
+        )
     feats = extractor(images)
     if isinstance(feats, torch.Tensor):
         feats = feats.detach().cpu().numpy()
@@ -131,9 +135,16 @@ def _peel_cliques(sim: np.ndarray, threshold: float, budget: int) -> list[list[i
     return cliques
 
 
-def cluster_extract(features: np.ndarray | torch.Tensor, n_train: int, *, quantile: float = 0.25,
-                    step: float = 0.01, n_quantile_samples: int = 1000, seed: int = 0,
-                    max_enumerated: int = 20_000) -> ClusterResult:
+def cluster_extract(
+    features: np.ndarray | torch.Tensor,
+    n_train: int,
+    *,
+    quantile: float = 0.25,
+    step: float = 0.01,
+    n_quantile_samples: int = 1000,
+    seed: int = 0,
+    max_enumerated: int = 20_000,
+) -> ClusterResult:
     """FineXtract's selection of the most likely training images among generations.
 
     Parameters
@@ -151,16 +162,17 @@ def cluster_extract(features: np.ndarray | torch.Tensor, n_train: int, *, quanti
     seed
         Seed for the random similarities that set the start threshold.
     """
-    feats = np.asarray(features.detach().cpu() if isinstance(features, torch.Tensor) else features,
-                       dtype=np.float64)
+    feats = np.asarray(features.detach().cpu() if isinstance(features, torch.Tensor) else features, dtype=np.float64)
     if feats.ndim != 2:
         raise ValueError(f"features must be 2-D (n_generations, dim), got shape {feats.shape}")
     n = feats.shape[0]
     if isinstance(n_train, bool) or not isinstance(n_train, (int, np.integer)) or n_train < 1:
         raise ValueError(f"n_train must be a positive int, got {n_train!r}")
     if n_train > n:
-        raise ValueError(f"n_train={n_train} is larger than the number of generations ({n}); generate at least "
-                         "n_train images (the paper uses 50 per training image)")
+        raise ValueError(
+            f"n_train={n_train} is larger than the number of generations ({n}); generate at least "
+            "n_train images (the paper uses 50 per training image)"
+        )
     if isinstance(max_enumerated, bool) or not isinstance(max_enumerated, int) or max_enumerated < 1:
         raise ValueError(f"max_enumerated must be a positive int, got {max_enumerated!r}")
     if not 0 < quantile < 1 or not 0 < step < 1:
@@ -189,5 +201,11 @@ def cluster_extract(features: np.ndarray | torch.Tensor, n_train: int, *, quanti
             break
     cliques.sort(key=lambda c: (-len(c), c[0]))
     selected = np.array([c[int(np.argmin(np.linalg.norm(feats[c] - feats[c].mean(0), axis=1)))] for c in cliques])
-    return ClusterResult(selected=selected, cliques=cliques, threshold=tau, thresholds=thresholds,
-                         n_cliques=counts, start_threshold=start)
+    return ClusterResult(
+        selected=selected,
+        cliques=cliques,
+        threshold=tau,
+        thresholds=thresholds,
+        n_cliques=counts,
+        start_threshold=start,
+    )

@@ -106,7 +106,7 @@ class PixelUNet(Denoiser):
             return super().pair(x, t, cond_a, cond_b)
         tt = torch.full((2 * x.shape[0],), int(t), device=x.device, dtype=torch.long)
         out = self.unet(torch.cat([x, x]), tt, class_labels=torch.cat([a, b])).sample
-        return out[: x.shape[0]], out[x.shape[0]:]
+        return out[: x.shape[0]], out[x.shape[0] :]
 
 
 @dataclass
@@ -143,11 +143,14 @@ class LatentUNet(Denoiser):
 
     def _embeds(self, cond: Any, x: torch.Tensor) -> torch.Tensor:
         if not isinstance(cond, torch.Tensor) or cond.ndim != 3:
-            raise ValueError("a UNet2DConditionModel needs prompt embeddings of shape (B or 1, L, D), "
-                             f"got {type(cond).__name__}{tuple(getattr(cond, 'shape', ()))}")
+            raise ValueError(
+                "a UNet2DConditionModel needs prompt embeddings of shape (B or 1, L, D), "
+                f"got {type(cond).__name__}{tuple(getattr(cond, 'shape', ()))}"
+            )
         if cond.shape[-1] != self.cond_size:
-            raise ValueError(f"prompt embeddings have width {cond.shape[-1]} but the UNet's cross_attention_dim "
-                             f"is {self.cond_size}")
+            raise ValueError(
+                f"prompt embeddings have width {cond.shape[-1]} but the UNet's cross_attention_dim is {self.cond_size}"
+            )
         if cond.shape[0] == 1 and x.shape[0] != 1:
             cond = cond.expand(x.shape[0], -1, -1)
         return cond.to(device=x.device, dtype=x.dtype)
@@ -162,14 +165,19 @@ class LatentUNet(Denoiser):
             return self(x, t, cond_a), self(x, t, cond_b)
         tt = torch.full((2 * x.shape[0],), int(t), device=x.device, dtype=torch.long)
         out = self.unet(torch.cat([x, x]), tt, encoder_hidden_states=torch.cat([a, b])).sample
-        return out[: x.shape[0]], out[x.shape[0]:]
+        return out[: x.shape[0]], out[x.shape[0] :]
 
     def encode_prompt(self, prompt: str | list[str]) -> torch.Tensor:
         """Embed ``prompt`` with this model's tokenizer and text encoder: (B, L, D)."""
         if self.tokenizer is None or self.text_encoder is None:
             raise ValueError("encode_prompt needs a tokenizer and a text encoder; pass prompt embeddings instead")
-        ids = self.tokenizer(prompt, padding="max_length", max_length=self.tokenizer.model_max_length,
-                             truncation=True, return_tensors="pt").input_ids
+        ids = self.tokenizer(
+            prompt,
+            padding="max_length",
+            max_length=self.tokenizer.model_max_length,
+            truncation=True,
+            return_tensors="pt",
+        ).input_ids
         with torch.no_grad():
             return self.text_encoder(ids.to(self.device))[0]
 
@@ -207,15 +215,22 @@ def as_denoiser(model: Any) -> Denoiser:
         return model
     name = type(model).__name__
     if hasattr(model, "unet") and hasattr(model, "vae"):  # a diffusers pipeline
-        return LatentUNet(model.unet, vae=model.vae, text_encoder=getattr(model, "text_encoder", None),
-                          tokenizer=getattr(model, "tokenizer", None), scheduler=getattr(model, "scheduler", None))
+        return LatentUNet(
+            model.unet,
+            vae=model.vae,
+            text_encoder=getattr(model, "text_encoder", None),
+            tokenizer=getattr(model, "tokenizer", None),
+            scheduler=getattr(model, "scheduler", None),
+        )
     cfg = getattr(model, "config", None)
     if cfg is not None and getattr(cfg, "cross_attention_dim", None) is not None:
         return LatentUNet(model)
     if cfg is not None and hasattr(cfg, "in_channels") and hasattr(cfg, "sample_size"):
         return PixelUNet(model)
-    raise TypeError(f"cannot use a {name} as a noise predictor: pass a diffusers UNet2DModel, UNet2DConditionModel, "
-                    "a Stable-Diffusion pipeline, or a finextract Denoiser (FunctionDenoiser wraps any callable)")
+    raise TypeError(
+        f"cannot use a {name} as a noise predictor: pass a diffusers UNet2DModel, UNet2DConditionModel, "
+        "a Stable-Diffusion pipeline, or a finextract Denoiser (FunctionDenoiser wraps any callable)"
+    )
 
 
 def _tuner_layers(module: torch.nn.Module) -> list[Any]:
@@ -272,6 +287,8 @@ def without_adapters(model: Any) -> Denoiser:
     den = as_denoiser(model)
     unet = getattr(den, "unet", None)
     if unet is None or not _tuner_layers(unet):
-        raise ValueError("without_adapters needs a UNet carrying peft LoRA adapters (see finextract.add_lora / "
-                         "load_lora); this model has none")
+        raise ValueError(
+            "without_adapters needs a UNet carrying peft LoRA adapters (see finextract.add_lora / "
+            "load_lora); this model has none"
+        )
     return _AdaptersOff(den)

@@ -20,7 +20,13 @@ log = logging.getLogger(__name__)
 #: paper settings (Generator.py): DreamBooth w=3, k=-0.02; LoRA w=5, k=0; baseline CFG 3.0
 SETTINGS = {"full": {"w": 3.0, "k": -0.02}, "lora": {"w": 5.0, "k": 0.0}}
 CFG_SCALE = 3.0
-ESR_THRESHOLDS = (0.9, 0.8)  # on the pixel-correlation scale of 8x8 digits
+#: A-ESR thresholds on the pixel-correlation scale of 8x8 digits. The acceptance threshold is the first, 0.9, fixed
+#: by a data-only rule before the test seeds were run: about the 90th percentile (0.898) of the best pixel
+#: correlation between a training image and N = 8 *other writers'* 8s and 9s (:func:`no_extraction_reference`),
+#: so matching at 0.9 is rarer than chance look-alikes. At 0.8 about half of such look-alikes already count.
+ESR_THRESHOLDS = (0.9, 0.8)
+#: checkpoints cached under an older layout (new token initialised to the null class) are not reused
+CACHE_TAG = "tok2"
 
 
 @dataclass
@@ -39,11 +45,14 @@ class Config:
 
 #: fine-tuning degree: "light" leaves the model part-way to the data (the paper's λ < 1 premise), "strong" nearly
 #: memorises the 8 images so plain sampling already returns them
-REGIMES = {"light": {"full_steps": 30, "full_lr": 2e-4, "lora_steps": 30, "lora_lr": 5e-4},
-           "strong": {"full_steps": 150, "full_lr": 2e-4, "lora_steps": 150, "lora_lr": 2e-3}}
+REGIMES = {
+    "light": {"full_steps": 30, "full_lr": 2e-4, "lora_steps": 30, "lora_lr": 5e-4},
+    "strong": {"full_steps": 150, "full_lr": 2e-4, "lora_steps": 150, "lora_lr": 2e-3},
+}
 
-QUICK = Config(pretrain_steps=60, full_steps=15, full_lr=1e-3, lora_steps=15, lora_lr=1e-2, gen_per_image=3,
-               ddim_steps=8)
+QUICK = Config(
+    pretrain_steps=60, full_steps=15, full_lr=1e-3, lora_steps=15, lora_lr=1e-2, gen_per_image=3, ddim_steps=8
+)
 
 
 #: calibration grids, searched on a held-out seed (never one of the test seeds). Per fine-tuning mode (full / LoRA,
@@ -64,31 +73,51 @@ def paper_methods(mode: str) -> Methods:
     return {"FineXtract": ("mg", SETTINGS[mode]["w"], SETTINGS[mode]["k"]), "CFG baseline": ("cfg", CFG_SCALE)}
 
 
-def grid_methods(*, w_grid: tuple[float, ...] = W_GRID, k_grid: tuple[float, ...] = K_GRID,
-                 cfg_grid: tuple[float, ...] = CFG_GRID) -> Methods:
+def grid_methods(
+    *, w_grid: tuple[float, ...] = W_GRID, k_grid: tuple[float, ...] = K_GRID, cfg_grid: tuple[float, ...] = CFG_GRID
+) -> Methods:
     """Every calibration candidate, named ``mg w=.. k=..`` and ``cfg s=..``."""
     out: Methods = {f"mg w={w} k={k}": ("mg", w, k) for w in w_grid for k in k_grid}
     out.update({f"cfg s={s}": ("cfg", s) for s in cfg_grid})
     return out
 
 
-def run_setting(pre: PixelUNet, data: Any, mode: str, cfg: Config, seed: int, cache: Any = None,
-                methods: Methods | None = None) -> dict[str, ExtractionResult]:
+def run_setting(
+    pre: PixelUNet, data: Any, mode: str, cfg: Config, seed: int, cache: Any = None, methods: Methods | None = None
+) -> dict[str, ExtractionResult]:
     """Fine-tune (full or LoRA) on ``data.finetune_images`` and extract with each method (default: the paper's
     FineXtract and CFG settings). All methods share the initial latents, DDIM steps and x0 rescaling."""
     lora = mode == "lora"
-    ft = finetune(pre, data.finetune_images, steps=cfg.lora_steps if lora else cfg.full_steps,
-                  lr=cfg.lora_lr if lora else cfg.full_lr, lora_rank=cfg.lora_rank if lora else None, seed=seed,
-                  cache=cache)
+    ft = finetune(
+        pre,
+        data.finetune_images,
+        steps=cfg.lora_steps if lora else cfg.full_steps,
+        lr=cfg.lora_lr if lora else cfg.full_lr,
+        lora_rank=cfg.lora_rank if lora else None,
+        seed=seed,
+        cache=cache,
+    )
     base = without_adapters(ft) if lora else pre
     n_gen = cfg.gen_per_image * cfg.n_train
     latents = torch.randn((n_gen, *ft.sample_shape), generator=torch.Generator().manual_seed(1000 + seed))
     common = {"steps": cfg.ddim_steps, "rescale_x0": cfg.rescale_x0}
-    samplers = {name: ModelGuidanceSampler(base, ft, w=m[1], k=m[2], **common) if m[0] == "mg"
-                else CFGSampler(ft, guidance_scale=m[1], **common)
-                for name, m in (methods or paper_methods(mode)).items()}
-    return {name: extract(s, NEW_TOKEN, n_train=cfg.n_train, latents=latents, train_images=data.finetune_images,
-                          thresholds=ESR_THRESHOLDS) for name, s in samplers.items()}
+    samplers = {
+        name: ModelGuidanceSampler(base, ft, w=m[1], k=m[2], **common)
+        if m[0] == "mg"
+        else CFGSampler(ft, guidance_scale=m[1], **common)
+        for name, m in (methods or paper_methods(mode)).items()
+    }
+    return {
+        name: extract(
+            s,
+            NEW_TOKEN,
+            n_train=cfg.n_train,
+            latents=latents,
+            train_images=data.finetune_images,
+            thresholds=ESR_THRESHOLDS,
+        )
+        for name, s in samplers.items()
+    }
 
 
 def calibrate(scores: dict[str, dict[str, list[float]]], grid: Methods) -> dict[str, Methods]:
@@ -107,19 +136,50 @@ def calibrate(scores: dict[str, dict[str, list[float]]], grid: Methods) -> dict[
     return out
 
 
+def no_extraction_reference(n_train: int = 8, *, trials: int = 2000, seed: int = 123) -> dict[str, Any]:
+    """A-ESR and AS of a set that extracts nothing: N real held-out 8s/9s by other writers scored against N
+    training images drawn from the same pool (pixel cosine), over ``trials`` random draws. Uses no model."""
+    from sklearn.datasets import load_digits
+
+    from finextract.cluster import cosine_matrix, pixel_features
+
+    d = load_digits()
+    held = np.flatnonzero(d.target >= 8)
+    feats = pixel_features(torch.tensor(d.images[held], dtype=torch.float32)[:, None] / 8.0 - 1.0)
+    sim = cosine_matrix(feats, feats)
+    rng = np.random.default_rng(seed)
+    best = []
+    for _ in range(trials):
+        perm = rng.permutation(held.size)
+        best.append(sim[np.ix_(perm[:n_train], perm[n_train : 2 * n_train])].max(axis=1))
+    b = np.concatenate(best)
+    return {
+        "n_train": n_train,
+        "trials": trials,
+        "AS": float(b.mean()),
+        **{f"A-ESR@{t}": float(np.mean(b >= t)) for t in ESR_THRESHOLDS},
+        "quantiles": {str(q): float(np.quantile(b, q)) for q in (0.5, 0.9, 0.95)},
+    }
+
+
 def _row(mode: str, seed: int, method: str, r: ExtractionResult) -> dict[str, Any]:
     m = r.metrics
-    return {"setting": mode, "seed": seed, "method": method, "AS": m.similarity,
-            **{f"A-ESR@{t}": v for t, v in m.esr.items()}, "threshold": r.cluster.threshold,
-            "n_cliques": len(r.cluster.cliques)}
+    return {
+        "setting": mode,
+        "seed": seed,
+        "method": method,
+        "AS": m.similarity,
+        **{f"A-ESR@{t}": v for t, v in m.esr.items()},
+        "threshold": r.cluster.threshold,
+        "n_cliques": len(r.cluster.cliques),
+    }
 
 
 def _grid(fig_rows: list[tuple[str, torch.Tensor]], title: str) -> Any:
     import matplotlib.pyplot as plt
 
     n_cols = max(t.shape[0] for _, t in fig_rows)
-    fig, axes = plt.subplots(len(fig_rows), n_cols, figsize=(1.0 * n_cols + 1.5, 1.1 * len(fig_rows)),
-                             squeeze=False)
+    fig, axes = plt.subplots(len(fig_rows), n_cols, figsize=(1.0 * n_cols + 1.5, 1.1 * len(fig_rows)), squeeze=False)
     for r, (label, imgs) in enumerate(fig_rows):
         for c in range(n_cols):
             ax = axes[r][c]
@@ -143,8 +203,9 @@ def _matched(train: torch.Tensor, r: ExtractionResult) -> torch.Tensor:
 def _markdown(rows: list[dict[str, Any]], keys: list[str]) -> str:
     lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
     for row in rows:
-        lines.append("| " + " | ".join(f"{row[k]:.3f}" if isinstance(row[k], float) else str(row[k])
-                                       for k in keys) + " |")
+        lines.append(
+            "| " + " | ".join(f"{row[k]:.3f}" if isinstance(row[k], float) else str(row[k]) for k in keys) + " |"
+        )
     return "\n".join(lines)
 
 
@@ -158,8 +219,10 @@ def demo(ctx: RunContext) -> None:
     rows = [_row("full", ctx.seed, name, r) for name, r in res.items()]
     ctx.write_table(_markdown(rows, ["method", "AS", *[f"A-ESR@{t}" for t in ESR_THRESHOLDS], "threshold"]))
     train = data.finetune_images
-    fig = _grid([("training", train)] + [(name, _matched(train, r)) for name, r in res.items()],
-                "fine-tuning images vs the extracted image matched to each (pixel cosine)")
+    fig = _grid(
+        [("training", train)] + [(name, _matched(train, r)) for name, r in res.items()],
+        "fine-tuning images vs the extracted image matched to each (pixel cosine)",
+    )
     ctx.save_figure(fig)
 
 
@@ -173,16 +236,22 @@ def reproduce(ctx: RunContext) -> None:
     regimes = {"quick": {}} if ctx.quick else REGIMES
     seeds = [ctx.seed] if ctx.quick else [ctx.seed, ctx.seed + 1, ctx.seed + 2]
     cal_seed = ctx.seed + CALIBRATION_OFFSET
-    grid_kw: dict[str, tuple[float, ...]] = (QUICK_GRID if ctx.quick else
-                                             {"w_grid": W_GRID, "k_grid": K_GRID, "cfg_grid": CFG_GRID})
+    grid_kw: dict[str, tuple[float, ...]] = (
+        QUICK_GRID if ctx.quick else {"w_grid": W_GRID, "k_grid": K_GRID, "cfg_grid": CFG_GRID}
+    )
     grid = grid_methods(**grid_kw)
     data0 = digits_data(base_cfg.n_train, seed=ctx.seed)
     cache = None if ctx.quick else ctx.path("checkpoints")
-    pre = pretrain(data0, steps=base_cfg.pretrain_steps, batch_size=64, seed=ctx.seed,
-                   cache=None if cache is None else cache / f"pretrained-{base_cfg.pretrain_steps}")
+    pre = pretrain(
+        data0,
+        steps=base_cfg.pretrain_steps,
+        batch_size=64,
+        seed=ctx.seed,
+        cache=None if cache is None else cache / f"pretrained-{base_cfg.pretrain_steps}",
+    )
 
     def sub(regime: str, mode: str, seed: int) -> Any:
-        return None if cache is None else cache / f"{regime}-{mode}-seed{seed}"
+        return None if cache is None else cache / f"{regime}-{mode}-seed{seed}-{CACHE_TAG}"
 
     # 1. calibration on the held-out seed: every grid candidate for both methods
     scores: dict[str, dict[str, list[float]]] = {"full": {}, "lora": {}}
@@ -191,8 +260,7 @@ def reproduce(ctx: RunContext) -> None:
         cfg = replace(base_cfg, **overrides)
         data = digits_data(cfg.n_train, seed=cal_seed)
         for mode in ("full", "lora"):
-            res = run_setting(pre, data, mode, cfg, cal_seed, cache=sub(regime, mode, cal_seed),
-                              methods=grid)
+            res = run_setting(pre, data, mode, cfg, cal_seed, cache=sub(regime, mode, cal_seed), methods=grid)
             for name, r in res.items():
                 scores[mode].setdefault(name, []).append(r.metrics.similarity)
                 cal_rows.append({"regime": regime, **_row(mode, cal_seed, name, r)})
@@ -207,8 +275,15 @@ def reproduce(ctx: RunContext) -> None:
         for seed in seeds:
             data = digits_data(cfg.n_train, seed=seed)
             for mode in ("full", "lora"):
-                res = run_setting(pre, data, mode, cfg, seed, cache=sub(regime, mode, seed),
-                                  methods={**paper_methods(mode), **chosen[mode]})
+                res = run_setting(
+                    pre,
+                    data,
+                    mode,
+                    cfg,
+                    seed,
+                    cache=sub(regime, mode, seed),
+                    methods={**paper_methods(mode), **chosen[mode]},
+                )
                 rows += [{"regime": regime, **_row(mode, seed, name, r)} for name, r in res.items()]
                 if seed == seeds[0] and regime == next(iter(regimes)):
                     grids.append((f"train ({mode})", data.finetune_images))
@@ -221,8 +296,12 @@ def reproduce(ctx: RunContext) -> None:
             for method in methods:
                 sel = [r for r in rows if (r["regime"], r["setting"], r["method"]) == (regime, mode, method)]
                 m = chosen[mode].get(method) or paper_methods(mode)[method]
-                entry: dict[str, Any] = {"regime": regime, "setting": mode, "method": method,
-                                         "params": f"w={m[1]}, k={m[2]}" if m[0] == "mg" else f"s={m[1]}"}
+                entry: dict[str, Any] = {
+                    "regime": regime,
+                    "setting": mode,
+                    "method": method,
+                    "params": f"w={m[1]}, k={m[2]}" if m[0] == "mg" else f"s={m[1]}",
+                }
                 for key in metric_keys:
                     vals = np.array([r[key] for r in sel])
                     entry[key] = float(vals.mean())
@@ -230,9 +309,18 @@ def reproduce(ctx: RunContext) -> None:
                 summary.append(entry)
     keys = ["regime", "setting", "method", "params", *[k for m in metric_keys for k in (m, m + " sd")]]
     ctx.write_table(_markdown(summary, keys))
-    ctx.write_json({"config": base_cfg.__dict__, "regimes": regimes, "seeds": seeds, "settings": SETTINGS,
-                    "cfg_scale": CFG_SCALE, "calibration": {"seed": cal_seed, **grid_kw, "chosen": chosen,
-                                                            "runs": cal_rows},
-                    "summary": summary, "runs": rows})
+    ctx.write_json(
+        {
+            "config": base_cfg.__dict__,
+            "regimes": regimes,
+            "seeds": seeds,
+            "settings": SETTINGS,
+            "cfg_scale": CFG_SCALE,
+            "calibration": {"seed": cal_seed, **grid_kw, "chosen": chosen, "runs": cal_rows},
+            "no_extraction_reference": no_extraction_reference(base_cfg.n_train),
+            "summary": summary,
+            "runs": rows,
+        }
+    )
     first = next(iter(regimes))
     ctx.save_figure(_grid(grids, f"{first} fine-tuning, seed {seeds[0]}: training images and best extracted match"))

@@ -24,24 +24,33 @@ __all__ = ["CFGSampler", "DDIMSchedule", "ModelGuidanceSampler", "SampleResult",
 log = logging.getLogger(__name__)
 
 
-def guided_noise(eps_finetuned: torch.Tensor, eps_base: torch.Tensor, *, w: float,
-                 k: float | None = None) -> torch.Tensor:
+def guided_noise(
+    eps_finetuned: torch.Tensor, eps_base: torch.Tensor, *, w: float, k: float | None = None
+) -> torch.Tensor:
     """FineXtract's extrapolated noise ``base + w (eps_ft - base) + k base`` (the k term only when k is set).
 
     ``eps_base`` is the pretrained model's prediction: unconditional when ``k`` is set, conditional otherwise
     (the caller chooses; :class:`ModelGuidanceSampler` does it for you). Shapes must match.
     """
     if eps_finetuned.shape != eps_base.shape:
-        raise ValueError(f"noise predictions differ in shape: fine-tuned {tuple(eps_finetuned.shape)} vs "
-                         f"pretrained {tuple(eps_base.shape)}")
+        raise ValueError(
+            f"noise predictions differ in shape: fine-tuned {tuple(eps_finetuned.shape)} vs "
+            f"pretrained {tuple(eps_base.shape)}"
+        )
     out = eps_base + w * (eps_finetuned - eps_base)
     if k is not None:
         out = out + k * eps_base
     return out
 
 
-def ddim_step(x_t: torch.Tensor, eps: torch.Tensor, alpha_t: float | torch.Tensor, alpha_prev: float | torch.Tensor,
-              *, rescale_x0: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+def ddim_step(
+    x_t: torch.Tensor,
+    eps: torch.Tensor,
+    alpha_t: float | torch.Tensor,
+    alpha_prev: float | torch.Tensor,
+    *,
+    rescale_x0: bool = False,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """One deterministic DDIM step (eta = 0) from cumulative alpha ``alpha_t`` to ``alpha_prev``.
 
     Returns ``(x_prev, x0_pred)``. ``rescale_x0`` is the official code's optional "dt" flag: when a sample's
@@ -51,12 +60,12 @@ def ddim_step(x_t: torch.Tensor, eps: torch.Tensor, alpha_t: float | torch.Tenso
     a_t = torch.as_tensor(alpha_t, dtype=x_t.dtype, device=x_t.device)
     a_prev = torch.as_tensor(alpha_prev, dtype=x_t.dtype, device=x_t.device)
     beta_t = 1 - a_t
-    x0 = (x_t - beta_t ** 0.5 * eps) / a_t ** 0.5
+    x0 = (x_t - beta_t**0.5 * eps) / a_t**0.5
     if rescale_x0:
         std = x0.flatten(1).std(dim=1).clamp(min=1.0).view(-1, *([1] * (x0.ndim - 1)))
         x0 = x0 / std
-        eps = (x_t - a_t ** 0.5 * x0) / beta_t ** 0.5
-    x_prev = a_prev ** 0.5 * x0 + (1 - a_prev) ** 0.5 * eps
+        eps = (x_t - a_t**0.5 * x0) / beta_t**0.5
+    x_prev = a_prev**0.5 * x0 + (1 - a_prev) ** 0.5 * eps
     return x_prev, x0
 
 
@@ -128,15 +137,18 @@ class _DDIMSampler:
     batch_size: int
     progress: bool
 
-    def _initial(self, den: Denoiser, n: int | None, latents: torch.Tensor | None,
-                 generator: torch.Generator | None) -> torch.Tensor:
+    def _initial(
+        self, den: Denoiser, n: int | None, latents: torch.Tensor | None, generator: torch.Generator | None
+    ) -> torch.Tensor:
         if latents is None:
             if n is None or isinstance(n, bool) or not isinstance(n, int) or n < 1:
                 raise ValueError(f"pass n (a positive int number of samples) or latents; got n={n!r}")
             latents = torch.randn((n, *den.sample_shape), generator=generator, dtype=torch.float32)
         elif tuple(latents.shape[1:]) != tuple(den.sample_shape):
-            raise ValueError(f"latents have per-sample shape {tuple(latents.shape[1:])} but the model samples "
-                             f"{tuple(den.sample_shape)}")
+            raise ValueError(
+                f"latents have per-sample shape {tuple(latents.shape[1:])} but the model samples "
+                f"{tuple(den.sample_shape)}"
+            )
         return latents.to(device=den.device, dtype=den.dtype)
 
     def _schedule(self, den: Denoiser) -> DDIMSchedule:
@@ -152,7 +164,7 @@ class _DDIMSampler:
         schedule = self._schedule(den)
         outs, images = [], []
         for start in range(0, x_T.shape[0], self.batch_size):
-            x = x_T[start:start + self.batch_size]
+            x = x_T[start : start + self.batch_size]
             for t in progress(schedule.timesteps, enabled=self.progress, desc="ddim"):
                 eps = eps_fn(x, t)
                 a_t, a_prev = schedule.alphas(t)
@@ -192,9 +204,19 @@ class ModelGuidanceSampler(_DDIMSampler):
         The official code's optional "dt" flag (see :func:`ddim_step`).
     """
 
-    def __init__(self, pretrained: Any, finetuned: Any, *, w: float, k: float | None = None, steps: int = 50,
-                 scheduler: Any = "ddim", rescale_x0: bool = False, batch_size: int = 256,
-                 progress: bool = False) -> None:
+    def __init__(
+        self,
+        pretrained: Any,
+        finetuned: Any,
+        *,
+        w: float,
+        k: float | None = None,
+        steps: int = 50,
+        scheduler: Any = "ddim",
+        rescale_x0: bool = False,
+        batch_size: int = 256,
+        progress: bool = False,
+    ) -> None:
         self.pretrained = pretrained
         self.finetuned = finetuned
         self.w = w
@@ -208,11 +230,15 @@ class ModelGuidanceSampler(_DDIMSampler):
     def _models(self) -> tuple[Denoiser, Denoiser]:
         pre, ft = as_denoiser(self.pretrained), as_denoiser(self.finetuned)
         if tuple(pre.sample_shape) != tuple(ft.sample_shape):
-            raise ValueError(f"pretrained and fine-tuned models sample different shapes: {tuple(pre.sample_shape)} "
-                             f"vs {tuple(ft.sample_shape)}; they must be the same architecture")
+            raise ValueError(
+                f"pretrained and fine-tuned models sample different shapes: {tuple(pre.sample_shape)} "
+                f"vs {tuple(ft.sample_shape)}; they must be the same architecture"
+            )
         if pre.cond_size != ft.cond_size:
-            raise ValueError(f"pretrained and fine-tuned models take different conditioning ({pre.cond_kind}): "
-                             f"size {pre.cond_size} vs {ft.cond_size}")
+            raise ValueError(
+                f"pretrained and fine-tuned models take different conditioning ({pre.cond_kind}): "
+                f"size {pre.cond_size} vs {ft.cond_size}"
+            )
         for name in ("w",) + (("k",) if self.k is not None else ()):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not np.isfinite(value):
@@ -220,9 +246,16 @@ class ModelGuidanceSampler(_DDIMSampler):
         _check_common(self.steps, self.batch_size)
         return pre, ft
 
-    def sample(self, cond: Any, *, n: int | None = None, latents: torch.Tensor | None = None,
-               generator: torch.Generator | None = None, pretrained_cond: Any = None,
-               null_cond: Any = None) -> SampleResult:
+    def sample(
+        self,
+        cond: Any,
+        *,
+        n: int | None = None,
+        latents: torch.Tensor | None = None,
+        generator: torch.Generator | None = None,
+        pretrained_cond: Any = None,
+        null_cond: Any = None,
+    ) -> SampleResult:
         """Draw samples guided towards the fine-tuning data.
 
         ``cond``: the fine-tuned model's conditioning (class id, or prompt embeddings from the fine-tuned text
@@ -235,8 +268,10 @@ class ModelGuidanceSampler(_DDIMSampler):
         if self.k is not None:
             base_cond = null_cond if null_cond is not None else pre.null_cond
             if base_cond is None:
-                raise ValueError("k is set, so the base term is the pretrained model's unconditional prediction: pass "
-                                 "null_cond (empty-prompt embeddings or the null class id)")
+                raise ValueError(
+                    "k is set, so the base term is the pretrained model's unconditional prediction: pass "
+                    "null_cond (empty-prompt embeddings or the null class id)"
+                )
         else:
             base_cond = pretrained_cond if pretrained_cond is not None else cond
         x_T = self._initial(ft, n, latents, generator)
@@ -255,8 +290,17 @@ class CFGSampler(_DDIMSampler):
     ``guidance_scale=1`` samples the fine-tuned conditional model without guidance.
     """
 
-    def __init__(self, finetuned: Any, *, guidance_scale: float = 3.0, steps: int = 50, scheduler: Any = "ddim",
-                 rescale_x0: bool = False, batch_size: int = 256, progress: bool = False) -> None:
+    def __init__(
+        self,
+        finetuned: Any,
+        *,
+        guidance_scale: float = 3.0,
+        steps: int = 50,
+        scheduler: Any = "ddim",
+        rescale_x0: bool = False,
+        batch_size: int = 256,
+        progress: bool = False,
+    ) -> None:
         self.finetuned = finetuned
         self.guidance_scale = guidance_scale
         self.steps = steps
@@ -265,8 +309,15 @@ class CFGSampler(_DDIMSampler):
         self.batch_size = batch_size
         self.progress = progress
 
-    def sample(self, cond: Any, *, n: int | None = None, latents: torch.Tensor | None = None,
-               generator: torch.Generator | None = None, null_cond: Any = None) -> SampleResult:
+    def sample(
+        self,
+        cond: Any,
+        *,
+        n: int | None = None,
+        latents: torch.Tensor | None = None,
+        generator: torch.Generator | None = None,
+        null_cond: Any = None,
+    ) -> SampleResult:
         """Draw samples; ``null_cond`` defaults to the denoiser's own (needed unless guidance_scale == 1)."""
         ft = as_denoiser(self.finetuned)
         _check_common(self.steps, self.batch_size)

@@ -29,8 +29,14 @@ def _class_name(folder: Path) -> str:
     return str(json.loads(cfg.read_text()).get("_class_name", ""))
 
 
-def load_checkpoint(path: str | Path, *, lora: str | Path | None = None, null_class: int | None = None,
-                    torch_dtype: torch.dtype | None = None, device: str | torch.device = "cpu") -> Denoiser:
+def load_checkpoint(
+    path: str | Path,
+    *,
+    lora: str | Path | None = None,
+    null_class: int | None = None,
+    torch_dtype: torch.dtype | None = None,
+    device: str | torch.device = "cpu",
+) -> Denoiser:
     """Load a local diffusers checkpoint as a :class:`~finextract.Denoiser` (no network access).
 
     ``lora``: an adapter folder applied to the UNet (then ``without_adapters(result)`` is the base model).
@@ -41,8 +47,9 @@ def load_checkpoint(path: str | Path, *, lora: str | Path | None = None, null_cl
 
     root = Path(path)
     if not root.is_dir():
-        raise FileNotFoundError(f"checkpoint folder not found: {root} (only local diffusers folders are read; "
-                                "nothing is downloaded)")
+        raise FileNotFoundError(
+            f"checkpoint folder not found: {root} (only local diffusers folders are read; nothing is downloaded)"
+        )
     kw: dict[str, Any] = {"local_files_only": True}
     if torch_dtype is not None:
         kw["torch_dtype"] = torch_dtype

@@ -23,8 +23,14 @@ def _present_targets(model: torch.nn.Module, targets: Sequence[str]) -> list[str
     return found
 
 
-def add_lora(model: torch.nn.Module, *, rank: int = 4, alpha: float | None = None,
-             target_modules: Sequence[str] = DEFAULT_TARGETS, seed: int | None = None) -> torch.nn.Module:
+def add_lora(
+    model: torch.nn.Module,
+    *,
+    rank: int = 4,
+    alpha: float | None = None,
+    target_modules: Sequence[str] = DEFAULT_TARGETS,
+    seed: int | None = None,
+) -> torch.nn.Module:
     """Inject a peft LoRA adapter (B initialised to zero, so the output is unchanged) and freeze the base.
 
     ``target_modules``: module-name suffixes (attention projections, resnet convs, time-embedding projections by
@@ -34,8 +40,12 @@ def add_lora(model: torch.nn.Module, *, rank: int = 4, alpha: float | None = Non
 
     if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
         raise ValueError(f"rank must be a positive int, got {rank!r}")
-    config = LoraConfig(r=rank, lora_alpha=alpha if alpha is not None else rank,
-                        target_modules=_present_targets(model, target_modules), init_lora_weights=True)
+    config = LoraConfig(
+        r=rank,
+        lora_alpha=alpha if alpha is not None else rank,
+        target_modules=_present_targets(model, target_modules),
+        init_lora_weights=True,
+    )
     if seed is not None:
         torch.manual_seed(seed)
     model.requires_grad_(False)
@@ -95,11 +105,13 @@ def load_lora(model: torch.nn.Module, path: str | Path) -> torch.nn.Module:
     if (path / "pytorch_lora_weights.safetensors").is_file():
         if not hasattr(model, "load_lora_adapter"):
             raise TypeError(f"{type(model).__name__} cannot read diffusers LoRA files; save with finextract.save_lora")
-        model.load_lora_adapter(str(path), prefix="unet", weight_name="pytorch_lora_weights.safetensors",
-                                local_files_only=True)
+        model.load_lora_adapter(
+            str(path), prefix="unet", weight_name="pytorch_lora_weights.safetensors", local_files_only=True
+        )
         return model
-    raise FileNotFoundError(f"{path} holds neither adapter_config.json (peft) nor pytorch_lora_weights.safetensors "
-                            "(diffusers)")
+    raise FileNotFoundError(
+        f"{path} holds neither adapter_config.json (peft) nor pytorch_lora_weights.safetensors (diffusers)"
+    )
 
 
 def lora_parameters(model: torch.nn.Module) -> list[Any]:

@@ -33,8 +33,9 @@ class ExtractionMetrics:
         return 1.0 - self.similarity
 
 
-def extraction_metrics(extracted: Any, train: Any, *, thresholds: Sequence[float] = (0.7, 0.6),
-                       extractor: Any = None) -> ExtractionMetrics:
+def extraction_metrics(
+    extracted: Any, train: Any, *, thresholds: Sequence[float] = (0.7, 0.6), extractor: Any = None
+) -> ExtractionMetrics:
     """AS and A-ESR of ``extracted`` against ``train``.
 
     Both are images (n, C, H, W) passed through ``extractor`` (see :func:`finextract.extract_features`;

@@ -15,19 +15,21 @@ from finextract.denoisers import FunctionDenoiser
 __all__ = ["gaussian_mixture_denoiser", "interpolated_denoiser"]
 
 
-def _mixture_eps(x: torch.Tensor, alpha: torch.Tensor, means: torch.Tensor, stds: torch.Tensor,
-                 weights: torch.Tensor) -> torch.Tensor:
-    var = alpha * stds ** 2 + (1 - alpha)                       # (K,)
-    diff = x[:, None, :] - alpha.sqrt() * means[None]             # (B, K, d)
+def _mixture_eps(
+    x: torch.Tensor, alpha: torch.Tensor, means: torch.Tensor, stds: torch.Tensor, weights: torch.Tensor
+) -> torch.Tensor:
+    var = alpha * stds**2 + (1 - alpha)  # (K,)
+    diff = x[:, None, :] - alpha.sqrt() * means[None]  # (B, K, d)
     d = x.shape[1]
-    logp = torch.log(weights) - 0.5 * (diff ** 2).sum(-1) / var - 0.5 * d * torch.log(var)
-    resp = torch.softmax(logp, dim=1)                             # (B, K)
+    logp = torch.log(weights) - 0.5 * (diff**2).sum(-1) / var - 0.5 * d * torch.log(var)
+    resp = torch.softmax(logp, dim=1)  # (B, K)
     score = -(resp[..., None] * diff / var[None, :, None]).sum(1)
     return -(1 - alpha).sqrt() * score
 
 
-def gaussian_mixture_denoiser(means: Any, stds: Any, weights: Any = None, *, scheduler: Any = "ddim",
-                              dtype: torch.dtype = torch.float64) -> FunctionDenoiser:
+def gaussian_mixture_denoiser(
+    means: Any, stds: Any, weights: Any = None, *, scheduler: Any = "ddim", dtype: torch.dtype = torch.float64
+) -> FunctionDenoiser:
     """The exact noise predictor of an isotropic Gaussian mixture (means (K, d), stds (K,) or scalar).
 
     Samples have shape (d,); conditioning is ignored. ``scheduler`` gives ᾱ ("ddim" = diffusers' default linear
@@ -39,8 +41,11 @@ def gaussian_mixture_denoiser(means: Any, stds: Any, weights: Any = None, *, sch
     if means.ndim != 2:
         raise ValueError(f"means must be (K, d), got shape {tuple(means.shape)}")
     stds = torch.as_tensor(stds, dtype=dtype).expand(means.shape[0]).clone()
-    weights = (torch.full((means.shape[0],), 1.0 / means.shape[0], dtype=dtype) if weights is None
-               else torch.as_tensor(weights, dtype=dtype) / torch.as_tensor(weights, dtype=dtype).sum())
+    weights = (
+        torch.full((means.shape[0],), 1.0 / means.shape[0], dtype=dtype)
+        if weights is None
+        else torch.as_tensor(weights, dtype=dtype) / torch.as_tensor(weights, dtype=dtype).sum()
+    )
     alphas = DDIMSchedule.from_scheduler(scheduler, 1).alphas_cumprod.to(dtype)
 
     def fn(x: torch.Tensor, t: int, cond: Any) -> torch.Tensor:
@@ -61,5 +66,6 @@ def interpolated_denoiser(pretrained: FunctionDenoiser, target: FunctionDenoiser
     def fn(x: torch.Tensor, t: int, cond: Any) -> torch.Tensor:
         return (1 - lam) * pretrained(x, t, cond) + lam * target(x, t, cond)
 
-    return FunctionDenoiser(fn=fn, sample_shape=pretrained.sample_shape, scheduler=pretrained.scheduler,
-                            dtype=pretrained.dtype)
+    return FunctionDenoiser(
+        fn=fn, sample_shape=pretrained.sample_shape, scheduler=pretrained.scheduler, dtype=pretrained.dtype
+    )
