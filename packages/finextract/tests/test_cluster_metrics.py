@@ -120,3 +120,14 @@ def test_sscd_extractor_runs_a_torchscript_file(tmp_path):
     out = SSCDFeatures(path)(imgs)
     # [-1,1] -> [0,1] -> normalise(0.5, 0.5) is the identity on constant images
     assert out.shape == (3, 3) and np.allclose(out[0], 0.0, atol=1e-6) and np.allclose(out[1], 1.0, atol=1e-6)
+
+
+def test_no_extraction_reference_backs_the_stated_threshold():
+    """The A-ESR acceptance threshold (0.9) is about the 90th percentile of the best match that real same-digit
+    images by other writers reach, i.e. a set that extracts nothing; at 0.8 about half of them would count."""
+    from finextract.experiments import ESR_THRESHOLDS, no_extraction_reference
+
+    ref = no_extraction_reference(8, trials=500, seed=0)
+    assert ESR_THRESHOLDS[0] == 0.9
+    assert 0.03 < ref["A-ESR@0.9"] < 0.15 and 0.4 < ref["A-ESR@0.8"] < 0.7
+    assert abs(ref["quantiles"]["0.9"] - 0.9) < 0.02

@@ -212,7 +212,7 @@ def _markdown(rows: list[dict[str, Any]], keys: list[str]) -> str:
 def demo(ctx: RunContext) -> None:
     """Pretrain a tiny digits UNet, fully fine-tune it on 8 held-out images, extract with FineXtract vs CFG."""
     torch.set_num_threads(1)  # 0.16 M-param model: threads only add contention on shared CPUs
-    cfg = QUICK if ctx.quick else Config(pretrain_steps=400, gen_per_image=6, ddim_steps=25, **REGIMES["light"])
+    cfg = QUICK if ctx.quick else Config(pretrain_steps=200, gen_per_image=6, ddim_steps=25, **REGIMES["light"])
     data = digits_data(cfg.n_train, seed=ctx.seed)
     pre = pretrain(data, steps=cfg.pretrain_steps, batch_size=64, seed=ctx.seed)
     res = run_setting(pre, data, "full", cfg, ctx.seed)
