@@ -390,8 +390,8 @@ def reproduce(ctx: RunContext) -> None:
         )
     ax.axhline(0.0, color="k", lw=0.8)
     ax.set_xticks(np.arange(len(seeds)), [f"seed {s}" for s in seeds])
-    ax.set_ylabel("travel time, POMWU / cHedge - 1 (%); < 0: POMWU better")
-    ax.set_title(f"POMWU vs cHedge (predicted), eta={eta:g}")
+    ax.set_ylabel("travel time, POMWU / cHedge - 1 (%)")
+    ax.set_title(f"POMWU vs cHedge (predicted), eta={eta:g}; < 0: POMWU better", fontsize=10)
     ax.legend(fontsize=7)
     fig.suptitle(
         f"Sioux Falls, {game.n_agents} agents, {m} contexts, seed {ctx.seed} (prediction accuracy {accuracy:.2f})"
