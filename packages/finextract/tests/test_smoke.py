@@ -25,6 +25,7 @@ def test_module_entry_point(tmp_path):
         assert chosen["FineXtract (calibrated)"][1] in cal["w_grid"]
         assert chosen["CFG baseline (calibrated)"][1] in cal["cfg_grid"]
     assert all(0 <= r["AS"] <= 1 for r in out["runs"])
+    assert out["design"] == "instance" and out["esr_thresholds"] == [0.93, 0.9]
 
 
 def test_calibrate_picks_best_mean_held_out_as_per_mode_and_method():

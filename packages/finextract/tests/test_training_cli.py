@@ -2,6 +2,7 @@
 
 import json
 
+import numpy as np
 import pytest
 import torch
 
@@ -215,3 +216,97 @@ def test_load_lora_rejects_wrong_folder(tmp_path):
     with pytest.raises(FileNotFoundError, match="neither"):
         (tmp_path / "empty").mkdir()
         load_lora(tiny_unet(), tmp_path / "empty")
+
+
+def test_instance_split_holds_the_pool_out_of_pretraining():
+    from sklearn.datasets import load_digits
+
+    from finextract.training import INSTANCE_DIGIT, INSTANCE_POOL, instance_data, instance_pool
+
+    target = load_digits().target
+    pool = instance_pool()
+    assert pool.size == INSTANCE_POOL and set(target[pool]) == {INSTANCE_DIGIT}
+    sets = [instance_data(8, seed=s) for s in range(6)]
+    pre_idx = sets[0].pretrain_indices
+    for d in sets:
+        assert d.design == "instance" and d.token_init == INSTANCE_DIGIT
+        assert np.array_equal(d.pretrain_indices, pre_idx)  # one pretraining set serves every seed
+        assert set(d.finetune_indices) <= set(pool) and set(d.finetune_digits) == {INSTANCE_DIGIT}
+        assert not set(d.finetune_indices) & set(d.pretrain_indices)
+        # pixel-level: no fine-tuning image occurs in the pretraining images
+        flat_pre = d.pretrain_images.flatten(1)
+        for img in d.finetune_images.flatten(1):
+            assert not (flat_pre == img).all(dim=1).any()
+    # the whole pool is out of pretraining; everything else of digits 0-7 is in, including the other 3s
+    assert not set(pool) & set(pre_idx)
+    assert set(pre_idx) == set(np.flatnonzero(target < 8)) - set(pool)
+    assert int((sets[0].pretrain_labels == INSTANCE_DIGIT).sum()) == int((target == INSTANCE_DIGIT).sum()) - pool.size
+    # seeds 0-5 use disjoint blocks of the pool (calibration seed 3 never shares an image with test seeds 0-2)
+    all_idx = np.concatenate([d.finetune_indices for d in sets])
+    assert np.unique(all_idx).size == all_idx.size == 48
+    assert np.array_equal(instance_data(8, seed=6).finetune_indices, sets[0].finetune_indices)
+    with pytest.raises(ValueError, match="pretrained digits"):
+        instance_data(8, digit=8)
+    with pytest.raises(ValueError, match="exceeds"):
+        instance_data(64)
+
+
+def test_instance_token_starts_as_the_digit_embedding(tmp_path):
+    from finextract.training import INSTANCE_DIGIT, instance_data
+
+    d = instance_data(4, seed=0)
+    pre = pretrain(d, steps=20, batch_size=16, cache=tmp_path / "pre")
+    w = pre.unet.class_embedding.weight.detach()
+    assert torch.equal(w[NEW_TOKEN], w[INSTANCE_DIGIT]) and not torch.equal(w[NEW_TOKEN], w[NULL_CLASS])
+    lat = torch.randn(4, 1, 8, 8, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():  # before fine-tuning, the token means "a 3" to the model
+        assert torch.allclose(pre(lat, 500, NEW_TOKEN), pre(lat, 500, INSTANCE_DIGIT))
+    again = pretrain(d, steps=20, batch_size=16, cache=tmp_path / "pre")
+    assert torch.equal(again.unet.class_embedding.weight[NEW_TOKEN], w[INSTANCE_DIGIT])
+    # full fine-tune trains the token's embedding; LoRA leaves it at the digit's embedding
+    full = finetune(pre, d.finetune_images, steps=5, lr=1e-2)
+    wf = full.unet.class_embedding.weight.detach()
+    assert (wf[NEW_TOKEN] - w[NEW_TOKEN]).abs().max() > 1e-4
+    assert torch.equal(wf[NULL_CLASS], w[NULL_CLASS])  # p_uncond = 0: the empty prompt's row is untouched
+    lora = finetune(pre, d.finetune_images, steps=5, lr=1e-2, lora_rank=2)
+    assert torch.equal(lora.unet.class_embedding.weight[NEW_TOKEN], w[INSTANCE_DIGIT])
+    # so for LoRA, CFG is token-vs-null on the adapted UNet: not unconditional sampling
+    cfg = CFGSampler(lora, guidance_scale=3.0, steps=5).sample(NEW_TOKEN, latents=lat).images
+    uncond = CFGSampler(lora, guidance_scale=0.0, steps=5).sample(NEW_TOKEN, latents=lat).images
+    assert (cfg - uncond).abs().max() > 1e-2
+    # the random-token design is unchanged by the instance option
+    rnd = pretrain(digits_data(4, seed=0), steps=2, batch_size=8)
+    wr = rnd.unet.class_embedding.weight.detach()
+    assert not torch.allclose(wr[NEW_TOKEN], wr[INSTANCE_DIGIT])
+    with pytest.raises(ValueError, match="pretrained digit"):
+        init_new_token(tiny_unet(), from_class=NULL_CLASS)
+
+
+def test_instance_threshold_follows_the_data_only_rule():
+    """0.93 = the 90th percentile of the best match between a training 3 and 8 other real 3s (rounded)."""
+    from finextract.experiments import INSTANCE_ESR_THRESHOLDS, lookalike_reference, no_extraction_reference
+    from finextract.training import instance_data
+
+    ref = no_extraction_reference(8, digits=(3,), thresholds=INSTANCE_ESR_THRESHOLDS)
+    assert round(ref["quantiles"]["0.9"], 2) == INSTANCE_ESR_THRESHOLDS[0]
+    assert 0.05 < ref["A-ESR@0.93"] < 0.15
+    assert ref["AS_nearest_real"] > ref["AS"]
+    d = instance_data(8, seed=0)
+    look = lookalike_reference(d, INSTANCE_ESR_THRESHOLDS)
+    assert 0.85 < look["AS"] < 1.0  # real look-alikes exist, but no training image itself is in the pool
+    assert look["AS"] < 1.0 - 1e-6
+
+
+def test_design_option_routes_to_reproduce(monkeypatch, tmp_path):
+    import finextract.__main__ as cli
+
+    seen = []
+    monkeypatch.setattr(cli, "reproduce", lambda ctx, design: seen.append(design))
+    assert cli.main(["reproduce", "--design", "new-concept", "--out", str(tmp_path)]) == 0
+    assert cli.main(["reproduce", "--out", str(tmp_path), "--design=instance"]) == 0
+    assert cli.main(["reproduce", "--out", str(tmp_path)]) == 0
+    assert seen == ["new-concept", "instance", "instance"]
+    with pytest.raises(SystemExit, match="unknown --design"):
+        cli.main(["reproduce", "--design", "dog"])
+    with pytest.raises(SystemExit, match="reproduce only"):
+        cli.main(["demo", "--design", "new-concept"])

@@ -1,4 +1,8 @@
-"""``python -m finextract demo | reproduce | audit``.
+"""``python -m finextract demo | reproduce [--design instance|new-concept] | audit``.
+
+``reproduce --design instance`` (the default, the paper's DreamBooth setting): specific images of digit 3, held out
+of pretraining, under a new token initialised to the digit's embedding. ``--design new-concept``: 8s and 9s, never
+seen in pretraining, under a new token with a random embedding.
 
 ``audit`` loads a pretrained and a fine-tuned checkpoint from local diffusers folders, runs FineXtract and
 writes ``audit.png`` (the most likely extracted training images, largest clique first), ``audit.md`` and
@@ -16,7 +20,7 @@ from pathlib import Path
 
 from icml25_shared.cli import run_cli, save_figure, seed_everything
 
-from finextract.experiments import demo, reproduce
+from finextract.experiments import DEFAULT_DESIGN, DESIGNS, demo, reproduce
 
 
 def _audit_parser() -> argparse.ArgumentParser:
@@ -130,11 +134,39 @@ def audit(argv: list[str]) -> int:
     return 0
 
 
+def _pop_design(argv: list[str]) -> str:
+    """Remove ``--design X`` / ``--design=X`` from ``argv`` (``reproduce`` only) and return X."""
+    design = DEFAULT_DESIGN
+    for i, a in enumerate(argv):
+        if a == "--design" or a.startswith("--design="):
+            if a == "--design":
+                if i + 1 >= len(argv):
+                    raise SystemExit("--design needs a value: " + " | ".join(DESIGNS))
+                design = argv[i + 1]
+                del argv[i : i + 2]
+            else:
+                design = a.split("=", 1)[1]
+                del argv[i]
+            break
+    if design not in DESIGNS:
+        raise SystemExit(f"unknown --design {design!r}; choose one of: {', '.join(DESIGNS)}")
+    if argv[:1] != ["reproduce"] and design != DEFAULT_DESIGN:
+        raise SystemExit("--design applies to reproduce only")
+    return design
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "audit":
         return audit(argv[1:])
-    return run_cli("finextract", demo=demo, reproduce=reproduce, argv=argv, description=__doc__)
+    design = _pop_design(argv)
+    return run_cli(
+        "finextract",
+        demo=demo,
+        reproduce=lambda ctx: reproduce(ctx, design=design),
+        argv=argv,
+        description=__doc__,
+    )
 
 
 if __name__ == "__main__":

@@ -1,9 +1,17 @@
 """CPU-scale training for the digits experiment: pretrain a tiny class-conditional UNet, then personalise it.
 
-Pretraining data: scikit-learn's bundled 8x8 digits 0-7 (``size`` > 8 upsamples bilinearly), in [-1, 1].
-Fine-tuning data: N specific images of the held-out digits 8 and 9, bound to a new class token. Class ids:
-0-7 digits, ``NEW_TOKEN`` = 8 (never seen in pretraining, like DreamBooth's rare token), ``NULL_CLASS`` = 9 (the
-empty prompt, trained with 10 % condition dropout).
+Two experiment designs (both on scikit-learn's bundled 8x8 digits, ``size`` > 8 upsamples bilinearly, in [-1, 1]):
+
+- ``"instance"`` (:func:`instance_data`, DreamBooth's "a sks dog" setting): N specific images of ONE digit the
+  pretrained model knows (``INSTANCE_DIGIT`` = 3, fixed before any result). A fixed pool of ``INSTANCE_POOL`` 3s
+  is held out of pretraining (pretraining = digits 0-7 minus the pool); each seed fine-tunes on a disjoint block of
+  N pool images. The new token starts as the digit's trained class embedding (``token_init`` = 3), as "sks dog"
+  starts out meaning "dog".
+- ``"new-concept"`` (:func:`digits_data`): N images of 8s and 9s, digits pretraining never saw, under a new token
+  with a random embedding (an out-of-distribution concept).
+
+Class ids: 0-7 digits, ``NEW_TOKEN`` = 8 (never seen in pretraining, like DreamBooth's rare token), ``NULL_CLASS``
+= 9 (the empty prompt, trained with 10 % condition dropout).
 
 The new token's embedding is a fixed random vector with the mean norm of the trained digit embeddings
 (:func:`init_new_token`), distinct from the empty prompt's. This mirrors a DreamBooth rare token such as "sks",
@@ -33,6 +41,7 @@ __all__ = [
     "digits_data",
     "finetune",
     "init_new_token",
+    "instance_data",
     "pretrain",
     "tiny_unet",
 ]
@@ -43,6 +52,12 @@ NEW_TOKEN = 8
 NULL_CLASS = 9
 #: seed of the new token's fixed random embedding direction (independent of the experiment seeds)
 NEW_TOKEN_SEED = 20250713
+#: the "instance" design: the known digit whose specific images are personalised (fixed before any result)
+INSTANCE_DIGIT = 3
+#: size of the fixed pool of INSTANCE_DIGIT images held out of pretraining (6 disjoint blocks of N = 8)
+INSTANCE_POOL = 48
+#: seed of the pool's draw (independent of the experiment seeds)
+INSTANCE_POOL_SEED = 20250714
 
 
 @dataclass
@@ -54,26 +69,83 @@ class DigitsData:
     pretrain_labels: torch.Tensor
     finetune_images: torch.Tensor
     finetune_digits: np.ndarray
+    #: indices into ``sklearn.datasets.load_digits()`` of the pretraining and fine-tuning images
+    pretrain_indices: np.ndarray | None = None
+    finetune_indices: np.ndarray | None = None
+    #: "new-concept" or "instance"
+    design: str = "new-concept"
+    #: class whose trained embedding ``NEW_TOKEN`` starts from (None: a fixed random direction)
+    token_init: int | None = None
 
 
-def digits_data(n_train: int = 8, *, size: int = 8, seed: int = 0) -> DigitsData:
-    """Load sklearn's digits and split them as described in the module docstring."""
+def _load_digits(size: int) -> tuple[torch.Tensor, torch.Tensor]:
     from sklearn.datasets import load_digits
 
-    if isinstance(n_train, bool) or not isinstance(n_train, int) or n_train < 1:
-        raise ValueError(f"n_train must be a positive int, got {n_train!r}")
     d = load_digits()
     x = torch.tensor(d.images, dtype=torch.float32)[:, None] / 8.0 - 1.0
     if size != 8:
         x = torch.nn.functional.interpolate(x, size=(size, size), mode="bilinear", align_corners=False)
-    y = torch.tensor(d.target)
+    return x, torch.tensor(d.target)
+
+
+def digits_data(n_train: int = 8, *, size: int = 8, seed: int = 0) -> DigitsData:
+    """The "new-concept" design: pretrain on digits 0-7, personalise on ``n_train`` random 8s and 9s."""
+    _check_steps(n_train=n_train)
+    x, y = _load_digits(size)
     pre = y < 8
     held = np.flatnonzero(~pre.numpy())
     if n_train > held.size:
         raise ValueError(f"n_train={n_train} exceeds the {held.size} held-out digit images")
     pick = np.sort(np.random.default_rng(seed).choice(held, n_train, replace=False))
     return DigitsData(
-        pretrain_images=x[pre], pretrain_labels=y[pre], finetune_images=x[pick], finetune_digits=d.target[pick]
+        pretrain_images=x[pre],
+        pretrain_labels=y[pre],
+        finetune_images=x[pick],
+        finetune_digits=y[pick].numpy(),
+        pretrain_indices=np.flatnonzero(pre.numpy()),
+        finetune_indices=pick,
+    )
+
+
+def instance_pool(*, digit: int = INSTANCE_DIGIT, pool_size: int = INSTANCE_POOL) -> np.ndarray:
+    """Indices (into ``load_digits()``) of the fixed pool of ``digit`` images held out of pretraining, in the
+    order that defines the per-seed blocks."""
+    from sklearn.datasets import load_digits
+
+    of_digit = np.flatnonzero(load_digits().target == digit)
+    if not 1 <= pool_size < of_digit.size:
+        raise ValueError(f"pool_size must be in [1, {of_digit.size}), got {pool_size}")
+    return np.random.default_rng(INSTANCE_POOL_SEED).permutation(of_digit)[:pool_size]
+
+
+def instance_data(
+    n_train: int = 8, *, size: int = 8, seed: int = 0, digit: int = INSTANCE_DIGIT, pool_size: int = INSTANCE_POOL
+) -> DigitsData:
+    """The "instance" design (module docstring): pretraining = digits 0-7 minus a fixed pool of ``pool_size``
+    images of ``digit``; fine-tuning = block ``seed mod (pool_size // n_train)`` of that pool (so seeds 0-5 get
+    disjoint sets for the defaults). The pretraining set is the same for every seed, so one pretrained model
+    serves all of them, and no pool image is ever in it."""
+    _check_steps(n_train=n_train)
+    if not 0 <= digit < NEW_TOKEN:
+        raise ValueError(f"digit must be one of the pretrained digits 0-{NEW_TOKEN - 1}, got {digit}")
+    pool = instance_pool(digit=digit, pool_size=pool_size)
+    n_blocks = pool.size // n_train
+    if n_blocks < 1:
+        raise ValueError(f"n_train={n_train} exceeds the {pool.size} held-out images of digit {digit}")
+    block = seed % n_blocks
+    pick = np.sort(pool[block * n_train : (block + 1) * n_train])
+    x, y = _load_digits(size)
+    keep = (y < NEW_TOKEN).numpy()
+    keep[pool] = False
+    return DigitsData(
+        pretrain_images=x[keep],
+        pretrain_labels=y[keep],
+        finetune_images=x[pick],
+        finetune_digits=y[pick].numpy(),
+        pretrain_indices=np.flatnonzero(keep),
+        finetune_indices=pick,
+        design="instance",
+        token_init=digit,
     )
 
 
@@ -139,11 +211,21 @@ def _check_steps(**kw: Any) -> None:
             raise ValueError(f"{name} must be a positive int, got {value!r}")
 
 
-def init_new_token(unet: torch.nn.Module, *, seed: int = NEW_TOKEN_SEED) -> torch.Tensor:
-    """Set ``NEW_TOKEN``'s class embedding to a fixed random direction scaled to the mean norm of the trained digit
-    embeddings (rows 0-7); returns it. Pretraining never sees ``NEW_TOKEN`` (its row gets no gradient), so this
-    only replaces an untrained row and can be applied to a cached pretrained checkpoint without retraining."""
+def init_new_token(unet: torch.nn.Module, *, seed: int = NEW_TOKEN_SEED, from_class: int | None = None) -> torch.Tensor:
+    """Set ``NEW_TOKEN``'s class embedding and return it.
+
+    ``from_class=None``: a fixed random direction scaled to the mean norm of the trained digit embeddings (rows
+    0-7). ``from_class=c``: a copy of digit ``c``'s trained embedding (the "instance" design: the token starts out
+    meaning "a c", as DreamBooth's "sks dog" starts out meaning "dog"). Pretraining never sees ``NEW_TOKEN`` (its
+    row gets no gradient), so this only replaces an untrained row and can be applied to a cached pretrained
+    checkpoint without retraining."""
     weight = unet.class_embedding.weight
+    if from_class is not None:
+        if not 0 <= from_class < NEW_TOKEN:
+            raise ValueError(f"from_class must be a pretrained digit 0-{NEW_TOKEN - 1}, got {from_class}")
+        with torch.no_grad():
+            weight[NEW_TOKEN] = weight[from_class]
+        return weight[NEW_TOKEN].detach().clone()
     direction = torch.randn(weight.shape[1], generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
     scale = weight[:NEW_TOKEN].detach().double().norm(dim=1).mean()
     with torch.no_grad():
@@ -164,7 +246,8 @@ def pretrain(
 ) -> PixelUNet:
     """Train the "pretrained" model on digits 0-7 (10 % null-class dropout). Cached under ``cache`` if given.
 
-    The returned model's ``NEW_TOKEN`` row is set by :func:`init_new_token`, also when loaded from ``cache``.
+    The returned model's ``NEW_TOKEN`` row is set by :func:`init_new_token` (from ``data.token_init``), also when
+    loaded from ``cache``.
     """
     from diffusers import UNet2DModel
 
@@ -172,7 +255,7 @@ def pretrain(
     size = int(data.pretrain_images.shape[-1])
     if cache is not None and (Path(cache) / "config.json").is_file():
         model = UNet2DModel.from_pretrained(str(cache), local_files_only=True).eval()
-        init_new_token(model)  # idempotent; also upgrades checkpoints cached before the token had its own row
+        init_new_token(model, from_class=data.token_init)  # idempotent; also upgrades older cached checkpoints
         return PixelUNet(model, null_class=NULL_CLASS)
     model = tiny_unet(size=size, channels=channels, seed=seed)
     _train(
@@ -188,7 +271,7 @@ def pretrain(
         progress=progress,
         desc="pretrain",
     )
-    init_new_token(model)  # a rare token: its own embedding, never trained, distinct from the empty prompt
+    init_new_token(model, from_class=data.token_init)  # never trained in pretraining, distinct from the empty prompt
     if cache is not None:
         model.save_pretrained(str(cache))
     return PixelUNet(model, null_class=NULL_CLASS)
