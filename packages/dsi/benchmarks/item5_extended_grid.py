@@ -7,8 +7,9 @@ only 3 of its 6 cells were usable, and at epsilon = 1 the chosen cell was the gr
 steps) on every seed; for DP-SGD the chosen learning rate sat at both edges (2.0 at epsilon >= 4, 0.5 at
 epsilon <= 2). Each method gets 3 more cells, 9 in all: DSI rounds x steps in {3x50, 2x75, 1x150} at lr 0.5
 (fewer rounds, the direction of the edge); DP-SGD (per sample) batch {128, 256, 512} at lr 1.0 (between its
-two chosen rates). The cell is then chosen again on validation accuracy over all 9 cells (ties: the
-earlier cell). DP-SGD-group is not extended (it trails DSI by 5-40 points).
+two chosen rates); DP-SGD-group gets the same 3 cells as DP-SGD. The cell is then chosen again on
+validation accuracy over all 9 cells (ties: the earlier cell), and isotropic noise runs at DSI's newly
+chosen cell, as in `reproduce`.
 
 Usage: python packages/dsi/benchmarks/item5_extended_grid.py [--reproduce results/reproduce.json] [--out DIR]
 """
@@ -51,16 +52,19 @@ def _run(seed: int, config: dict, epsilons: list[float], n_canaries: int, n_refs
                     for r, k in DSI_EXTRA
                 ],
             ),
-            (
-                "dpsgd",
-                [
-                    (
-                        {"batch_size": b, "lr": DPSGD_EXTRA_LR},
-                        replace(base, dpsgd_batch_size=b, dpsgd_lr=DPSGD_EXTRA_LR),
-                    )
-                    for b in DPSGD_EXTRA
-                ],
-            ),
+            *[
+                (
+                    regime,
+                    [
+                        (
+                            {"batch_size": b, "lr": DPSGD_EXTRA_LR},
+                            replace(base, dpsgd_batch_size=b, dpsgd_lr=DPSGD_EXTRA_LR),
+                        )
+                        for b in DPSGD_EXTRA
+                    ],
+                )
+                for regime in ("dpsgd", "dpsgd-group")
+            ],
         ):
             for label, cfg in cells:
                 res = memorization_mitigation(
@@ -68,6 +72,20 @@ def _run(seed: int, config: dict, epsilons: list[float], n_canaries: int, n_refs
                 )
                 out.append({"seed": seed, "regime": regime, "epsilon": eps, "cell": label, "run": asdict(res)})
     return out
+
+
+def _isotropic(seed: int, config: dict, eps: float, cell: dict, n_canaries: int, n_refs: int) -> dict:
+    """Isotropic noise at DSI's chosen cell (the ablation rule of `reproduce`)."""
+    import torch
+
+    from dsi.applications import TaskConfig, memorization_mitigation
+
+    torch.set_num_threads(1)
+    cfg = replace(TaskConfig(**config), rounds=cell["rounds"], local_steps=cell["local_steps"], lr=cell["lr"])
+    res = memorization_mitigation(
+        regime="isotropic", epsilon=eps, config=cfg, n_references=n_refs, n_canaries=n_canaries, seed=seed
+    )
+    return {"seed": seed, "regime": "isotropic", "epsilon": eps, "cell": cell, "run": asdict(res)}
 
 
 def main() -> None:
@@ -84,19 +102,40 @@ def main() -> None:
     jobs = [(s, base["config"], epsilons, base["n_canaries"], base["n_references"]) for s in seeds]
     with ProcessPoolExecutor(len(jobs), mp_context=multiprocessing.get_context("spawn")) as pool:
         extra = [row for rows in pool.map(_run, *zip(*jobs, strict=True)) for row in rows]
-    elapsed = time.perf_counter() - start
 
     chosen = {}
     for entry in base["memorization"]:
         key = (entry["seed"], entry["regime"], entry["epsilon"])
         cells, runs = list(entry["cells"]), list(entry["runs"])
-        if entry["regime"] in ("dsi", "dpsgd"):
+        if entry["regime"] in ("dsi", "dpsgd", "dpsgd-group"):
             for row in extra:
                 if (row["seed"], row["regime"], row["epsilon"]) == key:
                     cells.append(row["cell"])
                     runs.append(row["run"])
         best = select_by_validation([r["validation_accuracy"] for r in runs])
         chosen[key] = {"cell": cells[best], "n_cells": len(cells), **runs[best]}
+    # isotropic noise runs at DSI's (new) chosen cell; when that is an original cell it is already in reproduce.json
+    todo = [
+        (s, base["config"], e, chosen[(s, "dsi", e)]["cell"], base["n_canaries"], base["n_references"])
+        for s in seeds
+        for e in epsilons
+        if chosen[(s, "dsi", e)]["n_cells"]
+        and chosen[(s, "dsi", e)]["cell"]
+        not in [
+            c
+            for entry in base["memorization"]
+            if (entry["seed"], entry["regime"], entry["epsilon"]) == (s, "dsi", e)
+            for c in entry["cells"]
+        ]
+    ]
+    with ProcessPoolExecutor(
+        max(1, min(len(todo), len(seeds))), mp_context=multiprocessing.get_context("spawn")
+    ) as pool:
+        iso = list(pool.map(_isotropic, *zip(*todo, strict=True))) if todo else []
+    extra += iso
+    elapsed = time.perf_counter() - start
+    for row in iso:
+        chosen[(row["seed"], "isotropic", row["epsilon"])] = {"cell": row["cell"], "n_cells": 1, **row["run"]}
 
     def fmt(vals: list[float], d: int) -> str:
         return f"{np.mean(vals):.{d}f} ({np.std(vals, ddof=1):.{d}f})"
@@ -109,7 +148,7 @@ def main() -> None:
         )
 
     lines = [
-        f"Extended grid (DSI and DP-SGD: 9 cells each, chosen on validation); seeds {seeds}; extra runs "
+        f"Extended grid (DSI, DP-SGD, DP-SGD-group: 9 cells each, chosen on validation; isotropic at DSI's cell); seeds {seeds}; extra runs "
         f"{elapsed:.0f} s wall. Mean (sd over seeds); per seed: test accuracy / exposure [cell].",
         "",
         "| regime | epsilon | cells | test accuracy | exposure (bits) | "
@@ -118,7 +157,7 @@ def main() -> None:
         "|---|---|---|---|---|" + "---|" * len(seeds),
     ]
     summary = []
-    for regime in ("none", "dsi", "dpsgd", "dpsgd-group"):
+    for regime in ("none", "dsi", "isotropic", "dpsgd", "dpsgd-group"):
         for eps in [None] if regime == "none" else epsilons:
             rows = [chosen[(s, regime, eps)] for s in seeds]
             acc = [r["test_accuracy"] for r in rows]
