@@ -94,6 +94,9 @@ def test_hyper_grid_gives_every_regime_the_same_budget():
     dsi_cells = hyper_grid("dsi", base)
     dp_cells = hyper_grid("dpsgd", base)
     assert len(dsi_cells) == len(dp_cells) == len(hyper_grid("isotropic", base)) == len(hyper_grid("dpsgd-group", base))
+    assert len(dsi_cells) == 9  # the frozen confirmatory protocol: 9 cells per method
+    assert [(c.rounds, c.local_steps, c.lr) for _, c in dsi_cells[6:]] == [(3, 50, 0.5), (2, 75, 0.5), (1, 150, 0.5)]
+    assert [(c.dpsgd_batch_size, c.dpsgd_lr) for _, c in dp_cells[6:]] == [(128, 1.0), (256, 1.0), (512, 1.0)]
     assert {c.rounds * c.local_steps for _, c in dsi_cells} == {base.rounds * base.local_steps}
     assert {c.rounds * c.local_steps for _, c in dp_cells} == {base.rounds * base.local_steps}
     assert len({(c.rounds, c.lr) for _, c in dsi_cells}) == len(dsi_cells)
