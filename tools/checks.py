@@ -259,7 +259,9 @@ def main(argv: list[str] | None = None) -> int:
         problems = check_wheels(members, set(args.packages) or None)
     for problem in problems:
         print(problem)
-    print(f"{args.check}: {len(members)} members checked, {len(problems)} problem(s)")
+    names = set(args.packages)
+    checked = [m for m in members if args.check == "imports" or not names or {m.dist, m.module} & names]
+    print(f"{args.check}: {len(checked)} member(s) checked, {len(problems)} problem(s)")
     return 1 if problems else 0
 
 
