@@ -301,7 +301,7 @@ def test_design_option_routes_to_reproduce(monkeypatch, tmp_path):
     import finextract.__main__ as cli
 
     seen = []
-    monkeypatch.setattr(cli, "reproduce", lambda ctx, design: seen.append(design))
+    monkeypatch.setattr(cli, "reproduce", lambda ctx, design, **kw: seen.append(design))
     assert cli.main(["reproduce", "--design", "new-concept", "--out", str(tmp_path)]) == 0
     assert cli.main(["reproduce", "--out", str(tmp_path), "--design=instance"]) == 0
     assert cli.main(["reproduce", "--out", str(tmp_path)]) == 0
@@ -310,3 +310,119 @@ def test_design_option_routes_to_reproduce(monkeypatch, tmp_path):
         cli.main(["reproduce", "--design", "dog"])
     with pytest.raises(SystemExit, match="reproduce only"):
         cli.main(["demo", "--design", "new-concept"])
+
+
+def test_seeds_and_calibration_options(monkeypatch, tmp_path):
+    """``reproduce --seeds A,B --calibration FILE``: parsed, validated, and passed on; bad values name the problem."""
+    import finextract.__main__ as cli
+
+    cal = tmp_path / "reproduce.json"
+    cal.write_text("{}")
+    seen = []
+    monkeypatch.setattr(cli, "reproduce", lambda ctx, design, **kw: seen.append((design, kw, ctx.seed)))
+    assert cli.main(["reproduce", "--seeds", "4,5", "--calibration", str(cal), "--out", str(tmp_path)]) == 0
+    assert cli.main(["reproduce", "--out", str(tmp_path), f"--calibration={cal}", "--seeds=5"]) == 0
+    assert cli.main(["reproduce", "--out", str(tmp_path)]) == 0
+    assert seen == [
+        ("instance", {"seeds": [4, 5], "calibration": cal}, 0),
+        ("instance", {"seeds": [5], "calibration": cal}, 0),
+        ("instance", {}, 0),
+    ]
+    bad = {
+        "integers": ["--seeds", "4,a", "--calibration", str(cal)],
+        "non-negative": ["--seeds", "-1", "--calibration", str(cal)],
+        "distinct": ["--seeds", "4,4", "--calibration", str(cal)],
+        "go together": ["--seeds", "4,5"],
+        "not a file": ["--seeds", "4", "--calibration", str(tmp_path / "missing.json")],
+        "needs a value": ["--calibration", str(cal), "--seeds"],
+        "--quick": ["--seeds", "4", "--calibration", str(cal), "--quick"],
+    }
+    for message, extra in bad.items():
+        with pytest.raises(SystemExit, match=message):
+            cli.main(["reproduce", *extra])
+    with pytest.raises(SystemExit, match="reproduce only"):
+        cli.main(["demo", "--seeds", "4", "--calibration", str(cal)])
+    assert len(seen) == 3
+
+
+def test_frozen_calibration_is_checked_before_reuse(tmp_path):
+    """An earlier run's calibrated settings are reused only for the same design, config, regimes and pretrained
+    model, and only on test seeds whose fine-tuning images are disjoint from the calibration seed's."""
+    from icml25_shared.cli import RunContext
+
+    from finextract.experiments import QUICK, REGIMES, Config, design_setup, load_calibration, reproduce
+
+    chosen = {"FineXtract (calibrated)": ["mg", 1.5, 0.0], "CFG baseline (calibrated)": ["cfg", 3.0]}
+    rec = {
+        "design": "instance",
+        "config": Config().__dict__,
+        "regimes": REGIMES,
+        "seeds": [0, 1, 2],
+        "calibration": {"seed": 3, "chosen": {"full": chosen, "lora": chosen}},
+    }
+    path = tmp_path / "reproduce.json"
+    path.write_text(json.dumps(rec))
+    des = design_setup("instance")
+    kw = {"design": des, "config": Config(), "pretrain_seed": 0}
+    got = load_calibration(path, test_seeds=[4, 5], **kw)
+    assert got.seed == 3 and got.chosen["lora"]["FineXtract (calibrated)"] == ("mg", 1.5, 0.0)
+    assert got.chosen["full"]["CFG baseline (calibrated)"] == ("cfg", 3.0)
+    # seed 9 is pool block 9 mod 6 = 3, the calibration block
+    for seeds in ([3], [4, 9]):
+        with pytest.raises(ValueError, match="shares fine-tuning images with calibration seed 3"):
+            load_calibration(path, test_seeds=seeds, **kw)
+    with pytest.raises(ValueError, match="design"):
+        load_calibration(path, test_seeds=[4], **{**kw, "design": design_setup("new-concept")})
+    with pytest.raises(ValueError, match="config"):
+        load_calibration(path, test_seeds=[4], **{**kw, "config": QUICK})
+    with pytest.raises(ValueError, match="pretrained with seed 0"):
+        load_calibration(path, test_seeds=[4], **{**kw, "pretrain_seed": 1})
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        load_calibration(tmp_path / "nope.json", test_seeds=[4], **kw)
+    path.write_text(json.dumps({**rec, "regimes": {"light": REGIMES["light"]}}))
+    with pytest.raises(ValueError, match="regimes"):
+        load_calibration(path, test_seeds=[4], **kw)
+    path.write_text(json.dumps({**rec, "calibration": {"seed": 3, "chosen": {"full": chosen}}}))
+    with pytest.raises(ValueError, match="both full and lora"):
+        load_calibration(path, test_seeds=[4], **kw)
+    ctx = RunContext("finextract", "reproduce", tmp_path, 0, False, np.random.default_rng(0))
+    with pytest.raises(ValueError, match="go together"):
+        reproduce(ctx, seeds=[4])
+
+
+def test_item5_regime_rule_and_head_to_head():
+    """The pre-registered comparison: a regime counts only if calibration-seed CFG beats the look-alike AS; a cell
+    is won only with strictly higher mean AS and A-ESR over the seeds; ties and missing runs do not pass."""
+    from finextract.experiments import BASELINE, METHOD, counted_regimes, head_to_head
+
+    chosen = {mode: {METHOD: ["mg", 1.5, 0.0], BASELINE: ["cfg", 3.0]} for mode in ("full", "lora")}
+    cal_runs = [
+        {"regime": g, "setting": m, "method": c, "AS": a}
+        for g, base in (("light", 0.85), ("strong", 0.90))
+        for m in ("full", "lora")
+        for c, a in (("cfg s=3.0", base), ("cfg s=1.0", 0.99), ("mg w=1.5 k=0.0", 0.99))
+    ]
+    got = counted_regimes({"chosen": chosen, "runs": cal_runs}, 0.859)
+    assert [got[g]["counts"] for g in ("light", "strong")] == [False, True]  # other candidates are ignored
+    assert got["strong"]["cfg_AS"] == pytest.approx(0.90)
+    with pytest.raises(ValueError, match="chosen CFG scale"):
+        counted_regimes({"chosen": chosen, "runs": [r for r in cal_runs if r["setting"] == "full"]}, 0.859)
+
+    def run(seed, method, a, e):
+        return {"regime": "strong", "setting": "lora", "seed": seed, "method": method, "AS": a, "A-ESR@0.93": e}
+
+    win = [
+        run(0, METHOD, 0.9, 0.25),
+        run(0, BASELINE, 0.8, 0.0),
+        run(1, METHOD, 0.8, 0.0),
+        run(1, BASELINE, 0.85, 0.125),
+    ]
+    (e,) = head_to_head(win + [run(0, "FineXtract", 0.1, 0.0)], "A-ESR@0.93")
+    assert e["seeds"] == [0, 1] and e["wins"]
+    assert e["FX AS"] == pytest.approx(0.85) and e["CFG A-ESR@0.93"] == pytest.approx(0.0625)
+    tie = [run(0, METHOD, 0.9, 0.25), run(0, BASELINE, 0.8, 0.25)]
+    assert not head_to_head(tie, "A-ESR@0.93")[0]["wins"]
+    with pytest.raises(ValueError, match="different seeds"):
+        head_to_head(win[:3], "A-ESR@0.93")
+    with pytest.raises(ValueError, match="more than one run"):
+        head_to_head(win + [run(1, METHOD, 0.8, 0.0)], "A-ESR@0.93")

@@ -4,6 +4,10 @@
 of pretraining, under a new token initialised to the digit's embedding. ``--design new-concept``: 8s and 9s, never
 seen in pretraining, under a new token with a random embedding.
 
+``reproduce --seeds 4,5 --calibration out/finextract-instance/reproduce.json --out out/finextract-instance``: more
+test seeds with an earlier run's calibrated settings frozen (no new search) and its cached pretrained model; writes
+``reproduce-seeds4-5.{md,json,png}`` next to the earlier files.
+
 ``audit`` loads a pretrained and a fine-tuned checkpoint from local diffusers folders, runs FineXtract and
 writes ``audit.png`` (the most likely extracted training images, largest clique first), ``audit.md`` and
 ``audit.json``.
@@ -20,7 +24,7 @@ from pathlib import Path
 
 from icml25_shared.cli import run_cli, save_figure, seed_everything
 
-from finextract.experiments import DEFAULT_DESIGN, DESIGNS, demo, reproduce
+from finextract.experiments import DEFAULT_DESIGN, DESIGNS, demo, parse_seeds, reproduce
 
 
 def _audit_parser() -> argparse.ArgumentParser:
@@ -134,25 +138,51 @@ def audit(argv: list[str]) -> int:
     return 0
 
 
+def _pop_option(argv: list[str], flag: str, hint: str) -> str | None:
+    """Remove ``flag X`` / ``flag=X`` from ``argv`` (the shared parser does not know it) and return X."""
+    for i, a in enumerate(argv):
+        if a == flag:
+            if i + 1 >= len(argv) or argv[i + 1].startswith("--"):
+                raise SystemExit(f"{flag} needs a value: {hint}")
+            value = argv[i + 1]
+            del argv[i : i + 2]
+            return value
+        if a.startswith(flag + "="):
+            del argv[i]
+            return a.split("=", 1)[1]
+    return None
+
+
 def _pop_design(argv: list[str]) -> str:
     """Remove ``--design X`` / ``--design=X`` from ``argv`` (``reproduce`` only) and return X."""
-    design = DEFAULT_DESIGN
-    for i, a in enumerate(argv):
-        if a == "--design" or a.startswith("--design="):
-            if a == "--design":
-                if i + 1 >= len(argv):
-                    raise SystemExit("--design needs a value: " + " | ".join(DESIGNS))
-                design = argv[i + 1]
-                del argv[i : i + 2]
-            else:
-                design = a.split("=", 1)[1]
-                del argv[i]
-            break
+    design = _pop_option(argv, "--design", " | ".join(DESIGNS))
+    if design is not None and argv[:1] != ["reproduce"]:
+        raise SystemExit("--design applies to reproduce only")
+    design = design or DEFAULT_DESIGN
     if design not in DESIGNS:
         raise SystemExit(f"unknown --design {design!r}; choose one of: {', '.join(DESIGNS)}")
-    if argv[:1] != ["reproduce"] and design != DEFAULT_DESIGN:
-        raise SystemExit("--design applies to reproduce only")
     return design
+
+
+def _pop_frozen(argv: list[str]) -> tuple[list[int] | None, Path | None]:
+    """Remove ``--seeds A,B`` and ``--calibration FILE`` (``reproduce`` only, always together) from ``argv``."""
+    text = _pop_option(argv, "--seeds", "comma-separated test seeds, e.g. 4,5")
+    cal = _pop_option(argv, "--calibration", "a reproduce.json whose calibrated settings are reused")
+    if text is None and cal is None:
+        return None, None
+    if argv[:1] != ["reproduce"]:
+        raise SystemExit("--seeds and --calibration apply to reproduce only")
+    if text is None or cal is None:
+        raise SystemExit("--seeds and --calibration go together: new test seeds reuse an earlier run's settings")
+    if "--quick" in argv:
+        raise SystemExit("--seeds/--calibration reuse a full run's settings; --quick changes the models")
+    try:
+        seeds = parse_seeds(text)
+    except ValueError as e:
+        raise SystemExit(f"--seeds: {e}") from None
+    if not Path(cal).is_file():
+        raise SystemExit(f"--calibration: {cal} is not a file (give an earlier run's reproduce.json)")
+    return seeds, Path(cal)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -160,10 +190,12 @@ def main(argv: list[str] | None = None) -> int:
     if argv and argv[0] == "audit":
         return audit(argv[1:])
     design = _pop_design(argv)
+    seeds, calibration = _pop_frozen(argv)
+    kw = {} if seeds is None else {"seeds": seeds, "calibration": calibration}
     return run_cli(
         "finextract",
         demo=demo,
-        reproduce=lambda ctx: reproduce(ctx, design=design),
+        reproduce=lambda ctx: reproduce(ctx, design=design, **kw),
         argv=argv,
         description=__doc__,
     )

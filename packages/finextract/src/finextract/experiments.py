@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -216,6 +218,10 @@ def no_extraction_reference(
         **{f"A-ESR@{t}": float(np.mean(b >= t)) for t in thresholds},
         "quantiles": {str(q): float(np.quantile(b, q)) for q in (0.5, 0.9, 0.95)},
         "AS_nearest_real": float(others.max(axis=1).mean()),
+        # spread of one set's AS (mean over its N images), the unit a single seed's AS is compared at
+        "AS_per_set_quantiles": {
+            str(q): float(np.quantile(b.reshape(trials, n_train).mean(1), q)) for q in (0.5, 0.9, 0.95)
+        },
     }
 
 
@@ -301,12 +307,83 @@ def demo(ctx: RunContext) -> None:
     ctx.save_figure(fig)
 
 
-def reproduce(ctx: RunContext, design: str = DEFAULT_DESIGN) -> None:
+@dataclass(frozen=True)
+class FrozenCalibration:
+    """Settings chosen by an earlier ``reproduce`` run, reused unchanged (no new search) on more test seeds."""
+
+    source: str
+    seed: int  # the held-out seed they were chosen on
+    chosen: dict[str, Methods]  # {mode: {"FineXtract (calibrated)": ("mg", w, k), "CFG baseline (calibrated)": ...}}
+
+
+def parse_seeds(text: str) -> list[int]:
+    """``"4,5"`` -> ``[4, 5]``: distinct non-negative integers, in the given order."""
+    try:
+        seeds = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise ValueError(f"seeds must be comma-separated integers like 4,5; got {text!r}") from None
+    if any(s < 0 for s in seeds):
+        raise ValueError(f"seeds must be non-negative, got {text!r}")
+    if len(set(seeds)) != len(seeds):
+        raise ValueError(f"seeds must be distinct, got {text!r}")
+    return seeds
+
+
+def load_calibration(
+    path: str | Path, *, design: Design, config: Config, test_seeds: list[int], pretrain_seed: int
+) -> FrozenCalibration:
+    """Read the calibrated settings of an earlier ``reproduce`` JSON and check that they may be reused: same
+    design, model/fine-tuning configuration, regimes and pretraining seed, and no test seed's fine-tuning image in
+    the calibration seed's set (a held-out seed must stay held out)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"calibration file {path} does not exist (a reproduce.json from an earlier run)")
+    rec = json.loads(path.read_text())
+    cal = rec.get("calibration") or {}
+    if "chosen" not in cal or "seed" not in cal:
+        raise ValueError(f"{path} has no calibration.chosen / calibration.seed; is it a reproduce.json?")
+    if rec.get("design") != design.name:
+        raise ValueError(f"{path} is from design {rec.get('design')!r}, this run is {design.name!r}")
+    if rec.get("config") != config.__dict__:
+        raise ValueError(f"{path} was run with config {rec.get('config')}, this run has {config.__dict__}")
+    if rec.get("regimes") != REGIMES:
+        raise ValueError(f"{path} was run with regimes {rec.get('regimes')}, this run has {REGIMES}")
+    rec_pre = rec.get("pretrain_seed", (rec.get("seeds") or [None])[0])  # older files: pretrained with seeds[0]
+    if rec_pre != pretrain_seed:
+        raise ValueError(
+            f"{path} used the model pretrained with seed {rec_pre}; this run pretrains with {pretrain_seed}"
+        )
+    cal_seed = int(cal["seed"])
+    held = set(design.data(config.n_train, seed=cal_seed).finetune_indices.tolist())
+    for s in test_seeds:
+        if s == cal_seed or held & set(design.data(config.n_train, seed=s).finetune_indices.tolist()):
+            raise ValueError(f"test seed {s} shares fine-tuning images with calibration seed {cal_seed}")
+    chosen = {
+        mode: {label: tuple(m) for label, m in cal["chosen"][mode].items()}
+        for mode in ("full", "lora")
+        if mode in cal["chosen"]
+    }
+    labels = {"FineXtract (calibrated)", "CFG baseline (calibrated)"}
+    if set(chosen) != {"full", "lora"} or any(set(v) != labels for v in chosen.values()):
+        raise ValueError(f"{path}: calibration.chosen needs {sorted(labels)} for both full and lora")
+    return FrozenCalibration(str(path), cal_seed, chosen)
+
+
+def reproduce(
+    ctx: RunContext,
+    design: str = DEFAULT_DESIGN,
+    seeds: list[int] | None = None,
+    calibration: str | Path | None = None,
+) -> None:
     """3 test seeds x {light, strong fine-tuning} x {full, LoRA}: FineXtract vs CFG, each at the paper's settings
     and at settings calibrated on a held-out seed (same grid search for both methods); JSON, table, grid.
 
     ``design``: "instance" (specific images of a known digit, token initialised to that digit) or "new-concept"
-    (8s and 9s under a random new token); see :mod:`finextract.training`."""
+    (8s and 9s under a random new token); see :mod:`finextract.training`.
+
+    ``seeds`` with ``calibration`` (an earlier run's ``reproduce.json``): run these test seeds with that run's
+    calibrated settings frozen (no search) and the same pretrained model (pretraining seed ``ctx.seed``); the
+    files are named ``reproduce-seeds<a>-<b>.*`` so the earlier run's are kept."""
     from dataclasses import replace
 
     des = design_setup(design)
@@ -314,8 +391,15 @@ def reproduce(ctx: RunContext, design: str = DEFAULT_DESIGN) -> None:
     torch.set_num_threads(1)  # 0.16 M-param model: threads only add contention on shared CPUs
     base_cfg = QUICK if ctx.quick else Config()
     regimes = {"quick": {}} if ctx.quick else REGIMES
-    seeds = [ctx.seed] if ctx.quick else [ctx.seed, ctx.seed + 1, ctx.seed + 2]
-    cal_seed = ctx.seed + CALIBRATION_OFFSET
+    if (seeds is None) != (calibration is None):
+        raise ValueError("seeds and calibration go together: more test seeds reuse an earlier run's settings")
+    frozen = None
+    if seeds is not None and calibration is not None:
+        frozen = load_calibration(calibration, design=des, config=base_cfg, test_seeds=seeds, pretrain_seed=ctx.seed)
+    else:
+        seeds = [ctx.seed] if ctx.quick else [ctx.seed, ctx.seed + 1, ctx.seed + 2]
+    cal_seed = frozen.seed if frozen else ctx.seed + CALIBRATION_OFFSET
+    name = f"reproduce-seeds{'-'.join(map(str, seeds))}" if frozen else None
     grid_kw: dict[str, tuple[float, ...]] = (
         QUICK_GRID if ctx.quick else {"w_grid": W_GRID, "k_grid": K_GRID, "cfg_grid": CFG_GRID}
     )
@@ -333,21 +417,26 @@ def reproduce(ctx: RunContext, design: str = DEFAULT_DESIGN) -> None:
     def sub(regime: str, mode: str, seed: int) -> Any:
         return None if cache is None else cache / f"{regime}-{mode}-seed{seed}-{des.cache_tag}"
 
-    # 1. calibration on the held-out seed: every grid candidate for both methods
+    # 1. calibration on the held-out seed: every grid candidate for both methods (or the frozen earlier choice)
     scores: dict[str, dict[str, list[float]]] = {"full": {}, "lora": {}}
     cal_rows: list[dict[str, Any]] = []
-    for regime, overrides in regimes.items():
+    for regime, overrides in [] if frozen else list(regimes.items()):
         cfg = replace(base_cfg, **overrides)
         data = des.data(cfg.n_train, seed=cal_seed)
         for mode in ("full", "lora"):
             res = run_setting(
                 pre, data, mode, cfg, cal_seed, cache=sub(regime, mode, cal_seed), methods=grid, thresholds=thresholds
             )
-            for name, r in res.items():
-                scores[mode].setdefault(name, []).append(r.metrics.similarity)
-                cal_rows.append({"regime": regime, **_row(mode, cal_seed, name, r)})
-    chosen = calibrate(scores, grid)
+            for cand, r in res.items():
+                scores[mode].setdefault(cand, []).append(r.metrics.similarity)
+                cal_rows.append({"regime": regime, **_row(mode, cal_seed, cand, r)})
+    chosen = frozen.chosen if frozen else calibrate(scores, grid)
     log.info("calibrated on seed %d: %s", cal_seed, chosen)
+    calibration_record: dict[str, Any] = (
+        {"seed": cal_seed, "frozen_from": frozen.source, "chosen": chosen}
+        if frozen
+        else {"seed": cal_seed, **grid_kw, "chosen": chosen, "runs": cal_rows}
+    )
 
     # 2. test seeds: paper settings and calibrated settings, same latents for all four samplers
     rows: list[dict[str, Any]] = []
@@ -370,10 +459,10 @@ def reproduce(ctx: RunContext, design: str = DEFAULT_DESIGN) -> None:
                     methods={**paper_methods(mode), **chosen[mode]},
                     thresholds=thresholds,
                 )
-                rows += [{"regime": regime, **_row(mode, seed, name, r)} for name, r in res.items()]
+                rows += [{"regime": regime, **_row(mode, seed, m, r)} for m, r in res.items()]
                 if seed == seeds[0] and regime == next(iter(regimes)):
                     grids.append((f"train ({mode})", data.finetune_images))
-                    grids += [(f"{name} ({mode})", _matched(data.finetune_images, r)) for name, r in res.items()]
+                    grids += [(f"{m} ({mode})", _matched(data.finetune_images, r)) for m, r in res.items()]
     summary = []
     metric_keys = ["AS", *[f"A-ESR@{t}" for t in thresholds]]
     methods = ["FineXtract", "CFG baseline", "FineXtract (calibrated)", "CFG baseline (calibrated)"]
@@ -397,14 +486,17 @@ def reproduce(ctx: RunContext, design: str = DEFAULT_DESIGN) -> None:
     keys = ["regime", "setting", "method", "params", *[k for m in metric_keys for k in (m, m + " sd")]]
     look_rows = [{"seed": s, **v} for s, v in lookalikes.items()]
     ctx.write_table(
-        f"design: {design}; A-ESR thresholds {thresholds} (the first is the acceptance threshold)\n\n"
+        f"design: {design}; test seeds {seeds}; A-ESR thresholds {thresholds} (the first is the acceptance "
+        "threshold)\n\n"
         + _markdown(summary, keys)
         + "\n\nnearest real same-digit image not in the fine-tuning set, per seed (no model):\n\n"
-        + _markdown(look_rows, list(look_rows[0]))
+        + _markdown(look_rows, list(look_rows[0])),
+        name=name,
     )
     ctx.write_json(
         {
             "design": design,
+            "pretrain_seed": ctx.seed,
             "esr_thresholds": thresholds,
             "pretrain_images": int(data0.pretrain_images.shape[0]),
             "finetune_indices": {s: des.data(base_cfg.n_train, seed=s).finetune_indices for s in [*seeds, cal_seed]},
@@ -414,15 +506,71 @@ def reproduce(ctx: RunContext, design: str = DEFAULT_DESIGN) -> None:
             "seeds": seeds,
             "settings": SETTINGS,
             "cfg_scale": CFG_SCALE,
-            "calibration": {"seed": cal_seed, **grid_kw, "chosen": chosen, "runs": cal_rows},
+            "calibration": calibration_record,
             "no_extraction_reference": no_extraction_reference(
                 base_cfg.n_train, digits=des.reference_digits, thresholds=thresholds
             ),
             "summary": summary,
             "runs": rows,
-        }
+        },
+        name=name,
     )
     first = next(iter(regimes))
     ctx.save_figure(
-        _grid(grids, f"{design}, {first} fine-tuning, seed {seeds[0]}: training images and best extracted match")
+        _grid(grids, f"{design}, {first} fine-tuning, seed {seeds[0]}: training images and best extracted match"),
+        name=name,
     )
+
+
+#: the pair that acceptance item 5 compares (calibrated settings, frozen from the calibration seed)
+METHOD = "FineXtract (calibrated)"
+BASELINE = "CFG baseline (calibrated)"
+
+
+def counted_regimes(calibration: dict[str, Any], reference_as: float) -> dict[str, dict[str, Any]]:
+    """The data rule for which fine-tuning regimes are informative about extraction, on the calibration seed only.
+
+    A regime counts if the calibrated CFG baseline's AS on the calibration seed, averaged over full and LoRA, is
+    above ``reference_as`` (the AS of 8 random other real images of the digit, :func:`no_extraction_reference`):
+    only then does fine-tuning make the instances more extractable than look-alikes. ``calibration``: the
+    ``calibration`` record of a searching ``reproduce`` run (it holds every candidate's calibration-seed AS)."""
+    out: dict[str, dict[str, Any]] = {}
+    for regime in dict.fromkeys(r["regime"] for r in calibration["runs"]):
+        vals = []
+        for mode, methods in calibration["chosen"].items():
+            cand = f"cfg s={methods[BASELINE][1]}"
+            vals += [
+                r["AS"] for r in calibration["runs"] if (r["regime"], r["setting"], r["method"]) == (regime, mode, cand)
+            ]
+        if len(vals) != len(calibration["chosen"]):
+            raise ValueError(f"calibration runs lack the chosen CFG scale for regime {regime!r}")
+        out[regime] = {
+            "cfg_AS": float(np.mean(vals)),
+            "reference_AS": reference_as,
+            "counts": np.mean(vals) > reference_as,
+        }
+    return out
+
+
+def head_to_head(runs: list[dict[str, Any]], esr_key: str) -> list[dict[str, Any]]:
+    """Per (regime, setting): the mean AS and ``esr_key`` over every seed in ``runs`` of :data:`METHOD` and
+    :data:`BASELINE`, and ``wins``: strictly higher mean on both. Each seed must have both methods."""
+    out = []
+    cells = dict.fromkeys((r["regime"], r["setting"]) for r in runs if r["method"] in (METHOD, BASELINE))
+    for regime, mode in cells:
+        by: dict[str, dict[int, dict[str, Any]]] = {}
+        for m in (METHOD, BASELINE):
+            sel = [r for r in runs if (r["regime"], r["setting"], r["method"]) == (regime, mode, m)]
+            by[m] = {r["seed"]: r for r in sel}
+            if len(by[m]) != len(sel):
+                raise ValueError(f"{regime} {mode} {m}: more than one run for a seed")
+        seeds = sorted(by[METHOD])
+        if seeds != sorted(by[BASELINE]):
+            raise ValueError(f"{regime} {mode}: the two methods were run on different seeds")
+        entry: dict[str, Any] = {"regime": regime, "setting": mode, "seeds": seeds}
+        for m, tag in ((METHOD, "FX"), (BASELINE, "CFG")):
+            entry[f"{tag} AS"] = float(np.mean([by[m][s]["AS"] for s in seeds]))
+            entry[f"{tag} {esr_key}"] = float(np.mean([by[m][s][esr_key] for s in seeds]))
+        entry["wins"] = bool(entry["FX AS"] > entry["CFG AS"] and entry[f"FX {esr_key}"] > entry[f"CFG {esr_key}"])
+        out.append(entry)
+    return out
