@@ -128,3 +128,41 @@ def test_per_sample_clipping_matches_a_manual_loop():
     assert np.linalg.norm(trainer.last_differences_, axis=1).max() <= bound + 1e-6
     with pytest.raises(ValueError, match="max_grad_norm"):
         DSITrainer(_linear(), epsilon=1.0, max_grad_norm=0.0).fit(x, y, groups)
+
+
+def test_every_round_releases_update_at_released_params_plus_calibrated_noise():
+    """Issue #10 audit: round t's update is taken at the released theta_{t-1} (not stale), the last round
+    is noised too, the noise is c * N(0, Sigma(differences)) drawn from the seeded stream, and the whole
+    run is mu-GDP for every group with mu the target's (gdp composition over ``rounds``)."""
+    from dsi import optimal_covariance
+    from dsi.accounting import gdp_mu_from_epsilon
+
+    x, y, groups = _problem(n=60)
+    vec = torch.nn.utils.parameters_to_vector
+
+    def run(rounds, model=None, seed=5):
+        model = model or _linear()
+        start = vec(model.parameters()).detach().double().numpy().copy()
+        tr = DSITrainer(model, lr=0.3, local_steps=3, rounds=rounds, noise_multiplier=2.0, seed=seed)
+        tr.fit(x, y, groups)
+        return tr, start, vec(model.parameters()).detach().double().numpy()
+
+    one, theta0, theta1 = run(1)
+    two, _, theta2 = run(2)
+    rng = np.random.default_rng(5)
+    rng.integers(2**62)  # the trainer's torch-generator seed comes first
+    noise1 = 2.0 * optimal_covariance(one.last_differences_).sample(rng)
+    np.testing.assert_allclose(theta1, theta0 + one.last_update_ + noise1, atol=1e-6)
+    # round 2 starts from the released theta1: its update equals a fresh run started there
+    fresh = _linear()
+    torch.nn.utils.vector_to_parameters(torch.as_tensor(theta1, dtype=torch.float32), fresh.parameters())
+    at_theta1, _, _ = run(1, fresh, seed=99)
+    np.testing.assert_allclose(two.last_update_, at_theta1.last_update_, rtol=1e-5, atol=1e-7)
+    noise2 = 2.0 * optimal_covariance(two.last_differences_).sample(rng)
+    np.testing.assert_allclose(theta2, theta1 + two.last_update_ + noise2, atol=1e-6)
+    assert np.linalg.norm(noise2) > 0
+    # calibration: rounds releases of m_j <= 1 compose to the target mu exactly
+    tr = DSITrainer(_linear(), lr=0.3, local_steps=2, rounds=3, epsilon=1.0, accountant="gdp", seed=0)
+    tr.fit(x, y, groups)
+    assert np.sqrt(3.0) / tr.noise_multiplier_ == pytest.approx(gdp_mu_from_epsilon(1.0, 1e-5), rel=1e-9)
+    assert optimal_covariance(tr.last_differences_).mahalanobis.max() <= 1.0 + 1e-9

@@ -309,7 +309,9 @@ def memorization_mitigation(
     candidate set, queries the model's loss on every candidate and ranks them; exposure measures how far
     the inserted canary stands out. Each canary (``canary_repeats`` copies) is one protected group with
     the (epsilon, delta) guarantee; the clean digits are not protected (group -1). DP-SGD, the peer,
-    protects every sample at the same (epsilon, delta).
+    protects every sample at the same (epsilon, delta). DSI's Sigma is fitted on the canaries' own
+    differences, so its exposure does not fall to the uniform-rank 1.44 bits as epsilon -> 0 (README,
+    issue #10 diagnosis); DP-SGD's data-independent noise has no such floor.
     """
     cfg = config or TaskConfig()
     _check_regime(regime, epsilon)

@@ -96,8 +96,11 @@ class DSITrainer:
     Threat model: the protected groups (data sources, inserted canaries, suspected poisons) are named by
     ``groups``; for each group j, the released parameter sequence on D and on D without group j are
     (epsilon, delta)-indistinguishable in the DSI sense (the noise covariance is computed from D and
-    treated as public, as in the paper). Samples with group id -1 are not protected. Model buffers
-    (e.g. BatchNorm statistics) are not released: they are restored after every local run.
+    treated as public, as in the paper). Because Sigma is shaped by each group's own difference, the
+    counterfactual release still carries noise along "fit group j"; tests that compare group j with fresh
+    look-alikes (e.g. canary exposure) are not bounded by this guarantee. Samples with group id -1 are
+    not protected. Model buffers (e.g. BatchNorm statistics) are not released: they are restored after
+    every local run.
 
     Args:
         model: a torch module; trained in place.
