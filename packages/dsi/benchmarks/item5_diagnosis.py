@@ -33,7 +33,6 @@ from __future__ import annotations
 import argparse
 import json
 import time
-from dataclasses import replace
 
 import numpy as np
 import torch
@@ -41,46 +40,26 @@ from scipy import stats
 
 from dsi import optimal_covariance
 from dsi.accounting import tradeoff_power
-from dsi.applications import TaskConfig, _mlp, _training_data, canary_exposure
+from dsi.applications import _mlp, canary_exposure
+from dsi.exposure import candidate_exposures, memorization_data, train_one_round
 from dsi.training import DSITrainer
 
 N_CANARIES, REPEATS, N_REFS = 8, 4, 1023
 
 
-def setup(seed: int):
-    """The exact data of `memorization_mitigation` (same rng draws) for the reproduce config."""
-    cfg = replace(TaskConfig(), validation=0.2)
-    rng = np.random.default_rng(seed)
-    xtr, ytr, xva, yva, xte, yte = _training_data(seed, cfg.augment, cfg.validation)
-    cand_x = rng.uniform(0.0, 1.0, size=(N_CANARIES * (N_REFS + 1), xtr.shape[1]))
-    cand_y = rng.integers(0, 10, size=len(cand_x))
-    inserted = np.arange(N_CANARIES) * (N_REFS + 1)
-    x = np.concatenate([xtr, np.repeat(cand_x[inserted], REPEATS, axis=0)])
-    y = np.concatenate([ytr, np.repeat(cand_y[inserted], REPEATS)])
-    groups = np.concatenate([np.full(len(ytr), -1), np.repeat(np.arange(N_CANARIES), REPEATS)])
-    return cfg, xtr, ytr, x, y, groups, cand_x, cand_y
-
-
-def exposures_of(model, cand_x, cand_y) -> np.ndarray:
-    with torch.no_grad():
-        out = model(torch.as_tensor(cand_x, dtype=torch.float32))
-        loss = torch.nn.functional.cross_entropy(out, torch.as_tensor(cand_y), reduction="none").double().numpy()
-    rows = loss.reshape(N_CANARIES, N_REFS + 1)
-    return np.array([canary_exposure(r[0], r[1:]) for r in rows]), rows
-
-
 def null_plain(seed: int) -> dict:
     """Plain SGD (30 x 5 at lr 0.5, the no-noise cell) on the training split with no canary inserted."""
-    cfg, xtr, ytr, *_, cand_x, cand_y = setup(seed)
-    model = _mlp(64, cfg.hidden, 10, seed)
-    xt, yt = torch.as_tensor(xtr, dtype=torch.float32), torch.as_tensor(ytr)
+    data = memorization_data(seed)
+    clean = data.groups < 0
+    model = _mlp(64, data.config.hidden, 10, seed)
+    xt, yt = torch.as_tensor(data.x[clean], dtype=torch.float32), torch.as_tensor(data.y[clean])
     for _ in range(30):
         opt = torch.optim.SGD(model.parameters(), lr=0.5)
         for _ in range(5):
             opt.zero_grad()
             torch.nn.functional.cross_entropy(model(xt), yt).backward()
             opt.step()
-    exp, _ = exposures_of(model, cand_x, cand_y)
+    exp, _ = candidate_exposures(model, data)
     return {"seed": seed, "exposures": exp.tolist()}
 
 
@@ -91,41 +70,24 @@ def tpr_at(stat_pos: np.ndarray, stat_neg: np.ndarray, fpr: float = 0.05) -> flo
 
 
 def diagnose_round(seed: int, epsilon: float, draws: int, lr_draws: int) -> dict:
-    cfg, _, _, x, y, groups, cand_x, cand_y = setup(seed)
-    model = _mlp(64, cfg.hidden, 10, seed)
-    params = list(model.parameters())
-    theta0 = torch.nn.utils.parameters_to_vector(params).detach().clone()
-    trainer = DSITrainer(
-        model,
-        optimizer="sgd",
-        lr=0.5,
-        local_steps=150,
-        rounds=1,
-        delta=cfg.delta,
-        epsilon=epsilon,
-        seed=seed,
-        accountant="gdp",
-    )
-    xt, yt = torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(y)
-    trainer.fit(xt, yt, groups)
-    released = torch.nn.utils.parameters_to_vector(params).detach().double().numpy()
-    exp_trainer, _ = exposures_of(model, cand_x, cand_y)
-    full = trainer.last_update_
-    diffs = trainer.last_differences_
-    c = trainer.noise_multiplier_
-    cov = optimal_covariance(diffs, 1.0)
+    data = memorization_data(seed)
+    rnd = train_one_round(data, seed, epsilon)  # the shared code path of dsi.exposure (1 x 150, lr 0.5)
+    model = rnd.model
+    released = torch.nn.utils.parameters_to_vector(list(model.parameters())).detach().double().numpy()
+    exp_trainer, _ = candidate_exposures(model, data)
+    full, diffs, c, cov = rnd.update, rnd.differences, rnd.noise_multiplier, rnd.covariance
     # the trainer's own noise draw: rng(seed) -> one integer for the torch generator -> cov.sample
     rng = np.random.default_rng(seed)
     rng.integers(2**62)
     own_noise = c * cov.sample(rng)
-    th0 = theta0.double().numpy()
+    th0 = rnd.theta0
     release_err = float(np.max(np.abs(released - (th0 + full + own_noise))))
     basis = cov.basis()
     noise_out_of_span = float(np.linalg.norm(own_noise - basis @ (basis.T @ own_noise)) / np.linalg.norm(own_noise))
 
-    def exposure_at(vec: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        torch.nn.utils.vector_to_parameters(torch.as_tensor(vec, dtype=torch.float32), params)
-        return exposures_of(model, cand_x, cand_y)
+    def exposure_at(shift: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Exposures of the release theta0 + Delta + shift."""
+        return candidate_exposures(rnd.release(shift), data)
 
     gen = np.random.default_rng(10_000 + seed)
     cov_minus = [optimal_covariance(np.delete(diffs, j, axis=0), 1.0) for j in range(N_CANARIES)]
@@ -133,17 +95,17 @@ def diagnose_round(seed: int, epsilon: float, draws: int, lr_draws: int) -> dict
     loss_d0, loss_cf0 = [], []
     for _ in range(draws):
         noise = c * cov.sample(gen)
-        e, rows = exposure_at(th0 + full + noise)
+        e, rows = exposure_at(noise)
         exp_d.append(e)
         exp_nullcand.append([canary_exposure(r[1], r[2:]) for r in rows])
         loss_d0.append(rows[0, 0])
         cf, ind = [], []
         for j in range(N_CANARIES):
-            e, rows = exposure_at(th0 + full - diffs[j] + noise)
+            e, rows = exposure_at(noise - diffs[j])
             cf.append(e[j])
             if j == 0:
                 loss_cf0.append(rows[0, 0])
-            e, _ = exposure_at(th0 + full - diffs[j] + c * cov_minus[j].sample(gen))
+            e, _ = exposure_at(c * cov_minus[j].sample(gen) - diffs[j])
             ind.append(e[j])
         exp_cf.append(cf)
         exp_ind.append(ind)
@@ -220,8 +182,9 @@ class _Counterfactual(DSITrainer):
 def diagnose_multiround(seed: int, epsilon: float, rounds: int, steps: int, draws: int) -> dict:
     """Several noise seeds of a multi-round cell: exposure under M(D) and under DSI's counterfactual
     M(D_-j) (its own trajectory per canary j), both with Sigma fitted on D every round."""
-    cfg, _, _, x, y, groups, cand_x, cand_y = setup(seed)
-    xt, yt = torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(y)
+    data = memorization_data(seed)
+    cfg, groups = data.config, data.groups
+    xt, yt = torch.as_tensor(data.x, dtype=torch.float32), torch.as_tensor(data.y)
     exp_d, exp_cf = [], []
     for k in range(draws):
         row = []
@@ -240,7 +203,7 @@ def diagnose_multiround(seed: int, epsilon: float, rounds: int, steps: int, draw
             )
             tr.leave = leave
             tr.fit(xt, yt, groups)
-            e, _ = exposures_of(model, cand_x, cand_y)
+            e, _ = candidate_exposures(model, data)
             row.append(e if leave is None else e[leave])
         exp_d.append(row[0])
         exp_cf.append(row[1:])
