@@ -662,15 +662,15 @@ def _tuned_table(searches: dict, test: dict, verdicts: dict, *, T: int) -> str:
 def _tuned_figure(ctx: RunContext, searches: dict, test: dict) -> None:
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(16, 4))
+    fig, axes = plt.subplots(1, 3, figsize=(16, 4), layout="constrained")  # no label runs into a neighbour
     for ax, (feedback, by) in zip(axes[:2], searches.items(), strict=True):
         for name, s in by.items():
             (line,) = ax.plot(s.step_sizes, s.values, "o-", label=name)
             ax.plot([s.best], [min(s.values)], "*", ms=14, color=line.get_color())
         ax.set_xscale("log")
         ax.set_xlabel("step size eta")
-        ax.set_ylabel("avg normalised travel time (tuning seeds)")
-        ax.set_title(f"tuning, {feedback} feedback (star: chosen)", fontsize=10)
+        ax.set_ylabel("avg normalised travel time")
+        ax.set_title(f"tuning seeds, {feedback} feedback (star: chosen)", fontsize=10)
         ax.legend(fontsize=7)
     ax = axes[2]
     combos = [(c, fb) for c in CLAUSES[:2] for fb in test]
