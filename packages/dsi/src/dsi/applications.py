@@ -293,6 +293,27 @@ class MemorizationResult:
     validation_accuracy: float = float("nan")
 
 
+def _insert_canaries(
+    rng: np.random.Generator,
+    x: np.ndarray,
+    y: np.ndarray,
+    *,
+    n_canaries: int,
+    canary_repeats: int,
+    n_references: int,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Draw ``n_canaries`` blocks of ``n_references + 1`` random 8x8 candidates with random labels, insert
+    the first of each block ``canary_repeats`` times into ``(x, y)``, and return
+    ``(x, y, groups, cand_x, cand_y)``; groups: canary block index, -1 for the clean rows."""
+    cand_x = rng.uniform(0.0, 1.0, size=(n_canaries * (n_references + 1), x.shape[1]))
+    cand_y = rng.integers(0, 10, size=len(cand_x))
+    inserted = np.arange(n_canaries) * (n_references + 1)
+    x_all = np.concatenate([x, np.repeat(cand_x[inserted], canary_repeats, axis=0)])
+    y_all = np.concatenate([y, np.repeat(cand_y[inserted], canary_repeats)])
+    groups = np.concatenate([np.full(len(y), -1), np.repeat(np.arange(n_canaries), canary_repeats)])
+    return x_all, y_all, groups, cand_x, cand_y
+
+
 def memorization_mitigation(
     *,
     regime: Regime = "dsi",
@@ -315,14 +336,15 @@ def memorization_mitigation(
     """
     cfg = config or TaskConfig()
     _check_regime(regime, epsilon)
-    rng = np.random.default_rng(seed)
     xtr, ytr, xva, yva, xte, yte = _training_data(seed, cfg.augment, cfg.validation)
-    cand_x = rng.uniform(0.0, 1.0, size=(n_canaries * (n_references + 1), xtr.shape[1]))
-    cand_y = rng.integers(0, 10, size=len(cand_x))
-    inserted = np.arange(n_canaries) * (n_references + 1)
-    x = np.concatenate([xtr, np.repeat(cand_x[inserted], canary_repeats, axis=0)])
-    y = np.concatenate([ytr, np.repeat(cand_y[inserted], canary_repeats)])
-    groups = np.concatenate([np.full(len(ytr), -1), np.repeat(np.arange(n_canaries), canary_repeats)])
+    x, y, groups, cand_x, cand_y = _insert_canaries(
+        np.random.default_rng(seed),
+        xtr,
+        ytr,
+        n_canaries=n_canaries,
+        canary_repeats=canary_repeats,
+        n_references=n_references,
+    )
     model = _train(regime, x, y, groups, epsilon, cfg, seed, group_size=canary_repeats)
     losses = _losses(model, cand_x, cand_y).reshape(n_canaries, n_references + 1)
     exposures = np.array([canary_exposure(row[0], row[1:]) for row in losses])

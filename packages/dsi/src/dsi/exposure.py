@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from dsi._validation import check_positive
-from dsi.applications import TaskConfig, _accuracy, _mlp, _training_data, canary_exposure
+from dsi.applications import TaskConfig, _accuracy, _insert_canaries, _mlp, _training_data, canary_exposure
 from dsi.covariance import OptimalCovariance, optimal_covariance
 from dsi.training import DSITrainer, require_torch
 
@@ -64,14 +64,15 @@ def memorization_data(
     """The memorisation data of the reproduce task for ``seed`` (same random draws as
     ``memorization_mitigation`` with ``TaskConfig(validation=validation)``)."""
     cfg = replace(TaskConfig(), validation=validation)
-    rng = np.random.default_rng(seed)
     xtr, ytr, _, _, xte, yte = _training_data(seed, cfg.augment, cfg.validation)
-    cand_x = rng.uniform(0.0, 1.0, size=(n_canaries * (n_references + 1), xtr.shape[1]))
-    cand_y = rng.integers(0, 10, size=len(cand_x))
-    inserted = np.arange(n_canaries) * (n_references + 1)
-    x = np.concatenate([xtr, np.repeat(cand_x[inserted], canary_repeats, axis=0)])
-    y = np.concatenate([ytr, np.repeat(cand_y[inserted], canary_repeats)])
-    groups = np.concatenate([np.full(len(ytr), -1), np.repeat(np.arange(n_canaries), canary_repeats)])
+    x, y, groups, cand_x, cand_y = _insert_canaries(
+        np.random.default_rng(seed),
+        xtr,
+        ytr,
+        n_canaries=n_canaries,
+        canary_repeats=canary_repeats,
+        n_references=n_references,
+    )
     return MemorizationData(cfg, x, y, groups, cand_x, cand_y, xte, yte, n_canaries, n_references)
 
 
