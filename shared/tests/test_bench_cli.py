@@ -81,6 +81,30 @@ def test_run_cli_default_out_and_bad_args(tmp_path, monkeypatch):
         run_cli("toy", demo=_demo, reproduce=_reproduce, argv=["demo", "--seed", "-1"])
 
 
+def test_reproduce_options_reach_the_command_and_the_help(tmp_path, capsys):
+    seen = []
+
+    def add(parser):
+        parser.add_argument("--variant", choices=("a", "b"), default="a", help="which variant to run")
+
+    def main(argv):
+        return run_cli("toy", demo=lambda ctx: seen.append(("demo", ctx.options)),
+                       reproduce=lambda ctx: seen.append(("reproduce", ctx.options)), argv=argv, reproduce_options=add)
+
+    main(["reproduce", "--variant", "b", "--out", str(tmp_path)])
+    main(["reproduce", "--out", str(tmp_path)])
+    main(["demo", "--out", str(tmp_path)])
+    assert seen == [("reproduce", {"variant": "b"}), ("reproduce", {"variant": "a"}), ("demo", {})]
+    with pytest.raises(SystemExit):
+        main(["demo", "--variant", "b"])  # the option belongs to reproduce only
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--variant", "c"])
+    assert "invalid choice" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--help"])
+    assert "which variant to run" in capsys.readouterr().out
+
+
 def test_testing_helpers_check_the_written_files(tmp_path):
     from icml25_shared.testing import run_command
 

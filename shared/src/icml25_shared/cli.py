@@ -10,6 +10,10 @@ Each command receives a :class:`RunContext` (output folder, seed, quick flag, se
 writes through it: ``ctx.write_table(markdown)`` -> ``<out>/<command>.md``, ``ctx.save_figure(fig)``
 -> ``<out>/<command>.png``, ``ctx.write_json(obj)`` -> ``<out>/<command>.json``. The repo's demo
 runner links those files from ``out/REPORT.md``.
+
+A package whose ``reproduce`` takes options of its own passes ``reproduce_options``, a function that adds
+them to the ``reproduce`` sub-parser (so ``--help`` lists them); their parsed values reach the command as
+``ctx.options`` (a dict keyed by argparse ``dest``; empty for ``demo``).
 """
 
 from __future__ import annotations
@@ -89,6 +93,7 @@ class RunContext:
     quick: bool
     rng: np.random.Generator = field(repr=False)
     written: list[Path] = field(default_factory=list)
+    options: dict[str, Any] = field(default_factory=dict)
 
     def path(self, name: str) -> Path:
         """A path inside the output folder (created)."""
@@ -132,7 +137,13 @@ def _jsonable(value: Any) -> Any:
 Command = Callable[[RunContext], Any]
 
 
-def build_parser(package: str, description: str | None = None) -> argparse.ArgumentParser:
+OptionAdder = Callable[[argparse.ArgumentParser], Any]
+_COMMON_OPTIONS = ("command", "out", "seed", "quick")
+
+
+def build_parser(
+    package: str, description: str | None = None, reproduce_options: OptionAdder | None = None
+) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"python -m {package}", description=description)
     sub = parser.add_subparsers(dest="command", required=True)
     helps = {
@@ -144,20 +155,23 @@ def build_parser(package: str, description: str | None = None) -> argparse.Argum
         cmd.add_argument("--out", type=Path, default=None, help=f"output folder (default ./out/{package})")
         cmd.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
         cmd.add_argument("--quick", action="store_true", help="smaller sizes, for smoke tests")
+        if name == "reproduce" and reproduce_options is not None:
+            reproduce_options(cmd)
     return parser
 
 
 def run_cli(package: str, *, demo: Command, reproduce: Command, argv: list[str] | None = None,
-            description: str | None = None) -> int:
+            description: str | None = None, reproduce_options: OptionAdder | None = None) -> int:
     """Parse ``argv`` and run ``demo`` or ``reproduce``; return the process exit code."""
-    args = build_parser(package, description).parse_args(argv)
+    args = build_parser(package, description, reproduce_options).parse_args(argv)
     if args.seed < 0:
         raise SystemExit(f"--seed must be non-negative, got {args.seed}")
     logging.basicConfig(level=os.environ.get("LOGLEVEL", "WARNING"), format="%(levelname)s %(name)s: %(message)s")
     _use_agg()
     out = args.out if args.out is not None else Path("out") / package
+    options = {k: v for k, v in vars(args).items() if k not in _COMMON_OPTIONS}
     ctx = RunContext(package=package, command=args.command, out=out, seed=args.seed, quick=args.quick,
-                     rng=seed_everything(args.seed))
+                     rng=seed_everything(args.seed), options=options)
     start = time.perf_counter()
     command = demo if args.command == "demo" else reproduce
     command(ctx)

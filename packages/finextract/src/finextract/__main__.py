@@ -22,7 +22,7 @@ import os
 import sys
 from pathlib import Path
 
-from icml25_shared.cli import run_cli, save_figure, seed_everything
+from icml25_shared.cli import RunContext, run_cli, save_figure, seed_everything
 
 from finextract.experiments import DEFAULT_DESIGN, DESIGNS, demo, parse_seeds, reproduce
 
@@ -138,66 +138,59 @@ def audit(argv: list[str]) -> int:
     return 0
 
 
-def _pop_option(argv: list[str], flag: str, hint: str) -> str | None:
-    """Remove ``flag X`` / ``flag=X`` from ``argv`` (the shared parser does not know it) and return X."""
-    for i, a in enumerate(argv):
-        if a == flag:
-            if i + 1 >= len(argv) or argv[i + 1].startswith("--"):
-                raise SystemExit(f"{flag} needs a value: {hint}")
-            value = argv[i + 1]
-            del argv[i : i + 2]
-            return value
-        if a.startswith(flag + "="):
-            del argv[i]
-            return a.split("=", 1)[1]
-    return None
-
-
-def _pop_design(argv: list[str]) -> str:
-    """Remove ``--design X`` / ``--design=X`` from ``argv`` (``reproduce`` only) and return X."""
-    design = _pop_option(argv, "--design", " | ".join(DESIGNS))
-    if design is not None and argv[:1] != ["reproduce"]:
-        raise SystemExit("--design applies to reproduce only")
-    design = design or DEFAULT_DESIGN
-    if design not in DESIGNS:
-        raise SystemExit(f"unknown --design {design!r}; choose one of: {', '.join(DESIGNS)}")
-    return design
-
-
-def _pop_frozen(argv: list[str]) -> tuple[list[int] | None, Path | None]:
-    """Remove ``--seeds A,B`` and ``--calibration FILE`` (``reproduce`` only, always together) from ``argv``."""
-    text = _pop_option(argv, "--seeds", "comma-separated test seeds, e.g. 4,5")
-    cal = _pop_option(argv, "--calibration", "a reproduce.json whose calibrated settings are reused")
-    if text is None and cal is None:
-        return None, None
-    if argv[:1] != ["reproduce"]:
-        raise SystemExit("--seeds and --calibration apply to reproduce only")
-    if text is None or cal is None:
-        raise SystemExit("--seeds and --calibration go together: new test seeds reuse an earlier run's settings")
-    if "--quick" in argv:
-        raise SystemExit("--seeds/--calibration reuse a full run's settings; --quick changes the models")
+def _seeds_argument(text: str) -> list[int]:
     try:
-        seeds = parse_seeds(text)
+        return parse_seeds(text)
     except ValueError as e:
-        raise SystemExit(f"--seeds: {e}") from None
-    if not Path(cal).is_file():
-        raise SystemExit(f"--calibration: {cal} is not a file (give an earlier run's reproduce.json)")
-    return seeds, Path(cal)
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
+def _reproduce_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--design",
+        choices=DESIGNS,
+        default=DEFAULT_DESIGN,
+        help=f"experiment design (default {DEFAULT_DESIGN}; see the module docstring)",
+    )
+    parser.add_argument(
+        "--seeds",
+        type=_seeds_argument,
+        default=None,
+        help="comma-separated new test seeds, e.g. 4,5; needs --calibration",
+    )
+    parser.add_argument(
+        "--calibration",
+        type=Path,
+        default=None,
+        help="an earlier run's reproduce.json whose calibrated settings (and cached models) are reused",
+    )
+
+
+def _reproduce(ctx: RunContext) -> None:
+    seeds, calibration = ctx.options["seeds"], ctx.options["calibration"]
+    frozen = {}
+    if seeds is not None or calibration is not None:
+        if seeds is None or calibration is None:
+            raise SystemExit("--seeds and --calibration go together: new test seeds reuse an earlier run's settings")
+        if ctx.quick:
+            raise SystemExit("--seeds/--calibration reuse a full run's settings; --quick changes the models")
+        if not calibration.is_file():
+            raise SystemExit(f"--calibration: {calibration} is not a file (give an earlier run's reproduce.json)")
+        frozen = {"seeds": seeds, "calibration": calibration}
+    reproduce(ctx, design=ctx.options["design"], **frozen)
 
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv and argv[0] == "audit":
         return audit(argv[1:])
-    design = _pop_design(argv)
-    seeds, calibration = _pop_frozen(argv)
-    kw = {} if seeds is None else {"seeds": seeds, "calibration": calibration}
     return run_cli(
         "finextract",
         demo=demo,
-        reproduce=lambda ctx: reproduce(ctx, design=design, **kw),
+        reproduce=_reproduce,
         argv=argv,
         description=__doc__,
+        reproduce_options=_reproduce_options,
     )
 
 

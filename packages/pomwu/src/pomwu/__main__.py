@@ -6,23 +6,34 @@ step size, tuned on seeds the test never uses) and writes ``reproduce_tuned.json
 
 from __future__ import annotations
 
-import sys
+import argparse
 
-from icml25_shared.cli import run_cli
+from icml25_shared.cli import RunContext, run_cli
 
 from pomwu.experiments import demo, reproduce, reproduce_tuned
 
-TUNE_FLAG = "--tune-step-size"
+
+def _reproduce_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--tune-step-size",
+        action="store_true",
+        help="run the tuned-step-size protocol instead (each learner's eta tuned on seeds 10-11, tested on 0-4)",
+    )
+
+
+def _reproduce(ctx: RunContext) -> None:
+    (reproduce_tuned if ctx.options["tune_step_size"] else reproduce)(ctx)
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    tune = TUNE_FLAG in argv
-    if tune:
-        argv.remove(TUNE_FLAG)
-        if argv[:1] != ["reproduce"]:
-            raise SystemExit(f"{TUNE_FLAG} applies to reproduce only")
-    return run_cli("pomwu", demo=demo, reproduce=reproduce_tuned if tune else reproduce, argv=argv, description=__doc__)
+    return run_cli(
+        "pomwu",
+        demo=demo,
+        reproduce=_reproduce,
+        argv=argv,
+        description=__doc__,
+        reproduce_options=_reproduce_options,
+    )
 
 
 if __name__ == "__main__":
