@@ -26,25 +26,14 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=10)
     args = parser.parse_args()
 
-    from diffusers import StableDiffusionPipeline
     from test_cluster_metrics import _planted
-    from test_sd_path import _components
+    from test_sd_path import _components, _pipeline
 
     from finextract import CFGSampler, LatentUNet, ModelGuidanceSampler, add_lora, cluster_extract, without_adapters
 
     report = BenchmarkReport("finextract", packages=["finextract", "diffusers", "peft", "torch", "networkx"])
     unet, vae, text, sched = _components()
-    pipe = StableDiffusionPipeline(
-        vae=vae,
-        text_encoder=text,
-        tokenizer=None,
-        unet=unet,
-        scheduler=sched,
-        safety_checker=None,
-        feature_extractor=None,
-        requires_safety_checker=False,
-    )
-    pipe.set_progress_bar_config(disable=True)
+    pipe = _pipeline(unet, vae, text, sched)
     g = torch.Generator().manual_seed(0)
     emb, neg = torch.randn(1, 8, 16, generator=g), torch.randn(1, 8, 16, generator=g)
     lat = torch.randn(args.n, 4, 8, 8, generator=g)

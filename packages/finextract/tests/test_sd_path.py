@@ -95,10 +95,10 @@ def _embeds():
     return torch.randn(1, 8, 16, generator=g), torch.randn(1, 8, 16, generator=g), torch.randn(2, 4, 8, 8, generator=g)
 
 
-def test_cfg_baseline_matches_stable_diffusion_pipeline():
+def _pipeline(unet, vae, text, sched):
+    """diffusers' StableDiffusionPipeline over the tiny components, driven by prompt embeddings (no tokenizer)."""
     from diffusers import StableDiffusionPipeline
 
-    unet, vae, text, sched = _components()
     pipe = StableDiffusionPipeline(
         vae=vae,
         text_encoder=text,
@@ -110,6 +110,12 @@ def test_cfg_baseline_matches_stable_diffusion_pipeline():
         requires_safety_checker=False,
     )
     pipe.set_progress_bar_config(disable=True)
+    return pipe
+
+
+def test_cfg_baseline_matches_stable_diffusion_pipeline():
+    unet, vae, text, sched = _components()
+    pipe = _pipeline(unet, vae, text, sched)
     emb, neg, lat = _embeds()
     ref = pipe(
         prompt_embeds=emb.expand(2, -1, -1),
