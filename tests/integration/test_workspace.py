@@ -1,6 +1,8 @@
 """Every member installed together: imports, public API, CLI frame and the demo report runner."""
 
 import importlib
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -49,3 +51,27 @@ def test_quest_rotates_with_the_shared_hadamard_kernel():
     assert quest_hadamard.hadamard_transform is hadamard_transform
     x = torch.randn(4, 64, dtype=torch.float64)
     torch.testing.assert_close(hadamard_transform(hadamard_transform(x)), x)
+
+
+NOT_RUN_MARK = "# Not run by the README test"
+
+
+def readme_python_blocks(readme: Path) -> list[str]:
+    """The README's ```python blocks in order, without those whose first line is NOT_RUN_MARK."""
+    blocks = re.findall(r"^```python\n(.*?)^```", readme.read_text(encoding="utf-8"), re.S | re.M)
+    return [block for block in blocks if not block.startswith(NOT_RUN_MARK)]
+
+
+@pytest.mark.parametrize("member", MEMBERS, ids=[m.dist for m in MEMBERS])
+def test_readme_examples_run(member, tmp_path):
+    """A newcomer's first step: every python block of the README, run in order in one fresh interpreter
+    (later blocks may use names from earlier ones), from an empty folder."""
+    blocks = readme_python_blocks(member.path / "README.md")
+    if not blocks:
+        pytest.skip(f"{member.dist}'s README has no runnable python block")
+    script = tmp_path / "readme_examples.py"
+    script.write_text("\n\n".join(blocks), encoding="utf-8")
+    env = {**os.environ, "MPLBACKEND": "Agg"}
+    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=600, env=env)
+    assert done.returncode == 0, f"{member.dist} README example failed:\n{done.stderr[-3000:]}"
