@@ -16,10 +16,9 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.linalg import toeplitz
-from sklearn.linear_model import Ridge, RidgeCV
 
 from corrgcv import RidgeCorrGCV
-from corrgcv.experiments import DEMO_ALPHAS, DEMO_SERIES, _held_out, sunspots_forecasting_design
+from corrgcv.experiments import DEMO_ALPHAS, DEMO_SERIES, penalty_curves
 
 SWEEPS = {
     "exponential": (0.1, 0.5, 1.0, 2.0, 3.0, 5.0),
@@ -49,24 +48,23 @@ def main() -> None:
     print("| h | residual ACF lags 1-6 | rule | alpha | held-out MSE | vs RidgeCV |")
     print("|---|---|---|---|---|---|")
     for h in DEMO_SERIES["sunspots"]["horizons"]:
-        X, y = sunspots_forecasting_design(h, n_lags)
-        Xtr, ytr, Xte, yte = _held_out(X, y, h, 0.7)
-        held_out = {a: float(np.mean((Ridge(alpha=a).fit(Xtr, ytr).predict(Xte) - yte) ** 2)) for a in DEMO_ALPHAS}
+        curves = penalty_curves("sunspots", h, n_lags)
+        Xtr, ytr = curves.split[:2]
         acf = residual_acf(Xtr, ytr, 6)
         acf_text = " ".join(f"{v:+.2f}" for v in acf[1:])
-        ridge_cv = float(RidgeCV(alphas=DEMO_ALPHAS).fit(Xtr, ytr).alpha_)
+        ridge_cv = float(curves.ridge_cv.alpha_)
         choices = [("RidgeCV (LOO)", ridge_cv), ("GCV (K = I)", _alpha(Xtr, ytr, "independent"))]
-        default = RidgeCorrGCV(alphas=DEMO_ALPHAS, correlation="exponential").fit(Xtr, ytr)
+        default = curves.ridge_corrgcv
         choices.append((f"default estimate (exponential xi={default.correlation_.xi:.2f})", default.alpha_))
         for family, params in SWEEPS.items():
             choices += [(f"{family} {p:g}", _alpha(Xtr, ytr, family, p)) for p in params]
         K = bartlett_toeplitz(residual_acf(Xtr, ytr, max(h - 1, 0)), len(ytr))
         choices.append((f"Toeplitz from residual ACF, lags 0..{h - 1}, Bartlett", _alpha(Xtr, ytr, K)))
         for i, (rule, alpha) in enumerate(choices):
-            ratio = held_out[alpha] / held_out[ridge_cv] - 1
+            mse = curves.held_out_at(alpha)
             print(
                 f"| {h if i == 0 else ''} | {acf_text if i == 0 else ''} | {rule} | {alpha:.3g} | "
-                f"{held_out[alpha]:.1f} | {ratio:+.1%} |"
+                f"{mse:.1f} | {mse / curves.held_out_at(ridge_cv) - 1:+.1%} |"
             )
 
 

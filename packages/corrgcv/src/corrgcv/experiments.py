@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -68,6 +69,52 @@ def _held_out(X: np.ndarray, y: np.ndarray, horizon: int, train_fraction: float)
     return X[:cut], y[:cut], X[cut + horizon :], y[cut + horizon :]
 
 
+@dataclass(frozen=True)
+class PenaltyCurves:
+    """One series and horizon along the penalty grid: each criterion's error estimate, the held-out MSE of
+    the refit at every penalty, and the fitted selectors (RidgeCV, RidgeCorrGCV with the default estimate)."""
+
+    series: str
+    horizon: int
+    alphas: np.ndarray
+    held_out: np.ndarray
+    loo: np.ndarray
+    gcv: np.ndarray
+    corrgcv: np.ndarray
+    ridge_cv: Any = field(repr=False)
+    ridge_corrgcv: RidgeCorrGCV = field(repr=False)
+    split: tuple[np.ndarray, ...] = field(repr=False)
+
+    def held_out_at(self, alpha: float) -> float:
+        return float(self.held_out[int(np.argmin(np.abs(np.log(self.alphas / alpha))))])
+
+
+def penalty_curves(
+    series: str, horizon: int, n_lags: int, *, alphas: np.ndarray = DEMO_ALPHAS, train_fraction: float = 0.7
+) -> PenaltyCurves:
+    """Fit RidgeCV (LOO) and RidgeCorrGCV (default estimate) on the training span of ``series`` and score a
+    ridge refit at every penalty on the held-out span."""
+    from sklearn.linear_model import Ridge, RidgeCV
+
+    X, y = DESIGNS[series](horizon, n_lags)
+    Xtr, ytr, Xte, yte = _held_out(X, y, horizon, train_fraction)
+    loo = RidgeCV(alphas=alphas, store_cv_results=True).fit(Xtr, ytr)
+    corr = RidgeCorrGCV(alphas=alphas, correlation="exponential").fit(Xtr, ytr)
+    held = [float(np.mean((Ridge(alpha=a).fit(Xtr, ytr).predict(Xte) - yte) ** 2)) for a in alphas]
+    return PenaltyCurves(
+        series,
+        horizon,
+        np.asarray(alphas),
+        np.array(held),
+        loo.cv_results_.mean(0),
+        corr.gcv_path_.criterion,
+        corr.cv_path_.criterion,
+        loo,
+        corr,
+        (Xtr, ytr, Xte, yte),
+    )
+
+
 def compare_penalty_choices(
     horizon: int,
     n_lags: int,
@@ -80,20 +127,19 @@ def compare_penalty_choices(
     """Penalty chosen by RidgeCV (LOO), GCV, RidgeCorrGCV (exponential K estimated by the default
     rule "both", by "features" and by "residuals") and, optionally, GridSearchCV with TimeSeriesSplit(gap=horizon); each refit on the training
     span and scored on the later held-out span. Rows: method, alpha, criterion, held-out MSE."""
-    from sklearn.linear_model import Ridge, RidgeCV
+    from sklearn.linear_model import Ridge
     from sklearn.model_selection import GridSearchCV, TimeSeriesSplit
 
-    X, y = DESIGNS[series](horizon, n_lags)
-    Xtr, ytr, Xte, yte = _held_out(X, y, horizon, train_fraction)
+    curves = penalty_curves(series, horizon, n_lags, alphas=alphas, train_fraction=train_fraction)
+    Xtr, ytr, Xte, yte = curves.split
 
     def mse(model: Any) -> float:
         return float(np.mean((model.predict(Xte) - yte) ** 2))
 
-    rows = []
-    loo = RidgeCV(alphas=alphas, store_cv_results=True).fit(Xtr, ytr)
-    rows.append(
+    loo = curves.ridge_cv
+    rows = [
         dict(method="RidgeCV (LOO)", alpha=float(loo.alpha_), estimate=float(-loo.best_score_), held_out_mse=mse(loo))
-    )
+    ]
     plain = RidgeCorrGCV(alphas=alphas, correlation="independent").fit(Xtr, ytr)
     rows.append(dict(method="GCV (K = I)", alpha=plain.alpha_, estimate=plain.best_score_, held_out_mse=mse(plain)))
     names = {
@@ -102,7 +148,11 @@ def compare_penalty_choices(
         "residuals": "RidgeCorrGCV, residual estimate",
     }
     for estimate, name in names.items():
-        corr = RidgeCorrGCV(alphas=alphas, correlation="exponential", estimate=estimate).fit(Xtr, ytr)
+        corr = (
+            curves.ridge_corrgcv
+            if estimate == "both"
+            else RidgeCorrGCV(alphas=alphas, correlation="exponential", estimate=estimate).fit(Xtr, ytr)
+        )
         detail = f"xi={corr.correlation_.xi:.3g}"
         if estimate == "both":
             detail = (
@@ -130,14 +180,13 @@ def compare_penalty_choices(
                 held_out_mse=mse(tss),
             )
         )
-    oracle = [float(np.mean((Ridge(alpha=a).fit(Xtr, ytr).predict(Xte) - yte) ** 2)) for a in alphas]
-    best = int(np.argmin(oracle))
+    best = int(np.argmin(curves.held_out))
     rows.append(
         dict(
             method="oracle (best alpha on held-out)",
             alpha=float(alphas[best]),
             estimate=float("nan"),
-            held_out_mse=oracle[best],
+            held_out_mse=float(curves.held_out[best]),
         )
     )
     for row in rows:
@@ -180,26 +229,27 @@ def demo(ctx: RunContext) -> None:
     ctx.write_table("\n".join(lines))
     ctx.write_json({"rows": rows, "alphas": DEMO_ALPHAS, "series": DEMO_SERIES})
 
-    # Figure: criteria and held-out error along the grid for the first horizon.
-    from sklearn.linear_model import Ridge, RidgeCV
-
-    _, h, n_lags = plan[0]
-    X, y = co2_forecasting_design(h, n_lags)
-    Xtr, ytr, Xte, yte = _held_out(X, y, h, 0.7)
-    corr = RidgeCorrGCV(alphas=DEMO_ALPHAS).fit(Xtr, ytr)
-    loo = RidgeCV(alphas=DEMO_ALPHAS, store_cv_results=True).fit(Xtr, ytr)
-    held = [np.mean((Ridge(alpha=a).fit(Xtr, ytr).predict(Xte) - yte) ** 2) for a in DEMO_ALPHAS]
-    fig, ax = plt.subplots(figsize=(6, 4))
-    ax.loglog(DEMO_ALPHAS, held, "k-", lw=2, label="held-out MSE")
-    ax.loglog(DEMO_ALPHAS, corr.cv_path_.criterion, "C0-", label="CorrGCV")
-    ax.loglog(DEMO_ALPHAS, corr.gcv_path_.criterion, "C1--", label="GCV")
-    ax.loglog(DEMO_ALPHAS, loo.cv_results_.mean(0), "C2:", label="LOO (RidgeCV)")
-    for a, c in ((corr.alpha_, "C0"), (loo.alpha_, "C2")):
-        ax.axvline(a, color=c, alpha=0.4)
-    ax.set_xlabel("alpha")
-    ax.set_ylabel("squared error (ppm$^2$)")
-    ax.set_title(f"CO2, {h}-week-ahead direct forecast")
-    ax.legend(fontsize=8)
+    # Figure: each criterion's error estimate and the held-out MSE along the grid, one panel per series x horizon.
+    ncols = min(3, len(plan))
+    nrows = -(-len(plan) // ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(4.2 * ncols, 3.4 * nrows), squeeze=False)
+    for ax, (series, h, n_lags) in zip(axes.flat, plan, strict=False):
+        curves = penalty_curves(series, h, n_lags)
+        ax.loglog(curves.alphas, curves.held_out, "k-", lw=2, label="held-out MSE")
+        ax.loglog(curves.alphas, curves.corrgcv, "C0-", label="CorrGCV (K estimated)")
+        ax.loglog(curves.alphas, curves.gcv, "C1--", label="GCV")
+        ax.loglog(curves.alphas, curves.loo, "C2:", label="LOO (RidgeCV)")
+        for alpha, color in ((curves.ridge_corrgcv.alpha_, "C0"), (curves.ridge_cv.alpha_, "C2")):
+            ax.axvline(alpha, color=color, alpha=0.4)
+        unit = units[series]
+        ax.set_title(f"{series}, h = {h} {unit[0]}", fontsize=9)
+        ax.set_xlabel("alpha")
+        ax.set_ylabel(f"squared error ({unit[1]})", fontsize=8)
+    for ax in list(axes.flat)[len(plan) :]:
+        ax.set_visible(False)
+    axes.flat[0].legend(fontsize=7)
+    fig.suptitle("Error estimates vs held-out error; vertical lines: chosen penalties", fontsize=10)
+    fig.tight_layout()
     ctx.save_figure(fig)
 
 
