@@ -117,3 +117,22 @@ def test_testing_helpers_check_the_written_files(tmp_path):
     assert rep.result == {"value": [0, 1, 2], "quick": True} and rep.table == ""
     with pytest.raises(AssertionError, match="did not write reproduce.png"):
         run_command(main, "reproduce", tmp_path / "r2", expect=("json", "png"))
+
+
+def test_extra_commands_are_listed_and_get_their_own_arguments(capsys):
+    from icml25_shared.cli import ExtraCommand
+
+    calls = []
+    audit = ExtraCommand("inspect a checkpoint", lambda argv: calls.append(argv) or 3)
+
+    def main(argv):
+        return run_cli("toy", demo=_demo, reproduce=_reproduce, argv=argv, extra_commands={"audit": audit})
+
+    assert main(["audit", "--model", "m", "--help"]) == 3  # parsed by the command, not by the frame
+    assert calls == [["--model", "m", "--help"]]
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    out = capsys.readouterr().out
+    assert "audit" in out and "inspect a checkpoint (options: audit --help)" in out
+    with pytest.raises(ValueError, match="may not redefine"):
+        run_cli("toy", demo=_demo, reproduce=_reproduce, argv=["demo"], extra_commands={"demo": audit})

@@ -14,6 +14,10 @@ runner links those files from ``out/REPORT.md``.
 A package whose ``reproduce`` takes options of its own passes ``reproduce_options``, a function that adds
 them to the ``reproduce`` sub-parser (so ``--help`` lists them); their parsed values reach the command as
 ``ctx.options`` (a dict keyed by argparse ``dest``; empty for ``demo``).
+
+A package with commands beyond demo and reproduce (an audit tool, a server) passes ``extra_commands``,
+a mapping from name to :class:`ExtraCommand`: ``--help`` lists them, and ``python -m mypkg NAME ...``
+hands the remaining arguments to the command, which parses them itself and returns the exit code.
 """
 
 from __future__ import annotations
@@ -32,7 +36,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-__all__ = ["RunContext", "progress", "run_cli", "save_figure", "seed_everything"]
+__all__ = ["ExtraCommand", "RunContext", "progress", "run_cli", "save_figure", "seed_everything"]
 
 T = TypeVar("T")
 log = logging.getLogger(__name__)
@@ -141,11 +145,26 @@ OptionAdder = Callable[[argparse.ArgumentParser], Any]
 _COMMON_OPTIONS = ("command", "out", "seed", "quick")
 
 
+@dataclass(frozen=True)
+class ExtraCommand:
+    """A package command besides demo and reproduce: ``run(argv)`` parses ``argv`` (the arguments after the
+    command's name) itself and returns the exit code; ``help`` is its line in ``python -m <pkg> --help``."""
+
+    help: str
+    run: Callable[[list[str]], int]
+
+
 def build_parser(
-    package: str, description: str | None = None, reproduce_options: OptionAdder | None = None
+    package: str,
+    description: str | None = None,
+    reproduce_options: OptionAdder | None = None,
+    extra_commands: dict[str, ExtraCommand] | None = None,
 ) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=f"python -m {package}", description=description)
     sub = parser.add_subparsers(dest="command", required=True)
+    for name, extra in (extra_commands or {}).items():
+        # Listed for --help only: run_cli hands these commands their arguments before parsing.
+        sub.add_parser(name, help=f"{extra.help} (options: {name} --help)", add_help=False)
     helps = {
         "demo": "a short run on bundled data (under a minute); writes a table and a PNG",
         "reproduce": "the paper's headline experiment at CPU scale; writes JSON and PNG",
@@ -161,9 +180,16 @@ def build_parser(
 
 
 def run_cli(package: str, *, demo: Command, reproduce: Command, argv: list[str] | None = None,
-            description: str | None = None, reproduce_options: OptionAdder | None = None) -> int:
-    """Parse ``argv`` and run ``demo`` or ``reproduce``; return the process exit code."""
-    args = build_parser(package, description, reproduce_options).parse_args(argv)
+            description: str | None = None, reproduce_options: OptionAdder | None = None,
+            extra_commands: dict[str, ExtraCommand] | None = None) -> int:
+    """Parse ``argv`` and run ``demo``, ``reproduce`` or one of ``extra_commands``; return the exit code."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    clash = {"demo", "reproduce"} & set(extra_commands or {})
+    if clash:
+        raise ValueError(f"extra_commands may not redefine {sorted(clash)}")
+    if argv and argv[0] in (extra_commands or {}):
+        return extra_commands[argv[0]].run(argv[1:])
+    args = build_parser(package, description, reproduce_options, extra_commands).parse_args(argv)
     if args.seed < 0:
         raise SystemExit(f"--seed must be non-negative, got {args.seed}")
     logging.basicConfig(level=os.environ.get("LOGLEVEL", "WARNING"), format="%(levelname)s %(name)s: %(message)s")

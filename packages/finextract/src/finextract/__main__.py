@@ -19,10 +19,9 @@ import argparse
 import json
 import logging
 import os
-import sys
 from pathlib import Path
 
-from icml25_shared.cli import RunContext, run_cli, save_figure, seed_everything
+from icml25_shared.cli import ExtraCommand, RunContext, run_cli, save_figure, seed_everything
 
 from finextract.experiments import DEFAULT_DESIGN, DESIGNS, demo, parse_seeds, reproduce
 
@@ -180,10 +179,12 @@ def _reproduce(ctx: RunContext) -> None:
     reproduce(ctx, design=ctx.options["design"], **frozen)
 
 
+AUDIT = ExtraCommand(
+    "extract the likely fine-tuning images of a fine-tuned model from local diffusers folders", audit
+)
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "audit":
-        return audit(argv[1:])
     return run_cli(
         "finextract",
         demo=demo,
@@ -191,6 +192,7 @@ def main(argv: list[str] | None = None) -> int:
         argv=argv,
         description=__doc__,
         reproduce_options=_reproduce_options,
+        extra_commands={"audit": AUDIT},
     )
 
 
