@@ -439,3 +439,89 @@ def test_item5_regime_rule_and_head_to_head():
         head_to_head(win[:3], "A-ESR@0.93")
     with pytest.raises(ValueError, match="more than one run"):
         head_to_head(win + [run(1, METHOD, 0.8, 0.0)], "A-ESR@0.93")
+
+
+def _png(path, array):
+    from PIL import Image
+
+    Image.fromarray(np.asarray(array, dtype=np.uint8)).save(path)
+
+
+def test_load_images_folder_and_array_files(tmp_path):
+    from finextract import load_images
+
+    folder = tmp_path / "imgs"
+    folder.mkdir()
+    _png(folder / "a_grey.png", np.full((8, 8), 128))
+    red = np.zeros((12, 16, 3))
+    red[..., 0] = 255
+    _png(folder / "b_red.png", red)
+    frame = np.full((12, 16), 255)
+    frame[:, :2] = frame[:, -2:] = 0  # black side bands that a centre crop to a square removes
+    _png(folder / "c_frame.png", frame)
+    (folder / "notes.txt").write_text("not an image")
+    images = load_images(folder)
+    assert images.names == ["a_grey.png", "b_red.png", "c_frame.png"] and len(images) == 3
+    grey = images.fit((1, 8, 8))
+    assert grey.shape == (3, 1, 8, 8) and float(grey.min()) >= -1 and float(grey.max()) <= 1
+    assert torch.allclose(grey[0], torch.tensor(128 / 255 * 2 - 1), atol=1e-6)
+    assert torch.allclose(grey[1], torch.tensor(0.299 * 2 - 1), atol=1e-3)  # BT.601 luma of pure red
+    assert torch.allclose(grey[2], torch.tensor(1.0), atol=1e-3)  # the bands are cropped away
+    assert images.fit((3, 4, 4)).shape == (3, 3, 4, 4)
+    digits = digits_data(4, seed=0).finetune_images
+    torch.save(digits, tmp_path / "train.pt")
+    np.save(tmp_path / "train.npy", digits.numpy())
+    for name in ("train.pt", "train.npy"):
+        loaded = load_images(tmp_path / name)
+        assert loaded.names[0] == f"{name}[0]"
+        assert torch.allclose(loaded.fit((1, 8, 8)), digits, atol=1e-6)
+
+
+def test_load_images_errors(tmp_path):
+    from finextract import load_images
+
+    with pytest.raises(FileNotFoundError, match="training images not found"):
+        load_images(tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(ValueError, match="holds no image files"):
+        load_images(tmp_path / "empty")
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "x.png").write_bytes(b"not a png")
+    with pytest.raises(ValueError, match="cannot read"):
+        load_images(tmp_path / "broken")
+    torch.save(torch.zeros(2, 8, 8), tmp_path / "flat.pt")
+    with pytest.raises(ValueError, match=r"\(n, C, H, W\)"):
+        load_images(tmp_path / "flat.pt")
+    torch.save(torch.full((2, 1, 8, 8), 3.0), tmp_path / "range.pt")
+    with pytest.raises(ValueError, match=r"in \[-1, 1\]"):
+        load_images(tmp_path / "range.pt")
+    (tmp_path / "list.txt").write_text("a")
+    with pytest.raises(ValueError, match="folder of images"):
+        load_images(tmp_path / "list.txt")
+
+
+def test_audit_cli_scores_against_the_owners_training_images(pixel_checkpoints, tmp_path):
+    root = pixel_checkpoints
+    folder = tmp_path / "train"
+    folder.mkdir()
+    for i, img in enumerate(digits_data(3, seed=0).finetune_images):
+        _png(folder / f"img{i}.png", ((img[0] + 1) / 2 * 255).round().numpy())
+    common = ["audit", "--pretrained", str(root / "base"), "--lora", str(root / "lora"), "--class-label", "8"]
+    out = tmp_path / "a"
+    run = [*common, "--n-train", "3", "--n-generations", "8", "--steps", "3", "--out", str(out)]
+    assert main([*run, "--training-images", str(folder), "--thresholds", "0.5,0.2", "--rescale-x0"]) == 0
+    report = json.loads((out / "audit.json").read_text())
+    assert report["rescale_x0"] is True
+    rows = report["per_training_image"]
+    assert [r["name"] for r in rows] == ["img0.png", "img1.png", "img2.png"]
+    best = np.array([r["best_similarity"] for r in rows])
+    assert np.isclose(report["average_similarity"], best.mean())
+    assert report["a_esr"] == {"0.5": float(np.mean(best >= 0.5)), "0.2": float(np.mean(best >= 0.2))}
+    assert all(1 <= r["best_match_rank"] <= 3 for r in rows)
+    md = (out / "audit.md").read_text()
+    assert "Against the 3 training images" in md and "| img2.png |" in md
+    # A bad path fails before any sampling; bad thresholds are refused by argparse.
+    with pytest.raises(FileNotFoundError, match="training images not found"):
+        main([*common, "--n-train", "3", "--n-generations", "100000", "--training-images", str(tmp_path / "no")])
+    with pytest.raises(SystemExit):
+        main([*run, "--training-images", str(folder), "--thresholds", "0.5,1.5"])

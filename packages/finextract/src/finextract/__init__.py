@@ -10,6 +10,7 @@ from importlib.metadata import PackageNotFoundError, version
 from finextract.cluster import ClusterResult, SSCDFeatures, cluster_extract, extract_features, pixel_features
 from finextract.denoisers import Denoiser, FunctionDenoiser, LatentUNet, PixelUNet, as_denoiser, without_adapters
 from finextract.guidance import CFGSampler, ModelGuidanceSampler, SampleResult, ddim_step, guided_noise
+from finextract.images import ImageSet, load_images
 from finextract.lora import add_lora, load_lora, save_lora
 from finextract.metrics import ExtractionMetrics, extraction_metrics
 
@@ -24,6 +25,7 @@ __all__ = [
     "Denoiser",
     "ExtractionMetrics",
     "FunctionDenoiser",
+    "ImageSet",
     "LatentUNet",
     "ModelGuidanceSampler",
     "PixelUNet",
@@ -37,6 +39,7 @@ __all__ = [
     "extract_features",
     "extraction_metrics",
     "guided_noise",
+    "load_images",
     "load_lora",
     "pixel_features",
     "save_lora",

@@ -44,16 +44,46 @@ def _audit_parser() -> argparse.ArgumentParser:
     p.add_argument("--w", type=float, default=None, help="guidance scale (default 3.0 full, 5.0 LoRA)")
     p.add_argument("--k", type=float, default=None, help="correction term (default -0.02 full, 0.0 LoRA)")
     p.add_argument("--steps", type=int, default=50, help="DDIM steps (default 50)")
+    p.add_argument(
+        "--rescale-x0",
+        action="store_true",
+        help="the official code's 'dt' flag: rescale a predicted x0 that leaves [-1, 1] (small models overshoot; "
+        "the digits experiments use it)",
+    )
     cond = p.add_mutually_exclusive_group(required=True)
     cond.add_argument("--class-label", type=int, help="class id of the personalised concept (pixel UNet2DModel)")
     cond.add_argument("--prompt", type=str, help="prompt (needs tokenizer/ and text_encoder/ in the folders)")
     cond.add_argument("--prompt-embeds", type=Path, help="torch file with prompt embeddings (1, L, D)")
     p.add_argument("--null-embeds", type=Path, default=None, help="torch file with empty-prompt embeddings")
     p.add_argument("--sscd", type=Path, default=None, help="local SSCD TorchScript file (default: pixel cosine)")
+    p.add_argument(
+        "--training-images",
+        type=Path,
+        default=None,
+        help="the fine-tuning images (a folder of PNG/JPEG files, or an (n, C, H, W) .pt/.npy array in [-1, 1]): "
+        "scores the extraction against them (AS, A-ESR, each image's best match)",
+    )
+    p.add_argument(
+        "--thresholds",
+        type=_thresholds_argument,
+        default=(0.7, 0.6),
+        help="A-ESR similarity thresholds, comma-separated (default 0.7,0.6: the paper's, for SSCD features; "
+        "pixel cosine needs higher ones, 0.93 on the 8x8 digits, see README)",
+    )
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--out", type=Path, default=Path("out/finextract"))
     p.add_argument("--seed", type=int, default=0)
     return p
+
+
+def _thresholds_argument(text: str) -> tuple[float, ...]:
+    try:
+        values = tuple(float(v) for v in text.split(","))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated numbers, got {text!r}") from None
+    if not all(0 < v <= 1 for v in values):
+        raise argparse.ArgumentTypeError(f"thresholds are cosine similarities in (0, 1], got {text!r}")
+    return values
 
 
 def audit(argv: list[str]) -> int:
@@ -63,12 +93,16 @@ def audit(argv: list[str]) -> int:
     from finextract.denoisers import without_adapters
     from finextract.experiments import _grid
     from finextract.guidance import ModelGuidanceSampler
+    from finextract.images import load_images
     from finextract.loading import load_checkpoint
+    from finextract.metrics import extraction_metrics
 
     args = _audit_parser().parse_args(argv)
     logging.basicConfig(level=os.environ.get("LOGLEVEL", "WARNING"))
     if (args.finetuned is None) == (args.lora is None):
         raise SystemExit("give exactly one of --finetuned (full fine-tune) or --lora (adapter on --pretrained)")
+    # Read the owner's images before sampling, so a bad path fails in seconds, not after the generations.
+    training = load_images(args.training_images) if args.training_images is not None else None
     seed_everything(args.seed)
     lora = args.lora is not None
     pre = load_checkpoint(args.pretrained)
@@ -88,7 +122,9 @@ def audit(argv: list[str]) -> int:
     if args.null_embeds is not None:
         kw["null_cond"] = torch.load(args.null_embeds, map_location="cpu")
     n_gen = args.n_generations or 50 * args.n_train
-    sampler = ModelGuidanceSampler(pre, ft, w=w, k=k, steps=args.steps, batch_size=args.batch_size, progress=True)
+    sampler = ModelGuidanceSampler(
+        pre, ft, w=w, k=k, steps=args.steps, rescale_x0=args.rescale_x0, batch_size=args.batch_size, progress=True
+    )
     res = extract(
         sampler,
         cond,
@@ -100,11 +136,14 @@ def audit(argv: list[str]) -> int:
     )
     args.out.mkdir(parents=True, exist_ok=True)
     sizes = [len(c) for c in res.cluster.cliques[: args.n_train]]
+    rows = [("extracted", res.extracted)]
+    scores = None
+    if training is not None:
+        train_images = training.fit(tuple(res.extracted.shape[1:]))
+        scores = extraction_metrics(res.extracted, train_images, thresholds=args.thresholds, extractor=args.sscd)
+        rows += [("training", train_images), ("its best match", res.extracted[torch.as_tensor(scores.nearest)])]
     save_figure(
-        _grid(
-            [("extracted", res.extracted)],
-            "most likely training images (clique size: " + ", ".join(map(str, sizes)) + ")",
-        ),
+        _grid(rows, "most likely training images (clique size: " + ", ".join(map(str, sizes)) + ")"),
         args.out / "audit.png",
     )
     report = {
@@ -114,6 +153,7 @@ def audit(argv: list[str]) -> int:
         "w": w,
         "k": k,
         "steps": args.steps,
+        "rescale_x0": args.rescale_x0,
         "n_generations": n_gen,
         "n_train": args.n_train,
         "features": str(args.sscd or "pixel cosine"),
@@ -122,19 +162,50 @@ def audit(argv: list[str]) -> int:
         "clique_sizes": sizes,
         "selected_generation_indices": res.cluster.selected[: args.n_train].tolist(),
     }
+    if scores is not None:
+        report.update(
+            training_images=str(args.training_images),
+            average_similarity=scores.similarity,
+            a_esr={str(t): v for t, v in scores.esr.items()},
+            per_training_image=[
+                {"name": name, "best_similarity": float(sim), "best_match_rank": int(rank) + 1}
+                for name, sim, rank in zip(training.names, scores.best_similarity, scores.nearest, strict=True)
+            ],
+        )
     (args.out / "audit.json").write_text(json.dumps(report, indent=2))
     lines = ["| rank | generation | clique size |", "|---|---|---|"]
     lines += [
         f"| {i + 1} | {g} | {s} |"
         for i, (g, s) in enumerate(zip(report["selected_generation_indices"], sizes, strict=True))
     ]
-    (args.out / "audit.md").write_text(
+    text = (
         f"FineXtract audit: w={w}, k={k}, {n_gen} generations, N={args.n_train}; stopping similarity threshold "
         f"{res.cluster.threshold:.2f}. Large cliques = many generations converging on one image, the signature "
         "of a memorised training image (see audit.png).\n\n" + "\n".join(lines) + "\n"
     )
+    if scores is not None:
+        text += _training_section(report, args.thresholds)
+    (args.out / "audit.md").write_text(text)
     print(f"finextract audit wrote {args.out / 'audit.png'}, audit.md, audit.json")
     return 0
+
+
+def _training_section(report: dict, thresholds: tuple[float, ...]) -> str:
+    esr = ", ".join(f"A-ESR@{t:g} {report['a_esr'][str(t)]:.3f}" for t in thresholds)
+    lines = [
+        "",
+        f"Against the {len(report['per_training_image'])} training images in {report['training_images']} "
+        f"({report['features']}): AS {report['average_similarity']:.3f}, {esr}. A training image counts as "
+        "extracted at a threshold when its best match among the extracted images reaches it (audit.png, "
+        "bottom rows).",
+        "",
+        "| training image | best similarity | best match (rank) | " + " | ".join(f"≥ {t:g}" for t in thresholds) + " |",
+        "|---|---|---|" + "---|" * len(thresholds),
+    ]
+    for row in report["per_training_image"]:
+        marks = " | ".join("yes" if row["best_similarity"] >= t else "no" for t in thresholds)
+        lines.append(f"| {row['name']} | {row['best_similarity']:.3f} | {row['best_match_rank']} | {marks} |")
+    return "\n".join(lines) + "\n"
 
 
 def _seeds_argument(text: str) -> list[int]:
@@ -179,9 +250,7 @@ def _reproduce(ctx: RunContext) -> None:
     reproduce(ctx, design=ctx.options["design"], **frozen)
 
 
-AUDIT = ExtraCommand(
-    "extract the likely fine-tuning images of a fine-tuned model from local diffusers folders", audit
-)
+AUDIT = ExtraCommand("extract the likely fine-tuning images of a fine-tuned model from local diffusers folders", audit)
 
 
 def main(argv: list[str] | None = None) -> int:
