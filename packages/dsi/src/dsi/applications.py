@@ -314,6 +314,44 @@ def _insert_canaries(
     return x_all, y_all, groups, cand_x, cand_y
 
 
+@dataclass(frozen=True)
+class MemorizationData:
+    """Training set with the canaries inserted, the candidates, the clean test split and the validation split.
+
+    ``cand_x`` holds ``n_canaries`` blocks of ``n_references + 1`` candidates; the first of each block is
+    the inserted canary (``canary_repeats`` copies in ``x``, group id = block index), the rest are never
+    trained on. Clean training digits have group id -1 (unprotected).
+    """
+
+    config: TaskConfig
+    x: np.ndarray
+    y: np.ndarray
+    groups: np.ndarray
+    cand_x: np.ndarray
+    cand_y: np.ndarray
+    x_test: np.ndarray
+    y_test: np.ndarray
+    n_canaries: int
+    n_references: int
+    x_val: np.ndarray
+    y_val: np.ndarray
+
+
+def _memorization_data(
+    seed: int, cfg: TaskConfig, *, n_canaries: int, canary_repeats: int, n_references: int
+) -> MemorizationData:
+    xtr, ytr, xva, yva, xte, yte = _training_data(seed, cfg.augment, cfg.validation)
+    x, y, groups, cand_x, cand_y = _insert_canaries(
+        np.random.default_rng(seed),
+        xtr,
+        ytr,
+        n_canaries=n_canaries,
+        canary_repeats=canary_repeats,
+        n_references=n_references,
+    )
+    return MemorizationData(cfg, x, y, groups, cand_x, cand_y, xte, yte, n_canaries, n_references, xva, yva)
+
+
 def memorization_mitigation(
     *,
     regime: Regime = "dsi",
@@ -336,26 +374,20 @@ def memorization_mitigation(
     """
     cfg = config or TaskConfig()
     _check_regime(regime, epsilon)
-    xtr, ytr, xva, yva, xte, yte = _training_data(seed, cfg.augment, cfg.validation)
-    x, y, groups, cand_x, cand_y = _insert_canaries(
-        np.random.default_rng(seed),
-        xtr,
-        ytr,
-        n_canaries=n_canaries,
-        canary_repeats=canary_repeats,
-        n_references=n_references,
+    data = _memorization_data(
+        seed, cfg, n_canaries=n_canaries, canary_repeats=canary_repeats, n_references=n_references
     )
-    model = _train(regime, x, y, groups, epsilon, cfg, seed, group_size=canary_repeats)
-    losses = _losses(model, cand_x, cand_y).reshape(n_canaries, n_references + 1)
+    model = _train(regime, data.x, data.y, data.groups, epsilon, cfg, seed, group_size=canary_repeats)
+    losses = _losses(model, data.cand_x, data.cand_y).reshape(n_canaries, n_references + 1)
     exposures = np.array([canary_exposure(row[0], row[1:]) for row in losses])
     return MemorizationResult(
         regime=regime,
         epsilon=epsilon if regime != "none" else None,
-        test_accuracy=_accuracy(model, xte, yte),
+        test_accuracy=_accuracy(model, data.x_test, data.y_test),
         exposure=float(exposures.mean()),
         exposures=exposures,
         max_exposure=float(np.log2(n_references + 1)),
-        validation_accuracy=_accuracy(model, xva, yva),
+        validation_accuracy=_accuracy(model, data.x_val, data.y_val),
     )
 
 

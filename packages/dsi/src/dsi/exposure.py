@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from dsi._validation import check_positive
-from dsi.applications import TaskConfig, _accuracy, _insert_canaries, _mlp, _training_data, canary_exposure
+from dsi.applications import MemorizationData, TaskConfig, _accuracy, _memorization_data, _mlp, canary_exposure
 from dsi.covariance import OptimalCovariance, optimal_covariance
 from dsi.training import DSITrainer, require_torch
 
@@ -37,43 +37,15 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class MemorizationData:
-    """Training set with the canaries inserted, the candidates, and the clean test split.
-
-    ``cand_x`` holds ``n_canaries`` blocks of ``n_references + 1`` candidates; the first of each block is
-    the inserted canary (``canary_repeats`` copies in ``x``, group id = block index), the rest are never
-    trained on. Clean training digits have group id -1 (unprotected).
-    """
-
-    config: TaskConfig
-    x: np.ndarray
-    y: np.ndarray
-    groups: np.ndarray
-    cand_x: np.ndarray
-    cand_y: np.ndarray
-    x_test: np.ndarray
-    y_test: np.ndarray
-    n_canaries: int
-    n_references: int
-
-
 def memorization_data(
     seed: int, *, n_canaries: int = 8, canary_repeats: int = 4, n_references: int = 1023, validation: float = 0.2
 ) -> MemorizationData:
     """The memorisation data of the reproduce task for ``seed`` (same random draws as
     ``memorization_mitigation`` with ``TaskConfig(validation=validation)``)."""
     cfg = replace(TaskConfig(), validation=validation)
-    xtr, ytr, _, _, xte, yte = _training_data(seed, cfg.augment, cfg.validation)
-    x, y, groups, cand_x, cand_y = _insert_canaries(
-        np.random.default_rng(seed),
-        xtr,
-        ytr,
-        n_canaries=n_canaries,
-        canary_repeats=canary_repeats,
-        n_references=n_references,
+    return _memorization_data(
+        seed, cfg, n_canaries=n_canaries, canary_repeats=canary_repeats, n_references=n_references
     )
-    return MemorizationData(cfg, x, y, groups, cand_x, cand_y, xte, yte, n_canaries, n_references)
 
 
 def candidate_exposures(model: Any, data: MemorizationData) -> tuple[np.ndarray, np.ndarray]:
