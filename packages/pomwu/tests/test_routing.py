@@ -226,8 +226,12 @@ def test_expected_feedback_first_round_social_cost_is_uniform_play(sioux):
     uniform = sioux.mask / sioux.n_actions[:, None]
     flows = sioux.expected_link_flows(uniform)
     assert run.social_cost[0] == pytest.approx(flows @ sioux.network.link_costs(flows, sioux.capacities[4]), rel=1e-12)
-    loss = (sioux.expected_counterfactual_times(uniform, 4) - lo[:, None]) / (hi - lo)[:, None]
-    assert run.travel_time[0] == pytest.approx(np.mean(np.sum(uniform * loss, axis=1)), rel=1e-12)
+    times = sioux.expected_counterfactual_times(uniform, 4)
+    loss = (times - lo[:, None]) / (hi - lo)[:, None]
+    choosing = sioux.n_actions > 1
+    assert 0 < choosing.sum() < sioux.n_agents
+    assert run.travel_time[0] == pytest.approx(np.mean(np.sum(uniform * loss, axis=1)[choosing]), rel=1e-12)
+    assert run.raw_travel_time[0] == pytest.approx(np.mean(np.sum(uniform * times, axis=1)), rel=1e-12)
 
 
 def test_counterfactual_times_with_mixed_link_powers(sioux):
@@ -262,3 +266,12 @@ def test_od_pair_without_path_is_reported():
     od[0, 3] = 6.0
     game = RoutingGame.from_od_matrix(net, od, max_ratio=10.0)
     assert sorted(map(tuple, game.paths[0])) == [(0, 1), (0, 4, 3), (2, 3)]  # all three Braess paths
+
+
+def test_from_od_matrix_rejects_bad_path_settings():
+    net = load_sioux_falls()
+    for n_paths in (0, -1, 2.5, True):
+        with pytest.raises(ValueError, match="n_paths must be a positive int"):
+            RoutingGame.from_od_matrix(net, load_sioux_falls_demands(), n_paths=n_paths)
+    with pytest.raises(ValueError, match="max_ratio must be >= 1"):
+        RoutingGame.from_od_matrix(net, load_sioux_falls_demands(), max_ratio=0.5)

@@ -314,6 +314,12 @@ class RoutingGame:
         is below ``max_ratio`` times that of the shortest (the Sessa et al., 2020 rule)."""
         import networkx as nx
 
+        if isinstance(n_paths, bool) or not isinstance(n_paths, (int, np.integer)) or n_paths < 1:
+            raise ValueError(f"n_paths must be a positive int (paths kept per OD pair), got {n_paths!r}")
+        if not np.isfinite(max_ratio) or max_ratio < 1:
+            raise ValueError(
+                f"max_ratio must be >= 1 (free-flow time relative to the shortest path), got {max_ratio!r}"
+            )
         od = np.asarray(od, dtype=np.float64)
         g = network.to_networkx()
         nodes = sorted(g.nodes)

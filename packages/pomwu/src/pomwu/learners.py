@@ -23,6 +23,7 @@ checked (see the README); the default follows the research notes' reconstruction
 from __future__ import annotations
 
 from collections.abc import Sequence
+from numbers import Real
 
 import numpy as np
 
@@ -100,7 +101,7 @@ class MultiplicativeWeights:
         ):
             raise ValueError(f"n_contexts must be a positive int, got {self.n_contexts!r}")
         eta = self.step_size
-        if isinstance(eta, bool) or not isinstance(eta, (int, float, np.floating)) or not np.isfinite(eta) or eta <= 0:
+        if isinstance(eta, bool) or not isinstance(eta, Real) or not np.isfinite(eta) or eta <= 0:
             raise ValueError(f"step_size must be a finite float > 0, got {eta!r}")
         if self.file_under not in self.FILE_UNDER:
             raise ValueError(f"file_under must be one of {self.FILE_UNDER}, got {self.file_under!r}")

@@ -118,7 +118,11 @@ def play_matrix_game(
 class RoutingRun:
     """Result of :func:`play_routing_game`.
 
-    travel_time : average normalised travel time over agents, per round ``(T,)``
+    travel_time : average normalised travel time per round ``(T,)``: each agent's travel time rescaled by
+        ``loss_bounds`` (the loss the learners see), averaged over the agents that have a choice (at least two
+        paths; all agents if none has)
+    raw_travel_time : mean over all agents of the travel time itself, per round ``(T,)`` (Sessa et al.'s
+        reported "avg mean loss")
     congestion : mean BPR delay ratio over links, per round ``(T,)``
     social_cost : total travel time ``sum_e x_e t_e(x_e)`` (flow x time units), per round ``(T,)``
     regret : per-agent regret summary on normalised losses (arrays ``(n_agents,)``)
@@ -128,6 +132,7 @@ class RoutingRun:
     """
 
     travel_time: np.ndarray
+    raw_travel_time: np.ndarray
     congestion: np.ndarray
     social_cost: np.ndarray
     regret: RegretSummary
@@ -148,6 +153,10 @@ def play_routing_game(
     progress: bool = False,
 ) -> RoutingRun:
     """Repeated routing with full-information feedback, losses rescaled by ``loss_bounds = (lo, hi)``.
+
+    The rescaling is affine and not clipped: Sessa et al. (2020) clip payoffs to the bounds first, which
+    makes every path faster than ``lo`` look equally good; without the clip, rescaling is a per-agent step
+    size on the travel times, and losses can leave [0, 1] (play better or worse than the random profiles).
 
     ``feedback="sampled"`` (Sessa et al., 2020): every agent samples a path from its strategy and
     observes the travel times of all its paths given the others' sampled choices.
@@ -170,9 +179,13 @@ def play_routing_game(
         raise ValueError(f"loss_bounds must be two ({game.n_agents},) arrays with hi > lo")
     scale = 1.0 / (hi - lo)
     rows = np.arange(game.n_agents)
+    # The travel-time average covers the agents with a choice: a one-path agent's range (hi - lo) can be a few
+    # hundredths, so its rescaled time swings over [0, 1] with others' congestion and would dominate the mean.
+    choosing = game.n_actions > 1 if np.any(game.n_actions > 1) else np.ones(game.n_agents, dtype=bool)
     tracker = RegretTracker(game.n_contexts, game.mask)
     flow_sums = np.zeros((game.n_contexts, game.network.n_links))
-    travel, cong, social = np.empty(contexts.size), np.empty(contexts.size), np.empty(contexts.size)
+    travel, raw_travel = np.empty(contexts.size), np.empty(contexts.size)
+    cong, social = np.empty(contexts.size), np.empty(contexts.size)
     start = time.perf_counter()
     for t in _progress(range(contexts.size), enabled=progress, desc="routing"):
         z = int(contexts[t])
@@ -180,12 +193,16 @@ def play_routing_game(
         if feedback == "sampled":
             actions = game.sample_actions(x, rng)
             flows = game.link_flows(actions)
-            loss = (game.counterfactual_times(actions, z, flows) - lo[:, None]) * scale[:, None]
-            travel[t] = loss[rows, actions].mean()
+            times = game.counterfactual_times(actions, z, flows)
+            loss = (times - lo[:, None]) * scale[:, None]
+            travel[t] = loss[rows, actions][choosing].mean()
+            raw_travel[t] = times[rows, actions].mean()
         else:
             flows = game.expected_link_flows(x)
-            loss = (game.expected_counterfactual_times(x, z) - lo[:, None]) * scale[:, None]
-            travel[t] = np.einsum("jk,jk->j", x, loss).mean()
+            times = game.expected_counterfactual_times(x, z)
+            loss = (times - lo[:, None]) * scale[:, None]
+            travel[t] = np.einsum("jk,jk->j", x, loss)[choosing].mean()
+            raw_travel[t] = np.einsum("jk,jk->j", x, times).mean()
         cong[t] = game.congestion(flows, z)
         social[t] = flows @ game.network.link_costs(flows, game.capacities[z])
         tracker.add(x, loss, z)
@@ -197,6 +214,7 @@ def play_routing_game(
     acc = float(np.mean(preds == (contexts if preds.ndim == 1 else contexts[:, None])))
     return RoutingRun(
         travel_time=travel,
+        raw_travel_time=raw_travel,
         congestion=cong,
         social_cost=social,
         regret=tracker.summary(),
