@@ -91,3 +91,14 @@ def test_estimator_configuration_errors():
         RidgeCorrGCV(n_rounds=0).fit(X, y)
     with pytest.raises(ValueError, match="at least 3 samples"):
         RidgeCorrGCV().fit(X[:2], y[:2])
+
+
+def test_null_model_when_every_direction_is_shrunk_to_nothing():
+    """d = tr(H)/T underflows to 0 (tiny X, no intercept): the criteria are the null model's E_in / mean(k),
+    as RidgeCV picks a penalty there too, instead of failing to solve for kappa_tilde."""
+    rng = np.random.default_rng(0)
+    X, y = rng.standard_normal((200, 10)) * 1e-7, rng.standard_normal(200)
+    model = RidgeCorrGCV(alphas=np.logspace(-2, 5, 8), fit_intercept=False).fit(X, y)
+    assert np.isfinite(model.best_score_)
+    path = corrgcv(np.zeros((50, 4)), y[:50], [1.0], K=ExponentialCorrelation(3.0))
+    assert path.criterion[0] == pytest.approx(np.mean(y[:50] ** 2), rel=1e-12) and path.kappa_tilde[0] == np.inf

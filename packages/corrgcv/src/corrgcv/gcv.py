@@ -228,11 +228,17 @@ class RidgeSpectrum:
         kt = np.full(a.shape, np.nan)
         df2 = np.full(a.shape, np.nan)
         crit = np.full(a.shape, np.inf)
+        # d = 0 (every direction shrunk to nothing, no intercept): the null model, kappa_tilde = inf, and both
+        # criteria reduce to E_in / mean(k) (mean(k) = 1 for K = I).
+        null = inside & (d <= 0)
+        inside &= ~null
+        kt[null], df2[null] = np.inf, 0.0
+        crit[null] = e_in[null] / (1.0 if k is None else float(k.mean()))
         if k is None:
             kt[inside] = free[inside] / d[inside]
             df2[inside] = d[inside] ** 2
             crit[inside] = e_in[inside] / free[inside] ** 2
-        else:
+        elif inside.any():
             kt[inside] = solve_kappa_tilde(d[inside], k, complement=free[inside])
             ratio = k[None, :] / (k[None, :] + kt[inside, None])
             df2[inside] = (ratio**2).mean(axis=1)
