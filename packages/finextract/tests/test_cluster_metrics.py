@@ -66,6 +66,21 @@ def test_more_clusters_requested_raises_the_threshold():
     assert high.threshold > low.threshold and len(high.cliques) >= 40
 
 
+def test_many_generations_finish_and_leftover_nodes_are_singletons():
+    """The paper's 500 generations: the per-removal budget keeps the search finite (the old per-threshold budget
+    was spent by peeling n isolated nodes one at a time, n^2 / 2 enumerations, so the threshold rose forever)."""
+    feats, labels = _planted(n_clusters=8, per=10, n_noise=420, d=256, seed=3)
+    res = cluster_extract(feats, 8, max_enumerated=2_000)
+    assert len(res.cliques) >= 8 and sorted(int(labels[i]) for i in res.selected[:8]) == list(range(8))
+    assert sorted(v for c in res.cliques for v in c) == list(range(len(feats)))  # a partition of the generations
+    from finextract.cluster import _peel_cliques
+
+    assert _peel_cliques(np.eye(5), 0.5, budget=1) == [[0], [1], [2], [3], [4]]  # no edges: singletons in order
+    sim = np.zeros((4, 4))
+    sim[1, 3] = sim[3, 1] = 0.9
+    assert _peel_cliques(sim, 0.5, budget=10) == [[1, 3], [0], [2]]
+
+
 def test_n_train_larger_than_generations_is_rejected():
     with pytest.raises(ValueError, match="larger than the number of generations"):
         cluster_extract(np.random.default_rng(0).standard_normal((5, 3)), 10)

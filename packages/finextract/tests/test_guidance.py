@@ -94,6 +94,33 @@ def test_ddim_step_and_loop_match_diffusers():
     assert torch.allclose(out, x_ref, atol=1e-5)
 
 
+@pytest.mark.parametrize("spacing", ["leading", "trailing", "linspace"])
+def test_timestep_spacing_follows_diffusers(spacing):
+    from diffusers import DDIMScheduler
+
+    sched = DDIMScheduler(timestep_spacing=spacing, steps_offset=1 if spacing == "leading" else 0, clip_sample=False)
+    sched.set_timesteps(10)
+    ours = DDIMSchedule.from_scheduler(sched, 10)
+    assert list(ours.timesteps) == sched.timesteps.tolist()
+    net = lambda x, t: torch.cos(x * (1 + t / 1000.0))  # noqa: E731
+    x = torch.randn(2, 1, 4, 4, generator=torch.Generator().manual_seed(1))
+    x_ref = x.clone()
+    for t in sched.timesteps:
+        x_ref = sched.step(net(x_ref, int(t)), t, x_ref, eta=0.0).prev_sample
+        x, _ = ddim_step(x, net(x, int(t)), *ours.alphas(int(t)))
+    assert torch.allclose(x, x_ref, atol=1e-5)
+
+
+def test_non_epsilon_models_are_refused():
+    from diffusers import DDIMScheduler
+
+    for kind in ("v_prediction", "sample"):
+        with pytest.raises(ValueError, match="only epsilon-prediction"):
+            DDIMSchedule.from_scheduler(DDIMScheduler(prediction_type=kind), 10)
+    with pytest.raises(ValueError, match="timestep_spacing"):
+        DDIMSchedule.from_scheduler(DDIMScheduler(timestep_spacing="karras"), 10)
+
+
 def test_rescale_x0_caps_predicted_std():
     x_t = torch.randn(2, 16, generator=torch.Generator().manual_seed(0)) * 10
     eps = torch.zeros_like(x_t)

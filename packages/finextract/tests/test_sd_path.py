@@ -165,6 +165,14 @@ def test_lora_checkpoint_round_trip_and_guidance(sd_folder, tmp_path, layout):
     assert torch.allclose(ours.images, ref.images, atol=1e-6)
     assert ours.images.shape == (2, 3, 16, 16)
     assert (ours.images - off.images).abs().max() > 1e-3  # the adapter matters
+    if layout == "diffusers":  # a text-encoder LoRA in the same file is not silently dropped
+        from safetensors.torch import load_file, save_file
+
+        weights = tmp_path / "lora" / "pytorch_lora_weights.safetensors"
+        tensors = load_file(str(weights))
+        save_file({**tensors, "text_encoder.layers.0.q_proj.lora_A.weight": torch.zeros(2, 16)}, str(weights))
+        with pytest.warns(UserWarning, match="outside the UNet"):
+            load_checkpoint(sd_folder, lora=tmp_path / "lora")
 
 
 def test_full_finetune_folder_pair(sd_folder, tmp_path):
@@ -172,9 +180,15 @@ def test_full_finetune_folder_pair(sd_folder, tmp_path):
     unet.save_pretrained(tmp_path / "unet")
     pre, ft = load_checkpoint(sd_folder), load_checkpoint(tmp_path)
     emb, neg, lat = _embeds()
+    assert ft.vae is None and ft.scheduler is None  # the fine-tuned folder holds only the UNet
     out = ModelGuidanceSampler(pre, ft, w=3.0, k=-0.02, steps=3).sample(emb, latents=lat, null_cond=neg)
-    assert out.samples.shape == (2, 4, 8, 8) and out.images.shape == (2, 4, 8, 8)  # no VAE in ft: latents
     assert torch.isfinite(out.samples).all()
+    # decoded with the pretrained VAE, on the pretrained checkpoint's schedule (not diffusers' default)
+    assert out.images.shape == (2, 3, 16, 16)
+    with torch.no_grad():
+        assert torch.allclose(out.images, pre.decode(out.samples), atol=1e-6)
+    explicit = ModelGuidanceSampler(pre, ft, w=3.0, k=-0.02, steps=3, scheduler=pre.scheduler)
+    assert torch.equal(explicit.sample(emb, latents=lat, null_cond=neg).samples, out.samples)
 
 
 def test_errors_name_the_problem(sd_folder, tmp_path):

@@ -477,6 +477,27 @@ def test_load_images_folder_and_array_files(tmp_path):
         assert torch.allclose(loaded.fit((1, 8, 8)), digits, atol=1e-6)
 
 
+def test_load_images_reads_16_bit_greys_and_applies_exif_orientation(tmp_path):
+    from PIL import Image
+
+    from finextract import load_images
+
+    folder = tmp_path / "imgs"
+    folder.mkdir()
+    ramp = np.linspace(0, 65535, 64).reshape(8, 8).astype(np.uint16)
+    Image.fromarray(ramp).save(folder / "a_ramp16.png")
+    wide = np.zeros((8, 16, 3), dtype=np.uint8)
+    wide[:, :8] = 255  # left half white as stored; EXIF orientation 6 = rotate 90 degrees clockwise to display
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    Image.fromarray(wide).save(folder / "b_phone.jpg", exif=exif, quality=100)
+    images = load_images(folder)
+    assert torch.allclose(images.images[0][0], torch.from_numpy(ramp / 65535.0).float(), atol=1e-6)
+    upright = images.images[1]
+    assert upright.shape == (3, 16, 8)  # displayed portrait: 16 high, 8 wide
+    assert upright[:, :8].mean() > 0.9 and upright[:, 8:].mean() < 0.1  # the white half is now on top
+
+
 def test_load_images_errors(tmp_path):
     from finextract import load_images
 
@@ -492,6 +513,9 @@ def test_load_images_errors(tmp_path):
     torch.save(torch.zeros(2, 8, 8), tmp_path / "flat.pt")
     with pytest.raises(ValueError, match=r"\(n, C, H, W\)"):
         load_images(tmp_path / "flat.pt")
+    torch.save(torch.tensor(1.0), tmp_path / "scalar.pt")
+    with pytest.raises(ValueError, match=r"\(n, C, H, W\)"):
+        load_images(tmp_path / "scalar.pt")
     torch.save(torch.full((2, 1, 8, 8), 3.0), tmp_path / "range.pt")
     with pytest.raises(ValueError, match=r"in \[-1, 1\]"):
         load_images(tmp_path / "range.pt")
@@ -519,7 +543,16 @@ def test_audit_cli_scores_against_the_owners_training_images(pixel_checkpoints, 
     assert report["a_esr"] == {"0.5": float(np.mean(best >= 0.5)), "0.2": float(np.mean(best >= 0.2))}
     assert all(1 <= r["best_match_rank"] <= 3 for r in rows)
     md = (out / "audit.md").read_text()
-    assert "Against the 3 training images" in md and "| img2.png |" in md
+    assert "Against the 3 training images" in md and "| img2.png |" in md and "upper bound" in md
+    # Defaults: pixel cosine gets the digits-calibrated thresholds; --k none selects the conditional base.
+    out2 = tmp_path / "b"
+    run2 = [*common, "--n-train", "3", "--n-generations", "8", "--steps", "2", "--out", str(out2), "--k", "none"]
+    assert main([*run2, "--training-images", str(folder)]) == 0
+    report2 = json.loads((out2 / "audit.json").read_text())
+    assert report2["a_esr_thresholds"] == [0.93, 0.9] and set(report2["a_esr"]) == {"0.93", "0.9"}
+    assert report2["k"] is None
+    with pytest.raises(SystemExit):
+        main([*run2, "--k", "abc"])
     # A bad path fails before any sampling; bad thresholds are refused by argparse.
     with pytest.raises(FileNotFoundError, match="training images not found"):
         main([*common, "--n-train", "3", "--n-generations", "100000", "--training-images", str(tmp_path / "no")])

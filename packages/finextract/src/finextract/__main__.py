@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import math
 import os
 from pathlib import Path
 
@@ -42,7 +43,13 @@ def _audit_parser() -> argparse.ArgumentParser:
     p.add_argument("--n-train", type=int, required=True, help="number of fine-tuning images N")
     p.add_argument("--n-generations", type=int, default=None, help="images to generate (default 50 N)")
     p.add_argument("--w", type=float, default=None, help="guidance scale (default 3.0 full, 5.0 LoRA)")
-    p.add_argument("--k", type=float, default=None, help="correction term (default -0.02 full, 0.0 LoRA)")
+    p.add_argument(
+        "--k",
+        type=_k_argument,
+        default=None,
+        help="correction term (default -0.02 full, 0.0 LoRA); 'none' uses the pretrained conditional prediction "
+        "as the base, without the correction",
+    )
     p.add_argument("--steps", type=int, default=50, help="DDIM steps (default 50)")
     p.add_argument(
         "--rescale-x0",
@@ -66,14 +73,28 @@ def _audit_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--thresholds",
         type=_thresholds_argument,
-        default=(0.7, 0.6),
-        help="A-ESR similarity thresholds, comma-separated (default 0.7,0.6: the paper's, for SSCD features; "
-        "pixel cosine needs higher ones, 0.93 on the 8x8 digits, see README)",
+        default=None,
+        help="A-ESR similarity thresholds, comma-separated (default: the paper's 0.7,0.6 with --sscd; 0.93,0.9 "
+        "with pixel cosine, calibrated on 8x8 digits, see README)",
     )
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--out", type=Path, default=Path("out/finextract"))
     p.add_argument("--seed", type=int, default=0)
     return p
+
+
+SSCD_THRESHOLDS = (0.7, 0.6)  # the paper's, for SSCD copy-detection features
+PIXEL_THRESHOLDS = (0.93, 0.9)  # pixel cosine: other writers' digits reach 0.9 (README, "instance" design)
+_CONDITIONAL_BASE = "none"
+
+
+def _k_argument(text: str) -> float | str:
+    if text.strip().lower() == _CONDITIONAL_BASE:
+        return _CONDITIONAL_BASE
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or 'none', got {text!r}") from None
 
 
 def _thresholds_argument(text: str) -> tuple[float, ...]:
@@ -105,12 +126,14 @@ def audit(argv: list[str]) -> int:
     training = load_images(args.training_images) if args.training_images is not None else None
     seed_everything(args.seed)
     lora = args.lora is not None
-    pre = load_checkpoint(args.pretrained)
-    ft = load_checkpoint(args.pretrained, lora=args.lora) if lora else load_checkpoint(args.finetuned)
-    if lora:
+    if lora:  # one UNet: the base model is the adapter switched off
+        ft = load_checkpoint(args.pretrained, lora=args.lora)
         pre = without_adapters(ft)
+    else:
+        pre, ft = load_checkpoint(args.pretrained), load_checkpoint(args.finetuned)
     w = args.w if args.w is not None else (5.0 if lora else 3.0)
-    k = args.k if args.k is not None else (0.0 if lora else -0.02)
+    k = (0.0 if lora else -0.02) if args.k is None else (None if args.k == _CONDITIONAL_BASE else args.k)
+    thresholds = args.thresholds or (SSCD_THRESHOLDS if args.sscd else PIXEL_THRESHOLDS)
     kw = {}
     if args.class_label is not None:
         cond = args.class_label
@@ -140,7 +163,7 @@ def audit(argv: list[str]) -> int:
     scores = None
     if training is not None:
         train_images = training.fit(tuple(res.extracted.shape[1:]))
-        scores = extraction_metrics(res.extracted, train_images, thresholds=args.thresholds, extractor=args.sscd)
+        scores = extraction_metrics(res.extracted, train_images, thresholds=thresholds, extractor=args.sscd)
         rows += [("training", train_images), ("its best match", res.extracted[torch.as_tensor(scores.nearest)])]
     save_figure(
         _grid(rows, "most likely training images (clique size: " + ", ".join(map(str, sizes)) + ")"),
@@ -166,6 +189,7 @@ def audit(argv: list[str]) -> int:
         report.update(
             training_images=str(args.training_images),
             average_similarity=scores.similarity,
+            a_esr_thresholds=list(thresholds),
             a_esr={str(t): v for t, v in scores.esr.items()},
             per_training_image=[
                 {"name": name, "best_similarity": float(sim), "best_match_rank": int(rank) + 1}
@@ -184,7 +208,7 @@ def audit(argv: list[str]) -> int:
         "of a memorised training image (see audit.png).\n\n" + "\n".join(lines) + "\n"
     )
     if scores is not None:
-        text += _training_section(report, args.thresholds)
+        text += _training_section(report, thresholds)
     (args.out / "audit.md").write_text(text)
     print(f"finextract audit wrote {args.out / 'audit.png'}, audit.md, audit.json")
     return 0
@@ -197,14 +221,22 @@ def _training_section(report: dict, thresholds: tuple[float, ...]) -> str:
         f"Against the {len(report['per_training_image'])} training images in {report['training_images']} "
         f"({report['features']}): AS {report['average_similarity']:.3f}, {esr}. A training image counts as "
         "extracted at a threshold when its best match among the extracted images reaches it (audit.png, "
-        "bottom rows).",
+        "bottom rows)."
+        + (
+            ""
+            if report["features"] != "pixel cosine"
+            else " Pixel cosine: images of the same concept that were never trained on can score above these "
+            "thresholds (on 8x8 digits another writer's 3 scores 0.92-0.95), so read A-ESR as an upper bound; "
+            "recalibrate by scoring such images, or pass --sscd."
+        ),
         "",
         "| training image | best similarity | best match (rank) | " + " | ".join(f"≥ {t:g}" for t in thresholds) + " |",
         "|---|---|---|" + "---|" * len(thresholds),
     ]
     for row in report["per_training_image"]:
         marks = " | ".join("yes" if row["best_similarity"] >= t else "no" for t in thresholds)
-        lines.append(f"| {row['name']} | {row['best_similarity']:.3f} | {row['best_match_rank']} | {marks} |")
+        shown = math.floor(row["best_similarity"] * 1000) / 1000  # rounded down, so 0.8995 never reads as 0.900
+        lines.append(f"| {row['name']} | {shown:.3f} | {row['best_match_rank']} | {marks} |")
     return "\n".join(lines) + "\n"
 
 

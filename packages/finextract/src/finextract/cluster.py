@@ -113,26 +113,28 @@ class ClusterResult:
 
 
 def _peel_cliques(sim: np.ndarray, threshold: float, budget: int) -> list[list[int]] | None:
+    """Remove the largest clique (ties: smallest member) until no edge is left; the nodes left over are
+    singletons, in index order. ``budget`` caps the maximal cliques enumerated for each removal; None when a
+    removal exceeds it."""
     import networkx as nx
 
     n = sim.shape[0]
     graph = nx.Graph()
-    graph.add_nodes_from(range(n))
     iu, ju = np.nonzero(np.triu(sim >= threshold, k=1))
-    graph.add_edges_from(zip(iu.tolist(), ju.tolist(), strict=True))
+    graph.add_edges_from(zip(iu.tolist(), ju.tolist(), strict=True))  # isolated nodes never enter the graph
     cliques: list[list[int]] = []
-    while graph.number_of_nodes() > 0:
+    while graph.number_of_edges() > 0:
         best: list[int] = []
-        for c in nx.find_cliques(graph):
+        for enumerated, c in enumerate(nx.find_cliques(graph), start=1):
             # ties broken by the smallest member so the result does not depend on networkx's visiting order
             if len(c) > len(best) or (len(c) == len(best) and min(c) < min(best)):
                 best = c
-            budget -= 1
-            if budget < 0:
+            if enumerated > budget:
                 return None
         cliques.append(sorted(best))
         graph.remove_nodes_from(best)
-    return cliques
+    taken = {v for c in cliques for v in c}
+    return cliques + [[v] for v in range(n) if v not in taken]
 
 
 def cluster_extract(
@@ -157,8 +159,8 @@ def cluster_extract(
         Start threshold = floor_to_step(quantile of ``n_quantile_samples`` random off-diagonal similarities);
         threshold rises by ``step`` (paper: 0.25, 0.01, 1000).
     max_enumerated
-        Per-threshold budget of maximal cliques enumerated; when exceeded the threshold rises. The official code
-        does the same with a 30 s wall-clock limit; a count keeps results machine-independent.
+        Budget of maximal cliques enumerated per clique removal; when a removal exceeds it the threshold rises.
+        The official code does the same with a 30 s wall-clock limit; a count keeps results machine-independent.
     seed
         Seed for the random similarities that set the start threshold.
     """
@@ -195,6 +197,8 @@ def cluster_extract(
         if cliques is None:
             log.info("clique search exceeded its budget at threshold %.2f; raising it", tau)
             counts.append(-1)
+            if tau > 1.0:  # cannot happen (no edges above 1), kept so the loop always ends
+                raise RuntimeError(f"clique search exceeded max_enumerated={max_enumerated} at every threshold")
             continue
         counts.append(len(cliques))
         if len(cliques) >= n_train or tau > 1.0:

@@ -96,12 +96,27 @@ class DDIMSchedule:
         if isinstance(steps, bool) or not isinstance(steps, int) or steps < 1:
             raise ValueError(f"steps must be a positive int, got {steps!r}")
         cfg = scheduler.config
+        prediction = getattr(cfg, "prediction_type", "epsilon") or "epsilon"
+        if prediction != "epsilon":
+            raise ValueError(
+                f"the scheduler config says prediction_type={prediction!r}; FineXtract's guidance combines noise "
+                "predictions, so only epsilon-prediction models are supported"
+            )
         T = int(cfg.num_train_timesteps)
         if steps > T:
             raise ValueError(f"steps={steps} exceeds the {T} training timesteps")
         offset = int(getattr(cfg, "steps_offset", 0) or 0)
-        ratio = T // steps
-        ts = tuple(int(t) for t in (np.arange(steps) * ratio)[::-1] + offset)
+        spacing = getattr(cfg, "timestep_spacing", "leading") or "leading"
+        # The timesteps of diffusers' DDIMScheduler.set_timesteps; its step always goes back T // steps.
+        if spacing == "leading":
+            ts = (np.arange(steps) * (T // steps))[::-1] + offset
+        elif spacing == "trailing":
+            ts = np.round(np.arange(T, 0, -T / steps)).astype(np.int64) - 1
+        elif spacing == "linspace":
+            ts = np.linspace(0, T - 1, steps).round()[::-1]
+        else:
+            raise ValueError(f"timestep_spacing must be 'leading', 'trailing' or 'linspace', got {spacing!r}")
+        ts = tuple(int(t) for t in ts)
         alphas = torch.as_tensor(alphas, dtype=torch.float32)
         final = 1.0 if getattr(cfg, "set_alpha_to_one", True) else float(alphas[0])
         return cls(alphas_cumprod=alphas, timesteps=ts, final_alpha_cumprod=final)
@@ -151,17 +166,21 @@ class _DDIMSampler:
             )
         return latents.to(device=den.device, dtype=den.dtype)
 
-    def _schedule(self, den: Denoiser) -> DDIMSchedule:
+    def _schedule(self, *dens: Denoiser) -> DDIMSchedule:
+        """The explicit scheduler, else the first of ``dens`` that carries one (the checkpoint's training
+        schedule), else diffusers' default."""
         sched = self.scheduler
-        if isinstance(sched, str) and sched == "ddim" and den.scheduler is not None:
-            sched = den.scheduler  # the checkpoint's own training schedule
+        if isinstance(sched, str) and sched == "ddim":
+            sched = next((d.scheduler for d in dens if d.scheduler is not None), sched)
         return DDIMSchedule.from_scheduler(sched, self.steps)
 
     @torch.no_grad()
-    def _run(self, den: Denoiser, x_T: torch.Tensor, eps_fn: Any) -> SampleResult:
+    def _run(
+        self, den: Denoiser, x_T: torch.Tensor, eps_fn: Any, *, schedule: DDIMSchedule | None = None
+    ) -> SampleResult:
         from icml25_shared.cli import progress
 
-        schedule = self._schedule(den)
+        schedule = schedule or self._schedule(den)
         outs, images = [], []
         for start in range(0, x_T.shape[0], self.batch_size):
             x = x_T[start : start + self.batch_size]
@@ -198,8 +217,10 @@ class ModelGuidanceSampler(_DDIMSampler):
     steps
         DDIM steps (paper: 50).
     scheduler
-        ``"ddim"`` (the pretrained checkpoint's schedule if it carries one, else diffusers' default linear
-        schedule) or a diffusers scheduler whose ``alphas_cumprod`` defines the schedule.
+        ``"ddim"`` (the pretrained checkpoint's schedule if it carries one, else the fine-tuned one's, else
+        diffusers' default linear schedule) or a diffusers scheduler whose ``alphas_cumprod`` defines the
+        schedule. Timestep spacing follows the scheduler config (leading, trailing, linspace, as diffusers'
+        DDIM); only epsilon-prediction models are supported (others raise).
     rescale_x0
         The official code's optional "dt" flag (see :func:`ddim_step`).
     """
@@ -265,6 +286,7 @@ class ModelGuidanceSampler(_DDIMSampler):
         otherwise ``n`` standard-normal draws from ``generator``.
         """
         pre, ft = self._models()
+        schedule = self._schedule(pre, ft)  # validated before any sampling
         if self.k is not None:
             base_cond = null_cond if null_cond is not None else pre.null_cond
             if base_cond is None:
@@ -280,7 +302,9 @@ class ModelGuidanceSampler(_DDIMSampler):
         def eps_fn(x: torch.Tensor, t: int) -> torch.Tensor:
             return guided_noise(ft(x, t, cond), pre(x, t, base_cond), w=w, k=k)
 
-        return self._run(ft, x_T, eps_fn)
+        # A fine-tuned folder often holds only the UNet: decode with the pretrained model's VAE then.
+        decoder = ft if getattr(ft, "vae", None) is not None or getattr(pre, "vae", None) is None else pre
+        return self._run(decoder, x_T, eps_fn, schedule=schedule)
 
 
 class CFGSampler(_DDIMSampler):

@@ -63,21 +63,31 @@ def load_images(path: str | Path) -> ImageSet:
         return ImageSet([p.name for p in files], [_read_file(p) for p in files])
     if root.is_file() and root.suffix in (".pt", ".npy"):
         array = torch.load(root, map_location="cpu") if root.suffix == ".pt" else torch.from_numpy(np.load(root))
-        return ImageSet([f"{root.name}[{i}]" for i in range(len(array))], list(_check_array(array, root)))
+        images = _check_array(array, root)
+        return ImageSet([f"{root.name}[{i}]" for i in range(len(images))], list(images))
     if root.is_file():
         raise ValueError(f"{root}: expected a folder of images or a .pt / .npy array file")
     raise FileNotFoundError(f"training images not found: {root}")
 
 
 def _read_file(path: Path) -> torch.Tensor:
-    from PIL import Image, UnidentifiedImageError
+    """(C, H, W) in [0, 1], upright (EXIF orientation applied, as diffusers' DreamBooth scripts do); 16-bit
+    greys are scaled by 65535, not clipped to 8 bits."""
+    from PIL import Image, ImageOps, UnidentifiedImageError
 
     try:
-        with Image.open(path) as im:
-            mode = "L" if im.mode in ("1", "L", "I;16", "I", "F") else "RGB"
-            pixels = np.asarray(im.convert(mode), dtype=np.float32) / 255.0
+        with Image.open(path) as raw:
+            im = ImageOps.exif_transpose(raw)
+            if im.mode.startswith("I;16") or im.mode == "I":
+                pixels = np.asarray(im, dtype=np.float32) / 65535.0
+            elif im.mode == "F":
+                pixels = np.asarray(im, dtype=np.float32)
+            else:
+                mode = "L" if im.mode in ("1", "L") else "RGB"
+                pixels = np.asarray(im.convert(mode), dtype=np.float32) / 255.0
     except (UnidentifiedImageError, OSError) as err:
         raise ValueError(f"cannot read {path} as an image: {err}") from None
+    pixels = np.clip(pixels, 0.0, 1.0)
     return torch.from_numpy(pixels[None] if pixels.ndim == 2 else pixels.transpose(2, 0, 1).copy())
 
 

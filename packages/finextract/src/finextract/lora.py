@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,18 @@ def load_lora(model: torch.nn.Module, path: str | Path) -> torch.nn.Module:
     if (path / "pytorch_lora_weights.safetensors").is_file():
         if not hasattr(model, "load_lora_adapter"):
             raise TypeError(f"{type(model).__name__} cannot read diffusers LoRA files; save with finextract.save_lora")
+        from safetensors import safe_open
+
+        with safe_open(str(path / "pytorch_lora_weights.safetensors"), framework="pt") as f:
+            other = [k for k in f.keys() if not k.startswith("unet.")]
+        if other:
+            warnings.warn(
+                f"{path} also holds {len(other)} LoRA tensors outside the UNet (e.g. {other[0]!r}, a text-encoder "
+                "LoRA from --train_text_encoder); only the UNet adapter is loaded, so prompts are encoded by the "
+                "base text encoder and the audit may under-report extraction",
+                UserWarning,
+                stacklevel=2,
+            )
         model.load_lora_adapter(
             str(path), prefix="unet", weight_name="pytorch_lora_weights.safetensors", local_files_only=True
         )
