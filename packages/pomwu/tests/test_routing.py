@@ -275,3 +275,9 @@ def test_from_od_matrix_rejects_bad_path_settings():
             RoutingGame.from_od_matrix(net, load_sioux_falls_demands(), n_paths=n_paths)
     with pytest.raises(ValueError, match="max_ratio must be >= 1"):
         RoutingGame.from_od_matrix(net, load_sioux_falls_demands(), max_ratio=0.5)
+
+
+def test_frank_wolfe_warns_when_it_stops_before_the_tolerance(sioux):
+    with pytest.warns(RuntimeWarning, match="stopped after max_iter=3"):
+        res = wardrop_equilibrium(sioux, 0, tol=1e-9, max_iter=3)
+    assert not res.converged and res.n_iter == 3

@@ -79,6 +79,9 @@ def play_matrix_game(
 ) -> MatrixGameRun:
     """Both players learn with ``learner`` (two agents) under full information (expected losses).
 
+    The learner continues from its current state (a warm start); call ``learner.reset()`` for a fresh run.
+    Regrets and averages cover this call's rounds only.
+
     ``contexts`` ``(T,)`` are the true contexts; ``predictions`` ``(T,)`` (shared) or ``(T, 2)``
     (per player) are those the learner is told (default: the true ones).
     """
@@ -163,7 +166,8 @@ def play_routing_game(
     ``feedback="expected"``: no sampling; losses are path travel times at the others' expected flows
     (:meth:`RoutingGame.expected_counterfactual_times`), and the reported travel time is ``<x, l>``.
 
-    Per round ``O(sum_j sum_k |path_jk| + n_links)`` work, vectorised over agents.
+    Per round ``O(sum_j sum_k |path_jk| + n_links)`` work, vectorised over agents. The learner continues from
+    its current state (a warm start); call ``learner.reset()`` for a fresh run.
     """
     if feedback not in ("sampled", "expected"):
         raise ValueError(f"feedback must be 'sampled' or 'expected', got {feedback!r}")
