@@ -45,7 +45,7 @@ def test_reproduce_tune_step_size_quick(tmp_path):
         assert [r["seed"] for r in block["per_seed"]] == [0, 1]
         for clause in CLAUSES:
             v = block["clauses"][clause.name]
-            rel = [r[clause.first] / r[clause.second] - 1 for r in block["per_seed"]]
+            rel = [(r[clause.first] - r[clause.second]) / abs(r[clause.second]) for r in block["per_seed"]]
             assert v["mean_relative_difference"] == pytest.approx(np.mean(rel), abs=1e-15)
             lo, hi = v["ci95_relative_difference"]
             assert v["holds"] == (clause.low <= lo and hi <= clause.high)
@@ -61,3 +61,13 @@ def test_tune_flag_is_for_reproduce_only(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["reproduce", "--help"])
     assert "--tune-step-size" in capsys.readouterr().out
+
+
+def test_relative_difference_keeps_its_sign_for_negative_travel_times():
+    """Normalised travel times go below 0 when agents beat the best random profile; 'smaller is better' must
+    still read as a negative difference (the plain ratio first / second - 1 would flip it)."""
+    from pomwu.experiments import relative_difference
+
+    assert relative_difference(2.0, 1.0) == pytest.approx(2.0 / 1.0 - 1)
+    assert relative_difference(-0.0035, -0.0034) < 0 < relative_difference(-0.0034, -0.0035)
+    assert relative_difference(-0.0035, -0.0034) == pytest.approx(-0.0001 / 0.0034)

@@ -215,6 +215,13 @@ def _predicted_pair(
     }
 
 
+def relative_difference(first: float | np.ndarray, second: float | np.ndarray) -> float | np.ndarray:
+    """``(first - second) / |second|``: below 0 when ``first`` is smaller. It equals ``first / second - 1`` for
+    positive values and keeps that sign meaning when the normalised travel times are negative (agents faster
+    than the best random profile), where the plain ratio would flip it."""
+    return (np.asarray(first) - np.asarray(second)) / np.abs(np.asarray(second))
+
+
 def t_interval(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
     """Student-t confidence interval of the mean of ``values`` (paired differences over seeds)."""
     from scipy import stats
@@ -228,7 +235,7 @@ def t_interval(values: np.ndarray, level: float = 0.95) -> tuple[float, float]:
 
 def verdict(ci: tuple[float, float]) -> str:
     """Rule fixed before the runs: POMWU(pred) <= cHedge(pred) holds robustly only if the whole 95% interval
-    of the mean relative difference POMWU / cHedge - 1 over seeds is <= 0."""
+    of the mean relative difference (POMWU - cHedge) / |cHedge| over seeds is <= 0."""
     if ci[1] <= 0:
         return "POMWU <= cHedge"
     if ci[0] > 0:
@@ -237,7 +244,7 @@ def verdict(ci: tuple[float, float]) -> str:
 
 
 def _relative_stats(rel: np.ndarray) -> dict:
-    """Mean, sd and paired 95% t-interval of per-seed relative differences ``first / second - 1``."""
+    """Mean, sd and paired 95% t-interval of per-seed relative differences ``(first - second) / |second|``."""
     return {
         "mean_relative_difference": float(rel.mean()),
         "sd_relative_difference": float(rel.std(ddof=1)) if rel.size > 1 else 0.0,
@@ -285,7 +292,7 @@ def _seed_spread(
                         "seed": seed,
                         "prediction_accuracy": acc,
                         **pair,
-                        "relative_difference": pair["POMWU"] / pair["cHedge"] - 1,
+                        "relative_difference": float(relative_difference(pair["POMWU"], pair["cHedge"])),
                     }
                 )
     return {filing: {fb: _summarise(rows) for fb, rows in blocks.items()} for filing, blocks in per_seed.items()}
@@ -378,7 +385,7 @@ def reproduce(ctx: RunContext) -> None:
     rows += [
         "",
         f"**seed spread** (predicted contexts, eta = {eta:g}): avg normalised travel time; "
-        "relative difference = POMWU / cHedge - 1; losses filed under the prediction (main table) or under "
+        "relative difference = (POMWU - cHedge) / |cHedge|; losses filed under the prediction (main table) or under "
         "the true context revealed after the round",
         "",
         "| losses filed under | feedback | seed | prediction accuracy | POMWU (predicted) | cHedge (predicted) "
@@ -425,7 +432,7 @@ def reproduce(ctx: RunContext) -> None:
         )
     ax.axhline(0.0, color="k", lw=0.8)
     ax.set_xticks(np.arange(len(seeds)), [f"seed {s}" for s in seeds])
-    ax.set_ylabel("travel time, POMWU / cHedge - 1 (%)")
+    ax.set_ylabel("travel time, (POMWU - cHedge) / |cHedge| (%)")
     ax.set_title(f"POMWU vs cHedge (predicted), eta={eta:g}; < 0: POMWU better", fontsize=10)
     ax.legend(fontsize=7)
     fig.suptitle(
@@ -518,7 +525,7 @@ def tune_step_sizes(
 @dataclass(frozen=True)
 class Clause:
     """A part of issue acceptance 3: it holds if the whole 95% t-interval of the mean over seeds of
-    ``first / second - 1`` lies in ``[low, high]``; "plain" compares mean(first) / mean(second) - 1 instead."""
+    ``(first - second) / |second|`` lies in ``[low, high]``; "plain" compares the means over seeds the same way."""
 
     name: str
     first: str
@@ -539,12 +546,12 @@ def _label(name: str, source: str) -> str:
 
 
 def _clause_summary(rows: list[dict], clause: Clause) -> dict:
-    rel = np.array([r[clause.first] / r[clause.second] - 1 for r in rows])
+    rel = np.array([relative_difference(r[clause.first], r[clause.second]) for r in rows])
     stats = _relative_stats(rel)
     lo, hi = stats["ci95_relative_difference"]
     mean_first = float(np.mean([r[clause.first] for r in rows]))
     mean_second = float(np.mean([r[clause.second] for r in rows]))
-    plain = mean_first / mean_second - 1
+    plain = float(relative_difference(mean_first, mean_second))
     return {
         "first": clause.first,
         "second": clause.second,
@@ -650,7 +657,7 @@ def _tuned_table(searches: dict, test: dict, verdicts: dict, *, T: int) -> str:
         ]
     rows += [
         "",
-        "**clauses** (relative difference = first / second - 1 per seed; holds = whole 95% t-interval in the band)",
+        "**clauses** (relative difference = (first - second) / |second| per seed; holds = whole 95% t-interval in the band)",
         "",
         "| clause | feedback | mean rel. diff. (sd) | 95% CI | seeds first <= second | holds | "
         "plain means: rel. diff. | holds on plain means |",
@@ -687,11 +694,11 @@ def _tuned_figure(ctx: RunContext, searches: dict, test: dict) -> None:
     width = 0.8 / len(combos)
     seeds = [r["seed"] for r in next(iter(test.values()))["per_seed"]]
     for j, (c, fb) in enumerate(combos):
-        rel = [100 * (r[c.first] / r[c.second] - 1) for r in test[fb]["per_seed"]]
+        rel = [100 * float(relative_difference(r[c.first], r[c.second])) for r in test[fb]["per_seed"]]
         ax.bar(np.arange(len(rel)) + width * (j - (len(combos) - 1) / 2), rel, width=width, label=f"{c.name}, {fb}")
     ax.axhline(0.0, color="k", lw=0.8)
     ax.set_xticks(np.arange(len(seeds)), [f"seed {s}" for s in seeds])
-    ax.set_ylabel("first / second - 1 (%)")
+    ax.set_ylabel("(first - second) / |second| (%)")
     ax.set_title("test seeds, tuned step sizes; < 0: clause holds on that seed", fontsize=10)
     ax.legend(fontsize=7)
     ctx.save_figure(fig, name="reproduce_tuned")
