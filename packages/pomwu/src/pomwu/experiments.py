@@ -186,7 +186,8 @@ def _checks(results: dict) -> dict:
     return {
         "POMWU(pred) <= cHedge(pred)": tt["POMWU (predicted)"] <= tt["cHedge (predicted)"],
         "cHedge(pred) < Hedge": tt["cHedge (predicted)"] < tt["Hedge"],
-        "POMWU(true) within 5% of cHedge(true)": abs(tt["POMWU (true)"] / tt["cHedge (true)"] - 1) <= 0.05,
+        "POMWU(true) within 5% of cHedge(true)": abs(relative_difference(tt["POMWU (true)"], tt["cHedge (true)"]))
+        <= 0.05,
     }
 
 
