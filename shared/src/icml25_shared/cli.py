@@ -18,6 +18,11 @@ them to the ``reproduce`` sub-parser (so ``--help`` lists them); their parsed va
 A package with commands beyond demo and reproduce (an audit tool, a server) passes ``extra_commands``,
 a mapping from name to :class:`ExtraCommand`: ``--help`` lists them, and ``python -m mypkg NAME ...``
 hands the remaining arguments to the command, which parses them itself and returns the exit code.
+
+``paper`` (the citation) and the distribution's one-line summary head ``--help``. ``requires`` maps a
+command to the extra of the package's distribution it needs (``{"demo": "data"}``): when a requirement of
+that extra is not installed, the command prints one line naming the ``pip install`` to run and exits 2.
+A console script's usage line shows the script's own name.
 """
 
 from __future__ import annotations
@@ -27,9 +32,11 @@ import json
 import logging
 import os
 import random
+import re
 import sys
+from importlib import metadata
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -109,10 +116,19 @@ class RunContext:
             self.written.append(path)
         return path
 
-    def write_table(self, markdown: str, name: str | None = None) -> Path:
-        """Write the command's markdown table to ``<out>/<name or command>.md``."""
+    def write_table(self, table: str | Sequence[Any], name: str | None = None, *,
+                    headers: Sequence[str] | None = None) -> Path:
+        """Write a markdown table to ``<out>/<name or command>.md``.
+
+        ``table`` is markdown text, or rows (mappings, or sequences with ``headers``) rendered by
+        :func:`icml25_shared.tables.markdown_table`.
+        """
+        if not isinstance(table, str):
+            from icml25_shared.tables import markdown_table
+
+            table = markdown_table(table, headers)
         path = self.path(f"{name or self.command}.md")
-        path.write_text(markdown.rstrip() + "\n")
+        path.write_text(table.rstrip() + "\n")
         return self._record(path)
 
     def write_json(self, obj: Any, name: str | None = None) -> Path:
@@ -154,13 +170,63 @@ class ExtraCommand:
     run: Callable[[list[str]], int]
 
 
+def distribution_of(package: str) -> str | None:
+    """The installed distribution that provides import package ``package`` (None when not installed)."""
+    try:
+        names = metadata.packages_distributions().get(package, [])
+    except Exception:  # noqa: BLE001 - broken metadata of an unrelated distribution
+        names = []
+    return names[0] if names else None
+
+
+def _requirement_name(requirement: str) -> str:
+    return re.split(r"[\s\[<>=!~;(]", requirement.strip(), maxsplit=1)[0]
+
+
+def missing_extra(dist: str, extra: str) -> list[str]:
+    """Requirements of ``dist[extra]`` whose distribution is not installed (empty when all are)."""
+    missing = []
+    for requirement in metadata.requires(dist) or []:
+        body, _, marker = requirement.partition(";")
+        if not re.search(rf"""extra\s*==\s*['"]{re.escape(extra)}['"]""", marker):
+            continue
+        name = _requirement_name(body)
+        try:
+            metadata.version(name)
+        except metadata.PackageNotFoundError:
+            missing.append(name)
+    return missing
+
+
+def _prog(package: str) -> str:
+    script = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
+    if not script or script in ("__main__.py", "-c", "-m") or script.endswith(".py") or "pytest" in script:
+        return f"python -m {package}"
+    return script
+
+
+def _description(package: str, dist: str | None, paper: str | None, description: str | None) -> str | None:
+    lines = []
+    if dist is not None:
+        summary = metadata.metadata(dist).get("Summary")
+        if summary:
+            lines.append(summary)
+    if paper:
+        lines.append(f"Paper: {paper}")
+    if description and not lines:
+        lines.append(description)
+    return "\n\n".join(lines) or None
+
+
 def build_parser(
     package: str,
     description: str | None = None,
     reproduce_options: OptionAdder | None = None,
     extra_commands: dict[str, ExtraCommand] | None = None,
+    prog: str | None = None,
 ) -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog=f"python -m {package}", description=description)
+    parser = argparse.ArgumentParser(prog=prog or f"python -m {package}", description=description,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="command", required=True)
     for name, extra in (extra_commands or {}).items():
         # Listed for --help only: run_cli hands these commands their arguments before parsing.
@@ -181,17 +247,55 @@ def build_parser(
 
 def run_cli(package: str, *, demo: Command, reproduce: Command, argv: list[str] | None = None,
             description: str | None = None, reproduce_options: OptionAdder | None = None,
-            extra_commands: dict[str, ExtraCommand] | None = None) -> int:
-    """Parse ``argv`` and run ``demo``, ``reproduce`` or one of ``extra_commands``; return the exit code."""
+            extra_commands: dict[str, ExtraCommand] | None = None, paper: str | None = None,
+            requires: dict[str, str] | None = None) -> int:
+    """Parse ``argv`` and run ``demo``, ``reproduce`` or one of ``extra_commands``; return the exit code.
+
+    Parameters
+    ----------
+    package : str
+        The import name (``python -m <package>``).
+    demo, reproduce : callable
+        The two commands; each receives a :class:`RunContext`.
+    argv : list of str, optional
+        Arguments (default ``sys.argv[1:]``).
+    description : str, optional
+        Help text used when the distribution's summary cannot be read (running from a source tree).
+    reproduce_options : callable, optional
+        Adds the package's own ``reproduce`` options to its sub-parser.
+    extra_commands : dict of str to ExtraCommand, optional
+        Commands besides demo and reproduce.
+    paper : str, optional
+        The paper's citation, shown by ``--help``.
+    requires : dict of str to str, optional
+        Command name -> extra of the package's distribution that the command needs.
+
+    Returns
+    -------
+    int
+        0 on success, 2 when a required extra is missing.
+    """
     argv = list(sys.argv[1:] if argv is None else argv)
-    clash = {"demo", "reproduce"} & set(extra_commands or {})
+    extra_commands = extra_commands or {}
+    clash = {"demo", "reproduce"} & set(extra_commands)
     if clash:
         raise ValueError(f"extra_commands may not redefine {sorted(clash)}")
-    if argv and argv[0] in (extra_commands or {}):
+    unknown = set(requires or {}) - {"demo", "reproduce"} - set(extra_commands)
+    if unknown:
+        raise ValueError(f"requires names unknown commands {sorted(unknown)}")
+    dist = distribution_of(package)
+    prog = _prog(package)
+    if argv and argv[0] in extra_commands:
+        if _missing_extra_exit(package, dist, argv[0], requires, prog):
+            return 2
         return extra_commands[argv[0]].run(argv[1:])
-    args = build_parser(package, description, reproduce_options, extra_commands).parse_args(argv)
+    parser = build_parser(package, _description(package, dist, paper, description), reproduce_options,
+                          extra_commands, prog=prog)
+    args = parser.parse_args(argv)
     if args.seed < 0:
         raise SystemExit(f"--seed must be non-negative, got {args.seed}")
+    if _missing_extra_exit(package, dist, args.command, requires, prog):
+        return 2
     logging.basicConfig(level=os.environ.get("LOGLEVEL", "WARNING"), format="%(levelname)s %(name)s: %(message)s")
     _use_agg()
     out = args.out if args.out is not None else Path("out") / package
@@ -205,3 +309,18 @@ def run_cli(package: str, *, demo: Command, reproduce: Command, argv: list[str] 
     files = ", ".join(str(p) for p in ctx.written) or "nothing"
     print(f"{package} {args.command} finished in {elapsed:.1f}s; wrote {files}")
     return 0
+
+
+def _missing_extra_exit(package: str, dist: str | None, command: str, requires: dict[str, str] | None,
+                        prog: str) -> bool:
+    """Print the one-line install hint and return True when ``command``'s extra is not installed."""
+    extra = (requires or {}).get(command)
+    if extra is None or dist is None:
+        return False
+    missing = missing_extra(dist, extra)
+    if not missing:
+        return False
+    folder = "shared" if dist == "icml25-shared" else f"packages/{dist}"
+    print(f"{prog} {command} needs the '{extra}' extra ({', '.join(missing)} not installed): "
+          f'pip install "{dist}[{extra}]" (from a clone: pip install "./{folder}[{extra}]")', file=sys.stderr)
+    return True
