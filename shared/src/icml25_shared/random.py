@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import numbers
 import warnings
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 
 __all__ = ["UNSET", "RandomStateLike", "check_random_state", "child_seeds", "renamed_seed", "spawn"]
 
-RandomStateLike = Union[None, int, np.integer, np.random.SeedSequence, np.random.Generator, np.random.RandomState]
+RandomStateLike = int | np.integer | np.random.SeedSequence | np.random.Generator | np.random.RandomState | None
 
 # Default of a deprecated argument: tells "not passed" apart from None (a meaningful random_state).
 UNSET: Any = object()

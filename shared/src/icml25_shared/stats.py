@@ -8,7 +8,7 @@ Examples
 >>> round(wilson_interval(9, 10).low, 4)
 0.5958
 >>> paired_difference([1.0, 2.0, 3.5], [1.5, 2.2, 3.6]).wins
-0
+3
 """
 
 from __future__ import annotations
