@@ -2,9 +2,15 @@
 
     python tools/checks.py imports            # (a) every src import is stdlib/own/icml25_shared/declared
                                               # (b) no package imports another package (src, tests, benchmarks)
-    python tools/checks.py wheels [PKG ...]   # (c) hatch builds wheel + sdist; a fresh venv with the
-                                              #     package's wheel, the shared wheel and their declared
-                                              #     dependencies imports the package
+    python tools/checks.py wheels [PKG ...]   # (c) hatch builds wheel + sdist once; both hold LICENSE and
+                                              #     py.typed and no studies/ file; `twine check --strict`
+                                              #     passes; a fresh venv with the package's wheel, the shared
+                                              #     wheel and their declared dependencies imports the package
+                                              #     and its `demo`/`reproduce` pass the extras check
+    python tools/checks.py shape [--root R]   # (d) every member has the monorepo's shape (README sections,
+                                              #     no process words, LICENSE, py.typed, CHANGELOG, DATA.md,
+                                              #     extras, project URLs; see check_shape)
+    python tools/checks.py lowest --packages fastpd   # declared lower bounds (tools/lowest.py)
 
 Each failure is printed as ``path:line: message``; the exit code is 1 when anything failed.
 """
@@ -189,6 +195,181 @@ def check_imports(members: list[Member]) -> list[Problem]:
     return problems
 
 
+# --- (d) shape -------------------------------------------------------------------------------------------
+
+README_MAX_LINES = 220
+README_SECTIONS = ("Install", "Example", "API", "Agreement with peers", "Benchmark", "Reproduction", "Limits")
+# Words about how the work was organised, not about the method: they belong in studies/ and CHANGELOGs.
+PROCESS_WORDS = tuple(re.compile(pattern, re.IGNORECASE) for pattern in (
+    r"\bissues? #?\d+",
+    r"(?<![\w&])#\d+\b",
+    r"\bitems? \d+",
+    r"\bacceptance\b",
+    r"pre-?registered",
+    r"\b(outside|independent) review",
+    r"\b(this|last|next|previous|earlier) (round|session)\b",
+    r"\bround[- ]\d+ (re)?run",
+))
+# Extra names that have a canonical spelling in this monorepo.
+EXTRA_NAMES = {"peer": "peers", "bench": "peers or demo", "benchmark": "peers or demo",
+               "benchmarks": "peers or demo", "dataset": "data", "datasets": "data", "examples": "demo"}
+RESULT_SUFFIXES = (".json", ".png", ".csv")
+
+
+def line_of(path: Path, pattern: str) -> int:
+    """The first line of ``path`` matching the regex ``pattern`` (1 when none does)."""
+    regex = re.compile(pattern)
+    for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        if regex.search(line):
+            return number
+    return 1
+
+
+def headings(text: str) -> list[tuple[str, int]]:
+    """The ``## `` headings of a markdown text with their lines, skipping fenced code blocks."""
+    found, fence = [], None
+    for number, line in enumerate(text.splitlines(), 1):
+        stripped = line.lstrip()
+        if stripped.startswith(("```", "~~~")):
+            marker = stripped[:3]
+            fence = marker if fence is None else (None if marker == fence else fence)
+            continue
+        if fence is None and line.startswith("## "):
+            found.append((line[3:].strip(), number))
+    return found
+
+
+def readme_problems(path: Path) -> list[Problem]:
+    """Length and ``##`` sections of a package README (see README_SECTIONS)."""
+    text = path.read_text(errors="replace")
+    problems = []
+    count = len(text.splitlines())
+    if count > README_MAX_LINES:
+        problems.append(Problem(path, README_MAX_LINES + 1, f"README has {count} lines, at most {README_MAX_LINES}; "
+                                                            "move longer material to studies/"))
+    found = headings(text)
+    names = [name for name, _ in found]
+    for section in README_SECTIONS:
+        if section not in names:
+            problems.append(Problem(path, 1, f"README has no '## {section}' section (the sections are, in order: "
+                                             f"{', '.join(README_SECTIONS)})"))
+    seen: set[str] = set()
+    previous = -1
+    for name, line in found:
+        if name not in README_SECTIONS:
+            continue
+        if name in seen:
+            problems.append(Problem(path, line, f"'## {name}' appears more than once"))
+            continue
+        seen.add(name)
+        index = README_SECTIONS.index(name)
+        if index < previous:
+            problems.append(Problem(path, line, f"'## {name}' comes after '## {README_SECTIONS[previous]}'; "
+                                                f"the order is {', '.join(README_SECTIONS)}"))
+        previous = max(previous, index)
+    reproduction = next((line for name, line in found if name == "Reproduction"), None)
+    for name, line in found:
+        if name not in README_SECTIONS and (reproduction is None or line < reproduction):
+            problems.append(Problem(path, line, f"'## {name}' is not one of the standard sections; other sections "
+                                                "are allowed only after '## Reproduction'"))
+    return problems
+
+
+def process_word_problems(path: Path) -> list[Problem]:
+    """Every line of ``path`` that contains one of PROCESS_WORDS."""
+    problems = []
+    for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        words = [match.group(0) for regex in PROCESS_WORDS for match in regex.finditer(line)]
+        if words:
+            shown = ", ".join(repr(w) for w in dict.fromkeys(words))
+            problems.append(Problem(path, number, f"process word {shown}; say what the code or result is, "
+                                                  "not how the work went (studies/ and CHANGELOG are for that)"))
+    return problems
+
+
+def data_files(member: Member) -> list[Path]:
+    """Files the member ships besides code: non-.py files under src/<module>/ (not py.typed) and data/."""
+    found = []
+    if member.src.is_dir():
+        found += [p for p in member.src.rglob("*") if p.is_file() and p.suffix not in (".py", ".pyc")
+                  and p.name != "py.typed" and "__pycache__" not in p.parts]
+    for folder in (member.path / "data", member.src / "data"):
+        if folder.is_dir() and folder not in found:
+            found.append(folder)
+    return sorted(found)
+
+
+def release_files_problems(member: Member, root: Path) -> list[Problem]:
+    """LICENSE (a copy of the root's), py.typed and CHANGELOG.md of one member."""
+    problems = []
+    license_file = member.path / "LICENSE"
+    if not license_file.is_file():
+        problems.append(Problem(license_file, 1, "LICENSE is missing (copy the root LICENSE)"))
+    elif (root / "LICENSE").is_file() and license_file.read_bytes() != (root / "LICENSE").read_bytes():
+        problems.append(Problem(license_file, 1, "LICENSE differs from the root LICENSE (copy it byte for byte)"))
+    if not (member.src / "py.typed").is_file():
+        problems.append(Problem(member.src / "py.typed", 1, "py.typed is missing (the package is typed)"))
+    if not (member.path / "CHANGELOG.md").is_file():
+        problems.append(Problem(member.path / "CHANGELOG.md", 1, "CHANGELOG.md is missing"))
+    return problems
+
+
+def pyproject_problems(member: Member, root: Path) -> list[Problem]:
+    """sdist excludes studies/, the extras' names, and [project.urls] from the root's repository URL."""
+    import release
+
+    pyproject = member.path / "pyproject.toml"
+    config = tomllib.loads(pyproject.read_text())
+    problems = []
+    sdist = config.get("tool", {}).get("hatch", {}).get("build", {}).get("targets", {}).get("sdist", {})
+    if "/studies" not in sdist.get("exclude", []):
+        problems.append(Problem(pyproject, line_of(pyproject, r"^\[tool\.hatch\.build\.targets\.sdist\]"),
+                                'the sdist target must exclude "/studies" '
+                                '([tool.hatch.build.targets.sdist] exclude = ["/studies"])'))
+    if member.module != SHARED_IMPORT and "test" not in member.extras:
+        problems.append(Problem(pyproject, line_of(pyproject, r"^\[project\.optional-dependencies\]"),
+                                "no `test` extra (the tests' requirements)"))
+    for extra in member.extras:
+        if normalise(extra) in EXTRA_NAMES:
+            problems.append(Problem(pyproject, line_of(pyproject, rf"^\s*{re.escape(extra)}\s*="),
+                                    f"extra {extra!r}: use the canonical name {EXTRA_NAMES[normalise(extra)]!r}"))
+    folder = member.path.relative_to(root).as_posix()
+    problem = release.url_problem(root, folder)
+    if problem is not None:
+        problems.append(Problem(pyproject, release.urls_line(pyproject), problem))
+    return problems
+
+
+def check_shape(members: list[Member], root: Path = ROOT) -> list[Problem]:
+    """(d) the shape every member shares (the module docstring's list)."""
+    problems: list[Problem] = []
+    for member in members:
+        problems += release_files_problems(member, root)
+        problems += pyproject_problems(member, root)
+        if member.module == SHARED_IMPORT:
+            continue
+        readme = member.path / "README.md"
+        if readme.is_file():
+            problems += readme_problems(readme)
+            problems += process_word_problems(readme)
+        else:
+            problems.append(Problem(readme, 1, "README.md is missing"))
+        for path in python_files(member.src):
+            problems += process_word_problems(path)
+        shipped = data_files(member)
+        if shipped and not (member.path / "DATA.md").is_file():
+            names = ", ".join(str(p.relative_to(member.path)) for p in shipped[:3])
+            problems.append(Problem(member.path / "DATA.md", 1, f"DATA.md is missing but the package ships data "
+                                                                f"({names}{', ...' if len(shipped) > 3 else ''}): "
+                                                                "give each file's provenance and licence"))
+        docs = member.path / "docs"
+        results = sorted(p for p in docs.rglob("*") if p.suffix.lower() in RESULT_SUFFIXES) if docs.is_dir() else []
+        if results:
+            problems.append(Problem(results[0], 1, f"docs/ holds {len(results)} result file(s) (json/png/csv); "
+                                                   "stored results live in results/"))
+    return problems
+
+
 def _run(cmd: list[str], *, cwd: Path | None = None, env: dict | None = None) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
 
@@ -247,23 +428,31 @@ def check_wheels(members: list[Member], selected: set[str] | None = None) -> lis
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "lowest":  # its own options: tools/lowest.py parses them
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        import lowest
+
+        return lowest.main(argv[1:])
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("check", choices=["imports", "wheels"])
+    parser.add_argument("check", choices=["imports", "wheels", "shape", "lowest"],
+                        help="lowest: see `python tools/checks.py lowest --help`")
     parser.add_argument("packages", nargs="*", help="limit 'wheels' to these distributions")
     parser.add_argument("--root", type=Path, default=ROOT, help="workspace root (for tests)")
     args = parser.parse_args(argv)
     members = workspace(args.root)
     if args.check == "imports":
         problems = check_imports(members)
+    elif args.check == "shape":
+        problems = check_shape(members, args.root)
     else:
         problems = check_wheels(members, set(args.packages) or None)
     for problem in problems:
         print(problem)
     names = set(args.packages)
-    checked = [m for m in members if args.check == "imports" or not names or {m.dist, m.module} & names]
+    checked = [m for m in members if args.check != "wheels" or not names or {m.dist, m.module} & names]
     print(f"{args.check}: {len(checked)} member(s) checked, {len(problems)} problem(s)")
     return 1 if problems else 0
-
 
 if __name__ == "__main__":
     raise SystemExit(main())

@@ -163,6 +163,8 @@ def command_test(python: Path, packages: list[tuple[str, str, Path]], args: argp
     first = [
         Step("ruff", [str(python), "-m", "ruff", "check", "shared", "packages", "tools", "tests"]),
         Step("checks: imports", [*tools, "imports"]),
+        # README sections, process words, release files, extras and [project.urls] (tools/release.py's rule)
+        Step("checks: shape", [*tools, "shape"]),
     ]
     suites = [("tools", ROOT / "tools" / "tests"), ("shared", ROOT / "shared" / "tests")]
     suites += [(dist, path / "tests") for dist, _, path in packages]
