@@ -95,7 +95,7 @@ def _training_row(report: BenchmarkReport) -> None:
             local_steps=cfg.local_steps,
             rounds=1,
             epsilon=2.0,
-            seed=0,
+            random_state=0,
         ).fit(x, y, groups)
 
     def peer() -> None:

@@ -33,24 +33,24 @@ def test_blend_trigger_is_a_convex_combination():
 
 def test_memorization_run_is_reproducible_and_bounded():
     a = memorization_mitigation(
-        regime="dsi", epsilon=2.0, n_canaries=2, canary_repeats=2, n_references=15, config=TINY, seed=1
+        regime="dsi", epsilon=2.0, n_canaries=2, canary_repeats=2, n_references=15, config=TINY, random_state=1
     )
     b = memorization_mitigation(
-        regime="dsi", epsilon=2.0, n_canaries=2, canary_repeats=2, n_references=15, config=TINY, seed=1
+        regime="dsi", epsilon=2.0, n_canaries=2, canary_repeats=2, n_references=15, config=TINY, random_state=1
     )
     assert a.exposure == b.exposure and a.test_accuracy == b.test_accuracy
     assert 0.0 <= a.exposure <= a.max_exposure == pytest.approx(4.0)
     assert a.exposures.shape == (2,)
     iso = memorization_mitigation(
-        regime="isotropic", epsilon=2.0, n_canaries=2, canary_repeats=2, n_references=15, config=TINY, seed=1
+        regime="isotropic", epsilon=2.0, n_canaries=2, canary_repeats=2, n_references=15, config=TINY, random_state=1
     )
     assert iso.regime == "isotropic" and 0.0 <= iso.test_accuracy <= 1.0
 
 
 def test_backdoor_and_contribution_runs():
-    res = backdoor_defense(regime="none", epsilon=None, config=TINY, seed=0)
+    res = backdoor_defense(regime="none", epsilon=None, config=TINY, random_state=0)
     assert 0.0 <= res.attack_success_rate <= 1.0 and res.clean_accuracy > 0.1
-    contrib = contribution_control(epsilon=2.0, source_size=10, config=TINY, seed=0)
+    contrib = contribution_control(epsilon=2.0, source_size=10, config=TINY, random_state=0)
     # the guaranteed TPR at 5% FPR of a mu-GDP test with mu from (2, 1e-5) via zCDP
     assert 0.05 < contrib.tpr_bound < 0.2
     with pytest.raises(ValueError, match="regime must be one of"):
@@ -64,7 +64,7 @@ def test_backdoor_and_contribution_runs():
 def test_dpsgd_peer_runs():
     pytest.importorskip("opacus")
     res = memorization_mitigation(
-        regime="dpsgd", epsilon=4.0, n_canaries=1, canary_repeats=2, n_references=7, config=TINY, seed=0
+        regime="dpsgd", epsilon=4.0, n_canaries=1, canary_repeats=2, n_references=7, config=TINY, random_state=0
     )
     assert res.regime == "dpsgd" and 0.0 <= res.test_accuracy <= 1.0
 
@@ -81,9 +81,9 @@ def test_validation_split_is_disjoint_and_selectable():
     with pytest.raises(ValueError, match="validation"):
         _training_data(0, 0, 1.0)
     cfg = TaskConfig(hidden=8, rounds=2, local_steps=2, validation=0.2)
-    res = memorization_mitigation(regime="none", epsilon=None, n_canaries=1, n_references=7, config=cfg, seed=0)
+    res = memorization_mitigation(regime="none", epsilon=None, n_canaries=1, n_references=7, config=cfg, random_state=0)
     assert 0.0 <= res.validation_accuracy <= 1.0
-    plain = memorization_mitigation(regime="none", epsilon=None, n_canaries=1, n_references=7, config=TINY, seed=0)
+    plain = memorization_mitigation(regime="none", epsilon=None, n_canaries=1, n_references=7, config=TINY, random_state=0)
     assert np.isnan(plain.validation_accuracy)
 
 

@@ -1,5 +1,6 @@
 import numpy as np
 import pytest
+from sklearn.exceptions import NotFittedError
 from scipy import stats
 
 from dsi import Mechanism, epsilon_from_sigma, tradeoff_power
@@ -8,7 +9,7 @@ RANDOM_20x6 = np.random.default_rng(0).standard_normal((20, 6)).T
 
 
 def test_calibration_and_fitted_attributes():
-    mech = Mechanism(epsilon=4.0, delta=1e-5, steps=10, seed=0).fit(RANDOM_20x6)
+    mech = Mechanism(epsilon=4.0, delta=1e-5, steps=10, random_state=0).fit(RANDOM_20x6)
     assert mech.noise_multiplier_ == pytest.approx(1.29608 * np.sqrt(10), rel=1e-5)
     # every difference with a tight constraint is exactly at the target epsilon, the rest below it
     assert np.all(mech.epsilon_ <= 4.0 + 1e-6)
@@ -22,8 +23,8 @@ def test_calibration_and_fitted_attributes():
 def test_privatize_numpy_and_torch_reproducible():
     torch = pytest.importorskip("torch")
     outcome = np.arange(20.0)
-    a = Mechanism(noise_multiplier=1.0, seed=3).fit(RANDOM_20x6)
-    b = Mechanism(noise_multiplier=1.0, seed=3).fit(RANDOM_20x6)
+    a = Mechanism(noise_multiplier=1.0, random_state=3).fit(RANDOM_20x6)
+    b = Mechanism(noise_multiplier=1.0, random_state=3).fit(RANDOM_20x6)
     out_a = a.privatize(outcome)
     out_b = b.privatize(torch.tensor(outcome.reshape(4, 5), dtype=torch.float32))
     assert isinstance(out_b, torch.Tensor) and out_b.shape == (4, 5) and out_b.dtype == torch.float32
@@ -38,7 +39,7 @@ def test_privatize_numpy_and_torch_reproducible():
 def test_likelihood_ratio_test_respects_gaussian_tradeoff():
     """Monte-Carlo Neyman-Pearson test between N(F(D), c^2 Sigma) and N(F(D_i), c^2 Sigma), 10^5 draws each."""
     c = 0.9
-    mech = Mechanism(noise_multiplier=c, seed=11).fit(RANDOM_20x6)
+    mech = Mechanism(noise_multiplier=c, random_state=11).fit(RANDOM_20x6)
     outcome = np.random.default_rng(4).standard_normal(20)
     n = 100_000
     null = outcome + mech.sample_noise(n)
@@ -69,10 +70,37 @@ def test_mechanism_errors():
         Mechanism(epsilon=1.0, delta=1.0).fit(RANDOM_20x6)
     with pytest.raises(ValueError, match="noise must be one of"):
         Mechanism(epsilon=1.0, noise="laplace").fit(RANDOM_20x6)
-    with pytest.raises(RuntimeError, match="fit"):
+    with pytest.raises(NotFittedError, match="call fit"):
         Mechanism(epsilon=1.0).privatize(np.zeros(20))
+    with pytest.raises(ValueError, match="call fit"):  # NotFittedError is a ValueError, as in scikit-learn
+        Mechanism(epsilon=1.0).gdp_mu()
     mech = Mechanism(epsilon=1.0).fit(RANDOM_20x6)
     with pytest.raises(ValueError, match="20"):
         mech.privatize(np.zeros(21))
     assert "epsilon=1" in repr(mech)
     assert epsilon_from_sigma(mech.noise_multiplier_, 1e-5) == pytest.approx(1.0)
+
+
+def test_seed_is_a_deprecated_alias_of_random_state():
+    new = Mechanism(noise_multiplier=1.0, random_state=7).fit(RANDOM_20x6).sample_noise(3)
+    with pytest.warns(DeprecationWarning, match="random_state"):
+        old = Mechanism(noise_multiplier=1.0, seed=7).fit(RANDOM_20x6).sample_noise(3)
+    np.testing.assert_array_equal(new, old)
+    cov = Mechanism(noise_multiplier=1.0).fit(RANDOM_20x6).covariance_
+    with pytest.warns(DeprecationWarning, match="random_state"):
+        np.testing.assert_array_equal(cov.sample(rng=4), cov.sample(4))
+    # a Generator is used as the stream itself (scikit-learn semantics)
+    gen = np.random.default_rng(7)
+    mech = Mechanism(noise_multiplier=1.0, random_state=gen).fit(RANDOM_20x6)
+    np.testing.assert_array_equal(mech.sample_noise(3), new)
+
+
+def test_auxiliary_streams_do_not_overlap_other_seeds():
+    from dsi.applications import _stream
+
+    first = {name: _stream(0, name).standard_normal(4) for name in ("augment", "exposure-noise")}
+    assert not np.allclose(first["augment"], first["exposure-noise"])
+    for k in range(3):  # neither stream of seed 0 is another seed's main stream
+        main = np.random.default_rng(k).standard_normal(4)
+        assert not any(np.allclose(v, main) for v in first.values())
+    np.testing.assert_array_equal(_stream(0, "augment").standard_normal(4), first["augment"])

@@ -31,7 +31,7 @@ def test_sgd_differences_are_leave_one_group_out_gradient_differences():
         return torch.cat([p.grad.ravel() for p in m.parameters()]).double().numpy()
 
     lr = 0.3
-    trainer = DSITrainer(model, optimizer="sgd", lr=lr, rounds=1, epsilon=2.0, seed=0).fit(x, y, groups)
+    trainer = DSITrainer(model, optimizer="sgd", lr=lr, rounds=1, epsilon=2.0, random_state=0).fit(x, y, groups)
     full = -lr * grad_on(np.ones(len(y), bool))
     np.testing.assert_allclose(trainer.last_update_, full, rtol=1e-5, atol=1e-7)
     expected = np.stack([full + lr * grad_on(groups != j) for j in range(4)])
@@ -55,7 +55,7 @@ def test_training_learns_with_weak_noise_and_is_reproducible(optimizer):
     params = []
     for _ in range(2):
         model = _linear()
-        trainer = DSITrainer(model, optimizer=optimizer, lr=lr, local_steps=3, rounds=15, epsilon=200.0, seed=1)
+        trainer = DSITrainer(model, optimizer=optimizer, lr=lr, local_steps=3, rounds=15, epsilon=200.0, random_state=1)
         trainer.fit(x, y, groups)
         params.append(torch.nn.utils.parameters_to_vector(model.parameters()).detach().clone())
     torch.testing.assert_close(params[0], params[1])
@@ -77,7 +77,7 @@ def test_custom_optimizer_batches_and_unprotected_samples():
         rounds=2,
         noise_multiplier=1.0,
         noise="isotropic",
-        seed=0,
+        random_state=0,
     ).fit(x, y, groups)
     assert trainer.groups_.tolist() == [0, 1, 2, 3]
     assert all(r.n_differences <= 4 for r in trainer.history_)
@@ -123,7 +123,7 @@ def test_per_sample_clipping_matches_a_manual_loop():
     torch.testing.assert_close(got, expected, rtol=1e-5, atol=1e-7)
     # clipping bounds every group's leave-out difference for one SGD step: ||s_j|| <= 2 lr C n_j / (N - n_j)
     groups = np.arange(len(y)) % 3
-    trainer = DSITrainer(_linear(), lr=0.5, rounds=1, epsilon=1.0, max_grad_norm=clip, seed=0).fit(x, y, groups)
+    trainer = DSITrainer(_linear(), lr=0.5, rounds=1, epsilon=1.0, max_grad_norm=clip, random_state=0).fit(x, y, groups)
     bound = 2 * 0.5 * clip * 4 / (12 - 4)
     assert np.linalg.norm(trainer.last_differences_, axis=1).max() <= bound + 1e-6
     with pytest.raises(ValueError, match="max_grad_norm"):
@@ -143,7 +143,7 @@ def test_every_round_releases_update_at_released_params_plus_calibrated_noise():
     def run(rounds, model=None, seed=5):
         model = model or _linear()
         start = vec(model.parameters()).detach().double().numpy().copy()
-        tr = DSITrainer(model, lr=0.3, local_steps=3, rounds=rounds, noise_multiplier=2.0, seed=seed)
+        tr = DSITrainer(model, lr=0.3, local_steps=3, rounds=rounds, noise_multiplier=2.0, random_state=seed)
         tr.fit(x, y, groups)
         return tr, start, vec(model.parameters()).detach().double().numpy()
 
@@ -162,7 +162,7 @@ def test_every_round_releases_update_at_released_params_plus_calibrated_noise():
     np.testing.assert_allclose(theta2, theta1 + two.last_update_ + noise2, atol=1e-6)
     assert np.linalg.norm(noise2) > 0
     # calibration: rounds releases of m_j <= 1 compose to the target mu exactly
-    tr = DSITrainer(_linear(), lr=0.3, local_steps=2, rounds=3, epsilon=1.0, accountant="gdp", seed=0)
+    tr = DSITrainer(_linear(), lr=0.3, local_steps=2, rounds=3, epsilon=1.0, accountant="gdp", random_state=0)
     tr.fit(x, y, groups)
     assert np.sqrt(3.0) / tr.noise_multiplier_ == pytest.approx(gdp_mu_from_epsilon(1.0, 1e-5), rel=1e-9)
     assert optimal_covariance(tr.last_differences_).mahalanobis.max() <= 1.0 + 1e-9

@@ -1,14 +1,52 @@
-"""`python -m dsi demo` and `python -m dsi reproduce`."""
+"""`python -m dsi demo` and `python -m dsi reproduce`.
+
+The experiments are imported inside the commands, so that a base install (numpy and scipy only) can show
+``--help`` and name the extra that ``reproduce`` needs.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from icml25_shared.cli import run_cli
 
-from dsi.experiments import demo, reproduce
+PAPER = "Xiao, Yang & Suh (ICML 2025). Trustworthy Machine Learning through Data-Specific Indistinguishability."
+
+
+def _demo(ctx: Any) -> Any:
+    from dsi.experiments import demo
+
+    return demo(ctx)
+
+
+def _reproduce(ctx: Any) -> Any:
+    from dsi.experiments import reproduce
+
+    return reproduce(ctx)
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_cli("dsi", demo=demo, reproduce=reproduce, argv=argv, description=__doc__)
+    """Run the ``dsi`` command line.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Arguments (default ``sys.argv[1:]``): ``demo`` or ``reproduce`` with the common options.
+
+    Returns
+    -------
+    int
+        0 on success; 2 when the command needs an extra that is not installed.
+    """
+    return run_cli(
+        "dsi",
+        demo=_demo,
+        reproduce=_reproduce,
+        argv=argv,
+        description=__doc__,
+        paper=PAPER,
+        requires={"reproduce": "peers"},
+    )
 
 
 if __name__ == "__main__":

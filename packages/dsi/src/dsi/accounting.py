@@ -59,8 +59,10 @@ def _nonneg(value: Any, *, name: str) -> float:
 
 
 def rho_from_sigma(sigma: float, *, steps: int = 1, budget: float = 1.0) -> float:
-    """zCDP rho of ``steps`` releases, each with noise multiplier ``sigma`` and squared-Mahalanobis budget
-    ``budget``: rho = steps * budget / (2 sigma^2)."""
+    """The zCDP rho of ``steps`` releases at noise multiplier ``sigma``.
+
+    Each release has squared-Mahalanobis budget ``budget``: rho = steps * budget / (2 sigma^2).
+    """
     sigma = check_positive(sigma, name="sigma")
     return check_steps(steps) * check_positive(budget, name="budget") / (2.0 * sigma**2)
 
@@ -97,9 +99,10 @@ def _check_accountant(accountant: str) -> None:
 def epsilon_from_sigma(
     sigma: float, delta: float, *, steps: int = 1, budget: float = 1.0, accountant: str = "zcdp"
 ) -> float:
-    """epsilon at ``delta`` after ``steps`` releases with per-step multiplier ``sigma``.
+    """Epsilon at ``delta`` after ``steps`` releases with per-step multiplier ``sigma``.
 
-    ``accountant="zcdp"`` is the paper's conversion; ``"gdp"`` is the exact Gaussian-DP one (tighter)."""
+    ``accountant="zcdp"`` is the paper's conversion; ``"gdp"`` is the exact Gaussian-DP one (tighter).
+    """
     _check_accountant(accountant)
     if accountant == "gdp":
         return epsilon_from_gdp(gdp_mu(sigma, steps=steps, budget=budget), delta)
@@ -119,7 +122,7 @@ def sigma_from_epsilon(
 
 
 def compose(rhos: Any) -> float:
-    """zCDP composition: the rho of a sequence of (adaptive) releases is the sum of their rhos."""
+    """ZCDP composition: the rho of a sequence of (adaptive) releases is the sum of their rhos."""
     arr = np.asarray(as_numpy(rhos, name="rhos"), dtype=np.float64).ravel()
     if arr.size == 0 or not np.all(np.isfinite(arr)) or np.any(arr < 0):
         raise ValueError("rhos must be a non-empty sequence of non-negative finite numbers")
@@ -148,8 +151,10 @@ def gdp_mu(sigma: float, *, steps: int = 1, budget: float = 1.0) -> float:
 
 
 def tradeoff_power(alpha: Any, mu: float) -> np.ndarray:
-    """Most powerful test's true-positive rate at false-positive rate ``alpha`` between N(0,1) and N(mu,1):
-    Phi(Phi^{-1}(alpha) + mu). No test on a mu-GDP release can exceed it."""
+    """The most powerful test's true-positive rate at false-positive rate ``alpha``.
+
+    Between N(0,1) and N(mu,1) it is Phi(Phi^{-1}(alpha) + mu). No test on a mu-GDP release can exceed it.
+    """
     a = np.asarray(alpha, dtype=np.float64)
     if np.any((a < 0) | (a > 1)):
         raise ValueError("alpha (false-positive rate) must lie in [0, 1]")

@@ -1,5 +1,7 @@
-"""The paper's three uses of DSI at CPU scale on scikit-learn's digits: memorisation mitigation (canary
-exposure), backdoor defence (blended trigger) and contribution control for a protected source.
+"""The paper's three uses of DSI at CPU scale on scikit-learn's digits.
+
+Memorisation mitigation (canary exposure), backdoor defence (blended trigger) and contribution control for a
+protected source.
 
 Every function trains the same small MLP with one of these regimes at a matched (epsilon, delta):
 "dsi" (:class:`DSITrainer`, optimal covariance), "isotropic" (DSITrainer with sigma^2 I, the same
@@ -17,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+from icml25_shared.random import UNSET, spawn
 
-from dsi._validation import check_delta, check_positive
+from dsi._validation import check_delta, check_positive, int_seed
 from dsi.training import DSITrainer, backward, require_torch
 
 __all__ = [
@@ -73,8 +76,23 @@ class TaskConfig:
 
 
 def canary_exposure(canary_loss: float, reference_losses: Any) -> float:
-    """Carlini et al.'s exposure: log2(R + 1) - log2(rank) of the inserted canary's loss among R reference
-    candidates that were never trained on (rank 1 = lowest loss = fully exposed)."""
+    """Carlini et al.'s exposure of one inserted canary, in bits.
+
+    Exposure is log2(R + 1) - log2(rank) of the canary's loss among R reference candidates that were never
+    trained on (rank 1 = lowest loss = fully exposed).
+
+    Parameters
+    ----------
+    canary_loss : float
+        The inserted canary's loss.
+    reference_losses : array-like of shape (R,)
+        Losses of the never-inserted candidates.
+
+    Returns
+    -------
+    float
+        The exposure, between 0 and log2(R + 1).
+    """
     ref = np.asarray(reference_losses, dtype=np.float64).ravel()
     if ref.size == 0 or not np.all(np.isfinite(ref)) or not math.isfinite(canary_loss):
         raise ValueError("canary_exposure needs a finite canary loss and a non-empty finite reference set")
@@ -96,12 +114,25 @@ def _digits(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     return x[perm[:cut]], y[perm[:cut]], x[perm[cut:]], y[perm[cut:]]
 
 
+# Named auxiliary streams of one integer seed: independent of default_rng(seed) (the split, canaries and
+# sources) and of every other seed's streams (default_rng(seed + 1) would be seed + 1's main stream).
+_STREAMS = ("augment", "exposure-noise")
+
+
+def _stream(seed: int, name: str) -> np.random.Generator:
+    """The independent stream ``name`` of ``seed`` (a child of ``SeedSequence(seed)``)."""
+    return spawn(seed, len(_STREAMS))[_STREAMS.index(name)]
+
+
 Split = tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]
 
 
 def _training_data(seed: int, augment: int, validation: float = 0.0) -> Split:
-    """(train x, y, validation x, y, test x, y): the digits split with the last ``validation`` share of the
-    (already shuffled) training split held out, then ``augment`` jittered copies of the training part."""
+    """Return (train x, y, validation x, y, test x, y).
+
+    The digits split with the last ``validation`` share of the (already shuffled) training split held out,
+    then ``augment`` jittered copies of the training part.
+    """
     if not 0.0 <= validation < 1.0:
         raise ValueError(f"validation must lie in [0, 1), got {validation!r}")
     xtr, ytr, xte, yte = _digits(seed)
@@ -109,7 +140,7 @@ def _training_data(seed: int, augment: int, validation: float = 0.0) -> Split:
     xtr, ytr, xva, yva = xtr[:cut], ytr[:cut], xtr[cut:], ytr[cut:]
     if augment <= 0:
         return xtr, ytr, xva, yva, xte, yte
-    rng = np.random.default_rng(seed + 1)
+    rng = _stream(seed, "augment")
     copies = [xtr]
     for _ in range(augment):
         img = xtr.reshape(-1, 8, 8)
@@ -148,16 +179,21 @@ def train_dpsgd(
     lr: float,
     max_grad_norm: float,
     optimizer: str = "adam",
-    seed: int = 0,
+    random_state: int = 0,
+    seed: Any = UNSET,
 ) -> Any:
-    """DP-SGD with opacus (the peer): Poisson sampling at opacus' rate 1/ceil(N/batch_size) (expected batch
-    N/ceil(N/batch_size)) for about ``steps`` steps (whole epochs, rounded), noise calibrated by opacus'
-    accountant to (epsilon, delta) per sample. Returns the trained model."""
+    """Train ``model`` with opacus DP-SGD (the peer).
+
+    Poisson sampling at opacus' rate 1/ceil(N/batch_size) (expected batch N/ceil(N/batch_size)) for about
+    ``steps`` steps (whole epochs, rounded), noise calibrated by opacus' accountant to (epsilon, delta) per
+    sample. ``random_state`` (an int; ``seed`` is its deprecated name) seeds torch. Returns the trained model.
+    """
+    seed = int_seed(random_state, seed, owner="train_dpsgd")
     torch = require_torch()
     try:
         from opacus import PrivacyEngine
     except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError("the DP-SGD peer needs opacus; install it with `pip install dsi[peer]`") from exc
+        raise ImportError("the DP-SGD peer needs opacus; install it with `pip install dsi[peers]`") from exc
     import warnings
 
     torch.manual_seed(seed)
@@ -227,7 +263,7 @@ def _train(
             lr=cfg.dpsgd_lr,
             max_grad_norm=cfg.dpsgd_max_grad_norm,
             optimizer=cfg.optimizer,
-            seed=seed,
+            random_state=seed,
         )
     xt, yt = torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(y)
     if regime == "none":  # the same rounds of a fresh optimizer, released without noise
@@ -250,7 +286,7 @@ def _train(
         rounds=cfg.rounds,
         delta=cfg.delta,
         noise="isotropic" if regime == "isotropic" else "dsi",
-        seed=seed,
+        random_state=seed,
         epsilon=epsilon,
         accountant=cfg.accountant,
         max_grad_norm=cfg.max_grad_norm,
@@ -281,8 +317,11 @@ def _source_groups(n: int, n_sources: int, rng: np.random.Generator) -> np.ndarr
 
 @dataclass(frozen=True)
 class MemorizationResult:
-    """Canary exposure (bits, max log2(n_references + 1)), clean test accuracy and clean validation accuracy
-    (nan without a validation split; the only number hyper-parameters may be chosen on) of one run."""
+    """One memorisation run.
+
+    Canary exposure (bits, max log2(n_references + 1)), clean test accuracy and clean validation accuracy
+    (nan without a validation split; the only number hyper-parameters may be chosen on).
+    """
 
     regime: str
     epsilon: float | None
@@ -302,9 +341,12 @@ def _insert_canaries(
     canary_repeats: int,
     n_references: int,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Draw ``n_canaries`` blocks of ``n_references + 1`` random 8x8 candidates with random labels, insert
+    """Draw and insert the canaries.
+
+    Draw ``n_canaries`` blocks of ``n_references + 1`` random 8x8 candidates with random labels, insert
     the first of each block ``canary_repeats`` times into ``(x, y)``, and return
-    ``(x, y, groups, cand_x, cand_y)``; groups: canary block index, -1 for the clean rows."""
+    ``(x, y, groups, cand_x, cand_y)``; groups: canary block index, -1 for the clean rows.
+    """
     cand_x = rng.uniform(0.0, 1.0, size=(n_canaries * (n_references + 1), x.shape[1]))
     cand_y = rng.integers(0, 10, size=len(cand_x))
     inserted = np.arange(n_canaries) * (n_references + 1)
@@ -360,7 +402,8 @@ def memorization_mitigation(
     canary_repeats: int = 4,
     n_references: int = 255,
     config: TaskConfig | None = None,
-    seed: int = 0,
+    random_state: int = 0,
+    seed: Any = UNSET,
 ) -> MemorizationResult:
     """Insert secret canaries into digits training data and measure how much the trained model exposes them.
 
@@ -369,9 +412,10 @@ def memorization_mitigation(
     the inserted canary stands out. Each canary (``canary_repeats`` copies) is one protected group with
     the (epsilon, delta) guarantee; the clean digits are not protected (group -1). DP-SGD, the peer,
     protects every sample at the same (epsilon, delta). DSI's Sigma is fitted on the canaries' own
-    differences, so its exposure does not fall to the uniform-rank 1.44 bits as epsilon -> 0 (README,
-    issue #10 diagnosis); DP-SGD's data-independent noise has no such floor.
+    differences, so its exposure does not fall to the uniform-rank 1.44 bits as epsilon -> 0 (see
+    studies/exposure.md); DP-SGD's data-independent noise has no such floor.
     """
+    seed = int_seed(random_state, seed, owner="memorization_mitigation")
     cfg = config or TaskConfig()
     _check_regime(regime, epsilon)
     data = _memorization_data(
@@ -399,8 +443,11 @@ def blend_trigger(x: np.ndarray, *, alpha: float, seed: int = 12345) -> np.ndarr
 
 @dataclass(frozen=True)
 class BackdoorResult:
-    """Clean test accuracy, attack success rate (triggered non-target test images classified as target) and
-    clean validation accuracy (nan without a validation split; what a defender can select on)."""
+    """One backdoor run.
+
+    Clean test accuracy, attack success rate (triggered non-target test images classified as target) and
+    clean validation accuracy (nan without a validation split; what a defender can select on).
+    """
 
     regime: str
     epsilon: float | None
@@ -417,7 +464,8 @@ def backdoor_defense(
     blend: float = 0.3,
     target: int = 0,
     config: TaskConfig | None = None,
-    seed: int = 0,
+    random_state: int = 0,
+    seed: Any = UNSET,
 ) -> BackdoorResult:
     """Blended-trigger backdoor on digits, one malicious source among ``config.n_untrusted`` untrusted ones.
 
@@ -427,6 +475,7 @@ def backdoor_defense(
     protects every untrusted source with DSI, which bounds how far any one of them can move the model; the
     trigger is carried by one source only, while clean features are shared by all.
     """
+    seed = int_seed(random_state, seed, owner="backdoor_defense")
     cfg = config or TaskConfig()
     _check_regime(regime, epsilon)
     if isinstance(n_poisons, bool) or not isinstance(n_poisons, (int, np.integer)) or n_poisons < 1:
@@ -478,13 +527,14 @@ class ContributionResult:
 
 
 def contribution_control(
-    *, epsilon: float = 2.0, source_size: int = 20, config: TaskConfig | None = None, seed: int = 0
+    *, epsilon: float = 2.0, source_size: int = 20, config: TaskConfig | None = None, random_state: int = 0, seed: Any = UNSET
 ) -> ContributionResult:
     """Protect one source (e.g. a copyrighted collection: ``source_size`` mislabelled-looking rare samples).
 
     Threat model: the owner of the source wants the released model to be nearly the same whether or not
     the source was used; only that source is protected (group 0), the rest of the data is public (-1).
     """
+    seed = int_seed(random_state, seed, owner="contribution_control")
     from dsi.accounting import gdp_mu, rho_from_epsilon, sigma_from_rho, tradeoff_power
 
     cfg = config or TaskConfig()

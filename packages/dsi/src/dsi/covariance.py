@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+from icml25_shared.random import UNSET, check_random_state, renamed_seed
 
 from dsi._validation import _CHUNK_ROWS, check_budgets, check_differences, check_positive, gram
 
@@ -36,24 +37,45 @@ _NEWTON_MAX_ENTRIES = 4_000_000
 class OptimalCovariance:
     """The DSI covariance Sigma = A A^T with A = differences^T @ coefficients (d x r, never stored).
 
-    Attributes:
-        coefficients: (n, r) float64; the noise factor is ``differences.T @ coefficients``.
-        reduced_covariance: (r, r) float64, Sigma in the orthonormal basis of span(differences).
-        trace: tr(Sigma), the expected squared norm of one noise draw.
-        dual: (n,) Lagrange multipliers mu (zero for slack constraints).
-        dual_objective: the dual value at ``dual``, a certified lower bound on the optimal trace.
-        mahalanobis: (n,) s_i^T Sigma^{-1} s_i for every difference.
-        budgets: (n,) the budgets eps_i that ``mahalanobis`` must not exceed.
-        kkt_residual: max_i min(|g_i|, mu_i) / eps_i with g_i = mahalanobis_i - eps_i (the reference's test).
-        duality_gap: (trace - dual_objective) / dual_objective, a certificate of relative suboptimality.
-        iterations: solver iterations (mirror-ascent steps plus Newton steps, or the SDP solver's).
-        converged: whether ``duality_gap <= tol`` was reached.
-        rank: r, the dimension of the span of the differences that was kept.
-        dim: d, the ambient dimension.
-        method: "mirror-ascent" or "sdp".
-        feasibility_scale: factor (>= 1) applied to the solver's Sigma so every constraint holds exactly.
-        residual_norm: max_i of the norm of s_i outside the kept span (singular values below
-            ``rank_tol * max``); that component gets no noise, so it is reported (0 for exactly low-rank input).
+    Attributes
+    ----------
+    coefficients : numpy.ndarray of shape (n, r)
+        The noise factor is ``differences.T @ coefficients``.
+    reduced_covariance : numpy.ndarray of shape (r, r)
+        Sigma in the orthonormal basis of span(differences).
+    trace : float
+        tr(Sigma), the expected squared norm of one noise draw.
+    dual : numpy.ndarray of shape (n,)
+        Lagrange multipliers mu (zero for slack constraints).
+    dual_objective : float
+        The dual value at ``dual``, a certified lower bound on the optimal trace.
+    mahalanobis : numpy.ndarray of shape (n,)
+        s_i^T Sigma^{-1} s_i for every difference.
+    budgets : numpy.ndarray of shape (n,)
+        The budgets eps_i that ``mahalanobis`` must not exceed.
+    kkt_residual : float
+        max_i min(|g_i|, mu_i) / eps_i with g_i = mahalanobis_i - eps_i (the reference's test).
+    duality_gap : float
+        (trace - dual_objective) / dual_objective, a certificate of relative suboptimality.
+    iterations : int
+        Solver iterations (mirror-ascent steps plus Newton steps, or the SDP solver's).
+    converged : bool
+        Whether ``duality_gap <= tol`` was reached.
+    rank : int
+        r, the dimension of the span of the differences that was kept.
+    dim : int
+        d, the ambient dimension.
+    method : str
+        "mirror-ascent" or "sdp".
+    feasibility_scale : float
+        Factor (>= 1) applied to the solver's Sigma so every constraint holds exactly.
+    residual_norm : float
+        max_i of the norm of s_i outside the kept span (singular values below ``rank_tol * max``); that
+        component gets no noise, so it is reported (0 for exactly low-rank input).
+    differences : numpy.ndarray of shape (n, d)
+        The differences (as given, float32 or float64).
+    basis_coefficients : numpy.ndarray of shape (n, r)
+        ``differences.T @ basis_coefficients`` is an orthonormal basis of the span.
     """
 
     coefficients: np.ndarray
@@ -98,9 +120,24 @@ class OptimalCovariance:
         a = self.factor()
         return a @ a.T
 
-    def sample(self, rng: np.random.Generator | int | None = None, size: int | None = None) -> np.ndarray:
-        """Draw noise from N(0, Sigma): shape (d,) or (size, d), float64."""
-        gen = np.random.default_rng(rng)
+    def sample(self, random_state: Any = None, size: int | None = None, *, rng: Any = UNSET) -> np.ndarray:
+        """Draw noise from N(0, Sigma).
+
+        Parameters
+        ----------
+        random_state : None, int or numpy.random.Generator, optional
+            Source of the draws (a Generator is advanced).
+        size : int, optional
+            Number of independent draws.
+        rng : optional
+            Deprecated name of ``random_state``.
+
+        Returns
+        -------
+        numpy.ndarray
+            float64 of shape (d,), or (size, d) with ``size``.
+        """
+        gen = check_random_state(renamed_seed(random_state, rng, owner="OptimalCovariance.sample", old="rng"))
         r = self.coefficients.shape[1]
         z = gen.standard_normal(r if size is None else (r, size))
         out = _rmatmul(self.differences, self.coefficients @ z)
@@ -111,8 +148,22 @@ class OptimalCovariance:
 class IsotropicCovariance:
     """The isotropic baseline sigma^2 I with sigma^2 = max_i ||s_i||^2 / eps_i.
 
-    ``trace`` = d sigma^2 is the noise an isotropic mechanism adds in R^d (what DP-SGD does);
-    ``span_trace`` = r sigma^2 restricts it to span(differences), the reference code's comparison.
+    Attributes
+    ----------
+    variance : float
+        sigma^2.
+    dim : int
+        d, the ambient dimension.
+    rank : int
+        r, the dimension of span(differences).
+    trace : float
+        d sigma^2, the noise an isotropic mechanism adds in R^d (what DP-SGD does).
+    span_trace : float
+        r sigma^2, the same noise restricted to span(differences) (the reference code's comparison).
+    mahalanobis : numpy.ndarray of shape (n,)
+        s_i^T Sigma^{-1} s_i for every difference.
+    budgets : numpy.ndarray of shape (n,)
+        The budgets eps_i.
     """
 
     variance: float
@@ -123,9 +174,24 @@ class IsotropicCovariance:
     mahalanobis: np.ndarray
     budgets: np.ndarray
 
-    def sample(self, rng: np.random.Generator | int | None = None, size: int | None = None) -> np.ndarray:
-        """Draw noise from N(0, sigma^2 I_d): shape (d,) or (size, d)."""
-        gen = np.random.default_rng(rng)
+    def sample(self, random_state: Any = None, size: int | None = None, *, rng: Any = UNSET) -> np.ndarray:
+        """Draw noise from N(0, sigma^2 I_d).
+
+        Parameters
+        ----------
+        random_state : None, int or numpy.random.Generator, optional
+            Source of the draws (a Generator is advanced).
+        size : int, optional
+            Number of independent draws.
+        rng : optional
+            Deprecated name of ``random_state``.
+
+        Returns
+        -------
+        numpy.ndarray
+            float64 of shape (d,), or (size, d) with ``size``.
+        """
+        gen = check_random_state(renamed_seed(random_state, rng, owner="IsotropicCovariance.sample", old="rng"))
         shape = self.dim if size is None else (size, self.dim)
         return np.sqrt(self.variance) * gen.standard_normal(shape)
 
@@ -142,8 +208,11 @@ def _rmatmul(diffs: np.ndarray, coef: np.ndarray) -> np.ndarray:
 
 
 def _span(g: np.ndarray, rank_tol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Eigen-decompose the Gram matrix; return the kept singular values s (r,), right vectors V (n, r) and
-    the norm of each difference's component outside the kept span (n,)."""
+    """Eigen-decompose the Gram matrix.
+
+    Return the kept singular values s (r,), right vectors V (n, r) and
+    the norm of each difference's component outside the kept span (n,).
+    """
     lam, vec = np.linalg.eigh(g)
     lam = np.clip(lam, 0.0, None)
     sv = np.sqrt(lam)
@@ -201,8 +270,10 @@ def _mirror_step(dual: _Dual, state: dict[str, Any], eta: float) -> tuple[dict[s
 
 
 def _newton_step(dual: _Dual, state: dict[str, Any]) -> dict[str, Any] | None:
-    """Newton step on the multipliers of constraints that are not clearly slack (their own multipliers
-    decay geometrically), with backtracking; None when no ascent is found."""
+    """Take a Newton step on the multipliers of constraints that are not clearly slack.
+
+    (Their own multipliers decay geometrically), with backtracking; None when no ascent is found.
+    """
     eps, mu, f = dual.eps, state["mu"], state["f"]
     g = state["q"] - eps
     slack = g < -1e-3 * eps
@@ -228,9 +299,12 @@ def _newton_step(dual: _Dual, state: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def _mirror_ascent(dual: _Dual, tol: float, max_iter: int) -> tuple[dict[str, Any], int, bool]:
-    """Exponentiated-gradient ascent on mu (the reference's mPGD) with adaptive step, then Newton steps
+    """Solve the dual by exponentiated-gradient ascent, then Newton steps.
+
+    Exponentiated-gradient ascent on mu (the reference's mPGD) with adaptive step, then Newton steps
     on the constraints that are not clearly slack, which gives the SDP optimum to ~1e-8 where mirror
-    ascent alone stalls on ill-conditioned differences."""
+    ascent alone stalls on ill-conditioned differences.
+    """
     eps = dual.eps
     n, r = dual.c.shape[1], dual.c.shape[0]
     mu = np.sum(dual.c**2, axis=0) / eps**2  # exact for orthogonal differences
@@ -263,7 +337,7 @@ def _mirror_ascent(dual: _Dual, tol: float, max_iter: int) -> tuple[dict[str, An
 
 
 def _sdp(c: np.ndarray, eps: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray, int]:
-    """min tr(S) s.t. [[S, c_i], [c_i^T, eps_i]] >= 0 with cvxpy; returns (S, mu, iterations)."""
+    """Solve min tr(S) s.t. [[S, c_i], [c_i^T, eps_i]] >= 0 with cvxpy; returns (S, mu, iterations)."""
     try:
         import cvxpy as cp
     except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -293,20 +367,43 @@ def optimal_covariance(
 ) -> OptimalCovariance:
     """The minimum-trace Gaussian covariance under which s_i^T Sigma^{-1} s_i <= budgets_i for every i.
 
-    Args:
-        differences: (n, d) array or tensor, one outcome difference F(D) - F(D_i) per row (or (d,) for one).
-            Non-zero and finite. float32 input is read in float64 chunks, never copied whole.
-        budgets: scalar or (n,) positive squared-Mahalanobis budgets eps_i. With noise multiplier c the
-            Renyi divergence of pair i is alpha * eps_i / (2 c^2) (see :mod:`dsi.accounting`).
-        method: "mirror-ascent" (exponentiated-gradient ascent on the dual as in the paper's code, refined
-            by Newton steps) or "sdp" (cvxpy's SDP solver; an independent check for small problems).
-        tol: target certified relative duality gap.
-        max_iter: iteration cap for mirror ascent.
-        rank_tol: singular values of the differences below ``rank_tol * max`` are treated as zero (the
-            paper's code uses 1e-3); the part of each difference they carry is reported in ``residual_norm``.
+    Parameters
+    ----------
+    differences : array-like or torch.Tensor of shape (n, d) or (d,)
+        One outcome difference F(D) - F(D_i) per row, non-zero and finite. float32 input is read in
+        float64 chunks, never copied whole.
+    budgets : float or array-like of shape (n,), default 1.0
+        Positive squared-Mahalanobis budgets eps_i. With noise multiplier c the Renyi divergence of pair i
+        is alpha * eps_i / (2 c^2) (see :mod:`dsi.accounting`).
+    method : {"mirror-ascent", "sdp"}, default "mirror-ascent"
+        Exponentiated-gradient ascent on the dual as in the paper's code, refined by Newton steps; or
+        cvxpy's SDP solver (an independent check for small problems; needs the ``sdp`` extra).
+    tol : float, default 1e-5
+        Target certified relative duality gap.
+    max_iter : int, default 1000
+        Iteration cap for mirror ascent.
+    rank_tol : float, default 1e-5
+        Singular values of the differences below ``rank_tol * max`` are treated as zero (the paper's code
+        uses 1e-3); the part of each difference they carry is reported in ``residual_norm``.
 
-    Returns:
-        :class:`OptimalCovariance`; its Sigma is scaled (``feasibility_scale``) so every constraint holds.
+    Returns
+    -------
+    OptimalCovariance
+        Its Sigma is scaled (``feasibility_scale``) so that every constraint holds.
+
+    Examples
+    --------
+    Orthogonal differences of norms 1 and 2 get variance ||s_i||^2 along each, trace 5, where isotropic
+    noise with the same guarantee needs 2 * max ||s_i||^2 = 8:
+
+    >>> import numpy as np
+    >>> from dsi import isotropic_covariance, optimal_covariance
+    >>> diffs = np.array([[1.0, 0.0], [0.0, 2.0]])
+    >>> cov = optimal_covariance(diffs)
+    >>> round(cov.trace, 6), isotropic_covariance(diffs).trace
+    (5.0, 8.0)
+    >>> bool(cov.mahalanobis.max() <= 1.0), cov.converged
+    (True, True)
     """
     if method not in _METHODS:
         raise ValueError(f"method must be one of {_METHODS}, got {method!r}")

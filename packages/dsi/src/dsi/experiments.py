@@ -1,5 +1,8 @@
-"""`python -m dsi demo` (DSI vs isotropic noise on random and structured differences) and
-`python -m dsi reproduce` (canary exposure and accuracy vs epsilon; backdoor success with and without DSI)."""
+"""The ``demo`` and ``reproduce`` commands of ``python -m dsi``.
+
+``demo``: DSI vs isotropic noise on random and structured differences. ``reproduce``: canary exposure and
+accuracy vs epsilon; backdoor success with and without DSI.
+"""
 
 from __future__ import annotations
 
@@ -104,7 +107,7 @@ def demo(ctx: RunContext) -> None:
     ctx.save_figure(fig)
 
 
-# Hyper-parameter protocol for `reproduce` (frozen before the confirmatory run on seeds 3-5; see README).
+# Hyper-parameter protocol for `reproduce` (fixed before the run on seeds 3-5; studies/reproduce-grid.md).
 # Every regime gets the same total of 150 optimizer steps and a grid of the same size (9 cells); the cell
 # is chosen per (regime, epsilon, seed) by accuracy on a validation split carved out of the training data
 # (20 %, never trained on); ties go to the first cell in grid order. Test accuracy and exposure are then
@@ -112,7 +115,7 @@ def demo(ctx: RunContext) -> None:
 # learning rate: {30x5, 10x15, 5x30} x lr {0.5, 2.0}, then {3x50, 2x75, 1x150} at lr 0.5. DP-SGD
 # (per-sample and group-calibrated) searches the Poisson batch size and the learning rate: {128, 256, 512}
 # x lr {0.5, 2.0}, then {128, 256, 512} at lr 1.0. The last 3 cells of each method were added after the
-# seeds 0-2 run had been read (benchmarks/item5_extended_grid.py) and are part of the default from the
+# seeds 0-2 run had been read (studies/reproduce-grid/extended_grid.py) and are part of the default from the
 # seeds 3-5 run on. Isotropic noise (an ablation of DSI's covariance) runs at DSI's chosen cell. The
 # backdoor's cell is chosen on clean validation accuracy over the same 9 DSI cells.
 TOTAL_STEPS = 150
@@ -129,8 +132,22 @@ QUICK_LEARNING_RATES = (0.5,)
 
 
 def hyper_grid(regime: str, base: Any, *, quick: bool = False) -> list[tuple[dict[str, Any], Any]]:
-    """The (label, TaskConfig) cells searched for ``regime`` under the reproduce protocol (9 per method;
-    2 with ``quick``)."""
+    """The (label, TaskConfig) cells searched for ``regime`` under the reproduce protocol.
+
+    Parameters
+    ----------
+    regime : str
+        "dsi", "isotropic", "none", "dpsgd" or "dpsgd-group".
+    base : TaskConfig
+        The configuration the cells vary.
+    quick : bool, default False
+        The 2-cell grid of ``--quick`` instead of the 9-cell one.
+
+    Returns
+    -------
+    list of (dict, TaskConfig)
+        The cell's label fields and its configuration, in grid order.
+    """
     if regime in ("dpsgd", "dpsgd-group"):
         if quick:
             cells = [(b, lr) for b in QUICK_BATCHES for lr in QUICK_LEARNING_RATES]
@@ -149,7 +166,18 @@ def hyper_grid(regime: str, base: Any, *, quick: bool = False) -> list[tuple[dic
 
 
 def select_by_validation(validation_accuracies: Any) -> int:
-    """Index of the best validation accuracy; ties go to the first (grid order). NaN never wins."""
+    """Index of the best validation accuracy; ties go to the first (grid order). NaN never wins.
+
+    Parameters
+    ----------
+    validation_accuracies : array-like of shape (n_cells,)
+        One accuracy per grid cell.
+
+    Returns
+    -------
+    int
+        The chosen cell.
+    """
     acc = np.asarray(validation_accuracies, dtype=np.float64)
     if acc.ndim != 1 or acc.size == 0 or not np.any(np.isfinite(acc)):
         raise ValueError("select_by_validation needs a non-empty 1-D array with at least one finite accuracy")
@@ -173,8 +201,10 @@ def _label(cell: dict[str, Any]) -> str:
 
 
 def _search(run: Any, regime: str, cfg: Any, quick: bool, only: int | None = None) -> dict[str, Any]:
-    """Run every grid cell of ``regime`` and keep the one chosen on validation accuracy (``only``: run just
-    that cell, chosen by another rule)."""
+    """Run every grid cell of ``regime`` and keep the one chosen on validation accuracy.
+
+    ``only``: run just that cell, chosen by another rule.
+    """
     cells = hyper_grid(regime, cfg, quick=quick)
     if only is not None:
         cells = cells[only : only + 1]
@@ -205,7 +235,7 @@ def _run_seed(
         only = chosen_dsi[eps] if regime == "isotropic" else None
         found = _search(
             lambda c, r=regime, e=eps: memorization_mitigation(
-                regime=r, epsilon=e, config=c, n_references=n_refs, n_canaries=n_canaries, seed=seed
+                regime=r, epsilon=e, config=c, n_references=n_refs, n_canaries=n_canaries, random_state=seed
             ),
             regime,
             cfg,
@@ -221,7 +251,7 @@ def _run_seed(
         # runs the first cell only
         regime = "none" if eps is None else "dsi"
         found = _search(
-            lambda c, r=regime, e=eps: backdoor_defense(regime=r, epsilon=e, config=c, seed=seed),
+            lambda c, r=regime, e=eps: backdoor_defense(regime=r, epsilon=e, config=c, random_state=seed),
             regime,
             cfg,
             quick,
@@ -232,10 +262,13 @@ def _run_seed(
 
 
 def reproduce(ctx: RunContext) -> dict[str, Any]:
-    """Canary exposure and accuracy vs epsilon for DSI, isotropic and opacus DP-SGD (per-sample epsilon, and
-    per-canary epsilon through group privacy); backdoor success with and without DSI. Seeds ctx.seed,
-    ctx.seed + 1, ctx.seed + 2 (``--seed 3`` runs seeds 3, 4, 5; one seed with --quick); hyper-parameters
-    chosen on validation over 9 cells per method for both tasks (see ``hyper_grid``)."""
+    """Canary exposure and accuracy vs epsilon; backdoor success with and without DSI.
+
+    Compares DSI, isotropic noise and opacus DP-SGD (per-sample epsilon, and per-canary epsilon through
+    group privacy). Runs the replicate seeds ctx.seed, ctx.seed + 1 and ctx.seed + 2 (``--seed 3`` runs
+    seeds 3, 4, 5; one seed with ``--quick``); each seed draws its streams from its own ``SeedSequence``.
+    Hyper-parameters are chosen on validation over 9 cells per method for both tasks (see ``hyper_grid``).
+    """
     from dsi.applications import TaskConfig
     from dsi.training import require_torch
 
@@ -255,7 +288,7 @@ def reproduce(ctx: RunContext) -> dict[str, Any]:
 
         regimes += ["dpsgd"] if quick else ["dpsgd", "dpsgd-group"]
     except ImportError:
-        log.warning("opacus is not installed (pip install dsi[peer]); skipping the DP-SGD peer")
+        log.warning("opacus is not installed (pip install 'dsi[peers]'); skipping the DP-SGD peer")
 
     jobs = [(seed, quick, regimes, epsilons, n_canaries, n_refs, cfg) for seed in seeds]
     if len(jobs) == 1:

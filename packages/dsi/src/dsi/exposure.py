@@ -1,7 +1,7 @@
-"""Expected canary exposure of DSI's one-round release at a fixed training setting (issue #10, item 5).
+"""Expected canary exposure of DSI's one-round release at a fixed training setting.
 
 One run of :func:`dsi.applications.memorization_mitigation` measures exposure on a single noise draw,
-and the 8-canary mean of one draw varies by about 1 bit between draws (README, diagnosis). With one
+and the 8-canary mean of one draw varies by about 1 bit between draws (studies/exposure.md). With one
 round the release is ``theta0 + Delta + c * N(0, Sigma)``, where ``Delta`` (the full-batch update),
 the differences and so ``Sigma`` do not depend on the noise. The expected exposure (over the mechanism's
 noise, for this seed's data) is then estimated by applying fresh draws of ``c * N(0, Sigma)`` to the same
@@ -10,8 +10,8 @@ noise, for this seed's data) is then estimated by applying fresh draws of ``c * 
 The data are those of the reproduce task's memorisation setup (digits, MLP 64-64-10 tanh, 20 %
 validation held out, ``n_canaries`` random 8x8 canaries x ``canary_repeats`` copies, each canary ranked
 against ``n_references`` never-inserted candidates from the same distribution), drawn with the same
-random stream as ``memorization_mitigation``. ``benchmarks/item5_diagnosis.py`` and
-``benchmarks/item5_exposure_fixed.py`` both build on these functions.
+random stream as ``memorization_mitigation``. The scripts of ``studies/exposure`` build on these
+functions.
 """
 
 from __future__ import annotations
@@ -20,9 +20,18 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+from icml25_shared.random import UNSET, check_random_state
 
-from dsi._validation import check_positive
-from dsi.applications import MemorizationData, TaskConfig, _accuracy, _memorization_data, _mlp, canary_exposure
+from dsi._validation import check_positive, int_seed
+from dsi.applications import (
+    MemorizationData,
+    TaskConfig,
+    _accuracy,
+    _memorization_data,
+    _mlp,
+    _stream,
+    canary_exposure,
+)
 from dsi.covariance import OptimalCovariance, optimal_covariance
 from dsi.training import DSITrainer, require_torch
 
@@ -38,10 +47,34 @@ __all__ = [
 
 
 def memorization_data(
-    seed: int, *, n_canaries: int = 8, canary_repeats: int = 4, n_references: int = 1023, validation: float = 0.2
+    random_state: int = 0,
+    *,
+    n_canaries: int = 8,
+    canary_repeats: int = 4,
+    n_references: int = 1023,
+    validation: float = 0.2,
+    seed: Any = UNSET,
 ) -> MemorizationData:
-    """The memorisation data of the reproduce task for ``seed`` (same random draws as
-    ``memorization_mitigation`` with ``TaskConfig(validation=validation)``)."""
+    """The memorisation data of the reproduce task.
+
+    Parameters
+    ----------
+    random_state : int, default 0
+        The task's seed; the draws are those of ``memorization_mitigation(random_state=...)`` with
+        ``TaskConfig(validation=validation)``.
+    n_canaries, canary_repeats, n_references : int
+        Canaries inserted, copies of each, never-inserted candidates per canary.
+    validation : float, default 0.2
+        Share of the training split held out.
+    seed : int, optional
+        Deprecated name of ``random_state``.
+
+    Returns
+    -------
+    MemorizationData
+        Training data with the canaries, their groups, the candidates and the evaluation splits.
+    """
+    seed = int_seed(random_state, seed, owner="memorization_data")
     cfg = replace(TaskConfig(), validation=validation)
     return _memorization_data(
         seed, cfg, n_canaries=n_canaries, canary_repeats=canary_repeats, n_references=n_references
@@ -49,7 +82,22 @@ def memorization_data(
 
 
 def candidate_exposures(model: Any, data: MemorizationData) -> tuple[np.ndarray, np.ndarray]:
-    """(exposure of each inserted canary in bits, the (n_canaries, n_references + 1) candidate losses)."""
+    """Exposure of every inserted canary under ``model``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The released model.
+    data : MemorizationData
+        The canaries and their candidates.
+
+    Returns
+    -------
+    exposures : numpy.ndarray of shape (n_canaries,)
+        Exposure of each inserted canary in bits.
+    losses : numpy.ndarray of shape (n_canaries, n_references + 1)
+        Candidate losses, the inserted canary first in each row.
+    """
     torch = require_torch()
     with torch.no_grad():
         out = model(torch.as_tensor(data.cand_x, dtype=torch.float32))
@@ -60,10 +108,13 @@ def candidate_exposures(model: Any, data: MemorizationData) -> tuple[np.ndarray,
 
 @dataclass
 class OneRound:
-    """One DSI round trained on ``data``: the trainer (its model holds the trainer's own release), the
+    """One DSI round trained on ``data``.
+
+    The trainer (its model holds the trainer's own release), the
     initial parameters ``theta0``, the unprivatised update ``update`` (= Delta), the leave-one-group-out
     ``differences``, the noise multiplier ``c`` and the covariance ``Sigma`` (budgets 1) the trainer used.
-    ``release(noise)`` loads ``theta0 + Delta + noise`` into ``model``."""
+    ``release(noise)`` loads ``theta0 + Delta + noise`` into ``model``.
+    """
 
     data: MemorizationData
     trainer: DSITrainer
@@ -75,6 +126,18 @@ class OneRound:
     model: Any = field(repr=False)
 
     def release(self, noise: np.ndarray | float = 0.0) -> Any:
+        """Load ``theta0 + Delta + noise`` into ``model`` and return it.
+
+        Parameters
+        ----------
+        noise : numpy.ndarray of shape (d,) or float, default 0.0
+            The noise added to the update.
+
+        Returns
+        -------
+        torch.nn.Module
+            ``model``, holding the released parameters.
+        """
         torch = require_torch()
         params = [p for p in self.model.parameters() if p.requires_grad]
         vec = torch.as_tensor(self.theta0 + self.update + noise, dtype=torch.float32)
@@ -82,15 +145,53 @@ class OneRound:
         return self.model
 
     def draw_noise(self, rng: np.random.Generator) -> np.ndarray:
-        """One draw of ``c * N(0, Sigma)``, the trainer's noise law."""
+        """One draw of ``c * N(0, Sigma)``, the trainer's noise law.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            Source of the draw (advanced).
+
+        Returns
+        -------
+        numpy.ndarray of shape (d,)
+            The noise.
+        """
         return self.noise_multiplier * self.covariance.sample(rng)
 
 
 def train_one_round(
-    data: MemorizationData, seed: int, epsilon: float, *, lr: float = 0.5, local_steps: int = 150
+    data: MemorizationData,
+    random_state: int,
+    epsilon: float,
+    *,
+    lr: float = 0.5,
+    local_steps: int = 150,
+    seed: Any = UNSET,
 ) -> OneRound:
-    """Train the MLP (init from ``seed``) with :class:`DSITrainer` for one round of ``local_steps``
-    full-batch SGD steps at ``lr`` under (epsilon, ``data.config.delta``) per canary (``gdp`` accountant)."""
+    """Train the MLP with :class:`DSITrainer` for one round of full-batch SGD.
+
+    Parameters
+    ----------
+    data : MemorizationData
+        The training data (:func:`memorization_data`).
+    random_state : int
+        Seeds the MLP's initialisation and the trainer's noise.
+    epsilon : float
+        Per-canary epsilon at ``data.config.delta`` (``gdp`` accountant).
+    lr : float, default 0.5
+        SGD learning rate.
+    local_steps : int, default 150
+        SGD steps of the round.
+    seed : int, optional
+        Deprecated name of ``random_state``.
+
+    Returns
+    -------
+    OneRound
+        The trained round.
+    """
+    seed = int_seed(random_state, seed, owner="train_one_round")
     torch = require_torch()
     check_positive(epsilon, name="epsilon")
     cfg = data.config
@@ -105,7 +206,7 @@ def train_one_round(
         rounds=1,
         delta=cfg.delta,
         epsilon=epsilon,
-        seed=seed,
+        random_state=seed,
         accountant="gdp",
     )
     trainer.fit(torch.as_tensor(data.x, dtype=torch.float32), torch.as_tensor(data.y), data.groups)
@@ -143,30 +244,60 @@ class ExpectedExposure:
 
 
 def expected_exposure(
-    seed: int,
+    random_state: int,
     epsilon: float,
     draws: int,
     *,
     lr: float = 0.5,
     local_steps: int = 150,
-    noise_seed: int | None = None,
+    noise_random_state: Any = None,
     data: MemorizationData | None = None,
+    seed: Any = UNSET,
+    noise_seed: Any = UNSET,
 ) -> ExpectedExposure:
     """Expected canary exposure of DSI's one-round release on ``seed``'s data at (epsilon, delta).
 
     Trains one round (:func:`train_one_round`), then releases ``theta0 + Delta + c z_k`` for ``draws``
-    independent ``z_k ~ N(0, Sigma)`` from ``np.random.default_rng(noise_seed)`` (default ``10_000 +
-    seed``). Sigma, Delta and the seeded stream do not depend on epsilon, so different epsilons of one
-    seed share the same ``z_k`` scaled by their own ``c`` (common random numbers: the differences between
-    epsilons are paired). ``data`` defaults to :func:`memorization_data` for ``seed``.
+    independent ``z_k ~ N(0, Sigma)``. Sigma, Delta and the noise stream do not depend on epsilon, so
+    different epsilons of one seed share the same ``z_k`` scaled by their own ``c`` (common random
+    numbers: the differences between epsilons are paired).
+
+    Parameters
+    ----------
+    random_state : int
+        The task's seed (data, initialisation, the trainer's own draw).
+    epsilon : float
+        Per-canary epsilon at ``delta = data.config.delta``.
+    draws : int
+        Number of noise draws (at least 2).
+    lr : float, default 0.5
+        SGD learning rate.
+    local_steps : int, default 150
+        SGD steps of the round.
+    noise_random_state : None, int or numpy.random.Generator, optional
+        Source of the ``z_k``; by default the ``"exposure-noise"`` stream of ``random_state`` (a child of
+        ``SeedSequence(random_state)``, independent of every other seed's streams).
+    data : MemorizationData, optional
+        Defaults to :func:`memorization_data` for ``random_state``.
+    seed, noise_seed : optional
+        Deprecated names of ``random_state`` and ``noise_random_state``.
+
+    Returns
+    -------
+    ExpectedExposure
+        Expected exposure, its standard error and the per-draw values.
     """
+    from icml25_shared.random import renamed_seed
+
+    seed = int_seed(random_state, seed, owner="expected_exposure")
+    noise_random_state = renamed_seed(noise_random_state, noise_seed, owner="expected_exposure", old="noise_seed")
     if draws < 2:
         raise ValueError(f"draws must be at least 2, got {draws!r}")
     data = data if data is not None else memorization_data(seed)
     rnd = train_one_round(data, seed, epsilon, lr=lr, local_steps=local_steps)
     trainer_exp, _ = candidate_exposures(rnd.model, data)
     trainer_acc = _accuracy(rnd.model, data.x_test, data.y_test)
-    gen = np.random.default_rng(10_000 + seed if noise_seed is None else noise_seed)
+    gen = _stream(seed, "exposure-noise") if noise_random_state is None else check_random_state(noise_random_state)
     exps, accs = [], []
     for _ in range(draws):
         model = rnd.release(rnd.draw_noise(gen))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
+from icml25_shared.random import UNSET, check_random_state, renamed_seed
 
 from dsi._validation import as_numpy, check_delta, check_positive, check_steps
 from dsi.accounting import epsilon_from_sigma, rho_from_sigma, sigma_from_epsilon
@@ -19,7 +20,26 @@ _NOISE = ("dsi", "isotropic")
 def calibrate_multiplier(
     epsilon: float | None, noise_multiplier: float | None, delta: float, steps: int, accountant: str = "zcdp"
 ) -> float:
-    """The per-release multiplier c from exactly one of a target epsilon or an explicit multiplier."""
+    """The per-release noise multiplier c from exactly one of a target epsilon or an explicit multiplier.
+
+    Parameters
+    ----------
+    epsilon : float or None
+        Target epsilon at ``delta`` after ``steps`` releases of a difference with budget 1.
+    noise_multiplier : float or None
+        An explicit multiplier instead of ``epsilon``.
+    delta : float
+        Target delta in (0, 1).
+    steps : int
+        Number of releases the budget is spread over.
+    accountant : {"zcdp", "gdp"}, default "zcdp"
+        Conversion between the multiplier and (epsilon, delta).
+
+    Returns
+    -------
+    float
+        The multiplier c of one release.
+    """
     if (epsilon is None) == (noise_multiplier is None):
         raise ValueError(
             "give exactly one of epsilon (a target, calibrated at delta over steps releases) or "
@@ -35,7 +55,26 @@ def calibrate_multiplier(
 def noise_covariance(
     differences: Any, budgets: Any, noise: str, *, method: str = "mirror-ascent", tol: float = 1e-5
 ) -> OptimalCovariance | IsotropicCovariance:
-    """The unit-multiplier covariance of the chosen noise kind for these differences."""
+    """The unit-multiplier covariance of the chosen noise kind for these differences.
+
+    Parameters
+    ----------
+    differences : array-like of shape (n, d)
+        The outcome differences to hide.
+    budgets : float or array-like of shape (n,)
+        Squared-Mahalanobis budgets.
+    noise : {"dsi", "isotropic"}
+        The optimal covariance or sigma^2 I.
+    method : {"mirror-ascent", "sdp"}, default "mirror-ascent"
+        Solver for "dsi".
+    tol : float, default 1e-5
+        Solver tolerance (certified relative duality gap).
+
+    Returns
+    -------
+    OptimalCovariance or IsotropicCovariance
+        The fitted covariance.
+    """
     if noise not in _NOISE:
         raise ValueError(f"noise must be one of {_NOISE}, got {noise!r}")
     if noise == "dsi":
@@ -52,21 +91,56 @@ class Mechanism:
     m_i = s_i^T Sigma^{-1} s_i <= budgets_i; in zCDP terms rho_i = steps * m_i / (2 c^2). Sigma is chosen
     from D (data-specific), as in the paper; it is not itself privatised.
 
-    Args:
-        epsilon: target epsilon at ``delta`` for a difference with budget 1 after ``steps`` releases
-            (zCDP conversion, as in the paper's code). Give this or ``noise_multiplier``.
-        delta: target delta in (0, 1).
-        noise_multiplier: explicit c instead of ``epsilon``.
-        steps: number of releases the budget is spread over (c = sigma_1 * sqrt(steps)).
-        noise: "dsi" (optimal covariance) or "isotropic" (sigma^2 I with sigma^2 = max ||s_i||^2 / budget_i).
-        method: solver for "dsi" ("mirror-ascent" or "sdp").
-        tol: solver tolerance (certified relative duality gap).
-        seed: seed of the noise generator; the sequence of privatize calls is reproducible.
-        accountant: "zcdp" (the paper's conversion, eps = rho + 2 sqrt(rho ln(1/delta))) or "gdp" (the exact
-            Gaussian-DP conversion, which needs less noise for the same (epsilon, delta)).
+    Parameters
+    ----------
+    epsilon : float, optional
+        Target epsilon at ``delta`` for a difference with budget 1 after ``steps`` releases. Give this or
+        ``noise_multiplier``.
+    delta : float, default 1e-5
+        Target delta in (0, 1).
+    noise_multiplier : float, optional
+        An explicit multiplier c instead of ``epsilon``.
+    steps : int, default 1
+        Number of releases the budget is spread over (c = sigma_1 * sqrt(steps)).
+    noise : {"dsi", "isotropic"}, default "dsi"
+        The optimal covariance, or sigma^2 I with sigma^2 = max_i ||s_i||^2 / budget_i.
+    method : {"mirror-ascent", "sdp"}, default "mirror-ascent"
+        Solver for "dsi".
+    tol : float, default 1e-5
+        Solver tolerance (certified relative duality gap).
+    random_state : None, int or numpy.random.Generator, optional
+        Source of the noise; with an int the sequence of ``privatize`` calls after ``fit`` is reproducible.
+    accountant : {"zcdp", "gdp"}, default "zcdp"
+        "zcdp" is the paper's conversion, eps = rho + 2 sqrt(rho ln(1/delta)); "gdp" is the exact
+        Gaussian-DP conversion, which needs less noise for the same (epsilon, delta).
+    seed : int, optional
+        Deprecated name of ``random_state``.
 
-    Fitted attributes: ``covariance_``, ``noise_multiplier_``, ``rho_`` (per difference, all steps),
-    ``epsilon_`` (per difference, at ``delta``), ``noise_trace_`` (c^2 tr Sigma per release).
+    Attributes
+    ----------
+    covariance_ : OptimalCovariance or IsotropicCovariance
+        The unit-multiplier covariance Sigma.
+    noise_multiplier_ : float
+        The multiplier c of one release.
+    rho_ : numpy.ndarray of shape (n,)
+        zCDP rho of each difference over all steps.
+    epsilon_ : numpy.ndarray of shape (n,)
+        Epsilon of each difference at ``delta`` over all steps.
+    noise_trace_ : float
+        c^2 tr(Sigma), the expected squared norm of one noise draw.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import dsi
+    >>> diffs = np.array([[1.0, 0.0], [0.0, 2.0]])
+    >>> mech = dsi.Mechanism(epsilon=2.0, delta=1e-5, random_state=0).fit(diffs)
+    >>> round(mech.covariance_.trace, 6)  # Sigma = diag(1, 4); isotropic noise would need trace 8
+    5.0
+    >>> round(float(mech.noise_multiplier_), 4)
+    2.4993
+    >>> mech.privatize(np.zeros(2)).shape
+    (2,)
     """
 
     def __init__(
@@ -79,8 +153,9 @@ class Mechanism:
         noise: NoiseKind = "dsi",
         method: str = "mirror-ascent",
         tol: float = 1e-5,
-        seed: int | None = None,
+        random_state: Any = None,
         accountant: str = "zcdp",
+        seed: Any = UNSET,
     ) -> None:
         self.epsilon = epsilon
         self.delta = delta
@@ -89,11 +164,26 @@ class Mechanism:
         self.noise = noise
         self.method = method
         self.tol = tol
-        self.seed = seed
+        self.random_state = random_state
         self.accountant = accountant
+        self.seed = seed
 
     def fit(self, differences: Any, budgets: Any = 1.0) -> Mechanism:
-        """Fit the noise covariance to ``differences`` (n, d) with squared-Mahalanobis ``budgets``."""
+        """Fit the noise covariance to the differences and calibrate the multiplier.
+
+        Parameters
+        ----------
+        differences : array-like or torch.Tensor of shape (n, d)
+            One outcome difference F(D) - F(D_i) per row.
+        budgets : float or array-like of shape (n,), default 1.0
+            Squared-Mahalanobis budgets eps_i.
+
+        Returns
+        -------
+        Mechanism
+            ``self``, fitted.
+        """
+        random_state = renamed_seed(self.random_state, self.seed, owner="Mechanism")
         c = calibrate_multiplier(self.epsilon, self.noise_multiplier, self.delta, self.steps, self.accountant)
         cov = noise_covariance(differences, budgets, self.noise, method=self.method, tol=self.tol)
         self.covariance_ = cov
@@ -108,18 +198,38 @@ class Mechanism:
             ]
         )
         self.noise_trace_ = c**2 * cov.trace
-        self._rng = np.random.default_rng(self.seed)
+        self._rng = check_random_state(random_state)
         return self
 
     def sample_noise(self, size: int | None = None) -> np.ndarray:
-        """Draws of c * N(0, Sigma): shape (d,), or (size, d) for ``size`` independent draws; float64."""
-        if not hasattr(self, "covariance_"):
-            raise RuntimeError("this Mechanism is not fitted yet; call fit(differences) first")
+        """Draw the noise c * N(0, Sigma).
+
+        Parameters
+        ----------
+        size : int, optional
+            Number of independent draws.
+
+        Returns
+        -------
+        numpy.ndarray
+            float64 of shape (d,), or (size, d) with ``size``.
+        """
+        self._check_fitted()
         return self.noise_multiplier_ * self.covariance_.sample(self._rng, size)
 
     def privatize(self, outcome: Any) -> Any:
-        """Return ``outcome`` + noise, same type, shape and dtype (numpy array or torch tensor, any shape
-        with d elements)."""
+        """Release ``outcome`` plus one noise draw.
+
+        Parameters
+        ----------
+        outcome : numpy.ndarray or torch.Tensor
+            Any shape with d elements.
+
+        Returns
+        -------
+        numpy.ndarray or torch.Tensor
+            ``outcome`` + noise, of the same type, shape and dtype.
+        """
         noise = self.sample_noise()
         size = int(np.prod(np.shape(outcome)))
         if size != noise.size:
@@ -131,15 +241,26 @@ class Mechanism:
         return (arr + noise.reshape(arr.shape)).astype(dtype, copy=False)
 
     def gdp_mu(self) -> np.ndarray:
-        """Per-difference Gaussian-DP parameter after all steps: sqrt(steps * m_i) / c."""
-        if not hasattr(self, "covariance_"):
-            raise RuntimeError("this Mechanism is not fitted yet; call fit(differences) first")
+        """Per-difference Gaussian-DP parameter after all steps.
+
+        Returns
+        -------
+        numpy.ndarray of shape (n,)
+            mu_i = sqrt(steps * m_i) / c.
+        """
+        self._check_fitted()
         return np.sqrt(self.steps * self.covariance_.mahalanobis) / self.noise_multiplier_
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "covariance_"):
+            from sklearn.exceptions import NotFittedError
+
+            raise NotFittedError("this Mechanism is not fitted yet; call fit(differences) first")
 
     def __repr__(self) -> str:
         eps = "None" if self.epsilon is None else f"{self.epsilon:g}"
         nm = "None" if self.noise_multiplier is None else f"{self.noise_multiplier:g}"
         return (
             f"Mechanism(epsilon={eps}, delta={self.delta:g}, noise_multiplier={nm}, steps={self.steps}, "
-            f"noise={self.noise!r}, method={self.method!r}, seed={self.seed!r})"
+            f"noise={self.noise!r}, method={self.method!r}, random_state={self.random_state!r})"
         )

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from icml25_shared.random import UNSET, check_random_state, renamed_seed
 
 from dsi._validation import as_numpy, check_delta, check_steps
 from dsi.accounting import epsilon_from_sigma
@@ -28,6 +29,13 @@ log = logging.getLogger(__name__)
 
 
 def require_torch() -> Any:
+    """Import torch, or raise an ImportError that names the extra to install.
+
+    Returns
+    -------
+    module
+        The ``torch`` module.
+    """
     try:
         import torch
     except ImportError as exc:  # pragma: no cover - depends on the environment
@@ -38,9 +46,27 @@ def require_torch() -> Any:
 
 
 def backward(model: Any, loss_fn: Callable[[Any, Any], Any], x: Any, y: Any, max_grad_norm: float | None) -> float:
-    """Set ``p.grad`` of the model's trainable parameters to the mean loss gradient on (x, y); with
-    ``max_grad_norm`` every per-sample gradient is first clipped to that norm (as the paper's code does
-    through opacus). Returns the mean loss."""
+    """Set ``p.grad`` of the model's trainable parameters to the mean loss gradient on (x, y).
+
+    With ``max_grad_norm`` every per-sample gradient is first clipped to that norm (as the paper's code
+    does through opacus).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model whose trainable parameters get gradients.
+    loss_fn : callable
+        ``loss_fn(outputs, targets)`` returning the mean loss.
+    x, y : torch.Tensor
+        Inputs and targets of one batch.
+    max_grad_norm : float or None
+        Per-sample clipping norm; None for no clipping.
+
+    Returns
+    -------
+    float
+        The mean loss on (x, y).
+    """
     torch = require_torch()
     if max_grad_norm is None:
         loss = loss_fn(model(x), y)
@@ -69,15 +95,24 @@ def backward(model: Any, loss_fn: Callable[[Any, Any], Any], x: Any, y: Any, max
 class RoundRecord:
     """What one privatised round did.
 
-    Attributes:
-        round: 0-based round index.
-        loss: training loss of the full-data run's first local step (before the update).
-        n_differences: number of protected groups with a non-zero difference this round.
-        rank: dimension of the span the noise lives in.
-        noise_trace: c^2 tr(Sigma), the expected squared norm of the noise added.
-        update_norm: ||Delta||, the norm of the unprivatised update.
-        max_difference_norm: max_j ||s_j||.
-        solver_iterations: iterations of the covariance solver (0 for isotropic noise).
+    Attributes
+    ----------
+    round : int
+        0-based round index.
+    loss : float
+        Training loss of the full-data run's first local step (before the update).
+    n_differences : int
+        Number of protected groups with a non-zero difference this round.
+    rank : int
+        Dimension of the span the noise lives in.
+    noise_trace : float
+        c^2 tr(Sigma), the expected squared norm of the noise added.
+    update_norm : float
+        ||Delta||, the norm of the unprivatised update.
+    max_difference_norm : float
+        max_j ||s_j||.
+    solver_iterations : int
+        Iterations of the covariance solver (0 for isotropic noise).
     """
 
     round: int
@@ -102,31 +137,77 @@ class DSITrainer:
     not protected. Model buffers (e.g. BatchNorm statistics) are not released: they are restored after
     every local run.
 
-    Args:
-        model: a torch module; trained in place.
-        loss_fn: ``loss_fn(outputs, targets)`` returning the mean loss (default: cross-entropy).
-        optimizer: "sgd", "adam" or a callable ``params -> torch.optim.Optimizer`` (a fresh one each run).
-        lr: learning rate for "sgd" / "adam".
-        local_steps: optimizer steps per round (each on a mini-batch when ``batch_size`` is set).
-        batch_size: mini-batch size within a round (None: full batch). Batches are shared by all runs of a
-            round, minus the left-out group's samples.
-        rounds: number of privatised releases the budget is spread over.
-        epsilon, delta, noise_multiplier: the guarantee per group over all rounds (give epsilon or
-            noise_multiplier; see :class:`dsi.Mechanism`).
-        noise: "dsi" (optimal covariance) or "isotropic" (same guarantee, sigma^2 I).
-        budgets: scalar or one per protected group (sorted group ids), squared-Mahalanobis budgets.
-        method, tol: covariance solver and its tolerance.
-        seed: seeds the noise and the mini-batch order.
-        progress: show a tqdm bar over rounds.
-        accountant: "zcdp" (the paper's conversion) or "gdp" (exact Gaussian-DP composition, tighter).
-        max_grad_norm: clip every per-sample gradient to this norm inside the local runs (the paper's code
-            clips through opacus); it bounds how far any one sample, and so any group, moves the update,
-            which shrinks the differences and the noise. None: no clipping.
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Trained in place.
+    loss_fn : callable, optional
+        ``loss_fn(outputs, targets)`` returning the mean loss (default: cross-entropy).
+    optimizer : {"sgd", "adam"} or callable, default "sgd"
+        Or a callable ``params -> torch.optim.Optimizer`` (a fresh one each run).
+    lr : float, default 0.1
+        Learning rate for "sgd" / "adam".
+    local_steps : int, default 1
+        Optimizer steps per round (each on a mini-batch when ``batch_size`` is set).
+    batch_size : int, optional
+        Mini-batch size within a round (None: full batch). Batches are shared by all runs of a round,
+        minus the left-out group's samples.
+    rounds : int, default 10
+        Number of privatised releases the budget is spread over.
+    epsilon : float, optional
+        The guarantee per group over all rounds at ``delta`` (give this or ``noise_multiplier``; see
+        :class:`dsi.Mechanism`).
+    delta : float, default 1e-5
+        Target delta in (0, 1).
+    noise_multiplier : float, optional
+        An explicit per-round multiplier instead of ``epsilon``.
+    noise : {"dsi", "isotropic"}, default "dsi"
+        Optimal covariance, or sigma^2 I with the same guarantee.
+    budgets : float or array-like, default 1.0
+        Scalar or one per protected group (sorted group ids), squared-Mahalanobis budgets.
+    method : {"mirror-ascent", "sdp"}, default "mirror-ascent"
+        Covariance solver.
+    tol : float, default 1e-5
+        Solver tolerance.
+    random_state : None, int or numpy.random.Generator, optional
+        Source of the noise and of the mini-batch order.
+    progress : bool, default False
+        Show a tqdm bar over rounds.
+    accountant : {"zcdp", "gdp"}, default "zcdp"
+        The paper's conversion, or exact Gaussian-DP composition (tighter).
+    max_grad_norm : float, optional
+        Clip every per-sample gradient to this norm inside the local runs (the paper's code clips through
+        opacus); it bounds how far any one sample, and so any group, moves the update, which shrinks the
+        differences and the noise. None: no clipping.
+    seed : int, optional
+        Deprecated name of ``random_state``.
 
-    Fitted attributes: ``history_`` (list of :class:`RoundRecord`), ``noise_multiplier_``, ``epsilon_``
-    (per group over all rounds, zCDP conversion at ``delta``), ``groups_`` (protected group ids),
-    ``last_update_`` (d,) and ``last_differences_`` (n, d): the last round's unprivatised update and its
-    leave-one-group-out differences (for audits).
+    Attributes
+    ----------
+    history_ : list of RoundRecord
+        One record per round.
+    noise_multiplier_ : float
+        The per-round multiplier c.
+    epsilon_ : numpy.ndarray
+        Epsilon per protected group over all rounds at ``delta``.
+    groups_ : numpy.ndarray
+        The protected group ids.
+    last_update_ : numpy.ndarray of shape (d,)
+        The last round's unprivatised update (for audits).
+    last_differences_ : numpy.ndarray of shape (n, d)
+        The last round's leave-one-group-out differences (for audits).
+
+    Examples
+    --------
+    >>> import numpy as np, torch
+    >>> import dsi
+    >>> _ = torch.manual_seed(0)
+    >>> X, y = torch.randn(64, 5), torch.randint(0, 2, (64,))
+    >>> model = torch.nn.Linear(5, 2)
+    >>> trainer = dsi.DSITrainer(model, lr=0.5, local_steps=2, rounds=3, epsilon=4.0, random_state=0)
+    >>> trainer = trainer.fit(X, y, groups=np.repeat(np.arange(8), 8))
+    >>> len(trainer.history_), round(float(trainer.epsilon_.max()), 6)
+    (3, 4.0)
     """
 
     def __init__(
@@ -146,10 +227,11 @@ class DSITrainer:
         budgets: Any = 1.0,
         method: str = "mirror-ascent",
         tol: float = 1e-5,
-        seed: int | None = None,
+        random_state: Any = None,
         progress: bool = False,
         accountant: str = "zcdp",
         max_grad_norm: float | None = None,
+        seed: Any = UNSET,
     ) -> None:
         self.model = model
         self.loss_fn = loss_fn
@@ -165,10 +247,11 @@ class DSITrainer:
         self.budgets = budgets
         self.method = method
         self.tol = tol
-        self.seed = seed
+        self.random_state = random_state
         self.progress = progress
         self.accountant = accountant
         self.max_grad_norm = max_grad_norm
+        self.seed = seed
 
     # -- validation -------------------------------------------------------------------------------
     def _setup(self, x: Any, y: Any, groups: Any) -> tuple[Any, Any, np.ndarray]:
@@ -225,7 +308,7 @@ class DSITrainer:
                 for b in budgets
             ]
         )
-        self._rng = np.random.default_rng(self.seed)
+        self._rng = check_random_state(renamed_seed(self.random_state, self.seed, owner="DSITrainer"))
         self._torch_gen = torch.Generator().manual_seed(int(self._rng.integers(2**62)))
         self.history_: list[RoundRecord] = []
         return x, y, g
@@ -326,7 +409,22 @@ class DSITrainer:
         return rec
 
     def fit(self, X: Any, y: Any, groups: Any) -> DSITrainer:
-        """Run ``rounds`` privatised rounds on (X, y); ``groups`` (N,) gives each sample's group id."""
+        """Run ``rounds`` privatised rounds on (X, y).
+
+        Parameters
+        ----------
+        X : array-like or torch.Tensor of shape (N, ...)
+            Inputs.
+        y : array-like or torch.Tensor of shape (N,)
+            Targets.
+        groups : array-like of int, shape (N,)
+            Each sample's protected group id; -1 for unprotected samples.
+
+        Returns
+        -------
+        DSITrainer
+            ``self``, with the model trained in place.
+        """
         from icml25_shared.cli import progress
 
         x, yy, g = self._setup(X, y, groups)

@@ -22,10 +22,10 @@ With ``--multiround ROUNDS STEPS`` it also (or, with ``--skip-one-round``, only)
 cell several times with different noise seeds, under M(D) and under DSI's counterfactual for every canary
 (its own trajectory, Sigma fitted on D every round).
 
-Usage: python packages/dsi/benchmarks/item5_diagnosis.py --seeds 0 1 2 --epsilons 8 4 2 1 0.25 --draws 150
-           --out packages/dsi/results/item5_diagnosis.json
-       python packages/dsi/benchmarks/item5_diagnosis.py --seeds 0 --epsilons 8 1 --null-seeds 0
-           --skip-one-round --multiround 5 30 --multiround-draws 8 --out .../item5_diagnosis_multiround.json
+Usage: python packages/dsi/studies/exposure/diagnosis.py --seeds 0 1 2 --epsilons 8 4 2 1 0.25 --draws 150
+           --out packages/dsi/studies/exposure/diagnosis.json
+       python packages/dsi/studies/exposure/diagnosis.py --seeds 0 --epsilons 8 1 --null-seeds 0
+           --skip-one-round --multiround 5 30 --multiround-draws 8 --out packages/dsi/studies/exposure/diagnosis_multiround.json
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from scipy import stats
 
 from dsi import optimal_covariance
 from dsi.accounting import tradeoff_power
-from dsi.applications import _mlp, canary_exposure
+from dsi.applications import _mlp, _stream, canary_exposure
 from dsi.exposure import candidate_exposures, memorization_data, train_one_round
 from dsi.training import DSITrainer
 
@@ -89,7 +89,7 @@ def diagnose_round(seed: int, epsilon: float, draws: int, lr_draws: int) -> dict
         """Exposures of the release theta0 + Delta + shift."""
         return candidate_exposures(rnd.release(shift), data)
 
-    gen = np.random.default_rng(10_000 + seed)
+    gen = _stream(seed, "exposure-noise")  # the stream expected_exposure uses by default
     cov_minus = [optimal_covariance(np.delete(diffs, j, axis=0), 1.0) for j in range(N_CANARIES)]
     exp_d, exp_cf, exp_ind, exp_nullcand = [], [], [], []
     loss_d0, loss_cf0 = [], []
@@ -198,7 +198,7 @@ def diagnose_multiround(seed: int, epsilon: float, rounds: int, steps: int, draw
                 rounds=rounds,
                 delta=cfg.delta,
                 epsilon=epsilon,
-                seed=1000 * seed + k,
+                random_state=1000 * seed + k,
                 accountant="gdp",
             )
             tr.leave = leave

@@ -2,7 +2,7 @@
 pre-registered criterion (README, "Confirmatory exposure run at a fixed setting, seeds 6-8").
 
 For every seed and epsilon: one DSI round of 150 full-batch SGD steps at lr 0.5 (the setting of
-``benchmarks/item5_diagnosis.py``, fixed across epsilon), then ``--draws`` fresh draws of the round's noise
+``studies/exposure/diagnosis.py``, fixed across epsilon), then ``--draws`` fresh draws of the round's noise
 ``c * N(0, Sigma)`` on the same update (``dsi.exposure.expected_exposure``; the draws of one seed are
 shared across epsilon, scaled by each epsilon's c). Expected exposure = mean over draws and the 8
 canaries (1023 candidates each). No-noise exposure and test accuracy are reported alongside.
@@ -12,8 +12,8 @@ non-increasing over epsilon 8 -> 4 -> 2 -> 1, i.e. every step's paired differenc
 averaged over seeds, is <= 0. Per-seed monotonicity, a paired 95 % t interval over seeds per step and a
 draw-level standard error per step are reported, not part of the rule.
 
-Usage: OMP_NUM_THREADS=1 python packages/dsi/benchmarks/item5_exposure_fixed.py --seeds 6 7 8 --draws 150
-           --out packages/dsi/results/item5_exposure_seeds678
+Usage: OMP_NUM_THREADS=1 python packages/dsi/studies/exposure/exposure_fixed.py --seeds 6 7 8 --draws 150
+           --out packages/dsi/studies/exposure/exposure_seeds678
        (writes OUT.json and OUT.md; prints one JSON line per (seed, epsilon))
 """
 

@@ -8,7 +8,7 @@ confirmatory run on seeds 3-5 (README, "Confirmatory run"):
 
 Per-seed comparisons are printed too (they are reported, not part of the pass/fail rule).
 
-Usage: python packages/dsi/benchmarks/item5_criteria.py results/reproduce_seeds345.json [--out FILE.md]
+Usage: python packages/dsi/studies/reproduce-grid/criteria.py packages/dsi/results/reproduce_seeds345.json [--out FILE.md]
 """
 
 from __future__ import annotations
