@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
-from sklearn.exceptions import NotFittedError
 from scipy import stats
+from sklearn.exceptions import NotFittedError
 
 from dsi import Mechanism, epsilon_from_sigma, tradeoff_power
 

@@ -102,7 +102,7 @@ class RoundRecord:
     loss : float
         Training loss of the full-data run's first local step (before the update).
     n_differences : int
-        Number of protected groups with a non-zero difference this round.
+        Number of protected groups with a non-zero difference in the round.
     rank : int
         Dimension of the span the noise lives in.
     noise_trace : float
@@ -193,9 +193,9 @@ class DSITrainer:
     groups_ : numpy.ndarray
         The protected group ids.
     last_update_ : numpy.ndarray of shape (d,)
-        The last round's unprivatised update (for audits).
+        The final round's unprivatised update (for audits).
     last_differences_ : numpy.ndarray of shape (n, d)
-        The last round's leave-one-group-out differences (for audits).
+        The final round's leave-one-group-out differences (for audits).
 
     Examples
     --------
