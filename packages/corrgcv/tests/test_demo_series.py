@@ -1,4 +1,4 @@
-"""Acceptance 4 (real series): on every horizon of the demo's CO2 design, RidgeCorrGCV's held-out
+"""Real series: on every horizon of the demo's CO2 design, RidgeCorrGCV's held-out
 error is no worse than RidgeCV's (deterministic: bundled data, no randomness).
 
 The demo's second series (yearly sunspot levels) was added with its design fixed before any held-out
@@ -34,7 +34,7 @@ def test_corrgcv_held_out_error_no_worse_than_ridgecv_on_co2(horizon):
     assert rows["RidgeCorrGCV"]["xi"] < 1.0
 
 
-WORSE = pytest.mark.xfail(strict=True, reason="picks the top of the grid, worse than RidgeCV (README, 'Real series')")
+WORSE = pytest.mark.xfail(strict=True, reason="picks the top of the grid, worse than RidgeCV (studies/real-series.md)")
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,4 @@
-"""Estimating K's parameter when it is not given (issue 8, acceptance 4 and the estimation rule).
+"""Estimating K's parameter when it is not given.
 
 Two regimes of the model X = K_X^{1/2} Z Sigma^{1/2}, y = X w + sigma K_noise^{1/2} e
 (N = 100, eta_k = k^-1.8, r = 0.3, sigma = 0.3, exponential xi = 100, 10 seeds, fit without intercept,

@@ -1,7 +1,7 @@
 """CorrGCV against Monte Carlo truth in the paper's synthetic model (fixed seeds, stated tolerances).
 
 Problem: N = 100 features, power-law spectrum eta_k = k^-1.8, source r = 0.3, w^T Sigma w = 1,
-noise sigma = 0.05 (issue 8, acceptance 2); sigma = 0.3 for the penalty-selection check so that the
+noise sigma = 0.05; sigma = 0.3 for the penalty-selection check so that the
 best penalty is interior to the grid.
 """
 

@@ -60,8 +60,7 @@ class Correlation(ABC):
         return np.linalg.eigvalsh(self.matrix(n_samples))
 
     def cross(self, n_samples: int, horizon: float) -> np.ndarray:
-        """Correlations (n_samples,) between the training rows and a test point ``horizon`` steps
-        after the last training row (horizon >= 1; np.inf gives zeros)."""
+        """Correlations (n_samples,) between the training rows and a test point ``horizon`` steps after the last training row (horizon >= 1; np.inf gives zeros)."""
         n = _check_n(n_samples)
         if not horizon >= 1:
             raise ValueError(f"horizon must be >= 1 (steps after the last training row), got {horizon}")
@@ -89,12 +88,15 @@ class ExponentialCorrelation(Correlation):
 
     @property
     def parameter(self) -> float:
+        """The family's parameter."""
         return float(self.xi)
 
     def acf(self, lags: np.ndarray) -> np.ndarray:
+        """Correlation at ``lags`` (same shape as ``lags``)."""
         return np.exp(-np.abs(np.asarray(lags, dtype=float)) / self.xi)
 
     def eigenvalues(self, n_samples: int) -> np.ndarray:
+        """Eigenvalues of K in ascending order, shape (n_samples,)."""
         # K^{-1} of the Kac-Murdock-Szego matrix is tridiagonal: O(T^2) instead of a dense eigh.
         n = _check_n(n_samples)
         rho = math.exp(-1.0 / self.xi)
@@ -109,6 +111,7 @@ class ExponentialCorrelation(Correlation):
 
     @classmethod
     def from_lag1(cls, r1: float) -> ExponentialCorrelation:
+        """The member whose lag-1 correlation equals ``r1`` (clipped to the family's range)."""
         # Capped at xi = 1e4: beyond it K is numerically singular for long series.
         r1 = float(np.clip(r1, 1e-12, math.exp(-1e-4)))
         return cls(xi=-1.0 / math.log(r1))
@@ -116,8 +119,7 @@ class ExponentialCorrelation(Correlation):
 
 @dataclass(frozen=True)
 class NearestNeighbourCorrelation(Correlation):
-    """K = I + rho (shift + shift^T): only neighbouring samples correlate; |rho| < 1/2 keeps K positive
-    definite for every T."""
+    """K = I + rho (shift + shift^T): only neighbouring samples correlate; |rho| < 1/2 keeps K positive definite for every T."""
 
     rho: float
     name: ClassVar[str] = "nearest-neighbour"
@@ -128,26 +130,32 @@ class NearestNeighbourCorrelation(Correlation):
 
     @property
     def parameter(self) -> float:
+        """The family's parameter."""
         return float(self.rho)
 
     def acf(self, lags: np.ndarray) -> np.ndarray:
+        """Correlation at ``lags`` (same shape as ``lags``)."""
         lags = np.abs(np.asarray(lags, dtype=float))
         return np.where(lags == 0, 1.0, np.where(lags == 1, self.rho, 0.0))
 
     def eigenvalues(self, n_samples: int) -> np.ndarray:
+        """Eigenvalues of K in ascending order, shape (n_samples,)."""
         n = _check_n(n_samples)
         j = np.arange(1, n + 1)
         return np.sort(1.0 + 2.0 * self.rho * np.cos(np.pi * j / (n + 1)))
 
     @classmethod
     def from_lag1(cls, r1: float) -> NearestNeighbourCorrelation:
+        """The member whose lag-1 correlation equals ``r1`` (clipped to the family's range)."""
         return cls(rho=float(np.clip(r1, -0.49, 0.49)))
 
 
 @dataclass(frozen=True)
 class PowerLawCorrelation(Correlation):
-    """K_ts = (1 + |t - s|)^(-exponent), exponent > 0: long memory. Positive definite for every T
-    (a convex sequence decreasing to zero, Polya's criterion)."""
+    """K_ts = (1 + |t - s|)^(-exponent), exponent > 0: long memory.
+
+    Positive definite for every T (a convex sequence decreasing to zero, Polya's criterion).
+    """
 
     exponent: float
     name: ClassVar[str] = "power-law"
@@ -158,13 +166,16 @@ class PowerLawCorrelation(Correlation):
 
     @property
     def parameter(self) -> float:
+        """The family's parameter."""
         return float(self.exponent)
 
     def acf(self, lags: np.ndarray) -> np.ndarray:
+        """Correlation at ``lags`` (same shape as ``lags``)."""
         return (1.0 + np.abs(np.asarray(lags, dtype=float))) ** (-self.exponent)
 
     @classmethod
     def from_lag1(cls, r1: float) -> PowerLawCorrelation:
+        """The member whose lag-1 correlation equals ``r1`` (clipped to the family's range)."""
         # Capped at lag-1 correlation 0.999 (exponent ~1.4e-3): beyond it K is numerically singular.
         r1 = float(np.clip(r1, 2.0**-60, 0.999))
         return cls(exponent=-math.log(r1) / math.log(2.0))
@@ -186,8 +197,7 @@ def correlation_family(name: str) -> type[Correlation]:
 
 
 def lag1_autocorrelation(residuals: np.ndarray) -> float:
-    """The usual (biased, mean-removed) lag-1 sample autocorrelation of a 1-D series; 0 when the
-    series is constant or shorter than 2."""
+    """The usual (biased, mean-removed) lag-1 sample autocorrelation of a 1-D series; 0 when the series is constant or shorter than 2."""
     r = np.asarray(residuals, dtype=float).ravel()
     if r.size < 2:
         return 0.0
@@ -233,8 +243,7 @@ def _call_k(fn: Callable[[int], Any], n: int) -> Any:
 
 
 def check_k_matrix(K: np.ndarray, n_samples: int, *, rtol: float = 1e-8) -> np.ndarray:
-    """Validate a (T, T) correlation matrix: finite, symmetric, unit diagonal (positive definiteness
-    is checked on the eigenvalues)."""
+    """Validate a (T, T) correlation matrix: finite, symmetric, unit diagonal (positive definiteness is checked on the eigenvalues)."""
     K = np.asarray(K, dtype=float)
     if K.shape != (n_samples, n_samples):
         raise ValueError(

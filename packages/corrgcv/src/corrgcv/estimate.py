@@ -50,15 +50,13 @@ _LAG1_RANGE = {
 
 
 def estimate_correlation(family: str | type[Correlation], residuals: Any) -> Correlation:
-    """The member of ``family`` (a name in :data:`corrgcv.FAMILIES` or a :class:`Correlation` subclass)
-    whose lag-1 correlation matches the lag-1 autocorrelation of ``residuals`` (T,), given in time order."""
+    """The member of ``family`` (a name in :data:`corrgcv.FAMILIES` or a :class:`Correlation` subclass) whose lag-1 correlation matches the lag-1 autocorrelation of ``residuals`` (T,), given in time order."""
     cls = correlation_family(family) if isinstance(family, str) else family
     return cls.from_lag1(lag1_autocorrelation(residuals))
 
 
 def column_lag1_autocorrelation(X: Any) -> float:
-    """Mean over the non-constant columns of X (T, N) of each column's mean-removed lag-1 sample
-    autocorrelation (i.e. the columns are standardised, so each counts equally); 0 if none varies."""
+    """Mean over the non-constant columns of X (T, N) of each column's mean-removed lag-1 sample autocorrelation (i.e. the columns are standardised, so each counts equally); 0 if none varies."""
     X = np.asarray(X, dtype=float)
     if X.ndim == 1:
         X = X[:, None]
@@ -74,8 +72,7 @@ def column_lag1_autocorrelation(X: Any) -> float:
 
 
 def expected_lag1_autocorrelation(corr: Correlation, n_samples: int) -> float:
-    """Expected mean-removed lag-1 sample autocorrelation Q1 / Q2 of a series x ~ N(0, K) of length T,
-    K_ts = corr.acf(|t - s|), with Q1 = sum_t (x_t - m)(x_{t+1} - m) and Q2 = sum_t (x_t - m)^2.
+    """Expected mean-removed lag-1 sample autocorrelation Q1 / Q2 of a series x ~ N(0, K) of length T, K_ts = corr.acf(|t - s|), with Q1 = sum_t (x_t - m)(x_{t+1} - m) and Q2 = sum_t (x_t - m)^2.
 
     Second-order expansion E[Q1/Q2] ~ mu1/mu2 - Cov(Q1, Q2)/mu2^2 + mu1 Var(Q2)/mu2^3 with the exact
     Gaussian moments (Var(x^T A x) = 2 tr((A K)^2), Cov = 2 tr(A K B K)), evaluated in O(T log T) from
@@ -113,9 +110,9 @@ def expected_lag1_autocorrelation(corr: Correlation, n_samples: int) -> float:
 
 
 def estimate_correlation_from_features(family: str | type[Correlation], X: Any) -> Correlation:
-    """The member of ``family`` whose expected mean-removed lag-1 autocorrelation (at X's length T,
-    :func:`expected_lag1_autocorrelation`) equals the mean over X's columns of their sample lag-1
-    autocorrelation (:func:`column_lag1_autocorrelation`). X (T, N) holds the rows in time order.
+    """The member of ``family`` whose expected mean-removed lag-1 autocorrelation (at X's length T, :func:`expected_lag1_autocorrelation`) equals the mean over X's columns of their sample lag-1 autocorrelation (:func:`column_lag1_autocorrelation`).
+
+    X (T, N) holds the rows in time order.
 
     The paper's model X = K^{1/2} Z Sigma^{1/2} makes each column N(0, Sigma_jj K); matching the
     expectation, rather than equating the sample and population lag-1 values, corrects the downward
@@ -168,16 +165,12 @@ class _ProjectedLag1:
 
 
 def expected_projected_lag1(corr: Correlation, basis: Any) -> float:
-    """E[r^T S r] / E[r^T r] (S: half the lag-1 shift plus its transpose, so r^T S r = sum_t r_t r_{t+1})
-    for r = (I - U U^T) e, e ~ N(0, K), K_ts = corr.acf(|t - s|), U = ``basis`` (T, m) with orthonormal
-    columns; exact, O(T m log T + T m^2)."""
+    """E[r^T S r] / E[r^T r] (S: half the lag-1 shift plus its transpose, so r^T S r = sum_t r_t r_{t+1}) for r = (I - U U^T) e, e ~ N(0, K), K_ts = corr.acf(|t - s|), U = ``basis`` (T, m) with orthonormal columns; exact, O(T m log T + T m^2)."""
     return _ProjectedLag1(basis)(corr)
 
 
 def estimate_noise_correlation(family: str | type[Correlation], basis: Any, residuals: Any) -> Correlation:
-    """The member of ``family`` whose :func:`expected_projected_lag1` for ``basis`` U (T, m), orthonormal
-    columns spanning X (and the constant when an intercept is fitted), equals the lag-1 autocorrelation
-    sum_t r_t r_{t+1} / sum_t r_t^2 of ``residuals`` r = (I - U U^T) y.
+    """The member of ``family`` whose :func:`expected_projected_lag1` for ``basis`` U (T, m), orthonormal columns spanning X (and the constant when an intercept is fitted), equals the lag-1 autocorrelation sum_t r_t r_{t+1} / sum_t r_t^2 of ``residuals`` r = (I - U U^T) y.
 
     A ratio of expectations: for one series under strong correlation the sample ratio is biased low,
     i.e. towards weaker noise correlation. Values outside the family's range clip to its ends.

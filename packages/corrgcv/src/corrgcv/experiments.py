@@ -1,5 +1,9 @@
-"""`python -m corrgcv demo` (Mauna Loa CO2 and sunspots, penalty choice on real series) and `reproduce` (the
-paper's synthetic experiment: risk against T under weak and strong correlation)."""
+"""The ``demo`` and ``reproduce`` commands.
+
+``demo`` compares penalty choices on two real series (Mauna Loa CO2 and sunspots, from statsmodels, the
+``demo`` extra); ``reproduce`` runs the paper's synthetic experiment (risk against T under weak and strong
+correlation, a penalty sweep and the correlated test point).
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,9 @@ from typing import Any
 
 import numpy as np
 from icml25_shared.cli import RunContext, progress
+from icml25_shared.random import child_seeds
+from icml25_shared.stats import mean_sd
+from icml25_shared.tables import markdown_table
 
 from corrgcv.correlation import ExponentialCorrelation
 from corrgcv.estimator import RidgeCorrGCV
@@ -22,8 +29,7 @@ DEMO_ALPHAS = np.logspace(-2, 5, 29)
 
 
 def co2_forecasting_design(horizon: int, n_lags: int) -> tuple[np.ndarray, np.ndarray]:
-    """Direct ``horizon``-week-ahead forecasting of Mauna Loa CO2 (statsmodels' bundled weekly series,
-    1958-2001, public domain; 59 missing weeks linearly interpolated).
+    """Direct ``horizon``-week-ahead forecasting of Mauna Loa CO2 (statsmodels' bundled weekly series, 1958-2001, public domain; 59 missing weeks linearly interpolated).
 
     Row t: features are the last ``n_lags`` weekly changes, target the change over the next
     ``horizon`` weeks (ppm). Overlapping targets make neighbouring rows strongly correlated.
@@ -41,8 +47,7 @@ def co2_forecasting_design(horizon: int, n_lags: int) -> tuple[np.ndarray, np.nd
 
 
 def sunspots_forecasting_design(horizon: int, n_lags: int) -> tuple[np.ndarray, np.ndarray]:
-    """Direct ``horizon``-year-ahead forecasting of the yearly sunspot number (statsmodels' bundled
-    series, 1700-2008, 309 values, public domain).
+    """Direct ``horizon``-year-ahead forecasting of the yearly sunspot number (statsmodels' bundled series, 1700-2008, 309 values, public domain).
 
     Row t: features are the last ``n_lags`` yearly levels (not changes), target the level ``horizon``
     years later. Levels follow the ~11-year cycle, so neighbouring rows of X are strongly correlated.
@@ -71,8 +76,7 @@ def _held_out(X: np.ndarray, y: np.ndarray, horizon: int, train_fraction: float)
 
 @dataclass(frozen=True)
 class PenaltyCurves:
-    """One series and horizon along the penalty grid: each criterion's error estimate, the held-out MSE of
-    the refit at every penalty, and the fitted selectors (RidgeCV, RidgeCorrGCV with the default estimate)."""
+    """One series and horizon along the penalty grid: each criterion's error estimate, the held-out MSE of the refit at every penalty, and the fitted selectors (RidgeCV, RidgeCorrGCV with the default estimate)."""
 
     series: str
     horizon: int
@@ -86,14 +90,14 @@ class PenaltyCurves:
     split: tuple[np.ndarray, ...] = field(repr=False)
 
     def held_out_at(self, alpha: float) -> float:
+        """Held-out MSE at the grid penalty nearest to ``alpha`` (on a log scale)."""
         return float(self.held_out[int(np.argmin(np.abs(np.log(self.alphas / alpha))))])
 
 
 def penalty_curves(
     series: str, horizon: int, n_lags: int, *, alphas: np.ndarray = DEMO_ALPHAS, train_fraction: float = 0.7
 ) -> PenaltyCurves:
-    """Fit RidgeCV (LOO) and RidgeCorrGCV (default estimate) on the training span of ``series`` and score a
-    ridge refit at every penalty on the held-out span."""
+    """Fit RidgeCV (LOO) and RidgeCorrGCV (default estimate) on the training span of ``series`` and score a ridge refit at every penalty on the held-out span."""
     from sklearn.linear_model import Ridge, RidgeCV
 
     X, y = DESIGNS[series](horizon, n_lags)
@@ -124,9 +128,10 @@ def compare_penalty_choices(
     time_series_split: bool = True,
     series: str = "co2",
 ) -> list[dict[str, Any]]:
-    """Penalty chosen by RidgeCV (LOO), GCV, RidgeCorrGCV (exponential K estimated by the default
-    rule "both", by "features" and by "residuals") and, optionally, GridSearchCV with TimeSeriesSplit(gap=horizon); each refit on the training
-    span and scored on the later held-out span. Rows: method, alpha, criterion, held-out MSE."""
+    """Penalty chosen by RidgeCV (LOO), GCV, RidgeCorrGCV (exponential K estimated by the default rule "both", by "features" and by "residuals") and, optionally, GridSearchCV with TimeSeriesSplit(gap=horizon); each refit on the training span and scored on the later held-out span.
+
+    Rows: method, alpha, criterion, held-out MSE.
+    """
     from sklearn.linear_model import Ridge
     from sklearn.model_selection import GridSearchCV, TimeSeriesSplit
 
@@ -195,9 +200,7 @@ def compare_penalty_choices(
 
 
 def demo(ctx: RunContext) -> None:
-    """Direct forecasting on two real series (Mauna Loa CO2 weekly changes; yearly sunspot levels) at
-    several horizons: which penalty does each criterion pick, and how does the refit do on the held-out
-    later span? Series, horizons and lags are fixed in ``DEMO_SERIES``."""
+    """Direct forecasting on two real series (Mauna Loa CO2 weekly changes; yearly sunspot levels) at several horizons: which penalty does each criterion pick, and how does the refit do on the held-out later span? Series, horizons and lags are fixed in ``DEMO_SERIES``."""
     import matplotlib.pyplot as plt
 
     if ctx.quick:
@@ -208,17 +211,19 @@ def demo(ctx: RunContext) -> None:
     for series, h, n_lags in progress(plan, desc="series x horizon", enabled=not ctx.quick):
         rows += compare_penalty_choices(h, n_lags, time_series_split=not ctx.quick, series=series)
     units = {"co2": ("wk", "ppm^2"), "sunspots": ("yr", "(sunspot number)^2")}
-    lines = [
-        "| series | horizon | method | alpha | criterion's error estimate | held-out MSE |",
-        "|---|---|---|---|---|---|",
+    table = [
+        [
+            r["series"],
+            f"{r['horizon']} {units[r['series']][0]}",
+            r["method"],
+            f"{r['alpha']:.3g}",
+            None if np.isnan(r["estimate"]) else r["estimate"],
+            f"{r['held_out_mse']:.4g} {units[r['series']][1]}",
+        ]
+        for r in rows
     ]
-    for r in rows:
-        est = "" if np.isnan(r["estimate"]) else f"{r['estimate']:.4g}"
-        unit = units[r["series"]]
-        lines.append(
-            f"| {r['series']} | {r['horizon']} {unit[0]} | {r['method']} | {r['alpha']:.3g} | {est} | "
-            f"{r['held_out_mse']:.4g} {unit[1]} |"
-        )
+    headers = ["series", "horizon", "method", "alpha", "criterion's error estimate", "held-out MSE"]
+    lines = [markdown_table(table, headers)]
     lines.append("")
     lines.append(
         "co2: Mauna Loa weekly CO2 (statsmodels), features: last n_lags weekly changes, target: change "
@@ -254,15 +259,14 @@ def demo(ctx: RunContext) -> None:
 
 
 def reproduce(ctx: RunContext) -> None:
-    """Risk against T for weak (xi=0.01, lambda=1e-2) and strong (xi=100, lambda=1e-4) exponential
-    correlation: simulated out-of-sample risk, CorrGCV, GCV and the deterministic equivalent; plus
-    the penalty sweep at T=150 and the correlated-test-point factor."""
+    """Risk against T for weak (xi=0.01, lambda=1e-2) and strong (xi=100, lambda=1e-4) exponential correlation: simulated out-of-sample risk, CorrGCV, GCV and the deterministic equivalent; plus the penalty sweep at T=150 and the correlated-test-point factor."""
     import matplotlib.pyplot as plt
 
     start = time.perf_counter()
     problem = power_law_problem(100, capacity=1.8, source=0.3, noise_std=0.05)
     Ts = np.unique(np.round(np.logspace(1, 2.5, 4) if ctx.quick else np.logspace(1, 3, 15)).astype(int))
-    seeds = range(ctx.seed, ctx.seed + (3 if ctx.quick else 10))
+    # Independent replicate seeds from one root: --seed 0 and --seed 1 share no training set.
+    seeds = child_seeds(ctx.seed, 3 if ctx.quick else 10)
     regimes = {"weak": (0.01, 1e-2), "strong": (100.0, 1e-4)}
     out: dict[str, Any] = {
         "N": 100,
@@ -286,9 +290,9 @@ def reproduce(ctx: RunContext) -> None:
                 K=corr,
                 noise_variance=problem.noise_std**2,
             )
-            r = sim.out_of_sample_risk[:, 0]
-            rec["risk"].append(float(r.mean()))
-            rec["risk_sem"].append(float(r.std(ddof=1) / np.sqrt(r.size)) if r.size > 1 else 0.0)
+            r = mean_sd(sim.out_of_sample_risk[:, 0])
+            rec["risk"].append(r.mean)
+            rec["risk_sem"].append(r.sd / np.sqrt(r.n) if r.n > 1 else 0.0)
             rec["corrgcv"].append(float(sim.corrgcv[:, 0].mean()))
             rec["gcv"].append(float(sim.gcv[:, 0].mean()))
             rec["theory"].append(float(de.out_of_sample_risk[0]))
@@ -321,7 +325,7 @@ def reproduce(ctx: RunContext) -> None:
         problem.spectrum, problem.target, n_samples=100, ridge=1e-4, K=corr, noise_variance=problem.noise_std**2
     )
     sim_ratio = simulate_horizon_risk(
-        problem, corr, 100, 1e-4 * 100, taus, seeds=range(ctx.seed, ctx.seed + (10 if ctx.quick else 100))
+        problem, corr, 100, 1e-4 * 100, taus, seeds=child_seeds(ctx.seed, 10 if ctx.quick else 100)
     )
     theory_ratio = horizon_factor(corr, 100, taus, de.kappa_tilde[0])
     out["test_point"] = {

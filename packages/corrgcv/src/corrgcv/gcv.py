@@ -29,7 +29,8 @@ __all__ = ["CVPath", "RidgeSpectrum", "corrgcv", "gcv", "loo", "solve_kappa_tild
 class CVPath:
     """A cross-validation criterion along a penalty grid; every array has shape (n_alphas,).
 
-    Attributes:
+    Attributes
+    ----------
         alphas: penalties (scikit-learn convention, lambda = alpha / n_samples).
         criterion: the estimate of the out-of-sample squared error (GCV or CorrGCV), in y units squared;
             ``inf`` where the fit interpolates (d = 1).
@@ -66,8 +67,7 @@ class CVPath:
 
     @property
     def renormalized_ridge(self) -> np.ndarray:
-        """kappa = lambda / (kappa_tilde * d): the effective ridge of the deterministic equivalent
-        (the duality kappa * kappa_tilde / lambda = 1 / d)."""
+        """Kappa = lambda / (kappa_tilde * d): the effective ridge of the deterministic equivalent (the duality kappa * kappa_tilde / lambda = 1 / d)."""
         with np.errstate(divide="ignore", invalid="ignore"):
             return self.ridge / (self.kappa_tilde * self.df)
 
@@ -140,10 +140,12 @@ class RidgeSpectrum:
 
     @property
     def n_samples(self) -> int:
+        """Number of rows T."""
         return self.X.shape[0]
 
     @property
     def n_features(self) -> int:
+        """Number of features N."""
         return self.X.shape[1]
 
     @classmethod
@@ -190,7 +192,7 @@ class RidgeSpectrum:
 
     # -- quantities shared by every criterion ------------------------------------------------------
     def _shrink(self, alphas: np.ndarray) -> np.ndarray:
-        """alpha / (s^2 + alpha), shape (n_alphas, rank); 0/0 at alpha = 0 is taken as 0."""
+        """Alpha / (s^2 + alpha), shape (n_alphas, rank); 0/0 at alpha = 0 is taken as 0."""
         with np.errstate(invalid="ignore"):
             out = alphas[:, None] / (self.s2[None, :] + alphas[:, None])
         return np.nan_to_num(out, nan=0.0)
@@ -201,7 +203,7 @@ class RidgeSpectrum:
         return ((self._shrink(a) ** 2) @ self.uty**2 + self.outside_norm2) / self.n_samples
 
     def df(self, alphas: Any) -> np.ndarray:
-        """d = tr(H) / T, shape (n_alphas,); the intercept counts as one degree of freedom."""
+        """D = tr(H) / T, shape (n_alphas,); the intercept counts as one degree of freedom."""
         return self._dof(check_alphas(alphas))[0]
 
     def _dof(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -274,8 +276,7 @@ class RidgeSpectrum:
         return self._u
 
     def loo(self, alphas: Any) -> np.ndarray:
-        """Exact mean squared leave-one-out error at each penalty, shape (n_alphas,): the criterion
-        scikit-learn's ``RidgeCV(cv=None)`` minimises (mean of its ``cv_results_``)."""
+        """Exact mean squared leave-one-out error at each penalty, shape (n_alphas,): the criterion scikit-learn's ``RidgeCV(cv=None)`` minimises (mean of its ``cv_results_``)."""
         a = check_alphas(alphas)
         u = self._left_vectors()
         hat_eigs = 1.0 - self._shrink(a)  # (n_alphas, rank)
@@ -336,8 +337,7 @@ def gcv(X: Any, y: Any, alphas: Any, *, fit_intercept: bool = False) -> CVPath:
 
 
 def corrgcv(X: Any, y: Any, alphas: Any, *, K: Any = None, fit_intercept: bool = False) -> CVPath:
-    """CorrGCV: the out-of-sample squared error of ridge regression estimated from correlated
-    training samples, over a penalty grid (one eigendecomposition, no refit).
+    """CorrGCV: the out-of-sample squared error of ridge regression estimated from correlated training samples, over a penalty grid (one eigendecomposition, no refit).
 
     Args:
         X: (T, N) design whose rows are correlated across samples by K.

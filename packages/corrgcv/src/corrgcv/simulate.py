@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from icml25_shared.random import UNSET, check_random_state, renamed_seed
 
 from corrgcv.correlation import Correlation, check_k_matrix
 
@@ -31,7 +32,8 @@ __all__ = [
 class LinearProblem:
     """A Gaussian linear model in the eigenbasis of Sigma.
 
-    Attributes:
+    Attributes
+    ----------
         spectrum: (N,) eigenvalues of the feature covariance Sigma (diagonal in this basis).
         target: (N,) true weights w.
         noise_std: sigma, the noise standard deviation.
@@ -43,13 +45,31 @@ class LinearProblem:
 
     @property
     def n_features(self) -> int:
+        """Number of features N."""
         return self.spectrum.shape[0]
 
     def sample(
-        self, n_samples: int, rng: np.random.Generator, *, K_factor: np.ndarray | None = None
+        self, n_samples: int, random_state: Any = None, *, K_factor: np.ndarray | None = None, rng: Any = UNSET
     ) -> tuple[np.ndarray, np.ndarray]:
-        """Draw X (T, N) and y (T,). ``K_factor`` is any L with L L^T = K (e.g. from
-        :func:`correlated_factor`); None draws independent rows."""
+        """Draw a training set from the model.
+
+        Parameters
+        ----------
+        n_samples : int
+            Number of rows T.
+        random_state : None, int or numpy Generator, optional
+            Source of randomness (scikit-learn semantics; a Generator is used as is).
+        K_factor : ndarray of shape (T, T), optional
+            Any L with L L^T = K (e.g. from :func:`correlated_factor`); None draws independent rows.
+        rng : numpy Generator, optional
+            Deprecated name of ``random_state``.
+
+        Returns
+        -------
+        X : ndarray of shape (T, N)
+        y : ndarray of shape (T,)
+        """
+        rng = check_random_state(renamed_seed(random_state, rng, owner="LinearProblem.sample", old="rng"))
         z = rng.standard_normal((n_samples, self.n_features)) * np.sqrt(self.spectrum)
         eps = self.noise_std * rng.standard_normal(n_samples)
         if K_factor is not None:
@@ -93,7 +113,8 @@ def correlated_factor(K: Any, n_samples: int) -> np.ndarray:
 class RiskSimulation:
     """Monte Carlo of the synthetic model; arrays are (n_seeds, n_alphas).
 
-    Attributes:
+    Attributes
+    ----------
         alphas: penalties (scikit-learn convention; lambda = alpha / n_samples).
         out_of_sample_risk: exact risk of each fit on an independent test point.
         corrgcv, gcv: the two estimates of that risk from the training data alone.
@@ -111,8 +132,7 @@ class RiskSimulation:
 def simulate_risk(
     problem: LinearProblem, correlation: Any, n_samples: int, alphas: Any, *, seeds: Any = range(10)
 ) -> RiskSimulation:
-    """Draw one training set per seed, fit ridge on the penalty grid and record the true
-    out-of-sample risk next to CorrGCV (with the true K) and GCV."""
+    """Draw one training set per seed, fit ridge on the penalty grid and record the true out-of-sample risk next to CorrGCV (with the true K) and GCV."""
     from corrgcv.correlation import k_eigenvalues
     from corrgcv.gcv import RidgeSpectrum, check_alphas
 
@@ -184,7 +204,7 @@ def simulate_estimation(
     rules: Any = ("both", "features", "residuals"),
     seeds: Any = range(10),
 ) -> dict[str, Any]:
-    """How well does RidgeCorrGCV's estimated K choose the penalty and estimate the risk?
+    """Measure how well RidgeCorrGCV's estimated K chooses the penalty and estimates the risk.
 
     ``regime``: "matched" (rows of X and the noise share ``correlation``, the paper's model),
     "mismatched" (independent rows of X, correlated noise) or "x-only" (correlated rows of X, white

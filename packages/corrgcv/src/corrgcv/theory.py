@@ -34,7 +34,8 @@ __all__ = ["DeterministicEquivalent", "deterministic_equivalent", "test_point_fa
 class DeterministicEquivalent:
     """Deterministic-equivalent quantities; every array has shape (n_ridges,).
 
-    Attributes:
+    Attributes
+    ----------
         ridge: lambda (the paper's normalisation, alpha / T).
         kappa, kappa_tilde: renormalised ridge and its sample-side dual.
         df1, df2: (1/N) tr Sigma (Sigma + kappa)^{-1} and (1/N) tr Sigma^2 (Sigma + kappa)^{-2}.
@@ -134,8 +135,7 @@ def deterministic_equivalent(
 
 
 def test_point_factor(K: Any, cross: Any, kappa_tilde: Any) -> np.ndarray:
-    """Risk multiplier R(c) / R_out for a test point with correlations ``cross`` (T,) or (n_points, T)
-    to the training rows: 1 - c^T K^{-1} c + kappa_tilde^2 c^T K^{-1} (K + kappa_tilde)^{-2} c.
+    """Risk multiplier R(c) / R_out for a test point with correlations ``cross`` (T,) or (n_points, T) to the training rows: 1 - c^T K^{-1} c + kappa_tilde^2 c^T K^{-1} (K + kappa_tilde)^{-2} c.
 
     ``K`` is a :class:`Correlation` or a (T, T) correlation matrix; ``kappa_tilde`` a positive scalar
     (e.g. from :func:`deterministic_equivalent` or :func:`corrgcv.corrgcv`). Returns shape (n_points,).
@@ -163,8 +163,10 @@ test_point_factor.__test__ = False  # type: ignore[attr-defined]
 
 
 def horizon_factor(correlation: Correlation, n_samples: int, horizons: Any, kappa_tilde: float) -> np.ndarray:
-    """:func:`test_point_factor` for a test point ``tau`` steps after the last training row, for each
-    tau in ``horizons`` (>= 1), under a stationary :class:`Correlation`. Shape (n_horizons,)."""
+    """:func:`test_point_factor` for a test point ``tau`` steps after the last training row, for each tau in ``horizons`` (>= 1), under a stationary :class:`Correlation`.
+
+    Shape (n_horizons,).
+    """
     taus = np.atleast_1d(np.asarray(horizons, dtype=float))
     cross = np.stack([correlation.cross(n_samples, tau) for tau in taus])
     return test_point_factor(correlation, cross, kappa_tilde)

@@ -1,5 +1,5 @@
 """Can any correlation matrix K consistent with the training data make RidgeCorrGCV as good as RidgeCV on the
-demo's sunspots series (issue #8, acceptance 4)? Prints markdown.
+demo's sunspots series? Prints markdown.
 
 For each horizon h of the demo (same design, split and 29-penalty grid as ``python -m corrgcv demo``):
 
