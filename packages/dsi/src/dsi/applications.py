@@ -115,7 +115,7 @@ def _digits(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
 
 
 # Named auxiliary streams of one integer seed: independent of default_rng(seed) (the split, canaries and
-# sources) and of every other seed's streams (default_rng(seed + 1) would be seed + 1's main stream).
+# sources) and of every other seed's streams (a generator seeded with seed plus one would be the next seed's main stream).
 _STREAMS = ("augment", "exposure-noise")
 
 
