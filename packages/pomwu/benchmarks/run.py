@@ -3,7 +3,7 @@
 Rows:
 1. Vectorised POMWU on Sioux Falls (528 agents, 76 links) vs a per-agent loop in the style of the
    Sessa et al. (2020) research code (each agent's travel times computed separately), same rounds.
-2. The issue's throughput target: 2*10^4 rounds of POMWU on Sioux Falls, timed once (no peer).
+2. Throughput: 2*10^4 rounds of POMWU on Sioux Falls, timed once (no peer).
 3. Our online softmax logistic regression vs scikit-learn's ``SGDClassifier.partial_fit``
    (one update per round, same covariate stream), with the accuracy of each.
 """
@@ -57,7 +57,7 @@ def main() -> None:
     args = parser.parse_args()
     report = BenchmarkReport("pomwu", packages=["pomwu", "numpy", "scikit-learn", "networkx"])
 
-    setup = sioux_falls_setup(T=max(args.rounds, 1000), seed=0)
+    setup = sioux_falls_setup(T=max(args.rounds, 1000), random_state=0)
     game, lo_hi = setup.game, setup.loss_bounds
     n_loop = 20
     ctx_short = setup.contexts[:n_loop]
@@ -114,7 +114,7 @@ def main() -> None:
     row = compare(
         ours_full,
         None,
-        label=f"POMWU, {args.rounds} rounds, Sioux Falls (issue target < 120 s)",
+        label=f"POMWU, {args.rounds} rounds, Sioux Falls (target < 120 s)",
         ours_name="pomwu",
         warmup=0,
         repeats=1,

@@ -33,7 +33,9 @@ def _nash_value(a):
 
 def _run(game, T, p, cls=POMWU):
     contexts = np.random.default_rng(1).integers(M, size=T)
-    preds = np.stack([predict_contexts(NoisyOracle(n_contexts=M, error_rate=p, seed=s), contexts) for s in (2, 3)], 1)
+    preds = np.stack(
+        [predict_contexts(NoisyOracle(n_contexts=M, error_rate=p, random_state=s), contexts) for s in (2, 3)], 1
+    )
     return play_matrix_game(game, cls(n_actions=[3, 3], n_contexts=M, step_size=ETA), contexts, preds)
 
 

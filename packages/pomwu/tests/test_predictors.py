@@ -23,7 +23,7 @@ def test_oracle_is_exact_and_checks_range():
 
 def test_noisy_oracle_error_rate_and_errors_are_uniform_over_other_contexts():
     z = np.random.default_rng(0).integers(4, size=20000)
-    pred = predict_contexts(NoisyOracle(n_contexts=4, error_rate=0.2, seed=1), z)
+    pred = predict_contexts(NoisyOracle(n_contexts=4, error_rate=0.2, random_state=1), z)
     wrong = pred != z
     # Binomial(20000, 0.2): sd 0.0028, so 4 sd is 0.0113.
     assert abs(wrong.mean() - 0.2) < 0.0113

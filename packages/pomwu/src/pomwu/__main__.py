@@ -1,39 +1,42 @@
-"""`python -m pomwu demo`, `python -m pomwu reproduce` and `python -m pomwu reproduce --tune-step-size`.
+"""``python -m pomwu demo`` and ``python -m pomwu reproduce``.
 
-``reproduce --tune-step-size`` runs only the tuned-step-size protocol of the README (every learner at its own
-step size, tuned on seeds the test never uses) and writes ``reproduce_tuned.json``, ``.md`` and ``.png``.
+``demo`` plays zero-sum 3x3 games with predicted contexts (seconds); ``reproduce`` runs the Sioux
+Falls traffic-routing experiment (``--quick`` for a seconds-long check).
 """
 
 from __future__ import annotations
 
-import argparse
+from icml25_shared.cli import run_cli
 
-from icml25_shared.cli import RunContext, run_cli
-
-from pomwu.experiments import demo, reproduce, reproduce_tuned
+PAPER = "Capitaine, Boursier, Moulines, Jordan, Durmus (ICML 2025). Prediction-aware Learning in Multi-agent Systems."
 
 
-def _reproduce_options(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument(
-        "--tune-step-size",
-        action="store_true",
-        help="run the tuned-step-size protocol instead (each learner's eta tuned on seeds 10-11, tested on 0-4)",
-    )
+def _demo(ctx) -> None:
+    from pomwu.experiments import demo
+
+    demo(ctx)
 
 
-def _reproduce(ctx: RunContext) -> None:
-    (reproduce_tuned if ctx.options["tune_step_size"] else reproduce)(ctx)
+def _reproduce(ctx) -> None:
+    from pomwu.experiments import reproduce
+
+    reproduce(ctx)
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_cli(
-        "pomwu",
-        demo=demo,
-        reproduce=_reproduce,
-        argv=argv,
-        description=__doc__,
-        reproduce_options=_reproduce_options,
-    )
+    """Run the ``pomwu`` command line.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Arguments (default ``sys.argv[1:]``), e.g. ``["reproduce", "--quick"]``.
+
+    Returns
+    -------
+    int
+        The exit code.
+    """
+    return run_cli("pomwu", demo=_demo, reproduce=_reproduce, argv=argv, description=__doc__, paper=PAPER)
 
 
 if __name__ == "__main__":

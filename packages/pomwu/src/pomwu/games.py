@@ -61,10 +61,12 @@ class MatrixGame:
 
     @property
     def n_contexts(self) -> int:
+        """Number of contexts (games)."""
         return self.row_losses.shape[0]
 
     @property
     def is_zero_sum(self) -> bool:
+        """Whether the column player's losses are the negated row losses in every context."""
         return bool(np.allclose(self.row_losses, -self.col_losses))
 
     def loss_vectors(self, x: np.ndarray, y: np.ndarray, context: int) -> tuple[np.ndarray, np.ndarray]:
@@ -116,6 +118,7 @@ class RoutingNetwork:
 
     @property
     def n_links(self) -> int:
+        """Number of directed links."""
         return int(np.asarray(self.init_node).size)
 
     def link_index(self) -> dict[tuple[int, int], int]:
@@ -149,8 +152,11 @@ REQUIRED_COLUMNS = ("Init_node", "Term_node", "Capacity", "Free_Flow_Time", "B",
 
 
 def read_network_csv(path: str | Path) -> RoutingNetwork:
-    """Read a TNTP-style link CSV (columns ``Init_node, Term_node, Capacity, Free_Flow_Time, B, Power``
-    and optionally ``Length``; extra columns are ignored)."""
+    """Read a TNTP-style link CSV into a :class:`RoutingNetwork`.
+
+    The columns ``Init_node, Term_node, Capacity, Free_Flow_Time, B, Power`` are required and
+    ``Length`` is optional; extra columns are ignored.
+    """
     with open(path, newline="") as fh:
         rows = list(csv.DictReader(fh))
     if not rows:
@@ -309,9 +315,12 @@ class RoutingGame:
         max_ratio: float = 3.0,
         capacities: np.ndarray | None = None,
     ) -> RoutingGame:
-        """One agent per OD pair with positive demand; its actions are the ``n_paths`` shortest paths
+        """Build the routing game of an OD matrix.
+
+        One agent per OD pair with positive demand; its actions are the ``n_paths`` shortest paths
         by link length (networkx ``shortest_simple_paths``), keeping a path only if its free-flow time
-        is below ``max_ratio`` times that of the shortest (the Sessa et al., 2020 rule)."""
+        is below ``max_ratio`` times that of the shortest (the Sessa et al., 2020 rule).
+        """
         import networkx as nx
 
         if isinstance(n_paths, bool) or not isinstance(n_paths, (int, np.integer)) or n_paths < 1:
@@ -347,10 +356,12 @@ class RoutingGame:
 
     @property
     def n_agents(self) -> int:
+        """Number of agents (OD pairs with positive demand)."""
         return len(self.paths)
 
     @property
     def n_contexts(self) -> int:
+        """Number of capacity contexts."""
         return self.capacities.shape[0]
 
     def _path_costs_at(self, x_cf: np.ndarray, context: int) -> np.ndarray:

@@ -151,7 +151,7 @@ class MultiplicativeWeights:
 
     # -- the two calls ---------------------------------------------------------------------------
     def act(self, context: int | np.ndarray | None = None) -> np.ndarray:
-        """Mixed strategies for this round, shape ``(n_agents, max_actions)``.
+        """Mixed strategies for the current round, shape ``(n_agents, max_actions)``.
 
         ``context`` is one int shared by all agents or an int array ``(n_agents,)`` (each agent's
         own prediction), checked against ``{0, ..., n_contexts - 1}``; non-contextual learners
@@ -280,6 +280,38 @@ class POMWU(MultiplicativeWeights):
     (``file_under="prediction"``, default) or to the state of the true context ``z_t`` revealed after
     the round (``file_under="truth"``). With one context (or perfect predictions of a single
     context) it is exactly optimistic MWU.
+
+    Parameters
+    ----------
+    n_actions : int or sequence of int
+        Actions per agent: one int for ``n_agents`` identical agents, or one count per agent.
+    n_agents : int, optional
+        Number of agents when ``n_actions`` is an int (default 1).
+    n_contexts : int, default 1
+        Number of contexts ``m``; predictions are ints in ``{0, ..., m - 1}``.
+    step_size : float, default 0.1
+        The constant step size ``eta`` (positive).
+    file_under : {"prediction", "truth"}, default "prediction"
+        Which context's state receives a round's loss.
+
+    Examples
+    --------
+    Two players of a 2x2 game with two contexts: ``act`` takes the predicted context and returns
+    one mixed strategy per agent, ``update`` takes the full-information loss vectors.
+
+    >>> import numpy as np
+    >>> from pomwu import POMWU
+    >>> learner = POMWU(n_actions=[2, 2], n_contexts=2, step_size=0.5)
+    >>> learner.act(0)
+    array([[0.5, 0.5],
+           [0.5, 0.5]])
+    >>> _ = learner.update(np.array([[1.0, 0.0], [0.0, 1.0]]))
+    >>> learner.act(0).round(3)  # 0.5 * (cumulative + last loss) = 1 on the costly action
+    array([[0.269, 0.731],
+           [0.731, 0.269]])
+    >>> learner.act(1)  # context 1 has seen nothing yet
+    array([[0.5, 0.5],
+           [0.5, 0.5]])
     """
 
     def __init__(

@@ -52,6 +52,7 @@ class RegretTracker:
         self.rounds += 1
 
     def summary(self) -> RegretSummary:
+        """Contextual and external regret of every agent so far."""
         big = np.where(self.mask, 0.0, np.inf)
         best_ctx = np.min(self.per_context + big, axis=2).sum(axis=0)
         best_ext = np.min(self.per_context.sum(axis=0) + big, axis=1)

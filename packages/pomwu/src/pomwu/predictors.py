@@ -8,8 +8,10 @@ Every predictor has ``predict(covariates, true_context) -> int`` (called before 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from icml25_shared.random import UNSET, RandomStateLike, check_random_state, renamed_seed
 
 __all__ = [
     "OracleContext",
@@ -33,35 +35,58 @@ def _check_n_contexts(n_contexts: int) -> None:
 
 
 class OracleContext:
-    """Perfect predictions: returns the true context."""
+    """Perfect predictions: returns the true context.
+
+    Parameters
+    ----------
+    n_contexts : int
+        Number of contexts ``m``; contexts are ``0, ..., m - 1``.
+    """
 
     def __init__(self, *, n_contexts: int) -> None:
         self.n_contexts = n_contexts
 
     def predict(self, covariates: np.ndarray | None, true_context: int) -> int:
+        """Return ``true_context`` (checked against ``n_contexts``); ``covariates`` are ignored."""
         _check_n_contexts(self.n_contexts)
         return _check_context(true_context, self.n_contexts)
 
     def update(self, covariates: np.ndarray | None, true_context: int) -> OracleContext:
+        """Do nothing (nothing to learn); return ``self``."""
         return self
 
 
 class NoisyOracle:
-    """The true context with probability ``1 - error_rate``, otherwise a uniformly drawn *other* context."""
+    """The true context with probability ``1 - error_rate``, otherwise a uniformly drawn *other* context.
 
-    def __init__(self, *, n_contexts: int, error_rate: float = 0.1, seed: int | None = 0) -> None:
+    Parameters
+    ----------
+    n_contexts : int
+        Number of contexts.
+    error_rate : float, default 0.1
+        Probability of a wrong prediction, in [0, 1].
+    random_state : None, int or numpy Generator, default 0
+        Source of the errors (scikit-learn semantics, :func:`icml25_shared.random.check_random_state`).
+    seed : int, optional
+        Deprecated name of ``random_state``.
+    """
+
+    def __init__(
+        self, *, n_contexts: int, error_rate: float = 0.1, random_state: RandomStateLike = 0, seed: Any = UNSET
+    ) -> None:
         self.n_contexts = n_contexts
         self.error_rate = error_rate
-        self.seed = seed
+        self.random_state = renamed_seed(random_state, seed, owner="NoisyOracle")
 
     def predict(self, covariates: np.ndarray | None, true_context: int) -> int:
+        """Return ``true_context`` or, with probability ``error_rate``, another context."""
         if not hasattr(self, "rng_"):
             _check_n_contexts(self.n_contexts)
             if not 0.0 <= float(self.error_rate) <= 1.0:
                 raise ValueError(f"error_rate must lie in [0, 1], got {self.error_rate!r}")
             if self.n_contexts == 1 and self.error_rate > 0:
                 raise ValueError("error_rate > 0 needs at least two contexts to err between")
-            self.rng_ = np.random.default_rng(self.seed)
+            self.rng_ = check_random_state(self.random_state)
         z = _check_context(true_context, self.n_contexts)
         if self.rng_.random() < self.error_rate:
             other = int(self.rng_.integers(self.n_contexts - 1))
@@ -69,6 +94,7 @@ class NoisyOracle:
         return z
 
     def update(self, covariates: np.ndarray | None, true_context: int) -> NoisyOracle:
+        """Do nothing (the error rate is fixed); return ``self``."""
         return self
 
 
@@ -125,9 +151,11 @@ class OnlineLogisticRegression:
         return p / p.sum()
 
     def predict(self, covariates: np.ndarray | None, true_context: int | None = None) -> int:
+        """Return the most probable context given ``covariates`` (``true_context`` is not read)."""
         return int(np.argmax(self.predict_proba(covariates)))
 
     def update(self, covariates: np.ndarray | None, true_context: int) -> OnlineLogisticRegression:
+        """Take one SGD step on ``(covariates, true_context)``; return ``self``."""
         p = self.predict_proba(covariates)
         z = _check_context(true_context, self.n_contexts)
         x = np.asarray(covariates, dtype=np.float64).ravel()
@@ -147,9 +175,9 @@ class SGDContextPredictor:
     Extra keyword arguments go to ``SGDClassifier``.
     """
 
-    def __init__(self, *, n_contexts: int, seed: int = 0, **sgd_params) -> None:
+    def __init__(self, *, n_contexts: int, random_state: int | None = 0, seed: Any = UNSET, **sgd_params) -> None:
         self.n_contexts = n_contexts
-        self.seed = seed
+        self.random_state = renamed_seed(random_state, seed, owner="SGDContextPredictor")
         self.sgd_params = sgd_params
 
     def _model(self):
@@ -157,12 +185,13 @@ class SGDContextPredictor:
             from sklearn.linear_model import SGDClassifier
 
             _check_n_contexts(self.n_contexts)
-            params = {"loss": "log_loss", "random_state": self.seed, **self.sgd_params}
+            params = {"loss": "log_loss", "random_state": self.random_state, **self.sgd_params}
             self.model_ = SGDClassifier(**params)
             self.fitted_ = False
         return self.model_
 
     def predict(self, covariates: np.ndarray | None, true_context: int | None = None) -> int:
+        """Return the most probable context given ``covariates`` (``true_context`` is not read)."""
         model = self._model()
         if covariates is None:
             raise ValueError("SGDContextPredictor predicts from covariates; got None")
@@ -171,6 +200,7 @@ class SGDContextPredictor:
         return int(model.predict(np.asarray(covariates, dtype=np.float64).reshape(1, -1))[0])
 
     def update(self, covariates: np.ndarray | None, true_context: int) -> SGDContextPredictor:
+        """Take one SGD step on ``(covariates, true_context)``; return ``self``."""
         model = self._model()
         z = _check_context(true_context, self.n_contexts)
         x = np.asarray(covariates, dtype=np.float64).reshape(1, -1)
