@@ -1,4 +1,7 @@
-"""Benchmark __MODULE__ against its anchors in one process; writes JSON and prints a markdown table."""
+"""Benchmark __MODULE__.bootstrap_mean against the closed-form t-interval in one process.
+
+Writes JSON and prints a markdown table (sizes, versions, machine).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +10,9 @@ from pathlib import Path
 
 import numpy as np
 from icml25_shared.bench import BenchmarkReport, compare
+from icml25_shared.stats import t_interval
+
+from __MODULE__ import bootstrap_mean
 
 
 def main() -> None:
@@ -14,10 +20,14 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("out/__MODULE__/benchmark.json"))
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    report = BenchmarkReport("__DIST__", packages=["__DIST__", "numpy"])
-    x = np.random.default_rng(0).standard_normal((500, 500))
-    report.add(compare(lambda: np.linalg.qr(x), lambda: np.linalg.svd(x), label="qr vs svd, 500x500",
-                       ours_name="qr", peer_name="svd", repeats=args.repeats, sizes={"n": 500}))
+    report = BenchmarkReport("__DIST__", packages=["__DIST__", "icml25-shared", "numpy"])
+    for n in (100, 1000):
+        x = np.random.default_rng(0).normal(size=n)
+        ours, peer = bootstrap_mean(x, random_state=0), t_interval(x)
+        report.add(compare(lambda x=x: bootstrap_mean(x, random_state=0), lambda x=x: t_interval(x),
+                           label=f"n={n}", ours_name="bootstrap_mean", peer_name="t_interval",
+                           repeats=args.repeats, sizes={"n": n, "n_resamples": 2000},
+                           metrics={"max_bound_diff": max(abs(ours.low - peer.low), abs(ours.high - peer.high))}))
     report.write_json(args.out)
     print(report.to_markdown())
 

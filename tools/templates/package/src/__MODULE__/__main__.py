@@ -1,14 +1,46 @@
-"""`python -m __MODULE__ demo` and `python -m __MODULE__ reproduce`."""
+"""Command line: ``python -m __MODULE__ demo`` and ``python -m __MODULE__ reproduce``.
+
+The experiments are imported only when a command runs, so that ``--help`` works in a base install. A
+command that needs an extra of this distribution names it in ``requires`` (e.g. ``{"demo": "demo"}``):
+without that extra it prints one line naming the ``pip install`` and exits 2.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from icml25_shared.cli import run_cli
 
-from __MODULE__.experiments import demo, reproduce
+PAPER = "__PAPER__"
+
+
+def _demo(ctx: Any) -> None:
+    from __MODULE__.experiments import demo
+
+    demo(ctx)
+
+
+def _reproduce(ctx: Any) -> None:
+    from __MODULE__.experiments import reproduce
+
+    reproduce(ctx)
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_cli("__MODULE__", demo=demo, reproduce=reproduce, argv=argv, description=__doc__)
+    """Run a command of the ``__DIST__`` command line.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Arguments after the program name (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit code: 0 on success, 2 when the command's extra is not installed.
+    """
+    return run_cli("__MODULE__", demo=_demo, reproduce=_reproduce, argv=argv, description=__doc__, paper=PAPER,
+                   requires={})
 
 
 if __name__ == "__main__":
