@@ -75,7 +75,7 @@ def main() -> None:
     )
 
     ft_unet, *_ = _components()
-    add_lora(ft_unet, rank=4, seed=0)
+    add_lora(ft_unet, rank=4, random_state=0)
     ft = LatentUNet(ft_unet, vae=vae, scheduler=sched)
     fx = ModelGuidanceSampler(without_adapters(ft), ft, w=5.0, k=0.0, steps=args.steps)
     report.add(

@@ -138,11 +138,11 @@ def test_sscd_extractor_runs_a_torchscript_file(tmp_path):
 
 
 def test_no_extraction_reference_backs_the_stated_threshold():
-    """The A-ESR acceptance threshold (0.9) is about the 90th percentile of the best match that real same-digit
+    """The primary A-ESR threshold (0.9) is about the 90th percentile of the best match that real same-digit
     images by other writers reach, i.e. a set that extracts nothing; at 0.8 about half of them would count."""
     from finextract.experiments import ESR_THRESHOLDS, no_extraction_reference
 
-    ref = no_extraction_reference(8, trials=500, seed=0)
+    ref = no_extraction_reference(8, trials=500, random_state=0)
     assert ESR_THRESHOLDS[0] == 0.9
     assert 0.03 < ref["A-ESR@0.9"] < 0.15 and 0.4 < ref["A-ESR@0.8"] < 0.7
     assert abs(ref["quantiles"]["0.9"] - 0.9) < 0.02

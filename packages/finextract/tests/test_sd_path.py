@@ -140,7 +140,7 @@ def test_lora_checkpoint_round_trip_and_guidance(sd_folder, tmp_path, layout):
     assert base.scheduler.config.steps_offset == 1
     emb, neg, lat = _embeds()
     plain = CFGSampler(base, guidance_scale=3.0, steps=4).sample(emb, latents=lat, null_cond=neg).images
-    add_lora(base.unet, rank=2, seed=0)
+    add_lora(base.unet, rank=2, random_state=0)
     with torch.no_grad():
         for name, p in base.unet.named_parameters():
             if "lora_B" in name:
@@ -232,7 +232,7 @@ def test_prompt_path_with_tokenizer_and_audit_cli(sd_folder, tmp_path):
     assert emb.shape == (1, 8, 16)
     assert den.null_embeds is not None and den.null_embeds.shape == (1, 8, 16)
     assert not torch.allclose(emb, den.null_embeds)
-    add_lora(den.unet, rank=2, seed=0)
+    add_lora(den.unet, rank=2, random_state=0)
     save_lora(den.unet, tmp_path / "lora")
     out = tmp_path / "audit"
     assert (

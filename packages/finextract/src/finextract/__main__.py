@@ -1,4 +1,4 @@
-"""``python -m finextract demo | reproduce [--design instance|new-concept] | audit``.
+"""Command line: ``python -m finextract demo | reproduce [--design instance|new-concept] | audit``.
 
 ``reproduce --design instance`` (the default, the paper's DreamBooth setting): specific images of digit 3, held out
 of pretraining, under a new token initialised to the digit's embedding. ``--design new-concept``: 8s and 9s, never
@@ -23,6 +23,7 @@ import os
 from pathlib import Path
 
 from icml25_shared.cli import ExtraCommand, RunContext, run_cli, save_figure, seed_everything
+from icml25_shared.tables import markdown_table
 
 from finextract.experiments import DEFAULT_DESIGN, DESIGNS, demo, parse_seeds, reproduce
 
@@ -107,7 +108,24 @@ def _thresholds_argument(text: str) -> tuple[float, ...]:
     return values
 
 
+PAPER = (
+    "Wu, Zhang, Wu (ICML 2025). Leveraging Model Guidance to Extract Training Data from Personalized Diffusion Models."
+)
+
+
 def audit(argv: list[str]) -> int:
+    """Run ``python -m finextract audit``: FineXtract on local checkpoints, clustered and optionally scored.
+
+    Parameters
+    ----------
+    argv : list of str
+        The arguments after ``audit`` (see ``python -m finextract audit --help``).
+
+    Returns
+    -------
+    int
+        0 on success.
+    """
     import torch
 
     from finextract.audit import extract
@@ -197,25 +215,30 @@ def audit(argv: list[str]) -> int:
             ],
         )
     (args.out / "audit.json").write_text(json.dumps(report, indent=2))
-    lines = ["| rank | generation | clique size |", "|---|---|---|"]
-    lines += [
-        f"| {i + 1} | {g} | {s} |"
-        for i, (g, s) in enumerate(zip(report["selected_generation_indices"], sizes, strict=True))
-    ]
+    table = markdown_table(
+        [(i + 1, g, s) for i, (g, s) in enumerate(zip(report["selected_generation_indices"], sizes, strict=True))],
+        headers=["rank", "generation", "clique size"],
+    )
     text = (
         f"FineXtract audit: w={w}, k={k}, {n_gen} generations, N={args.n_train}; stopping similarity threshold "
         f"{res.cluster.threshold:.2f}. Large cliques = many generations converging on one image, the signature "
-        "of a memorised training image (see audit.png).\n\n" + "\n".join(lines) + "\n"
+        "of a memorised training image (see audit.png).\n\n" + table + "\n"
     )
     if scores is not None:
         text += _training_section(report, thresholds)
     (args.out / "audit.md").write_text(text)
-    print(f"finextract audit wrote {args.out / 'audit.png'}, audit.md, audit.json")
+    print(f"finextract audit wrote {args.out / 'audit.png'}, audit.md, audit.json")  # the CLI's own report
     return 0
 
 
 def _training_section(report: dict, thresholds: tuple[float, ...]) -> str:
     esr = ", ".join(f"A-ESR@{t:g} {report['a_esr'][str(t)]:.3f}" for t in thresholds)
+    rows = []
+    for row in report["per_training_image"]:
+        shown = math.floor(row["best_similarity"] * 1000) / 1000  # rounded down, so 0.8995 never reads as 0.900
+        marks = ["yes" if row["best_similarity"] >= t else "no" for t in thresholds]
+        rows.append([row["name"], f"{shown:.3f}", row["best_match_rank"], *marks])
+    headers = ["training image", "best similarity", "best match (rank)", *[f"≥ {t:g}" for t in thresholds]]
     lines = [
         "",
         f"Against the {len(report['per_training_image'])} training images in {report['training_images']} "
@@ -230,13 +253,8 @@ def _training_section(report: dict, thresholds: tuple[float, ...]) -> str:
             "recalibrate by scoring such images, or pass --sscd."
         ),
         "",
-        "| training image | best similarity | best match (rank) | " + " | ".join(f"≥ {t:g}" for t in thresholds) + " |",
-        "|---|---|---|" + "---|" * len(thresholds),
+        markdown_table(rows, headers=headers),
     ]
-    for row in report["per_training_image"]:
-        marks = " | ".join("yes" if row["best_similarity"] >= t else "no" for t in thresholds)
-        shown = math.floor(row["best_similarity"] * 1000) / 1000  # rounded down, so 0.8995 never reads as 0.900
-        lines.append(f"| {row['name']} | {shown:.3f} | {row['best_match_rank']} | {marks} |")
     return "\n".join(lines) + "\n"
 
 
@@ -286,6 +304,18 @@ AUDIT = ExtraCommand("extract the likely fine-tuning images of a fine-tuned mode
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run ``python -m finextract``: ``demo``, ``reproduce`` or ``audit``.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Arguments (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit code.
+    """
     return run_cli(
         "finextract",
         demo=demo,
@@ -294,6 +324,7 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__,
         reproduce_options=_reproduce_options,
         extra_commands={"audit": AUDIT},
+        paper=PAPER,
     )
 
 

@@ -16,8 +16,11 @@ __all__ = ["ExtractionResult", "extract"]
 
 @dataclass
 class ExtractionResult:
-    """``generations`` (n, C, H, W) images; ``extracted`` the clique representatives (m ≥ n_train, largest clique
-    first); ``cluster`` the clustering record; ``metrics`` against the training images when they were given."""
+    """Output of :func:`extract`.
+
+    ``generations`` (n, C, H, W) images; ``extracted`` the clique representatives (m ≥ n_train, largest clique
+    first); ``cluster`` the clustering record; ``metrics`` against the training images when they were given.
+    """
 
     generations: torch.Tensor
     extracted: torch.Tensor

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from icml25_shared.random import UNSET, check_random_state, renamed_seed
 
 __all__ = ["ClusterResult", "SSCDFeatures", "cluster_extract", "extract_features", "pixel_features"]
 
@@ -52,6 +53,7 @@ class SSCDFeatures:
 
     @torch.no_grad()
     def __call__(self, images: torch.Tensor) -> np.ndarray:
+        """Return (n, d) float64 descriptors of (n, C, H, W) images in [-1, 1]."""
         import torch.nn.functional as F
 
         x = (images.float().clamp(-1, 1) + 1) / 2
@@ -70,8 +72,21 @@ class SSCDFeatures:
 def extract_features(
     images: torch.Tensor | np.ndarray, extractor: str | Path | Callable[[Any], Any] | None = None
 ) -> np.ndarray:
-    """Features for similarity: ``None``/"pixel" → :func:`pixel_features`; a path → :class:`SSCDFeatures`;
-    any callable ``images -> (n, d)`` array or tensor."""
+    """Compute the features whose cosine similarity the clustering and the metrics use.
+
+    Parameters
+    ----------
+    images : torch.Tensor or numpy.ndarray
+        (n, C, H, W) images in [-1, 1].
+    extractor : None, "pixel", path or callable
+        ``None``/"pixel" → :func:`pixel_features`; a path → :class:`SSCDFeatures`; any callable
+        ``images -> (n, d)`` array or tensor.
+
+    Returns
+    -------
+    numpy.ndarray
+        (n, d) float64 features.
+    """
     if extractor is None or (isinstance(extractor, str) and extractor == "pixel"):
         return pixel_features(images)
     if isinstance(extractor, (str, Path)):
@@ -113,9 +128,11 @@ class ClusterResult:
 
 
 def _peel_cliques(sim: np.ndarray, threshold: float, budget: int) -> list[list[int]] | None:
-    """Remove the largest clique (ties: smallest member) until no edge is left; the nodes left over are
-    singletons, in index order. ``budget`` caps the maximal cliques enumerated for each removal; None when a
-    removal exceeds it."""
+    """Remove the largest clique (ties: smallest member) until no edge is left.
+
+    The nodes left over are singletons, in index order. ``budget`` caps the maximal cliques enumerated for each removal; None when a
+    removal exceeds it.
+    """
     import networkx as nx
 
     n = sim.shape[0]
@@ -144,8 +161,9 @@ def cluster_extract(
     quantile: float = 0.25,
     step: float = 0.01,
     n_quantile_samples: int = 1000,
-    seed: int = 0,
+    random_state: Any = 0,
     max_enumerated: int = 20_000,
+    seed: Any = UNSET,
 ) -> ClusterResult:
     """FineXtract's selection of the most likely training images among generations.
 
@@ -161,9 +179,31 @@ def cluster_extract(
     max_enumerated
         Budget of maximal cliques enumerated per clique removal; when a removal exceeds it the threshold rises.
         The official code does the same with a 30 s wall-clock limit; a count keeps results machine-independent.
-    seed
-        Seed for the random similarities that set the start threshold.
+    random_state : None, int or numpy Generator, default 0
+        Draws the random similarities that set the start threshold.
+    seed : int, optional
+        Deprecated name of ``random_state``.
+
+    Returns
+    -------
+    ClusterResult
+        Representatives (largest clique first), cliques and the threshold path.
+
+    Examples
+    --------
+    Three groups of four generations around the corners of a simplex, N = 3 training images. The threshold
+    starts at the 25 % quantile of the similarities and rises by 0.01 until peeling gives at least N cliques:
+
+    >>> import numpy as np
+    >>> rng = np.random.default_rng(0)
+    >>> q, _ = np.linalg.qr(rng.normal(size=(32, 3)))
+    >>> centres = q.T - q.T.mean(0)
+    >>> labels = np.repeat([0, 1, 2], 4)
+    >>> res = cluster_extract(centres[labels] + rng.normal(size=(12, 32)) / 20, n_train=3)
+    >>> len(res.cliques), sorted(labels[res.selected].tolist()), bool(np.allclose(np.diff(res.thresholds), 0.01))
+    (3, [0, 1, 2], True)
     """
+    random_state = renamed_seed(random_state, seed, owner="cluster_extract")
     feats = np.asarray(features.detach().cpu() if isinstance(features, torch.Tensor) else features, dtype=np.float64)
     if feats.ndim != 2:
         raise ValueError(f"features must be 2-D (n_generations, dim), got shape {feats.shape}")
@@ -183,7 +223,7 @@ def cluster_extract(
     np.fill_diagonal(sim, 0.0)
     iu = np.triu_indices(n, k=1)
     off = sim[iu]
-    rng = np.random.default_rng(seed)
+    rng = check_random_state(random_state)
     sampled = off if off.size <= n_quantile_samples else rng.choice(off, n_quantile_samples, replace=False)
     start = math.floor(float(np.quantile(sampled, quantile)) / step + 1e-9) * step
     thresholds: list[float] = []

@@ -33,6 +33,7 @@ class Denoiser:
     null_cond: Any = None
 
     def __call__(self, x: torch.Tensor, t: int, cond: Any) -> torch.Tensor:  # pragma: no cover - interface
+        """Predict the noise in ``x`` (B, *sample_shape) at timestep ``t`` under conditioning ``cond``."""
         raise TypeError(f"{type(self).__name__} does not implement __call__")
 
     def decode(self, x: torch.Tensor) -> torch.Tensor:
@@ -45,10 +46,12 @@ class Denoiser:
 
     @property
     def device(self) -> torch.device:
+        """Device of the model's parameters."""
         return torch.device("cpu")
 
     @property
     def dtype(self) -> torch.dtype:
+        """Floating dtype of the model's parameters."""
         return torch.float32
 
 
@@ -78,10 +81,12 @@ class PixelUNet(Denoiser):
 
     @property
     def device(self) -> torch.device:
+        """Device of the model's parameters."""
         return _module_device_dtype(self.unet)[0]
 
     @property
     def dtype(self) -> torch.dtype:
+        """Floating dtype of the model's parameters."""
         return _module_device_dtype(self.unet)[1]
 
     def _labels(self, cond: Any, x: torch.Tensor) -> torch.Tensor | None:
@@ -97,10 +102,12 @@ class PixelUNet(Denoiser):
         return labels
 
     def __call__(self, x: torch.Tensor, t: int, cond: Any) -> torch.Tensor:
+        """Predict the noise in ``x`` at timestep ``t`` under ``cond``."""
         tt = torch.full((x.shape[0],), int(t), device=x.device, dtype=torch.long)
         return self.unet(x, tt, class_labels=self._labels(cond, x)).sample
 
     def pair(self, x: torch.Tensor, t: int, cond_a: Any, cond_b: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """Predictions under two conditionings, in one batched UNet call."""
         a, b = self._labels(cond_a, x), self._labels(cond_b, x)
         if a is None:
             return super().pair(x, t, cond_a, cond_b)
@@ -135,10 +142,12 @@ class LatentUNet(Denoiser):
 
     @property
     def device(self) -> torch.device:
+        """Device of the model's parameters."""
         return _module_device_dtype(self.unet)[0]
 
     @property
     def dtype(self) -> torch.dtype:
+        """Floating dtype of the model's parameters."""
         return _module_device_dtype(self.unet)[1]
 
     def _embeds(self, cond: Any, x: torch.Tensor) -> torch.Tensor:
@@ -156,10 +165,12 @@ class LatentUNet(Denoiser):
         return cond.to(device=x.device, dtype=x.dtype)
 
     def __call__(self, x: torch.Tensor, t: int, cond: Any) -> torch.Tensor:
+        """Predict the noise in ``x`` at timestep ``t`` under ``cond``."""
         tt = torch.full((x.shape[0],), int(t), device=x.device, dtype=torch.long)
         return self.unet(x, tt, encoder_hidden_states=self._embeds(cond, x)).sample
 
     def pair(self, x: torch.Tensor, t: int, cond_a: Any, cond_b: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        """Predictions under two conditionings, in one batched UNet call."""
         a, b = self._embeds(cond_a, x), self._embeds(cond_b, x)
         if a.shape != b.shape:
             return self(x, t, cond_a), self(x, t, cond_b)
@@ -182,6 +193,7 @@ class LatentUNet(Denoiser):
             return self.text_encoder(ids.to(self.device))[0]
 
     def decode(self, x: torch.Tensor) -> torch.Tensor:
+        """Decode latents with the VAE (identity without one); images in [-1, 1]."""
         if self.vae is None:
             return x
         scale = float(getattr(self.vae.config, "scaling_factor", 1.0))
@@ -200,6 +212,7 @@ class FunctionDenoiser(Denoiser):
     dtype: torch.dtype = torch.float32
 
     def __call__(self, x: torch.Tensor, t: int, cond: Any) -> torch.Tensor:
+        """Return ``fn(x, t, cond)``."""
         return self.fn(x, t, cond)
 
 
@@ -265,10 +278,12 @@ class _AdaptersOff(Denoiser):
 
     @property
     def device(self) -> torch.device:
+        """Device of the model's parameters."""
         return self.inner.device
 
     @property
     def dtype(self) -> torch.dtype:
+        """Floating dtype of the model's parameters."""
         return self.inner.dtype
 
     def __call__(self, x: torch.Tensor, t: int, cond: Any) -> torch.Tensor:

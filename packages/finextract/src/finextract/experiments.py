@@ -1,4 +1,9 @@
-"""``demo`` and ``reproduce``: FineXtract vs the CFG baseline on personalised tiny digit models (CPU scale)."""
+"""``demo`` and ``reproduce``: FineXtract vs the CFG baseline on personalised tiny digit models (CPU scale).
+
+Experiment seeds are labels: in the instance design seed ``s`` names pool block ``s mod 6`` (test seeds 0, 1, 2,
+calibration seed 3), and each label roots its own independent streams (:func:`seed_streams`) for pretraining,
+fine-tuning and the initial latents.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +15,10 @@ from typing import Any
 
 import numpy as np
 import torch
-from icml25_shared.cli import RunContext
+from icml25_shared.cli import RunContext, progress
+from icml25_shared.random import UNSET, child_seeds, renamed_seed
+from icml25_shared.stats import mean_sd
+from icml25_shared.tables import markdown_table
 
 from finextract.audit import ExtractionResult, extract
 from finextract.denoisers import PixelUNet, without_adapters
@@ -22,7 +30,7 @@ log = logging.getLogger(__name__)
 #: paper settings (Generator.py): DreamBooth w=3, k=-0.02; LoRA w=5, k=0; baseline CFG 3.0
 SETTINGS = {"full": {"w": 3.0, "k": -0.02}, "lora": {"w": 5.0, "k": 0.0}}
 CFG_SCALE = 3.0
-#: A-ESR thresholds on the pixel-correlation scale of 8x8 digits. The acceptance threshold is the first, 0.9, fixed
+#: A-ESR thresholds on the pixel-correlation scale of 8x8 digits. The primary threshold is the first, 0.9, fixed
 #: by a data-only rule before the test seeds were run: about the 90th percentile (0.898) of the best pixel
 #: correlation between a training image and N = 8 *other writers'* 8s and 9s (:func:`no_extraction_reference`),
 #: so matching at 0.9 is rarer than chance look-alikes. At 0.8 about half of such look-alikes already count.
@@ -32,8 +40,34 @@ ESR_THRESHOLDS = (0.9, 0.8)
 #: (:func:`no_extraction_reference` with ``digits=(3,)``), rounded to 0.93. Same-digit look-alikes are much closer
 #: than in the new-concept design (their A-ESR@0.9 is 0.30, @0.8 0.84), so 0.9 is only a secondary number here.
 INSTANCE_ESR_THRESHOLDS = (0.93, 0.9)
-#: checkpoints cached under an older layout (new token initialised to the null class) are not reused
-CACHE_TAG = "tok2"
+#: checkpoints cached under an older layout (new token initialised to the null class, or seeds as plain offsets
+#: before the per-seed SeedSequence streams) are not reused
+CACHE_TAG = "tok2-ss"
+#: the roles of an experiment seed's independent streams (:func:`seed_streams`)
+STREAMS = ("pretrain", "finetune", "latents")
+
+
+def seed_streams(seed: int) -> dict[str, int]:
+    """Return the independent torch seeds that experiment seed ``seed`` roots.
+
+    Parameters
+    ----------
+    seed : int
+        An experiment seed (a label such as a test or calibration seed).
+
+    Returns
+    -------
+    dict of str to int
+        One seed per role in :data:`STREAMS`, from :func:`icml25_shared.random.child_seeds`.
+
+    Examples
+    --------
+    >>> a, b = seed_streams(0), seed_streams(1)
+    >>> sorted(a) == sorted(STREAMS) and len(set(a.values()) | set(b.values())) == 6
+    True
+    """
+    return dict(zip(STREAMS, child_seeds(seed, len(STREAMS)), strict=True))
+
 
 #: experiment designs (see :mod:`finextract.training`); ``reproduce`` runs ``DEFAULT_DESIGN`` unless told otherwise.
 #: "instance" leads because it is the paper's setting (DreamBooth on instances of a class the base model knows).
@@ -43,6 +77,8 @@ DEFAULT_DESIGN = "instance"
 
 @dataclass(frozen=True)
 class Design:
+    """One experiment design: data split, A-ESR thresholds, look-alike reference digits and cache names."""
+
     name: str
     data: Any  # (n_train, *, seed) -> DigitsData
     thresholds: tuple[float, ...]
@@ -52,23 +88,36 @@ class Design:
 
 
 def design_setup(name: str) -> Design:
-    """Data split, A-ESR thresholds, reference digits and cache names of an experiment design."""
+    """Return the data split, A-ESR thresholds, reference digits and cache names of an experiment design.
+
+    Parameters
+    ----------
+    name : {"instance", "new-concept"}
+        The design.
+
+    Returns
+    -------
+    Design
+        Its settings.
+    """
     if name == "instance":
         return Design(
             name,
             instance_data,
             INSTANCE_ESR_THRESHOLDS,
             (INSTANCE_DIGIT,),
-            f"-instance{INSTANCE_DIGIT}-pool{INSTANCE_POOL}",
-            f"inst{INSTANCE_DIGIT}",
+            f"-instance{INSTANCE_DIGIT}-pool{INSTANCE_POOL}-ss",
+            f"inst{INSTANCE_DIGIT}-ss",
         )
     if name == "new-concept":
-        return Design(name, digits_data, ESR_THRESHOLDS, (8, 9), "", CACHE_TAG)
+        return Design(name, digits_data, ESR_THRESHOLDS, (8, 9), "-ss", CACHE_TAG)
     raise ValueError(f"unknown design {name!r}; choose one of {', '.join(DESIGNS)}")
 
 
 @dataclass
 class Config:
+    """Sizes of one run: N, pretraining and fine-tuning steps and rates, LoRA rank, generations, DDIM steps."""
+
     n_train: int = 8
     pretrain_steps: int = 1500
     full_steps: int = 150
@@ -100,21 +149,45 @@ W_GRID = (1.5, 2.0, 3.0, 5.0)
 K_GRID = (-0.02, 0.0)
 CFG_GRID = (1.0, 3.0, 5.0)
 QUICK_GRID = {"w_grid": (2.0, 3.0), "k_grid": (0.0,), "cfg_grid": (1.0, 3.0)}  # keeps --quick at a few seconds
-CALIBRATION_OFFSET = 3  # held-out seed = first test seed + 3 (the test seeds are seed, seed + 1, seed + 2)
+#: test seeds are the labels ``--seed`` + 0, 1, 2 and the held-out calibration seed is ``--seed`` + 3 (pool blocks)
+TEST_OFFSETS = (0, 1, 2)
+CALIBRATION_OFFSET = 3
 
 #: method name -> ("mg", w, k) or ("cfg", scale)
 Methods = dict[str, tuple[Any, ...]]
 
 
 def paper_methods(mode: str) -> Methods:
-    """The paper's untuned settings: FineXtract with Generator.py's (w, k), CFG at scale 3."""
+    """Return the paper's untuned settings: FineXtract with Generator.py's (w, k), CFG at scale 3.
+
+    Parameters
+    ----------
+    mode : {"full", "lora"}
+        Fine-tuning mode.
+
+    Returns
+    -------
+    dict
+        Method name -> ``("mg", w, k)`` or ``("cfg", scale)``.
+    """
     return {"FineXtract": ("mg", SETTINGS[mode]["w"], SETTINGS[mode]["k"]), "CFG baseline": ("cfg", CFG_SCALE)}
 
 
 def grid_methods(
     *, w_grid: tuple[float, ...] = W_GRID, k_grid: tuple[float, ...] = K_GRID, cfg_grid: tuple[float, ...] = CFG_GRID
 ) -> Methods:
-    """Every calibration candidate, named ``mg w=.. k=..`` and ``cfg s=..``."""
+    """Return every calibration candidate, named ``mg w=.. k=..`` and ``cfg s=..``.
+
+    Parameters
+    ----------
+    w_grid, k_grid, cfg_grid : tuple of float
+        FineXtract's w and k values and the CFG scales.
+
+    Returns
+    -------
+    dict
+        Candidate name -> ``("mg", w, k)`` or ``("cfg", scale)``.
+    """
     out: Methods = {f"mg w={w} k={k}": ("mg", w, k) for w in w_grid for k in k_grid}
     out.update({f"cfg s={s}": ("cfg", s) for s in cfg_grid})
     return out
@@ -130,8 +203,35 @@ def run_setting(
     methods: Methods | None = None,
     thresholds: tuple[float, ...] = ESR_THRESHOLDS,
 ) -> dict[str, ExtractionResult]:
-    """Fine-tune (full or LoRA) on ``data.finetune_images`` and extract with each method (default: the paper's
-    FineXtract and CFG settings). All methods share the initial latents, DDIM steps and x0 rescaling."""
+    """Fine-tune (full or LoRA) on ``data.finetune_images`` and extract with each method.
+
+    All methods share the initial latents, DDIM steps and x0 rescaling.
+
+    Parameters
+    ----------
+    pre : PixelUNet
+        The pretrained model.
+    data : DigitsData
+        The fine-tuning set.
+    mode : {"full", "lora"}
+        Fine-tuning mode.
+    cfg : Config
+        Sizes.
+    seed : int
+        Experiment seed; its :func:`seed_streams` drive the fine-tuning and the initial latents.
+    cache : path, optional
+        Folder for the fine-tuned checkpoint.
+    methods : dict, optional
+        Method name -> settings (default: :func:`paper_methods`).
+    thresholds : tuple of float
+        A-ESR thresholds.
+
+    Returns
+    -------
+    dict of str to ExtractionResult
+        One result per method.
+    """
+    streams = seed_streams(seed)
     lora = mode == "lora"
     ft = finetune(
         pre,
@@ -139,12 +239,12 @@ def run_setting(
         steps=cfg.lora_steps if lora else cfg.full_steps,
         lr=cfg.lora_lr if lora else cfg.full_lr,
         lora_rank=cfg.lora_rank if lora else None,
-        seed=seed,
+        random_state=streams["finetune"],
         cache=cache,
     )
     base = without_adapters(ft) if lora else pre
     n_gen = cfg.gen_per_image * cfg.n_train
-    latents = torch.randn((n_gen, *ft.sample_shape), generator=torch.Generator().manual_seed(1000 + seed))
+    latents = torch.randn((n_gen, *ft.sample_shape), generator=torch.Generator().manual_seed(streams["latents"]))
     common = {"steps": cfg.ddim_steps, "rescale_x0": cfg.rescale_x0}
     samplers = {
         name: ModelGuidanceSampler(base, ft, w=m[1], k=m[2], **common)
@@ -168,8 +268,17 @@ def run_setting(
 def calibrate(scores: dict[str, dict[str, list[float]]], grid: Methods) -> dict[str, Methods]:
     """Pick, per mode, the best FineXtract and the best CFG candidate by mean held-out AS.
 
-    ``scores[mode][candidate]``: held-out AS values (one per regime). Returns ``{mode: {"FineXtract (calibrated)":
-    ("mg", w, k), "CFG baseline (calibrated)": ("cfg", s)}}``. ``grid``: the candidates (:func:`grid_methods`).
+    Parameters
+    ----------
+    scores : dict
+        ``scores[mode][candidate]``: held-out AS values (one per regime).
+    grid : dict
+        The candidates (:func:`grid_methods`); ties go to the earlier one.
+
+    Returns
+    -------
+    dict
+        ``{mode: {"FineXtract (calibrated)": ("mg", w, k), "CFG baseline (calibrated)": ("cfg", s)}}``.
     """
     out: dict[str, Methods] = {}
     for mode, by_cand in scores.items():
@@ -187,13 +296,39 @@ def no_extraction_reference(
     digits: tuple[int, ...] = (8, 9),
     thresholds: tuple[float, ...] = ESR_THRESHOLDS,
     trials: int = 2000,
-    seed: int = 123,
+    random_state: Any = 123,
+    seed: Any = UNSET,
 ) -> dict[str, Any]:
-    """A-ESR and AS of a set that extracts nothing: N real images of ``digits`` by other writers scored against N
-    training images drawn from the same pool (pixel cosine), over ``trials`` random draws. Uses no model.
+    """Score a set that extracts nothing: real images by other writers, without any model.
 
-    Also ``AS_nearest_real``: the AS when each image's match is its nearest *other* real image of ``digits`` in the
-    whole dataset (the best look-alike that exists)."""
+    N real images of ``digits`` are scored against N training images drawn from the same pool (pixel cosine),
+    over ``trials`` random draws.
+
+    Parameters
+    ----------
+    n_train : int, default 8
+        N.
+    digits : tuple of int, default (8, 9)
+        The digits of the pool.
+    thresholds : tuple of float
+        A-ESR thresholds.
+    trials : int, default 2000
+        Random draws.
+    random_state : None, int or numpy Generator, default 123
+        Draws the splits.
+    seed : int, optional
+        Deprecated name of ``random_state``.
+
+    Returns
+    -------
+    dict
+        ``AS``, ``A-ESR@t``, quantiles of the best match and of one set's AS, and ``AS_nearest_real``: the AS when
+        each image's match is its nearest *other* real image of ``digits`` in the whole dataset (the best
+        look-alike that exists).
+    """
+    from icml25_shared.random import check_random_state
+
+    random_state = renamed_seed(random_state, seed, owner="no_extraction_reference")
     from sklearn.datasets import load_digits
 
     from finextract.cluster import cosine_matrix, pixel_features
@@ -204,7 +339,7 @@ def no_extraction_reference(
     sim = cosine_matrix(feats, feats)
     others = sim.copy()
     np.fill_diagonal(others, -np.inf)
-    rng = np.random.default_rng(seed)
+    rng = check_random_state(random_state)
     best = []
     for _ in range(trials):
         perm = rng.permutation(held.size)
@@ -226,8 +361,21 @@ def no_extraction_reference(
 
 
 def lookalike_reference(data: Any, thresholds: tuple[float, ...]) -> dict[str, float]:
-    """For one fine-tuning set: AS and A-ESR when each training image's "extraction" is its nearest real image of
-    the same digit that is not in the fine-tuning set (pixel cosine). No model is involved."""
+    """Score each training image's nearest real look-alike, without any model.
+
+    Parameters
+    ----------
+    data : DigitsData
+        One fine-tuning set.
+    thresholds : tuple of float
+        A-ESR thresholds.
+
+    Returns
+    -------
+    dict
+        AS and A-ESR when each training image's "extraction" is its nearest real image of the same digit that is
+        not in the fine-tuning set (pixel cosine).
+    """
     from sklearn.datasets import load_digits
 
     from finextract.cluster import cosine_matrix, pixel_features
@@ -282,20 +430,27 @@ def _matched(train: torch.Tensor, r: ExtractionResult) -> torch.Tensor:
 
 
 def _markdown(rows: list[dict[str, Any]], keys: list[str]) -> str:
-    lines = ["| " + " | ".join(keys) + " |", "|" + "---|" * len(keys)]
-    for row in rows:
-        lines.append(
-            "| " + " | ".join(f"{row[k]:.3f}" if isinstance(row[k], float) else str(row[k]) for k in keys) + " |"
-        )
-    return "\n".join(lines)
+    return markdown_table(rows, headers=keys, digits=3)
 
 
 def demo(ctx: RunContext) -> None:
-    """Pretrain a tiny digits UNet, fully fine-tune it on 8 held-out images, extract with FineXtract vs CFG."""
+    """Pretrain a tiny digits UNet, fully fine-tune it on 8 held-out images, extract with FineXtract vs CFG.
+
+    Parameters
+    ----------
+    ctx : icml25_shared.cli.RunContext
+        Output folder, seed and quick flag; writes ``demo.md`` and ``demo.png``.
+    """
     torch.set_num_threads(1)  # 0.16 M-param model: threads only add contention on shared CPUs
     cfg = QUICK if ctx.quick else Config(pretrain_steps=200, gen_per_image=6, ddim_steps=25, **REGIMES["light"])
-    data = digits_data(cfg.n_train, seed=ctx.seed)
-    pre = pretrain(data, steps=cfg.pretrain_steps, batch_size=64, seed=ctx.seed)
+    data = digits_data(cfg.n_train, random_state=ctx.seed)
+    pre = pretrain(
+        data,
+        steps=cfg.pretrain_steps,
+        batch_size=64,
+        random_state=seed_streams(ctx.seed)["pretrain"],
+        progress=not ctx.quick,
+    )
     res = run_setting(pre, data, "full", cfg, ctx.seed)
     rows = [_row("full", ctx.seed, name, r) for name, r in res.items()]
     ctx.write_table(_markdown(rows, ["method", "AS", *[f"A-ESR@{t}" for t in ESR_THRESHOLDS], "threshold"]))
@@ -317,7 +472,23 @@ class FrozenCalibration:
 
 
 def parse_seeds(text: str) -> list[int]:
-    """``"4,5"`` -> ``[4, 5]``: distinct non-negative integers, in the given order."""
+    """Parse ``"4,5"`` into ``[4, 5]``: distinct non-negative integers, in the given order.
+
+    Parameters
+    ----------
+    text : str
+        Comma-separated integers.
+
+    Returns
+    -------
+    list of int
+        The seeds.
+
+    Examples
+    --------
+    >>> parse_seeds("4,5")
+    [4, 5]
+    """
     try:
         seeds = [int(part) for part in text.split(",")]
     except ValueError:
@@ -332,9 +503,29 @@ def parse_seeds(text: str) -> list[int]:
 def load_calibration(
     path: str | Path, *, design: Design, config: Config, test_seeds: list[int], pretrain_seed: int
 ) -> FrozenCalibration:
-    """Read the calibrated settings of an earlier ``reproduce`` JSON and check that they may be reused: same
-    design, model/fine-tuning configuration, regimes and pretraining seed, and no test seed's fine-tuning image in
-    the calibration seed's set (a held-out seed must stay held out)."""
+    """Read the calibrated settings of an earlier ``reproduce`` JSON and check that they may be reused.
+
+    Reuse needs the same design, model/fine-tuning configuration, regimes and pretraining seed, and no test seed's
+    fine-tuning image in the calibration seed's set (a held-out seed must stay held out).
+
+    Parameters
+    ----------
+    path : path
+        An earlier run's ``reproduce.json``.
+    design : Design
+        This run's design.
+    config : Config
+        This run's sizes.
+    test_seeds : list of int
+        The new test seeds.
+    pretrain_seed : int
+        This run's ``--seed``.
+
+    Returns
+    -------
+    FrozenCalibration
+        The settings to reuse.
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"calibration file {path} does not exist (a reproduce.json from an earlier run)")
@@ -354,9 +545,9 @@ def load_calibration(
             f"{path} used the model pretrained with seed {rec_pre}; this run pretrains with {pretrain_seed}"
         )
     cal_seed = int(cal["seed"])
-    held = set(design.data(config.n_train, seed=cal_seed).finetune_indices.tolist())
+    held = set(design.data(config.n_train, random_state=cal_seed).finetune_indices.tolist())
     for s in test_seeds:
-        if s == cal_seed or held & set(design.data(config.n_train, seed=s).finetune_indices.tolist()):
+        if s == cal_seed or held & set(design.data(config.n_train, random_state=s).finetune_indices.tolist()):
             raise ValueError(f"test seed {s} shares fine-tuning images with calibration seed {cal_seed}")
     chosen = {
         mode: {label: tuple(m) for label, m in cal["chosen"][mode].items()}
@@ -375,15 +566,24 @@ def reproduce(
     seeds: list[int] | None = None,
     calibration: str | Path | None = None,
 ) -> None:
-    """3 test seeds x {light, strong fine-tuning} x {full, LoRA}: FineXtract vs CFG, each at the paper's settings
-    and at settings calibrated on a held-out seed (same grid search for both methods); JSON, table, grid.
+    """Run FineXtract vs CFG over 3 test seeds x {light, strong fine-tuning} x {full, LoRA}.
 
-    ``design``: "instance" (specific images of a known digit, token initialised to that digit) or "new-concept"
-    (8s and 9s under a random new token); see :mod:`finextract.training`.
+    Each method runs at the paper's settings and at settings calibrated on a held-out seed (the same grid search
+    for both methods); writes JSON, a table and a grid of images.
 
-    ``seeds`` with ``calibration`` (an earlier run's ``reproduce.json``): run these test seeds with that run's
-    calibrated settings frozen (no search) and the same pretrained model (pretraining seed ``ctx.seed``); the
-    files are named ``reproduce-seeds<a>-<b>.*`` so the earlier run's are kept."""
+    Parameters
+    ----------
+    ctx : icml25_shared.cli.RunContext
+        Output folder, seed (the pretraining seed and the first test seed) and quick flag.
+    design : {"instance", "new-concept"}
+        "instance": specific images of a known digit, token initialised to that digit; "new-concept": 8s and 9s
+        under a random new token (see :mod:`finextract.training`).
+    seeds : list of int, optional
+        With ``calibration``: run these test seeds with that run's calibrated settings frozen (no search) and the
+        same pretrained model; the files are named ``reproduce-seeds<a>-<b>.*`` so the earlier run's are kept.
+    calibration : path, optional
+        An earlier run's ``reproduce.json``.
+    """
     from dataclasses import replace
 
     des = design_setup(design)
@@ -397,20 +597,20 @@ def reproduce(
     if seeds is not None and calibration is not None:
         frozen = load_calibration(calibration, design=des, config=base_cfg, test_seeds=seeds, pretrain_seed=ctx.seed)
     else:
-        seeds = [ctx.seed] if ctx.quick else [ctx.seed, ctx.seed + 1, ctx.seed + 2]
+        seeds = [ctx.seed] if ctx.quick else [ctx.seed + offset for offset in TEST_OFFSETS]
     cal_seed = frozen.seed if frozen else ctx.seed + CALIBRATION_OFFSET
     name = f"reproduce-seeds{'-'.join(map(str, seeds))}" if frozen else None
     grid_kw: dict[str, tuple[float, ...]] = (
         QUICK_GRID if ctx.quick else {"w_grid": W_GRID, "k_grid": K_GRID, "cfg_grid": CFG_GRID}
     )
     grid = grid_methods(**grid_kw)
-    data0 = des.data(base_cfg.n_train, seed=ctx.seed)
+    data0 = des.data(base_cfg.n_train, random_state=ctx.seed)
     cache = None if ctx.quick else ctx.path("checkpoints")
     pre = pretrain(
         data0,
         steps=base_cfg.pretrain_steps,
         batch_size=64,
-        seed=ctx.seed,
+        random_state=seed_streams(ctx.seed)["pretrain"],
         cache=None if cache is None else cache / f"pretrained-{base_cfg.pretrain_steps}{des.pretrain_tag}",
     )
 
@@ -420,16 +620,16 @@ def reproduce(
     # 1. calibration on the held-out seed: every grid candidate for both methods (or the frozen earlier choice)
     scores: dict[str, dict[str, list[float]]] = {"full": {}, "lora": {}}
     cal_rows: list[dict[str, Any]] = []
-    for regime, overrides in [] if frozen else list(regimes.items()):
-        cfg = replace(base_cfg, **overrides)
-        data = des.data(cfg.n_train, seed=cal_seed)
-        for mode in ("full", "lora"):
-            res = run_setting(
-                pre, data, mode, cfg, cal_seed, cache=sub(regime, mode, cal_seed), methods=grid, thresholds=thresholds
-            )
-            for cand, r in res.items():
-                scores[mode].setdefault(cand, []).append(r.metrics.similarity)
-                cal_rows.append({"regime": regime, **_row(mode, cal_seed, cand, r)})
+    cal_cells = [] if frozen else [(regime, mode) for regime in regimes for mode in ("full", "lora")]
+    for regime, mode in progress(cal_cells, enabled=not ctx.quick, desc="calibration"):
+        cfg = replace(base_cfg, **regimes[regime])
+        data = des.data(cfg.n_train, random_state=cal_seed)
+        res = run_setting(
+            pre, data, mode, cfg, cal_seed, cache=sub(regime, mode, cal_seed), methods=grid, thresholds=thresholds
+        )
+        for cand, r in res.items():
+            scores[mode].setdefault(cand, []).append(r.metrics.similarity)
+            cal_rows.append({"regime": regime, **_row(mode, cal_seed, cand, r)})
     chosen = frozen.chosen if frozen else calibrate(scores, grid)
     log.info("calibrated on seed %d: %s", cal_seed, chosen)
     calibration_record: dict[str, Any] = (
@@ -442,27 +642,27 @@ def reproduce(
     rows: list[dict[str, Any]] = []
     grids: list[tuple[str, torch.Tensor]] = []
     lookalikes = {
-        seed: lookalike_reference(des.data(base_cfg.n_train, seed=seed), thresholds) for seed in [*seeds, cal_seed]
+        seed: lookalike_reference(des.data(base_cfg.n_train, random_state=seed), thresholds)
+        for seed in [*seeds, cal_seed]
     }
-    for regime, overrides in regimes.items():
-        cfg = replace(base_cfg, **overrides)
-        for seed in seeds:
-            data = des.data(cfg.n_train, seed=seed)
-            for mode in ("full", "lora"):
-                res = run_setting(
-                    pre,
-                    data,
-                    mode,
-                    cfg,
-                    seed,
-                    cache=sub(regime, mode, seed),
-                    methods={**paper_methods(mode), **chosen[mode]},
-                    thresholds=thresholds,
-                )
-                rows += [{"regime": regime, **_row(mode, seed, m, r)} for m, r in res.items()]
-                if seed == seeds[0] and regime == next(iter(regimes)):
-                    grids.append((f"train ({mode})", data.finetune_images))
-                    grids += [(f"{m} ({mode})", _matched(data.finetune_images, r)) for m, r in res.items()]
+    test_cells = [(regime, seed, mode) for regime in regimes for seed in seeds for mode in ("full", "lora")]
+    for regime, seed, mode in progress(test_cells, enabled=not ctx.quick, desc="test seeds"):
+        cfg = replace(base_cfg, **regimes[regime])
+        data = des.data(cfg.n_train, random_state=seed)
+        res = run_setting(
+            pre,
+            data,
+            mode,
+            cfg,
+            seed,
+            cache=sub(regime, mode, seed),
+            methods={**paper_methods(mode), **chosen[mode]},
+            thresholds=thresholds,
+        )
+        rows += [{"regime": regime, **_row(mode, seed, m, r)} for m, r in res.items()]
+        if seed == seeds[0] and regime == next(iter(regimes)):
+            grids.append((f"train ({mode})", data.finetune_images))
+            grids += [(f"{m} ({mode})", _matched(data.finetune_images, r)) for m, r in res.items()]
     summary = []
     metric_keys = ["AS", *[f"A-ESR@{t}" for t in thresholds]]
     methods = ["FineXtract", "CFG baseline", "FineXtract (calibrated)", "CFG baseline (calibrated)"]
@@ -479,14 +679,14 @@ def reproduce(
                     "params": f"w={m[1]}, k={m[2]}" if m[0] == "mg" else f"s={m[1]}",
                 }
                 for key in metric_keys:
-                    vals = np.array([r[key] for r in sel])
-                    entry[key] = float(vals.mean())
-                    entry[key + " sd"] = float(vals.std())
+                    stat = mean_sd([r[key] for r in sel])
+                    entry[key] = stat.mean
+                    entry[key + " sd"] = stat.sd
                 summary.append(entry)
     keys = ["regime", "setting", "method", "params", *[k for m in metric_keys for k in (m, m + " sd")]]
     look_rows = [{"seed": s, **v} for s, v in lookalikes.items()]
     ctx.write_table(
-        f"design: {design}; test seeds {seeds}; A-ESR thresholds {thresholds} (the first is the acceptance "
+        f"design: {design}; test seeds {seeds}; A-ESR thresholds {thresholds} (the first is the primary "
         "threshold)\n\n"
         + _markdown(summary, keys)
         + "\n\nnearest real same-digit image not in the fine-tuning set, per seed (no model):\n\n"
@@ -499,7 +699,9 @@ def reproduce(
             "pretrain_seed": ctx.seed,
             "esr_thresholds": thresholds,
             "pretrain_images": int(data0.pretrain_images.shape[0]),
-            "finetune_indices": {s: des.data(base_cfg.n_train, seed=s).finetune_indices for s in [*seeds, cal_seed]},
+            "finetune_indices": {
+                s: des.data(base_cfg.n_train, random_state=s).finetune_indices for s in [*seeds, cal_seed]
+            },
             "lookalike_reference": lookalikes,
             "config": base_cfg.__dict__,
             "regimes": regimes,
@@ -522,7 +724,7 @@ def reproduce(
     )
 
 
-#: the pair that acceptance item 5 compares (calibrated settings, frozen from the calibration seed)
+#: the pair that the pooled head-to-head compares (calibrated settings, frozen from the calibration seed)
 METHOD = "FineXtract (calibrated)"
 BASELINE = "CFG baseline (calibrated)"
 
@@ -533,7 +735,8 @@ def counted_regimes(calibration: dict[str, Any], reference_as: float) -> dict[st
     A regime counts if the calibrated CFG baseline's AS on the calibration seed, averaged over full and LoRA, is
     above ``reference_as`` (the AS of 8 random other real images of the digit, :func:`no_extraction_reference`):
     only then does fine-tuning make the instances more extractable than look-alikes. ``calibration``: the
-    ``calibration`` record of a searching ``reproduce`` run (it holds every candidate's calibration-seed AS)."""
+    ``calibration`` record of a searching ``reproduce`` run (it holds every candidate's calibration-seed AS).
+    """
     out: dict[str, dict[str, Any]] = {}
     for regime in dict.fromkeys(r["regime"] for r in calibration["runs"]):
         vals = []
@@ -553,8 +756,20 @@ def counted_regimes(calibration: dict[str, Any], reference_as: float) -> dict[st
 
 
 def head_to_head(runs: list[dict[str, Any]], esr_key: str) -> list[dict[str, Any]]:
-    """Per (regime, setting): the mean AS and ``esr_key`` over every seed in ``runs`` of :data:`METHOD` and
-    :data:`BASELINE`, and ``wins``: strictly higher mean on both. Each seed must have both methods."""
+    """Compare :data:`METHOD` with :data:`BASELINE` per (regime, setting), pooled over seeds.
+
+    Parameters
+    ----------
+    runs : list of dict
+        Rows of ``reproduce.json["runs"]``; each seed must have both methods.
+    esr_key : str
+        The A-ESR column, e.g. ``"A-ESR@0.93"``.
+
+    Returns
+    -------
+    list of dict
+        Per cell: the seeds, each method's mean AS and ``esr_key``, and ``wins`` (strictly higher mean on both).
+    """
     out = []
     cells = dict.fromkeys((r["regime"], r["setting"]) for r in runs if r["method"] in (METHOD, BASELINE))
     for regime, mode in cells:

@@ -123,6 +123,7 @@ class DDIMSchedule:
 
     @property
     def stride(self) -> int:
+        """Training timesteps between two DDIM steps."""
         return int(self.alphas_cumprod.numel()) // len(self.timesteps)
 
     def alphas(self, t: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -167,8 +168,11 @@ class _DDIMSampler:
         return latents.to(device=den.device, dtype=den.dtype)
 
     def _schedule(self, *dens: Denoiser) -> DDIMSchedule:
-        """The explicit scheduler, else the first of ``dens`` that carries one (the checkpoint's training
-        schedule), else diffusers' default."""
+        """Pick the schedule to sample on.
+
+        The explicit scheduler, else the first of ``dens`` that carries one (the checkpoint's training schedule),
+        else diffusers' default.
+        """
         sched = self.scheduler
         if isinstance(sched, str) and sched == "ddim":
             sched = next((d.scheduler for d in dens if d.scheduler is not None), sched)
@@ -223,6 +227,28 @@ class ModelGuidanceSampler(_DDIMSampler):
         DDIM); only epsilon-prediction models are supported (others raise).
     rescale_x0
         The official code's optional "dt" flag (see :func:`ddim_step`).
+    batch_size : int, default 256
+        Samples per UNet call.
+    progress : bool, default False
+        A tqdm bar over the DDIM steps.
+
+    Examples
+    --------
+    The paper's model of fine-tuning holds exactly for Gaussian mixtures: the fine-tuned model is
+    ``(1 - λ) eps_pre + λ eps_q`` with the data's two memorised points in ``q``. With λ = 1/3, plain sampling of the
+    fine-tuned model (w = 1) lands far from them and w = 1/λ = 3 recovers them:
+
+    >>> import torch
+    >>> from finextract.toy import gaussian_mixture_denoiser, interpolated_denoiser
+    >>> points = torch.tensor([[2.0, 2.0], [-2.0, 2.0]], dtype=torch.float64)
+    >>> pre = gaussian_mixture_denoiser([[0.0, 0.0]], 1.0)
+    >>> ft = interpolated_denoiser(pre, gaussian_mixture_denoiser(points, 0.05), lam=1 / 3)
+    >>> x_T = torch.randn(200, 2, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    >>> for w in (1.0, 3.0):
+    ...     x = ModelGuidanceSampler(pre, ft, w=w, steps=20).sample(None, latents=x_T).images
+    ...     print(w, round(torch.cdist(x, points).min(dim=1).values.mean().item(), 2))
+    1.0 0.9
+    3.0 0.03
     """
 
     def __init__(

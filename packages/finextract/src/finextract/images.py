@@ -22,8 +22,11 @@ _LUMA = torch.tensor([0.299, 0.587, 0.114])  # ITU-R BT.601, what PIL's convert(
 
 @dataclass
 class ImageSet:
-    """Images at their native size: ``images[i]`` is a (C, H, W) float tensor in [0, 1], C = 1 or 3;
-    ``names[i]`` is its file name (or ``"<file>[i]"`` for an array file)."""
+    """Images at their native size.
+
+    ``images[i]`` is a (C, H, W) float tensor in [0, 1], C = 1 or 3; ``names[i]`` is its file name (or
+    ``"<file>[i]"`` for an array file).
+    """
 
     names: list[str]
     images: list[torch.Tensor] = field(repr=False)
@@ -52,9 +55,27 @@ def _fit_one(img: torch.Tensor, channels: int, height: int, width: int) -> torch
 
 
 def load_images(path: str | Path) -> ImageSet:
-    """Read training images: a folder of image files (``IMAGE_SUFFIXES``, sorted by name, other files ignored)
-    or one ``.pt`` / ``.npy`` file with an (n, C, H, W) array in [-1, 1] (C = 1 or 3), the layout of
-    ``finextract.training`` and of the samplers' output."""
+    """Read training images from a folder of image files or one array file.
+
+    Parameters
+    ----------
+    path : path
+        A folder of image files (``IMAGE_SUFFIXES``, sorted by name, other files ignored), or one ``.pt`` /
+        ``.npy`` file with an (n, C, H, W) array in [-1, 1] (C = 1 or 3), the layout of ``finextract.training``
+        and of the samplers' output.
+
+    Returns
+    -------
+    ImageSet
+        The images at their native size, in [0, 1].
+
+    Raises
+    ------
+    FileNotFoundError
+        When ``path`` does not exist.
+    ValueError
+        For an empty folder, an unreadable file, a wrong array shape or values outside [-1, 1].
+    """
     root = Path(path)
     if root.is_dir():
         files = sorted(p for p in root.iterdir() if p.is_file() and p.suffix.lower() in IMAGE_SUFFIXES)
@@ -71,8 +92,11 @@ def load_images(path: str | Path) -> ImageSet:
 
 
 def _read_file(path: Path) -> torch.Tensor:
-    """(C, H, W) in [0, 1], upright (EXIF orientation applied, as diffusers' DreamBooth scripts do); 16-bit
-    greys are scaled by 65535, not clipped to 8 bits."""
+    """Read one image as (C, H, W) in [0, 1].
+
+    Upright (EXIF orientation applied, as diffusers' DreamBooth scripts do); 16-bit greys are scaled by 65535,
+    not clipped to 8 bits.
+    """
     from PIL import Image, ImageOps, UnidentifiedImageError
 
     try:

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from icml25_shared.random import UNSET, renamed_seed
 
 __all__ = ["add_lora", "load_lora", "save_lora"]
 
@@ -30,14 +31,36 @@ def add_lora(
     rank: int = 4,
     alpha: float | None = None,
     target_modules: Sequence[str] = DEFAULT_TARGETS,
-    seed: int | None = None,
+    random_state: Any = None,
+    seed: Any = UNSET,
 ) -> torch.nn.Module:
     """Inject a peft LoRA adapter (B initialised to zero, so the output is unchanged) and freeze the base.
 
-    ``target_modules``: module-name suffixes (attention projections, resnet convs, time-embedding projections by
-    default; names absent from the model are skipped). Returns ``model`` (modified in place).
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A diffusers UNet (modified in place).
+    rank : int, default 4
+        LoRA rank r.
+    alpha : float, optional
+        LoRA alpha (default ``rank``, a scale of 1).
+    target_modules : sequence of str
+        Module-name suffixes: attention projections, resnet convs and time-embedding projections by default;
+        names absent from the model are skipped.
+    random_state : None, int or numpy Generator, optional
+        Seeds the initialisation of the A matrices; None draws from torch's global generator. torch's global
+        generator is left as it was when this is given.
+    seed : int, optional
+        Deprecated name of ``random_state``.
+
+    Returns
+    -------
+    torch.nn.Module
+        ``model``, with only the LoRA parameters trainable.
     """
     from peft import LoraConfig, inject_adapter_in_model
+
+    random_state = renamed_seed(random_state, seed, owner="add_lora")
 
     if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
         raise ValueError(f"rank must be a positive int, got {rank!r}")
@@ -47,10 +70,15 @@ def add_lora(
         target_modules=_present_targets(model, target_modules),
         init_lora_weights=True,
     )
-    if seed is not None:
-        torch.manual_seed(seed)
     model.requires_grad_(False)
-    inject_adapter_in_model(config, model)
+    if random_state is None:
+        inject_adapter_in_model(config, model)
+    else:
+        from finextract.training import torch_seed
+
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(torch_seed(random_state))
+            inject_adapter_in_model(config, model)
     for name, p in model.named_parameters():
         p.requires_grad_("lora_" in name)
     model._finextract_lora_config = config  # noqa: SLF001 - remembered for save_lora

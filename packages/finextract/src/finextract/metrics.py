@@ -30,6 +30,7 @@ class ExtractionMetrics:
 
     @property
     def distance(self) -> float:
+        """1 - AS, the number the official code writes."""
         return 1.0 - self.similarity
 
 

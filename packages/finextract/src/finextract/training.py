@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from icml25_shared.random import UNSET, check_random_state, child_seeds, renamed_seed
 
 from finextract.denoisers import PixelUNet
 from finextract.lora import add_lora, load_lora, lora_parameters, save_lora
@@ -42,8 +43,10 @@ __all__ = [
     "finetune",
     "init_new_token",
     "instance_data",
+    "instance_pool",
     "pretrain",
     "tiny_unet",
+    "torch_seed",
 ]
 
 log = logging.getLogger(__name__)
@@ -62,8 +65,11 @@ INSTANCE_POOL_SEED = 20250714
 
 @dataclass
 class DigitsData:
-    """``pretrain_images`` (n, 1, s, s) in [-1, 1] with ``pretrain_labels`` (digits 0-7); ``finetune_images``
-    (N, 1, s, s): the personalisation set (digits 8/9) whose extraction is audited."""
+    """A pretraining set and a personalisation set of digits.
+
+    ``pretrain_images`` (n, 1, s, s) in [-1, 1] with ``pretrain_labels`` (digits 0-7); ``finetune_images``
+    (N, 1, s, s): the personalisation set whose extraction is audited.
+    """
 
     pretrain_images: torch.Tensor
     pretrain_labels: torch.Tensor
@@ -88,15 +94,41 @@ def _load_digits(size: int) -> tuple[torch.Tensor, torch.Tensor]:
     return x, torch.tensor(d.target)
 
 
-def digits_data(n_train: int = 8, *, size: int = 8, seed: int = 0) -> DigitsData:
-    """The "new-concept" design: pretrain on digits 0-7, personalise on ``n_train`` random 8s and 9s."""
+def digits_data(n_train: int = 8, *, size: int = 8, random_state: Any = 0, seed: Any = UNSET) -> DigitsData:
+    """Split the digits for the "new-concept" design.
+
+    Pretraining gets digits 0-7; the personalisation set is ``n_train`` random 8s and 9s.
+
+    Parameters
+    ----------
+    n_train : int, default 8
+        Size N of the fine-tuning set.
+    size : int, default 8
+        Image side; above 8 the images are upsampled bilinearly.
+    random_state : None, int or numpy Generator, default 0
+        Draws the fine-tuning images (scikit-learn semantics).
+    seed : int, optional
+        Deprecated name of ``random_state``.
+
+    Returns
+    -------
+    DigitsData
+        Images in [-1, 1], shape (n, 1, size, size).
+
+    Examples
+    --------
+    >>> d = digits_data(4, random_state=0)
+    >>> tuple(d.finetune_images.shape), sorted(set(d.finetune_digits.tolist())) <= [8, 9]
+    ((4, 1, 8, 8), True)
+    """
+    random_state = renamed_seed(random_state, seed, owner="digits_data")
     _check_steps(n_train=n_train)
     x, y = _load_digits(size)
     pre = y < 8
     held = np.flatnonzero(~pre.numpy())
     if n_train > held.size:
         raise ValueError(f"n_train={n_train} exceeds the {held.size} held-out digit images")
-    pick = np.sort(np.random.default_rng(seed).choice(held, n_train, replace=False))
+    pick = np.sort(check_random_state(random_state).choice(held, n_train, replace=False))
     return DigitsData(
         pretrain_images=x[pre],
         pretrain_labels=y[pre],
@@ -108,8 +140,20 @@ def digits_data(n_train: int = 8, *, size: int = 8, seed: int = 0) -> DigitsData
 
 
 def instance_pool(*, digit: int = INSTANCE_DIGIT, pool_size: int = INSTANCE_POOL) -> np.ndarray:
-    """Indices (into ``load_digits()``) of the fixed pool of ``digit`` images held out of pretraining, in the
-    order that defines the per-seed blocks."""
+    """Return the fixed pool of ``digit`` images held out of pretraining.
+
+    Parameters
+    ----------
+    digit : int, default 3
+        A pretrained digit (0-7).
+    pool_size : int, default 48
+        Number of held-out images.
+
+    Returns
+    -------
+    numpy.ndarray
+        Indices into ``load_digits()``, in the order that defines the per-seed blocks.
+    """
     from sklearn.datasets import load_digits
 
     of_digit = np.flatnonzero(load_digits().target == digit)
@@ -119,12 +163,44 @@ def instance_pool(*, digit: int = INSTANCE_DIGIT, pool_size: int = INSTANCE_POOL
 
 
 def instance_data(
-    n_train: int = 8, *, size: int = 8, seed: int = 0, digit: int = INSTANCE_DIGIT, pool_size: int = INSTANCE_POOL
+    n_train: int = 8,
+    *,
+    size: int = 8,
+    random_state: int = 0,
+    digit: int = INSTANCE_DIGIT,
+    pool_size: int = INSTANCE_POOL,
+    seed: Any = UNSET,
 ) -> DigitsData:
-    """The "instance" design (module docstring): pretraining = digits 0-7 minus a fixed pool of ``pool_size``
-    images of ``digit``; fine-tuning = block ``seed mod (pool_size // n_train)`` of that pool (so seeds 0-5 get
-    disjoint sets for the defaults). The pretraining set is the same for every seed, so one pretrained model
-    serves all of them, and no pool image is ever in it."""
+    """Split the digits for the "instance" design (see the module docstring).
+
+    Pretraining is digits 0-7 minus a fixed pool of ``pool_size`` images of ``digit``; fine-tuning is block
+    ``random_state mod (pool_size // n_train)`` of that pool, so seeds 0-5 get disjoint sets for the defaults.
+    The pretraining set is the same for every seed, so one pretrained model serves all of them, and no pool
+    image is ever in it.
+
+    Parameters
+    ----------
+    n_train : int, default 8
+        Size N of the fine-tuning set.
+    size : int, default 8
+        Image side; above 8 the images are upsampled bilinearly.
+    random_state : int, default 0
+        The experiment seed: it selects the pool block (the pool itself is drawn once, with a fixed seed).
+    digit : int, default 3
+        The pretrained digit whose instances are personalised.
+    pool_size : int, default 48
+        Images of ``digit`` held out of pretraining.
+    seed : int, optional
+        Deprecated name of ``random_state``.
+
+    Returns
+    -------
+    DigitsData
+        With ``design="instance"`` and ``token_init=digit``.
+    """
+    random_state = renamed_seed(random_state, seed, owner="instance_data")
+    if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)) or random_state < 0:
+        raise ValueError(f"random_state selects a pool block and must be a non-negative int, got {random_state!r}")
     _check_steps(n_train=n_train)
     if not 0 <= digit < NEW_TOKEN:
         raise ValueError(f"digit must be one of the pretrained digits 0-{NEW_TOKEN - 1}, got {digit}")
@@ -132,7 +208,7 @@ def instance_data(
     n_blocks = pool.size // n_train
     if n_blocks < 1:
         raise ValueError(f"n_train={n_train} exceeds the {pool.size} held-out images of digit {digit}")
-    block = seed % n_blocks
+    block = int(random_state) % n_blocks
     pick = np.sort(pool[block * n_train : (block + 1) * n_train])
     x, y = _load_digits(size)
     keep = (y < NEW_TOKEN).numpy()
@@ -149,12 +225,63 @@ def instance_data(
     )
 
 
-def tiny_unet(*, size: int = 8, channels: tuple[int, ...] = (16, 32), num_classes: int = 10, seed: int = 0) -> Any:
-    """A ~0.16 M-parameter class-conditional ``UNet2DModel`` (no attention) for 1-channel ``size``² images."""
+def torch_seed(random_state: Any) -> int:
+    """Return an int seed for torch from a scikit-learn style ``random_state``.
+
+    Parameters
+    ----------
+    random_state : None, int or numpy Generator
+        An int is used as is; a Generator (or None, fresh entropy) yields a derived seed.
+
+    Returns
+    -------
+    int
+        A seed for ``torch.Generator().manual_seed``.
+    """
+    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
+        check_random_state(random_state)  # validates the sign
+        return int(random_state)
+    return child_seeds(random_state, 1)[0]
+
+
+def tiny_unet(
+    *,
+    size: int = 8,
+    channels: tuple[int, ...] = (16, 32),
+    num_classes: int = 10,
+    random_state: Any = 0,
+    seed: Any = UNSET,
+) -> Any:
+    """Build a ~0.16 M-parameter class-conditional ``UNet2DModel`` (no attention) for 1-channel images.
+
+    Parameters
+    ----------
+    size : int, default 8
+        Image side.
+    channels : tuple of int, default (16, 32)
+        Block widths.
+    num_classes : int, default 10
+        Class embeddings (digits 0-7, ``NEW_TOKEN``, ``NULL_CLASS``).
+    random_state : None, int or numpy Generator, default 0
+        Seeds the weight initialisation (torch's global generator is left as it was).
+    seed : int, optional
+        Deprecated name of ``random_state``.
+
+    Returns
+    -------
+    diffusers.UNet2DModel
+        The randomly initialised model.
+    """
     from diffusers import UNet2DModel
 
-    torch.manual_seed(seed)
-    return UNet2DModel(
+    random_state = renamed_seed(random_state, seed, owner="tiny_unet")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(torch_seed(random_state))
+        return _build_unet(UNet2DModel, size, channels, num_classes)
+
+
+def _build_unet(cls: Any, size: int, channels: tuple[int, ...], num_classes: int) -> Any:
+    return cls(
         sample_size=size,
         in_channels=1,
         out_channels=1,
@@ -211,14 +338,33 @@ def _check_steps(**kw: Any) -> None:
             raise ValueError(f"{name} must be a positive int, got {value!r}")
 
 
-def init_new_token(unet: torch.nn.Module, *, seed: int = NEW_TOKEN_SEED, from_class: int | None = None) -> torch.Tensor:
+def init_new_token(
+    unet: torch.nn.Module, *, random_state: Any = NEW_TOKEN_SEED, from_class: int | None = None, seed: Any = UNSET
+) -> torch.Tensor:
     """Set ``NEW_TOKEN``'s class embedding and return it.
 
-    ``from_class=None``: a fixed random direction scaled to the mean norm of the trained digit embeddings (rows
-    0-7). ``from_class=c``: a copy of digit ``c``'s trained embedding (the "instance" design: the token starts out
-    meaning "a c", as DreamBooth's "sks dog" starts out meaning "dog"). Pretraining never sees ``NEW_TOKEN`` (its
-    row gets no gradient), so this only replaces an untrained row and can be applied to a cached pretrained
-    checkpoint without retraining."""
+    Pretraining never sees ``NEW_TOKEN`` (its row gets no gradient), so this only replaces an untrained row and
+    can be applied to a cached pretrained checkpoint without retraining.
+
+    Parameters
+    ----------
+    unet : diffusers.UNet2DModel
+        A class-conditional model with ``class_embedding``.
+    random_state : None, int or numpy Generator, default NEW_TOKEN_SEED
+        Seeds the random direction (``from_class=None``).
+    from_class : int, optional
+        None: a fixed random direction scaled to the mean norm of the trained digit embeddings (rows 0-7).
+        ``c``: a copy of digit ``c``'s trained embedding (the "instance" design: the token starts out meaning
+        "a c", as DreamBooth's "sks dog" starts out meaning "dog").
+    seed : int, optional
+        Deprecated name of ``random_state``.
+
+    Returns
+    -------
+    torch.Tensor
+        A copy of the new row.
+    """
+    random_state = renamed_seed(random_state, seed, owner="init_new_token")
     weight = unet.class_embedding.weight
     if from_class is not None:
         if not 0 <= from_class < NEW_TOKEN:
@@ -226,7 +372,8 @@ def init_new_token(unet: torch.nn.Module, *, seed: int = NEW_TOKEN_SEED, from_cl
         with torch.no_grad():
             weight[NEW_TOKEN] = weight[from_class]
         return weight[NEW_TOKEN].detach().clone()
-    direction = torch.randn(weight.shape[1], generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    generator = torch.Generator().manual_seed(torch_seed(random_state))
+    direction = torch.randn(weight.shape[1], generator=generator, dtype=torch.float64)
     scale = weight[:NEW_TOKEN].detach().double().norm(dim=1).mean()
     with torch.no_grad():
         weight[NEW_TOKEN] = (direction / direction.norm() * scale).to(weight.dtype)
@@ -239,25 +386,51 @@ def pretrain(
     steps: int = 2000,
     batch_size: int = 128,
     lr: float = 2e-3,
-    seed: int = 0,
+    random_state: Any = 0,
     channels: tuple[int, ...] = (16, 32),
     cache: str | Path | None = None,
     progress: bool = False,
+    seed: Any = UNSET,
 ) -> PixelUNet:
-    """Train the "pretrained" model on digits 0-7 (10 % null-class dropout). Cached under ``cache`` if given.
+    """Train the "pretrained" model on digits 0-7 with 10 % null-class dropout.
 
     The returned model's ``NEW_TOKEN`` row is set by :func:`init_new_token` (from ``data.token_init``), also when
     loaded from ``cache``.
+
+    Parameters
+    ----------
+    data : DigitsData
+        Its ``pretrain_images`` and ``pretrain_labels`` are trained on.
+    steps, batch_size, lr : int, int, float
+        AdamW optimisation of the epsilon-prediction loss on diffusers' DDPM schedule (1000 steps, linear).
+    random_state : None, int or numpy Generator, default 0
+        Root of two independent streams (weight initialisation, training batches), via
+        :func:`icml25_shared.random.child_seeds`.
+    channels : tuple of int, default (16, 32)
+        Block widths of :func:`tiny_unet`.
+    cache : path, optional
+        Folder to reuse or write the trained model.
+    progress : bool, default False
+        A tqdm bar over the training steps.
+    seed : int, optional
+        Deprecated name of ``random_state``.
+
+    Returns
+    -------
+    PixelUNet
+        The pretrained model, ``null_class=NULL_CLASS``.
     """
     from diffusers import UNet2DModel
 
+    random_state = renamed_seed(random_state, seed, owner="pretrain")
     _check_steps(steps=steps, batch_size=batch_size)
     size = int(data.pretrain_images.shape[-1])
     if cache is not None and (Path(cache) / "config.json").is_file():
         model = UNet2DModel.from_pretrained(str(cache), local_files_only=True).eval()
         init_new_token(model, from_class=data.token_init)  # idempotent; also upgrades older cached checkpoints
         return PixelUNet(model, null_class=NULL_CLASS)
-    model = tiny_unet(size=size, channels=channels, seed=seed)
+    init_seed, train_seed = child_seeds(random_state, 2)
+    model = tiny_unet(size=size, channels=channels, random_state=init_seed)
     _train(
         model,
         list(model.parameters()),
@@ -267,7 +440,7 @@ def pretrain(
         batch_size=batch_size,
         lr=lr,
         p_uncond=0.1,
-        seed=seed,
+        seed=train_seed,
         progress=progress,
         desc="pretrain",
     )
@@ -286,18 +459,47 @@ def finetune(
     lora_rank: int | None = None,
     batch_size: int | None = None,
     p_uncond: float = 0.0,
-    seed: int = 0,
+    random_state: Any = 0,
     cache: str | Path | None = None,
     progress: bool = False,
+    seed: Any = UNSET,
 ) -> PixelUNet:
     """Personalise a copy of ``pretrained`` on ``images`` bound to class ``NEW_TOKEN``.
 
-    ``lora_rank=None``: full fine-tune of every weight (DreamBooth without prior preservation).
-    ``lora_rank=r``: a rank-r peft LoRA adapter on convolutions and time projections; base weights frozen (the
-    returned UNet still holds them, so ``without_adapters`` gives the pretrained model back).
-    ``cache``: folder to reuse / write the fine-tuned weights (full) or adapter (LoRA).
+    Parameters
+    ----------
+    pretrained : PixelUNet
+        The model to start from (not modified).
+    images : torch.Tensor
+        (N, 1, H, W) fine-tuning images in [-1, 1].
+    steps, lr : int, float
+        AdamW steps and learning rate.
+    lora_rank : int, optional
+        None: full fine-tune of every weight (DreamBooth without prior preservation). ``r``: a rank-r peft LoRA
+        adapter on convolutions and time projections with the base weights frozen (the returned UNet still
+        holds them, so ``without_adapters`` gives the pretrained model back).
+    batch_size : int, optional
+        Default: all N images per step.
+    p_uncond : float, default 0.0
+        Probability of replacing the token with the null class.
+    random_state : None, int or numpy Generator, default 0
+        Root of two independent streams (LoRA initialisation, training batches).
+    cache : path, optional
+        Folder to reuse or write the fine-tuned weights (full) or adapter (LoRA).
+    progress : bool, default False
+        A tqdm bar over the training steps.
+    seed : int, optional
+        Deprecated name of ``random_state``.
+
+    Returns
+    -------
+    PixelUNet
+        The fine-tuned model.
     """
     from diffusers import UNet2DModel
+
+    random_state = renamed_seed(random_state, seed, owner="finetune")
+    lora_seed, train_seed = child_seeds(random_state, 2)
 
     batch_size = batch_size or int(images.shape[0])
     _check_steps(steps=steps, batch_size=batch_size)
@@ -313,7 +515,7 @@ def finetune(
         model = copy.deepcopy(pretrained.unet)
         if cached:
             return PixelUNet(load_lora(model, cache).eval(), null_class=NULL_CLASS)
-        add_lora(model, rank=lora_rank, seed=seed)
+        add_lora(model, rank=lora_rank, random_state=lora_seed)
         params = lora_parameters(model)
     _train(
         model,
@@ -324,7 +526,7 @@ def finetune(
         batch_size=batch_size,
         lr=lr,
         p_uncond=p_uncond,
-        seed=seed,
+        seed=train_seed,
         progress=progress,
         desc="fine-tune" if lora_rank is None else "lora",
     )
