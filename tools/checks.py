@@ -19,12 +19,17 @@ from __future__ import annotations
 
 import argparse
 import ast
+import hashlib
+import json
 import os
 import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tempfile
+import time
+import zipfile
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -374,12 +379,12 @@ def _run(cmd: list[str], *, cwd: Path | None = None, env: dict | None = None) ->
     return subprocess.run(cmd, cwd=cwd, env=env, capture_output=True, text=True)
 
 
-def build(member: Member, out: Path) -> tuple[Path | None, list[Problem]]:
-    """``hatch build`` the member into ``out``; return its wheel (or None) and any problems."""
+def build(member: Member, out: Path) -> tuple[Path | None, Path | None, list[Problem]]:
+    """``hatch build`` the member's wheel and sdist (one call) into ``out``; return them and any problems."""
     hatch = shutil.which("hatch") or str(Path(sys.executable).parent / "hatch")
     done = _run([hatch, "build", "-t", "wheel", "-t", "sdist", str(out)], cwd=member.path)
     if done.returncode != 0:
-        return None, [Problem(member.path / "pyproject.toml", 1, f"hatch build failed:\n{done.stderr[-2000:]}")]
+        return None, None, [Problem(member.path / "pyproject.toml", 1, f"hatch build failed:\n{done.stderr[-2000:]}")]
     stem = member.dist.replace("-", "_")
     wheels, sdists = sorted(out.glob(f"{stem}-*.whl")), sorted(out.glob(f"{stem}-*.tar.gz"))
     problems = []
@@ -387,42 +392,220 @@ def build(member: Member, out: Path) -> tuple[Path | None, list[Problem]]:
         problems.append(Problem(member.path / "pyproject.toml", 1, "hatch build produced no wheel"))
     if not sdists:
         problems.append(Problem(member.path / "pyproject.toml", 1, "hatch build produced no sdist"))
-    return (wheels[-1] if wheels else None), problems
+    return (wheels[-1] if wheels else None), (sdists[-1] if sdists else None), problems
 
 
-def check_wheels(members: list[Member], selected: set[str] | None = None) -> list[Problem]:
-    """(c) build every selected member and import it from a fresh venv holding only declared deps."""
+def shared_build(shared: Member) -> tuple[Path | None, Path | None, list[Problem]]:
+    """The shared distribution's wheel and sdist, built once per commit and content of shared/.
+
+    Every ``checks.py wheels <pkg>`` process needs the shared wheel; the gate runs one per package. The
+    build lands in a private folder that is renamed into the cache, so concurrent checks never see half
+    a build.
+    """
+    digest = hashlib.sha256()
+    head = _run(["git", "rev-parse", "HEAD"], cwd=shared.path).stdout.strip()
+    digest.update(head.encode())
+    for path in sorted(p for p in shared.path.rglob("*") if p.is_file() and "__pycache__" not in p.parts):
+        digest.update(str(path.relative_to(shared.path)).encode() + b"\0" + path.read_bytes())
+    cache = Path(tempfile.gettempdir()) / f"icml25-shared-build-{digest.hexdigest()[:20]}"
+    stem = shared.dist.replace("-", "_")
+    wheels, sdists = sorted(cache.glob(f"{stem}-*.whl")), sorted(cache.glob(f"{stem}-*.tar.gz"))
+    if wheels and sdists:
+        return wheels[-1], sdists[-1], []
+    private = Path(tempfile.mkdtemp(prefix="icml25-shared-build-tmp-"))
+    wheel, sdist, problems = build(shared, private)
+    if problems:
+        return wheel, sdist, problems
+    try:
+        private.rename(cache)
+    except OSError:  # another check was faster (or the cache is not writable): use our own copy
+        return wheel, sdist, []
+    return cache / wheel.name, cache / sdist.name, []
+
+
+def artefact_names(path: Path) -> list[str]:
+    """The file names inside a wheel (zip) or an sdist (tar.gz)."""
+    if path.suffix == ".whl":
+        with zipfile.ZipFile(path) as archive:
+            return archive.namelist()
+    with tarfile.open(path) as archive:
+        return [m.name for m in archive.getmembers() if m.isfile()]
+
+
+def artefact_problems(path: Path, module: str) -> list[str]:
+    """What a built wheel or sdist lacks (LICENSE, py.typed) or must not hold (anything under studies/)."""
+    names = artefact_names(path)
+    kind = "wheel" if path.suffix == ".whl" else "sdist"
+    if kind == "wheel":
+        has_license = any(re.fullmatch(r"[^/]+\.dist-info/(licenses/)?LICENSE", n) for n in names)
+        has_typed = f"{module}/py.typed" in names
+    else:
+        has_license = any(re.fullmatch(r"[^/]+/LICENSE", n) for n in names)
+        has_typed = any(re.fullmatch(rf"[^/]+/src/{re.escape(module)}/py\.typed", n) for n in names)
+    problems = []
+    if not has_license:
+        problems.append(f"the {kind} {path.name} holds no LICENSE")
+    if not has_typed:
+        problems.append(f"the {kind} {path.name} holds no {module}/py.typed")
+    studies = [n for n in names if "studies" in n.split("/")[:-1]]
+    if studies:
+        problems.append(f"the {kind} {path.name} holds {len(studies)} file(s) under studies/ (e.g. {studies[0]}); "
+                        "studies stay in the repository")
+    return problems
+
+
+def twine_problems(artefacts: list[Path]) -> str | None:
+    """``twine check --strict`` on the artefacts: None when it passes, else its output."""
+    done = _run([sys.executable, "-m", "twine", "check", "--strict", *map(str, artefacts)])
+    return None if done.returncode == 0 else (done.stdout + done.stderr)[-2000:]
+
+
+def cli_problem(output: subprocess.CompletedProcess, module: str, command: str) -> str | None:
+    """Why ``python -m <module> <command>`` under ICML25_CHECK_EXTRAS_ONLY=1 misbehaved (None: it did not).
+
+    Accepted: exit 0, or exit 2 with exactly one non-empty stderr line that names a ``pip install`` (the
+    command's extra is not in the base install) and no traceback.
+    """
+    lines = [line for line in output.stderr.splitlines() if line.strip()]
+    if output.returncode == 0:
+        return None
+    if (output.returncode == 2 and len(lines) == 1 and "pip install" in lines[0]
+            and "Traceback" not in output.stderr + output.stdout):
+        return None
+    return (f"`python -m {module} {command}` in a base install exits {output.returncode}; expected 0, or 2 with one "
+            f"stderr line naming the pip install:\n{(output.stdout + output.stderr)[-2000:]}")
+
+
+def pip_sources() -> list[str]:
+    """pip's configured package sources (index URLs, find-links) as uv options, so both see one store."""
+    done = _run([sys.executable, "-m", "pip", "config", "list"])
+    options: dict[str, list[str]] = {"index-url": [], "extra-index-url": [], "find-links": []}
+    for line in done.stdout.splitlines() if done.returncode == 0 else []:
+        key, _, value = line.partition("=")
+        name = key.rsplit(".", 1)[-1]
+        if name in options:
+            options[name] += [v for v in value.strip().strip("'\"").split() if v not in options[name]]
+    for name, variable in (("index-url", "PIP_INDEX_URL"), ("extra-index-url", "PIP_EXTRA_INDEX_URL"),
+                           ("find-links", "PIP_FIND_LINKS")):
+        options[name] += [v for v in os.environ.get(variable, "").split() if v not in options[name]]
+    args = []
+    for name, values in options.items():
+        for value in values[:1] if name == "index-url" else values:
+            args += [f"--{name}", value]
+    return args
+
+
+def installer_command(venv_python: Path, installer: str) -> list[str]:
+    """The command that installs into ``venv_python``'s environment (uv when available, else pip).
+
+    Either way nothing is byte-compiled: pip's compilation of torch alone took most of the check.
+    """
+    uv = shutil.which("uv") or str(Path(sys.executable).parent / "uv")
+    if installer == "uv" or (installer == "auto" and Path(uv).exists()):
+        return [uv, "pip", "install", "-q", "--python", str(venv_python), *pip_sources()]
+    return [sys.executable, "-m", "pip", "--python", str(venv_python), "install", "-q", "--disable-pip-version-check",
+            "--no-compile"]
+
+
+# Run in the fresh venv: import the module, then ``python -m <module> <command>`` for each command, all in
+# one process (each interpreter start re-imports numpy/scipy/torch); prints one JSON line. A command's
+# stdout/stderr are captured as `python -m` would show them, an uncaught exception as its traceback.
+PROBE = r"""
+import contextlib, io, json, runpy, sys, traceback
+module, commands = sys.argv[1], sys.argv[2:]
+report = {"import": "", "commands": {}}
+try:
+    __import__(module)
+except BaseException:
+    report["import"] = traceback.format_exc()
+    commands = []
+for command in commands:
+    out, err, code = io.StringIO(), io.StringIO(), 0
+    sys.argv = [module, command]
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+            if stop.code is not None and not isinstance(stop.code, int):
+                print(stop.code, file=sys.stderr)
+        except BaseException:
+            code = 1
+            traceback.print_exc()
+    report["commands"][command] = [code, out.getvalue(), err.getvalue()]
+print(json.dumps(report))
+"""
+
+
+def check_wheels(members: list[Member], selected: set[str] | None = None, *, installer: str = "auto",
+                 timings: dict[str, float] | None = None) -> list[Problem]:
+    """(c) build every selected member once; inspect wheel and sdist; install the wheel in a fresh venv
+    holding only declared dependencies; import it and run its commands' extras check there."""
     problems: list[Problem] = []
+    timings = {} if timings is None else timings
+
+    def timed(name: str, start: float) -> None:
+        timings[name] = timings.get(name, 0.0) + time.perf_counter() - start
+
     with tempfile.TemporaryDirectory(prefix="icml25-wheels-") as tmp:
         tmp = Path(tmp)
         shared = members[0]
-        shared_wheel, shared_problems = build(shared, tmp / "dist")
+        start = time.perf_counter()
+        shared_wheel, shared_sdist, shared_problems = shared_build(shared)
+        timed("build", start)
         problems += shared_problems
         for member in members:
             if selected and member.dist not in selected and member.module not in selected:
                 continue
-            wheel = shared_wheel if member is shared else build(member, tmp / "dist")[0]
+            pyproject = member.path / "pyproject.toml"
+            start = time.perf_counter()
+            if member is shared:
+                wheel, sdist = shared_wheel, shared_sdist
+            else:
+                wheel, sdist, built_problems = build(member, tmp / "dist")
+                problems += built_problems
+            timed("build", start)
             if wheel is None:
-                problems.append(Problem(member.path / "pyproject.toml", 1, "no wheel to install"))
+                problems.append(Problem(pyproject, 1, "no wheel to install"))
                 continue
+            start = time.perf_counter()
+            artefacts = [a for a in (wheel, sdist) if a is not None]
+            for artefact in artefacts:
+                problems += [Problem(pyproject, 1, message) for message in artefact_problems(artefact, member.module)]
+            twine = twine_problems(artefacts)
+            if twine is not None:
+                problems.append(Problem(pyproject, 1, f"twine check --strict fails:\n{twine}"))
+            timed("inspect", start)
+            start = time.perf_counter()
             venv = tmp / f"venv-{member.dist}"
-            subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+            subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
             py = venv / "bin" / "python"
             wheels = [str(wheel)] if member is shared else [str(shared_wheel), str(wheel)]
-            env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV"))}
-            done = _run([str(py), "-m", "pip", "install", "-q", "--disable-pip-version-check",
-                         "-c", str(CONSTRAINTS), *wheels], env=env)
+            env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "VIRTUAL_ENV", "PIP_CONSTRAINT"))}
+            done = _run([*installer_command(py, installer), "-c", str(CONSTRAINTS), *wheels], env=env)
+            timed("install", start)
             if done.returncode != 0:
-                problems.append(Problem(member.path / "pyproject.toml", 1,
+                problems.append(Problem(pyproject, 1,
                                         f"installing the wheel into a fresh venv failed:\n{done.stderr[-2000:]}"))
                 continue
             # Import from outside the source tree, so only the installed wheel can answer.
-            probe = f"import {member.module}"
-            done = _run([str(py), "-c", probe], cwd=tmp, env=env)
-            if done.returncode != 0:
+            start = time.perf_counter()
+            commands = ["demo", "reproduce"] if (member.src / "__main__.py").is_file() else []
+            probe_env = {**env, "ICML25_CHECK_EXTRAS_ONLY": "1", "MPLBACKEND": "Agg"}
+            done = _run([str(py), "-c", PROBE, member.module, *commands], cwd=tmp, env=probe_env)
+            try:
+                report = json.loads(done.stdout.strip().splitlines()[-1])
+            except (IndexError, ValueError):
+                report = {"import": f"the probe failed (exit {done.returncode}):\n{done.stdout}{done.stderr}"}
+            if report.get("import"):
                 problems.append(Problem(member.src / "__init__.py", 1,
                                         f"import {member.module} fails with only its declared dependencies:\n"
-                                        f"{done.stderr[-2000:]}"))
+                                        f"{report['import'][-2000:]}"))
+            for command, (code, stdout, stderr) in report.get("commands", {}).items():
+                problem = cli_problem(subprocess.CompletedProcess([], code, stdout, stderr), member.module, command)
+                if problem is not None:
+                    problems.append(Problem(member.src / "__main__.py", 1, f"{member.dist}: {problem}"))
+            timed("run", start)
             shutil.rmtree(venv, ignore_errors=True)
     return problems
 
@@ -439,6 +622,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="lowest: see `python tools/checks.py lowest --help`")
     parser.add_argument("packages", nargs="*", help="limit 'wheels' to these distributions")
     parser.add_argument("--root", type=Path, default=ROOT, help="workspace root (for tests)")
+    parser.add_argument("--installer", choices=["auto", "uv", "pip"], default="auto",
+                        help="wheels: what installs into the fresh venvs (auto: uv when present, else pip)")
     args = parser.parse_args(argv)
     members = workspace(args.root)
     if args.check == "imports":
@@ -446,7 +631,9 @@ def main(argv: list[str] | None = None) -> int:
     elif args.check == "shape":
         problems = check_shape(members, args.root)
     else:
-        problems = check_wheels(members, set(args.packages) or None)
+        timings: dict[str, float] = {}
+        problems = check_wheels(members, set(args.packages) or None, installer=args.installer, timings=timings)
+        print("wheels: " + ", ".join(f"{name} {seconds:.1f}s" for name, seconds in timings.items()))
     for problem in problems:
         print(problem)
     names = set(args.packages)

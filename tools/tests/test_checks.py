@@ -70,3 +70,108 @@ def test_requirement_parsing():
     assert checks.parse_requirement("Scikit_Learn>=1.2; python_version>'3.9'") == ("scikit-learn", ())
     assert "sklearn" in checks.import_names("scikit-learn")
 
+
+
+# --- the wheel check's inspection of built artefacts and of the base install's commands ---------------
+
+def make_wheel(path: Path, names: list[str]) -> Path:
+    import zipfile
+
+    with zipfile.ZipFile(path, "w") as archive:
+        for name in names:
+            archive.writestr(name, "x")
+    return path
+
+
+def make_sdist(path: Path, names: list[str]) -> Path:
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w:gz") as archive:
+        for name in names:
+            info = tarfile.TarInfo(name)
+            info.size = 1
+            archive.addfile(info, io.BytesIO(b"x"))
+    return path
+
+
+def test_artefact_inspector_on_hand_made_archives(tmp_path):
+    good_wheel = ["toy/__init__.py", "toy/py.typed", "toy-0.1.0.dist-info/licenses/LICENSE",
+                  "toy-0.1.0.dist-info/METADATA"]
+    assert checks.artefact_problems(make_wheel(tmp_path / "toy-0.1.0-py3-none-any.whl", good_wheel), "toy") == []
+    bad = make_wheel(tmp_path / "bad-0.1.0-py3-none-any.whl", ["toy/__init__.py", "studies/run.py"])
+    found = checks.artefact_problems(bad, "toy")
+    assert any("holds no LICENSE" in p for p in found) and any("no toy/py.typed" in p for p in found)
+    assert any("1 file(s) under studies/ (e.g. studies/run.py)" in p for p in found), found
+    good_sdist = ["toy-0.1.0/LICENSE", "toy-0.1.0/pyproject.toml", "toy-0.1.0/src/toy/py.typed"]
+    assert checks.artefact_problems(make_sdist(tmp_path / "toy-0.1.0.tar.gz", good_sdist), "toy") == []
+    bad = make_sdist(tmp_path / "bad-0.1.0.tar.gz", ["toy-0.1.0/src/toy/py.typed", "toy-0.1.0/studies/a.md"])
+    found = checks.artefact_problems(bad, "toy")
+    assert len(found) == 2 and "sdist bad-0.1.0.tar.gz holds no LICENSE" in found[0], found
+    assert "under studies/" in found[1]
+
+
+def completed(code, stderr="", stdout=""):
+    return subprocess.CompletedProcess([], code, stdout, stderr)
+
+
+def test_cli_problem_accepts_exit_0_or_one_pip_install_line():
+    hint = 'python -m toy demo needs the \'demo\' extra (x not installed): pip install "toy[demo]"\n'
+    assert checks.cli_problem(completed(0), "toy", "demo") is None
+    assert checks.cli_problem(completed(2, hint), "toy", "demo") is None
+    assert checks.cli_problem(completed(2, "\n" + hint + "\n"), "toy", "demo") is None  # blank lines are no lines
+    for bad in [completed(1, "boom"), completed(2, hint + hint), completed(2, "usage: toy\n"), completed(2, ""),
+                completed(2, "Traceback (most recent call last): pip install x"),
+                completed(2, hint, stdout="Traceback (most recent call last):\n")]:
+        problem = checks.cli_problem(bad, "toy", "demo")
+        assert problem is not None and "`python -m toy demo` in a base install" in problem
+
+
+def test_probe_reports_import_errors_exit_codes_and_stderr(tmp_path):
+    pkg = tmp_path / "toyprobe"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "__main__.py").write_text(
+        "import sys\n"
+        "if sys.argv[1] == 'demo':\n"
+        "    print('needs the demo extra: pip install \"toyprobe[demo]\"', file=sys.stderr)\n"
+        "    raise SystemExit(2)\n"
+        "raise RuntimeError('reproduce crashed')\n")
+    (tmp_path / "brokenprobe.py").write_text("import not_a_module_anywhere\n")
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-c", checks.PROBE, "toyprobe", "demo", "reproduce"], cwd=tmp_path,
+                          env=env, capture_output=True, text=True)
+    import json
+
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert report["import"] == ""
+    code, _, err = report["commands"]["demo"]
+    assert checks.cli_problem(completed(code, err), "toyprobe", "demo") is None
+    code, _, err = report["commands"]["reproduce"]
+    assert code == 1 and "Traceback" in err and "reproduce crashed" in err
+    assert "toyprobe" in checks.cli_problem(completed(code, err), "toyprobe", "reproduce")
+    done = subprocess.run([sys.executable, "-c", checks.PROBE, "brokenprobe", "demo"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True)
+    report = json.loads(done.stdout.splitlines()[-1])
+    assert "not_a_module_anywhere" in report["import"] and report["commands"] == {}
+
+
+def test_wheel_build_with_a_forced_studies_file_fails(workspace):
+    """A pyproject that force-includes studies/ into the wheel is caught by the artefact inspection."""
+    target = workspace / "packages" / "alpha-pkg"
+    (target / "studies").mkdir()
+    (target / "studies" / "log.md").write_text("# a study\n")
+    (target / "LICENSE").write_text("MIT\n")
+    (target / "src" / "alpha_pkg" / "py.typed").write_text("")
+    pyproject = target / "pyproject.toml"
+    text = pyproject.read_text()
+    if "license-files" not in text:
+        text = text.replace('license = "MIT"\n', 'license = "MIT"\nlicense-files = ["LICENSE"]\n')
+    pyproject.write_text(text + '\n[tool.hatch.build.targets.wheel.force-include]\n"studies" = "alpha_pkg/studies"\n')
+    subprocess.run(["git", "init", "-q"], cwd=workspace, check=True)  # hatch-vcs needs a repository
+    member = checks.read_member(target)
+    wheel, sdist, problems = checks.build(member, workspace / "dist")
+    assert problems == [] and wheel is not None, problems
+    found = checks.artefact_problems(wheel, "alpha_pkg")
+    assert found == [f"the wheel {wheel.name} holds 1 file(s) under studies/ (e.g. alpha_pkg/studies/log.md); "
+                     "studies stay in the repository"], found
