@@ -177,8 +177,11 @@ def _check_text(value: str, what: str) -> str:
     return value
 
 
-def create_package(dist: str, *, module: str | None = None, summary: str, paper: str, root: Path = ROOT,
-                   register: bool = True) -> Path:
+UNKNOWN_PAPER = "its ICML 2025 paper (citation not recorded yet)"
+
+
+def create_package(dist: str, *, module: str | None = None, summary: str, paper: str | None = None,
+                   root: Path = ROOT, register: bool | None = None) -> Path:
     """Render the template into ``root/packages/<dist>`` and register it; return that folder.
 
     Parameters
@@ -189,12 +192,13 @@ def create_package(dist: str, *, module: str | None = None, summary: str, paper:
         Import name (default: ``dist`` with '-' replaced by '_').
     summary : str
         One-line description (the distribution's summary; a trailing period is dropped).
-    paper : str
-        The paper's citation, e.g. "J. Doe, R. Roe (ICML 2025). Title."
+    paper : str, optional
+        The paper's citation, e.g. "J. Doe, R. Roe (ICML 2025). Title." (the command line requires it).
     root : Path, optional
         Repository root holding LICENSE, hatch.toml and README.md.
-    register : bool, default True
-        Also append the package to hatch.toml and the README's package table (both must exist).
+    register : bool, optional
+        Also append the package to hatch.toml and the README's package table (both must then exist and have
+        their anchors). Default: when ``root`` has a hatch.toml (the command line always registers).
 
     Returns
     -------
@@ -206,14 +210,18 @@ def create_package(dist: str, *, module: str | None = None, summary: str, paper:
     module = module or dist.replace("-", "_")
     if not module.isidentifier() or keyword.iskeyword(module):
         raise ValueError(f"import name {module!r} is not a valid Python identifier")
-    names = Names(dist, module, _check_text(summary, "summary").rstrip("."), _check_text(paper, "paper"))
+    names = Names(dist, module, _check_text(summary, "summary").rstrip("."),
+                  UNKNOWN_PAPER if paper is None else _check_text(paper, "paper"))
     target = root / "packages" / dist
     if target.exists():
         raise FileExistsError(f"{target} already exists")
-    license_file = root / "LICENSE"
-    if not license_file.is_file():
-        raise AnchorError(f"{license_file} is missing: every package ships a copy of the root LICENSE")
+    # The root's LICENSE (this checkout's when ``root`` is a bare folder, e.g. in tests).
+    license_file = next((p for p in (root / "LICENSE", ROOT / "LICENSE") if p.is_file()), None)
+    if license_file is None:
+        raise AnchorError(f"{root / 'LICENSE'} is missing: every package ships a copy of the root LICENSE")
     edits: dict[Path, str] = {}
+    if register is None:
+        register = (root / "hatch.toml").is_file()
     if register:  # everything is checked before anything is written
         for name, edit in (("hatch.toml", lambda t, p: register_in_hatch(t, dist, p)),
                            ("README.md", lambda t, p: register_in_readme(t, names, p))):
@@ -275,7 +283,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         target = create_package(args.dist, module=args.module, summary=args.summary, paper=args.paper,
-                                root=args.root)
+                                root=args.root, register=True)
     except (ValueError, FileExistsError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
