@@ -1,4 +1,4 @@
-"""Acceptance 2 and the decomposition/SHAP identities: local accuracy, intercept, centering, interactions."""
+"""The decomposition/SHAP identities: local accuracy, intercept, centering, interactions."""
 
 from __future__ import annotations
 

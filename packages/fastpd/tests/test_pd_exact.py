@@ -1,4 +1,4 @@
-"""Acceptance 1 and 4: FastPD's PD functions equal brute force and scikit-learn's partial_dependence."""
+"""FastPD's PD functions equal brute force and scikit-learn's partial_dependence."""
 
 from __future__ import annotations
 

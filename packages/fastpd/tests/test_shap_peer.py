@@ -1,4 +1,4 @@
-"""Acceptance 3: SHAP values equal shap's interventional TreeExplainer with the full background."""
+"""SHAP values equal shap's interventional TreeExplainer with the full background."""
 
 from __future__ import annotations
 

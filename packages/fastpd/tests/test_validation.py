@@ -1,4 +1,4 @@
-"""Acceptance 7: bad input raises ValueError naming the problem; NaN follows the model's default direction."""
+"""Bad input raises ValueError naming the problem; NaN follows the model's default direction."""
 
 from __future__ import annotations
 
@@ -122,3 +122,44 @@ def test_nan_routed_by_default_direction(data, lib, h):
         np.testing.assert_allclose(fp.pd_function(xe, subset), h.brute_pd(model, xe, bg, subset), rtol=1e-5, atol=1e-5)
     dec = fp.decompose(xe)
     np.testing.assert_allclose(dec.total(), h.margin(model, xe), rtol=1e-5, atol=1e-5)
+
+
+def test_unfitted_models_raise_not_fitted_error():
+    import lightgbm as lgb
+    import xgboost as xgb
+    from sklearn.ensemble import GradientBoostingRegressor, RandomForestClassifier
+    from sklearn.exceptions import NotFittedError
+
+    bg = np.zeros((5, 3))
+    for model in (GradientBoostingRegressor(), RandomForestClassifier(), xgb.XGBRegressor(), lgb.LGBMClassifier()):
+        with pytest.raises(NotFittedError, match=f"{type(model).__name__} is not fitted"):
+            FastPD(model, bg).fit()
+        with pytest.raises(ValueError):  # NotFittedError is a ValueError: old handlers keep working
+            FastPD(model, bg).shap_values(bg)
+
+
+def test_explainer_fit_state(models, data):
+    import copy
+    import pickle
+
+    from sklearn.exceptions import NotFittedError
+
+    fp = FastPD(models["sklearn-gbr"], data["bg"][:50])
+    with pytest.raises(NotFittedError, match="FastPD is not fitted yet, so it has no intercept_"):
+        _ = fp.intercept_
+    assert not hasattr(fp, "background_")
+    with pytest.raises(AttributeError, match="no attribute 'nonsense_'"):
+        _ = fp.nonsense_
+    assert copy.deepcopy(fp).method == "fastpd"
+    phi = fp.shap_values(data["Xe"][:2])  # the first query fits
+    assert fp.background_size_ == 50 and fp.fit() is fp
+    np.testing.assert_allclose(pickle.loads(pickle.dumps(fp)).shap_values(data["Xe"][:2]), phi)
+
+
+def test_background_subsample_follows_random_state(models, data):
+    bg = data["bg"]
+    a = FastPD(models["sklearn-gbr"], bg, max_background=40, random_state=3).fit()
+    b = FastPD(models["sklearn-gbr"], bg, max_background=40, random_state=np.random.default_rng(3)).fit()
+    c = FastPD(models["sklearn-gbr"], bg, max_background=40, random_state=4).fit()
+    np.testing.assert_array_equal(a.background_, b.background_)
+    assert a.background_.shape == (40, 6) and not np.array_equal(a.background_, c.background_)

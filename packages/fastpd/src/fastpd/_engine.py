@@ -284,7 +284,7 @@ def finish_background(block: Block, hist: list[np.ndarray], n_background: int) -
 
 # ------------------------------------------------------------------------------------- evaluation
 def _gather(table: np.ndarray, codes: np.ndarray) -> np.ndarray:
-    """table (L, 2**e, *tail), codes (n, L) -> (n, L, *tail)."""
+    """Gather rows: table (L, 2**e, *tail), codes (n, L) -> (n, L, *tail)."""
     n_leaves, size = table.shape[:2]
     flat = table.reshape(n_leaves * size, *table.shape[2:])
     return flat[codes.astype(np.int64) + (np.arange(n_leaves) * size)[None]]

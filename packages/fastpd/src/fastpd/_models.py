@@ -54,9 +54,44 @@ def _err_unsupported(model: object) -> ValueError:
     )
 
 
+def _check_model_fitted(model: object) -> None:
+    """Raise :class:`sklearn.exceptions.NotFittedError` for an unfitted scikit-learn-style estimator."""
+    from sklearn.base import BaseEstimator
+    from sklearn.exceptions import NotFittedError
+    from sklearn.utils.validation import check_is_fitted
+
+    if not isinstance(model, BaseEstimator):
+        return  # a library Booster is fitted by construction
+    try:
+        check_is_fitted(model)
+    except NotFittedError as err:
+        raise NotFittedError(f"{type(model).__name__} is not fitted: fit the model before explaining it "
+                             f"with FastPD ({err})") from err
+
+
 def parse_model(model: object) -> TreeEnsemble:
-    """Dispatch on the model's library; raise ValueError naming anything unsupported."""
+    """Read a fitted tree ensemble.
+
+    Parameters
+    ----------
+    model : object
+        A fitted XGBoost, LightGBM or scikit-learn tree model.
+
+    Returns
+    -------
+    TreeEnsemble
+        The flat representation.
+
+    Raises
+    ------
+    sklearn.exceptions.NotFittedError
+        When ``model`` is a scikit-learn-style estimator that has not been fitted.
+    ValueError
+        For any model or model setting that cannot be represented.
+    """
     module = type(model).__module__
+    if module.startswith(("xgboost", "lightgbm", "sklearn")):
+        _check_model_fitted(model)
     if module.startswith("xgboost"):
         return _parse_xgboost(model)
     if module.startswith("lightgbm"):
@@ -103,8 +138,6 @@ def _parse_sklearn(model) -> TreeEnsemble:
     )
     from sklearn.tree import BaseDecisionTree
 
-    if not hasattr(model, "n_features_in_"):
-        raise ValueError(f"{type(model).__name__} is not fitted; call fit first")
     classifier = is_classifier(model)
     n_features = int(model.n_features_in_)
     names = [str(c) for c in model.feature_names_in_] if hasattr(model, "feature_names_in_") else None

@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
+from icml25_shared.random import check_random_state
 
 from fastpd import _engine as eng
 from fastpd._models import TreeEnsemble, parse_model
@@ -19,6 +20,10 @@ from fastpd.results import Decomposition, Explanation
 log = logging.getLogger(__name__)
 
 _METHODS = ("fastpd", "path-dependent")
+_FITTED_ATTRIBUTES = frozenset({
+    "intercept_", "expected_value_", "offset_", "n_features_in_", "n_outputs_", "feature_names_", "background_",
+    "background_size_", "n_trees_", "n_leaves_", "max_path_features_",
+})
 
 
 class FastPD:
@@ -28,30 +33,79 @@ class FastPD:
     pass over the rows, linear in the number of rows (no background-by-row product as in
     interventional TreeSHAP).
 
-    Args:
-        model: a fitted xgboost ``Booster``/``XGBRegressor``/``XGBClassifier``, lightgbm
-            ``Booster``/``LGBMRegressor``/``LGBMClassifier``, or scikit-learn ``DecisionTree*``,
-            ``ExtraTree*``, ``RandomForest*``, ``ExtraTrees*``, ``GradientBoosting*``. Classifiers
-            are explained on the margin (log-odds; one output per class for multiclass boosting),
-            scikit-learn forests and single trees on predict_proba, as ``shap.TreeExplainer`` does.
-        background: (n_b, d) rows defining the interventional distribution (``method="fastpd"``,
-            required); ignored by ``method="path-dependent"``, which uses the training cover.
-        method: ``"fastpd"`` (empirical marginal PD: the same estimand as interventional SHAP and
-            sklearn's ``partial_dependence(method="brute")``) or ``"path-dependent"`` (cover
-            weights: path-dependent TreeSHAP and sklearn's ``method="recursion"``).
-        max_background: if set, use a random subset of this many background rows.
-        n_jobs: threads over blocks of trees.
-        random_state: seed of the background subsample.
-        chunk_memory_mb: bound on the scratch memory per chunk of query rows.
-        progress: show a tqdm bar over chunks of rows.
-        feature_names: names for plots and labels (default: the model's, else the background's columns).
+    Parameters
+    ----------
+    model : object
+        A fitted xgboost ``Booster``/``XGBRegressor``/``XGBClassifier``, lightgbm
+        ``Booster``/``LGBMRegressor``/``LGBMClassifier``, or scikit-learn ``DecisionTree*``,
+        ``ExtraTree*``, ``RandomForest*``, ``ExtraTrees*``, ``GradientBoosting*``. Classifiers
+        are explained on the margin (log-odds; one output per class for multiclass boosting),
+        scikit-learn forests and single trees on ``predict_proba``, as ``shap.TreeExplainer`` does.
+    background : array-like of shape (n_b, d), optional
+        Rows defining the interventional distribution; required by ``method="fastpd"``, ignored by
+        ``method="path-dependent"``, which uses the training cover.
+    method : {"fastpd", "path-dependent"}, default "fastpd"
+        ``"fastpd"``: the empirical marginal PD, the estimand of interventional SHAP and of
+        scikit-learn's ``partial_dependence(method="brute")``. ``"path-dependent"``: cover weights,
+        as path-dependent TreeSHAP and scikit-learn's ``method="recursion"``.
+    max_background : int, optional
+        If set, use a random subset of this many background rows.
+    n_jobs : int, default 1
+        Threads over blocks of trees (-1: all cores).
+    random_state : None, int or numpy Generator, default 0
+        Seed of the background subsample (used only with ``max_background``).
+    chunk_memory_mb : float, default 256
+        Bound on the scratch memory per chunk of query rows.
+    progress : bool, default False
+        Show a tqdm bar over chunks of rows.
+    feature_names : sequence of str, optional
+        Names for plots and labels (default: the model's, else the background's columns).
 
-    Fitted attributes (after :meth:`fit`, which every query calls on first use):
-        intercept_ (float or (K,)), expected_value_ (alias), offset_ (the model's constant margin
-        offset: XGBoost base score, scikit-learn ``init_``), n_features_in_, n_outputs_,
-        feature_names_, background_ (the rows used, after validation and subsampling; with
-        ``method="path-dependent"`` the given background or None), background_size_ (0 for
-        path-dependent), n_trees_, n_leaves_, max_path_features_.
+    Attributes
+    ----------
+    intercept_ : float or ndarray of shape (K,)
+        The mean margin over the background; ``expected_value_`` is an alias.
+    offset_ : float or ndarray of shape (K,)
+        The model's constant margin offset (XGBoost base score, scikit-learn ``init_``).
+    n_features_in_ : int
+        Number of features d.
+    n_outputs_ : int
+        Number of outputs K (1 for regression and binary boosting).
+    feature_names_ : list of str or None
+        The names used in labels.
+    background_ : ndarray of shape (n_b, d) or None
+        The rows used, after validation and subsampling; with ``method="path-dependent"`` the
+        given background or None.
+    background_size_ : int
+        Rows in the background (0 for path-dependent).
+    n_trees_, n_leaves_, max_path_features_ : int
+        Size of the parsed model; ``max_path_features_`` is the largest number of distinct
+        features on one root-to-leaf path.
+
+    Notes
+    -----
+    Every query calls :meth:`fit` on first use. Reading a fitted attribute before that raises
+    :class:`sklearn.exceptions.NotFittedError` (an ``AttributeError``, so ``hasattr`` is False);
+    an unfitted ``model`` raises the same error from :meth:`fit`.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.ensemble import GradientBoostingRegressor
+    >>> from fastpd import FastPD
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 3))
+    >>> y = X[:, 0] + 2 * X[:, 0] * X[:, 1]
+    >>> model = GradientBoostingRegressor(n_estimators=20, max_depth=2, random_state=0).fit(X, y)
+    >>> fp = FastPD(model, X).fit()
+    >>> phi = fp.shap_values(X[:5])
+    >>> phi.shape
+    (5, 3)
+    >>> bool(np.allclose(phi.sum(axis=1) + fp.intercept_, model.predict(X[:5])))
+    True
+    >>> dec = fp.decompose(X[:5])
+    >>> bool(np.allclose(dec.total(), model.predict(X[:5])))
+    True
     """
 
     def __init__(self, model: Any, background: Any = None, *, method: str = "fastpd",
@@ -69,8 +123,26 @@ class FastPD:
         self.feature_names = feature_names
 
     # ------------------------------------------------------------------------------------ fit
-    def fit(self) -> FastPD:
-        """Parse the model and augment every tree against the background. Returns self."""
+    def fit(self, X: Any = None, y: Any = None) -> FastPD:
+        """Parse the model and augment every tree against the background.
+
+        Parameters
+        ----------
+        X, y : ignored
+            Accepted for scikit-learn compatibility; the background is given to the constructor.
+
+        Returns
+        -------
+        FastPD
+            ``self``.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            When ``model`` is an estimator that has not been fitted.
+        ValueError
+            For an unsupported model or model setting, or an invalid parameter.
+        """
         if self.method not in _METHODS:
             raise ValueError(f"method={self.method!r} is not supported; accepted: {', '.join(map(repr, _METHODS))}")
         if not (isinstance(self.n_jobs, int) and (self.n_jobs >= 1 or self.n_jobs == -1)):
@@ -117,7 +189,7 @@ class FastPD:
         if bg.shape[0] == 0:
             raise ValueError("background is empty: pass at least one row")
         if self.max_background is not None and bg.shape[0] > self.max_background:
-            rng = np.random.default_rng(self.random_state)
+            rng = check_random_state(self.random_state)
             bg = bg[np.sort(rng.choice(bg.shape[0], self.max_background, replace=False))]
         self.background_size_ = bg.shape[0]
         self.background_ = bg
@@ -130,13 +202,33 @@ class FastPD:
         for b, h in zip(self._blocks, hists, strict=True):
             eng.finish_background(b, h, bg.shape[0])
 
+    def __getattr__(self, name: str) -> Any:
+        """Raise NotFittedError for a fitted attribute read before :meth:`fit` (AttributeError otherwise)."""
+        if name in _FITTED_ATTRIBUTES:
+            from sklearn.exceptions import NotFittedError
+
+            raise NotFittedError(f"FastPD is not fitted yet, so it has no {name}: call fit() or run a query "
+                                 "(which fits on first use)")
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
     def _fitted(self) -> None:
-        if not hasattr(self, "_blocks"):
+        if "_blocks" not in self.__dict__:
             self.fit()
 
     # -------------------------------------------------------------------------------- queries
     def predict(self, X: Any) -> np.ndarray:
-        """Model margin at the rows of X, computed from the parsed trees: (n,) or (n, K)."""
+        """Model margin at the rows of X, computed from the parsed trees (a self-check).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+            Rows to predict.
+
+        Returns
+        -------
+        ndarray of shape (n,) or (n, K)
+            The margin (log-odds for boosted classifiers).
+        """
         self._fitted()
         out = self._run(X, lambda g: g.path_node.shape[1] + 2,
                         lambda b, c, n: eng.predict(b, c, n))
@@ -145,12 +237,17 @@ class FastPD:
     def pd_function(self, X: Any, features: int | str | Sequence[int | str]) -> np.ndarray:
         """Partial dependence v_S(x_S) = mean over background rows z of f(x_S, z_{-S}).
 
-        Args:
-            X: (n, d) rows; only the columns in ``features`` matter.
-            features: a feature index or name, or a sequence of them (the subset S).
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+            Rows; only the columns in ``features`` matter.
+        features : int, str or sequence of int or str
+            A feature index or name, or a sequence of them (the subset S).
 
-        Returns:
-            (n,) or (n, K) values on the margin scale (includes the model's base score).
+        Returns
+        -------
+        ndarray of shape (n,) or (n, K)
+            Values on the margin scale (including the model's base score).
         """
         self._fitted()
         subset = self._subset(features)
@@ -163,7 +260,17 @@ class FastPD:
     def pd_functions(self, X: Any, *, max_order: int = 2) -> dict[tuple[int, ...], np.ndarray]:
         """All PD functions v_S with 1 <= |S| <= max_order, sharing one pass over X.
 
-        Returns {S: (n,) or (n, K)} for every subset S of the d features of that size.
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+            Rows.
+        max_order : int, default 2
+            The largest subset size.
+
+        Returns
+        -------
+        dict of tuple of int to ndarray
+            ``{S: (n,) or (n, K)}`` for every subset S of the d features of size 1 to ``max_order``.
         """
         self._fitted()
         max_order = self._check_order(max_order, allow_none=False)
@@ -180,13 +287,18 @@ class FastPD:
     def decompose(self, X: Any, *, max_order: int | None = None) -> Decomposition:
         """Functional decomposition m_S(x) = sum over V subset of S of (-1)^{|S|-|V|} v_V(x).
 
-        Args:
-            X: (n, d) rows.
-            max_order: skip components with more than this many features (None: all). The
-                components then no longer sum to the prediction; SHAP values stay exact.
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+            Rows.
+        max_order : int, optional
+            Skip components with more than this many features (None: all). The components then no
+            longer sum to the prediction; SHAP values stay exact.
 
-        Returns:
-            :class:`Decomposition` with the intercept and every non-zero component.
+        Returns
+        -------
+        Decomposition
+            The intercept and every non-zero component.
         """
         self._fitted()
         orders = self._orders(max_order)
@@ -197,8 +309,17 @@ class FastPD:
         """SHAP values phi_j(x) = sum over S containing j of m_S(x) / |S|.
 
         With ``method="fastpd"`` these are interventional SHAP values against the full background;
-        with ``"path-dependent"`` they equal path-dependent TreeSHAP. Returns (n, d) or (n, d, K);
-        rows sum to the margin minus ``intercept_``.
+        with ``"path-dependent"`` they equal path-dependent TreeSHAP.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+            Rows to explain.
+
+        Returns
+        -------
+        ndarray of shape (n, d) or (n, d, K)
+            Rows sum to the margin minus ``intercept_``.
         """
         self._fitted()
         d = self.n_features_in_
@@ -208,14 +329,24 @@ class FastPD:
         return self._squeeze(out)
 
     def shap_interaction_values(self, X: Any) -> np.ndarray:
-        """SHAP interaction values, (n, d, d) or (n, d, d, K).
+        """SHAP interaction values.
 
         Defined from the decomposition as in Lundberg et al. (2020):
         Phi_jk = (1/2) * sum over S containing j and k of m_S(x) / (|S| - 1) for j != k (half the
         Shapley interaction index), and Phi_jj = phi_j - sum over k != j of Phi_jk. So each row
         sums to :meth:`shap_values`, pure main effects sit on the diagonal, and a pairwise
         component m_jk is split equally between Phi_jk and Phi_kj. Unlike shap's interventional
-        mode (all zeros, shap issue 1824) these are exact against the full background.
+        mode (all zeros in shap) these are exact against the full background.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+            Rows to explain.
+
+        Returns
+        -------
+        ndarray of shape (n, d, d) or (n, d, d, K)
+            Summing over the last feature axis gives :meth:`shap_values`.
         """
         self._fitted()
         d = self.n_features_in_
@@ -228,7 +359,20 @@ class FastPD:
         """Prediction, SHAP values, interaction values and decomposition from one pass over X.
 
         The leaf codes of each chunk of rows are computed once and shared by all outputs.
-        ``interactions=False`` skips the (n, d, d) array (the field is then an empty (n, 0, 0) array).
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+            Rows to explain.
+        max_order : int, optional
+            Largest component order of the decomposition (None: all).
+        interactions : bool, default True
+            False skips the (n, d, d) array (the field is then an empty (n, 0, 0) array).
+
+        Returns
+        -------
+        Explanation
+            Prediction, intercept, SHAP values, interaction values and decomposition.
         """
         self._fitted()
         d = self.n_features_in_

@@ -49,8 +49,31 @@ def _grid(explainer: FastPD, feature: int, resolution: int) -> np.ndarray:
 
 def pd_1d(explainer: FastPD, feature: int | str, *, grid_resolution: int = 50, n_ice: int = 20,
           output: int | None = None, ax: Any = None) -> Any:
-    """PD curve of one feature over its background quantiles, with ICE curves of ``n_ice`` background
-    rows (thin lines) and a rug of the background values (which shows where the PD is supported)."""
+    """Plot the PD curve of one feature over its background quantiles.
+
+    ICE curves of ``n_ice`` background rows are drawn as thin lines, and a rug of the background
+    values shows where the PD is supported.
+
+    Parameters
+    ----------
+    explainer : FastPD
+        The explainer (fitted on first use).
+    feature : int or str
+        The feature's index or name.
+    grid_resolution : int, default 50
+        Number of grid points (quantiles of the background).
+    n_ice : int, default 20
+        Number of ICE curves.
+    output : int, optional
+        Which output of a multi-output model to draw (required when it has several).
+    ax : matplotlib Axes, optional
+        Where to draw (a new figure when None).
+
+    Returns
+    -------
+    matplotlib Axes
+        The axes drawn on.
+    """
     explainer._fitted()
     (j,) = explainer._subset(feature)
     bg = _background(explainer)
@@ -76,7 +99,26 @@ def pd_1d(explainer: FastPD, feature: int | str, *, grid_resolution: int = 50, n
 
 def pd_2d(explainer: FastPD, features: tuple[int | str, int | str], *, grid_resolution: int = 25,
           output: int | None = None, ax: Any = None) -> Any:
-    """Heatmap of the 2-D PD function v_{jk}(x_j, x_k) over background quantiles."""
+    """Plot the 2-D PD function v_jk(x_j, x_k) over background quantiles as a heatmap.
+
+    Parameters
+    ----------
+    explainer : FastPD
+        The explainer (fitted on first use).
+    features : tuple of two int or str
+        The pair of features.
+    grid_resolution : int, default 25
+        Grid points per feature.
+    output : int, optional
+        Which output of a multi-output model to draw (required when it has several).
+    ax : matplotlib Axes, optional
+        Where to draw (a new figure when None).
+
+    Returns
+    -------
+    matplotlib Axes
+        The axes drawn on.
+    """
     explainer._fitted()
     j, k = explainer._subset(list(features))
     gj, gk = _grid(explainer, j, grid_resolution), _grid(explainer, k, grid_resolution)
@@ -94,8 +136,30 @@ def pd_2d(explainer: FastPD, features: tuple[int | str, int | str], *, grid_reso
 
 def shap_summary(shap_values: np.ndarray, X: np.ndarray, *, feature_names: list[str] | None = None,
                  kind: str = "beeswarm", max_display: int = 10, output: int | None = None, ax: Any = None) -> Any:
-    """SHAP summary: ``kind="beeswarm"`` (one dot per row, coloured by the feature value) or ``"bar"``
-    (mean |SHAP|). Features are sorted by mean |SHAP|."""
+    """Plot a SHAP summary, features sorted by mean |SHAP|.
+
+    Parameters
+    ----------
+    shap_values : ndarray of shape (n, d) or (n, d, K)
+        SHAP values, e.g. from :meth:`FastPD.shap_values`.
+    X : ndarray of shape (n, d)
+        The explained rows (colours of the beeswarm).
+    feature_names : list of str, optional
+        Labels.
+    kind : {"beeswarm", "bar"}, default "beeswarm"
+        One dot per row coloured by the feature value, or bars of mean |SHAP|.
+    max_display : int, default 10
+        Number of features shown.
+    output : int, optional
+        Which output of a multi-output model to draw (required when it has several).
+    ax : matplotlib Axes, optional
+        Where to draw (a new figure when None).
+
+    Returns
+    -------
+    matplotlib Axes
+        The axes drawn on.
+    """
     if kind not in ("beeswarm", "bar"):
         raise ValueError(f"kind={kind!r} is not supported; accepted: 'beeswarm', 'bar'")
     sv = _output(np.asarray(shap_values), output, 2)
@@ -127,8 +191,28 @@ def shap_summary(shap_values: np.ndarray, X: np.ndarray, *, feature_names: list[
 def interaction_heatmap(interaction_values: np.ndarray, *, feature_names: list[str] | None = None,
                         max_display: int = 10, diagonal: bool = True, output: int | None = None,
                         ax: Any = None) -> Any:
-    """Heatmap of mean |SHAP interaction value| between feature pairs (diagonal: main effects; set
-    ``diagonal=False`` to blank it and let the colour scale show the pairwise interactions)."""
+    """Plot mean |SHAP interaction value| between feature pairs as a heatmap.
+
+    Parameters
+    ----------
+    interaction_values : ndarray of shape (n, d, d) or (n, d, d, K)
+        From :meth:`FastPD.shap_interaction_values`.
+    feature_names : list of str, optional
+        Labels.
+    max_display : int, default 10
+        Number of features shown.
+    diagonal : bool, default True
+        False blanks the diagonal (main effects), so the colour scale shows the pairwise interactions.
+    output : int, optional
+        Which output of a multi-output model to draw (required when it has several).
+    ax : matplotlib Axes, optional
+        Where to draw (a new figure when None).
+
+    Returns
+    -------
+    matplotlib Axes
+        The axes drawn on.
+    """
     iv = _output(np.asarray(interaction_values), output, 3)
     if iv.ndim != 3 or iv.shape[1] != iv.shape[2]:
         raise ValueError(f"interaction_values must have shape (n, d, d); got {iv.shape}")

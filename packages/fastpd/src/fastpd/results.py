@@ -11,12 +11,17 @@ import numpy as np
 class Decomposition:
     """Functional decomposition f(x) = intercept + sum over S of m_S(x_S) (Hiabu et al., 2023).
 
-    Attributes:
-        intercept: m_empty, the mean margin over the background; float, or (K,) for K outputs.
-        components: {sorted feature-index tuple S: m_S evaluated at the rows, (n,) or (n, K)}.
-            Only subsets that occur on some leaf path are present (all others are identically 0).
-        feature_names: names of the model's features, when known.
-        max_order: the largest |S| that was computed; components of higher order were skipped.
+    Attributes
+    ----------
+    intercept : float or ndarray of shape (K,)
+        m_empty, the mean margin over the background.
+    components : dict of tuple of int to ndarray
+        ``{sorted feature-index tuple S: m_S at the rows, (n,) or (n, K)}``. Only subsets that occur
+        on some leaf path are present (all others are identically 0).
+    feature_names : list of str or None
+        Names of the model's features, when known.
+    max_order : int
+        The largest |S| that was computed; components of higher order were skipped.
     """
 
     intercept: float | np.ndarray
@@ -25,23 +30,57 @@ class Decomposition:
     max_order: int
 
     def total(self) -> np.ndarray:
-        """intercept + sum of all components: the model margin when nothing was truncated."""
+        """Sum the intercept and all components.
+
+        Returns
+        -------
+        ndarray of shape (n,) or (n, K)
+            The model margin when nothing was truncated.
+        """
         comps = list(self.components.values())
         if not comps:
             raise ValueError("the decomposition has no components to sum")
         return self.intercept + np.sum(comps, axis=0)
 
     def of_order(self, order: int) -> dict[tuple[int, ...], np.ndarray]:
-        """Components with exactly ``order`` features."""
+        """Components with exactly ``order`` features.
+
+        Parameters
+        ----------
+        order : int
+            The number of features |S|.
+
+        Returns
+        -------
+        dict of tuple of int to ndarray
+            The matching components.
+        """
         return {s: v for s, v in self.components.items() if len(s) == order}
 
     def importance(self) -> dict[tuple[int, ...], float]:
-        """Mean absolute value of each component over the rows (summed over outputs), largest first."""
+        """Mean absolute value of each component over the rows (summed over outputs).
+
+        Returns
+        -------
+        dict of tuple of int to float
+            Largest first.
+        """
         imp = {s: float(np.abs(v).mean(axis=0).sum()) for s, v in self.components.items()}
         return dict(sorted(imp.items(), key=lambda kv: -kv[1]))
 
     def name(self, subset: tuple[int, ...]) -> str:
-        """Readable label of a subset, using feature names when known."""
+        """Readable label of a subset, using feature names when known.
+
+        Parameters
+        ----------
+        subset : tuple of int
+            Feature indices.
+
+        Returns
+        -------
+        str
+            For example ``"bmi x s5"``.
+        """
         if self.feature_names is None:
             return " x ".join(f"x{j}" for j in subset)
         return " x ".join(self.feature_names[j] for j in subset)
@@ -51,13 +90,18 @@ class Decomposition:
 class Explanation:
     """Everything :meth:`fastpd.FastPD.explain` computes for the same rows in one pass.
 
-    Attributes:
-        prediction: model margin at the rows, (n,) or (n, K) (log-odds for binary classifiers).
-        intercept: mean margin over the background, float or (K,).
-        shap_values: (n, d) or (n, d, K); rows sum to prediction - intercept.
-        shap_interaction_values: (n, d, d) or (n, d, d, K); summing over the last feature axis
-            gives shap_values.
-        decomposition: the components up to the requested order.
+    Attributes
+    ----------
+    prediction : ndarray of shape (n,) or (n, K)
+        Model margin at the rows (log-odds for boosted classifiers).
+    intercept : float or ndarray of shape (K,)
+        Mean margin over the background.
+    shap_values : ndarray of shape (n, d) or (n, d, K)
+        Rows sum to ``prediction - intercept``.
+    shap_interaction_values : ndarray of shape (n, d, d) or (n, d, d, K)
+        Summing over the last feature axis gives ``shap_values``.
+    decomposition : Decomposition
+        The components up to the requested order.
     """
 
     prediction: np.ndarray
