@@ -5,6 +5,7 @@ runs there, then the tools tests that compare hatch.toml and the workflows with 
 check and the shape check run in the copy without any manual edit.
 """
 
+import os
 import re
 import shutil
 import subprocess
@@ -39,8 +40,9 @@ def copy(tmp_path_factory):
 
 
 def run(args, cwd):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
     return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=cwd,
-                          env={"PATH": "/usr/bin:/bin", "OMP_NUM_THREADS": "1", "HOME": str(cwd)})
+                          env={**env, "OMP_NUM_THREADS": "1"})
 
 
 def shape_problems(root):
