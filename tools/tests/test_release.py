@@ -94,3 +94,55 @@ def test_tag_resolution_still_works():
                           capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.splitlines() == [
         "dist=fastpd", "folder=packages/fastpd", "version=0.2.0"]
+
+
+VERSIONS = r"""
+import json, os, sys
+from hatchling.metadata.core import ProjectMetadata
+from hatchling.plugin.manager import PluginManager
+found, top = {}, os.getcwd()
+for folder in sys.argv[1:]:
+    os.chdir(os.path.join(top, folder))  # as a build does: hatch-vcs's root is relative to the project
+    found[folder] = ProjectMetadata(os.getcwd(), PluginManager()).version
+print(json.dumps(found))
+"""
+
+
+def versions(clone: Path, folders: list[str]) -> dict[str, str]:
+    """Each member's version as hatchling (with hatch-vcs) computes it for a build of ``clone``."""
+    import json
+
+    done = subprocess.run([sys.executable, "-c", VERSIONS, *folders], cwd=clone, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def git(clone: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=clone, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    return done.stdout
+
+
+def test_tags_give_exact_versions_and_untagged_builds_no_local_segment(tmp_path):
+    pytest.importorskip("hatch_vcs")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)  # HEAD: committed work only
+    folders = release.member_folders(clone)
+    dists = {folder: tomllib.loads((clone / folder / "pyproject.toml").read_text())["project"]["name"]
+             for folder in folders}
+    assert dists["shared"] == "icml25-shared" and len(folders) >= 2
+    for tag in git(clone, "tag", "-l").split():  # a clone copies the tags: start untagged
+        git(clone, "tag", "-d", tag)
+    untagged = versions(clone, folders)
+    # not the fallback-version (0.1.0): the version really comes from git
+    assert all("+" not in v and v != "0.1.0" and ".dev" in v for v in untagged.values()), untagged
+    for dist in dists.values():
+        git(clone, "tag", f"{dist}-v0.1.0")
+    assert versions(clone, folders) == dict.fromkeys(folders, "0.1.0")
+    # a commit after the tag builds a dev version after it, still without a local segment
+    (clone / "shared" / "README.md").write_text("changed\n")
+    git(clone, "-c", "user.name=t", "-c", "user.email=t@example.org", "commit", "-q", "-am", "change")
+    later = versions(clone, ["shared"])["shared"]
+    assert "+" not in later and later.startswith("0.1.1.dev"), later
+    # tags of one member do not leak into another's version
+    assert release.resolve(f"{dists[folders[1]]}-v0.1.0", clone)["folder"] == folders[1]
