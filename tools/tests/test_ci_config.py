@@ -51,7 +51,17 @@ def test_hatch_matrix_lists_every_package():
 
 @pytest.mark.parametrize(("paths", "expected"), [
     (["packages/dsi/src/dsi/x.py"], ["dsi"]),
-    (["packages/dsi/README.md", "packages/pomwu/tests/t.py"], ["dsi", "pomwu"]),
+    (["packages/dsi/README.md", "packages/pomwu/tests/t.py"], ["pomwu"]),
+    (["packages/dsi/CHANGELOG.md", "packages/dsi/studies/exposure/run.py", "packages/dsi/results/x.json",
+      "packages/dsi/studies/a.md", "packages/dsi/DATA.md"], []),
+    (["packages/dsi/benchmarks/run.py"], ["dsi"]),
+    (["packages/dsi/pyproject.toml"], ["dsi"]),
+    (["packages/dsi/src/dsi/data/notes.md"], ["dsi"]),  # package data may be read by the tests
+    (["packages/dsi/results"], []),
+    (["./packages/dsi/src/dsi/x.py"], ["dsi"]),
+    (["./.github/workflows/ci.yml"], PACKAGES),  # the dot of .github survives a leading ./
+    ([".ci/run"], PACKAGES),
+    (["  packages/nopkg/x.py", ""], []),
     (["README.md", "docs/x.md"], []),
     (["shared/src/icml25_shared/data.py"], PACKAGES),
     (["hatch.toml"], PACKAGES),
