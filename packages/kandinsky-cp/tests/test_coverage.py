@@ -1,4 +1,4 @@
-"""Acceptance 2 and 3 (statistical, fixed seeds) plus the LP's interpolation identity."""
+"""Coverage checks (statistical, fixed seeds) plus the LP's interpolation identity."""
 
 import numpy as np
 import pytest

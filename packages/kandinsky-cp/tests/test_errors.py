@@ -1,7 +1,8 @@
-"""Acceptance 5: bad input gives clear errors."""
+"""Bad input gives clear errors."""
 
 import numpy as np
 import pytest
+from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LinearRegression
 
 from kandinsky_cp import KandinskyCP, group_quantile_regression
@@ -63,14 +64,14 @@ def test_empty_group():
 def test_predict_before_conformalize(regression_split):
     reg, _, _, Xt, _ = regression_split
     cp = KandinskyCP(reg, groups=G.intercept())
-    for method in (cp.predict_interval, cp.predict_set):
-        with pytest.raises(ValueError, match="call conformalize"):
+    for method in (cp.predict_interval, cp.predict_set, lambda X: cp.threshold(X)):
+        with pytest.raises(NotFittedError, match="call conformalize"):
             method(Xt)
 
 
 def test_stage_and_option_errors(regression_split, digits_split):
     reg, Xc, yc, Xt, _ = regression_split
-    with pytest.raises(ValueError, match="call fit"):
+    with pytest.raises(NotFittedError, match="call fit"):
         KandinskyCP(LinearRegression(), groups=G.intercept(), prefit=False).conformalize(Xc, yc)
     with pytest.raises(ValueError, match="prefit=True"):
         KandinskyCP(reg, groups=G.intercept()).fit(Xc, yc)

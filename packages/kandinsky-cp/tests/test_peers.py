@@ -1,4 +1,4 @@
-"""Acceptance 1: the special cases reproduce MAPIE 1.x and crepes exactly."""
+"""The special cases reproduce MAPIE 1.x and crepes exactly."""
 
 import math
 

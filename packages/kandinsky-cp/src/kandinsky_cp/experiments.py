@@ -18,6 +18,8 @@ from typing import Any
 
 import numpy as np
 from icml25_shared.cli import RunContext
+from icml25_shared.random import UNSET, check_random_state, renamed_seed, spawn
+from icml25_shared.tables import markdown_table
 
 from kandinsky_cp import KandinskyCP, group_quantile_regression
 from kandinsky_cp import groups as G
@@ -68,6 +70,7 @@ CPS_COLUMNS = ["education", "experience", "afam", "smsa", "parttime", "northeast
 
 
 def cps_covariate_groups() -> G.Group:
+    """Covariate groups of CPS1988: all, 4 regions, African-American, part-time, experience / 60 (fractional)."""
     region = G.fractional(lambda X, y: np.asarray(X)[:, 5:9], names=["northeast", "midwest", "south", "west"])
     afam = G.fractional(lambda X, y: np.asarray(X)[:, 2], names="afam")
     part = G.fractional(lambda X, y: np.asarray(X)[:, 4], names="part-time")
@@ -81,15 +84,33 @@ def cps_groups(edges: np.ndarray) -> G.Group:
     return G.concat(cps_covariate_groups(), G.by_label_bins(edges), G.intersect(afam, G.by_label_bins(edges[1:2])))
 
 
-def cps_task(n_rows: int | None, seed: int) -> tuple[Task, np.ndarray]:
+def cps_task(n_rows: int | None, random_state: Any = None, *, seed: Any = UNSET) -> tuple[Task, np.ndarray]:
+    """Build the CPS1988 task: a gradient-boosting model on a quarter of the rows, the rest as the pool.
+
+    Parameters
+    ----------
+    n_rows : int or None
+        Subsample of CPS1988 rows (None: all 28,155).
+    random_state : None, int or numpy Generator, optional
+        Source of the subsample, the split and the model's seed.
+    seed : int, optional
+        Deprecated name of ``random_state``.
+
+    Returns
+    -------
+    task : Task
+        Model, pool of rows and groups.
+    edges : ndarray of shape (3,)
+        Wage quartiles of the pool (the label-bin edges).
+    """
     from sklearn.ensemble import GradientBoostingRegressor
 
-    rng = np.random.default_rng(seed)
+    rng = check_random_state(renamed_seed(random_state, seed, owner="cps_task"))
     X, y = load_cps1988(n_rows, rng)
     perm = rng.permutation(len(y))
     n_train = len(y) // 4
     # single-threaded gradient boosting (the paper's base model family); OpenMP models crawl on shared cores
-    model = GradientBoostingRegressor(n_estimators=100, max_depth=3, random_state=seed)
+    model = GradientBoostingRegressor(n_estimators=100, max_depth=3, random_state=int(rng.integers(2**31)))
     model.fit(X[perm[:n_train]], y[perm[:n_train]])
     pool = perm[n_train:]
     edges = np.quantile(y[pool], [0.25, 0.5, 0.75])
@@ -100,12 +121,26 @@ def _dense_centre(X: Any) -> np.ndarray:
     return np.asarray(X)[:, 20:44].mean(axis=1) > 0.25
 
 
-def digits_task(seed: int) -> Task:
+def digits_task(random_state: Any = None, *, seed: Any = UNSET) -> Task:
+    """Build the digits task: a weak logistic regression on 150 images, the other 1,647 as the pool.
+
+    Parameters
+    ----------
+    random_state : None, int or numpy Generator, optional
+        Source of the shuffle.
+    seed : int, optional
+        Deprecated name of ``random_state``.
+
+    Returns
+    -------
+    Task
+        Model, pool of rows and groups.
+    """
     from sklearn.datasets import load_digits
     from sklearn.linear_model import LogisticRegression
 
     d = load_digits()
-    perm = np.random.default_rng(seed).permutation(len(d.target))
+    perm = check_random_state(renamed_seed(random_state, seed, owner="digits_task")).permutation(len(d.target))
     X, y = d.data[perm] / 16.0, d.target[perm]
     model = LogisticRegression(C=0.02, max_iter=500).fit(X[:150], y[:150])
     dense = G.fractional(lambda X, y: _dense_centre(X), names="dense")
@@ -122,8 +157,7 @@ MAPIE_FALLBACKS = {"count": 0}
 
 
 def _mapie_conditional(cls, fmap, Xc, yc, Xt, method: str, model: Any = None):
-    """MAPIE's conditional predictor (exact=True, its default); its dual pivot can hit a singular basis
-    when calibration rows repeat (discrete features), then fall back to its LP path (exact=False)."""
+    """MAPIE's conditional predictor (exact=True, its default); its dual pivot can hit a singular basis when calibration rows repeat (discrete features), then fall back to its LP path (exact=False)."""
     out = None
     for exact in (True, False):
         m = cls(fmap, estimator=model, confidence_level=LEVEL, exact=exact).conformalize(Xc, yc)
@@ -258,13 +292,12 @@ def run_comparison(task: Task, methods: dict, n_reps: int, n_cal: int, rng: np.r
 
 
 def _table(results: dict[str, dict[str, dict[str, Any]]]) -> str:
-    rows = ["| dataset | method | reshuffles | coverage | worst-group deviation (mean ± sd) | "
-            "worst deviation of the mean coverage | mean set size / width |", "|---|---|---|---|---|---|---|"]
-    for dataset, methods in results.items():
-        for name, r in methods.items():
-            rows.append(f"| {dataset} | {name} | {r['n_reps']} | {r['coverage']:.3f} | {r['worst_group_dev_mean']:.3f} ± "
-                        f"{r['worst_group_dev_std']:.3f} | {r['worst_mean_group_dev']:.3f} | {r['mean_size']:.3f} |")
-    return "\n".join(rows)
+    headers = ["dataset", "method", "reshuffles", "coverage", "worst-group deviation (mean ± sd)",
+               "worst deviation of the mean coverage", "mean set size / width"]
+    rows = [[dataset, name, r["n_reps"], f"{r['coverage']:.3f}",
+             f"{r['worst_group_dev_mean']:.3f} ± {r['worst_group_dev_std']:.3f}", f"{r['worst_mean_group_dev']:.3f}",
+             f"{r['mean_size']:.3f}"] for dataset, methods in results.items() for name, r in methods.items()]
+    return markdown_table(rows, headers)
 
 
 def _figure(results: dict[str, dict[str, dict[str, Any]]]):
@@ -280,13 +313,15 @@ def _figure(results: dict[str, dict[str, dict[str, Any]]]):
 
 def _run(ctx: RunContext, *, cps_rows: int | None, cps_cal: int, digits_cal: int, n_reps: int,
          mapie_test: int, mapie_reps: int) -> dict[str, Any]:
-    task_r, edges = cps_task(cps_rows, ctx.seed)
-    task_c = digits_task(ctx.seed)
+    # Independent streams for the two tasks' set-ups and their reshuffles (the synthetic study takes the fifth).
+    cps_rng, digits_rng, cps_shuffles, digits_shuffles, _ = spawn(ctx.seed, 5)
+    task_r, edges = cps_task(cps_rows, cps_rng)
+    task_c = digits_task(digits_rng)
     results = {
         task_r.name: run_comparison(task_r, _methods_regression(task_r, edges, mapie_test), n_reps, cps_cal,
-                                    ctx.rng, mapie_test, mapie_reps),
+                                    cps_shuffles, mapie_test, mapie_reps),
         task_c.name: run_comparison(task_c, _methods_classification(task_c, mapie_test), n_reps, digits_cal,
-                                    ctx.rng, mapie_test, mapie_reps),
+                                    digits_shuffles, mapie_test, mapie_reps),
     }
     ctx.write_table(_table(results))
     ctx.save_figure(_figure(results))
@@ -301,8 +336,7 @@ def _run(ctx: RunContext, *, cps_rows: int | None, cps_cal: int, digits_cal: int
 
 def synthetic_experiment(rng: np.random.Generator, *, n_reps: int, n_cal: int, n_test: int,
                          rate_sizes: tuple[int, ...], rate_reps: int) -> dict[str, Any]:
-    """The notes' label x covariate x fractional benchmark: worst weighted deviation of Kandinsky vs
-    marginal split CP, and the fitted log-log rate of Kandinsky's deviation in n_cal."""
+    """The notes' label x covariate x fractional benchmark: worst weighted deviation of Kandinsky vs marginal split CP, and the fitted log-log rate of Kandinsky's deviation in n_cal."""
     ours, marginal = [], []
     for _ in range(n_reps):
         cal, test = make_synthetic_scores(n_cal, rng), make_synthetic_scores(n_test, rng)
@@ -330,20 +364,20 @@ def synthetic_experiment(rng: np.random.Generator, *, n_reps: int, n_cal: int, n
 def demo(ctx: RunContext) -> None:
     """Small comparison: CPS1988 subsample and digits, a few reshuffles (< 1 minute)."""
     if ctx.quick:
-        _run(ctx, cps_rows=3000, cps_cal=800, digits_cal=600, n_reps=1, mapie_test=0, mapie_reps=0)
+        out = _run(ctx, cps_rows=3000, cps_cal=800, digits_cal=600, n_reps=1, mapie_test=0, mapie_reps=0)
     else:
-        _run(ctx, cps_rows=8000, cps_cal=2000, digits_cal=800, n_reps=3, mapie_test=100, mapie_reps=3)
+        out = _run(ctx, cps_rows=8000, cps_cal=2000, digits_cal=800, n_reps=3, mapie_test=100, mapie_reps=3)
+    ctx.write_json(out)
 
 
 def reproduce(ctx: RunContext) -> None:
-    """Headline experiment: full CPS1988 and digits, 20 reshuffles (``--quick``: 2 on subsamples), plus the
-    synthetic label x covariate x fractional benchmark and its n^-1/2 rate."""
+    """Headline experiment: full CPS1988 and digits, 20 reshuffles (``--quick``: 2 on subsamples), plus the synthetic label x covariate x fractional benchmark and its n^-1/2 rate."""
     if ctx.quick:
         out = _run(ctx, cps_rows=3000, cps_cal=800, digits_cal=600, n_reps=2, mapie_test=0, mapie_reps=0)
-        out["synthetic"] = synthetic_experiment(ctx.rng, n_reps=3, n_cal=1500, n_test=5000, rate_sizes=(500, 2000),
+        out["synthetic"] = synthetic_experiment(spawn(ctx.seed, 5)[4], n_reps=3, n_cal=1500, n_test=5000, rate_sizes=(500, 2000),
                                                 rate_reps=2)
     else:
         out = _run(ctx, cps_rows=None, cps_cal=5000, digits_cal=800, n_reps=20, mapie_test=300, mapie_reps=5)
-        out["synthetic"] = synthetic_experiment(ctx.rng, n_reps=30, n_cal=1500, n_test=20000,
+        out["synthetic"] = synthetic_experiment(spawn(ctx.seed, 5)[4], n_reps=30, n_cal=1500, n_test=20000,
                                                 rate_sizes=(500, 1000, 2000, 4000, 8000), rate_reps=20)
     ctx.write_json(out)

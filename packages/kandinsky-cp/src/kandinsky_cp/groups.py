@@ -112,6 +112,7 @@ class Group(ABC):
 
     @property
     def n_groups(self) -> int:
+        """Number of columns d."""
         return len(self.names)
 
     def fit(self, X: Any, y: Any = None, *, classes: np.ndarray | None = None) -> Group:
@@ -380,8 +381,7 @@ def by_feature(column: int | str, bins: Sequence[float] | None = None,
 
 
 def by_label_bins(edges: Sequence[float]) -> Group:
-    """Indicators of label bins (-inf, e_0), [e_0, e_1), ..., [e_m, inf); for regression these make the
-    prediction set a union of intervals."""
+    """Indicators of label bins (-inf, e_0), [e_0, e_1), ..., [e_m, inf); for regression these make the prediction set a union of intervals."""
     return _ByLabelBins(edges)
 
 

@@ -69,7 +69,7 @@ class GroupCoverage:
 
     @property
     def deviation(self) -> np.ndarray:
-        """coverage - confidence_level per group."""
+        """Coverage - confidence_level per group."""
         return self.coverage - self.confidence_level
 
     @property
@@ -79,15 +79,26 @@ class GroupCoverage:
         return float(np.nanmax(dev)) if np.any(np.isfinite(dev)) else float("nan")
 
     def to_markdown(self) -> str:
-        head = "| group | weight | coverage | ± s.e. | deviation |" + (" set size |" if self.set_size is not None else "")
-        rows = [head, "|---" * (5 + (self.set_size is not None)) + "|"]
+        """Render the report as a markdown table, one row per group.
+
+        Returns
+        -------
+        str
+            Columns group, weight, coverage, s.e., deviation (and set size when recorded).
+        """
+        from icml25_shared.tables import markdown_table
+
+        headers = ["group", "weight", "coverage", "± s.e.", "deviation"]
+        if self.set_size is not None:
+            headers.append("set size")
+        rows = []
         for j, name in enumerate(self.names):
-            row = (f"| {name} | {self.weight[j]:.1f} | {self.coverage[j]:.4f} | {self.stderr[j]:.4f} | "
-                   f"{self.deviation[j]:+.4f} |")
+            row = [name, f"{self.weight[j]:.1f}", f"{self.coverage[j]:.4f}", f"{self.stderr[j]:.4f}",
+                   f"{self.deviation[j]:+.4f}"]
             if self.set_size is not None:
-                row += f" {self.set_size[j]:.3f} |"
+                row.append(f"{self.set_size[j]:.3f}")
             rows.append(row)
-        return "\n".join(rows)
+        return markdown_table(rows, headers)
 
 
 def group_coverage(is_covered: Any, phi: Any, *, confidence_level: float, names: list[str] | None = None,

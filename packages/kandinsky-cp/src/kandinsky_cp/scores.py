@@ -17,8 +17,7 @@ __all__ = ["RegressionScore", "ClassificationScore", "absolute", "lac", "aps", "
 
 @dataclass(frozen=True)
 class RegressionScore:
-    """score(y_pred (n,), y (n,)) -> (n,); interval(y_pred (n,), t (n,)) -> (lower (n,), upper (n,)),
-    the set {y : score(y_pred, y) <= t} (empty when lower > upper)."""
+    """score(y_pred (n,), y (n,)) -> (n,); interval(y_pred (n,), t (n,)) -> (lower (n,), upper (n,)), the set {y : score(y_pred, y) <= t} (empty when lower > upper)."""
 
     name: str
     score: Callable[[np.ndarray, np.ndarray], np.ndarray]
