@@ -202,6 +202,8 @@ def consistency_experiment(sizes: list[int], reps: int, *, random_state: RandomS
         JSON-able: ``mse[method][str(n)][target]`` holds ``mean``, ``sd`` and ``se`` over the
         replications, ``raw`` the per-replication values.
     """
+    if seed is not UNSET and isinstance(random_state, int) and random_state == 0:
+        random_state = None  # left at its default: only the old name was passed
     random_state = renamed_seed(random_state, seed, owner="consistency_experiment")
     methods = {"fastpd": {}, "fastpd-100": {"max_background": 100}, "path-dependent": {"method": "path-dependent"}}
     targets = ["m1", "m2", "m12", "shap1", "shap2"]
