@@ -6,6 +6,11 @@ Submodules (imported on demand so that the base install needs numpy only):
 - :mod:`icml25_shared.kernels`: Triton kernels with pure-torch references and a dispatcher.
 - :mod:`icml25_shared.bench`: time a method against its peer in one process and report ratios.
 - :mod:`icml25_shared.cli`: the ``python -m <pkg> demo|reproduce`` frame, seeding, progress, figures.
+- :mod:`icml25_shared.random`: ``check_random_state``, independent streams (``spawn``, ``child_seeds``).
+- :mod:`icml25_shared.stats`: means, t and Wilson intervals, paired differences (numpy only).
+- :mod:`icml25_shared.tables`: one markdown table writer.
+- :mod:`icml25_shared.testing`: run a package's commands in tests and check what they wrote.
+- :mod:`icml25_shared.pytest_plugin`: one BLAS/OpenMP/torch thread per test process where asked.
 """
 
 from importlib.metadata import PackageNotFoundError, version

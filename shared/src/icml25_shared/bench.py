@@ -1,10 +1,15 @@
 """Time a method and its peer on the same inputs in one process; report medians and ratios.
 
+Examples
+--------
 >>> from icml25_shared.bench import BenchmarkReport, compare
 >>> report = BenchmarkReport("demo", packages=["numpy"])
->>> row = compare(lambda: sum(range(1000)), lambda: sum(list(range(1000))), label="sum", repeats=3)
->>> report.add(row)
->>> print(report.to_markdown())  # doctest: +SKIP
+>>> row = report.add(compare(lambda: sum(range(1000)), lambda: sum(list(range(1000))), label="sum",
+...                          repeats=3, sizes={"n": 1000}))
+>>> len(row.ours.times_s), row.speedup > 0
+(3, True)
+>>> print(report.to_markdown().splitlines()[2])
+| case | n | ours | ours median (s) | peer | peer median (s) | speedup |
 """
 
 from __future__ import annotations
@@ -25,7 +30,17 @@ __all__ = ["BenchmarkReport", "Comparison", "Timing", "compare", "environment", 
 
 @dataclass(frozen=True)
 class Timing:
-    """Wall-clock seconds of ``repeats`` calls after ``warmup`` discarded ones."""
+    """Wall-clock seconds of ``repeats`` calls after ``warmup`` discarded ones.
+
+    Attributes
+    ----------
+    name : str
+        What was timed.
+    times_s : tuple of float
+        Seconds of each timed call.
+    warmup : int
+        Untimed calls made first.
+    """
 
     name: str
     times_s: tuple[float, ...]
@@ -33,10 +48,12 @@ class Timing:
 
     @property
     def median_s(self) -> float:
+        """Median of ``times_s`` (seconds)."""
         return statistics.median(self.times_s)
 
     @property
     def min_s(self) -> float:
+        """Fastest of ``times_s`` (seconds)."""
         return min(self.times_s)
 
 
@@ -44,8 +61,16 @@ class Timing:
 class Comparison:
     """One benchmark row: ours vs the peer on identical inputs.
 
-    ``speedup`` = peer median / our median (> 1 means we are faster). ``sizes`` records the problem
-    size; ``metrics`` holds any accuracy numbers measured on the same outputs.
+    Attributes
+    ----------
+    label : str
+        The case, e.g. ``"n=1024"``.
+    ours, peer : Timing
+        Our timing and the peer's (``peer`` None when there is no peer).
+    sizes : dict
+        The problem size.
+    metrics : dict
+        Accuracy numbers measured on the same outputs.
     """
 
     label: str
@@ -56,11 +81,20 @@ class Comparison:
 
     @property
     def speedup(self) -> float | None:
+        """Peer median / our median (> 1 means we are faster); None without a peer."""
         if self.peer is None:
             return None
         return self.peer.median_s / max(self.ours.median_s, 1e-12)
 
     def as_dict(self) -> dict[str, Any]:
+        """The row as a JSON-ready dict (times, medians, sizes, metrics, speedup).
+
+        Returns
+        -------
+        dict
+            Keys ``label``, ``ours``, ``ours_median_s``, ``ours_times_s``, ``sizes``, ``metrics`` and, with
+            a peer, ``peer``, ``peer_median_s``, ``peer_times_s``, ``speedup``.
+        """
         row = {
             "label": self.label,
             "ours": self.ours.name,
@@ -82,7 +116,24 @@ def _sync_torch() -> None:
 
 
 def time_call(fn: Callable[[], Any], *, name: str = "fn", warmup: int = 1, repeats: int = 5) -> Timing:
-    """Run ``fn`` ``warmup`` times untimed, then ``repeats`` times timed (CUDA synchronised)."""
+    """Run ``fn`` ``warmup`` times untimed, then ``repeats`` times timed (CUDA synchronised).
+
+    Parameters
+    ----------
+    fn : callable
+        Zero-argument function to time.
+    name : str, default "fn"
+        Recorded in the result.
+    warmup : int, default 1
+        Untimed calls first (non-negative).
+    repeats : int, default 5
+        Timed calls (at least one).
+
+    Returns
+    -------
+    Timing
+        The wall-clock seconds of each timed call.
+    """
     if warmup < 0 or repeats < 1:
         raise ValueError(f"need warmup >= 0 and repeats >= 1, got warmup={warmup}, repeats={repeats}")
     for _ in range(warmup):
@@ -109,15 +160,46 @@ def compare(
     sizes: dict[str, Any] | None = None,
     metrics: dict[str, Any] | None = None,
 ) -> Comparison:
-    """Time ``ours`` and ``peer`` (zero-argument callables closing over the same inputs), alternating
-    nothing: each is warmed up and repeated on its own so caches of one do not help the other."""
+    """Time ``ours`` and ``peer``, two zero-argument callables closing over the same inputs.
+
+    Each is warmed up and repeated on its own (no alternation), so caches of one do not help the other.
+
+    Parameters
+    ----------
+    ours, peer : callable
+        Our method and the peer's (``peer`` may be None).
+    label : str
+        The case's name.
+    ours_name, peer_name : str
+        Names shown in the table.
+    warmup, repeats : int
+        As for :func:`time_call`.
+    sizes, metrics : dict, optional
+        The problem size and accuracy numbers measured on the same outputs.
+
+    Returns
+    -------
+    Comparison
+        Both timings and the ratio.
+    """
     ours_t = time_call(ours, name=ours_name, warmup=warmup, repeats=repeats)
     peer_t = None if peer is None else time_call(peer, name=peer_name, warmup=warmup, repeats=repeats)
     return Comparison(label=label, ours=ours_t, peer=peer_t, sizes=dict(sizes or {}), metrics=dict(metrics or {}))
 
 
 def environment(packages: Iterable[str] = ()) -> dict[str, Any]:
-    """Python, platform, CPU count and the installed versions of ``packages`` (None when absent)."""
+    """Python, platform, CPU count and the installed versions of ``packages``.
+
+    Parameters
+    ----------
+    packages : iterable of str
+        Distribution names whose versions to record.
+
+    Returns
+    -------
+    dict
+        ``python``, ``platform``, ``machine``, ``cpu_count`` and ``versions`` (None for an absent one).
+    """
     import os
 
     versions = {}
@@ -136,7 +218,15 @@ def environment(packages: Iterable[str] = ()) -> dict[str, Any]:
 
 
 class BenchmarkReport:
-    """Collects :class:`Comparison` rows; writes JSON and renders a markdown table."""
+    """Collects :class:`Comparison` rows; writes JSON and renders a markdown table.
+
+    Parameters
+    ----------
+    title : str
+        The table's heading.
+    packages : iterable of str
+        Distributions whose versions the report records.
+    """
 
     def __init__(self, title: str, *, packages: Iterable[str] = ()) -> None:
         self.title = title
@@ -144,19 +234,23 @@ class BenchmarkReport:
         self.rows: list[Comparison] = []
 
     def add(self, row: Comparison) -> Comparison:
+        """Append ``row`` and return it."""
         self.rows.append(row)
         return row
 
     def to_dict(self) -> dict[str, Any]:
+        """Title, environment and rows as a JSON-ready dict."""
         return {"title": self.title, "environment": self.environment, "rows": [r.as_dict() for r in self.rows]}
 
     def write_json(self, path: str | Path) -> Path:
+        """Write :meth:`to_dict` to ``path`` (parents created); return the path."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(self.to_dict(), indent=2, default=_jsonable))
         return path
 
     def to_markdown(self) -> str:
+        """A ``###`` heading, one table row per comparison and a line with the machine and versions."""
         metric_keys = sorted({k for r in self.rows for k in r.metrics})
         size_keys = sorted({k for r in self.rows for k in r.sizes})
         head = ["case", *size_keys, "ours", "ours median (s)", "peer", "peer median (s)", "speedup", *metric_keys]

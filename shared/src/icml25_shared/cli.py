@@ -51,7 +51,23 @@ log = logging.getLogger(__name__)
 
 
 def seed_everything(seed: int) -> np.random.Generator:
-    """Seed python's ``random``, numpy's global state and torch (when imported); return a Generator."""
+    """Seed python's ``random``, numpy's global state and torch (when imported).
+
+    Parameters
+    ----------
+    seed : int
+        Non-negative seed.
+
+    Returns
+    -------
+    numpy.random.Generator
+        A generator seeded with ``seed``.
+
+    Raises
+    ------
+    TypeError
+        When ``seed`` is not a non-negative int.
+    """
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise TypeError(f"seed must be a non-negative int, got {seed!r}")
     random.seed(seed)
@@ -64,7 +80,24 @@ def seed_everything(seed: int) -> np.random.Generator:
 
 def progress(iterable: Iterable[T], *, enabled: bool = True, desc: str | None = None,
              total: int | None = None) -> Iterator[T]:
-    """Wrap ``iterable`` in a tqdm bar (stderr) when ``enabled`` and tqdm is installed."""
+    """Wrap ``iterable`` in a tqdm bar (stderr) when ``enabled`` and tqdm is installed.
+
+    Parameters
+    ----------
+    iterable : iterable
+        The items, passed through unchanged.
+    enabled : bool, default True
+        Show the bar (a package's ``progress=`` flag).
+    desc : str, optional
+        The bar's label.
+    total : int, optional
+        Number of items, for iterables without ``len``.
+
+    Returns
+    -------
+    iterator
+        The items of ``iterable``.
+    """
     if enabled:
         try:
             from tqdm.auto import tqdm
@@ -76,7 +109,22 @@ def progress(iterable: Iterable[T], *, enabled: bool = True, desc: str | None = 
 
 
 def save_figure(fig: Any, path: str | Path, *, dpi: int = 120) -> Path:
-    """Save a matplotlib figure (Agg backend) to ``path`` and close it."""
+    """Save a matplotlib figure to ``path`` (parents created) and close it.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure.
+    path : str or Path
+        Destination (PNG by its suffix).
+    dpi : int, default 120
+        Resolution.
+
+    Returns
+    -------
+    Path
+        ``path``.
+    """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=dpi, bbox_inches="tight")
@@ -96,7 +144,27 @@ def _use_agg() -> None:
 
 @dataclass
 class RunContext:
-    """Where and how one CLI command runs."""
+    """Where and how one CLI command runs.
+
+    Attributes
+    ----------
+    package : str
+        The import name.
+    command : str
+        ``"demo"`` or ``"reproduce"``.
+    out : Path
+        Output folder.
+    seed : int
+        ``--seed``.
+    quick : bool
+        ``--quick`` (smaller sizes, for smoke tests).
+    rng : numpy.random.Generator
+        Seeded with ``seed``.
+    written : list of Path
+        Files written through this context.
+    options : dict
+        The package's own ``reproduce`` options (empty for ``demo``).
+    """
 
     package: str
     command: str
@@ -108,7 +176,18 @@ class RunContext:
     options: dict[str, Any] = field(default_factory=dict)
 
     def path(self, name: str) -> Path:
-        """A path inside the output folder (created)."""
+        """A path inside the output folder (the folder is created).
+
+        Parameters
+        ----------
+        name : str
+            File name.
+
+        Returns
+        -------
+        Path
+            ``out / name``.
+        """
         self.out.mkdir(parents=True, exist_ok=True)
         return self.out / name
 
@@ -121,9 +200,23 @@ class RunContext:
                     headers: Sequence[str] | None = None) -> Path:
         """Write a markdown table to ``<out>/<name or command>.md``.
 
-        ``table`` is markdown text, or rows (mappings, or sequences with ``headers``) rendered by
-        :func:`icml25_shared.tables.markdown_table`.
+        Parameters
+        ----------
+        table : str or sequence of rows
+            Markdown text, or rows (mappings, or sequences with ``headers``) rendered by
+            :func:`icml25_shared.tables.markdown_table`.
+        name : str, optional
+            File stem (default: the command).
+        headers : sequence of str, optional
+            Column names for rows.
+
+        Returns
+        -------
+        Path
+            The file written.
         """
+        if isinstance(table, str) and headers is not None:
+            raise ValueError("headers apply to rows; a markdown table already has its header")
         if not isinstance(table, str):
             from icml25_shared.tables import markdown_table
 
@@ -133,13 +226,39 @@ class RunContext:
         return self._record(path)
 
     def write_json(self, obj: Any, name: str | None = None) -> Path:
-        """Write ``obj`` (numpy arrays allowed) to ``<out>/<name or command>.json``."""
+        """Write ``obj`` to ``<out>/<name or command>.json``.
+
+        Parameters
+        ----------
+        obj : object
+            JSON data; numpy arrays and scalars, paths and dataclasses are converted.
+        name : str, optional
+            File stem (default: the command).
+
+        Returns
+        -------
+        Path
+            The file written.
+        """
         path = self.path(f"{name or self.command}.json")
         path.write_text(json.dumps(obj, indent=2, default=_jsonable))
         return self._record(path)
 
     def save_figure(self, fig: Any, name: str | None = None) -> Path:
-        """Save a matplotlib figure to ``<out>/<name or command>.png``."""
+        """Save a matplotlib figure to ``<out>/<name or command>.png``.
+
+        Parameters
+        ----------
+        fig : matplotlib.figure.Figure
+            The figure (closed afterwards).
+        name : str, optional
+            File stem (default: the command).
+
+        Returns
+        -------
+        Path
+            The file written.
+        """
         return self._record(save_figure(fig, self.path(f"{name or self.command}.png")))
 
 
@@ -164,8 +283,16 @@ _COMMON_OPTIONS = ("command", "out", "seed", "quick")
 
 @dataclass(frozen=True)
 class ExtraCommand:
-    """A package command besides demo and reproduce: ``run(argv)`` parses ``argv`` (the arguments after the
-    command's name) itself and returns the exit code; ``help`` is its line in ``python -m <pkg> --help``."""
+    """A package command besides demo and reproduce.
+
+    Attributes
+    ----------
+    help : str
+        Its line in ``python -m <pkg> --help``.
+    run : callable
+        ``run(argv) -> int``: parses ``argv`` (the arguments after the command's name) itself and returns
+        the exit code.
+    """
 
     help: str
     run: Callable[[list[str]], int]
@@ -218,10 +345,10 @@ def _description(package: str, dist: str | None, paper: str | None, description:
         summary = metadata.metadata(dist).get("Summary")
         if summary:
             lines.append(summary)
+    if description and not lines:  # no installed summary (a source tree): the package's own text
+        lines.append(description)
     if paper:
         lines.append(f"Paper: {paper}")
-    if description and not lines:
-        lines.append(description)
     return "\n\n".join(lines) or None
 
 
@@ -295,7 +422,7 @@ def run_cli(package: str, *, demo: Command, reproduce: Command, argv: list[str] 
     if argv and argv[0] in extra_commands:
         if _missing_extra_exit(package, dist, argv[0], requires, prog):
             return 2
-        if os.environ.get("ICML25_CHECK_EXTRAS_ONLY"):
+        if _check_extras_only():
             return 0
         return extra_commands[argv[0]].run(argv[1:])
     parser = build_parser(package, _description(package, dist, paper, description), reproduce_options,
@@ -305,7 +432,7 @@ def run_cli(package: str, *, demo: Command, reproduce: Command, argv: list[str] 
         raise SystemExit(f"--seed must be non-negative, got {args.seed}")
     if _missing_extra_exit(package, dist, args.command, requires, prog):
         return 2
-    if os.environ.get("ICML25_CHECK_EXTRAS_ONLY"):  # the wheel check: extras resolved, nothing run
+    if _check_extras_only():  # the wheel check: extras resolved, nothing run
         return 0
     logging.basicConfig(level=os.environ.get("LOGLEVEL", "WARNING"), format="%(levelname)s %(name)s: %(message)s")
     _use_agg()
@@ -320,6 +447,10 @@ def run_cli(package: str, *, demo: Command, reproduce: Command, argv: list[str] 
     files = ", ".join(str(p) for p in ctx.written) or "nothing"
     print(f"{package} {args.command} finished in {elapsed:.1f}s; wrote {files}")
     return 0
+
+
+def _check_extras_only() -> bool:
+    return os.environ.get("ICML25_CHECK_EXTRAS_ONLY", "") not in ("", "0")
 
 
 def _missing_extra_exit(package: str, dist: str | None, command: str, requires: dict[str, str] | None,

@@ -56,10 +56,12 @@ class Dataset:
 
     @property
     def n_samples(self) -> int:
+        """Number of rows of ``X``."""
         return int(self.X.shape[0])
 
     @property
     def n_features(self) -> int:
+        """Number of columns of ``X``."""
         return int(self.X.shape[1])
 
     def split(self, test_size: float = 0.25, *, seed: int = 0) -> tuple[Dataset, Dataset]:

@@ -3,6 +3,10 @@
 The monorepo's root configuration sets ``icml25_threads = 1``; the plugin does nothing where that
 option is unset, so installing icml25-shared never changes another project's tests. Tiny matrices and
 models on a shared 2-core machine lose more to thread contention than they gain.
+
+The environment variable ``ICML25_TEST_THREADS`` overrides the ini value. Thread-count variables already
+set in the environment (``OMP_NUM_THREADS`` and the like) are kept for runtimes loaded later; runtimes
+already loaded are limited through threadpoolctl when it is installed, and torch is pinned once imported.
 """
 
 from __future__ import annotations
@@ -17,13 +21,28 @@ _limits = None
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    """Register the ``icml25_threads`` ini option.
+
+    Parameters
+    ----------
+    parser : pytest.Parser
+        pytest's option parser.
+    """
     parser.addini("icml25_threads", "threads for BLAS, OpenMP and torch in this test process (unset: untouched)",
                   default="")
 
 
 def _threads(config: pytest.Config) -> int | None:
-    value = os.environ.get("ICML25_TEST_THREADS") or config.getini("icml25_threads")
-    return int(value) if str(value).strip() else None
+    value = str(os.environ.get("ICML25_TEST_THREADS") or config.getini("icml25_threads")).strip()
+    if not value:
+        return None
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise pytest.UsageError(f"icml25_threads / ICML25_TEST_THREADS must be a positive int, got {value!r}")
+    return n
 
 
 def _pin_torch(n: int) -> None:
@@ -34,6 +53,13 @@ def _pin_torch(n: int) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_configure(config: pytest.Config) -> None:
+    """Set the thread-count variables and limit the runtimes already loaded.
+
+    Parameters
+    ----------
+    config : pytest.Config
+        The session's configuration.
+    """
     global _limits
     n = _threads(config)
     if n is None:
@@ -50,12 +76,26 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
+    """Pin torch's threads once the test modules (which may import torch) are collected.
+
+    Parameters
+    ----------
+    session : pytest.Session
+        The test session.
+    """
     n = _threads(session.config)
     if n is not None:
         _pin_torch(n)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
+    """Restore the thread limits threadpoolctl changed.
+
+    Parameters
+    ----------
+    config : pytest.Config
+        The session's configuration.
+    """
     global _limits
     if _limits is not None:
         _limits.restore_original_limits()

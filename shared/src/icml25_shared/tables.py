@@ -37,7 +37,7 @@ def format_cell(value: Any, digits: int = 4) -> str:
     """
     if value is None:
         return ""
-    if isinstance(value, bool):
+    if isinstance(value, bool) or getattr(getattr(value, "dtype", None), "kind", None) == "b":
         return "yes" if value else "no"
     if isinstance(value, numbers.Integral):
         return str(int(value))
@@ -73,13 +73,17 @@ def markdown_table(rows: Sequence[Mapping[str, Any]] | Sequence[Sequence[Any]], 
         The table, without a trailing newline.
     """
     rows = list(rows)
+    if any(isinstance(row, (str, bytes)) for row in rows):
+        raise TypeError("each row must be a mapping or a sequence of cells, not a string")
+    if rows and any(isinstance(row, Mapping) != isinstance(rows[0], Mapping) for row in rows):
+        raise TypeError("rows must be all mappings or all sequences")
     if rows and isinstance(rows[0], Mapping):
         if headers is None:
             headers = list(dict.fromkeys(key for row in rows for key in row))
         body = [[row.get(h) for h in headers] for row in rows]
     else:
         if headers is None:
-            raise ValueError("positional rows need headers")
+            raise ValueError("positional rows need headers" if rows else "a table without rows needs headers")
         body = [list(row) for row in rows]
     headers = list(headers)
     for i, row in enumerate(body):

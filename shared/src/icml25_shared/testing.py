@@ -1,8 +1,27 @@
 """Test helpers for the ``python -m <pkg> demo|reproduce`` commands every package ships.
 
->>> run = run_command(main, "demo", tmp_path)          # in-process; checks demo.md and demo.png
->>> run = run_module("mypkg", "reproduce", tmp_path)   # a real `python -m mypkg reproduce --quick`
->>> run.table, run.result, run.figure                  # <command>.md text, parsed .json, .png path
+``run_command(main, "demo", tmp_path)`` calls a package's ``main`` in-process and checks that ``demo.md`` and
+``demo.png`` were written; ``run_module("mypkg", "reproduce", tmp_path)`` runs a real
+``python -m mypkg reproduce --quick``. Both return a :class:`CommandRun` (table text, parsed JSON, PNG path).
+
+Examples
+--------
+>>> import tempfile
+>>> from pathlib import Path
+>>> from icml25_shared.cli import run_cli
+>>> def main(argv):
+...     return run_cli("toy", demo=lambda ctx: ctx.write_table([[1, 2.5]], headers=["a", "b"]),
+...                    reproduce=lambda ctx: ctx.write_json({"x": 1}), argv=argv)
+>>> out = Path(tempfile.mkdtemp())
+>>> run = run_command(main, "demo", out, expect=("md",))  # doctest: +ELLIPSIS
+toy demo finished in ...s; wrote .../demo.md
+>>> print(run.table, end="")
+| a | b |
+|---|---|
+| 1 | 2.5 |
+>>> run_command(main, "reproduce", out).result  # doctest: +ELLIPSIS
+toy reproduce finished in ...
+{'x': 1}
 """
 
 from __future__ import annotations
@@ -23,7 +42,19 @@ DEFAULT_EXPECT = {"demo": ("md", "png"), "reproduce": ("json",)}
 
 @dataclass(frozen=True)
 class CommandRun:
-    """What one command wrote: the table text ("" if none), the parsed JSON (None if none), the PNG."""
+    """What one command wrote.
+
+    Attributes
+    ----------
+    out : Path
+        The output folder.
+    table : str
+        ``<command>.md`` ("" when not written).
+    result : object
+        ``<command>.json`` parsed (None when not written).
+    figure : Path or None
+        ``<command>.png`` when written.
+    """
 
     out: Path
     table: str
@@ -47,8 +78,31 @@ def _collect(command: str, out: Path, expect: tuple[str, ...]) -> CommandRun:
 
 def run_command(main: Callable[[list[str]], int], command: str, out: Path, *, quick: bool = True,
                 expect: tuple[str, ...] | None = None) -> CommandRun:
-    """Call a package's ``main(argv)`` in-process and check it wrote ``expect`` (by default a table and
-    a PNG for demo, JSON for reproduce)."""
+    """Call a package's ``main(argv)`` in-process and check the files it wrote.
+
+    Parameters
+    ----------
+    main : callable
+        The package's ``main(argv) -> int``.
+    command : str
+        ``"demo"``, ``"reproduce"`` or another command of ``main``.
+    out : Path
+        Output folder (``--out``).
+    quick : bool, default True
+        Pass ``--quick``.
+    expect : tuple of str, optional
+        Suffixes that must be written (default: md and png for demo, json for reproduce).
+
+    Returns
+    -------
+    CommandRun
+        What the command wrote.
+
+    Raises
+    ------
+    AssertionError
+        When ``main`` returns non-zero or an expected file is missing or empty.
+    """
     argv = [command, "--out", str(out)] + (["--quick"] if quick else [])
     assert main(argv) == 0, f"{command} returned non-zero"
     return _collect(command, Path(out), DEFAULT_EXPECT.get(command, ()) if expect is None else expect)
@@ -56,7 +110,30 @@ def run_command(main: Callable[[list[str]], int], command: str, out: Path, *, qu
 
 def run_module(module: str, command: str, out: Path, *, quick: bool = True, timeout: float = 300,
                env: dict[str, str] | None = None, expect: tuple[str, ...] | None = None) -> CommandRun:
-    """Run ``python -m <module> <command> [--quick] --out OUT`` in a subprocess and check its files."""
+    """Run ``python -m <module> <command> [--quick] --out OUT`` in a subprocess and check its files.
+
+    Parameters
+    ----------
+    module : str
+        The package to run.
+    command : str
+        Its command.
+    out : Path
+        Output folder.
+    quick : bool, default True
+        Pass ``--quick``.
+    timeout : float, default 300
+        Seconds before the subprocess is killed.
+    env : dict, optional
+        Environment (default: this process's).
+    expect : tuple of str, optional
+        As for :func:`run_command`.
+
+    Returns
+    -------
+    CommandRun
+        What the command wrote.
+    """
     argv = [sys.executable, "-m", module, command, "--out", str(out)] + (["--quick"] if quick else [])
     done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env or dict(os.environ))
     assert done.returncode == 0, f"python -m {module} {command} failed:\n{done.stderr[-4000:]}"

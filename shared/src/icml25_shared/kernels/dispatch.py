@@ -103,5 +103,6 @@ class Kernel:
         return "triton" if runnable else "torch"
 
     def __call__(self, tensor: Any, *args: Any, backend: str | None = None, **kwargs: Any) -> Any:
+        """Run the implementation :meth:`backend_for` picks on ``tensor`` and the other arguments."""
         impl = self.triton if self.backend_for(tensor, backend) == "triton" else self.reference
         return impl(tensor, *args, **kwargs)
