@@ -1,7 +1,8 @@
 """One entry point for the whole monorepo, needing only Python >= 3.10 with pip and venv.
 
     python tools/dev.py demo    # every package's `python -m <pkg> demo`; writes out/REPORT.md
-    python tools/dev.py test    # lint, structural checks, every package's tests, integration, wheels
+    python tools/dev.py test    # lint, structural checks, every package's tests and doctests, integration,
+                                # wheels; per step its seconds and its 10 slowest tests
 
 Both create (or reuse) the virtual environment `.venv` and install every member editable with the
 pinned constraints in tools/constraints.txt; a stamp of the pyprojects skips reinstalling when
@@ -13,6 +14,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -43,6 +45,7 @@ class Step:
     output: str = ""
     seconds: float = 0.0
     counts: dict[str, int] = field(default_factory=dict)
+    slowest: list[tuple[float, str]] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -93,11 +96,21 @@ def ensure_environment(env_dir: Path, packages: list[tuple[str, str, Path]], *, 
     return python
 
 
-def pytest_step(python: Path, name: str, tests: Path, junit_dir: Path, *, triton: bool) -> Step:
-    """A pytest run of one folder: the Triton-marked tests under the interpreter, or all others."""
-    junit = junit_dir / f"{name}.xml"
+def pytest_step(python: Path, name: str, tests: Path, junit_dir: Path, *, triton: bool,
+                src: Path | None = None) -> Step:
+    """A pytest run of one folder: the Triton-marked tests under the interpreter, or all others.
+
+    With ``src`` (a member's src/ folder) the run also collects that folder's doctests
+    (``--doctest-modules``): merged into the member's test run they cost ~0.5 s of CPU, a step of their
+    own ~2 s (an interpreter, pytest and the member's imports again). The root config's
+    ``--import-mode=importlib`` imports src modules under their real names from the editable install,
+    so a doctest runs in the same module object that the tests import (tools/tests checks this).
+    """
+    junit = junit_dir / (re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") + ".xml")
     cmd = [str(python), "-m", "pytest", str(tests), "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
            "-m", "triton" if triton else "not triton"]
+    if src is not None and not triton:
+        cmd[4:4] = [str(src), "--doctest-modules"]
     env = {"TRITON_INTERPRET": "1"} if triton else {}
     return Step(name=name, cmd=cmd, env=env, allow_no_tests=True)
 
@@ -119,6 +132,20 @@ def junit_counts(path: Path) -> dict[str, int]:
     return total
 
 
+def slowest_tests(path: Path, n: int = 10) -> list[tuple[float, str]]:
+    """The ``n`` slowest test cases of a junit XML report: (seconds, "classname::name"), slowest first."""
+    if not path.exists():
+        return []
+    cases = []
+    for case in ET.parse(path).getroot().iter("testcase"):
+        try:
+            seconds = float(case.get("time", 0) or 0)
+        except ValueError:
+            continue
+        cases.append((seconds, f"{case.get('classname', '')}::{case.get('name', '')}"))
+    return sorted(cases, key=lambda c: (-c[0], c[1]))[:n]
+
+
 def run_step(step: Step, *, single_thread: bool) -> Step:
     env = dict(os.environ, **step.env)
     env.setdefault("MPLBACKEND", "Agg")
@@ -135,6 +162,7 @@ def run_step(step: Step, *, single_thread: bool) -> Step:
     junit = next((a.split("=", 1)[1] for a in step.cmd if a.startswith("--junitxml=")), None)
     if junit:
         step.counts = junit_counts(Path(junit))
+        step.slowest = slowest_tests(Path(junit))
     return step
 
 
@@ -143,13 +171,16 @@ def run_steps(steps: list[Step], jobs: int) -> list[Step]:
 
     def report(step: Step) -> Step:
         status = "ok" if step.ok else f"FAILED (exit {step.returncode})"
-        print(f"--- {step.name}: {status} in {step.seconds:.0f}s", flush=True)
+        lines = [f"--- {step.name}: {status} in {step.seconds:.0f}s"]
         if not step.ok or os.environ.get("ICML25_VERBOSE"):
-            print(step.output.rstrip(), flush=True)
+            lines.append(step.output.rstrip())
         else:
             tail = [line for line in step.output.strip().splitlines() if line.strip()][-1:]
-            for line in tail:
-                print(f"    {line}", flush=True)
+            lines += [f"    {line}" for line in tail]
+        if step.slowest:
+            lines.append(f"    slowest {len(step.slowest)}:")
+            lines += [f"      {seconds:6.2f}s {name}" for seconds, name in step.slowest]
+        print("\n".join(lines), flush=True)  # one print: steps finishing together do not interleave
         return step
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
@@ -166,12 +197,15 @@ def command_test(python: Path, packages: list[tuple[str, str, Path]], args: argp
         # README sections, process words, release files, extras and [project.urls] (tools/release.py's rule)
         Step("checks: shape", [*tools, "shape"]),
     ]
-    suites = [("tools", ROOT / "tools" / "tests"), ("shared", ROOT / "shared" / "tests")]
-    suites += [(dist, path / "tests") for dist, _, path in packages]
-    suites.append(("integration", ROOT / "tests" / "integration"))
+    # (name, tests, src whose doctests run with them)
+    suites: list[tuple[str, Path, Path | None]] = [("tools", ROOT / "tools" / "tests", None),
+                                                  ("shared", ROOT / "shared" / "tests", ROOT / "shared" / "src")]
+    suites += [(dist, path / "tests", path / "src") for dist, _, path in packages]
+    suites.append(("integration", ROOT / "tests" / "integration", None))
     tests = []
-    for name, folder in suites:
-        tests.append(pytest_step(python, f"tests: {name}", folder, junit_dir, triton=False))
+    for name, folder, src in suites:
+        label = f"tests: {name}" + (" (+ doctests)" if src is not None else "")
+        tests.append(pytest_step(python, label, folder, junit_dir, triton=False, src=src))
         if has_triton_tests(folder):
             tests.append(pytest_step(python, f"tests: {name} (triton, interpreted)", folder, junit_dir, triton=True))
     wheels = [] if args.skip_wheels else [Step(f"checks: wheels {dist}", [*tools, "wheels", dist])

@@ -1,5 +1,6 @@
 """The GitHub workflows parse and say what the plan promises; plan/release map paths and tags."""
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -80,3 +81,41 @@ def test_release_tags():
         release.resolve("nopkg-v1.0")
     with pytest.raises(ValueError, match="<distribution>-v<version>"):
         release.resolve("v1.0")
+
+
+def test_gate_runs_doctests_in_the_modules_the_tests_import(tmp_path):
+    """dev.py's member step: doctests of src/ run with the tests, each module imported once, by its name."""
+    import dev
+
+    project = tmp_path / "pkgx"
+    (project / "src" / "pkgx").mkdir(parents=True)
+    (project / "tests").mkdir()
+    (project / "pyproject.toml").write_text('[tool.pytest.ini_options]\naddopts = "--import-mode=importlib"\n')
+    log = tmp_path / "imports.log"
+    (project / "src" / "pkgx" / "__init__.py").write_text('"""Pkgx."""\n')
+    (project / "src" / "pkgx" / "mod.py").write_text(
+        f'"""A module.\n\n>>> import sys\n>>> __name__\n\'pkgx.mod\'\n'
+        f'>>> sys.modules["pkgx.mod"].MARK\n\'set by the test\'\n"""\n'
+        f"with open({str(log)!r}, 'a') as f:\n    f.write(__name__ + '\\n')\nMARK = 'unset'\n")
+    (project / "tests" / "test_a.py").write_text(
+        "import pkgx.mod\n\n\ndef test_a():\n    pkgx.mod.MARK = 'set by the test'\n")
+    step = dev.pytest_step(Path(sys.executable), "tests: pkgx (+ doctests)", project / "tests", tmp_path,
+                           triton=False, src=project / "src")
+    step.env["PYTHONPATH"] = str(project / "src")  # what the editable install's .pth does
+    dev.run_step(step, single_thread=True)
+    assert step.ok, step.output
+    assert step.counts == {"tests": 2, "failures": 0, "errors": 0, "skipped": 0}, step.output
+    assert log.read_text().splitlines() == ["pkgx.mod"]  # imported once, under its real name
+    assert [name for _, name in step.slowest] and len(step.slowest) == 2
+
+
+def test_slowest_tests_from_junit(tmp_path):
+    import dev
+
+    xml = tmp_path / "j.xml"
+    cases = "".join(f'<testcase classname="m" name="t{i}" time="{i / 10}"/>' for i in range(15))
+    xml.write_text(f'<testsuites><testsuite tests="15">{cases}<testcase classname="m" name="bad" time=""/>'
+                   "</testsuite></testsuites>")
+    slowest = dev.slowest_tests(xml)
+    assert len(slowest) == 10 and slowest[0] == (1.4, "m::t14") and slowest[-1] == (0.5, "m::t5")
+    assert dev.slowest_tests(tmp_path / "missing.xml") == []
