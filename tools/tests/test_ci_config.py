@@ -21,9 +21,13 @@ def load(name):
     return data
 
 
+def run_lines(job):
+    return [step["run"] for step in job["steps"] if "run" in step]
+
+
 def test_ci_jobs_and_matrix():
     ci = load("ci.yml")
-    assert {"plan", "lint", "test", "integration", "wheels"} <= set(ci["jobs"])
+    assert {"plan", "lint", "test", "slow", "lowest", "integration", "wheels"} <= set(ci["jobs"])
     matrix = ci["jobs"]["test"]["strategy"]["matrix"]
     assert matrix["python"] == ["3.10", "3.11", "3.12"]
     assert "fromJSON(needs.plan.outputs.packages)" in matrix["package"]
@@ -31,6 +35,51 @@ def test_ci_jobs_and_matrix():
     for job in ci["jobs"].values():
         for step in job["steps"]:
             assert "uses" in step or "run" in step
+
+
+def python_of(job):
+    return next(s["with"]["python-version"] for s in job["steps"] if s.get("uses", "").startswith("actions/setup-python"))
+
+
+def test_matrix_runs_fast_tests_and_doctests_slow_ones_run_once():
+    ci = load("ci.yml")
+    assert "hatch run pkg.${{ matrix.package }}:test" in run_lines(ci["jobs"]["test"])
+    scripts = tomllib.loads((ROOT / "hatch.toml").read_text())["envs"]["pkg"]["scripts"]
+    assert "-m 'not triton and not slow'" in scripts["test"]
+    assert "--doctest-modules" in scripts["test"] and "packages/{matrix:package}/src" in scripts["test"]
+    assert "-m 'slow and not triton'" in scripts["slow"]
+    slow = ci["jobs"]["slow"]
+    assert "strategy" not in slow and python_of(slow) == "3.11"
+    assert any("hatch run slow" in line for line in run_lines(slow))
+    default = tomllib.loads((ROOT / "hatch.toml").read_text())["envs"]["default"]["scripts"]
+    assert "-m 'slow and not triton'" in default["slow"]
+    assert "--doctest-modules" in default["doctest"] and "shared/src" in default["doctest"]
+    assert "hatch run integration:doctest" in run_lines(ci["jobs"]["integration"])
+
+
+def test_lint_runs_the_shape_check_and_lowest_covers_every_member():
+    ci = load("ci.yml")
+    lint = run_lines(ci["jobs"]["lint"])
+    assert "python tools/checks.py shape" in lint and "python tools/checks.py imports" in lint
+    assert any('-k "not wheel"' in line for line in lint)
+    lowest = ci["jobs"]["lowest"]
+    members = ["icml25-shared"] + PACKAGES
+    assert sorted(lowest["strategy"]["matrix"]["package"]) == sorted(members)
+    assert python_of(lowest) == "3.10"
+    assert "python tools/checks.py lowest --packages ${{ matrix.package }}" in run_lines(lowest)
+    wheels = run_lines(ci["jobs"]["wheels"])
+    assert "python tools/checks.py wheels" in wheels and any("twine" in line for line in wheels)
+
+
+def test_checks_cli_hands_lowest_to_tools_lowest(monkeypatch):
+    import types
+
+    import checks
+
+    seen = []
+    monkeypatch.setitem(sys.modules, "lowest", types.SimpleNamespace(main=lambda argv: seen.append(argv) or 7))
+    assert checks.main(["lowest", "--packages", "fastpd"]) == 7
+    assert seen == [["--packages", "fastpd"]]
 
 
 def test_release_on_package_tags():
