@@ -141,10 +141,10 @@ def renamed_seed(random_state: Any, seed: Any = UNSET, *, owner: str, old: str =
     object
         ``seed`` when the old name was used (with a DeprecationWarning), else ``random_state``.
 
-    Raises
-    ------
-    TypeError
-        When both names were given (``random_state`` not None and ``seed`` passed).
+    Notes
+    -----
+    The old name wins when both are given: a ``random_state`` default (often 0) cannot be told apart from
+    an explicit value.
 
     Examples
     --------
@@ -155,8 +155,6 @@ def renamed_seed(random_state: Any, seed: Any = UNSET, *, owner: str, old: str =
     """
     if seed is UNSET:
         return random_state
-    if random_state is not None:
-        raise TypeError(f"{owner}: pass 'random_state' only ('{old}' is its deprecated old name), not both")
     warnings.warn(f"{owner}: '{old}' is deprecated and will be removed in the next release; use 'random_state'",
                   DeprecationWarning, stacklevel=3)
     return seed
