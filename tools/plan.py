@@ -1,6 +1,8 @@
 """Map changed paths to the packages whose tests must run (CI's plan job).
 
-    python tools/plan.py --base origin/main          # prints packages=["fastpd", ...] for $GITHUB_OUTPUT
+    python tools/plan.py --base origin/main          # prints packages=["fastpd", ...] (to test) and
+                                                     # members=["icml25-shared", ...] (every member, for the
+                                                     # lowest job) for $GITHUB_OUTPUT
     python tools/plan.py --paths packages/dsi/src/dsi/x.py README.md
 
 A change under shared/, tools/, .github/, .ci/, hatch.toml, pyproject.toml or tests/integration/ means every
@@ -71,6 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     paths = args.paths if args.paths is not None else changed_paths(args.base)
     print(f"packages={json.dumps(affected(paths, all_packages()))}")
+    print(f"members={json.dumps(['icml25-shared', *all_packages()])}")
     return 0
 
 

@@ -1,5 +1,7 @@
 """The GitHub workflows parse and say what the plan promises; plan/release map paths and tags."""
 
+import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -63,8 +65,12 @@ def test_lint_runs_the_shape_check_and_lowest_covers_every_member():
     assert "python tools/checks.py shape" in lint and "python tools/checks.py imports" in lint
     assert any('-k "not wheel"' in line for line in lint)
     lowest = ci["jobs"]["lowest"]
-    members = ["icml25-shared"] + PACKAGES
-    assert sorted(lowest["strategy"]["matrix"]["package"]) == sorted(members)
+    # every member, from the plan job (a new package needs no workflow edit)
+    assert lowest["strategy"]["matrix"]["package"] == "${{ fromJSON(needs.plan.outputs.members) }}"
+    assert lowest["needs"] == "plan" and "members" in ci["jobs"]["plan"]["outputs"]
+    out = subprocess.run([sys.executable, str(ROOT / "tools" / "plan.py"), "--paths", "README.md"],
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    assert out == ["packages=[]", f"members={json.dumps(['icml25-shared', *PACKAGES])}"]
     assert python_of(lowest) == "3.10"
     assert "python tools/checks.py lowest --packages ${{ matrix.package }}" in run_lines(lowest)
     wheels = run_lines(ci["jobs"]["wheels"])
