@@ -208,8 +208,10 @@ def command_test(python: Path, packages: list[tuple[str, str, Path]], args: argp
         tests.append(pytest_step(python, label, folder, junit_dir, triton=False, src=src))
         if has_triton_tests(folder):
             tests.append(pytest_step(python, f"tests: {name} (triton, interpreted)", folder, junit_dir, triton=True))
+    # shared's artefacts too (LICENSE, py.typed, twine); each package's step reuses its cached build
+    wheel_dists = ["icml25-shared"] + [dist for dist, _, _ in packages]
     wheels = [] if args.skip_wheels else [Step(f"checks: wheels {dist}", [*tools, "wheels", dist])
-                                          for dist, _, _ in packages]
+                                          for dist in wheel_dists]
     start = time.perf_counter()
     steps = run_steps(first + tests + wheels, args.jobs)
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
