@@ -15,16 +15,16 @@ from feature_markets import (
 
 
 def test_generator_budgets():
-    uniform = make_market_data(200, inequality=1.0, seed=0)
+    uniform = make_market_data(200, inequality=1.0, random_state=0)
     assert np.all(uniform.budgets == 1.0)
-    data = make_market_data(4000, inequality=2.0**10, seed=1)
+    data = make_market_data(4000, inequality=2.0**10, random_state=1)
     assert data.budgets.min() >= 1 and data.budgets.max() <= 2**10
     log_b = np.log2(data.budgets)
     assert abs(log_b.mean() - 5) < 0.2  # log-uniform on [0, 10]
-    revealing = make_market_data(400, inequality=2.0**10, label_correlation=1.0, seed=2)
+    revealing = make_market_data(400, inequality=2.0**10, label_correlation=1.0, random_state=2)
     np.testing.assert_allclose(revealing.budgets, np.where(revealing.y > 0, 2.0**10, 1.0))
     assert np.all(data.X >= 0) and set(np.unique(data.y)) == {-1, 1}
-    gm = make_market_data(300, distribution="gaussian-mixture", seed=0)
+    gm = make_market_data(300, distribution="gaussian-mixture", random_state=0)
     assert np.all(gm.X >= 0)
 
 
@@ -73,7 +73,7 @@ ALL = [
 
 @pytest.mark.parametrize("cls", ALL)
 def test_label_encodings_and_interface(cls):
-    data = make_market_data(200, inequality=2.0**6, label_correlation=0.5, seed=0)
+    data = make_market_data(200, inequality=2.0**6, label_correlation=0.5, random_state=0)
     y01 = (data.y > 0).astype(int)
     model = cls(epochs=3)
     assert model.fit(data.X, y01, data.budgets) is model
@@ -87,9 +87,13 @@ def test_label_encodings_and_interface(cls):
 
 
 def test_bad_labels_budgets_and_unfitted():
-    data = make_market_data(50, seed=0)
-    with pytest.raises(ValueError, match=r"labels must be in \{-1, \+1\} or \{0, 1\}"):
-        NaiveClassifier(epochs=1).fit(data.X, data.y + 2, data.budgets)
+    data = make_market_data(50, random_state=0)
+    with pytest.raises(ValueError, match="Only binary classification is supported"):
+        NaiveClassifier(epochs=1).fit(data.X, np.arange(50) % 3, data.budgets)
+    # any two labels work; the larger one is the class users buy features to reach
+    named = NaiveClassifier(epochs=2).fit(data.X, np.where(data.y > 0, "yes", "no"), data.budgets)
+    assert named.classes_.tolist() == ["no", "yes"]
+    assert set(named.predict_after_market(data.X, data.budgets)) <= {"no", "yes"}
     with pytest.raises(ValueError, match="strictly positive"):
         NaiveClassifier(epochs=1).fit(data.X, data.y, -data.budgets)
     with pytest.raises(ValueError, match="non-negative"):
@@ -100,12 +104,24 @@ def test_bad_labels_budgets_and_unfitted():
 
     with pytest.raises(NotFittedError):
         NaiveClassifier().predict(data.X)
+    with pytest.raises(ValueError, match="X has 1 features, but NaiveClassifier is expecting 2"):
+        NaiveClassifier(epochs=1).fit(data.X, data.y).predict(data.X[:, :1])
+
+
+def test_seed_is_deprecated_for_random_state():
+    with pytest.warns(DeprecationWarning, match="make_market_data: 'seed' is deprecated"):
+        old = make_market_data(50, seed=3)
+    new = make_market_data(50, random_state=3)
+    np.testing.assert_array_equal(old.X, new.X)
+    with pytest.warns(DeprecationWarning, match="MarketData.split"):
+        old_train, _ = new.split(0.3, seed=1)
+    np.testing.assert_array_equal(old_train.y, new.split(0.3, random_state=1)[0].y)
 
 
 def test_uniform_budgets_defeat_every_method():
     """Paper: with uniform budgets almost every negative can afford to cross: accuracy ~ 1/2."""
-    data = make_market_data(500, inequality=1.0, seed=0)
-    train, test = data.split(0.3, seed=0)
+    data = make_market_data(500, inequality=1.0, random_state=0)
+    train, test = data.split(0.3, random_state=0)
     for cls in ALL:
         model = cls(epochs=15).fit(train.X, train.y, train.budgets)
         report = market_report(model, test.X, test.y, test.budgets)
@@ -129,8 +145,8 @@ def test_market_aware_wins_when_the_market_creates_separability():
     runs = {"naive": [], "strat": [], "masc": []}
     gaps = {"strat": [], "masc": []}
     for seed in range(10):
-        data = make_market_data(600, inequality=2.0**10, label_correlation=0.5, feature_signal=0.0, seed=seed)
-        train, test = data.split(0.3, seed=seed)
+        data = make_market_data(600, inequality=2.0**10, label_correlation=0.5, feature_signal=0.0, random_state=seed)
+        train, test = data.split(0.3, random_state=seed)
         models = {
             "naive": NaiveClassifier(epochs=15, random_state=seed),
             "strat": FixedPriceStrategicClassifier(epochs=15, random_state=seed),
@@ -153,7 +169,7 @@ def test_market_aware_wins_when_the_market_creates_separability():
 
 
 def test_market_aware_selection_options():
-    data = make_market_data(300, inequality=2.0**6, label_correlation=0.5, feature_signal=0.0, seed=0)
+    data = make_market_data(300, inequality=2.0**6, label_correlation=0.5, feature_signal=0.0, random_state=0)
     model = MarketAwareClassifier(epochs=3, validation_fraction=0.3).fit(data.X, data.y, data.budgets)
     assert isinstance(model.selected_, str) and 0 <= model.selection_accuracy_ <= 1
     assert model.price_ == pytest.approx(model.equilibrium_price(data.X, data.budgets))

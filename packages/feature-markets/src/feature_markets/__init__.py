@@ -1,10 +1,7 @@
 """Strategic classification when the classifier induces a market for features (Sommer et al., ICML 2025).
 
->>> from feature_markets import MarketAwareClassifier, make_market_data, market_report
->>> data = make_market_data(600, inequality=2**10, label_correlation=0.5, seed=0)
->>> train, test = data.split(0.3, seed=0)
->>> model = MarketAwareClassifier().fit(train.X, train.y, train.budgets)
->>> report = market_report(model, test.X, test.y, test.budgets)  # accuracy before/after the market
+The entry point is :class:`MarketAwareClassifier` (MASC), a scikit-learn classifier trained for the
+market its own weights create; :func:`market_price` solves that market exactly.
 """
 
 from importlib.metadata import PackageNotFoundError, version

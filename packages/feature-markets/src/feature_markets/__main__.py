@@ -6,9 +6,23 @@ from icml25_shared.cli import run_cli
 
 from feature_markets.experiments import demo, reproduce
 
+PAPER = "Sommer, Hikri, Amit, Rosenfeld (ICML 2025). Learning Classifiers That Induce Markets."
+
 
 def main(argv: list[str] | None = None) -> int:
-    return run_cli("feature_markets", demo=demo, reproduce=reproduce, argv=argv, description=__doc__)
+    """Run ``demo`` or ``reproduce``.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Command-line arguments (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit code (0 on success).
+    """
+    return run_cli("feature_markets", demo=demo, reproduce=reproduce, argv=argv, description=__doc__, paper=PAPER)
 
 
 if __name__ == "__main__":

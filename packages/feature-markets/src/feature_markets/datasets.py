@@ -11,24 +11,53 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+from icml25_shared.random import UNSET, check_random_state, renamed_seed
 
 __all__ = ["MarketData", "adult_csv", "breast_cancer_proxy", "make_market_data"]
 
 
 @dataclass(frozen=True)
 class MarketData:
-    """Users: features ``X`` (m, d) >= 0, labels ``y`` (m,) in {-1, +1}, budgets (m,) > 0."""
+    """A population of users in a feature market.
+
+    Attributes
+    ----------
+    X : numpy.ndarray of shape (m, d)
+        Non-negative features.
+    y : numpy.ndarray of shape (m,)
+        Labels in {-1, +1}.
+    budgets : numpy.ndarray of shape (m,)
+        Strictly positive budgets.
+    description : str
+        Where the users come from.
+    """
 
     X: np.ndarray
     y: np.ndarray
     budgets: np.ndarray
     description: str
 
-    def split(self, test_size: float = 0.3, *, seed: int = 0) -> tuple[MarketData, MarketData]:
-        """Seeded random train/test split."""
+    def split(self, test_size: float = 0.3, *, random_state=0, seed=UNSET) -> tuple[MarketData, MarketData]:
+        """Random train/test split.
+
+        Parameters
+        ----------
+        test_size : float, default 0.3
+            Share of users in the test part, in (0, 1).
+        random_state : int, numpy Generator or None, default 0
+            Seeds the permutation.
+        seed : int, optional
+            Deprecated name of ``random_state``.
+
+        Returns
+        -------
+        tuple of MarketData
+            ``(train, test)``.
+        """
+        random_state = renamed_seed(random_state, seed, owner="MarketData.split")
         if not 0 < test_size < 1:
             raise ValueError(f"test_size must be in (0, 1), got {test_size}")
-        order = np.random.default_rng(seed).permutation(self.y.shape[0])
+        order = check_random_state(random_state).permutation(self.y.shape[0])
         cut = int(round(test_size * self.y.shape[0]))
         take = lambda rows: MarketData(self.X[rows], self.y[rows], self.budgets[rows], self.description)  # noqa: E731
         return take(order[cut:]), take(order[:cut])
@@ -43,7 +72,8 @@ def make_market_data(
     label_correlation: float = 0.0,
     feature_signal: float = 1.0,
     min_budget: float = 1.0,
-    seed: int = 0,
+    random_state=0,
+    seed=UNSET,
 ) -> MarketData:
     """Synthetic users.
 
@@ -53,7 +83,34 @@ def make_market_data(
     ``[min_budget, min_budget * inequality]``: ``log2(b / min_budget) = log2(inequality) * q`` with
     ``q = (1 - label_correlation) * U + label_correlation * 1{y = +1}``, so ``inequality=1`` gives
     uniform budgets and ``label_correlation=1`` makes the budget reveal the label.
+
+    Parameters
+    ----------
+    n_samples : int, default 1000
+        Number of users (half positive, half negative).
+    n_features : int, default 2
+        Number of features.
+    distribution : {"beta", "gaussian-mixture"}, default "beta"
+        Feature distribution.
+    inequality : float, default 2**10
+        Ratio of the largest to the smallest budget (>= 1).
+    label_correlation : float, default 0.0
+        In [0, 1]: how much the budget reveals the label.
+    feature_signal : float, default 1.0
+        How much the features reveal the label (0: not at all).
+    min_budget : float, default 1.0
+        The smallest budget.
+    random_state : int, numpy Generator or None, default 0
+        Seeds the draw.
+    seed : int, optional
+        Deprecated name of ``random_state``.
+
+    Returns
+    -------
+    MarketData
+        The users.
     """
+    random_state = renamed_seed(random_state, seed, owner="make_market_data")
     if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 2:
         raise ValueError(f"n_samples must be an int >= 2, got {n_samples!r}")
     if distribution not in ("beta", "gaussian-mixture"):
@@ -66,7 +123,7 @@ def make_market_data(
         raise ValueError(f"feature_signal must be >= 0, got {feature_signal}")
     if not min_budget > 0:
         raise ValueError(f"min_budget must be positive, got {min_budget}")
-    rng = np.random.default_rng(seed)
+    rng = check_random_state(random_state)
     y = np.where(np.arange(n_samples) % 2 == 0, 1, -1)
     rng.shuffle(y)
     positive = (y > 0)[:, None]
@@ -91,6 +148,11 @@ def breast_cancer_proxy() -> MarketData:
     Features: the ten 'mean ...' measurements scaled to [0, 1]; label +1 = benign; budget: the
     'worst area' column rescaled to [1, 2^10] (a stand-in with a real, skewed distribution; it is not
     about people's money). Documented as a proxy in the package README.
+
+    Returns
+    -------
+    MarketData
+        569 users with 10 features.
     """
     from sklearn.datasets import load_breast_cancer
 
@@ -127,6 +189,23 @@ def adult_csv(path: str | Path) -> MarketData:
 
     Features: age, education-num, hours-per-week scaled to [0, 1]; label +1 = income >50K; budget:
     ``1 + capital-gain`` (the paper's proxy). Nothing is downloaded: pass the file's path.
+
+    Parameters
+    ----------
+    path : str or pathlib.Path
+        The local ``adult.data`` file.
+
+    Returns
+    -------
+    MarketData
+        One user per row of the file.
+
+    Raises
+    ------
+    FileNotFoundError
+        When ``path`` does not exist.
+    ValueError
+        On a row without 15 columns, or a file without rows.
     """
     path = Path(path)
     if not path.exists():

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 from icml25_shared.cli import RunContext, progress
+from icml25_shared.random import UNSET, renamed_seed
+from icml25_shared.stats import mean_sd
+from icml25_shared.tables import markdown_table
 
 from feature_markets.datasets import MarketData, breast_cancer_proxy, make_market_data
 from feature_markets.metrics import MarketReport, market_report
@@ -24,46 +27,78 @@ METHODS = {
 }
 
 
-def evaluate(data: MarketData, *, seed: int, epochs: int) -> dict[str, MarketReport]:
-    """Fit every method on a seeded 70/30 split and report each on the test users."""
-    train, test = data.split(0.3, seed=seed)
+def evaluate(data: MarketData, *, random_state: int = 0, epochs: int, seed=UNSET) -> dict[str, MarketReport]:
+    """Fit every method on a 70/30 split and report each on the test users.
+
+    Parameters
+    ----------
+    data : MarketData
+        The users.
+    random_state : int, default 0
+        Seeds the split and every method's training.
+    epochs : int
+        Training epochs of every method.
+    seed : int, optional
+        Deprecated name of ``random_state``.
+
+    Returns
+    -------
+    dict of str to MarketReport
+        One report per method in :data:`METHODS`, on the test users.
+    """
+    random_state = renamed_seed(random_state, seed, owner="evaluate")
+    train, test = data.split(0.3, random_state=random_state)
     return {
         name: market_report(
-            cls(epochs=epochs, random_state=seed).fit(train.X, train.y, train.budgets), test.X, test.y, test.budgets
+            cls(epochs=epochs, random_state=random_state).fit(train.X, train.y, budgets=train.budgets),
+            test.X,
+            test.y,
+            test.budgets,
         )
         for name, cls in METHODS.items()
     }
 
 
 def _table(reports: dict[str, MarketReport]) -> str:
+    headers = ["method", "accuracy before", "short term", "long term", "price (long)", "movers", "welfare", "burden"]
     rows = [
-        "| method | accuracy before | short term | long term | price (long) | movers | welfare | burden |",
-        "|---|---|---|---|---|---|---|---|",
+        [
+            name,
+            f"{r.accuracy_before:.3f}",
+            f"{r.accuracy_short:.3f}",
+            f"{r.accuracy_long:.3f}",
+            f"{r.price_long:.3g}",
+            f"{r.share_of_movers:.2f}",
+            f"{r.welfare:.3g}",
+            f"{r.burden:.3g}",
+        ]
+        for name, r in reports.items()
     ]
-    for name, r in reports.items():
-        rows.append(
-            f"| {name} | {r.accuracy_before:.3f} | {r.accuracy_short:.3f} | {r.accuracy_long:.3f} | "
-            f"{r.price_long:.3g} | {r.share_of_movers:.2f} | {r.welfare:.3g} | {r.burden:.3g} |"
-        )
-    return "\n".join(rows)
+    return markdown_table(rows, headers)
 
 
 def demo(ctx: RunContext) -> None:
-    """Uniform vs unequal label-correlated budgets, and the bundled proxy set; bar chart of accuracy."""
+    """Uniform vs unequal label-correlated budgets, and the bundled proxy set; bar chart of accuracy.
+
+    Parameters
+    ----------
+    ctx : RunContext
+        Output folder, seed and ``--quick``.
+    """
     import matplotlib.pyplot as plt
 
     epochs = 15 if ctx.quick else 40
     n = 300 if ctx.quick else 800
     settings = {
-        "uniform budgets": make_market_data(n, inequality=1.0, seed=ctx.seed),
+        "uniform budgets": make_market_data(n, inequality=1.0, random_state=ctx.seed),
         "inequality 2^10, label-correlated": make_market_data(
-            n, inequality=2.0**10, label_correlation=0.5, feature_signal=0.0, seed=ctx.seed
+            n, inequality=2.0**10, label_correlation=0.5, feature_signal=0.0, random_state=ctx.seed
         ),
         "breast cancer (budget proxy)": breast_cancer_proxy(),
     }
     sections, results = [], {}
-    for title, data in settings.items():
-        results[title] = evaluate(data, seed=ctx.seed, epochs=epochs)
+    for title, data in progress(settings.items(), desc="setting", total=len(settings)):
+        results[title] = evaluate(data, random_state=ctx.seed, epochs=epochs)
         sections += [
             f"**{title}** ({data.description}; {data.y.shape[0]} users, 30% test)",
             "",
@@ -86,8 +121,9 @@ def demo(ctx: RunContext) -> None:
 
 
 def _mean_se(values) -> tuple[float, float]:
-    values = np.asarray(values, dtype=float)
-    return float(values.mean()), float(values.std(ddof=1) / np.sqrt(values.size)) if values.size > 1 else 0.0
+    """Mean and standard error (0 for one value)."""
+    summary = mean_sd(values)
+    return summary.mean, summary.sd / np.sqrt(summary.n)
 
 
 PAIRED = {  # (label, method a, method b): per-split long-term accuracy difference a - b
@@ -97,8 +133,16 @@ PAIRED = {  # (label, method a, method b): per-split long-term accuracy differen
 
 
 def reproduce(ctx: RunContext) -> None:
-    """Accuracy vs budget inequality 2^2..2^10 for every method over 10 splits, short and long term,
-    with paired per-split differences of MASC against the fixed-price strategic and naive baselines."""
+    """Accuracy vs budget inequality 2^2..2^10 for every method over 10 splits, short and long term.
+
+    Also writes paired per-split differences of MASC against the fixed-price strategic and naive
+    baselines and the mean |short - long| gap.
+
+    Parameters
+    ----------
+    ctx : RunContext
+        Output folder, seed and ``--quick``.
+    """
     import matplotlib.pyplot as plt
 
     exponents = [2, 6, 10] if ctx.quick else [2, 4, 6, 8, 10]
@@ -109,9 +153,13 @@ def reproduce(ctx: RunContext) -> None:
         level = {m: {"short": [], "long": []} for m in METHODS}
         for split in range(splits):
             data = make_market_data(
-                n, inequality=2.0**exponent, label_correlation=0.5, feature_signal=0.0, seed=ctx.seed * 1000 + split
+                n,
+                inequality=2.0**exponent,
+                label_correlation=0.5,
+                feature_signal=0.0,
+                random_state=ctx.seed * 1000 + split,
             )
-            for name, report in evaluate(data, seed=split, epochs=epochs).items():
+            for name, report in evaluate(data, random_state=split, epochs=epochs).items():
                 level[name]["short"].append(report.accuracy_short)
                 level[name]["long"].append(report.accuracy_long)
         for name in METHODS:

@@ -28,10 +28,18 @@ __all__ = [
 class MarketPrice:
     """Equilibrium of the feature market for one population.
 
-    ``price`` is ``rho``: the cost per unit of geometric distance (budget units); ``movers`` (m,) bool
-    marks users who buy features and cross; ``revenue`` = price * sum of the movers' distances;
-    ``distance`` (m,) is each user's distance to the boundary (0 for users already positive);
-    ``budget_per_unit`` (m,) is ``b / u`` (inf where ``u == 0``).
+    Attributes
+    ----------
+    price : float
+        ``rho``: the cost per unit of geometric distance (budget units).
+    movers : numpy.ndarray of shape (m,), bool
+        Users who buy features and cross.
+    revenue : float
+        ``price`` times the sum of the movers' distances.
+    distance : numpy.ndarray of shape (m,)
+        Each user's distance to the boundary (0 for users already positive).
+    budget_per_unit : numpy.ndarray of shape (m,)
+        ``b / u`` (inf where ``u == 0``).
     """
 
     price: float
@@ -42,6 +50,7 @@ class MarketPrice:
 
     @property
     def share_of_movers(self) -> float:
+        """Share of users who buy features and cross (0 for an empty population)."""
         return float(self.movers.mean()) if self.movers.size else 0.0
 
 
@@ -49,8 +58,16 @@ class MarketPrice:
 class MarketOutcome:
     """Features and predictions after users trade at ``market.price``.
 
-    ``X_after`` (m, d): features after purchases; ``predictions`` (m,) in {-1, +1}; ``costs`` (m,):
-    what each user paid.
+    Attributes
+    ----------
+    market : MarketPrice
+        The price and who moves.
+    X_after : numpy.ndarray of shape (m, d)
+        Features after purchases.
+    predictions : numpy.ndarray of shape (m,)
+        Predictions in {-1, +1} after the market.
+    costs : numpy.ndarray of shape (m,)
+        What each user paid.
     """
 
     market: MarketPrice
@@ -84,7 +101,32 @@ def _check_inputs(w, bias, X, budgets) -> tuple[np.ndarray, float, np.ndarray, n
 def market_price(w, bias: float, X, budgets) -> MarketPrice:
     """Exact revenue-maximising price of the market induced by ``sign(w.x + bias)``.
 
-    ``w`` (d,), ``X`` (m, d) non-negative, ``budgets`` (m,) positive. O(m log m).
+    O(m log m): one sort of the budgets per unit distance and a scan.
+
+    Parameters
+    ----------
+    w : array-like of shape (d,)
+        Weights (finite, not all zero).
+    bias : float
+        Intercept.
+    X : array-like of shape (m, d)
+        Non-negative features.
+    budgets : array-like of shape (m,)
+        Strictly positive budgets.
+
+    Returns
+    -------
+    MarketPrice
+        Price, movers, revenue, distances.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from feature_markets import market_price
+    >>> X = np.array([[0.0], [0.5], [1.0]])
+    >>> result = market_price(np.array([1.0]), -0.75, X, budgets=np.array([1.0, 3.0, 1.0]))
+    >>> result.price, result.movers.tolist()
+    (12.0, [False, True, False])
     """
     w, bias, X, budgets = _check_inputs(w, bias, X, budgets)
     return _market(X @ w + bias, w, budgets)
@@ -98,10 +140,24 @@ def _market(scores: np.ndarray, w: np.ndarray, budgets: np.ndarray) -> MarketPri
 
 
 def market_price_from_scores(scores, weight_norm: float, budgets) -> MarketPrice:
-    """The same equilibrium from precomputed scores ``w.x + bias`` (m,) and ``||w||``.
+    """The same equilibrium from precomputed scores ``w.x + bias`` and ``||w||``.
 
     Lets classifiers whose score has a non-purchasable part (e.g. the budget as a feature) reuse the
     solver: only the purchasable weights' norm enters the distance.
+
+    Parameters
+    ----------
+    scores : array-like of shape (m,)
+        ``w.x + bias`` per user.
+    weight_norm : float
+        Norm of the purchasable weights (positive).
+    budgets : array-like of shape (m,)
+        Strictly positive budgets.
+
+    Returns
+    -------
+    MarketPrice
+        Price, movers, revenue, distances.
     """
     scores = np.asarray(scores, dtype=np.float64)
     budgets = np.asarray(budgets, dtype=np.float64)
@@ -128,13 +184,50 @@ def simulate_market(w, bias: float, X, budgets, *, price: float | None = None) -
     ``price``: a fixed ``rho`` (short term, before sellers re-price); None uses the equilibrium
     price of this population (long term). Movers buy along the positive weights,
     ``delta = u ||w|| / ||w+||^2 * w+``, which raises the score by exactly ``u ||w||`` at cost ``rho u``.
+
+    Parameters
+    ----------
+    w : array-like of shape (d,)
+        Weights (finite, not all zero).
+    bias : float
+        Intercept.
+    X : array-like of shape (m, d)
+        Non-negative features.
+    budgets : array-like of shape (m,)
+        Strictly positive budgets.
+    price : float, optional
+        Fixed price; None for the equilibrium price.
+
+    Returns
+    -------
+    MarketOutcome
+        Features after purchases, predictions, costs.
     """
     w, bias, X, budgets = _check_inputs(w, bias, X, budgets)
     return simulate_from_scores(X @ w + bias, w, X, budgets, price=price)
 
 
 def simulate_from_scores(scores, w, X, budgets, *, price: float | None = None) -> MarketOutcome:
-    """:func:`simulate_market` for precomputed scores (m,) whose purchasable weights are ``w``."""
+    """Run :func:`simulate_market` for precomputed scores whose purchasable weights are ``w``.
+
+    Parameters
+    ----------
+    scores : array-like of shape (m,)
+        Scores per user.
+    w : numpy.ndarray of shape (d,)
+        Purchasable weights.
+    X : numpy.ndarray of shape (m, d)
+        Non-negative features.
+    budgets : numpy.ndarray of shape (m,)
+        Strictly positive budgets.
+    price : float, optional
+        Fixed price; None for the equilibrium price.
+
+    Returns
+    -------
+    MarketOutcome
+        Features after purchases, predictions, costs.
+    """
     norm = float(np.linalg.norm(w))
     market = _market(scores, w, budgets)
     if price is not None:

@@ -17,13 +17,40 @@ def welfare(outcome: MarketOutcome, budgets: np.ndarray) -> float:
     A user values a positive classification at their budget (their willingness to pay) and pays
     ``price * distance`` when they buy features. This is the paper's stated definition
     (``b 1{h(x')=1} - c(x, x')``); the official code's expression differs in the cost term.
+
+    Parameters
+    ----------
+    outcome : MarketOutcome
+        The market's outcome.
+    budgets : numpy.ndarray of shape (m,)
+        The users' budgets.
+
+    Returns
+    -------
+    float
+        Mean welfare per user (budget units).
     """
     return float(np.mean(np.where(outcome.predictions > 0, budgets, 0.0) - outcome.costs))
 
 
 def burden(outcome: MarketOutcome, y: np.ndarray) -> float:
-    """Mean over users of the price a truly positive user classified negative would have to pay
-    (``price * distance``) and cannot afford: the cost the classifier imposes on qualified users."""
+    """Mean cost the classifier imposes on qualified users who cannot afford to cross.
+
+    Per user: ``price * distance`` for a truly positive user classified negative after the market, 0
+    otherwise.
+
+    Parameters
+    ----------
+    outcome : MarketOutcome
+        The market's outcome.
+    y : array-like of shape (m,)
+        True labels in {-1, +1}.
+
+    Returns
+    -------
+    float
+        Mean burden per user (budget units).
+    """
     stuck = (np.asarray(y) > 0) & (outcome.predictions < 0)
     # Only stuck users count; with no purchasable weight their distance is infinite and price 0.
     cost = outcome.market.price * outcome.market.distance[stuck] if outcome.market.price > 0 else 0.0
@@ -32,8 +59,11 @@ def burden(outcome: MarketOutcome, y: np.ndarray) -> float:
 
 @dataclass(frozen=True)
 class MarketReport:
-    """Accuracy before the market, after it at the anticipated price (short term) and at the
-    re-optimised price (long term), plus the long-term price, movers, welfare and burden."""
+    """A classifier's accuracy and social outcomes in its market.
+
+    Accuracy before the market, after it at the anticipated price (short term) and at the
+    re-optimised price (long term), plus the prices, the share of movers, welfare and burden.
+    """
 
     accuracy_before: float
     accuracy_short: float
@@ -50,6 +80,22 @@ def market_report(model, X, y, budgets) -> MarketReport:
 
     Short term: users trade at the price the model was trained for (``model.price_``); long term:
     sellers re-price for this model on this population.
+
+    Parameters
+    ----------
+    model : estimator
+        A fitted classifier from :mod:`feature_markets.models`.
+    X : array-like of shape (m, d)
+        Non-negative features.
+    y : array-like of shape (m,)
+        True labels (in the encoding the model was fitted on).
+    budgets : array-like of shape (m,)
+        Strictly positive budgets.
+
+    Returns
+    -------
+    MarketReport
+        Accuracies, prices, movers, welfare and burden.
     """
     y = np.asarray(y)
     signs = np.where(y == model.classes_[1], 1, -1)

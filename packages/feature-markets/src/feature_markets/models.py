@@ -1,9 +1,12 @@
 """Linear classifiers trained for (or evaluated in) the feature market, scikit-learn style.
 
-All share one interface: ``fit(X, y, budgets)``, ``predict(X)`` (non-strategic),
+All share one interface: ``fit(X, y, budgets=None)`` (``budgets=None``: every user's budget is 1,
+uniform budgets), ``predict(X)`` (non-strategic),
 ``predict_after_market(X, budgets, price=None)`` (users trade first; ``price=None`` lets sellers
 re-price for this classifier, the long term; a number fixes the price, the short term), and
-``decision_function``. Labels may be {-1, +1} or {0, 1}; predictions come back in the same encoding.
+``decision_function``. Labels are any two classes; ``classes_[1]`` (the larger label, scikit-learn's
+positive class, e.g. +1 of {-1, +1} or 1 of {0, 1}) is the class users buy features to reach, and
+predictions come back in the labels' own encoding.
 
 - :class:`MarketAwareClassifier`: the paper's method; the market hinge loss with the
   differentiable price of the current weights, so training anticipates how sellers re-price, then
@@ -22,8 +25,10 @@ import numbers
 
 import numpy as np
 import torch
+from icml25_shared.random import check_random_state
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils.validation import check_is_fitted
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_array, check_is_fitted, check_X_y
 
 from feature_markets.market import MarketOutcome, market_price_from_scores, simulate_from_scores, simulate_market
 from feature_markets.soft import soft_market_price
@@ -37,21 +42,47 @@ __all__ = [
 ]
 
 
-def check_market_data(X, y=None, budgets=None):
-    """Validate features (non-negative), labels ({-1,+1} or {0,1}) and budgets (positive)."""
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2 or X.shape[0] == 0:
-        raise ValueError(f"X must be a non-empty 2-D array (users x features), got shape {X.shape}")
-    if not np.all(np.isfinite(X)) or np.any(X < 0):
-        raise ValueError("features must be finite and non-negative: users can only buy increments")
+def check_market_data(X, y=None, budgets=None, *, owner: str = "feature_markets"):
+    """Validate features, labels and budgets.
+
+    Parameters
+    ----------
+    X : array-like of shape (m, d)
+        Features; finite and non-negative (users can only buy increments).
+    y : array-like of shape (m,), optional
+        Labels of exactly two classes (validated when given).
+    budgets : array-like of shape (m,), optional
+        Budgets; finite and strictly positive (validated when given).
+    owner : str, default "feature_markets"
+        The estimator or function named in the error messages.
+
+    Returns
+    -------
+    list of numpy.ndarray
+        ``[X]`` followed by ``y`` and ``budgets`` when they were given.
+
+    Raises
+    ------
+    ValueError
+        On a shape mismatch, negative or non-finite features, labels with other than two classes, or
+        non-positive budgets.
+    """
+    if y is not None:
+        X, y = check_X_y(X, y, dtype=np.float64)
+        check_classification_targets(y)
+        classes = np.unique(y)
+        if classes.size > 2:
+            raise ValueError(
+                f"Only binary classification is supported: {owner} needs labels of two classes, got {classes.size}"
+            )
+    else:
+        X = check_array(X, dtype=np.float64)
+    if np.any(X < 0):
+        raise ValueError(
+            f"Negative values in data passed to {owner}: features must be non-negative (users can only buy increments)"
+        )
     out = [X]
     if y is not None:
-        y = np.asarray(y)
-        if y.shape != (X.shape[0],):
-            raise ValueError(f"y must have shape ({X.shape[0]},), got {y.shape}")
-        labels = set(np.unique(y).tolist())
-        if not (labels <= {-1, 1} or labels <= {0, 1}):
-            raise ValueError(f"labels must be in {{-1, +1}} or {{0, 1}}, got {sorted(labels)}")
         out.append(y)
     if budgets is not None:
         budgets = np.asarray(budgets, dtype=np.float64)
@@ -63,8 +94,21 @@ def check_market_data(X, y=None, budgets=None):
     return out
 
 
+def _uniform_budgets(X, budgets):
+    """``budgets``, or one unit of budget per user when it is None (uniform budgets)."""
+    return np.ones(np.shape(X)[0]) if budgets is None else budgets
+
+
+def _torch_seed(random_state) -> int:
+    """A torch seed from ``random_state``: an int is used as is; None or a generator draws one."""
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        check_random_state(random_state)  # rejects a negative int
+        return int(random_state)
+    return int(check_random_state(random_state).integers(0, 2**63))
+
+
 class _LinearMarketModel(ClassifierMixin, BaseEstimator):
-    """Shared training loop: Adam on hinge-type loss + alpha ||w||^2, minibatches, fixed seed."""
+    """Shared training loop: Adam on a hinge-type loss plus ``alpha ||w||^2``, minibatches, seeded."""
 
     def __init__(
         self,
@@ -80,6 +124,17 @@ class _LinearMarketModel(ClassifierMixin, BaseEstimator):
         self.batch_size = batch_size
         self.lr = lr
         self.random_state = random_state
+
+    # ---- scikit-learn tags: non-negative features, two classes
+    def __sklearn_tags__(self):
+        """Tags for scikit-learn >= 1.6: non-negative features only, binary classification."""
+        tags = super().__sklearn_tags__()
+        tags.input_tags.positive_only = True
+        tags.classifier_tags.multi_class = False
+        return tags
+
+    def _more_tags(self):
+        return {"requires_positive_X": True, "binary_only": True}
 
     # ---- hooks
     def _features(self, X: np.ndarray, budgets: np.ndarray) -> np.ndarray:
@@ -122,19 +177,45 @@ class _LinearMarketModel(ClassifierMixin, BaseEstimator):
                     f"{name} must be a {'positive' if name == 'lr' else 'non-negative'} number, got {value!r}"
                 )
 
-    def fit(self, X, y, budgets):
-        """Train on non-negative ``X`` (m, d), labels ``y`` (m,), budgets (m,). Returns self."""
-        self._check_params()
-        X, y, budgets = check_market_data(X, y, budgets)
+    def _validate_fit(self, X, y, budgets):
+        if y is None:
+            raise ValueError(f"{type(self).__name__} requires y to be passed, but the target y is None")
+        X, y = check_market_data(X, y, owner=type(self).__name__)
+        (budgets,) = check_market_data(X, budgets=_uniform_budgets(X, budgets))[1:]
         if np.unique(y).size < 2:
-            raise ValueError("y must contain both classes")
+            raise ValueError(f"y must contain both classes: {type(self).__name__} can't train on one class")
+        return X, y, budgets
+
+    def fit(self, X, y, budgets=None):
+        """Train the classifier.
+
+        Parameters
+        ----------
+        X : array-like of shape (m, d)
+            Non-negative features.
+        y : array-like of shape (m,)
+            Labels of two classes; ``classes_[1]`` is the class users buy features to reach.
+        budgets : array-like of shape (m,), optional
+            Strictly positive budgets, one per user. None (the default) gives every user a budget of 1
+            (uniform budgets), which is what a scikit-learn pipeline that only passes ``X, y`` trains on.
+
+        Returns
+        -------
+        self
+            The fitted estimator (``coef_``, ``intercept_``, ``classes_``, ``price_`` set).
+        """
+        self._check_params()
+        X, y, budgets = self._validate_fit(X, y, budgets)
+        return self._fit(X, y, budgets)
+
+    def _fit(self, X, y, budgets):
         self.classes_ = np.unique(y)
         signs = np.where(y == self.classes_[1], 1.0, -1.0)
         self.n_features_in_ = X.shape[1]
         self._prepare(X, signs, budgets)
         features = self._features(X, budgets)
-        generator = torch.Generator().manual_seed(0 if self.random_state is None else int(self.random_state))
-        Xt = torch.as_tensor(features, dtype=torch.float64)
+        generator = torch.Generator().manual_seed(_torch_seed(self.random_state))
+        Xt = torch.tensor(features, dtype=torch.float64)  # a copy: read-only inputs stay untouched
         yt = torch.as_tensor(signs, dtype=torch.float64)
         bt = torch.as_tensor(budgets, dtype=torch.float64)
         w0, bias0 = self._initial(features, signs, budgets)
@@ -171,51 +252,212 @@ class _LinearMarketModel(ClassifierMixin, BaseEstimator):
         return self.coef_[: self.n_features_in_]
 
     def _scores(self, X: np.ndarray, budgets: np.ndarray | None) -> np.ndarray:
-        features = self._features(X, budgets if budgets is not None else np.ones(X.shape[0]))
+        features = self._features(X, _uniform_budgets(X, budgets))
         return features @ self.coef_ + self.intercept_
 
-    def decision_function(self, X, budgets=None) -> np.ndarray:
-        """Scores ``w.x + bias`` (m,); ``budgets`` only matters for budget-aware models."""
+    def _check_X(self, X, budgets=None):
         check_is_fitted(self, "coef_")
-        (X,) = check_market_data(X)
+        checked = check_market_data(X, budgets=budgets, owner=type(self).__name__)
+        if checked[0].shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {checked[0].shape[1]} features, but {type(self).__name__} is expecting "
+                f"{self.n_features_in_} features as input"
+            )
+        return checked
+
+    def decision_function(self, X, budgets=None) -> np.ndarray:
+        """Scores before the market.
+
+        Parameters
+        ----------
+        X : array-like of shape (m, d)
+            Non-negative features.
+        budgets : array-like of shape (m,), optional
+            Only used by budget-aware models (None: budgets of 1).
+
+        Returns
+        -------
+        numpy.ndarray of shape (m,)
+            ``w.x + bias``; positive means ``classes_[1]``.
+
+        Raises
+        ------
+        sklearn.exceptions.NotFittedError
+            Before :meth:`fit`.
+        """
+        (X,) = self._check_X(X)
         return self._scores(X, budgets)
 
     def _labels(self, signs: np.ndarray) -> np.ndarray:
         return np.where(signs > 0, self.classes_[1], self.classes_[0])
 
     def predict(self, X, budgets=None) -> np.ndarray:
-        """Non-strategic predictions: users do not trade."""
+        """Non-strategic predictions: users do not trade.
+
+        Parameters
+        ----------
+        X : array-like of shape (m, d)
+            Non-negative features.
+        budgets : array-like of shape (m,), optional
+            Only used by budget-aware models (None: budgets of 1).
+
+        Returns
+        -------
+        numpy.ndarray of shape (m,)
+            Labels from ``classes_``.
+        """
         return self._labels(np.where(self.decision_function(X, budgets) >= 0, 1, -1))
 
     def market_outcome(self, X, budgets, *, price: float | None = None) -> MarketOutcome:
-        """The market this classifier induces on (X, budgets); see :func:`simulate_market`."""
-        check_is_fitted(self, "coef_")
-        X, budgets = check_market_data(X, budgets=budgets)
+        """The market this classifier induces on ``(X, budgets)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (m, d)
+            Non-negative features.
+        budgets : array-like of shape (m,)
+            Strictly positive budgets.
+        price : float, optional
+            A fixed price (the short term); None lets sellers re-price for this classifier (the long term).
+
+        Returns
+        -------
+        MarketOutcome
+            Features after purchases, predictions in {-1, +1}, costs; see :func:`simulate_market`.
+        """
+        X, budgets = self._check_X(X, budgets)
         return simulate_from_scores(self._scores(X, budgets), self._purchasable(), X, budgets, price=price)
 
     def predict_after_market(self, X, budgets, *, price: float | None = None) -> np.ndarray:
-        """Predictions after users trade at ``price`` (None: the equilibrium price for this model)."""
+        """Predictions after users trade.
+
+        Parameters
+        ----------
+        X : array-like of shape (m, d)
+            Non-negative features.
+        budgets : array-like of shape (m,)
+            Strictly positive budgets.
+        price : float, optional
+            A fixed price; None uses the equilibrium price for this model on ``(X, budgets)``.
+
+        Returns
+        -------
+        numpy.ndarray of shape (m,)
+            Labels from ``classes_``.
+        """
         return self._labels(self.market_outcome(X, budgets, price=price).predictions)
 
     def equilibrium_price(self, X, budgets) -> float:
-        """The revenue-maximising price sellers set for this classifier on (X, budgets)."""
+        """The revenue-maximising price sellers set for this classifier.
+
+        Parameters
+        ----------
+        X : array-like of shape (m, d)
+            Non-negative features.
+        budgets : array-like of shape (m,)
+            Strictly positive budgets.
+
+        Returns
+        -------
+        float
+            The price per unit of distance to the boundary (0 when nobody is negative).
+        """
         return self.market_outcome(X, budgets).market.price
 
 
 class NaiveClassifier(_LinearMarketModel):
-    """Linear hinge-loss classifier that ignores the market (evaluated strategically)."""
+    """Linear hinge-loss classifier that ignores the market (evaluated strategically).
+
+    Parameters
+    ----------
+    alpha : float, default 1e-3
+        Weight of the ``||w||^2`` penalty.
+    epochs : int, default 200
+        Passes of Adam over the training users.
+    batch_size : int, default 256
+        Users per minibatch.
+    lr : float, default 0.05
+        Adam's learning rate.
+    random_state : int, numpy Generator or None, default 0
+        Seeds the minibatch order (an int is the torch seed; None or a generator draws one).
+
+    Attributes
+    ----------
+    coef_ : numpy.ndarray of shape (d,)
+        Weights.
+    intercept_ : float
+        Bias.
+    classes_ : numpy.ndarray of shape (2,)
+        The two labels; ``classes_[1]`` is positive.
+    n_features_in_ : int
+        Number of features seen in :meth:`fit`.
+    price_ : float
+        The equilibrium price sellers set for this classifier on the training users.
+    """
 
 
 class BudgetFeatureClassifier(_LinearMarketModel):
-    """Hinge-loss classifier with ``log(budget)`` as an extra (non-purchasable) feature."""
+    """Hinge-loss classifier with ``log(budget)`` as an extra (non-purchasable) feature.
+
+    Parameters
+    ----------
+    alpha : float, default 1e-3
+        Weight of the ``||w||^2`` penalty.
+    epochs : int, default 200
+        Passes of Adam over the training users.
+    batch_size : int, default 256
+        Users per minibatch.
+    lr : float, default 0.05
+        Adam's learning rate.
+    random_state : int, numpy Generator or None, default 0
+        Seeds the minibatch order (an int is the torch seed; None or a generator draws one).
+
+    Attributes
+    ----------
+    coef_ : numpy.ndarray of shape (d + 1,)
+        Weights; the last one multiplies ``log(budget)``.
+    intercept_ : float
+        Bias.
+    classes_ : numpy.ndarray of shape (2,)
+        The two labels; ``classes_[1]`` is positive.
+    n_features_in_ : int
+        Number of features seen in :meth:`fit` (without the budget).
+    price_ : float
+        The equilibrium price on the training users.
+    """
 
     def _features(self, X, budgets):
         return np.column_stack([X, np.log(budgets)])
 
 
 class MarketLineSearchClassifier(_LinearMarketModel):
-    """Naive weights; the bias is picked from ``bias_grid`` (added to the naive bias) to maximise
-    post-market training accuracy, each candidate at its own equilibrium price."""
+    """Naive weights with the bias chosen by post-market training accuracy.
+
+    The bias is picked from ``bias_grid`` (added to the naive bias) to maximise the post-market
+    training accuracy, each candidate at its own equilibrium price.
+
+    Parameters
+    ----------
+    alpha : float, default 1e-3
+        Weight of the ``||w||^2`` penalty.
+    epochs : int, default 200
+        Passes of Adam over the training users.
+    batch_size : int, default 256
+        Users per minibatch.
+    lr : float, default 0.05
+        Adam's learning rate.
+    random_state : int, numpy Generator or None, default 0
+        Seeds the minibatch order (an int is the torch seed; None or a generator draws one).
+    bias_grid : array-like of float, optional
+        Offsets tried (default ``linspace(-3, 3, 121)``).
+
+    Attributes
+    ----------
+    coef_, intercept_, classes_, n_features_in_, price_
+        As for :class:`NaiveClassifier`.
+    line_search_accuracy_ : float
+        Post-market training accuracy of the chosen bias.
+    """
 
     def __init__(
         self,
@@ -234,8 +476,12 @@ class MarketLineSearchClassifier(_LinearMarketModel):
         grid = np.linspace(-3, 3, 121) if self.bias_grid is None else np.asarray(self.bias_grid, dtype=float)
         base = self.intercept_
         best = (-1.0, base)
+        purchasable = np.any(self.coef_ > 0)
         for delta in grid:
-            predictions = simulate_market(self.coef_, base + delta, X, budgets).predictions
+            if purchasable:
+                predictions = simulate_market(self.coef_, base + delta, X, budgets).predictions
+            else:  # no positive weight: nobody can buy their way across
+                predictions = np.where(X @ self.coef_ + base + delta >= 0, 1, -1)
             accuracy = float(np.mean(predictions == signs))
             if accuracy > best[0] + 1e-12:
                 best = (accuracy, base + delta)
@@ -250,8 +496,33 @@ def _market_boost(price: torch.Tensor, w: torch.Tensor, budgets: torch.Tensor) -
 
 
 class FixedPriceStrategicClassifier(_LinearMarketModel):
-    """Strategic training against a fixed price ``price`` (None: the naive classifier's equilibrium
-    price on the training data, i.e. the market before this classifier is deployed)."""
+    """Strategic training against a fixed price: anticipates purchases, not re-pricing.
+
+    Parameters
+    ----------
+    alpha : float, default 1e-3
+        Weight of the ``||w||^2`` penalty.
+    epochs : int, default 200
+        Passes of Adam over the training users.
+    batch_size : int, default 256
+        Users per minibatch.
+    lr : float, default 0.05
+        Adam's learning rate.
+    random_state : int, numpy Generator or None, default 0
+        Seeds the minibatch order (an int is the torch seed; None or a generator draws one).
+    price : float, optional
+        The price trained against. None (default): the naive classifier's equilibrium price on the
+        training data, i.e. the market before this classifier is deployed.
+
+    Attributes
+    ----------
+    coef_, intercept_, classes_, n_features_in_
+        As for :class:`NaiveClassifier`.
+    price_ : float
+        The fixed price trained against.
+    equilibrium_price_ : float
+        The price sellers actually set for this classifier on the training users.
+    """
 
     def __init__(
         self,
@@ -309,10 +580,46 @@ class MarketAwareClassifier(_LinearMarketModel):
        each candidate on them), ties broken by the exact-price market hinge loss. This is the official
        code's recipe of monitoring the hard post-market accuracy, applied as model selection.
 
-    ``validation_fraction=0`` (default) selects on the training users themselves; a value in (0, 1)
-    trains steps 1-2 on the rest and selects on a stratified held-out part of that size (seeded by
-    ``random_state``). ``price_`` is the equilibrium price on all training users after fitting;
-    ``selected_`` names the chosen candidate and ``selection_accuracy_`` its selection accuracy.
+    Parameters
+    ----------
+    alpha : float, default 1e-3
+        Weight of the ``||w||^2`` penalty.
+    epochs : int, default 200
+        Passes of Adam over the training users.
+    batch_size : int, default 256
+        Users per minibatch.
+    lr : float, default 0.05
+        Adam's learning rate.
+    random_state : int, numpy Generator or None, default 0
+        Seeds the minibatch order (an int is the torch seed; None or a generator draws one).
+    tau_sort : float, default 0.1
+        SoftSort temperature of the soft price.
+    tau_softmax : float, default 50.0
+        Inverse temperature of the softmax over (normalised) revenue.
+    validation_fraction : float, default 0.0
+        0 selects on the training users themselves; a value in (0, 1) trains steps 1-2 on the rest and
+        selects on a stratified held-out part of that size (drawn with ``random_state``).
+
+    Attributes
+    ----------
+    coef_, intercept_, classes_, n_features_in_
+        As for :class:`NaiveClassifier`.
+    price_ : float
+        The equilibrium price on all training users after fitting.
+    selected_ : str
+        Names the chosen candidate.
+    selection_accuracy_ : float
+        Its post-market accuracy on the selection users.
+
+    Examples
+    --------
+    >>> from feature_markets import MarketAwareClassifier, make_market_data, market_report
+    >>> data = make_market_data(300, inequality=2**10, label_correlation=0.5, feature_signal=0.0, random_state=0)
+    >>> train, test = data.split(0.3, random_state=0)
+    >>> model = MarketAwareClassifier(epochs=5).fit(train.X, train.y, budgets=train.budgets)
+    >>> report = market_report(model, test.X, test.y, test.budgets)
+    >>> bool(report.accuracy_long > 0.6)
+    True
     """
 
     _bias_offsets = np.linspace(-1.5, 1.5, 61)
@@ -334,17 +641,32 @@ class MarketAwareClassifier(_LinearMarketModel):
         self.tau_softmax = tau_softmax
         self.validation_fraction = validation_fraction
 
-    def fit(self, X, y, budgets):
-        """Train on non-negative ``X`` (m, d), labels ``y`` (m,), budgets (m,); see the class docstring."""
+    def fit(self, X, y, budgets=None):
+        """Train MASC (see the class docstring for the three steps).
+
+        Parameters
+        ----------
+        X : array-like of shape (m, d)
+            Non-negative features.
+        y : array-like of shape (m,)
+            Labels of two classes; ``classes_[1]`` is the class users buy features to reach.
+        budgets : array-like of shape (m,), optional
+            Strictly positive budgets. None (the default) gives every user a budget of 1.
+
+        Returns
+        -------
+        self
+            The fitted estimator.
+        """
         fraction = self.validation_fraction
         if isinstance(fraction, bool) or not isinstance(fraction, numbers.Real) or not 0 <= fraction < 1:
             raise ValueError(f"validation_fraction must be a number in [0, 1), got {fraction!r}")
-        X, y, budgets = check_market_data(X, y, budgets)
-        if np.unique(y).size < 2:
-            raise ValueError("y must contain both classes")
+        self._check_params()
+        X, y, budgets = self._validate_fit(X, y, budgets)
         fit_rows, select_rows = self._split_rows(y, fraction)
         self._candidates: list[tuple[np.ndarray, float, str]] = []
-        super().fit(X[fit_rows], y[fit_rows], budgets[fit_rows])
+        self._fit(X[fit_rows], y[fit_rows], budgets[fit_rows])
+        self.n_features_in_ = X.shape[1]
         signs = np.where(y == self.classes_[1], 1.0, -1.0)
         self.selection_accuracy_, self.coef_, self.intercept_, self.selected_ = self._select(
             X[select_rows], signs[select_rows], budgets[select_rows]
@@ -354,11 +676,18 @@ class MarketAwareClassifier(_LinearMarketModel):
         return self
 
     def _select(self, Xs, ys, bs) -> tuple[float, np.ndarray, float, str]:
-        """The candidate with the highest exact post-market accuracy on (Xs, ys, bs), ties broken by
-        the exact-price market hinge loss: (accuracy, w, bias, name)."""
+        """Return the best candidate on (Xs, ys, bs) as (accuracy, w, bias, name).
+
+        Best: the highest exact post-market accuracy, ties broken by the exact-price market hinge loss.
+        """
         best = None
         for w, bias, name in self._candidates:
-            accuracy = float(np.mean(simulate_from_scores(Xs @ w + bias, w, Xs, bs).predictions == ys))
+            scores = Xs @ w + bias
+            if np.any(w > 0):
+                predictions = simulate_from_scores(scores, w, Xs, bs).predictions
+            else:  # no positive weight: nobody can buy their way across
+                predictions = np.where(scores >= 0, 1, -1)
+            accuracy = float(np.mean(predictions == ys))
             key = (-accuracy, self._checkpoint_loss(Xs, ys, bs, w, bias))
             if best is None or key < best[0]:
                 best = (key, w, bias, name)
@@ -368,7 +697,7 @@ class MarketAwareClassifier(_LinearMarketModel):
         everyone = np.arange(y.shape[0])
         if fraction == 0:
             return everyone, everyone
-        rng = np.random.default_rng(0 if self.random_state is None else int(self.random_state))
+        rng = check_random_state(0 if self.random_state is None else self.random_state)
         held = []
         for label in np.unique(y):
             rows = rng.permutation(np.flatnonzero(y == label))
@@ -401,6 +730,8 @@ class MarketAwareClassifier(_LinearMarketModel):
                 loss = self._checkpoint_loss(features, signs, budgets, w, bias)
                 if loss < best[0]:
                     best = (loss, w, float(bias))
+        if best[1] is None:  # every start's loss is infinite (no purchasable weight): take the first
+            best = (np.inf, self._candidates[0][0], self._candidates[0][1])
         self._epoch = 0
         return best[1], best[2]
 

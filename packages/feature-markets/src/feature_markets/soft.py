@@ -19,6 +19,20 @@ def soft_sort_matrix(values: torch.Tensor, tau: float, *, power: float = 1.0) ->
 
     ``P_ij = softmax_j(-|sort(values)_i - values_j|^power / tau)``; as ``tau -> 0`` it tends to the
     permutation matrix.
+
+    Parameters
+    ----------
+    values : torch.Tensor of shape (m,)
+        Values to sort.
+    tau : float
+        Temperature (positive).
+    power : float, default 1.0
+        Exponent of the distance.
+
+    Returns
+    -------
+    torch.Tensor of shape (m, m)
+        The row-stochastic matrix.
     """
     ordered = torch.sort(values).values
     gaps = (ordered[:, None] - values[None, :]).abs().pow(power)
@@ -49,6 +63,32 @@ def soft_market_price(
     Memory is O(m^2) for the soft sort: use minibatches of a few thousand users at most.
     ``normalize_revenue=True`` divides revenue by its (detached) maximum before the softmax, making
     ``tau_softmax`` independent of the budgets' units (what :class:`MarketAwareClassifier` trains with).
+
+    Parameters
+    ----------
+    w : torch.Tensor of shape (d,)
+        Weights.
+    bias : torch.Tensor or float
+        Intercept.
+    X : torch.Tensor of shape (m, d)
+        Non-negative features.
+    budgets : torch.Tensor of shape (m,)
+        Strictly positive budgets.
+    tau_sort : float, default 0.1
+        SoftSort temperature.
+    tau_softmax : float, default 2.0
+        Inverse temperature of the softmax over revenue.
+    hard : bool, default False
+        Exact price forward, soft gradient backward (straight-through).
+    power : float, default 1.0
+        Exponent of SoftSort's distance.
+    normalize_revenue : bool, default False
+        Divide revenue by its detached maximum before the softmax.
+
+    Returns
+    -------
+    torch.Tensor
+        The price, a 0-d tensor attached to the graph.
     """
     if tau_sort <= 0 or tau_softmax <= 0:
         raise ValueError(f"temperatures must be positive, got tau_sort={tau_sort}, tau_softmax={tau_softmax}")
