@@ -21,9 +21,9 @@ def _rows(series, horizon):
 
 
 def _no_worse(rows):
-    # 1e-12 relative slack: at equal penalties the two refits (our eigendecomposition, scikit-learn's
-    # solver) differ in the last digits only.
-    return rows["RidgeCorrGCV"]["held_out_mse"] <= rows["RidgeCV"]["held_out_mse"] * (1 + 1e-12)
+    # 1e-9 relative slack: at equal penalties the two refits (our eigendecomposition, scikit-learn's
+    # solver) differ in the last digits only (2e-12 relative with numpy 1.23 / scipy 1.10).
+    return rows["RidgeCorrGCV"]["held_out_mse"] <= rows["RidgeCV"]["held_out_mse"] * (1 + 1e-9)
 
 
 @pytest.mark.parametrize("horizon", DEMO_SERIES["co2"]["horizons"])
