@@ -84,7 +84,7 @@ def test_hugging_face_llama_quantize_train_convert(splits):
     pytest.importorskip("transformers")
     from quest.lm import hf_tiny_llama
 
-    model = hf_tiny_llama(d_model=128, n_layers=2, n_heads=2, hidden=256, seed=0)
+    model = hf_tiny_llama(d_model=128, n_layers=2, n_heads=2, hidden=256, random_state=0)
     quantize_(model, QuestConfig())
     swapped = [n for n, m in model.named_modules() if isinstance(m, QuestLinear)]
     assert len(swapped) == 14 and not any("lm_head" in n for n in swapped)  # 7 linears per block
@@ -106,3 +106,12 @@ def test_train_config_validation(splits):
         train_lm(TinyLlama(SMALL), *splits, TrainConfig(steps=0))
     with pytest.raises(ValueError, match="shorter than seq_len"):
         train_lm(TinyLlama(SMALL), splits[0][:10], splits[1], TrainConfig(steps=1, seq_len=64))
+
+
+def test_train_config_seed_is_deprecated_for_random_state():
+    from quest.train import TrainConfig
+
+    with pytest.warns(DeprecationWarning, match="TrainConfig: 'seed' is deprecated"):
+        cfg = TrainConfig(seed=7)
+    assert cfg.random_state == 7 and cfg.seed is None
+    assert TrainConfig(random_state=3).random_state == 3

@@ -1,5 +1,7 @@
-"""QuEST quantization-aware training: Hadamard rotation, MSE-optimal Gaussian grids, trust gradients,
-and packed INT4 inference (Panferov et al., ICML 2025).
+"""QuEST quantization-aware training and packed INT4 inference (Panferov et al., ICML 2025).
+
+Hadamard rotation, MSE-optimal Gaussian grids and trust gradients; :func:`quantize_` with a
+:class:`QuestConfig` is the entry point.
 
 >>> import torch
 >>> from quest import QuestConfig, quantize_, convert_

@@ -16,7 +16,20 @@ def _embedding_weights(model: nn.Module) -> set[int]:
 
 
 def default_filter(module: nn.Module, fqn: str) -> bool:
-    """Every ``nn.Linear`` except one whose name ends in ``lm_head`` (the paper keeps the head in float)."""
+    """Select every ``nn.Linear`` except one whose name ends in ``lm_head`` (the paper keeps the head in float).
+
+    Parameters
+    ----------
+    module : torch.nn.Module
+        A submodule.
+    fqn : str
+        Its fully qualified name in the model.
+
+    Returns
+    -------
+    bool
+        Whether :func:`quantize_` swaps it.
+    """
     return isinstance(module, nn.Linear) and not fqn.split(".")[-1] == "lm_head"
 
 
@@ -33,7 +46,41 @@ def quantize_(model: nn.Module, config: QuestConfig | None = None) -> nn.Module:
     after (both work). Embeddings are never touched; the LM head and layers tied to an embedding are
     skipped unless ``config.filter_fn`` selects them. Raises ``ValueError`` when no layer matches or a
     matching layer's input width is not a multiple of the Hadamard block (the message names the layer).
-    Returns ``model``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The model to transform in place.
+    config : QuestConfig, optional
+        Bits, rotation, estimator and filter (default ``QuestConfig()``: W4A4 QuEST, half Hadamard).
+
+    Returns
+    -------
+    torch.nn.Module
+        ``model`` itself.
+
+    Raises
+    ------
+    ValueError
+        When no layer matches, or a matching layer's input width is not a multiple of ``config.block``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from quest import QuestConfig, QuestLinear, convert_, quantize_
+    >>> _ = torch.manual_seed(0)
+    >>> model = torch.nn.Sequential(torch.nn.Linear(128, 256), torch.nn.ReLU(), torch.nn.Linear(256, 128))
+    >>> _ = quantize_(model, QuestConfig(weight_bits=4, act_bits=4))
+    >>> isinstance(model[0], QuestLinear)
+    True
+    >>> x = torch.randn(8, 128)
+    >>> with torch.no_grad():
+    ...     fake = model.eval()(x)
+    ...     report = convert_(model)  # packed INT4 weights, same output
+    ...     torch.equal(model(x), fake)
+    True
+    >>> report.layers, round(report.compression, 3)
+    (['0', '2'], 0.137)
     """
     config = (config or QuestConfig()).validate()
     if not isinstance(model, nn.Module):
@@ -81,6 +128,16 @@ def convert_(model: nn.Module) -> ConversionReport:
     The converted forward equals the fake-quant forward (same steps and codes; only the float32
     summation order differs). Layers of other bit widths or learned-scale methods raise ``ValueError``
     naming the layer; a model without ``QuestLinear`` layers raises too (call :func:`quantize_` first).
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        A model transformed by :func:`quantize_` (W4A4, methods quest/ste/clip_ste).
+
+    Returns
+    -------
+    ConversionReport
+        Converted layer names and weight bytes before and after.
     """
     layers = [(n, m) for n, m in model.named_modules() if isinstance(m, QuestLinear)]
     if not layers:

@@ -9,7 +9,8 @@ from dataclasses import asdict
 
 import numpy as np
 import torch
-from icml25_shared.cli import RunContext
+from icml25_shared.cli import RunContext, progress
+from icml25_shared.random import child_seeds
 
 from quest.api import convert_, quantize_
 from quest.grids import gaussian_mse, grid_spec
@@ -49,12 +50,21 @@ def _rel_mse(xq: torch.Tensor, x: torch.Tensor) -> float:
 
 
 def demo(ctx: RunContext) -> None:
-    """Quantization error vs bits (absmax vs QuEST grid, with and without Hadamard), the trust mask at
-    work, and a quantize_ -> convert_ round trip on a small Llama."""
+    """Quantization error vs bits, the trust mask at work, and a quantize_ -> convert_ round trip.
+
+    Error vs bits compares absmax with the QuEST grid, with and without Hadamard; the round trip runs on a
+    small Llama.
+
+    Parameters
+    ----------
+    ctx : RunContext
+        Output folder, seed and ``--quick``.
+    """
     torch.set_num_threads(1)
     rows = 256 if ctx.quick else 2048
-    x = _llm_like_activations(rows, 512, ctx.seed)
-    gauss = torch.randn(rows, 512, generator=torch.Generator().manual_seed(ctx.seed + 1))
+    outlier_seed, gauss_seed = child_seeds(ctx.seed, 2)  # independent streams for the two inputs
+    x = _llm_like_activations(rows, 512, outlier_seed)
+    gauss = torch.randn(rows, 512, generator=torch.Generator().manual_seed(gauss_seed))
     rot = block_hadamard(x, 128)
     mse_rows, curves = [], {"absmax": [], "QuEST grid": [], "QuEST grid + Hadamard": [], "Gaussian optimum": []}
     for bits in DEMO_BITS:
@@ -149,22 +159,31 @@ def _runs(quick: bool) -> dict[str, QuestConfig | None]:
 
 
 def reproduce(ctx: RunContext) -> None:
-    """Tiny-LM QAT on the Python stdlib (bytes): full precision vs QuEST W4A4, STE W4A4 without
-    Hadamard, LSQ W4A4 and QuEST W1A1 from the same init and batches; validation-loss table and curves."""
+    """Tiny-LM QAT on the Python stdlib (bytes); validation-loss table and curves.
+
+    Full precision vs QuEST W4A4, STE W4A4 without Hadamard, LSQ W4A4 and QuEST W1A1, from the same init
+    and batches.
+
+    Parameters
+    ----------
+    ctx : RunContext
+        Output folder, seed and ``--quick``.
+    """
     torch.set_num_threads(1)
     if ctx.quick:
         model_cfg = TinyLlamaConfig(d_model=128, n_layers=1, n_heads=2)
         train_cfg = TrainConfig(steps=6, batch_size=4, seq_len=32, lr=3e-3, eval_every=3, eval_batches=1,
-                                seed=ctx.seed)
+                                random_state=ctx.seed)
         corpus_bytes = 100_000
     else:
         model_cfg = TinyLlamaConfig(d_model=128, n_layers=2, n_heads=2)
         train_cfg = TrainConfig(steps=400, batch_size=16, seq_len=64, lr=3e-3, eval_every=25, eval_batches=8,
-                                seed=ctx.seed, progress=True)
+                                random_state=ctx.seed, progress=True)
         corpus_bytes = 2_000_000
     train, val = make_splits(stdlib_corpus(corpus_bytes))
     results, timings = {}, {}
-    for name, cfg in _runs(ctx.quick).items():
+    runs = _runs(ctx.quick)
+    for name, cfg in progress(runs.items(), desc="run", total=len(runs), enabled=not ctx.quick):
         torch.manual_seed(ctx.seed)
         model = TinyLlama(model_cfg)
         if cfg is not None:

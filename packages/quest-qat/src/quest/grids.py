@@ -55,18 +55,22 @@ class GridSpec:
 
     @property
     def is_ternary(self) -> bool:
+        """Whether this is the ternary grid {-1, 0, +1}."""
         return self.levels == 3
 
     @property
     def index_min(self) -> int:
+        """Smallest integer code of the grid."""
         return -1 if self.is_ternary else -(self.levels // 2)
 
     @property
     def index_max(self) -> int:
+        """Largest integer code of the grid."""
         return 1 if self.is_ternary else self.levels // 2 - 1
 
     @property
     def offset(self) -> float:
+        """Half-step offset of the grid points (0 for ternary)."""
         return 0.0 if self.is_ternary else 0.5
 
     @property

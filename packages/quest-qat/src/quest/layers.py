@@ -37,6 +37,19 @@ class QuestConfig:
       ``"clip_ste"`` (``clip_scale`` times the clip value), ``"lsq"``, ``"pact"``.
     - ``filter_fn(module, fqn) -> bool``: which ``nn.Linear`` layers to swap; default all except a
       layer named ``lm_head`` and layers whose weight is shared with an embedding.
+
+    Examples
+    --------
+    >>> import math
+    >>> from quest import QuestConfig
+    >>> QuestConfig(weight_bits=4, act_bits=4).label
+    'quest W4A4 +H'
+    >>> QuestConfig(weight_bits=1, act_bits=None, hadamard=None, trust=math.inf).validate().label
+    'quest W1A16'
+    >>> QuestConfig(weight_bits=9).validate()  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: ...
     """
 
     weight_bits: int | str = 4
@@ -117,6 +130,7 @@ class QuestLinear(nn.Linear):
         return self.weight_quantizer(w)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Quantized product of ``x`` (..., in_features) with the layer's weights: (..., out_features)."""
         if x.shape[-1] != self.in_features:
             raise ValueError(f"expected input width {self.in_features}, got shape {tuple(x.shape)}")
         had, block = self.config.hadamard, self.config.block
@@ -143,6 +157,7 @@ class QuestLinear(nn.Linear):
         return out.reshape(*lead, self.out_features)
 
     def extra_repr(self) -> str:
+        """Shape and quantization settings, for ``repr``."""
         return f"{super().extra_repr()}, {self.config.label}"
 
 
@@ -193,6 +208,7 @@ class Int4Linear(nn.Module):
         return sum(t.numel() * t.element_size() for t in (self.packed_weight, self.weight_step, self.weight_row_sum))
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Quantized product of ``x`` (..., in_features) with the layer's weights: (..., out_features)."""
         if x.shape[-1] != self.in_features:
             raise ValueError(f"expected input width {self.in_features}, got shape {tuple(x.shape)}")
         lead = x.shape[:-1]
@@ -208,6 +224,7 @@ class Int4Linear(nn.Module):
         return out.reshape(*lead, self.out_features).to(x.dtype)
 
     def extra_repr(self) -> str:
+        """Shape and quantization settings, for ``repr``."""
         ratio = self.weight_nbytes() / (4 * self.in_features * self.out_features)
         return (f"in_features={self.in_features}, out_features={self.out_features}, hadamard={self.hadamard}, "
                 f"block={self.block}, weight bytes = {ratio:.3f} x float32")

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from icml25_shared.random import UNSET, renamed_seed
 from torch import nn
 
 __all__ = ["ByteTokenizer", "TinyLlama", "TinyLlamaConfig", "hf_tiny_llama", "stdlib_corpus"]
@@ -34,6 +35,7 @@ class TinyLlamaConfig:
 
     @property
     def ffn_hidden(self) -> int:
+        """Width of the SwiGLU hidden layer (``hidden`` or about 8/3 ``d_model``)."""
         if self.hidden is not None:
             return self.hidden
         h = int(8 * self.d_model / 3)
@@ -106,6 +108,7 @@ class TinyLlama(nn.Module):
             nn.init.normal_(module.weight, std=0.02)
 
     def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        """Next-token logits (batch, time, vocab) for token ids ``idx`` (batch, time)."""
         t = idx.shape[1]
         if t > self.config.max_seq_len:
             raise ValueError(f"sequence length {t} exceeds max_seq_len={self.config.max_seq_len}")
@@ -117,13 +120,30 @@ class TinyLlama(nn.Module):
 
 
 def hf_tiny_llama(*, d_model: int = 128, n_layers: int = 2, n_heads: int = 2, hidden: int = 384,
-                  vocab_size: int = 256, max_seq_len: int = 256, seed: int = 0) -> nn.Module:
-    """A Hugging Face ``LlamaForCausalLM`` built from a tiny config in code (no download; needs transformers)."""
+                  vocab_size: int = 256, max_seq_len: int = 256, random_state: int = 0,
+                  seed: int = UNSET) -> nn.Module:
+    """A Hugging Face ``LlamaForCausalLM`` built from a tiny config in code (no download; needs transformers).
+
+    Parameters
+    ----------
+    d_model, n_layers, n_heads, hidden, vocab_size, max_seq_len : int
+        The Llama configuration.
+    random_state : int, default 0
+        Seeds the initial weights (``torch.manual_seed``).
+    seed : int, optional
+        Deprecated name of ``random_state``.
+
+    Returns
+    -------
+    torch.nn.Module
+        A ``LlamaForCausalLM``.
+    """
+    random_state = renamed_seed(random_state, seed, owner="hf_tiny_llama")
     try:
         from transformers import LlamaConfig, LlamaForCausalLM
     except ImportError as err:  # pragma: no cover - exercised only without the extra
         raise ImportError("hf_tiny_llama needs transformers: pip install 'quest-qat[hf]'") from err
-    torch.manual_seed(seed)
+    torch.manual_seed(random_state)
     cfg = LlamaConfig(vocab_size=vocab_size, hidden_size=d_model, intermediate_size=hidden,
                       num_hidden_layers=n_layers, num_attention_heads=n_heads, num_key_value_heads=n_heads,
                       max_position_embeddings=max_seq_len, tie_word_embeddings=False)
@@ -136,10 +156,12 @@ class ByteTokenizer:
     vocab_size = 256
 
     def encode(self, text: str | bytes) -> torch.Tensor:
+        """UTF-8 bytes of ``text`` as a long tensor of ids in [0, 256)."""
         data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
         return torch.frombuffer(bytearray(data), dtype=torch.uint8).long()
 
     def decode(self, ids: torch.Tensor | list[int]) -> str:
+        """Text from byte ids (invalid UTF-8 replaced)."""
         values = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
         return bytes(values).decode("utf-8", errors="replace")
 

@@ -108,6 +108,7 @@ class Quantizer(nn.Module):
         self.spec = grid_spec(bits)
 
     def extra_repr(self) -> str:
+        """Bits and settings, for ``repr``."""
         return f"bits={self.bits!r}"
 
 
@@ -115,6 +116,7 @@ class STEQuantizer(Quantizer):
     """RMS-scaled MSE-optimal grid; straight-through (identity) backward."""
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Fake-quantize ``x`` over its last dimension (same shape and dtype)."""
         _check_input(x)
         return _Straight.apply(x, grid_quantize(x, rms_step(x, self.spec), self.spec), None)
 
@@ -126,6 +128,7 @@ class _MaskedQuantizer(Quantizer):
         raise TypeError(f"{type(self).__name__} does not define a gradient mask")
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Fake-quantize ``x`` over its last dimension (same shape and dtype)."""
         _check_input(x)
         step = rms_step(x, self.spec)
         xq = grid_quantize(x, step, self.spec)
@@ -154,6 +157,7 @@ class TrustQuantizer(_MaskedQuantizer):
         return (xq - x).abs() <= self.trust * sigma
 
     def extra_repr(self) -> str:
+        """Bits and settings, for ``repr``."""
         return f"bits={self.bits!r}, trust={self.trust:.4g}"
 
 
@@ -170,6 +174,7 @@ class ClipSTEQuantizer(_MaskedQuantizer):
         return x.abs() <= self.clip_scale * self.spec.alpha * sigma
 
     def extra_repr(self) -> str:
+        """Bits and settings, for ``repr``."""
         return f"bits={self.bits!r}, clip_scale={self.clip_scale:.4g}"
 
 
@@ -222,13 +227,17 @@ def _grad_scale(x: torch.Tensor, scale: float) -> torch.Tensor:
 
 
 class LSQQuantizer(_LearnedQuantizer):
-    """LSQ (Esser et al. 2020) on the QuEST grid: learned step ``value``, gradient scaled by
-    ``1 / sqrt(numel_per_step * q_max)``; initialised to the ``alpha_b * rms`` step."""
+    """LSQ (Esser et al. 2020) on the QuEST grid, with a learned step ``value``.
+
+    The step's gradient is scaled by ``1 / sqrt(numel_per_step * q_max)``; it is initialised to the
+    ``alpha_b * rms`` step.
+    """
 
     def _init_value(self, rms: torch.Tensor) -> torch.Tensor:
         return rms * self.spec.step_in_sigma + 1e-8
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Fake-quantize ``x`` over its last dimension (same shape and dtype)."""
         _check_input(x)
         self._maybe_init(x)
         q_max = max(self.spec.index_max, 1)
@@ -240,13 +249,16 @@ class LSQQuantizer(_LearnedQuantizer):
 
 
 class PACTQuantizer(_LearnedQuantizer):
-    """PACT (Choi et al. 2018), symmetric: learned clip value ``value`` (init ``alpha_b * rms``);
-    ``d out / d clip = sign(x)`` outside the clip range, STE inside."""
+    """PACT (Choi et al. 2018), symmetric, with a learned clip value ``value`` (init ``alpha_b * rms``).
+
+    ``d out / d clip = sign(x)`` outside the clip range, STE inside.
+    """
 
     def _init_value(self, rms: torch.Tensor) -> torch.Tensor:
         return rms * self.spec.alpha + 1e-8
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Fake-quantize ``x`` over its last dimension (same shape and dtype)."""
         _check_input(x)
         self._maybe_init(x)
         clip = self._shaped(x).abs().to(x.dtype) + 1e-8

@@ -1,5 +1,7 @@
-"""Training entry point for causal LMs (the built-in :class:`~quest.lm.TinyLlama` or a Hugging Face
-``LlamaForCausalLM``), single process or data parallel under ``torchrun`` (gloo on CPU, nccl on GPU).
+"""Training entry point for causal LMs, single process or data parallel under ``torchrun``.
+
+Models: the built-in :class:`~quest.lm.TinyLlama` or a Hugging Face ``LlamaForCausalLM``; data
+parallelism uses gloo on CPU and nccl on GPU.
 
 The recipe follows the QuEST training code: AdamW (0.9, 0.95), weight decay 0.1, gradient clipping at
 1.0, linear warmup over 10% of the steps then cosine decay, cross-entropy on next-byte prediction.
@@ -24,6 +26,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from icml25_shared.cli import progress
+from icml25_shared.random import renamed_seed
 from torch import nn
 
 from quest.api import quantize_
@@ -51,13 +54,21 @@ class TrainConfig:
     grad_clip: float = 1.0
     eval_every: int = 50
     eval_batches: int = 8
-    seed: int = 0
+    random_state: int = 0
+    seed: int | None = None
     checkpoint_dir: str | None = None
     checkpoint_every: int = 0
     resume_from: str | None = None
     progress: bool = False
 
+    def __post_init__(self) -> None:
+        """Accept the deprecated ``seed`` field as ``random_state`` (with a DeprecationWarning)."""
+        if self.seed is not None:
+            object.__setattr__(self, "random_state", renamed_seed(self.random_state, self.seed, owner="TrainConfig"))
+            object.__setattr__(self, "seed", None)
+
     def validate(self) -> TrainConfig:
+        """Raise ``ValueError`` naming the bad field; return self."""
         for name in ("steps", "batch_size", "seq_len", "eval_every", "eval_batches"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -159,7 +170,7 @@ def train_lm(model: nn.Module, train_tokens: torch.Tensor, val_tokens: torch.Ten
     net = model
     if world > 1:
         net = nn.parallel.DistributedDataParallel(model)
-    gen = torch.Generator().manual_seed(cfg.seed)
+    gen = torch.Generator().manual_seed(cfg.random_state)
     for _ in range(start):  # replay the sampler so a resumed run sees the same batches
         torch.randint(0, len(train_tokens) - cfg.seq_len - 1, (cfg.batch_size,), generator=gen)
     result = TrainResult()
@@ -238,7 +249,7 @@ def build_model(args: argparse.Namespace) -> nn.Module:
     else:
         model = hf_tiny_llama(d_model=args.d_model, n_layers=args.n_layers, n_heads=args.n_heads,
                               hidden=TinyLlamaConfig(d_model=args.d_model).ffn_hidden,
-                              max_seq_len=max(args.seq_len, 256), seed=args.seed)
+                              max_seq_len=max(args.seq_len, 256), random_state=args.seed)
     if args.method != "none":
         hadamard = None if args.hadamard.lower() == "none" else args.hadamard
         quantize_(model, QuestConfig(weight_bits=_bits(args.weight_bits), act_bits=_bits(args.act_bits),
@@ -256,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         model = build_model(args)
         train, val = make_splits(stdlib_corpus(args.corpus_bytes))
         cfg = TrainConfig(steps=args.steps, batch_size=args.batch_size, seq_len=args.seq_len, lr=args.lr,
-                          eval_every=args.eval_every, seed=args.seed, progress=args.progress,
+                          eval_every=args.eval_every, random_state=args.seed, progress=args.progress,
                           checkpoint_dir=str(args.out / "checkpoints") if args.checkpoint_every else None,
                           checkpoint_every=args.checkpoint_every)
         result = train_lm(model, train, val, cfg)
