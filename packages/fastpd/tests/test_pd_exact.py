@@ -50,12 +50,16 @@ def test_pd_matches_sklearn_partial_dependence_brute_and_recursion(models, data,
     fp = FastPD(model, bg)
     path = FastPD(model, method="path-dependent")
     for j in range(D):
-        grid = np.linspace(-2, 2, 11)
+        # scikit-learn's own grid (custom_values needs scikit-learn >= 1.7; the declared bound is 1.6)
+        brute_result = partial_dependence(model, bg, [j], method="brute", grid_resolution=11)
+        grid = brute_result["grid_values"][0]
         xg = np.zeros((len(grid), D))
         xg[:, j] = grid
-        brute = partial_dependence(model, bg, [j], method="brute", custom_values={j: grid})["average"][0]
+        brute = brute_result["average"][0]
         np.testing.assert_allclose(fp.pd_function(xg, j), brute, rtol=1e-10, atol=1e-10)
-        rec = partial_dependence(model, bg, [j], method="recursion", custom_values={j: grid})["average"][0]
+        rec_result = partial_dependence(model, bg, [j], method="recursion", grid_resolution=11)
+        np.testing.assert_array_equal(rec_result["grid_values"][0], grid)
+        rec = rec_result["average"][0]
         # sklearn's recursion leaves out the constant init_ prediction
         np.testing.assert_allclose(path.pd_function(xg, j), rec + path.offset_, rtol=1e-10, atol=1e-10)
     # on correlated data the two estimands differ: the path-dependent one is not the marginal PD
