@@ -4,7 +4,7 @@ Rows 1-3: one client's whole protocol work for a round (Janus: check announcemen
 commit, encrypt seeds, sign; unmask and verify the aggregate. SecAgg+: advertise keys, Shamir-share
 and encrypt to k(n) neighbours, pairwise masks, reveal shares). The Janus aggregate comes from a real
 round with n clients; the SecAgg+ client gets real keys and ciphertexts from its k(n) neighbours.
-Rows 4-5: the issue's performance budget (exact n=100, l=10^4 whole round; sketch l=10^6 per client).
+Rows 4-5: the performance budget (exact n=100, l=10^4 whole round; sketch l=10^6 per client).
 """
 
 from __future__ import annotations

@@ -46,7 +46,7 @@ def test_per_client_upload_identical_at_n_1000():
 
 
 def test_federated_digits_matches_fedavg_up_to_quantisation():
-    run = run_federated(n_clients=10, rounds=3, local_steps=5, participation=0.8, seed=1)
+    run = run_federated(n_clients=10, rounds=3, local_steps=5, participation=0.8, random_state=1)
     assert run.participants == [8, 8, 8]
     # parameter gap after r rounds is at most the sum of the per-round mean error bounds
     assert all(gap <= sum(run.error_bound[: r + 1]) + 1e-12 for r, gap in enumerate(run.max_param_gap))

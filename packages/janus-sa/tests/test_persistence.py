@@ -18,7 +18,7 @@ def _restart(dep, tmp_path):
 def test_restart_mid_round(tmp_path, restart_after_agree):
     dep = InProcessDeployment(config=JanusConfig(dim=24), state_dir=tmp_path)
     ids = dep.add_clients(4)
-    ups = random_updates(24, ids, seed=5)
+    ups = random_updates(24, ids, random_state=5)
     a0, a1 = dep.s0.announce(1, bytes(32)), dep.s1.announce(1, bytes(32))
     sent = {}
     for cid in ids:
@@ -58,5 +58,5 @@ def test_next_round_after_restart(tmp_path):
     _restart(dep, tmp_path)
     with pytest.raises(ReplayError):
         dep.s0.announce(1, bytes(32))  # a restarted server will not reopen a finished round
-    report = dep.run_round(random_updates(8, ids, seed=1))
+    report = dep.run_round(random_updates(8, ids, random_state=1))
     assert report.round == 2 and len(report.results) == 3 and not report.errors

@@ -25,14 +25,14 @@ def _check(dep, report, ups, included):
 def test_exact_sum_matches_integer_sum(n, dim):  # (100, 1000) is test_exact_sum_n100_l1000
     dep = InProcessDeployment(config=JanusConfig(dim=dim))
     ids = dep.add_clients(n)
-    ups = random_updates(dep.config.dim, ids, seed=n + dim)
+    ups = random_updates(dep.config.dim, ids, random_state=n + dim)
     _check(dep, dep.run_round(ups), ups, ids)
 
 
 def test_exact_sum_n100_l1000():
     dep = InProcessDeployment(config=JanusConfig(dim=1000, quantizer=Quantizer(clipping_range=2.0)))
     ids = dep.add_clients(100)
-    ups = random_updates(dep.config.dim, ids, seed=7, scale=3.0)  # some coordinates are clipped
+    ups = random_updates(dep.config.dim, ids, random_state=7, scale=3.0)  # some coordinates are clipped
     report = dep.run_round(ups)
     _check(dep, report, ups, ids)
 
@@ -47,7 +47,7 @@ def test_five_rounds_with_joins_and_leaves():
             dep.remove_clients([ids[i] for i in leaving])
             ids = [c for i, c in enumerate(ids) if i not in leaving] + dep.add_clients(int(rng.integers(1, 4)))
         uploaders = ids[: max(3, len(ids) - 1)]  # one client only verifies
-        ups = random_updates(dep.config.dim, uploaders, seed=rnd)
+        ups = random_updates(dep.config.dim, uploaders, random_state=rnd)
         report = dep.run_round(ups, model=np.full(4, float(rnd)))
         assert report.round == rnd
         _check(dep, report, ups, uploaders)
@@ -56,7 +56,7 @@ def test_five_rounds_with_joins_and_leaves():
 def test_client_dropping_before_s1_is_left_out():
     dep = InProcessDeployment(config=JanusConfig(dim=50))
     ids = dep.add_clients(8)
-    ups = random_updates(dep.config.dim, ids, seed=3)
+    ups = random_updates(dep.config.dim, ids, random_state=3)
     report = dep.run_round(ups, drop_before_s1=ids[:2])
     _check(dep, report, ups, ids[2:])
 
@@ -65,7 +65,7 @@ def test_client_dropping_before_s1_is_left_out():
 def test_sketch_mode_sum(dim):
     dep = InProcessDeployment(config=JanusConfig(dim=dim, mode="sketch", sketch_k=16))
     ids = dep.add_clients(6)
-    ups = random_updates(dep.config.dim, ids, seed=dim)
+    ups = random_updates(dep.config.dim, ids, random_state=dim)
     _check(dep, dep.run_round(ups, drop_before_s1=ids[:1]), ups, ids[1:])
 
 
@@ -103,7 +103,7 @@ def test_round_order_and_config_validation(small):
 def test_threaded_round_gives_the_same_verified_sum(mode):
     dep = InProcessDeployment(config=JanusConfig(dim=64, mode=mode))
     ids = dep.add_clients(6)
-    ups = random_updates(64, ids, seed=11)
+    ups = random_updates(64, ids, random_state=11)
     report = dep.run_round(ups, workers=2, drop_before_s1=ids[:1])
     _check(dep, report, ups, ids[1:])
     assert all(s.seconds > 0 for s in report.stats.values())

@@ -1,8 +1,17 @@
-"""`python -m janus_sa demo|reproduce` and the deployment commands `keygen|serve|client`."""
+"""`python -m janus_sa demo|reproduce` and the deployment commands `keygen|serve|client`.
+
+The experiments are imported inside the commands, so that a base install can show ``--help`` and name
+the ``fl`` extra (scikit-learn) that ``demo`` and ``reproduce`` need.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from icml25_shared.cli import ExtraCommand, run_cli
+
+PAPER = ("Pu, Gu, Lin & Huang (ICML 2025). Janus: Dual-Server Multi-Round Secure Aggregation with "
+         "Verifiability for Federated Learning.")
 
 DEPLOY_COMMANDS = {
     "keygen": "create the two servers' keys and the public deployment file",
@@ -20,11 +29,35 @@ def _deploy(name: str) -> ExtraCommand:
     return ExtraCommand(DEPLOY_COMMANDS[name], run)
 
 
-def main(argv: list[str] | None = None) -> int:
-    from janus_sa.experiments import demo, reproduce
+def _demo(ctx: Any) -> Any:
+    from janus_sa.experiments import demo
 
+    return demo(ctx)
+
+
+def _reproduce(ctx: Any) -> Any:
+    from janus_sa.experiments import reproduce
+
+    return reproduce(ctx)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the ``janus_sa`` command line.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Arguments (default ``sys.argv[1:]``): ``demo``, ``reproduce``, ``keygen``, ``serve`` or
+        ``client`` with their options.
+
+    Returns
+    -------
+    int
+        0 on success; 2 when the command needs an extra that is not installed.
+    """
     extra = {name: _deploy(name) for name in DEPLOY_COMMANDS}
-    return run_cli("janus_sa", demo=demo, reproduce=reproduce, argv=argv, description=__doc__, extra_commands=extra)
+    return run_cli("janus_sa", demo=_demo, reproduce=_reproduce, argv=argv, description=__doc__,
+                   extra_commands=extra, paper=PAPER, requires={"demo": "fl", "reproduce": "fl"})
 
 
 if __name__ == "__main__":

@@ -64,12 +64,15 @@ class SigningKey:
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> SigningKey:
+        """Load a key from its 32 raw private bytes."""
         return cls(Ed25519PrivateKey.from_private_bytes(raw))
 
     def to_bytes(self) -> bytes:
+        """The raw private key bytes (keep them secret)."""
         return self._key.private_bytes(_RAW, _RAWPRIV, serialization.NoEncryption())
 
     def sign(self, data: bytes) -> bytes:
+        """Ed25519 signature (64 bytes) on ``data``."""
         return self._key.sign(data)
 
 
@@ -90,9 +93,11 @@ class KemKey:
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> KemKey:
+        """Load a key from its 32 raw private bytes."""
         return cls(X25519PrivateKey.from_private_bytes(raw))
 
     def to_bytes(self) -> bytes:
+        """The raw private key bytes (keep them secret)."""
         return self._key.private_bytes(_RAW, _RAWPRIV, serialization.NoEncryption())
 
     def open_seed(self, ciphertext: bytes, context: bytes) -> bytes:
@@ -124,6 +129,7 @@ def seal_seed(recipient_public: bytes, seed: bytes, context: bytes) -> bytes:
 
 
 def new_seed() -> bytes:
+    """A fresh one-time seed from the OS random source (``SEED_BYTES`` bytes)."""
     return os.urandom(SEED_BYTES)
 
 
@@ -152,10 +158,12 @@ def expand_scalar(seed: bytes, label: bytes) -> int:
 
 # --- ristretto255 group ------------------------------------------------------------------------
 def scalar_bytes(s: int) -> bytes:
+    """Canonical 32-byte little-endian encoding of ``s`` mod the group order."""
     return (s % GROUP_ORDER).to_bytes(SCALAR_BYTES, "little")
 
 
 def scalar_from_bytes(raw: bytes) -> int:
+    """Decode a canonical scalar; raise :class:`InvalidGroupElementError` otherwise."""
     s = int.from_bytes(raw, "little")
     if len(raw) != SCALAR_BYTES or s >= GROUP_ORDER:
         raise InvalidGroupElementError("scalar must be a canonical 32-byte encoding below the group order")
@@ -163,21 +171,25 @@ def scalar_from_bytes(raw: bytes) -> int:
 
 
 def check_point(raw: bytes) -> bytes:
+    """Return ``raw`` if it is a canonical ristretto255 point; raise :class:`InvalidGroupElementError` otherwise."""
     if len(raw) != POINT_BYTES or not rbcl.crypto_core_ristretto255_is_valid_point(raw):
         raise InvalidGroupElementError("not a canonical ristretto255 point encoding")
     return raw
 
 
 def point_add(a: bytes, b: bytes) -> bytes:
+    """Sum of two ristretto255 points (32-byte encodings)."""
     return rbcl.crypto_core_ristretto255_add(a, b)
 
 
 def point_mul(s: int, p: bytes) -> bytes:
+    """Scalar multiple ``s * p`` of a ristretto255 point (the identity for ``s = 0``)."""
     s %= GROUP_ORDER
     return IDENTITY if s == 0 else rbcl.crypto_scalarmult_ristretto255(s.to_bytes(32, "little"), p)
 
 
 def point_sum(points) -> bytes:
+    """Sum of an iterable of ristretto255 points (the identity when empty)."""
     acc = IDENTITY
     for p in points:
         acc = point_add(acc, p)
@@ -185,6 +197,7 @@ def point_sum(points) -> bytes:
 
 
 def hash_to_group(label: bytes) -> bytes:
+    """Ristretto255 point ``from_hash(SHA-512("janus/gen/" + label))``, with no known discrete log."""
     return rbcl.crypto_core_ristretto255_from_hash(hashlib.sha512(b"janus/gen/" + label).digest())
 
 
@@ -253,13 +266,16 @@ class ServerKeys:
 
     @property
     def public(self) -> ServerPublicKeys:
+        """The public halves (signing and seed-encryption keys) to give to clients."""
         return ServerPublicKeys(sign=self.sign.public, kem=self.kem.public)
 
     def to_bytes(self) -> bytes:
+        """The 64 private bytes (Ed25519 then X25519) of the server key file (keep them secret)."""
         return self.sign.to_bytes() + self.kem.to_bytes()
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> ServerKeys:
+        """Load the server keys from the 64 bytes of :meth:`to_bytes`."""
         if len(raw) != 64:
             raise ValueError("server key file must hold 64 bytes (Ed25519 + X25519 private keys)")
         return cls(SigningKey.from_bytes(raw[:32]), KemKey.from_bytes(raw[32:]))

@@ -140,6 +140,7 @@ def client(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``keygen``, ``serve`` and ``client`` commands."""
     p = argparse.ArgumentParser(prog="python -m janus_sa", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
     k = sub.add_parser("keygen", help="create server keys and the public deployment file")
@@ -165,12 +166,12 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--state-dir")
     s.add_argument("--rounds", type=int, default=1)
     s.add_argument("--expect", type=int, default=1,
-                   help="uploads to wait for in the first round (later rounds: the previous round's participants)")
+                   help="uploads to wait for in the first round (later rounds: the preceding round's participants)")
     s.add_argument("--round-timeout", type=float, default=30.0)
     s.add_argument("--settle", type=float, default=1.0,
                    help="once S0 holds the expected uploads, wait at most this long for S1's count to stop growing")
     s.add_argument("--gap", type=float, default=0.5)
-    s.add_argument("--linger", type=float, default=5.0, help="keep serving aggregates this long after the last round")
+    s.add_argument("--linger", type=float, default=5.0, help="keep serving aggregates this long after the final round")
     s.add_argument("--die-at-round", type=int, help=argparse.SUPPRESS)
     s.add_argument("--die-after-uploads", type=int, default=1, help=argparse.SUPPRESS)
     c = sub.choices["client"]
@@ -180,12 +181,13 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--rounds", type=int, default=1)
     c.add_argument("--index", type=int, default=0, help="selects the deterministic test update")
     c.add_argument("--after-round", type=int, default=0, help="skip rounds up to this number")
-    c.add_argument("--last-round", type=int, help="stop after taking part in (or skipping past) this round")
+    c.add_argument("--last-round", type=int, help="stop after taking part in (or skipping past) round LAST_ROUND")
     c.add_argument("--kill-after-s0-upload", type=int, help=argparse.SUPPRESS)
     return p
 
 
 def main(argv: list[str]) -> int:
+    """Run a deployment command (``keygen``, ``serve`` or ``client``) and return its exit code."""
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     args = build_parser().parse_args(argv)
     return {"keygen": keygen, "serve": serve, "client": client}[args.command](args)

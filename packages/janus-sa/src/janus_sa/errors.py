@@ -42,7 +42,7 @@ class SignatureError(JanusError):
 
 
 class ReplayError(JanusError):
-    """A message from an earlier round, or a second copy of an accepted message."""
+    """A message from a past round, or a second copy of an accepted message."""
 
 
 class WrongRoundError(JanusError):

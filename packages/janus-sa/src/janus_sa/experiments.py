@@ -1,13 +1,19 @@
-"""``demo`` (federated rounds with a cheating-server episode) and ``reproduce`` (per-client cost vs n,
-Janus vs SecAgg+, plus federated accuracy vs plain FedAvg)."""
+"""The ``demo`` and ``reproduce`` commands.
+
+``demo`` runs federated rounds with a cheating-server episode; ``reproduce`` measures per-client cost
+against n (Janus vs SecAgg+) and federated accuracy against plain FedAvg.
+"""
 
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 from icml25_shared.cli import RunContext
+from icml25_shared.random import UNSET, RandomStateLike, spawn
 
+from janus_sa._seeding import resolve_random_state
 from janus_sa.fl import run_federated
 from janus_sa.protocol import AggregationServer, JanusConfig
 from janus_sa.secaggplus import neighbours_for, run_secaggplus_round
@@ -15,19 +21,40 @@ from janus_sa.simulation import InProcessDeployment, random_updates
 
 
 class _PlusOneS0(AggregationServer):
-    """S0 that adds 1 to coordinate 0 of the masked sum (the issue's first cheating case)."""
+    """S0 that adds 1 to coordinate 0 of the masked sum (the first cheating case of the tests)."""
 
     def _aggregate_uploads(self, agreed):
         super()._aggregate_uploads(agreed)
         self._value[0] += 1
 
 
-def janus_costs(n: int, dim: int, *, mode: str = "exact", seed: int = 0) -> dict:
-    """Run one real in-process Janus round with ``n`` clients; per-client mean bytes and CPU seconds."""
+def janus_costs(n: int, dim: int, *, mode: str = "exact", random_state: RandomStateLike = 0,
+                seed: Any = UNSET) -> dict:
+    """Run one real in-process Janus round with ``n`` clients and measure its per-client cost.
+
+    Parameters
+    ----------
+    n : int
+        Clients.
+    dim : int
+        Update length l.
+    mode : {"exact", "sketch"}, default "exact"
+        Janus commitment mode.
+    random_state : None, int or numpy Generator, default 0
+        Draws the updates.
+    seed : int, optional
+        Deprecated name of ``random_state``.
+
+    Returns
+    -------
+    dict
+        Per-client mean upload and download bytes and CPU seconds, and whether all clients verified.
+    """
+    random_state = resolve_random_state(random_state, seed, owner="janus_costs")
     dep = InProcessDeployment(config=JanusConfig(dim=dim, mode=mode))
     ids = dep.add_clients(n)
     t0 = time.perf_counter()
-    report = dep.run_round(random_updates(dim, ids, seed=seed))
+    report = dep.run_round(random_updates(dim, ids, random_state=random_state))
     wall = time.perf_counter() - t0
     st = list(report.stats.values())
     ups = {s.upload_bytes for s in st}
@@ -37,13 +64,30 @@ def janus_costs(n: int, dim: int, *, mode: str = "exact", seed: int = 0) -> dict
             "client_seconds": float(np.mean([s.seconds for s in st])), "round_wall_seconds": wall}
 
 
-def secaggplus_costs(n: int, dim: int, *, seed: int = 0) -> dict:
-    """Run one full SecAgg+ round with ``n`` clients (one dropout when n >= 10); per-client means."""
-    rng = np.random.default_rng(seed)
-    codes = {i: rng.integers(0, 1 << 22, dim).astype(np.uint32) for i in range(1, n + 1)}
+def secaggplus_costs(n: int, dim: int, *, random_state: RandomStateLike = 0, seed: Any = UNSET) -> dict:
+    """Run one full SecAgg+ round with ``n`` clients (one dropout when n >= 10) and measure its cost.
+
+    Parameters
+    ----------
+    n : int
+        Clients.
+    dim : int
+        Update length l.
+    random_state : None, int or numpy Generator, default 0
+        Root of two independent streams: the clients' codes and the neighbour graph.
+    seed : int, optional
+        Deprecated name of ``random_state``.
+
+    Returns
+    -------
+    dict
+        Per-client mean upload and download bytes and CPU seconds, and whether the sum was correct.
+    """
+    codes_rng, graph_rng = spawn(resolve_random_state(random_state, seed, owner="secaggplus_costs"), 2)
+    codes = {i: codes_rng.integers(0, 1 << 22, dim).astype(np.uint32) for i in range(1, n + 1)}
     drop = {1} if n >= 10 else set()
     t0 = time.perf_counter()
-    total, clients = run_secaggplus_round(codes, dim=dim, drop_after_shares=drop, seed=seed)
+    total, clients = run_secaggplus_round(codes, dim=dim, drop_after_shares=drop, random_state=graph_rng)
     wall = time.perf_counter() - t0
     ok = bool(np.array_equal(total, sum(codes[i].astype(np.int64) for i in codes if i not in drop)))
     live = [c for c in clients if c.index not in drop]
@@ -56,24 +100,32 @@ def secaggplus_costs(n: int, dim: int, *, seed: int = 0) -> dict:
 
 
 def demo(ctx: RunContext) -> None:
-    """Federated softmax regression on digits with Janus; round 2 has a cheating S0 that is caught."""
+    """Run federated softmax regression on digits with Janus, then a round with a cheating S0.
+
+    Writes a table (per-round accuracy of Janus and plain FedAvg, and the cheating round's outcome),
+    the JSON behind it and a figure.
+
+    Parameters
+    ----------
+    ctx : RunContext
+        The command's output folder, seed and ``--quick`` flag.
+    """
     n, rounds = (4, 2) if ctx.quick else (10, 4)
-    fl = run_federated(n_clients=n, rounds=rounds, seed=ctx.seed, local_steps=5 if ctx.quick else 10)
-    rows = ["| round | clients | Janus accuracy | FedAvg accuracy | max param gap | outcome |",
-            "|---|---|---|---|---|---|"]
-    for r in range(rounds):
-        rows.append(f"| {r + 1} | {fl.participants[r]} | {fl.accuracy_janus[r]:.4f} | {fl.accuracy_fedavg[r]:.4f} "
-                    f"| {fl.max_param_gap[r]:.2e} | verified by all clients |")
+    fl_stream, cheat_stream = spawn(ctx.seed, 2)
+    fl = run_federated(n_clients=n, rounds=rounds, random_state=fl_stream, local_steps=5 if ctx.quick else 10)
+    rows = [[r + 1, fl.participants[r], f"{fl.accuracy_janus[r]:.4f}", f"{fl.accuracy_fedavg[r]:.4f}",
+             f"{fl.max_param_gap[r]:.2e}", "verified by all clients"] for r in range(rounds)]
     # cheating episode: S0 adds 1 to one coordinate of the masked sum
     dim = fl.weights.size
     dep = InProcessDeployment(config=JanusConfig(dim=dim))
     ids = dep.add_clients(n)
     dep.s0 = _PlusOneS0(config=dep.config, keys=dep.keys0, session=dep.session, peer=dep.keys1.sign.public)
-    report = dep.run_round(random_updates(dim, ids, seed=ctx.seed), model=fl.weights)
+    report = dep.run_round(random_updates(dim, ids, random_state=cheat_stream), model=fl.weights)
     errs = sorted({type(e).__name__ for e in report.errors.values()})
-    rows.append(f"| cheat | {n} | - | - | - | S0 added 1 to coordinate 0: {len(report.errors)}/{n} clients "
-                f"rejected ({', '.join(errs)}), {len(report.results)} accepted |")
-    ctx.write_table("\n".join(rows))
+    rows.append(["cheat", n, "-", "-", "-", f"S0 added 1 to coordinate 0: {len(report.errors)}/{n} clients "
+                 f"rejected ({', '.join(errs)}), {len(report.results)} accepted"])
+    ctx.write_table(rows, headers=["round", "clients", "Janus accuracy", "FedAvg accuracy", "max param gap",
+                                   "outcome"])
     ctx.write_json({"federated": fl.__dict__ | {"weights": None},
                     "cheating_round": {"rejected": len(report.errors), "accepted": len(report.results),
                                        "errors": errs}})
@@ -92,24 +144,31 @@ def demo(ctx: RunContext) -> None:
 
 
 def reproduce(ctx: RunContext) -> None:
-    """Per-client upload/download bytes and CPU time vs n, Janus (exact, sketch) vs SecAgg+; FL accuracy."""
+    """Measure per-client bytes and CPU time against n (Janus exact and sketch vs SecAgg+) and FL accuracy.
+
+    Parameters
+    ----------
+    ctx : RunContext
+        The command's output folder, seed and ``--quick`` flag (small n and l).
+    """
     if ctx.quick:
         ns, dim, fl_kw = [3, 6, 12], 20, {"n_clients": 4, "rounds": 1, "local_steps": 2}
     else:
         ns, dim, fl_kw = [10, 100, 1000], 1000, {"n_clients": 50, "rounds": 10}
     rows = []
+    streams = iter(spawn(ctx.seed, 3 * len(ns) + 1))
     for n in ns:
-        rows.append(janus_costs(n, dim, mode="exact", seed=ctx.seed))
-        rows.append(janus_costs(n, dim, mode="sketch", seed=ctx.seed))
-        rows.append(secaggplus_costs(n, dim, seed=ctx.seed))
-    fl = run_federated(seed=ctx.seed, **fl_kw)
+        rows.append(janus_costs(n, dim, mode="exact", random_state=next(streams)))
+        rows.append(janus_costs(n, dim, mode="sketch", random_state=next(streams)))
+        rows.append(secaggplus_costs(n, dim, random_state=next(streams)))
+    fl = run_federated(random_state=next(streams), **fl_kw)
     ctx.write_json({"dim": dim, "costs": rows,
                     "federated": {"accuracy_janus": fl.accuracy_janus, "accuracy_fedavg": fl.accuracy_fedavg,
                                   "max_param_gap": fl.max_param_gap, "participants": fl.participants}})
-    table = ["| protocol | n | upload B/client | download B/client | client CPU s | verified |", "|---|---|---|---|---|---|"]
-    table += [f"| {r['protocol']} | {r['n']} | {r['upload_bytes']} | {r['download_bytes']} | {r['client_seconds']:.4f} "
-              f"| {r['verified']} |" for r in rows]
-    ctx.write_table("\n".join(table))
+    table = [[r["protocol"], r["n"], r["upload_bytes"], r["download_bytes"], f"{r['client_seconds']:.4f}",
+              r["verified"]] for r in rows]
+    ctx.write_table(table, headers=["protocol", "n", "upload B/client", "download B/client", "client CPU s",
+                                    "verified"])
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))

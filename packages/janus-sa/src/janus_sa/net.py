@@ -75,6 +75,7 @@ class Remote:
         self._calls = {m: self.channel.unary_unary(f"/{SERVICE}/{m}") for m in METHODS}
 
     def call(self, method: str, payload: bytes = b"") -> bytes:
+        """Send ``payload`` to the remote RPC ``method`` and return its reply (raises :class:`ServerUnavailableError`)."""
         try:
             return self._calls[method](payload, timeout=self.timeout)
         except grpc.RpcError as err:
@@ -88,6 +89,7 @@ class Remote:
             raise NetworkError(f"{self.address}: {code.name} {details}") from None
 
     def close(self) -> None:
+        """Close the gRPC channel."""
         self.channel.close()
 
 
@@ -105,17 +107,20 @@ class ServerNode:
 
     # --- RPC handlers (bytes -> bytes) ------------------------------------------------------------
     def Announcement(self, req: bytes) -> bytes:
+        """RPC: the signed announcement of the requested round."""
         if self.server.announcement_ is None:
             raise NotReadyError("no round announced yet")
         return self.server.announcement_
 
     def Submit(self, req: bytes) -> bytes:
+        """RPC: accept one signed client message (upload or sketch commitment)."""
         with self.lock:
             self.server.receive(req)
             self._maybe_finish()
         return b""
 
     def Count(self, req: bytes) -> bytes:
+        """RPC: the number of uploads accepted in the current round."""
         return len(self.server.uploads_).to_bytes(8, "little")
 
     def _lookup(self, rnd: int, what: str) -> bytes:
@@ -127,9 +132,11 @@ class ServerNode:
             raise NotReadyError(f"{what} of round {rnd} is not ready")
 
     def Seal(self, req: bytes) -> bytes:
+        """RPC: the signed seal of the requested round (sketch mode)."""
         return self._lookup(_round_from(req), "seal")
 
     def Aggregate(self, req: bytes) -> bytes:
+        """RPC: the signed aggregate of the requested round."""
         return self._lookup(_round_from(req), "aggregate")
 
     def Open(self, req: bytes) -> bytes:
@@ -171,7 +178,8 @@ class ServerNode:
 
         A round closes once S0 holds ``expect`` uploads and S1 holds as many or has not grown for
         ``settle`` seconds, or after ``round_timeout``. After a successful round, ``expect`` becomes
-        the size of its participant set (clients that vanished are not waited for again)."""
+        the size of its participant set (clients that vanished are not waited for again).
+        """
         assert isinstance(self.server, AggregationServer) and self.peer is not None
         stop = stop or threading.Event()
         done: list[int] = []
@@ -259,13 +267,13 @@ class NetworkClient:
 
     Parameters
     ----------
-    client:
+    client : JanusClient
         The protocol client (holds keys, config, server public keys).
-    s0, s1:
+    s0, s1 : str
         ``host:port`` of S0 and S1.
-    tls:
+    tls : TLSConfig, optional
         Optional :class:`TLSConfig` with the CA certificate.
-    poll:
+    poll : float
         Seconds between polls while waiting for a round or an aggregate.
     """
 
@@ -327,6 +335,7 @@ class NetworkClient:
         return self.client.finish_round(agg0, agg1, **seals)
 
     def close(self) -> None:
+        """Close the gRPC channel."""
         self.s0.close()
         self.s1.close()
 

@@ -63,15 +63,15 @@ class JanusConfig:
 
     Parameters
     ----------
-    dim:
+    dim : int
         Length ``l`` of each update vector.
-    mode:
+    mode : {"exact", "sketch"}
         ``"exact"`` commits to every coordinate; ``"sketch"`` commits to ``sketch_k`` random
         projections chosen after the servers sealed their aggregates (one extra client message).
-    sketch_k:
+    sketch_k : int
         Number of Rademacher projections in sketch mode; a wrong aggregate passes with
         probability at most ``2**-sketch_k``.
-    quantizer:
+    quantizer : Quantizer
         Fixed-point codec (clip range, levels, modulus).
     """
 
@@ -81,6 +81,7 @@ class JanusConfig:
     quantizer: Quantizer = field(default_factory=Quantizer)
 
     def validate(self) -> JanusConfig:
+        """Check every field; raise :class:`ConfigError` naming the bad one. Returns ``self``."""
         if not isinstance(self.dim, int) or not 1 <= self.dim <= 2**26:
             raise ConfigError(f"dim must be an int in [1, 2**26], got {self.dim!r}")
         if self.mode not in MODES:
@@ -92,6 +93,7 @@ class JanusConfig:
 
     @property
     def modulus_bits(self) -> int:
+        """``log2 M``, the bits of one masked coordinate."""
         return self.quantizer.modulus_range.bit_length() - 1
 
     @property
@@ -103,6 +105,7 @@ class JanusConfig:
 
     @property
     def digest(self) -> bytes:
+        """SHA-256 of the canonical encoding of the configuration (carried by every announcement)."""
         q = self.quantizer
         return sha256(b"janus/config", msgpack.packb(
             [self.dim, self.mode, self.sketch_k, repr(float(q.clipping_range)), q.quantization_range,
@@ -135,6 +138,7 @@ def project(values: np.ndarray, challenge: bytes, k: int) -> np.ndarray:
 
 
 def participants_digest(ids) -> bytes:
+    """SHA-256 over the sorted, length-prefixed client ids of a participant set."""
     return sha256(b"janus/participants", *sorted(ids))
 
 
@@ -185,13 +189,13 @@ class JanusClient:
 
     Parameters
     ----------
-    config:
+    config : JanusConfig
         The deployment's :class:`JanusConfig`.
-    s0, s1:
+    s0, s1 : ServerPublicKeys
         Public keys of the aggregation server S0 and the mask server S1.
-    session:
+    session : bytes
         16-byte deployment id bound into every signature.
-    signing_key:
+    signing_key : SigningKey, optional
         The client's Ed25519 identity (generated when omitted); its public key is the client id.
     """
 
@@ -209,6 +213,7 @@ class JanusClient:
 
     @property
     def id(self) -> bytes:
+        """The client's id: its 32-byte Ed25519 public key."""
         return self.key.public
 
     def _decode(self, data: bytes, mtype: MsgType, server: bytes) -> Message:
@@ -226,7 +231,7 @@ class JanusClient:
         if a0.round != a1.round:
             raise WrongRoundError(f"S0 announces round {a0.round} but S1 announces round {a1.round}")
         if a0.body["model_digest"] != a1.body["model_digest"]:
-            raise ModelInconsistencyError("S0 and S1 announce different model digests for this round")
+            raise ModelInconsistencyError("S0 and S1 announce different model digests for the current round")
         for a in (a0, a1):
             if a.body["config_digest"] != self.config.digest:
                 raise ProtocolError("a server announces a configuration different from this client's")
@@ -444,13 +449,13 @@ class _Server(ABC):
             if self.participants_ is None or cid not in self.participants_:
                 raise ProtocolError("sketch commitment from a client outside the agreed participant set")
             if cid in self.sketch_commits_:
-                raise ReplayError("second sketch commitment from the same client in this round")
+                raise ReplayError("second sketch commitment from the same client in the current round")
             self.sketch_commits_[cid] = msg.body["commitment"]
         else:
             if cid in self.uploads_:
-                raise ReplayError("second upload from the same client in this round")
+                raise ReplayError("second upload from the same client in the current round")
             if self.participants_ is not None:
-                raise ProtocolError("uploads are closed for this round")
+                raise ProtocolError("uploads are closed for the current round")
             if msg.body["model_digest"] != self.model_digest_:
                 raise ModelInconsistencyError("upload is for a model other than the one announced")
             has_c = bool(msg.body["commitment"])
@@ -476,10 +481,10 @@ class _Server(ABC):
         except SignatureError as err:
             raise SignatureError("participant set is not signed by the peer server") from err
         if self.participants_ is not None:
-            raise ProtocolError("the participant set of this round is already fixed")
+            raise ProtocolError("the participant set of the current round is already fixed")
         agreed = tuple(sorted(set(self.uploads_) & set(msg.body["ids"])))
         if not agreed:
-            raise IncompleteRoundError("no client reached both servers in this round")
+            raise IncompleteRoundError("no client reached both servers in the current round")
         self.config.quantizer.check_capacity(len(agreed))
         self.participants_ = agreed
         self._aggregate_uploads(agreed)

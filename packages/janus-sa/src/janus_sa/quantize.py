@@ -21,11 +21,11 @@ class Quantizer:
 
     Parameters
     ----------
-    clipping_range:
+    clipping_range : float, default 8.0
         ``c > 0``; inputs are clipped to ``[-c, c]`` before quantisation.
-    quantization_range:
+    quantization_range : int, default 2**22
         Number of integer levels ``Q >= 2``; codes lie in ``[0, Q)``.
-    modulus_range:
+    modulus_range : int, default 2**32
         Modulus ``M`` of the masked arithmetic, a power of two in ``[2**8, 2**32]``.
     """
 
@@ -34,6 +34,7 @@ class Quantizer:
     modulus_range: int = 1 << 32
 
     def validate(self) -> Quantizer:
+        """Check the ranges; raise :class:`ConfigError` naming the bad one. Returns ``self``."""
         c, q, m = self.clipping_range, self.quantization_range, self.modulus_range
         if not (isinstance(c, (int, float)) and np.isfinite(c) and c > 0):
             raise ConfigError(f"clipping_range must be a finite number > 0, got {c!r}")
@@ -58,6 +59,7 @@ class Quantizer:
         return n * self.step / 2.0
 
     def check_capacity(self, n: int) -> None:
+        """Raise :class:`ConfigError` when ``n`` codes could wrap around the modulus."""
         if n > self.max_clients:
             raise ConfigError(
                 f"{n} clients overflow the modulus: n * (quantization_range - 1) must stay below "

@@ -14,6 +14,7 @@ import math
 import os
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import msgpack
 import numpy as np
@@ -21,7 +22,9 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
+from icml25_shared.random import UNSET, RandomStateLike, check_random_state
 
+from janus_sa._seeding import resolve_random_state
 from janus_sa.crypto import SigningKey, expand_mask
 
 PRIME = 2**521 - 1  # Mersenne prime field for Shamir shares of 32-byte secrets
@@ -86,6 +89,7 @@ class SecAggPlusClient:
         self.seconds = 0.0  # CPU time spent in this client's protocol steps (set by run_secaggplus_round)
 
     def advertise_keys(self) -> bytes:
+        """Round 0: the signed message with this client's two X25519 public keys."""
         msg = _signed(self.sign, [self.index, _pub(self.c_sk), _pub(self.s_sk)])
         self.bytes_up += len(msg)
         return msg
@@ -141,16 +145,40 @@ class SecAggPlusClient:
 
 def run_secaggplus_round(codes: dict[int, np.ndarray], *, dim: int, k: int | None = None,
                          drop_after_shares: set[int] = frozenset(), modulus: int = 1 << 32,
-                         seed: int = 0) -> tuple[np.ndarray, list[SecAggPlusClient]]:
-    """A full SecAgg+ round (server side included); returns (sum of survivors' codes, clients).
+                         random_state: RandomStateLike = 0,
+                         seed: Any = UNSET) -> tuple[np.ndarray, list[SecAggPlusClient]]:
+    """Run a full SecAgg+ round (server side included).
 
-    ``k`` defaults to :func:`neighbours_for`; each client ends with ``2 * ceil(k / 2)`` neighbours
-    (capped at ``n - 1``).
+    Parameters
+    ----------
+    codes : dict of int to ndarray of shape (dim,)
+        Each client's index and its integer codes.
+    dim : int
+        Vector length.
+    k : int, optional
+        Neighbours per client (default :func:`neighbours_for`); each client ends with
+        ``2 * ceil(k / 2)`` neighbours, capped at ``n - 1``.
+    drop_after_shares : set of int, optional
+        Clients that drop out after sharing their keys (their masks are recovered from shares).
+    modulus : int, default 2**32
+        Modulus of the masked arithmetic.
+    random_state : None, int or numpy Generator, default 0
+        Draws the random neighbour graph (the masks come from the OS random source).
+    seed : int, optional
+        Deprecated name of ``random_state``.
+
+    Returns
+    -------
+    total : ndarray of shape (dim,)
+        Sum of the survivors' codes.
+    clients : list of SecAggPlusClient
+        The clients, with their byte and CPU counters.
     """
+    random_state = resolve_random_state(random_state, seed, owner="run_secaggplus_round")
     ids = sorted(codes)
     n = len(ids)
     k = k or neighbours_for(n)
-    rng = np.random.default_rng(seed)
+    rng = check_random_state(random_state)
     # circulant graph on a random permutation: each client is linked to the k/2 clients on either side
     perm = [ids[int(j)] for j in rng.permutation(n)]
     half = min(k, n - 1) // 2 + (min(k, n - 1) % 2)

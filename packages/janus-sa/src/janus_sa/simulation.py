@@ -11,9 +11,12 @@ import time
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
+from icml25_shared.random import UNSET, RandomStateLike, check_random_state
 
+from janus_sa._seeding import resolve_random_state
 from janus_sa.crypto import ServerKeys, model_digest
 from janus_sa.errors import ConfigError, JanusError
 from janus_sa.protocol import AggregationServer, JanusClient, JanusConfig, MaskServer, RoundResult
@@ -46,12 +49,40 @@ class RoundReport:
 class InProcessDeployment:
     """S0, S1 and a population of :class:`JanusClient` objects that can join and leave between rounds.
 
+    The whole protocol, with real cryptography, in one process: every message is encoded, signed,
+    sent as bytes and decoded and verified by its receiver, as over the network.
+
     Parameters
     ----------
-    config:
-        The :class:`JanusConfig` all parties share.
-    state_dir:
-        Optional directory; S0 and S1 persist their round logs under ``state_dir/s0`` and ``/s1``.
+    config : JanusConfig
+        The configuration all parties share.
+    state_dir : str or os.PathLike, optional
+        S0 and S1 persist their round logs under ``state_dir/s0`` and ``state_dir/s1``.
+
+    Attributes
+    ----------
+    s0 : AggregationServer
+        The aggregation server.
+    s1 : MaskServer
+        The mask server.
+    clients : dict of bytes to JanusClient
+        The current clients by id.
+    round : int
+        The number of the most recent round.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from janus_sa import InProcessDeployment, JanusConfig
+    >>> dep = InProcessDeployment(config=JanusConfig(dim=8))
+    >>> ids = dep.add_clients(4)
+    >>> updates = {cid: np.full(8, 0.25 * (i + 1)) for i, cid in enumerate(ids)}
+    >>> report = dep.run_round(updates, drop_before_s1=ids[:1])  # one client crashes mid-upload
+    >>> res = report.results[ids[1]]  # every client verified the same aggregate
+    >>> res.n_participants, len(report.results)
+    (3, 4)
+    >>> bool(np.abs(res.sum - (0.5 + 0.75 + 1.0)).max() <= res.error_bound)
+    True
     """
 
     def __init__(self, *, config: JanusConfig, state_dir: str | os.PathLike | None = None) -> None:
@@ -74,18 +105,34 @@ class InProcessDeployment:
         return [c.id for c in new]
 
     def remove_clients(self, ids: Iterable[bytes]) -> None:
+        """Forget the clients ``ids`` (dynamic participation: they take no part in later rounds)."""
         for cid in ids:
             self.clients.pop(cid)
 
     def run_round(self, updates: Mapping[bytes, np.ndarray], *, model: bytes | np.ndarray = b"",
                   drop_before_s1: Iterable[bytes] = (), drop_before_sketch: Iterable[bytes] = (),
                   workers: int = 1) -> RoundReport:
-        """One full round. ``updates`` maps each uploading client id to its ``(dim,)`` float update.
+        """Run one full round: announce, upload, agree, aggregate, and verify at every client.
 
-        Clients listed in ``drop_before_s1`` crash after their S0 upload (so they are outside the agreed
-        set); all current clients, uploaders or not, verify the aggregate. ``workers > 1`` runs the
-        clients' work in that many threads (libsodium and OpenSSL release the GIL); client CPU time is
-        measured per thread either way.
+        Parameters
+        ----------
+        updates : mapping of bytes to ndarray of shape (dim,)
+            Each uploading client's id and its float update.
+        model : bytes or ndarray, optional
+            The global model of the round; its digest is announced and checked by every party.
+        drop_before_s1 : iterable of bytes, optional
+            Clients that crash after their S0 upload (so they are outside the agreed set).
+        drop_before_sketch : iterable of bytes, optional
+            Clients that crash before their sketch commitment (sketch mode).
+        workers : int, default 1
+            Threads for the clients' work (libsodium and OpenSSL release the GIL); client CPU time
+            is measured per thread either way.
+
+        Returns
+        -------
+        RoundReport
+            Per-client results (all current clients, uploaders or not, verify the aggregate),
+            per-client errors, and per-client bytes and CPU seconds.
         """
         if not isinstance(workers, int) or workers < 1:
             raise ConfigError(f"workers must be an int >= 1, got {workers!r}")
@@ -159,7 +206,27 @@ class InProcessDeployment:
         return report
 
 
-def random_updates(dim: int, ids: Iterable[bytes], *, seed: int = 0, scale: float = 1.0) -> dict[bytes, np.ndarray]:
-    """Gaussian float updates ``(dim,)`` for each id (reproducible from ``seed``)."""
-    rng = np.random.default_rng(seed)
+def random_updates(dim: int, ids: Iterable[bytes], *, random_state: RandomStateLike = 0, scale: float = 1.0,
+                   seed: Any = UNSET) -> dict[bytes, np.ndarray]:
+    """Draw Gaussian float updates for test and benchmark rounds.
+
+    Parameters
+    ----------
+    dim : int
+        Length of each update.
+    ids : iterable of bytes
+        Client ids, in the order their updates are drawn.
+    random_state : None, int or numpy Generator, default 0
+        The stream the updates are drawn from.
+    scale : float, default 1.0
+        Standard deviation of the coordinates.
+    seed : int, optional
+        Deprecated name of ``random_state``.
+
+    Returns
+    -------
+    dict of bytes to ndarray of shape (dim,)
+        One update per id.
+    """
+    rng = check_random_state(resolve_random_state(random_state, seed, owner="random_updates"))
     return {cid: scale * rng.standard_normal(dim) for cid in ids}

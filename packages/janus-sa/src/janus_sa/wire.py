@@ -43,6 +43,8 @@ MAX_ROUND = 2**63 - 1
 
 
 class MsgType(IntEnum):
+    """Message types of wire format v1 (the third field of every envelope)."""
+
     ANNOUNCE = 1        # server -> client: round opens for a model digest and config digest
     UPLOAD0 = 2         # client -> S0: masked update, commitment, seed for S0's randomness
     UPLOAD1 = 3         # client -> S1: seed for mask and S1's randomness, commitment
@@ -85,6 +87,7 @@ class Message:
     raw_body: list = field(repr=False, compare=False, default_factory=list)
 
     def signed_payload(self) -> bytes:
+        """The bytes the signature covers: the msgpack encoding of the first seven fields."""
         return _payload(self.type, self.session, self.round, self.sender, self.raw_body)
 
     def verify(self, expected_sender: bytes | None = None) -> Message:
