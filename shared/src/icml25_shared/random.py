@@ -3,7 +3,7 @@
 ``check_random_state`` follows scikit-learn's semantics (None -> fresh entropy, an int -> a seeded
 generator, a generator -> itself) but returns a :class:`numpy.random.Generator`. ``spawn`` gives
 independent streams from one seed through :class:`numpy.random.SeedSequence`, so that seed ``s``'s
-streams never coincide with seed ``s + 1``'s (as ``default_rng(s + 1)`` would).
+streams never coincide with seed ``s + 1``'s (as seeding each run with ``s`` plus an offset would).
 
 Examples
 --------
