@@ -1,23 +1,39 @@
-"""The weighted quantile-regression linear program (Algorithm 1 of the paper), solved with HiGHS.
+"""The weighted quantile-regression linear program (Algorithm 1 of the paper).
 
 Primal: minimise over beta in R^d
-    sum_i rho_tau(S_i - Phi_i beta) - tau * c^T beta,
-where rho_tau is the pinball loss and c >= 0 is the feature vector of "phantom" points with an infinite
-score (c = 0: plain split quantile regression; c = Phi(x_test): the augmented fit of Gibbs et al.).
-We solve the dual, which has n bounded variables and only d equality rows:
-    maximise S^T eta  subject to  Phi^T eta = -tau * c,  tau - 1 <= eta_i <= tau,
-and read beta off the equality multipliers. The solution is then snapped onto the d calibration points
-it interpolates, so special cases return calibration scores bit for bit.
+    sum_i rho_tau(S_i - Phi_i beta) - tau * c^T beta + eps * t^T beta,
+where rho_tau is the pinball loss, c >= 0 is the feature vector of "phantom" points with an infinite
+score (c = 0: plain split quantile regression; c = Phi(x_test): the augmented fit of Gibbs et al.) and the
+tiny eps * t^T beta term picks the lowest thresholds when the optimum is not unique (the order statistic
+split conformal uses). The dual has n bounded variables and d equality rows:
+    maximise S^T eta  subject to  Phi^T eta = eps * t - tau * c,  tau - 1 <= eta_i <= tau.
+
+Solving: HiGHS (dual simplex) on standardised scores (S - Phi v) / s, which leaves the optimal basis
+unchanged (S -> S - Phi v shifts beta by v; a positive scale s scales it), gives a starting vertex. The
+vertex is then re-solved exactly on d interpolated calibration points in the original units (so special
+cases return calibration scores bit for bit) and its optimality conditions are checked exactly: the basic
+duals eta_B = Phi_B^{-T} (eps t - tau c - Phi_N^T eta_N) must lie in [tau - 1, tau], with eta_N fixed by
+the signs of the residuals. When they do not (HiGHS' tolerances hide near-tied scores), an exact
+active-set descent (Barrodale-Roberts pivots with a weighted-median line search) moves to the optimal
+vertex. The same descent, warm-started from the calibration fit, solves the augmented LPs of ``exact=True``.
 """
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.linalg
 from scipy.optimize import linprog
 
+logger = logging.getLogger(__name__)
+
 _TIE_EPS = 1e-5
+# Optimality tolerance on the dual variables (dimensionless: they live in [tau - 1, tau]).
+_ETA_TOL = 1e-9
+# The phantoms' stand-in for +infinity, in standardised score units.
+_CAP = 1e6
 
 
 class InfeasibleQuantileLP(ValueError):
@@ -32,73 +48,161 @@ class QuantileLPResult:
     duals: (n,) dual variables eta_i in [tau - 1, tau]; interior values mark interpolated points.
     objective: optimal value of the primal (pinball loss minus the phantom term).
     n_interpolated: number of calibration points with S_i == Phi_i beta after polishing.
+    basis: indices of the rows the thresholds interpolate (one per independent column).
+    columns: indices of a maximal set of linearly independent columns of Phi (beta is 0 elsewhere).
+    center, scale: the standardisation (S - Phi center) / scale used for HiGHS.
+    n_pivots: active-set pivots after the HiGHS start (0 when HiGHS' vertex was optimal).
     """
 
     beta: np.ndarray
     duals: np.ndarray
     objective: float
     n_interpolated: int
+    basis: np.ndarray
+    columns: np.ndarray
+    center: np.ndarray
+    scale: float
+    n_pivots: int = 0
 
 
-def _solve_dual(phi: np.ndarray, scores: np.ndarray, tau: float, phantom: np.ndarray, tie: np.ndarray):
-    # The tie term adds _TIE_EPS * tie^T beta to the primal: among optimal betas (an interval when the
-    # problem is degenerate, e.g. an intercept with n * tau an integer) it picks the lowest thresholds,
-    # the order statistic split conformal uses. It is far above HiGHS' 1e-7 feasibility tolerance and far
-    # below the gaps between dual vertices of indicator designs (multiples of 1/(weights)).
+def independent_columns(phi: np.ndarray) -> np.ndarray:
+    """Sorted indices of a maximal set of linearly independent columns (QR with column pivoting)."""
+    if phi.shape[1] == 0 or phi.shape[0] == 0:
+        return np.arange(0)
+    _, r, piv = scipy.linalg.qr(phi, mode="economic", pivoting=True)
+    diag = np.abs(np.diag(r))
+    if diag.size == 0 or diag[0] == 0:
+        return np.arange(0)
+    rank = int(np.sum(diag > diag[0] * max(phi.shape) * 1e-12))
+    return np.sort(piv[:rank])
+
+
+def standardise(phi: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, float]:
+    """Center v (least squares of the scores on Phi) and scale s (mean |residual|) of the scores."""
+    v = np.linalg.lstsq(phi, scores, rcond=None)[0] if phi.shape[1] else np.zeros(0)
+    resid = scores - phi @ v
+    s = float(np.mean(np.abs(resid))) if resid.size else 0.0
+    if not (np.isfinite(s) and s > 0):
+        s = float(np.max(np.abs(resid), initial=0.0))
+    if not (np.isfinite(s) and s > 0):
+        s = 1.0
+    return v, s
+
+
+def _highs_dual(phi: np.ndarray, scores: np.ndarray, tau: float, rhs: np.ndarray):
     # HiGHS presolve costs ~1 s on this box-constrained dual and gains nothing: off.
-    res = linprog(-scores, A_eq=phi.T, b_eq=_TIE_EPS * tie - tau * phantom, bounds=(tau - 1.0, tau),
-                  method="highs", options={"presolve": False})
+    res = linprog(-scores, A_eq=phi.T, b_eq=rhs, bounds=(tau - 1.0, tau), method="highs",
+                  options={"presolve": False, "primal_feasibility_tolerance": 1e-10,
+                           "dual_feasibility_tolerance": 1e-10})
     if res.status == 2:
         raise InfeasibleQuantileLP("the quantile-regression LP is unbounded for this calibration set")
     if res.status != 0:
         raise RuntimeError(f"HiGHS failed on the quantile-regression LP: {res.message}")
-    beta = -np.asarray(res.eqlin.marginals, dtype=float)
-    return beta, np.asarray(res.x, dtype=float), float(-res.fun)
+    return -np.asarray(res.eqlin.marginals, dtype=float), np.asarray(res.x, dtype=float)
 
 
-def _independent_rows(sub: np.ndarray, d: int) -> np.ndarray | None:
-    """Indices of d linearly independent rows of ``sub`` (greedy, in order), or None."""
+def _pick_basis(phi: np.ndarray, resid: np.ndarray, duals: np.ndarray | None, tau: float) -> np.ndarray | None:
+    """Pick d linearly independent rows, the smallest |residual| first (HiGHS' interior duals break ties)."""
+    d = phi.shape[1]
+    key = np.abs(resid)
+    if duals is not None:
+        interior = (duals > tau - 1 + 1e-9) & (duals < tau - 1e-9)
+        key = key + np.where(interior, 0.0, 1e-300)
+    order = np.argsort(key, kind="stable")
     chosen: list[int] = []
-    for i in range(sub.shape[0]):
-        if np.linalg.matrix_rank(sub[chosen + [i]]) == len(chosen) + 1:
-            chosen.append(i)
+    q = np.zeros((d, 0))
+    for i in order[: max(200, 8 * d + 32)]:
+        row = phi[i]
+        rest = row - q @ (q.T @ row)
+        norm = float(np.linalg.norm(rest))
+        if norm > 1e-9 * max(1.0, float(np.linalg.norm(row))):
+            q = np.column_stack([q, rest / norm])
+            chosen.append(int(i))
             if len(chosen) == d:
                 return np.array(chosen)
     return None
 
 
-def _polish(phi: np.ndarray, scores: np.ndarray, beta: np.ndarray) -> tuple[np.ndarray, int]:
-    """Re-solve beta exactly on d calibration points the LP interpolates (a vertex has d of them).
+def _active_set(phi: np.ndarray, scores: np.ndarray, tau: float, g0: np.ndarray, basis: np.ndarray,
+                eta_hint: np.ndarray | None, max_iter: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """Exact descent from the vertex interpolating ``basis`` to an optimal vertex of the primal.
 
-    A square solve (LU) returns the calibration scores themselves for indicator designs, bit for bit.
+    g0 = eps * t - tau * c (the gradient of the linear terms). Returns (beta, eta, basis, pivots).
+    Raises InfeasibleQuantileLP when a descent direction has no breakpoint (the primal is unbounded).
     """
-    d = phi.shape[1]
-    scale = max(1.0, float(np.max(np.abs(scores))) if scores.size else 1.0)
+    n, d = phi.shape
+    basis = np.array(basis, dtype=int)
+    beta = np.linalg.solve(phi[basis], scores[basis])
     resid = scores - phi @ beta
-    order = np.argsort(np.abs(resid), kind="stable")
-    for tol in (1e-10, 1e-8, 1e-6):
-        rows = order[np.abs(resid[order]) <= tol * scale]
-        if rows.size < d:
-            continue
-        rows = rows[: 4 * d + 16]  # many ties: the first few candidates suffice
-        pick = _independent_rows(phi[rows], d)
-        if pick is None:
-            continue
-        basis = rows[pick]
-        exact = np.linalg.solve(phi[basis], scores[basis])
-        if np.max(np.abs(phi[rows] @ exact - scores[rows])) <= 10 * tol * scale:
-            return exact, int(np.sum(np.abs(scores - phi @ exact) <= 1e-12 * scale))
-    return beta, int(np.sum(np.abs(resid) <= 1e-9 * scale))
+    eta = np.where(resid > 0, tau, tau - 1.0)
+    zero = resid == 0
+    if eta_hint is not None and zero.any():
+        eta[zero] = np.where(eta_hint[zero] >= tau - 0.5, tau, tau - 1.0)
+    in_basis = np.zeros(n, dtype=bool)
+    for it in range(max_iter + 1):
+        in_basis[:] = False
+        in_basis[basis] = True
+        eta_n = np.where(in_basis, 0.0, eta)
+        phi_b = phi[basis]
+        eta_b = np.linalg.solve(phi_b.T, g0 - phi.T @ eta_n)
+        low = (tau - 1.0 - _ETA_TOL) - eta_b
+        high = eta_b - (tau + _ETA_TOL)
+        viol = np.maximum(low, high)
+        if viol.max(initial=-1.0) <= 0:
+            eta[basis] = eta_b
+            return beta, eta, basis, it
+        if it == max_iter:
+            logger.warning("quantile LP: active-set descent stopped after %d pivots (max dual violation %.3g)",
+                           it, float(viol.max()))
+            eta[basis] = np.clip(eta_b, tau - 1.0, tau)
+            return beta, eta, basis, it
+        # most violated basic dual; Bland's rule (first violated) after many pivots, against cycling
+        j = int(np.argmax(viol)) if it < 10 * d + 50 else int(np.flatnonzero(viol > 0)[0])
+        sgn = 1.0 if low[j] > 0 else -1.0  # +1: raise row j's threshold (its residual turns negative)
+        slope = (eta_b[j] + 1.0 - tau) if sgn > 0 else (tau - eta_b[j])
+        e = np.zeros(d)
+        e[j] = sgn
+        delta = np.linalg.solve(phi_b, e)
+        a = phi @ delta
+        above = eta >= tau - 0.5
+        cross = ~in_basis & (((above) & (a > 0)) | ((~above) & (a < 0)))
+        idx = np.flatnonzero(cross)
+        if idx.size == 0:
+            raise InfeasibleQuantileLP("the quantile-regression LP is unbounded for this calibration set")
+        steps = np.maximum(resid[idx] / a[idx], 0.0)
+        order = np.lexsort((idx, steps))
+        cum = slope + np.cumsum(np.abs(a[idx[order]]))
+        k = int(np.searchsorted(cum >= 0, True)) if np.any(cum >= 0) else -1
+        if k < 0:
+            raise InfeasibleQuantileLP("the quantile-regression LP is unbounded for this calibration set")
+        flipped = idx[order[:k]]
+        enter = int(idx[order[k]])
+        eta[flipped] = np.where(eta[flipped] >= tau - 0.5, tau - 1.0, tau)
+        leave = int(basis[j])
+        eta[leave] = tau - 1.0 if sgn > 0 else tau
+        basis[j] = enter
+        beta = np.linalg.solve(phi[basis], scores[basis])
+        resid = scores - phi @ beta
+        resid[basis] = 0.0
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 def solve_quantile_lp(phi: np.ndarray, scores: np.ndarray, tau: float,
                       phantom: np.ndarray | None = None,
-                      tie_direction: np.ndarray | None = None) -> QuantileLPResult:
-    """Weighted quantile regression of ``scores`` on ``phi`` at level ``tau`` (one LP, HiGHS).
+                      tie_direction: np.ndarray | None = None, *,
+                      cap_rows: np.ndarray | None = None,
+                      start: QuantileLPResult | None = None,
+                      max_iter: int | None = None) -> QuantileLPResult:
+    """Weighted quantile regression of ``scores`` on ``phi`` at level ``tau``.
 
-    phi: (n, d) nonnegative group weights; scores: (n,); tau in (0, 1); phantom: (d,) or None.
+    phi: (n, d) nonnegative group weights; scores: (n,); tau in (0, 1); phantom: (d,) or None, the features
+    of a point with score +infinity (the augmented fit).
     tie_direction: (d,) vector whose product with beta is minimised over the optimal set when it is not
     a single point (default: the calibration thresholds' sum, i.e. the lowest thresholds).
+    cap_rows: (m, d) extra rows whose score is a large finite stand-in for +infinity (``_CAP`` in
+    standardised units); they are appended after the n calibration rows in ``basis`` and ``duals``.
+    start: a previous result on the same calibration rows (same ``columns``): skip HiGHS and descend from
+    its vertex (warm start).
     Raises InfeasibleQuantileLP when the primal is unbounded (too little weight in some direction).
     """
     phi = np.ascontiguousarray(phi, dtype=float)
@@ -107,6 +211,44 @@ def solve_quantile_lp(phi: np.ndarray, scores: np.ndarray, tau: float,
     c = np.zeros(d) if phantom is None else np.asarray(phantom, dtype=float)
     tie = phi.sum(axis=0) if tie_direction is None else np.asarray(tie_direction, dtype=float)
     tie = tie / max(float(np.max(np.abs(tie))), 1e-300)
-    beta, duals, best = _solve_dual(phi, scores, tau, c, tie)
-    beta, n_interp = _polish(phi, scores, beta)
-    return QuantileLPResult(beta=beta, duals=duals, objective=best, n_interpolated=n_interp)
+    if start is not None:
+        cols, v, s = start.columns, start.center, start.scale
+    else:
+        cols = independent_columns(phi)
+        v_red, s = standardise(phi[:, cols], scores)
+        v = np.zeros(d)
+        v[cols] = v_red
+    p = phi[:, cols]
+    rhs = _TIE_EPS * tie[cols] - tau * c[cols]
+    if cap_rows is not None and len(cap_rows):
+        rows = np.asarray(cap_rows, dtype=float)
+        cap_std = _CAP * (1.0 + float(np.max(np.abs((scores - phi @ v) / s), initial=0.0)))
+        p = np.vstack([p, rows[:, cols]])
+        scores = np.concatenate([scores, s * cap_std + rows @ v])
+    if max_iter is None:
+        max_iter = 20 * len(cols) + 2000
+    eta_hint = None
+    if start is not None:
+        basis = start.basis
+    else:
+        z = (scores - (phi if cap_rows is None or not len(cap_rows) else np.vstack([phi, cap_rows])) @ v) / s
+        beta_std, eta_hint = _highs_dual(p, z, tau, rhs)
+        basis = _pick_basis(p, z - p @ beta_std, eta_hint, tau)
+        if basis is None:  # no interpolating vertex found: keep HiGHS' solution
+            beta = np.zeros(d)
+            beta[cols] = s * beta_std + v[cols]
+            resid = scores - p @ beta[cols]
+            n_int = int(np.sum(np.abs(resid) <= 1e-9 * s))
+            return QuantileLPResult(beta=beta, duals=eta_hint, objective=float(eta_hint @ scores), n_interpolated=n_int,
+                                    basis=np.arange(0), columns=cols, center=v, scale=s)
+    beta_red, eta, basis, pivots = _active_set(p, scores, tau, rhs, basis, eta_hint, max_iter)
+    if pivots:
+        logger.debug("quantile LP: %d active-set pivots after the start vertex", pivots)
+    beta = np.zeros(d)
+    beta[cols] = beta_red
+    resid = scores - p @ beta_red
+    mag = np.abs(scores) + np.abs(p) @ np.abs(beta_red)
+    n_int = int(np.sum(np.abs(resid) <= 8 * np.finfo(float).eps * mag))
+    objective = float(np.sum(np.where(resid > 0, tau * resid, (tau - 1.0) * resid)) - tau * (c @ beta))
+    return QuantileLPResult(beta=beta, duals=eta, objective=objective, n_interpolated=n_int, basis=basis,
+                            columns=cols, center=v, scale=s, n_pivots=pivots)

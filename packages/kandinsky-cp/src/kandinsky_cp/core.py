@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 from sklearn.exceptions import NotFittedError
 
-from kandinsky_cp._lp import InfeasibleQuantileLP, solve_quantile_lp
+from kandinsky_cp._lp import _CAP, InfeasibleQuantileLP, solve_quantile_lp
 from kandinsky_cp.groups import as_group
 from kandinsky_cp.scores import ClassificationScore, resolve_score
 
@@ -24,8 +24,6 @@ logger = logging.getLogger(__name__)
 
 # Scores closer than this (relative to their scale) count as tied.
 _TIE_TOL = 1e-12
-# Phantom score relative to the largest calibration score.
-_PHANTOM_SCALE = 1e6
 
 
 @dataclass(frozen=True)
@@ -38,7 +36,10 @@ class GroupQuantileFit:
     confidence_level: 1 - alpha.
     group_weights: (d,) calibration weight sum_i Phi_ij of each group.
     n_interpolated: number of calibration points whose score equals their threshold (>= d at a vertex).
-    cap: the finite score standing in for the phantoms' +infinity (inf when there are no phantoms).
+    cap: the finite score standing in for the phantoms' +infinity, in standardised units
+        (S - Phi center) / scale (inf when there are no phantoms).
+    center, scale: the standardisation of the scores used by the solver.
+    basis: indices of the calibration rows (then phantoms) whose scores the thresholds interpolate.
     """
 
     beta: np.ndarray
@@ -47,11 +48,19 @@ class GroupQuantileFit:
     group_weights: np.ndarray
     n_interpolated: int
     cap: float = np.inf
+    center: np.ndarray | None = None
+    scale: float = 1.0
+    basis: np.ndarray | None = None
 
     def threshold(self, phi: np.ndarray) -> np.ndarray:
         """Thresholds q = phi @ beta for phi of shape (n, d); +inf where too little data (see ``cap``)."""
-        q = np.asarray(phi, dtype=float) @ self.beta
-        return np.where(q >= 0.5 * self.cap, np.inf, q)
+        phi = np.asarray(phi, dtype=float)
+        q = phi @ self.beta
+        if not np.isfinite(self.cap):
+            return q
+        center = np.zeros_like(self.beta) if self.center is None else self.center
+        z = (q - phi @ center) / self.scale
+        return np.where(z >= 0.5 * self.cap, np.inf, q)
 
 
 def _check_level(confidence_level: float) -> float:
@@ -122,18 +131,15 @@ def group_quantile_regression(phi: np.ndarray, scores: np.ndarray, *, confidence
     names = names or [f"group {j}" for j in range(phi.shape[1])]
     rows = phantom_points(phi)
     weights = _check_group_sizes(phi, level, names, rows.sum(axis=0))
-    cap = np.inf
-    if finite_sample_correction:
-        # A finite stand-in for +infinity: identical solution whenever the true one is finite, and
-        # thresholds near `cap` (directions with too little data) are reported as +inf.
-        cap = _PHANTOM_SCALE * (1.0 + float(np.max(np.abs(scores), initial=0.0)))
-        phi_fit, scores_fit = np.vstack([phi, rows]), np.concatenate([scores, np.full(len(rows), cap)])
-    else:
-        phi_fit, scores_fit = phi, scores
-    res = solve_quantile_lp(phi_fit, scores_fit, level)
+    # With the correction, the phantoms' +infinity is a finite stand-in (_CAP standardised units):
+    # identical solution whenever the true one is finite, and thresholds near it (directions with too
+    # little data) are reported as +inf.
+    res = solve_quantile_lp(phi, scores, level, cap_rows=rows if finite_sample_correction else None)
     phantom = rows.sum(axis=0) if finite_sample_correction else np.zeros(phi.shape[1])
+    cap = _CAP * (1.0 + float(np.max(np.abs((scores - phi @ res.center) / res.scale), initial=0.0)))
     return GroupQuantileFit(beta=res.beta, phantom=phantom, confidence_level=level, group_weights=weights,
-                            n_interpolated=res.n_interpolated, cap=cap)
+                            n_interpolated=res.n_interpolated, cap=cap if finite_sample_correction else np.inf,
+                            center=res.center, scale=res.scale, basis=res.basis)
 
 
 @dataclass(frozen=True)
