@@ -52,8 +52,10 @@ def test_non_finite_values(models, data):
 
 
 def test_bad_options_and_models(models, data):
-    from sklearn.ensemble import IsolationForest
+    from sklearn.ensemble import AdaBoostRegressor
     from sklearn.linear_model import LinearRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
 
     bg = data["bg"][:50]
     with pytest.raises(ValueError, match="method='exact' is not supported; accepted: 'fastpd', 'path-dependent'"):
@@ -64,21 +66,16 @@ def test_bad_options_and_models(models, data):
         FastPD(models["xgboost"], bg, n_jobs=0).fit()
     with pytest.raises(ValueError, match="max_order"):
         FastPD(models["xgboost"], bg).decompose(data["Xe"], max_order=0)
-    for model in (IsolationForest(n_estimators=2, random_state=0).fit(data["X"]),
-                  LinearRegression().fit(data["X"], data["y"]), "not a model"):
-        with pytest.raises(ValueError, match="unsupported model type .*accepted: xgboost"):
+    for model, name in ((AdaBoostRegressor(n_estimators=2, random_state=0).fit(data["X"], data["y"]),
+                         "sklearn.ensemble._weight_boosting.AdaBoostRegressor"),
+                        (LinearRegression().fit(data["X"], data["y"]), "LinearRegression"), ("not a model", "str")):
+        with pytest.raises(ValueError, match=f"unsupported model type .*{name}; accepted: xgboost.*lightgbm.*"
+                                             "HistGradientBoosting.*IsolationForest.*Pipeline"):
             FastPD(model, bg).fit()
-
-
-def test_lightgbm_categorical_split_is_rejected(data):
-    import lightgbm as lgb
-
-    x = data["X"].copy()
-    x[:, 0] = (x[:, 0] > 0).astype(float) + (x[:, 0] > 1)
-    model = lgb.LGBMRegressor(n_estimators=3, num_leaves=4, min_child_samples=5, verbose=-1, n_jobs=1)
-    model.fit(x, data["y"] + 3 * x[:, 0], categorical_feature=[0])
-    with pytest.raises(ValueError, match="LightGBM categorical splits"):
-        FastPD(model, x[:20]).fit()
+    pipe = make_pipeline(StandardScaler(), LinearRegression()).fit(data["X"], data["y"])
+    with pytest.raises(ValueError, match="Pipeline's last step is not supported: unsupported model type "
+                                         ".*LinearRegression; accepted"):
+        FastPD(pipe, bg).fit()
 
 
 def _nan_data(data, frac=0.2, seed=1):
@@ -131,11 +128,18 @@ def test_unfitted_models_raise_not_fitted_error():
     from sklearn.exceptions import NotFittedError
 
     bg = np.zeros((5, 3))
-    for model in (GradientBoostingRegressor(), RandomForestClassifier(), xgb.XGBRegressor(), lgb.LGBMClassifier()):
+    from sklearn.ensemble import HistGradientBoostingRegressor, IsolationForest
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    for model in (GradientBoostingRegressor(), RandomForestClassifier(), xgb.XGBRegressor(), lgb.LGBMClassifier(),
+                  lgb.LGBMRegressor(), HistGradientBoostingRegressor(), IsolationForest()):
         with pytest.raises(NotFittedError, match=f"{type(model).__name__} is not fitted"):
             FastPD(model, bg).fit()
         with pytest.raises(ValueError):  # NotFittedError is a ValueError: old handlers keep working
             FastPD(model, bg).shap_values(bg)
+    with pytest.raises(NotFittedError, match="Pipeline is not fitted"):
+        FastPD(make_pipeline(StandardScaler(), GradientBoostingRegressor()), bg).fit()
 
 
 def test_explainer_fit_state(models, data):
@@ -145,8 +149,9 @@ def test_explainer_fit_state(models, data):
     from sklearn.exceptions import NotFittedError
 
     fp = FastPD(models["sklearn-gbr"], data["bg"][:50])
-    with pytest.raises(NotFittedError, match="FastPD is not fitted yet, so it has no intercept_"):
-        _ = fp.intercept_
+    for name in ("intercept_", "feature_names_", "feature_names_in_", "n_outputs_"):
+        with pytest.raises(NotFittedError, match=f"FastPD is not fitted yet, so it has no {name}"):
+            getattr(fp, name)
     assert not hasattr(fp, "background_")
     with pytest.raises(AttributeError, match="no attribute 'nonsense_'"):
         _ = fp.nonsense_

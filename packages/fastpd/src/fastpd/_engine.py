@@ -151,18 +151,35 @@ class Block:
     n_leaves: int
     max_depth: int
     n_outputs: int
+    cat_node: np.ndarray | None = None  # (C,) internal nodes with category-set splits
+    cat_table: np.ndarray | None = None  # (C, M) direction of each integer category (padded: out of range)
+    cat_neg_left: np.ndarray | None = None  # (C,) direction of a negative value
+    cat_trunc_first: bool = False
 
     def go_left(self, x: np.ndarray, strict: bool) -> np.ndarray:
         """(n, N + 1) bool: whether each row goes left at each internal node; last column is True."""
         xv = x[:, self.feature]
         if self.nan_to_zero is not None and self.nan_to_zero.any():
             xv = np.where(np.isnan(xv) & self.nan_to_zero[None], 0.0, xv)
-        left = xv < self.threshold[None] if strict else xv <= self.threshold[None]
+        with np.errstate(invalid="ignore"):
+            left = xv < self.threshold[None] if strict else xv <= self.threshold[None]
         miss = np.isnan(xv)
         if self.zero_missing is not None and self.zero_missing.any():
             miss |= self.zero_missing[None] & (np.abs(xv) <= lgbm_zero_threshold())
         left = np.where(miss, self.default_left[None], left)
+        if self.cat_node is not None:
+            left[:, self.cat_node] = self._categorical(x[:, self.feature[self.cat_node]])
         return np.concatenate([left, np.ones((x.shape[0], 1), dtype=bool)], axis=1)
+
+    def _categorical(self, v: np.ndarray) -> np.ndarray:
+        """(n, C) direction at the category-set splits for raw values v (n, C)."""
+        nan = np.isnan(v)
+        t = np.trunc(np.where(nan, 0.0, v))
+        neg = t < 0 if self.cat_trunc_first else np.where(nan, 0.0, v) < 0
+        idx = np.clip(t, 0, self.cat_table.shape[1] - 1).astype(np.int64)  # last column: out of range
+        out = self.cat_table[np.arange(v.shape[1])[None], idx]
+        out = np.where(neg, self.cat_neg_left[None], out)
+        return np.where(nan, self.default_left[self.cat_node][None], out)
 
     def codes(self, x: np.ndarray, strict: bool) -> list[np.ndarray]:
         """Per group, the (n, L) path-constraint codes of the rows of x."""
@@ -179,6 +196,7 @@ def compile_blocks(ens: TreeEnsemble, n_blocks: int) -> list[Block]:
 
 def _compile_block(ens: TreeEnsemble, trees: list) -> Block:
     feats_all, thr_all, dl_all, n2z_all, zm_all = [], [], [], [], []
+    cat_recs: list[tuple[int, np.ndarray, bool, bool]] = []
     leaves: dict[int, list] = {}
     base = 0
     max_depth = 0
@@ -192,6 +210,8 @@ def _compile_block(ens: TreeEnsemble, trees: list) -> Block:
         dl_all.append(t.default_left[internal])
         n2z_all.append(t.nan_to_zero[internal] if t.nan_to_zero is not None else np.zeros(len(internal), bool))
         zm_all.append(t.zero_missing[internal] if t.zero_missing is not None else np.zeros(len(internal), bool))
+        for node, (table, neg_left, oob_left) in t.categorical.items():
+            cat_recs.append((int(local[node]), table, neg_left, oob_left))
         # iterative DFS carrying (node, path of (internal id, went_left, feature, cover ratio))
         stack: list[tuple[int, list]] = [(0, [])]
         while stack:
@@ -215,10 +235,19 @@ def _compile_block(ens: TreeEnsemble, trees: list) -> Block:
         raise ValueError(f"the augmented trees would need {entries:,} table entries (sum over leaves of 2**e, e = "
                          f"distinct features on the leaf's path), above the limit of {MAX_TABLE_ENTRIES:,}; "
                          "FastPD suits moderately deep trees: limit max_depth (or num_leaves)")
+    cat = {}
+    if cat_recs:
+        m = max(len(r[1]) for r in cat_recs)
+        table = np.zeros((len(cat_recs), m + 1), dtype=bool)
+        for i, (_, tab, _, oob_left) in enumerate(cat_recs):
+            table[i, :] = oob_left
+            table[i, : len(tab)] = tab
+        cat = {"cat_node": np.array([r[0] for r in cat_recs], dtype=np.int64), "cat_table": table,
+               "cat_neg_left": np.array([r[2] for r in cat_recs], dtype=bool), "cat_trunc_first": ens.cat_trunc_first}
     return Block(feature=np.concatenate(feats_all), threshold=np.concatenate(thr_all),
                  default_left=np.concatenate(dl_all), nan_to_zero=n2z if n2z.any() else None,
                  zero_missing=zm if zm.any() else None, groups=groups,
-                 n_leaves=sum(g.n_leaves for g in groups), max_depth=max_depth, n_outputs=ens.n_outputs)
+                 n_leaves=sum(g.n_leaves for g in groups), max_depth=max_depth, n_outputs=ens.n_outputs, **cat)
 
 
 def _add_leaf(leaves: dict, path: list, value: np.ndarray) -> None:

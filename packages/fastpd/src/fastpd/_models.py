@@ -8,7 +8,10 @@ library's split rule and the constant margin offset (base score / ``init_``).
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -28,6 +31,9 @@ class Tree:
     value: np.ndarray  # (n_nodes, n_outputs); only leaf rows are used
     nan_to_zero: np.ndarray | None = None  # LightGBM missing_type None: NaN is compared as 0.0
     zero_missing: np.ndarray | None = None  # LightGBM missing_type Zero: |x| <= 1e-35 is missing
+    # category-set splits: node -> (left (n_cats,) bool over integer categories 0..n_cats-1, direction of a
+    # negative value, direction of a category >= n_cats); NaN follows default_left
+    categorical: dict[int, tuple[np.ndarray, bool, bool]] = field(default_factory=dict)
 
 
 @dataclass
@@ -44,14 +50,22 @@ class TreeEnsemble:
     kind: str  # human-readable model name for messages
     feature_names: list[str] | None = None
     output_names: list[str] = field(default_factory=list)
+    input_names: list[str] | None = None  # column names a DataFrame input must have (None: unchecked)
+    missing_value: float | None = None  # a non-NaN value the library treats as missing (XGBoost ``missing``)
+    transform: Callable[[Any], Any] | None = None  # raw input -> the trees' feature space (Pipeline, HGB)
+    cat_trunc_first: bool = False  # LightGBM: a category is int(x) first, then tested for < 0
+
+
+SUPPORTED = (
+    "xgboost Booster/XGBRegressor/XGBClassifier/XGBRFRegressor/XGBRFClassifier (gbtree, dart); "
+    "lightgbm Booster/LGBMRegressor/LGBMClassifier; scikit-learn DecisionTree*, ExtraTree*, RandomForest*, "
+    "ExtraTrees*, GradientBoosting*, HistGradientBoosting* (regressor or classifier), IsolationForest, and a "
+    "Pipeline whose last step is one of these"
+)
 
 
 def _err_unsupported(model: object) -> ValueError:
-    return ValueError(
-        f"unsupported model type {type(model).__module__}.{type(model).__name__}; accepted: xgboost "
-        "Booster/XGBRegressor/XGBClassifier, lightgbm Booster/LGBMRegressor/LGBMClassifier, scikit-learn "
-        "DecisionTree*, ExtraTree*, RandomForest*, ExtraTrees*, GradientBoosting* (regressor or classifier)"
-    )
+    return ValueError(f"unsupported model type {type(model).__module__}.{type(model).__name__}; accepted: {SUPPORTED}")
 
 
 def _check_model_fitted(model: object) -> None:
@@ -102,28 +116,164 @@ def parse_model(model: object) -> TreeEnsemble:
 
 
 # --------------------------------------------------------------------------------------- sklearn
-def _sklearn_tree(est, scale: float, *, classifier: bool, out: int | None, n_outputs: int) -> Tree:
+def _sklearn_tree(est, scale: float, *, classifier: bool, out: int | None, n_outputs: int,
+                  features: np.ndarray | None = None) -> Tree:
     t = est.tree_
-    if t.n_outputs != 1:
-        raise ValueError(f"multi-output scikit-learn trees ({t.n_outputs} outputs) are not supported")
-    raw = np.asarray(t.value[:, 0, :], dtype=np.float64)
     if classifier:
+        if t.n_outputs != 1:
+            raise ValueError(f"multi-output scikit-learn classifiers ({t.n_outputs} outputs) are not supported")
+        raw = np.asarray(t.value[:, 0, :], dtype=np.float64)
         tot = raw.sum(axis=1, keepdims=True)
         raw = raw / np.where(tot > 0, tot, 1.0)  # class fractions, as predict_proba
+    else:
+        raw = np.asarray(t.value[:, :, 0], dtype=np.float64)  # (n_nodes, n_outputs of the regressor)
     value = np.zeros((t.node_count, n_outputs))
     if out is None:
         value[:, : raw.shape[1]] = raw * scale
     else:
         value[:, out] = raw[:, 0] * scale
+    feature = np.asarray(t.feature, dtype=np.int64)
+    if features is not None:  # the tree was fitted on a subset of the columns (bagging max_features)
+        feature = np.where(feature >= 0, np.asarray(features, dtype=np.int64)[np.maximum(feature, 0)], feature)
     return Tree(
         left=np.asarray(t.children_left, dtype=np.int64),
         right=np.asarray(t.children_right, dtype=np.int64),
-        feature=np.asarray(t.feature, dtype=np.int64),
+        feature=feature,
         threshold=np.asarray(t.threshold, dtype=np.float64),
         default_left=np.asarray(t.missing_go_to_left, dtype=bool),
         cover=np.asarray(t.weighted_n_node_samples, dtype=np.float64),
         value=value,
     )
+
+
+def _names_in(model) -> list[str] | None:
+    names = getattr(model, "feature_names_in_", None)
+    return [str(c) for c in names] if names is not None else None
+
+
+class PipelineInput:
+    """Apply every step of a Pipeline but the last to raw rows (then the last step's own input map)."""
+
+    def __init__(self, head: Any, inner: Callable[[Any], Any] | None) -> None:
+        self.head = head
+        self.inner = inner
+
+    def __call__(self, X: Any) -> Any:
+        out = self.head.transform(X)
+        if hasattr(out, "toarray"):  # sparse output of an encoder
+            out = out.toarray()
+        return out if self.inner is None else self.inner(out)
+
+
+class HistGradientBoostingInput:
+    """Encode categories as the model does (its OrdinalEncoder) and keep the original column order."""
+
+    def __init__(self, preprocessor: Any, order: np.ndarray) -> None:
+        self.preprocessor = preprocessor
+        self.order = order
+
+    def __call__(self, X: Any) -> np.ndarray:
+        xt = np.asarray(self.preprocessor.transform(X), dtype=np.float64)
+        out = np.empty_like(xt)
+        out[:, self.order] = xt
+        return out
+
+
+def _parse_pipeline(model) -> TreeEnsemble:
+    head, last = model[:-1], model[-1]
+    if last is None or last == "passthrough":
+        raise ValueError("the Pipeline's last step is 'passthrough'; its last step must be a supported tree model")
+    try:
+        ens = parse_model(last)
+    except ValueError as err:
+        raise ValueError(f"the Pipeline's last step is not supported: {err}") from err
+    names = ens.feature_names
+    try:
+        names = [str(c) for c in head.get_feature_names_out()]
+    except (AttributeError, ValueError, TypeError):
+        pass
+    ens.transform = PipelineInput(head, ens.transform)
+    ens.feature_names = names if names is not None and len(names) == ens.n_features else ens.feature_names
+    ens.input_names = _names_in(model)
+    ens.kind = f"Pipeline({ens.kind})"
+    return ens
+
+
+def _parse_hist_gradient_boosting(model) -> TreeEnsemble:
+    n_features = int(model.n_features_in_)
+    k = int(model.n_trees_per_iteration_)
+    pre = getattr(model, "_preprocessor", None)
+    transform = None
+    orig = np.arange(n_features)
+    if pre is not None:  # categorical features: encoded and moved to the front by the model's ColumnTransformer
+        cat = np.asarray(model.is_categorical_, dtype=bool)
+        orig = np.concatenate([np.flatnonzero(cat), np.flatnonzero(~cat)])
+        transform = HistGradientBoostingInput(pre, orig)
+    known, f_idx_map = model._bin_mapper.make_known_categories_bitsets()
+    trees = []
+    for iteration in model._predictors:
+        for j, pred in enumerate(iteration):
+            nodes = pred.nodes
+            leaf = nodes["is_leaf"].astype(bool)
+            value = np.zeros((len(nodes), k))
+            value[leaf, j] = nodes["value"][leaf]
+            left = np.where(leaf, -1, nodes["left"].astype(np.int64))
+            right = np.where(leaf, -1, nodes["right"].astype(np.int64))
+            feat_t = nodes["feature_idx"].astype(np.int64)
+            feature = np.where(leaf, -2, orig[np.where(leaf, 0, feat_t)])
+            missing_left = nodes["missing_go_to_left"].astype(bool)
+            categorical: dict[int, tuple[np.ndarray, bool, bool]] = {}
+            for i in np.flatnonzero(~leaf & nodes["is_categorical"].astype(bool)):
+                cats = np.arange(256)
+                in_left = _in_bitset(pred.raw_left_cat_bitsets[nodes["bitset_idx"][i]], cats)
+                is_known = _in_bitset(known[f_idx_map[feat_t[i]]], cats)
+                table = np.where(in_left, True, np.where(is_known, False, missing_left[i]))  # unknown: missing
+                categorical[int(i)] = (table, bool(missing_left[i]), bool(missing_left[i]))
+            trees.append(Tree(left=left, right=right, feature=feature,
+                              threshold=np.where(leaf, 0.0, nodes["num_threshold"].astype(np.float64)),
+                              default_left=missing_left, cover=nodes["count"].astype(np.float64), value=value,
+                              categorical=categorical))
+    offset = np.asarray(model._baseline_prediction, dtype=np.float64).reshape(-1)[:k]
+    names = _names_in(model)
+    outputs = [str(c) for c in model.classes_] if k > 1 else ["margin"]
+    return TreeEnsemble(trees=trees, n_features=n_features, n_outputs=k, offset=offset, strict=False,
+                        float32_inputs=False, nan_routable=True, kind=type(model).__name__, feature_names=names,
+                        output_names=outputs, input_names=names, transform=transform)
+
+
+def _in_bitset(bitset: np.ndarray, values: np.ndarray) -> np.ndarray:
+    words = np.asarray(bitset, dtype=np.uint64)
+    return ((words[values // 32] >> (values % 32).astype(np.uint64)) & 1).astype(bool)
+
+
+def average_path_length(n: np.ndarray) -> np.ndarray:
+    """c(n): the mean path length of an unsuccessful search in a binary search tree of n points."""
+    n = np.asarray(n, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c = 2.0 * (np.log(n - 1.0) + np.euler_gamma) - 2.0 * (n - 1.0) / n
+    return np.where(n <= 1, 0.0, np.where(n == 2, 1.0, c))
+
+
+def _parse_isolation_forest(model) -> TreeEnsemble:
+    n_features = int(model.n_features_in_)
+    subsample = model._max_features != n_features  # as IsolationForest.score_samples
+    n_trees = len(model.estimators_)
+    trees = []
+    for est, feats in zip(model.estimators_, model.estimators_features_, strict=True):
+        t = est.tree_
+        depth = np.zeros(t.node_count)
+        for i in range(t.node_count):  # children have larger ids than their parent
+            for c in (t.children_left[i], t.children_right[i]):
+                if c != -1:
+                    depth[c] = depth[i] + 1
+        tree = _sklearn_tree(est, 1.0, classifier=False, out=None, n_outputs=1,
+                             features=np.asarray(feats) if subsample else None)
+        tree.value = ((depth + average_path_length(t.n_node_samples)) / n_trees)[:, None]
+        trees.append(tree)
+    names = _names_in(model)
+    return TreeEnsemble(trees=trees, n_features=n_features, n_outputs=1, offset=np.zeros(1), strict=False,
+                        float32_inputs=True, nan_routable=True, kind="IsolationForest", feature_names=names,
+                        output_names=["mean path length"], input_names=names)
 
 
 def _parse_sklearn(model) -> TreeEnsemble:
@@ -133,25 +283,38 @@ def _parse_sklearn(model) -> TreeEnsemble:
         ExtraTreesRegressor,
         GradientBoostingClassifier,
         GradientBoostingRegressor,
+        HistGradientBoostingClassifier,
+        HistGradientBoostingRegressor,
+        IsolationForest,
         RandomForestClassifier,
         RandomForestRegressor,
     )
+    from sklearn.pipeline import Pipeline
     from sklearn.tree import BaseDecisionTree
 
+    if isinstance(model, Pipeline):
+        return _parse_pipeline(model)
+    if isinstance(model, HistGradientBoostingRegressor | HistGradientBoostingClassifier):
+        return _parse_hist_gradient_boosting(model)
+    if isinstance(model, IsolationForest):
+        return _parse_isolation_forest(model)
     classifier = is_classifier(model)
     n_features = int(model.n_features_in_)
-    names = [str(c) for c in model.feature_names_in_] if hasattr(model, "feature_names_in_") else None
-    if getattr(model, "n_outputs_", 1) != 1:
-        raise ValueError(f"multi-output {type(model).__name__} (n_outputs_={model.n_outputs_}) is not supported")
+    names = _names_in(model)
+    n_out = int(getattr(model, "n_outputs_", 1))
+    if n_out != 1 and classifier:
+        raise ValueError(f"multi-output {type(model).__name__} (n_outputs_={n_out}) is not supported; "
+                         "multi-output regressors are")
     offset: np.ndarray
     if isinstance(model, BaseDecisionTree | RandomForestClassifier | RandomForestRegressor
                   | ExtraTreesClassifier | ExtraTreesRegressor):
         estimators = [model] if isinstance(model, BaseDecisionTree) else list(model.estimators_)
-        k = len(model.classes_) if classifier else 1
+        k = len(model.classes_) if classifier else n_out
         scale = 1.0 / len(estimators)
         trees = [_sklearn_tree(e, scale, classifier=classifier, out=None, n_outputs=k) for e in estimators]
         offset = np.zeros(k)
-        outputs = [str(c) for c in model.classes_] if classifier else ["margin"]
+        outputs = ([str(c) for c in model.classes_] if classifier else
+                   ["margin"] if k == 1 else [f"output {j}" for j in range(k)])
     elif isinstance(model, GradientBoostingRegressor | GradientBoostingClassifier):
         from sklearn.dummy import DummyClassifier, DummyRegressor
 
@@ -172,7 +335,7 @@ def _parse_sklearn(model) -> TreeEnsemble:
     allow_nan = bool(model.__sklearn_tags__().input_tags.allow_nan)
     return TreeEnsemble(trees=trees, n_features=n_features, n_outputs=k, offset=offset, strict=False,
                         float32_inputs=True, nan_routable=allow_nan, kind=type(model).__name__,
-                        feature_names=names, output_names=outputs)
+                        feature_names=names, output_names=outputs, input_names=names)
 
 
 # --------------------------------------------------------------------------------------- xgboost
@@ -206,9 +369,6 @@ def _parse_xgboost(model) -> TreeEnsemble:
                                       strict=True)):
         if int(t["tree_param"].get("size_leaf_vector", "1")) > 1:
             raise ValueError("XGBoost vector-leaf trees (multi_strategy='multi_output_tree') are not supported")
-        if any(int(s) != 0 for s in t["split_type"]):
-            raise ValueError("XGBoost categorical splits are not supported (enable_categorical models); "
-                             "one-hot encode the categories instead")
         left = np.asarray(t["left_children"], dtype=np.int64)
         leaf = left == -1
         cond = np.asarray(t["split_conditions"], dtype=np.float32).astype(np.float64)
@@ -219,13 +379,33 @@ def _parse_xgboost(model) -> TreeEnsemble:
         feat = np.where(leaf, -2, np.asarray(t["split_indices"], dtype=np.int64))
         trees.append(Tree(left=left, right=np.asarray(t["right_children"], dtype=np.int64), feature=feat,
                           threshold=cond, default_left=np.asarray(t["default_left"], dtype=bool),
-                          cover=np.asarray(t["sum_hessian"], dtype=np.float64), value=value))
+                          cover=np.asarray(t["sum_hessian"], dtype=np.float64), value=value,
+                          categorical=_xgboost_categorical(t)))
     offset = _xgboost_offset(booster, n_features, k)
     names = list(booster.feature_names) if booster.feature_names else None
     outputs = ["margin"] if k == 1 else [f"class {i}" for i in range(k)]
+    # the wrapper's `missing` marks missing values besides NaN (a Booster gets it from each DMatrix: NaN assumed)
+    missing = float(getattr(model, "missing", np.nan)) if booster is not model else np.nan
     return TreeEnsemble(trees=trees, n_features=n_features, n_outputs=k, offset=offset, strict=True,
                         float32_inputs=True, nan_routable=True, kind=f"xgboost {name}",
-                        feature_names=names, output_names=outputs)
+                        feature_names=names, output_names=outputs, input_names=names,
+                        missing_value=None if np.isnan(missing) else float(np.float32(missing)))
+
+
+def _xgboost_categorical(t: dict) -> dict[int, tuple[np.ndarray, bool, bool]]:
+    """XGBoost's category splits: listed categories go right; other, negative or too large ones go left."""
+    out: dict[int, tuple[np.ndarray, bool, bool]] = {}
+    split_type = t.get("split_type", [])
+    if not any(int(v) != 0 for v in split_type):
+        return out
+    cats = np.asarray(t["categories"], dtype=np.int64)
+    for node, start, size in zip(t["categories_nodes"], t["categories_segments"], t["categories_sizes"],
+                                 strict=True):
+        right = cats[int(start) : int(start) + int(size)]
+        table = np.ones(int(right.max()) + 1 if len(right) else 1, dtype=bool)
+        table[right] = False
+        out[int(node)] = (table, True, True)
+    return out
 
 
 def _xgboost_offset(booster, n_features: int, k: int) -> np.ndarray:
@@ -257,11 +437,12 @@ def _parse_lightgbm(model) -> TreeEnsemble:
     infos = dump["tree_info"]
     scale = 1.0 / max(len(infos) // k, 1) if dump.get("average_output") else 1.0
     trees = [_lgbm_tree(info["tree_structure"], i % k, k, scale) for i, info in enumerate(infos)]
-    names = dump.get("feature_names")
+    names = list(dump.get("feature_names") or []) or None
+    auto = names is not None and all(re.fullmatch(f"Column_{i}", n) for i, n in enumerate(names))
     outputs = ["margin"] if k == 1 else [f"class {i}" for i in range(k)]
     return TreeEnsemble(trees=trees, n_features=n_features, n_outputs=k, offset=np.zeros(k), strict=False,
-                        float32_inputs=False, nan_routable=True, kind="lightgbm",
-                        feature_names=list(names) if names else None, output_names=outputs)
+                        float32_inputs=False, nan_routable=True, kind="lightgbm", feature_names=names,
+                        output_names=outputs, input_names=None if auto else names, cat_trunc_first=True)
 
 
 def _lgbm_tree(root: dict, cls: int, k: int, scale: float) -> Tree:
@@ -275,9 +456,8 @@ def _lgbm_tree(root: dict, cls: int, k: int, scale: float) -> Tree:
         left.append(-1)
         right.append(-1)
         if "leaf_value" not in node:
-            if node.get("decision_type", "<=") != "<=":
-                raise ValueError("LightGBM categorical splits (decision_type '==') are not supported; "
-                                 "one-hot encode the categories instead")
+            if node.get("decision_type", "<=") not in ("<=", "=="):
+                raise ValueError(f"LightGBM decision_type {node.get('decision_type')!r} is not supported")
             left[i] = visit(node["left_child"])
             right[i] = visit(node["right_child"])
         elif "leaf_coeff" in node or "leaf_const" in node:
@@ -293,20 +473,28 @@ def _lgbm_tree(root: dict, cls: int, k: int, scale: float) -> Tree:
     zm = np.zeros(n, dtype=bool)
     cover = np.zeros(n)
     value = np.zeros((n, k))
+    categorical: dict[int, tuple[np.ndarray, bool, bool]] = {}
     for i, node in enumerate(rows):
         if "leaf_value" in node:
             value[i, cls] = float(node["leaf_value"]) * scale
             cover[i] = float(node.get("leaf_count", 0))
             continue
         feat[i] = int(node["split_feature"])
+        cover[i] = float(node.get("internal_count", 0))
+        if node.get("decision_type", "<=") == "==":  # listed categories go left; NaN, negative, others right
+            cats = np.asarray([int(c) for c in str(node["threshold"]).split("||")], dtype=np.int64)
+            table = np.zeros(int(cats.max()) + 1, dtype=bool)
+            table[cats] = True
+            categorical[i] = (table, False, False)
+            continue
         thr[i] = float(node["threshold"])
         dl[i] = bool(node["default_left"])
         mt = node.get("missing_type", "None")
         n2z[i] = mt != "NaN"
         zm[i] = mt == "Zero"
-        cover[i] = float(node.get("internal_count", 0))
     return Tree(left=np.asarray(left, dtype=np.int64), right=np.asarray(right, dtype=np.int64), feature=feat,
-                threshold=thr, default_left=dl, cover=cover, value=value, nan_to_zero=n2z, zero_missing=zm)
+                threshold=thr, default_left=dl, cover=cover, value=value, nan_to_zero=n2z, zero_missing=zm,
+                categorical=categorical)
 
 
 def lgbm_zero_threshold() -> float:

@@ -6,6 +6,7 @@ import itertools
 import logging
 import math
 import os
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -22,7 +23,7 @@ log = logging.getLogger(__name__)
 _METHODS = ("fastpd", "path-dependent")
 _FITTED_ATTRIBUTES = frozenset({
     "intercept_", "expected_value_", "offset_", "n_features_in_", "n_outputs_", "feature_names_", "background_",
-    "background_size_", "n_trees_", "n_leaves_", "max_path_features_",
+    "background_size_", "n_trees_", "n_leaves_", "max_path_features_", "feature_names_in_",
 })
 
 
@@ -165,8 +166,14 @@ class FastPD:
         if self.feature_names is not None and len(self.feature_names) != ens.n_features:
             raise ValueError(f"feature_names has {len(self.feature_names)} names but the model has {ens.n_features} "
                              "features")
-        self.feature_names_ = ([str(f) for f in self.feature_names] if self.feature_names is not None
-                               else ens.feature_names or _columns(self.background, ens.n_features))
+        bg_columns = _frame_columns(self.background)
+        self.feature_names_in_ = ens.input_names or bg_columns
+        if ens.transform is None:
+            default_names = ens.feature_names or (bg_columns if bg_columns and len(bg_columns) == ens.n_features
+                                                  else None)
+        else:
+            default_names = ens.feature_names
+        self.feature_names_ = [str(f) for f in self.feature_names] if self.feature_names is not None else default_names
         if self.method == "fastpd":
             self._augment()
         else:
@@ -214,6 +221,51 @@ class FastPD:
     def _fitted(self) -> None:
         if "_blocks" not in self.__dict__:
             self.fit()
+
+    @property
+    def expected_value(self) -> float | np.ndarray:
+        """The mean margin over the background (``intercept_``), under shap's name; fits on first use."""
+        self._fitted()
+        return self.intercept_
+
+    def __call__(self, X: Any, *, interactions: bool = False) -> Any:
+        """SHAP values as a ``shap.Explanation``, so that every ``shap.plots`` function can draw them.
+
+        Parameters
+        ----------
+        X : array-like of shape (n, d)
+            Rows to explain.
+        interactions : bool, default False
+            True: the values are the SHAP interaction values, shape (n, d, d) or (n, d, d, K).
+
+        Returns
+        -------
+        shap.Explanation
+            ``values`` (n, d) or (n, d, K), ``base_values`` (n,) or (n, K) (the intercept),
+            ``data`` (n, d) (the rows as the trees see them: after a Pipeline's transforms or a
+            model's category encoding), ``feature_names`` and, for several outputs,
+            ``output_names``.
+
+        Raises
+        ------
+        ImportError
+            When shap is not installed (``pip install "fastpd[shap]"``).
+        """
+        try:
+            import shap
+        except ImportError as err:
+            raise ImportError('FastPD(...)(X) returns a shap.Explanation and needs shap: pip install "fastpd[shap]" '
+                              "(shap_values() returns the same numbers as an array without it)") from err
+        self._fitted()
+        x = _Prepared(self._validate(X, "X"))
+        values = self.shap_interaction_values(x) if interactions else self.shap_values(x)
+        n = x.array.shape[0]
+        base = np.broadcast_to(np.asarray(self.intercept_, dtype=np.float64), (n, *np.shape(self.intercept_))).copy()
+        kw: dict[str, Any] = {}
+        if self.n_outputs_ > 1:
+            kw["output_names"] = list(self._ens.output_names)
+        return shap.Explanation(values=values, base_values=base, data=x.array.copy(),
+                                feature_names=list(self.feature_names_) if self.feature_names_ else None, **kw)
 
     # -------------------------------------------------------------------------------- queries
     def predict(self, X: Any) -> np.ndarray:
@@ -480,8 +532,45 @@ class FastPD:
         return Decomposition(intercept=self.intercept_, components=comps, feature_names=self.feature_names_,
                              max_order=max(orders, default=0))
 
+    def _check_names(self, X: Any, what: str) -> None:
+        """Compare a DataFrame's columns with ``feature_names_in_`` as scikit-learn does."""
+        cols = _frame_columns(X)
+        ref = self.feature_names_in_
+        if cols is None:
+            if ref is not None and hasattr(X, "shape"):
+                warnings.warn(f"{what} does not have valid feature names, but FastPD was fitted with feature names",
+                              UserWarning, stacklevel=4)
+            return
+        if ref is None:
+            warnings.warn(f"{what} has feature names, but FastPD was fitted without feature names", UserWarning,
+                          stacklevel=4)
+            return
+        if cols == ref:
+            return
+        unseen = [c for c in cols if c not in ref]
+        missing = [c for c in ref if c not in cols]
+        msg = f"The feature names of {what} should match those that were passed during fit."
+        if unseen:
+            msg += f" Feature names unseen at fit time: {unseen}."
+        if missing:
+            msg += f" Feature names seen at fit time, yet now missing: {missing}."
+        if not unseen and not missing:
+            pos = next(i for i, (a, b) in enumerate(zip(cols, ref, strict=False)) if a != b) if len(cols) == len(ref) \
+                else min(len(cols), len(ref))
+            msg += (f" Feature names must be in the same order as they were in fit: column {pos} is "
+                    f"{cols[pos] if pos < len(cols) else None!r}, expected {ref[pos] if pos < len(ref) else None!r}.")
+        raise ValueError(msg)
+
     def _validate(self, X: Any, what: str) -> np.ndarray:
         ens = self._ens
+        self._check_names(X, what)
+        if ens.transform is not None:
+            try:
+                X = ens.transform(X)
+            except Exception as err:  # the user's transformers: re-raise as a validation error
+                raise ValueError(f"{what} could not be transformed by the {ens.kind} input steps: {err}") from err
+        elif _frame_columns(X) is not None:
+            X = _frame_to_float(X, what)
         try:
             x = np.asarray(X, dtype=np.float64)
         except (TypeError, ValueError) as err:
@@ -490,6 +579,10 @@ class FastPD:
             raise ValueError(f"{what} must be 2-D with shape (n_rows, {ens.n_features}); got shape {x.shape}")
         if x.shape[1] != ens.n_features:
             raise ValueError(f"{what} has {x.shape[1]} features but the model has {ens.n_features}")
+        if ens.float32_inputs:
+            x = x.astype(np.float32).astype(np.float64)  # the library compares float32 features
+        if ens.missing_value is not None:
+            x = np.where(x == ens.missing_value, np.nan, x)  # the model's missing marker (XGBoost missing=...)
         if np.isinf(x).any():
             i, j = np.argwhere(np.isinf(x))[0]
             raise ValueError(f"{what} contains an infinite value at row {i}, feature {j}; finite values "
@@ -498,8 +591,6 @@ class FastPD:
             i, j = np.argwhere(np.isnan(x))[0]
             raise ValueError(f"{what} contains NaN at row {i}, feature {j}, but {ens.kind} cannot route missing "
                              "values (it has no default direction); impute them first")
-        if ens.float32_inputs:
-            x = x.astype(np.float32).astype(np.float64)  # the library compares float32 features
         return x
 
     def _rows_per_chunk(self, width: Callable[[eng.LeafGroup], int]) -> int:
@@ -509,6 +600,12 @@ class FastPD:
 
     def _chunks(self, X: Any, rows: int) -> Iterator[np.ndarray]:
         """Validated row chunks of X; a dask array is computed one block of rows at a time."""
+        if isinstance(X, _Prepared):
+            for s in range(0, X.array.shape[0], rows):
+                yield X.array[s : s + rows]
+            if X.array.shape[0] == 0:
+                yield X.array
+            return
         if hasattr(X, "to_delayed") and hasattr(X, "blocks") and hasattr(X, "chunks"):
             for i in range(X.numblocks[0]):
                 x = self._validate(X.blocks[i].compute(), "X")
@@ -546,8 +643,33 @@ class FastPD:
         return self._run_dict(X, width, lambda b, i, c, n: {"out": fn(b, c, n)})["out"]
 
 
-def _columns(background: Any, d: int) -> list[str] | None:
-    cols = getattr(background, "columns", None)
-    if cols is not None and len(cols) == d:
-        return [str(c) for c in cols]
-    return None
+class _Prepared:
+    """Rows already validated (and transformed) by :meth:`FastPD._validate`."""
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = array
+
+
+def _frame_columns(X: Any) -> list[str] | None:
+    """Column names of a DataFrame-like input (pandas, or anything with ``columns`` and ``dtypes``)."""
+    cols = getattr(X, "columns", None)
+    if cols is None or not hasattr(X, "dtypes"):
+        return None
+    return [str(c) for c in cols]
+
+
+def _frame_to_float(X: Any, what: str) -> np.ndarray:
+    """A DataFrame as float64; pandas nullable dtypes' ``pd.NA`` becomes NaN."""
+    import pandas as pd
+
+    if not isinstance(X, pd.DataFrame):
+        return np.asarray(X)
+    bad = [(str(c), str(t)) for c, t in X.dtypes.items()
+           if isinstance(t, pd.CategoricalDtype) or not (pd.api.types.is_numeric_dtype(t)
+                                                         or pd.api.types.is_bool_dtype(t))]
+    if bad:
+        listed = ", ".join(f"{c!r} ({t})" for c, t in bad)
+        raise ValueError(f"{what} has non-numeric columns: {listed}; pass numbers (categories as the integer codes "
+                         "the model was trained on; category dtypes are not decoded) or explain a Pipeline that "
+                         "encodes them")
+    return X.to_numpy(dtype=np.float64, na_value=np.nan)
