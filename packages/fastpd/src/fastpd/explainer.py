@@ -39,9 +39,15 @@ class FastPD:
     model : object
         A fitted xgboost ``Booster``/``XGBRegressor``/``XGBClassifier``, lightgbm
         ``Booster``/``LGBMRegressor``/``LGBMClassifier``, or scikit-learn ``DecisionTree*``,
-        ``ExtraTree*``, ``RandomForest*``, ``ExtraTrees*``, ``GradientBoosting*``. Classifiers
-        are explained on the margin (log-odds; one output per class for multiclass boosting),
-        scikit-learn forests and single trees on ``predict_proba``, as ``shap.TreeExplainer`` does.
+        ``ExtraTree*``, ``RandomForest*``, ``ExtraTrees*``, ``GradientBoosting*``,
+        ``HistGradientBoosting*``, ``IsolationForest``, or a ``Pipeline`` whose last step is one of
+        these. Category-set splits (LightGBM ``categorical_feature``, XGBoost ``enable_categorical``,
+        HistGradientBoosting ``categorical_features``) are exact. Classifiers are explained on the
+        margin (log-odds; one output per class for multiclass boosting), scikit-learn forests and
+        single trees on ``predict_proba``, as ``shap.TreeExplainer`` does; multi-output forest
+        regressors with one output per target; ``IsolationForest`` on the mean path length E[h(x)]
+        (``score_samples(X) = -2 ** (-E[h(x)] / c(max_samples_))``); a ``Pipeline`` in the space
+        its last step sees (the preceding steps are applied to X and the background).
     background : array-like of shape (n_b, d), optional
         Rows defining the interventional distribution; required by ``method="fastpd"``, ignored by
         ``method="path-dependent"``, which uses the training cover.
@@ -74,6 +80,10 @@ class FastPD:
         Number of outputs K (1 for regression and binary boosting).
     feature_names_ : list of str or None
         The names used in labels.
+    feature_names_in_ : list of str or None
+        The columns a DataFrame input must have, in this order (the model's names, else the
+        background's columns). Other columns raise ``ValueError``; a plain array then warns, as
+        in scikit-learn.
     background_ : ndarray of shape (n_b, d) or None
         The rows used, after validation and subsampling; with ``method="path-dependent"`` the
         given background or None.
