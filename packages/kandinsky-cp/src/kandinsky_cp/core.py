@@ -6,15 +6,18 @@ LP over the calibration scores; Algorithm 2 (predict) returns {y : S(x, y) <= q(
 
 from __future__ import annotations
 
+import hashlib
 import logging
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+from icml25_shared.random import check_random_state
+from sklearn.base import is_classifier
 from sklearn.exceptions import NotFittedError
 
-from kandinsky_cp._lp import _CAP, InfeasibleQuantileLP, solve_quantile_lp
+from kandinsky_cp._lp import _CAP, InfeasibleQuantileLP, independent_columns, solve_quantile_lp
 from kandinsky_cp.groups import as_group
 from kandinsky_cp.scores import ClassificationScore, resolve_score
 
@@ -40,6 +43,7 @@ class GroupQuantileFit:
         (S - Phi center) / scale (inf when there are no phantoms).
     center, scale: the standardisation of the scores used by the solver.
     basis: indices of the calibration rows (then phantoms) whose scores the thresholds interpolate.
+    columns: the linearly independent columns of phi the solver used (beta is 0 on the others).
     """
 
     beta: np.ndarray
@@ -51,6 +55,7 @@ class GroupQuantileFit:
     center: np.ndarray | None = None
     scale: float = 1.0
     basis: np.ndarray | None = None
+    columns: np.ndarray | None = None
 
     def threshold(self, phi: np.ndarray) -> np.ndarray:
         """Thresholds q = phi @ beta for phi of shape (n, d); +inf where too little data (see ``cap``)."""
@@ -90,7 +95,8 @@ def phantom_points(phi: np.ndarray) -> np.ndarray:
     return np.unique(phi[chosen], axis=0)
 
 
-def _check_group_sizes(phi: np.ndarray, level: float, names: list[str], phantom: np.ndarray) -> np.ndarray:
+def _check_group_sizes(phi: np.ndarray, level: float, names: list[str], phantom: np.ndarray,
+                       correction: bool = True) -> np.ndarray:
     # With phantom weight c_j, group j gets a finite threshold iff (1 - tau) * sum_i Phi_ij >= tau * c_j.
     weights = phi.sum(axis=0)
     empty = [names[j] for j in np.flatnonzero(weights <= 0)]
@@ -100,9 +106,12 @@ def _check_group_sizes(phi: np.ndarray, level: float, names: list[str], phantom:
     small = np.flatnonzero(weights < need - 1e-9)
     if small.size:
         detail = ", ".join(f"{names[j]!r} has {weights[j]:g} (needs >= {need[j]:g})" for j in small)
+        effect = ("with the finite-sample correction such groups get infinite thresholds (every label, as in "
+                  "split CP)" if correction else
+                  "without the finite-sample correction their thresholds stay finite but their coverage is not "
+                  "guaranteed")
         msg = (f"too few calibration points for confidence_level={level}: {detail}; the minimum is "
-               f"(phantom weight) * (1 - alpha) / alpha. With the finite-sample correction such groups get "
-               f"infinite thresholds (every label, as in split CP); merge small groups, lower the level or "
+               f"(phantom weight) * (1 - alpha) / alpha; {effect}. Merge small groups, lower the level or "
                f"add data")
         warnings.warn(msg, UserWarning, stacklevel=3)
     return weights
@@ -124,13 +133,14 @@ def group_quantile_regression(phi: np.ndarray, scores: np.ndarray, *, confidence
     scores = np.asarray(scores, dtype=float).ravel()
     if phi.ndim != 2 or phi.shape[0] != scores.shape[0]:
         raise ValueError(f"phi must be (n, d) with n = len(scores) = {scores.shape[0]}, got shape {phi.shape}")
-    if not np.all(np.isfinite(scores)):
-        raise ValueError("calibration scores must be finite")
+    bad = np.flatnonzero(~np.isfinite(scores))
+    if bad.size:
+        raise ValueError(f"calibration scores must be finite; got NaN or inf at rows {_rows(bad)}")
     if not np.all(np.isfinite(phi)) or np.any(phi < 0):
         raise ValueError("group weights must be finite and nonnegative")
     names = names or [f"group {j}" for j in range(phi.shape[1])]
     rows = phantom_points(phi)
-    weights = _check_group_sizes(phi, level, names, rows.sum(axis=0))
+    weights = _check_group_sizes(phi, level, names, rows.sum(axis=0), finite_sample_correction)
     # With the correction, the phantoms' +infinity is a finite stand-in (_CAP standardised units):
     # identical solution whenever the true one is finite, and thresholds near it (directions with too
     # little data) are reported as +inf.
@@ -139,7 +149,8 @@ def group_quantile_regression(phi: np.ndarray, scores: np.ndarray, *, confidence
     cap = _CAP * (1.0 + float(np.max(np.abs((scores - phi @ res.center) / res.scale), initial=0.0)))
     return GroupQuantileFit(beta=res.beta, phantom=phantom, confidence_level=level, group_weights=weights,
                             n_interpolated=res.n_interpolated, cap=cap if finite_sample_correction else np.inf,
-                            center=res.center, scale=res.scale, basis=res.basis)
+                            center=res.center, scale=res.scale, basis=res.basis,
+                            columns=res.columns)
 
 
 @dataclass(frozen=True)
@@ -236,10 +247,13 @@ class KandinskyCP:
         class-conditional and Mondrian CP exactly. The paper's Algorithm 1 is ``False``.
     randomize : bool, default True
         Break ties between equal calibration scores with uniform noise of width half the smallest gap
-        between distinct scores (order kept; no noise when there are no ties), on calibration and test
-        scores alike.
+        between distinct scores (order kept; no noise when there are no ties or when every score is
+        tied), on calibration and test scores alike. Regression thresholds are then re-solved on the
+        scores before the noise (the noise only picks which tied score they interpolate), so intervals are
+        calibration scores as in split CP. A test row's noise is a fixed function of ``random_state``, its
+        feature values and the label: repeated calls and any batching give identical sets.
     random_state : None, int or numpy Generator, optional
-        Source of that noise.
+        Source of that noise (one 63-bit key drawn at ``conformalize``; None: fresh entropy).
     exact : bool, default False
         Augmented (Gibbs-style, finite-sample) mode: for every test point and candidate label refit the
         LP with the test point added; one LP per distinct Phi(x, y).
@@ -319,11 +333,15 @@ class KandinskyCP:
                              "it needs finite_sample_correction=True")
         estimator = self._estimator()
         score = resolve_score(self.score)
-        y = np.asarray(y_conformalize).ravel()
+        y = np.asarray(y_conformalize)
+        if y.ndim > 1 and not (y.ndim == 2 and y.shape[1] == 1):
+            raise ValueError(f"y_conformalize must be 1-D (n_samples,), got shape {y.shape}")
+        y = y.ravel()
         n = len(y)
-        if n != (X_conformalize.shape[0] if hasattr(X_conformalize, "shape") else len(X_conformalize)):
-            raise ValueError(f"X_conformalize has {len(X_conformalize)} rows but y_conformalize has {n}")
-        self._rng = np.random.default_rng(self.random_state)
+        n_x = X_conformalize.shape[0] if hasattr(X_conformalize, "shape") else len(X_conformalize)
+        if n != n_x:
+            raise ValueError(f"X_conformalize has {n_x} rows but y_conformalize has {n}")
+        self._key = np.uint64(check_random_state(self.random_state).integers(0, 2**63))
         self.score_ = score
         if isinstance(score, ClassificationScore):
             if not hasattr(estimator, "predict_proba"):
@@ -338,12 +356,28 @@ class KandinskyCP:
             proba = np.asarray(estimator.predict_proba(X_conformalize), dtype=float)
             scores = score.score(proba, idx)
         else:
+            if is_classifier(estimator):
+                raise ValueError(f"score {score.name!r} is a regression score but the estimator is a classifier; "
+                                 "use a classification score ('lac', 'aps', 'raps', 'topk') or a regressor")
             self.task_ = "regression"
             self.classes_ = None
-            scores = score.score(np.asarray(estimator.predict(X_conformalize), dtype=float).ravel(), y.astype(float))
+            try:
+                y_float = y.astype(float)
+            except (TypeError, ValueError) as err:
+                raise ValueError(f"y_conformalize must be numeric for regression scores; got dtype {y.dtype}") from err
+            bad = np.flatnonzero(~np.isfinite(y_float))
+            if bad.size:
+                raise ValueError(f"y_conformalize has NaN or inf at rows {_rows(bad)}; drop or impute them")
+            scores = score.score(np.asarray(estimator.predict(X_conformalize), dtype=float).ravel(), y_float)
         scores = np.asarray(scores, dtype=float)
+        bad = np.flatnonzero(~np.isfinite(scores))
+        if bad.size:
+            raise ValueError(f"the estimator's predictions give non-finite calibration scores at rows {_rows(bad)} "
+                             f"of X_conformalize (score {score.name!r})")
+        raw_scores = scores
         self.tie_noise_ = _tie_noise_width(scores) if self.randomize else 0.0
-        scores = self._jitter(scores)
+        if self.tie_noise_ > 0:
+            scores = scores + self.tie_noise_ * _uniform(self._key, 0, np.arange(n, dtype=np.uint64))
         groups = as_group(self.groups).fit(X_conformalize, y, classes=self.classes_)
         if self.task_ == "regression" and groups.uses_label and groups.label_edges is None:
             raise ValueError(f"groups {groups.name!r} depend on the label but declare no label bins; in regression "
@@ -359,13 +393,17 @@ class KandinskyCP:
             self.fit_result_ = None
             self.beta_ = None
             self._exact_cache: dict[bytes, float] = {}
+            # the calibration-only fit: the vertex every augmented LP descends from (warm start)
+            self._exact_start = solve_quantile_lp(phi, scores, level)
         else:
-            self.fit_result_ = group_quantile_regression(
+            fit = group_quantile_regression(
                 phi, scores, confidence_level=level, finite_sample_correction=self.finite_sample_correction,
                 names=self.group_names_)
-            self.beta_ = self.fit_result_.beta
-            logger.debug("conformalize: n=%d d=%d interpolated=%d", n, phi.shape[1],
-                         self.fit_result_.n_interpolated)
+            if self.task_ == "regression" and self.tie_noise_ > 0:
+                fit = _unjitter(fit, phi, raw_scores)
+            self.fit_result_ = fit
+            self.beta_ = fit.beta
+            logger.debug("conformalize: n=%d d=%d interpolated=%d", n, phi.shape[1], fit.n_interpolated)
         return self
 
     def predict(self, X: Any) -> np.ndarray:
@@ -377,20 +415,33 @@ class KandinskyCP:
         self._check_conformalized("threshold")
         if self.groups_.uses_label and y is None:
             raise ValueError("the groups depend on the label; pass y to threshold(X, y)")
-        return self._thresholds(self.groups_(X, y))
+        zero = np.zeros(_n_rows(X), dtype=bool)
+        q = self._thresholds(self.groups_(X, y), zero)
+        self._warn_zero_rows(zero)
+        return q
 
     def predict_set(self, X: Any) -> np.ndarray:
-        """Prediction sets for classification: bool array (n, K), column k is ``classes_[k]``."""
+        """Prediction sets for classification: bool array (n, K), column k is ``classes_[k]``.
+
+        With ``randomize=True`` the tie-breaking noise of test row i and label k is a fixed function of
+        ``random_state``, the row's feature values and k: repeated calls, and any split of X into batches,
+        return identical sets.
+        """
         self._check_conformalized("predict_set")
         if self.task_ != "classification":
             raise ValueError("predict_set is for classification scores; use predict_interval for regression")
         proba = np.asarray(self._estimator().predict_proba(X), dtype=float)
         n, k = proba.shape
         out = np.zeros((n, k), dtype=bool)
+        zero = np.zeros(n, dtype=bool)
+        rows = _row_hash(X) if self.tie_noise_ > 0 else None
         for j, label in enumerate(self.classes_):
-            scores = self._jitter(self.score_.score(proba, np.full(n, j)))
+            scores = self.score_.score(proba, np.full(n, j))
+            if rows is not None:
+                scores = scores + self.tie_noise_ * _uniform(self._key, j + 1, rows)
             labels = np.full(n, label, dtype=self.classes_.dtype) if self.groups_.uses_label else None
-            out[:, j] = scores <= self._thresholds(self.groups_(X, labels))
+            out[:, j] = scores <= self._thresholds(self.groups_(X, labels), zero)
+        self._warn_zero_rows(zero)
         return out
 
     def predict_interval(self, X: Any) -> np.ndarray | IntervalUnion:
@@ -404,16 +455,19 @@ class KandinskyCP:
         if self.task_ != "regression":
             raise ValueError("predict_interval is for regression scores; use predict_set for classification")
         y_pred = np.asarray(self._estimator().predict(X), dtype=float).ravel()
+        zero = np.zeros(len(y_pred), dtype=bool)
         if not self.groups_.uses_label:
-            lo, hi = self.score_.interval(y_pred, self._thresholds(self.groups_(X, None)))
+            lo, hi = self.score_.interval(y_pred, self._thresholds(self.groups_(X, None), zero))
+            self._warn_zero_rows(zero)
             return np.column_stack([lo, hi])
         lower, upper, rep = _bin_representatives(self.groups_.label_edges)
         los, his = [], []
         for a, b, r in zip(lower, upper, rep, strict=True):
-            t = self._thresholds(self.groups_(X, np.full(len(y_pred), r)))
+            t = self._thresholds(self.groups_(X, np.full(len(y_pred), r)), zero)
             lo, hi = self.score_.interval(y_pred, t)
             los.append(np.maximum(lo, a))
             his.append(np.minimum(hi, b))
+        self._warn_zero_rows(zero)
         return _merge_rows(np.column_stack(los), np.column_stack(his))
 
     # ----- internals ------------------------------------------------------------------------------
@@ -436,21 +490,30 @@ class KandinskyCP:
         if not hasattr(self, "groups_"):
             raise NotFittedError(f"call conformalize(X_cal, y_cal) before {method}")
 
-    def _jitter(self, scores: np.ndarray) -> np.ndarray:
-        if not self.randomize or self.tie_noise_ == 0.0:
-            return scores
-        return scores + self.tie_noise_ * self._rng.uniform(size=scores.shape)
-
-    def _thresholds(self, phi: np.ndarray) -> np.ndarray:
+    def _thresholds(self, phi: np.ndarray, zero: np.ndarray) -> np.ndarray:
+        """Thresholds of the rows of phi; rows without weight in any group get +inf and are marked in zero."""
+        empty = ~np.any(phi > 0, axis=1)
+        zero |= empty
         if not self.exact:
-            return self.fit_result_.threshold(phi)
-        return np.array([self._exact_threshold(row) for row in phi])
+            q = self.fit_result_.threshold(phi)
+        else:
+            q = np.array([self._exact_threshold(row) for row in phi], dtype=float)
+        return np.where(empty, np.inf, q)
+
+    def _warn_zero_rows(self, zero: np.ndarray) -> None:
+        count = int(zero.sum())
+        if count:
+            names = ", ".join(repr(g) for g in self.group_names_[:8]) + (" ..." if len(self.group_names_) > 8 else "")
+            warnings.warn(f"{count} of {len(zero)} test rows have zero weight in every group ({names}), e.g. a "
+                          f"category unseen at calibration: their thresholds are +inf (full sets, infinite "
+                          f"intervals); rows {_rows(np.flatnonzero(zero))}", UserWarning, stacklevel=3)
 
     def _exact_threshold(self, c: np.ndarray) -> float:
         """Augmented cutoff: the largest test score S with S <= beta_S^T c, beta_S fitted on the calibration data plus the test point (c, S).
 
         Equals min{c^T beta} over the optimal betas of the LP with an infinite-score phantom at c (the dual
-        pivot of Gibbs, Cherian & Candes).
+        pivot of Gibbs, Cherian & Candes); solved by an exact active-set descent warm-started at the
+        calibration-only fit.
         """
         key = c.tobytes()
         if key not in self._exact_cache:
@@ -459,7 +522,8 @@ class KandinskyCP:
             else:
                 try:
                     res = solve_quantile_lp(self.calibration_phi_, self.calibration_scores_,
-                                            float(self.confidence_level), phantom=c, tie_direction=c)
+                                            float(self.confidence_level), phantom=c, tie_direction=c,
+                                            start=self._exact_start)
                     value = float(c @ res.beta)
                 except InfeasibleQuantileLP:
                     value = np.inf
@@ -470,18 +534,87 @@ class KandinskyCP:
 def _tie_noise_width(scores: np.ndarray) -> float:
     """Width of the uniform tie-breaking noise: half the smallest gap between distinct calibration scores.
 
-    Distinct scores keep their order; tied ones (e.g. LAC with a tree's discrete probabilities) get
-    random ranks, wide enough for HiGHS (tolerance 1e-7) to see. No ties: 0 (no noise at all).
+    Distinct scores (gaps above 1e-12 of the largest |score|) keep their order; tied ones (e.g. LAC with a
+    tree's discrete probabilities) get random ranks. No ties, or every score tied: 0 (no noise at all).
     """
     ordered = np.sort(scores)
-    scale = max(1.0, float(np.max(np.abs(ordered), initial=0.0)))
+    scale = float(np.max(np.abs(ordered), initial=0.0))
     gaps = np.diff(ordered)
     tied = gaps <= _TIE_TOL * scale
     if not tied.any():
         return 0.0
     distinct = gaps[~tied]
-    return 0.5 * float(distinct.min()) if distinct.size else scale
+    return 0.5 * float(distinct.min()) if distinct.size else 0.0
 
+
+def _unjitter(fit: GroupQuantileFit, phi: np.ndarray, raw: np.ndarray) -> GroupQuantileFit:
+    """Re-solve the thresholds on the basis the jittered LP chose, with the scores before the noise.
+
+    Regression: the noise only decides which of several tied calibration scores the thresholds
+    interpolate; the thresholds themselves are then calibration scores (split CP: MAPIE's, exactly).
+    """
+    if fit.basis is None or fit.basis.size == 0:
+        return fit
+    n = len(raw)
+    rows = phantom_points(phi) if np.isfinite(fit.cap) else np.zeros((0, phi.shape[1]))
+    center = np.zeros(phi.shape[1]) if fit.center is None else fit.center
+    full_phi = np.vstack([phi, rows])
+    full_scores = np.concatenate([raw, fit.scale * fit.cap + rows @ center]) if len(rows) else raw
+    cols = independent_columns(phi) if fit.columns is None else fit.columns
+    basis_phi = full_phi[fit.basis][:, cols]
+    if basis_phi.shape[0] != basis_phi.shape[1] or np.linalg.matrix_rank(basis_phi) < len(cols):
+        return fit
+    beta = np.zeros_like(fit.beta)
+    beta[cols] = np.linalg.solve(basis_phi, full_scores[fit.basis])
+    n_int = int(np.sum(np.abs(raw - phi @ beta) <= 1e-12 * max(1.0, float(np.max(np.abs(raw))))))
+    logger.debug("unjitter: %d of %d calibration scores interpolated", n_int, n)
+    return replace(fit, beta=beta, n_interpolated=n_int)
+
+
+def _rows(idx: np.ndarray) -> str:
+    """Row indices for an error message: the first 10 and the count."""
+    more = f" ... ({idx.size} rows)" if idx.size > 10 else ""
+    return f"{idx[:10].tolist()}{more}"
+
+
+def _n_rows(X: Any) -> int:
+    return int(X.shape[0]) if hasattr(X, "shape") else len(X)
+
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_M1 = np.uint64(0xBF58476D1CE4E5B9)
+_M2 = np.uint64(0x94D049BB133111EB)
+
+
+def _splitmix(z: np.ndarray) -> np.ndarray:
+    """SplitMix64 finaliser on a uint64 array (a counter-based generator's output function)."""
+    with np.errstate(over="ignore"):
+        z = z + _GOLDEN
+        z = (z ^ (z >> np.uint64(30))) * _M1
+        z = (z ^ (z >> np.uint64(27))) * _M2
+        return z ^ (z >> np.uint64(31))
+
+
+def _row_hash(X: Any) -> np.ndarray:
+    """(n,) uint64 hash of each row's values (numeric X: their float64 bits; otherwise their repr)."""
+    arr = np.asarray(X)
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    arr = arr.reshape(arr.shape[0], -1)
+    if arr.dtype.kind in "biuf":
+        words = (np.ascontiguousarray(arr, dtype=float) + 0.0).view(np.uint64)  # + 0.0: -0.0 -> 0.0
+        h = np.zeros(arr.shape[0], dtype=np.uint64)
+        for col in words.T:
+            h = _splitmix(h ^ col)
+        return h
+    return np.array([int.from_bytes(hashlib.blake2b(repr(tuple(r)).encode(), digest_size=8).digest(), "little")
+                     for r in arr.tolist()], dtype=np.uint64)
+
+
+def _uniform(key: np.uint64, stream: int, counters: np.ndarray) -> np.ndarray:
+    """Uniforms in [0, 1), a fixed function of (key, stream, counter) (counter-based, like Philox)."""
+    z = _splitmix(_splitmix(np.asarray(counters, dtype=np.uint64) ^ key) ^ np.uint64(stream))
+    return (z >> np.uint64(11)).astype(float) * 2.0**-53
 
 def _sorted(arr: np.ndarray) -> bool:
     try:

@@ -78,9 +78,14 @@ def _bin_names(edges: np.ndarray, var: str) -> list[str]:
     return names
 
 
-def _bin_onehot(values: np.ndarray, edges: np.ndarray) -> np.ndarray:
+def _bin_onehot(values: np.ndarray, edges: np.ndarray, what: str = "values") -> np.ndarray:
     # bin k is [edges[k-1], edges[k]); values below edges[0] fall in bin 0.
-    idx = np.searchsorted(edges, np.asarray(values, dtype=float), side="right")
+    values = np.asarray(values, dtype=float)
+    bad = np.flatnonzero(np.isnan(values))
+    if bad.size:
+        raise ValueError(f"{what} has NaN at rows {bad[:10].tolist()}{' ...' if bad.size > 10 else ''} "
+                         f"({bad.size} rows); binning needs a value: impute or drop these rows")
+    idx = np.searchsorted(edges, values, side="right")
     out = np.zeros((len(idx), len(edges) + 1))
     out[np.arange(len(idx)), idx] = 1.0
     return out
@@ -228,7 +233,7 @@ class _ByFeature(Group):
     def _transform(self, X, y):
         values = _column(X, self.column, self.name)
         if self.edges is not None:
-            return _bin_onehot(values, self.edges)
+            return _bin_onehot(values, self.edges, f"{self.name}: column {self.column!r}")
         _ = self.names  # raises if unresolved
         return _category_onehot(values, self.categories)
 
@@ -245,7 +250,7 @@ class _ByLabelBins(Group):
         return _bin_names(self.label_edges, "y")
 
     def _transform(self, X, y):
-        return _bin_onehot(np.asarray(y, dtype=float).ravel(), self.label_edges)
+        return _bin_onehot(np.asarray(y, dtype=float).ravel(), self.label_edges, "by_label_bins: y")
 
 
 class _Mondrian(Group):
