@@ -59,8 +59,8 @@ class TreeEnsemble:
 SUPPORTED = (
     "xgboost Booster/XGBRegressor/XGBClassifier/XGBRFRegressor/XGBRFClassifier (gbtree, dart); "
     "lightgbm Booster/LGBMRegressor/LGBMClassifier; scikit-learn DecisionTree*, ExtraTree*, RandomForest*, "
-    "ExtraTrees*, GradientBoosting*, HistGradientBoosting* (regressor or classifier), IsolationForest, and a "
-    "Pipeline whose last step is one of these"
+    "ExtraTrees*, GradientBoosting*, HistGradientBoosting* (regressor or classifier), IsolationForest; catboost "
+    "CatBoost/CatBoostRegressor/CatBoostClassifier (numeric features); and a Pipeline whose last step is one of these"
 )
 
 
@@ -106,12 +106,18 @@ def parse_model(model: object) -> TreeEnsemble:
     module = type(model).__module__
     if module.startswith(("xgboost", "lightgbm", "sklearn")):
         _check_model_fitted(model)
+    if module.startswith("catboost") and hasattr(model, "is_fitted") and not model.is_fitted():
+        from sklearn.exceptions import NotFittedError
+
+        raise NotFittedError(f"{type(model).__name__} is not fitted: fit the model before explaining it with FastPD")
     if module.startswith("xgboost"):
         return _parse_xgboost(model)
     if module.startswith("lightgbm"):
         return _parse_lightgbm(model)
     if module.startswith("sklearn"):
         return _parse_sklearn(model)
+    if module.startswith("catboost"):
+        return _parse_catboost(model)
     raise _err_unsupported(model)
 
 
@@ -500,3 +506,77 @@ def _lgbm_tree(root: dict, cls: int, k: int, scale: float) -> Tree:
 def lgbm_zero_threshold() -> float:
     """LightGBM's bound below which a value counts as zero for missing_type='Zero'."""
     return _LGBM_ZERO_THRESHOLD
+
+
+# -------------------------------------------------------------------------------------- catboost
+def _parse_catboost(model) -> TreeEnsemble:
+    """CatBoost's oblivious trees (numeric features): each level splits every node on x > border."""
+    import os
+    import tempfile
+
+    if not hasattr(model, "save_model"):
+        raise _err_unsupported(model)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "model.json")
+        model.save_model(path, format="json")
+        with open(path) as fh:
+            raw = json.load(fh)
+    info = raw["features_info"]
+    if info.get("categorical_features") or info.get("text_features") or info.get("embedding_features"):
+        raise ValueError("CatBoost models with categorical, text or embedding features are not supported; "
+                         "only numeric (float) features are")
+    floats = info.get("float_features", [])
+    flat = {int(f["feature_index"]): int(f["flat_feature_index"]) for f in floats}
+    nan_true = {int(f["feature_index"]): f.get("nan_value_treatment") == "AsTrue" for f in floats}
+    n_features = max(flat.values(), default=-1) + 1
+    n_features = max(n_features, len(getattr(model, "feature_names_", None) or []))
+    scale, bias = raw.get("scale_and_bias", [1.0, [0.0]])
+    bias = np.atleast_1d(np.asarray(bias, dtype=np.float64))
+    k = len(bias)
+    trees = []
+    for t in raw["oblivious_trees"]:
+        splits = t.get("splits", [])
+        if any(sp.get("split_type") != "FloatFeature" for sp in splits):
+            raise ValueError("CatBoost splits other than FloatFeature (one-hot or CTR) are not supported")
+        depth = len(splits)
+        leaves = np.asarray(t["leaf_values"], dtype=np.float64).reshape(1 << depth, k) * float(scale)
+        weights = np.asarray(t.get("leaf_weights", np.ones(1 << depth)), dtype=np.float64)
+        trees.append(_oblivious_tree(splits, flat, nan_true, leaves, weights))
+    names = [str(c) for c in getattr(model, "feature_names_", None) or []] or None
+    auto = names is not None and all(n == str(i) for i, n in enumerate(names))
+    outputs = ["margin"] if k == 1 else [f"class {i}" for i in range(k)]
+    return TreeEnsemble(trees=trees, n_features=n_features, n_outputs=k, offset=bias, strict=False,
+                        float32_inputs=True, nan_routable=True, kind=type(model).__name__, feature_names=names,
+                        output_names=outputs, input_names=None if auto else names)
+
+
+def _oblivious_tree(splits: list, flat: dict, nan_true: dict, leaves: np.ndarray, weights: np.ndarray) -> Tree:
+    """A full binary tree: level j tests splits[j]; x > border sets bit j of the leaf index (right child)."""
+    depth = len(splits)
+    n = (1 << (depth + 1)) - 1
+    left = -np.ones(n, dtype=np.int64)
+    right = -np.ones(n, dtype=np.int64)
+    feature = np.full(n, -2, dtype=np.int64)
+    threshold = np.zeros(n)
+    default_left = np.zeros(n, dtype=bool)
+    value = np.zeros((n, leaves.shape[1]))
+    cover = np.zeros(n)
+    # heap layout: node i at level j has children 2i+1 (bit j = 0) and 2i+2 (bit j = 1)
+    for i in range((1 << depth) - 1):
+        j = int(np.floor(np.log2(i + 1)))
+        sp = splits[j]
+        fi = int(sp["float_feature_index"])
+        left[i], right[i] = 2 * i + 1, 2 * i + 2
+        feature[i] = flat[fi]
+        threshold[i] = float(sp["border"])
+        default_left[i] = not nan_true[fi]
+    first = (1 << depth) - 1
+    for pos in range(1 << depth):
+        node = first + pos
+        index = sum(((pos >> (depth - 1 - j)) & 1) << j for j in range(depth))  # path bits, level j -> bit j
+        value[node] = leaves[index]
+        cover[node] = weights[index]
+    for i in range(first - 1, -1, -1):
+        cover[i] = cover[left[i]] + cover[right[i]]
+    return Tree(left=left, right=right, feature=feature, threshold=threshold, default_left=default_left,
+                cover=cover, value=value)
