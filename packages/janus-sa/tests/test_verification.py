@@ -138,13 +138,22 @@ def test_unsigned_or_forged_messages_are_rejected(small):
     dep.s0.receive(up.to_s0)  # the genuine message still goes through
     # an aggregate signed by someone other than S0
     dep.s1.receive(up.to_s1)
+    _upload_others(dep, ids[1:3], ups)
     dep.s0.agree(dep.s1.participants())
     dep.s1.agree(dep.s0.participants())
     agg0 = decode(dep.s0.aggregate(), max_bytes=10**6)
     fake = encode(MsgType.AGGREGATE0, agg0.session, agg0.round, agg0.body, forger)
     with pytest.raises(SignatureError):
         client.finish_round(fake, dep.s1.aggregate())
-    assert client.finish_round(dep.s0.aggregate(), dep.s1.aggregate()).n_participants == 1
+    assert client.finish_round(dep.s0.aggregate(), dep.s1.aggregate()).n_participants == 3
+
+
+def _upload_others(dep, others, ups):
+    """Uploads of further clients, so the round reaches min_participants (3)."""
+    for cid in others:
+        up = dep.clients[cid].upload(ups[cid])
+        dep.s0.receive(up.to_s0)
+        dep.s1.receive(up.to_s1)
 
 
 def test_replayed_messages_are_rejected(small):
@@ -156,6 +165,7 @@ def test_replayed_messages_are_rejected(small):
     dep.s1.receive(up.to_s1)
     with pytest.raises(ReplayError):
         dep.s0.receive(up.to_s0)  # same round, second copy
+    _upload_others(dep, ids[1:3], ups)
     dep.s0.agree(dep.s1.participants())
     dep.s1.agree(dep.s0.participants())
     old0, old1 = dep.s0.aggregate(), dep.s1.aggregate()

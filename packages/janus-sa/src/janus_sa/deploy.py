@@ -26,7 +26,8 @@ COMMANDS = ("keygen", "serve", "client")
 def _config(d: dict) -> JanusConfig:
     q = Quantizer(clipping_range=d["clipping_range"], quantization_range=d["quantization_range"],
                   modulus_range=d["modulus_range"])
-    return JanusConfig(dim=d["dim"], mode=d["mode"], sketch_k=d["sketch_k"], quantizer=q).validate()
+    return JanusConfig(dim=d["dim"], mode=d["mode"], sketch_k=d["sketch_k"], quantizer=q,
+                       min_participants=d.get("min_participants"), n_expected=d.get("n_expected")).validate()
 
 
 def keygen(args: argparse.Namespace) -> int:
@@ -39,7 +40,8 @@ def keygen(args: argparse.Namespace) -> int:
         path.write_bytes(k.to_bytes())
         os.chmod(path, 0o600)
     cfg = {"dim": args.dim, "mode": args.mode, "sketch_k": args.sketch_k, "clipping_range": args.clipping_range,
-           "quantization_range": args.quantization_range, "modulus_range": args.modulus_range}
+           "quantization_range": args.quantization_range, "modulus_range": args.modulus_range,
+           "min_participants": args.min_participants, "n_expected": args.n_expected}
     _config(cfg)
     pub = {"session": os.urandom(16).hex(), "config": cfg,
            **{role: {"sign": k.public.sign.hex(), "kem": k.public.kem.hex()} for role, k in keys.items()}}
@@ -151,6 +153,8 @@ def build_parser() -> argparse.ArgumentParser:
     k.add_argument("--clipping-range", type=float, default=8.0)
     k.add_argument("--quantization-range", type=int, default=1 << 22)
     k.add_argument("--modulus-range", type=int, default=1 << 32)
+    k.add_argument("--min-participants", type=int, help="smallest participant set accepted (default max(3, n/2))")
+    k.add_argument("--n-expected", type=int, help="clients a round expects (sets the min-participants default)")
     for name in ("serve", "client"):
         s = sub.add_parser(name)
         s.add_argument("--tls-cert")

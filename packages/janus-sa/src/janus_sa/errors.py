@@ -61,6 +61,10 @@ class IncompleteRoundError(ProtocolError):
     """The round cannot produce an aggregate (e.g. a participant missed the sketch phase)."""
 
 
+class TooFewParticipantsError(IncompleteRoundError):
+    """The participant set is smaller than the configured ``min_participants`` (refused by servers and clients)."""
+
+
 class DecryptionError(JanusError):
     """An encrypted seed did not decrypt (wrong key, tampered ciphertext or wrong context)."""
 

@@ -48,6 +48,7 @@ from janus_sa.errors import (
     ReplayError,
     SealMismatchError,
     SignatureError,
+    TooFewParticipantsError,
     WrongRoundError,
 )
 from janus_sa.quantize import Quantizer
@@ -73,12 +74,21 @@ class JanusConfig:
         probability at most ``2**-sketch_k``.
     quantizer : Quantizer
         Fixed-point codec (clip range, levels, modulus).
+    min_participants : int, optional
+        Smallest participant set ``t`` any party accepts (at least 2). Both servers refuse to agree on
+        fewer and every client refuses an aggregate over fewer, so isolating one client's update needs
+        ``t - 1`` colluding enrolled clients. Default ``max(3, ceil(n_expected / 2))``.
+    n_expected : int, optional
+        Number of clients a round expects; only sets the default of ``min_participants`` (3 when
+        both are omitted).
     """
 
     dim: int
     mode: str = "exact"
     sketch_k: int = 32
     quantizer: Quantizer = field(default_factory=Quantizer)
+    min_participants: int | None = None
+    n_expected: int | None = None
 
     def validate(self) -> JanusConfig:
         """Check every field; raise :class:`ConfigError` naming the bad one. Returns ``self``."""
@@ -88,8 +98,20 @@ class JanusConfig:
             raise ConfigError(f"mode must be one of {MODES}, got {self.mode!r}")
         if not isinstance(self.sketch_k, int) or not 1 <= self.sketch_k <= 256:
             raise ConfigError(f"sketch_k must be an int in [1, 256], got {self.sketch_k!r}")
+        if self.n_expected is not None and (not isinstance(self.n_expected, int) or self.n_expected < 1):
+            raise ConfigError(f"n_expected must be an int >= 1 or None, got {self.n_expected!r}")
+        t = self.min_participants
+        if t is not None and (not isinstance(t, int) or isinstance(t, bool) or t < 2):
+            raise ConfigError(f"min_participants must be an int >= 2 (one participant's sum is its update), got {t!r}")
         self.quantizer.validate()
         return self
+
+    @property
+    def threshold(self) -> int:
+        """The minimum participant set size ``t`` (``min_participants`` or its default)."""
+        if self.min_participants is not None:
+            return self.min_participants
+        return max(3, math.ceil((self.n_expected or 0) / 2))
 
     @property
     def modulus_bits(self) -> int:
@@ -109,7 +131,7 @@ class JanusConfig:
         q = self.quantizer
         return sha256(b"janus/config", msgpack.packb(
             [self.dim, self.mode, self.sketch_k, repr(float(q.clipping_range)), q.quantization_range,
-             q.modulus_range]))
+             q.modulus_range, self.threshold]))
 
     @property
     def max_message_bytes(self) -> int:
@@ -172,7 +194,8 @@ class RoundResult:
     """A verified aggregate.
 
     ``sum_codes`` (l,) int64 is the exact integer sum of the participants' codes; ``sum`` and ``mean``
-    (l,) float64 are its dequantisation (error per coordinate at most ``error_bound``).
+    (l,) float64 are its dequantisation (error per coordinate at most ``error_bound``);
+    ``min_participants`` is the threshold ``t`` the round was checked against (``n_participants >= t``).
     """
 
     round: int
@@ -182,6 +205,7 @@ class RoundResult:
     sum: np.ndarray
     mean: np.ndarray
     error_bound: float
+    min_participants: int
 
 
 class JanusClient:
@@ -317,8 +341,9 @@ class JanusClient:
         pd, n = a0.body["participants_digest"], a0.body["n"]
         if (pd, n) != (a1.body["participants_digest"], a1.body["n"]):
             raise ParticipantSetMismatchError("S0 and S1 aggregated over different client sets")
-        if n < 1:
-            raise IncompleteRoundError("the servers report an empty participant set")
+        if n < cfg.threshold:
+            raise TooFewParticipantsError(f"the servers aggregated {n} clients; this deployment accepts no fewer "
+                                          f"than min_participants={cfg.threshold}")
         cfg.quantizer.check_capacity(n)
         y, k = a0.body["value"], a1.body["value"]
         challenge = None
@@ -341,7 +366,8 @@ class JanusClient:
             raise AggregateMismatchError("the unmasked aggregate does not open S1's aggregated commitment")
         total = cfg.quantizer.dequantize_sum(x, n)
         return RoundResult(round=self.round_, n_participants=n, participants_digest=pd, sum_codes=x,
-                           sum=total, mean=total / n, error_bound=cfg.quantizer.error_bound(n))
+                           sum=total, mean=total / n, error_bound=cfg.quantizer.error_bound(n),
+                           min_participants=cfg.threshold)
 
 
 class _Server(ABC):
@@ -483,8 +509,10 @@ class _Server(ABC):
         if self.participants_ is not None:
             raise ProtocolError("the participant set of the current round is already fixed")
         agreed = tuple(sorted(set(self.uploads_) & set(msg.body["ids"])))
-        if not agreed:
-            raise IncompleteRoundError("no client reached both servers in the current round")
+        if len(agreed) < self.config.threshold:
+            raise TooFewParticipantsError(
+                f"{len(agreed)} clients reached both servers (own {len(self.uploads_)}, peer lists "
+                f"{len(msg.body['ids'])}); at least min_participants={self.config.threshold} are required")
         self.config.quantizer.check_capacity(len(agreed))
         self.participants_ = agreed
         self._aggregate_uploads(agreed)
