@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -299,8 +300,9 @@ class KandinskyCP:
     """
 
     def __init__(self, estimator: Any = None, *, groups: Any, score: Any = "absolute",
-                 confidence_level: float = 0.9, prefit: bool = True, finite_sample_correction: bool = True,
-                 randomize: bool = True, random_state: int | None = None, exact: bool = False) -> None:
+                 confidence_level: float | Sequence[float] = 0.9, prefit: bool = True,
+                 finite_sample_correction: bool = True, randomize: bool = True, random_state: int | None = None,
+                 exact: bool = False, scale_estimator: Any = None, conformity_score: Any = None) -> None:
         self.estimator = estimator
         self.groups = groups
         self.score = score
@@ -310,6 +312,8 @@ class KandinskyCP:
         self.randomize = randomize
         self.random_state = random_state
         self.exact = exact
+        self.scale_estimator = scale_estimator
+        self.conformity_score = conformity_score
 
     # ----- stages ---------------------------------------------------------------------------------
     def fit(self, X: Any, y: Any, **fit_params: Any) -> KandinskyCP:
@@ -323,22 +327,22 @@ class KandinskyCP:
         return self
 
     def conformalize(self, X_conformalize: Any, y_conformalize: Any) -> KandinskyCP:
-        """Fit the group thresholds on calibration data (one LP; none to solve here when exact=True).
+        """Fit the group thresholds on calibration data (one LP per level; none here when exact=True).
 
         X_conformalize: (n, p) array or DataFrame; y_conformalize: (n,) labels or targets.
         """
-        level = _check_level(self.confidence_level)
+        levels = self._levels()
         if self.exact and not self.finite_sample_correction:
             raise ValueError("exact=True is the augmented method and always includes the test point; "
                              "it needs finite_sample_correction=True")
         estimator = self._estimator()
-        score = resolve_score(self.score)
+        score = self._resolve_score()
         y = np.asarray(y_conformalize)
         if y.ndim > 1 and not (y.ndim == 2 and y.shape[1] == 1):
             raise ValueError(f"y_conformalize must be 1-D (n_samples,), got shape {y.shape}")
         y = y.ravel()
         n = len(y)
-        n_x = X_conformalize.shape[0] if hasattr(X_conformalize, "shape") else len(X_conformalize)
+        n_x = _n_rows(X_conformalize)
         if n != n_x:
             raise ValueError(f"X_conformalize has {n_x} rows but y_conformalize has {n}")
         self._key = np.uint64(check_random_state(self.random_state).integers(0, 2**63))
@@ -354,9 +358,12 @@ class KandinskyCP:
                                  f"estimator's classes {self.classes_.tolist()}")
             idx = np.searchsorted(self.classes_, y) if _sorted(self.classes_) else _index_of(self.classes_, y)
             proba = np.asarray(estimator.predict_proba(X_conformalize), dtype=float)
-            scores = score.score(proba, idx)
+            if score.randomized:
+                scores = score.score(proba, idx, _uniform(self._key, _SCORE_STREAM, np.arange(n, dtype=np.uint64)))
+            else:
+                scores = score.score(proba, idx)
         else:
-            if is_classifier(estimator):
+            if _is_classifier(estimator):
                 raise ValueError(f"score {score.name!r} is a regression score but the estimator is a classifier; "
                                  "use a classification score ('lac', 'aps', 'raps', 'topk') or a regressor")
             self.task_ = "regression"
@@ -368,13 +375,13 @@ class KandinskyCP:
             bad = np.flatnonzero(~np.isfinite(y_float))
             if bad.size:
                 raise ValueError(f"y_conformalize has NaN or inf at rows {_rows(bad)}; drop or impute them")
-            scores = score.score(np.asarray(estimator.predict(X_conformalize), dtype=float).ravel(), y_float)
+            scores = score.score(self._regression_inputs(X_conformalize), y_float)
         scores = np.asarray(scores, dtype=float)
         bad = np.flatnonzero(~np.isfinite(scores))
         if bad.size:
             raise ValueError(f"the estimator's predictions give non-finite calibration scores at rows {_rows(bad)} "
                              f"of X_conformalize (score {score.name!r})")
-        raw_scores = scores
+        self._raw_scores = scores
         self.tie_noise_ = _tie_noise_width(scores) if self.randomize else 0.0
         if self.tie_noise_ > 0:
             scores = scores + self.tie_noise_ * _uniform(self._key, 0, np.arange(n, dtype=np.uint64))
@@ -389,88 +396,233 @@ class KandinskyCP:
         self.calibration_scores_ = scores
         self.calibration_phi_ = phi
         if self.exact:
-            _check_group_sizes(phi, level, self.group_names_, phantom_points(phi).sum(axis=0))
+            for level in levels:
+                _check_group_sizes(phi, level, self.group_names_, phantom_points(phi).sum(axis=0))
+            self.fit_results_ = []
             self.fit_result_ = None
             self.beta_ = None
-            self._exact_cache: dict[bytes, float] = {}
-            # the calibration-only fit: the vertex every augmented LP descends from (warm start)
-            self._exact_start = solve_quantile_lp(phi, scores, level)
+            self._exact_cache: dict[tuple[float, bytes], float] = {}
+            # the calibration-only fits: the vertices every augmented LP descends from (warm start)
+            self._exact_start = {level: solve_quantile_lp(phi, scores, level) for level in levels}
         else:
-            fit = group_quantile_regression(
-                phi, scores, confidence_level=level, finite_sample_correction=self.finite_sample_correction,
-                names=self.group_names_)
-            if self.task_ == "regression" and self.tie_noise_ > 0:
-                fit = _unjitter(fit, phi, raw_scores)
-            self.fit_result_ = fit
-            self.beta_ = fit.beta
-            logger.debug("conformalize: n=%d d=%d interpolated=%d", n, phi.shape[1], fit.n_interpolated)
+            fits = []
+            for level in levels:
+                fit = group_quantile_regression(
+                    phi, scores, confidence_level=level, finite_sample_correction=self.finite_sample_correction,
+                    names=self.group_names_)
+                if self.task_ == "regression" and self.tie_noise_ > 0:
+                    fit = _unjitter(fit, phi, self._raw_scores)
+                fits.append(fit)
+                logger.debug("conformalize: level=%g n=%d d=%d interpolated=%d", level, n, phi.shape[1],
+                             fit.n_interpolated)
+            self.fit_results_ = fits
+            self.fit_result_ = fits[0] if self._scalar_level() else fits
+            self.beta_ = fits[0].beta if self._scalar_level() else np.column_stack([f.beta for f in fits])
         return self
 
     def predict(self, X: Any) -> np.ndarray:
-        """Point predictions of the underlying estimator."""
-        return np.asarray(self._estimator().predict(X))
+        """Point predictions of the underlying estimator (CQR: the median model, else the interval midpoint)."""
+        est = self._estimator()
+        if isinstance(est, (list, tuple)):
+            if len(est) == 3:
+                return np.asarray(est[2].predict(X), dtype=float).ravel()
+            return 0.5 * (np.asarray(est[0].predict(X), dtype=float).ravel()
+                          + np.asarray(est[1].predict(X), dtype=float).ravel())
+        return np.asarray(est.predict(X))
 
     def threshold(self, X: Any, y: Any = None) -> np.ndarray:
-        """(n,) score thresholds q(x, y) = beta^T Phi(x, y) (augmented thresholds when exact=True)."""
+        """Score thresholds q(x, y) = beta^T Phi(x, y) (augmented when exact=True): (n,), or (n, L) for L levels."""
         self._check_conformalized("threshold")
         if self.groups_.uses_label and y is None:
             raise ValueError("the groups depend on the label; pass y to threshold(X, y)")
         zero = np.zeros(_n_rows(X), dtype=bool)
-        q = self._thresholds(self.groups_(X, y), zero)
+        phi = self.groups_(X, y)
+        q = np.column_stack([self._thresholds(phi, zero, i) for i in range(len(self._levels()))])
         self._warn_zero_rows(zero)
-        return q
+        return q[:, 0] if self._scalar_level() else q
 
-    def predict_set(self, X: Any) -> np.ndarray:
+    def predict_set(self, X: Any, *, return_pred: bool = False) -> np.ndarray | tuple[np.ndarray, np.ndarray]:
         """Prediction sets for classification: bool array (n, K), column k is ``classes_[k]``.
 
-        With ``randomize=True`` the tie-breaking noise of test row i and label k is a fixed function of
-        ``random_state``, the row's feature values and k: repeated calls, and any split of X into batches,
-        return identical sets.
+        With a sequence of L confidence levels the sets are stacked on a last axis: (n, K, L). With
+        ``randomize=True`` (and randomised scores) the noise of test row i and label k is a fixed function
+        of ``random_state``, the row's feature values and k: repeated calls, and any split of X into
+        batches, return identical sets. ``return_pred=True`` returns MAPIE's ``(y_pred, sets)`` with
+        sets always of shape (n, K, L).
         """
         self._check_conformalized("predict_set")
         if self.task_ != "classification":
             raise ValueError("predict_set is for classification scores; use predict_interval for regression")
         proba = np.asarray(self._estimator().predict_proba(X), dtype=float)
         n, k = proba.shape
-        out = np.zeros((n, k), dtype=bool)
+        n_levels = len(self._levels())
+        out = np.zeros((n, k, n_levels), dtype=bool)
         zero = np.zeros(n, dtype=bool)
-        rows = _row_hash(X) if self.tie_noise_ > 0 else None
+        rows = _row_hash(X) if (self.tie_noise_ > 0 or self.score_.randomized) else None
+        u = _uniform(self._key, _SCORE_STREAM, rows) if self.score_.randomized else None
         for j, label in enumerate(self.classes_):
-            scores = self.score_.score(proba, np.full(n, j))
-            if rows is not None:
+            scores = self._class_scores(proba, j, u)
+            if self.tie_noise_ > 0:
                 scores = scores + self.tie_noise_ * _uniform(self._key, j + 1, rows)
             labels = np.full(n, label, dtype=self.classes_.dtype) if self.groups_.uses_label else None
-            out[:, j] = scores <= self._thresholds(self.groups_(X, labels), zero)
+            phi = self.groups_(X, labels)
+            for i in range(n_levels):
+                out[:, j, i] = scores <= self._thresholds(phi, zero, i)
         self._warn_zero_rows(zero)
-        return out
+        if return_pred:
+            return np.asarray(self._estimator().predict(X)), out
+        return out[:, :, 0] if self._scalar_level() else out
 
-    def predict_interval(self, X: Any) -> np.ndarray | IntervalUnion:
+    def predict_interval(self, X: Any, *, return_pred: bool = False) -> Any:
         """Prediction sets for regression.
 
         Returns an (n, 2) array [lower, upper] when the groups do not read the label (a single interval
         per row), and an :class:`IntervalUnion` (per-row union of intervals, ``.contains(y)``,
-        ``.hull()``) when they depend on y through label bins.
+        ``.hull()``) when they depend on y through label bins. With a sequence of L confidence levels:
+        (n, 2, L), or a list of L unions. ``return_pred=True`` returns MAPIE's ``(y_pred, y_pis)`` with
+        y_pis of shape (n, 2, L) (single intervals only).
         """
         self._check_conformalized("predict_interval")
         if self.task_ != "regression":
             raise ValueError("predict_interval is for regression scores; use predict_set for classification")
-        y_pred = np.asarray(self._estimator().predict(X), dtype=float).ravel()
-        zero = np.zeros(len(y_pred), dtype=bool)
+        pred = self._regression_inputs(X)
+        n = pred.shape[0]
+        n_levels = len(self._levels())
+        zero = np.zeros(n, dtype=bool)
         if not self.groups_.uses_label:
-            lo, hi = self.score_.interval(y_pred, self._thresholds(self.groups_(X, None), zero))
+            phi = self.groups_(X, None)
+            out = np.empty((n, 2, n_levels))
+            for i in range(n_levels):
+                lo, hi = self.score_.interval(pred, self._thresholds(phi, zero, i))
+                out[:, 0, i], out[:, 1, i] = lo, hi
             self._warn_zero_rows(zero)
-            return np.column_stack([lo, hi])
+            if return_pred:
+                return self.predict(X), out
+            return out[:, :, 0] if self._scalar_level() else out
+        if return_pred:
+            raise ValueError("return_pred=True needs single intervals; these groups read the label, so the sets "
+                             "are unions of intervals (call predict_interval without it)")
         lower, upper, rep = _bin_representatives(self.groups_.label_edges)
-        los, his = [], []
-        for a, b, r in zip(lower, upper, rep, strict=True):
-            t = self._thresholds(self.groups_(X, np.full(len(y_pred), r)), zero)
-            lo, hi = self.score_.interval(y_pred, t)
-            los.append(np.maximum(lo, a))
-            his.append(np.minimum(hi, b))
+        unions = []
+        phis = [self.groups_(X, np.full(n, r)) for r in rep]
+        for i in range(n_levels):
+            los, his = [], []
+            for a, b, phi in zip(lower, upper, phis, strict=True):
+                lo, hi = self.score_.interval(pred, self._thresholds(phi, zero, i))
+                los.append(np.maximum(lo, a))
+                his.append(np.minimum(hi, b))
+            unions.append(_merge_rows(np.column_stack(los), np.column_stack(his)))
         self._warn_zero_rows(zero)
-        return _merge_rows(np.column_stack(los), np.column_stack(his))
+        return unions[0] if self._scalar_level() else unions
+
+    def p_values(self, X: Any, y: Any = None, *, smoothing: bool = False) -> np.ndarray:
+        """Conformal p-values for partition groups (intercept, Mondrian, ``by_class``, one ``by_feature``).
+
+        p(x, y) = (#{i in the bin of (x, y) : S_i > s} + theta (#{i in the bin : S_i = s} + 1)) / (n_bin + 1)
+        with s = S(x, y) and theta = 1 (``smoothing=False``) or uniform on [0, 1] (a fixed function of
+        ``random_state``, the row and the label). Scores are taken before the tie-breaking noise (randomised
+        scores keep their u); a row outside every bin gets p = 1. y: (n,) candidate labels or targets; for
+        classification y=None gives every class, shape (n, K).
+        """
+        self._check_conformalized("p_values")
+        phi_cal = self.calibration_phi_
+        if not _is_partition(phi_cal):
+            raise ValueError("p_values needs groups that partition the data (every calibration row in exactly "
+                             "one group with weight 1): intercept(), mondrian(), by_class(), a single by_feature(); "
+                             f"got {self.group_names_[:5]}")
+        if self.task_ == "classification":
+            proba = np.asarray(self._estimator().predict_proba(X), dtype=float)
+            n = proba.shape[0]
+            rows = _row_hash(X)
+            u = _uniform(self._key, _SCORE_STREAM, rows) if self.score_.randomized else None
+            if y is None:
+                cols = []
+                for j, label in enumerate(self.classes_):
+                    labels = np.full(n, label, dtype=self.classes_.dtype) if self.groups_.uses_label else None
+                    cols.append(self._p_value(self._class_scores(proba, j, u), self.groups_(X, labels),
+                                              rows, j, smoothing))
+                return np.column_stack(cols)
+            y = np.asarray(y).ravel()
+            idx = np.searchsorted(self.classes_, y) if _sorted(self.classes_) else _index_of(self.classes_, y)
+            s = (self.score_.score(proba, idx, u) if self.score_.randomized else self.score_.score(proba, idx))
+            return self._p_value(np.asarray(s, dtype=float), self.groups_(X, y if self.groups_.uses_label else None),
+                                 rows, 0, smoothing)
+        if y is None:
+            raise ValueError("p_values for regression needs the candidate targets y, shape (n,)")
+        y = np.asarray(y, dtype=float).ravel()
+        s = self.score_.score(self._regression_inputs(X), y)
+        return self._p_value(np.asarray(s, dtype=float), self.groups_(X, y if self.groups_.uses_label else None),
+                             _row_hash(X), 0, smoothing)
 
     # ----- internals ------------------------------------------------------------------------------
+    def _levels(self) -> tuple[float, ...]:
+        level = self.confidence_level
+        if isinstance(level, (list, tuple, np.ndarray)):
+            if len(level) == 0:
+                raise ValueError("confidence_level is an empty sequence; pass a float or a non-empty sequence")
+            return tuple(_check_level(v.item() if isinstance(v, np.generic) else v) for v in level)
+        return (_check_level(level),)
+
+    def _scalar_level(self) -> bool:
+        return not isinstance(self.confidence_level, (list, tuple, np.ndarray))
+
+    def _resolve_score(self) -> Any:
+        if self.conformity_score is not None:
+            if self.score != "absolute" and self.score != self.conformity_score:
+                raise ValueError(f"pass either score= or its alias conformity_score=, not both (got score="
+                                 f"{self.score!r} and conformity_score={self.conformity_score!r})")
+            return resolve_score(self.conformity_score)
+        return resolve_score(self.score)
+
+    def _regression_inputs(self, X: Any) -> np.ndarray:
+        est = self._estimator()
+        kind = self.score_.inputs
+        if kind == "quantiles":
+            if not (isinstance(est, (list, tuple)) and len(est) in (2, 3)):
+                raise TypeError("score 'cqr' needs estimator=(lower, upper) or (lower, upper, median) fitted "
+                                f"quantile regressors; got {type(est).__name__}")
+            lo = np.asarray(est[0].predict(X), dtype=float).ravel()
+            hi = np.asarray(est[1].predict(X), dtype=float).ravel()
+            return np.column_stack([lo, hi])
+        if isinstance(est, (list, tuple)):
+            raise TypeError(f"a tuple of estimators is only accepted with score='cqr'; got score {self.score_.name!r}")
+        pred = np.asarray(est.predict(X), dtype=float).ravel()
+        if kind == "point":
+            return pred
+        if kind == "scaled":
+            if self.scale_estimator is None:
+                raise ValueError("score 'normalized' needs scale_estimator=: a fitted model whose predict(X) "
+                                 "returns a positive scale sigma(x) (e.g. of |y - y_pred|), or a callable X -> sigma")
+            se = self.scale_estimator
+            sigma = np.asarray(se(X) if callable(se) and not hasattr(se, "predict") else se.predict(X),
+                               dtype=float).ravel()
+            bad = np.flatnonzero(~(np.isfinite(sigma) & (sigma > 0)))
+            if bad.size:
+                raise ValueError(f"scale_estimator returned non-positive or non-finite scales at rows {_rows(bad)}; "
+                                 "the normalized score divides by them (clip them, e.g. np.maximum(sigma, 1e-6))")
+            return np.column_stack([pred, sigma])
+        raise ValueError(f"unknown RegressionScore inputs {kind!r}; use 'point', 'scaled' or 'quantiles'")
+
+    def _class_scores(self, proba: np.ndarray, j: int, u: np.ndarray | None) -> np.ndarray:
+        idx = np.full(proba.shape[0], j)
+        s = self.score_.score(proba, idx, u) if self.score_.randomized else self.score_.score(proba, idx)
+        return np.asarray(s, dtype=float)
+
+    def _p_value(self, s: np.ndarray, phi: np.ndarray, rows: np.ndarray, stream: int, smoothing: bool) -> np.ndarray:
+        phi_cal, cal = self.calibration_phi_, self._raw_scores
+        bins_cal = np.argmax(phi_cal, axis=1)
+        has = np.any(phi > 0, axis=1)
+        bins = np.argmax(phi, axis=1)
+        p = np.ones(len(s))
+        theta = _uniform(self._key, _P_STREAM + stream, rows) if smoothing else np.ones(len(s))
+        for b in np.unique(bins[has]):
+            ref = np.sort(cal[bins_cal == b])
+            rows_b = np.flatnonzero(has & (bins == b))
+            greater = len(ref) - np.searchsorted(ref, s[rows_b], side="right")
+            equal = np.searchsorted(ref, s[rows_b], side="right") - np.searchsorted(ref, s[rows_b], side="left")
+            p[rows_b] = (greater + theta[rows_b] * (equal + 1)) / (len(ref) + 1)
+        return p
+
     def _estimator(self) -> Any:
         if not self.prefit:
             if not hasattr(self, "estimator_"):
@@ -480,24 +632,26 @@ class KandinskyCP:
             raise ValueError("estimator is None; pass a fitted estimator (prefit=True) or one to fit")
         from sklearn.utils.validation import check_is_fitted
 
-        try:
-            check_is_fitted(self.estimator)
-        except TypeError:
-            pass  # not a scikit-learn estimator; trust the caller
+        for est in (self.estimator if isinstance(self.estimator, (list, tuple)) else [self.estimator]):
+            try:
+                check_is_fitted(est)
+            except TypeError:
+                pass  # not a scikit-learn estimator; trust the caller
         return self.estimator
 
     def _check_conformalized(self, method: str) -> None:
         if not hasattr(self, "groups_"):
             raise NotFittedError(f"call conformalize(X_cal, y_cal) before {method}")
 
-    def _thresholds(self, phi: np.ndarray, zero: np.ndarray) -> np.ndarray:
+    def _thresholds(self, phi: np.ndarray, zero: np.ndarray, level_index: int = 0) -> np.ndarray:
         """Thresholds of the rows of phi; rows without weight in any group get +inf and are marked in zero."""
         empty = ~np.any(phi > 0, axis=1)
         zero |= empty
         if not self.exact:
-            q = self.fit_result_.threshold(phi)
+            q = self.fit_results_[level_index].threshold(phi)
         else:
-            q = np.array([self._exact_threshold(row) for row in phi], dtype=float)
+            level = self._levels()[level_index]
+            q = np.array([self._exact_threshold(row, level) for row in phi], dtype=float)
         return np.where(empty, np.inf, q)
 
     def _warn_zero_rows(self, zero: np.ndarray) -> None:
@@ -508,22 +662,21 @@ class KandinskyCP:
                           f"category unseen at calibration: their thresholds are +inf (full sets, infinite "
                           f"intervals); rows {_rows(np.flatnonzero(zero))}", UserWarning, stacklevel=3)
 
-    def _exact_threshold(self, c: np.ndarray) -> float:
+    def _exact_threshold(self, c: np.ndarray, level: float) -> float:
         """Augmented cutoff: the largest test score S with S <= beta_S^T c, beta_S fitted on the calibration data plus the test point (c, S).
 
         Equals min{c^T beta} over the optimal betas of the LP with an infinite-score phantom at c (the dual
         pivot of Gibbs, Cherian & Candes); solved by an exact active-set descent warm-started at the
         calibration-only fit.
         """
-        key = c.tobytes()
+        key = (level, c.tobytes())
         if key not in self._exact_cache:
             if not np.any(c > 0):
                 value = np.inf
             else:
                 try:
-                    res = solve_quantile_lp(self.calibration_phi_, self.calibration_scores_,
-                                            float(self.confidence_level), phantom=c, tie_direction=c,
-                                            start=self._exact_start)
+                    res = solve_quantile_lp(self.calibration_phi_, self.calibration_scores_, level, phantom=c,
+                                            tie_direction=c, start=self._exact_start[level])
                     value = float(c @ res.beta)
                 except InfeasibleQuantileLP:
                     value = np.inf
@@ -581,6 +734,23 @@ def _n_rows(X: Any) -> int:
     return int(X.shape[0]) if hasattr(X, "shape") else len(X)
 
 
+def _is_classifier(estimator: Any) -> bool:
+    if isinstance(estimator, (list, tuple)):
+        return False
+    try:
+        return bool(is_classifier(estimator))
+    except (AttributeError, TypeError):  # not a scikit-learn estimator
+        return False
+
+
+def _is_partition(phi: np.ndarray) -> bool:
+    """Every row has exactly one nonzero weight, equal to 1."""
+    nonzero = phi != 0
+    return bool(np.all(nonzero.sum(axis=1) == 1) and np.all(phi[nonzero] == 1.0))
+
+
+_SCORE_STREAM = 1 << 40  # uniforms of randomised scores
+_P_STREAM = 1 << 41  # smoothing of p-values
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _M1 = np.uint64(0xBF58476D1CE4E5B9)
 _M2 = np.uint64(0x94D049BB133111EB)
