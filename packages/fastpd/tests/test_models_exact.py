@@ -144,3 +144,42 @@ def test_xgboost_category_splits(seed, h):
     trees = json.loads(model.get_booster().save_raw(raw_format="json"))["learner"]["gradient_booster"]["model"]["trees"]
     assert any(1 in t["split_type"] for t in trees)  # set splits are present
     h.assert_exact(FastPD(model, bg), lambda z: model.predict(z, output_margin=True), xe, bg)
+
+
+def test_hist_gradient_boosting_on_a_dataframe_with_string_categories(h):
+    import pandas as pd
+    from sklearn.ensemble import HistGradientBoostingRegressor
+
+    x, y, bg, xe = _data(0, cat=True)
+    names = np.array(["ash", "elm", "fir", "oak", "yew", "pine"])
+    cols = [f"f{j}" for j in range(D)]
+
+    def frame(a):
+        df = pd.DataFrame(a, columns=cols)
+        df["f0"] = pd.Categorical(names[a[:, 0].astype(int)], categories=sorted(names))
+        return df
+
+    model = HistGradientBoostingRegressor(max_iter=6, max_depth=3, random_state=0).fit(frame(x), y)
+    assert model.is_categorical_[0]
+    fp = FastPD(model, frame(bg)).fit()
+    assert fp.feature_names_ == cols
+    codes = sorted(names)  # the model's encoder codes categories in sorted order
+
+    def f(z):  # the model as a function of the codes FastPD sees
+        df = pd.DataFrame(z, columns=cols)
+        df["f0"] = pd.Categorical(np.array(codes)[z[:, 0].astype(int)], categories=codes)
+        return model.predict(df)
+
+    xe_codes = fp(frame(xe)).data if _has_shap() else fp._validate(frame(xe), "X")
+    np.testing.assert_array_equal(xe_codes[:, 0], [codes.index(v) for v in names[xe[:, 0].astype(int)]])
+    v = h.brute_game(f, xe_codes, fp.background_)
+    np.testing.assert_allclose(fp.shap_values(frame(xe)), h.brute_shapley(v, D), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(fp.predict(frame(xe)), model.predict(frame(xe)), rtol=0, atol=1e-10)
+
+
+def _has_shap():
+    try:
+        import shap  # noqa: F401
+    except ImportError:
+        return False
+    return True
