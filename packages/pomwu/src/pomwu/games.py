@@ -252,6 +252,8 @@ class RoutingGame:
     capacities : array (n_contexts, n_links), optional
         Capacity per context; default one context with the nominal capacities.
 
+    Notes
+    -----
     Build the paper's setup with :meth:`from_od_matrix`.
     """
 
