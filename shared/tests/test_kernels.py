@@ -136,3 +136,35 @@ def test_benchmark_butterfly_beats_dense_matmul_at_4096():
     row = report.rows[0]
     assert row.metrics["max_abs_diff"] < 1e-4
     assert row.speedup > 1.0, report.to_markdown()
+
+
+def test_use_backend_is_a_nestable_process_wide_flag():
+    from icml25_shared.kernels import dispatch, selected_backend
+
+    assert dispatch._forced is None
+    with use_backend("torch"):
+        assert selected_backend() == "torch"
+        with use_backend(None):
+            assert dispatch._forced is None
+        assert selected_backend() == "torch"
+    assert dispatch._forced is None
+    with pytest.raises(RuntimeError), use_backend("torch"):
+        raise RuntimeError("restored on error too")
+    assert dispatch._forced is None
+
+
+def test_torch_compile_traces_a_kernel_call_without_graph_break():
+    # the override is a plain module flag: dynamo guards on it instead of breaking the graph
+    import torch._dynamo
+
+    def f(x):
+        return hadamard_transform(x * 2.0).sin()
+
+    torch._dynamo.reset()
+    x = torch.randn(3, 64)
+    explained = torch._dynamo.explain(f)(x)
+    assert explained.graph_break_count == 0 and explained.graph_count == 1
+    compiled = torch.compile(f, backend="eager", fullgraph=True)
+    torch.testing.assert_close(compiled(x), f(x))
+    with use_backend("torch"):  # changing the flag recompiles and still runs
+        torch.testing.assert_close(compiled(x), f(x))

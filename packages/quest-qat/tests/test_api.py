@@ -157,3 +157,107 @@ def test_every_method_and_width_trains_one_step(method, bits):
     grads = [p.grad for p in model.parameters()]
     assert math.isfinite(loss.item()) and all(g is not None and torch.isfinite(g).all() for g in grads)
     assert model[0].weight.grad.abs().sum() > 0
+
+
+@pytest.mark.parametrize("hadamard", ["half", "full", None])
+def test_eval_mode_backward_gives_the_train_mode_estimator_gradients(hadamard):
+    def grads(model, train, depth):
+        model.train(train)
+        x = (torch.randn(6, 256, generator=torch.Generator().manual_seed(0)) * 3).requires_grad_()
+        out = model[:depth](x)
+        upstream = torch.randn(out.shape, generator=torch.Generator().manual_seed(1))
+        out.backward(upstream)
+        result = [x.grad] + [p.grad.clone() for p in model[:depth].parameters()]
+        model.zero_grad()
+        return result
+
+    model = quantize_(mlp(6), QuestConfig(hadamard=hadamard, weight_bits=2, act_bits=2))
+    # one layer, same upstream gradient: the estimator's gradients exactly (2-bit: many masked entries)
+    for a, b in zip(grads(model, True, 1), grads(model, False, 1), strict=True):
+        assert b is not None and torch.equal(a, b)
+    # the whole MLP: deeper layers see eval-mode values that differ by float rounding (~2e-7), so the
+    # gradients agree to rounding at 4 bits (at 2 bits without rotation such a rounding can flip a code)
+    model = quantize_(mlp(6), QuestConfig(hadamard=hadamard))
+    for a, b in zip(grads(model, True, 5), grads(model, False, 5), strict=True):
+        assert b is not None and (a - b).norm() <= 1e-5 * a.norm()
+
+
+def test_eval_mode_gradients_do_not_change_the_exact_value():
+    model = mlp(7)
+    quantize_(model, QuestConfig()).eval()
+    x = torch.randn(4, 256)
+    with torch.no_grad():
+        ref = model(x)
+    out = model(x.requires_grad_())
+    assert out.requires_grad and torch.equal(out.detach(), ref)
+    out.sum().backward()
+    assert x.grad is not None and model[0].weight.grad.abs().sum() > 0 and model[0].bias.grad is not None
+
+
+def test_quantize_twice_and_after_convert_name_the_cause():
+    model = mlp()
+    quantize_(model, QuestConfig())
+    with pytest.raises(ValueError, match=r"already holds 3 QuestLinear layers from quantize_ \(\['0', '2', '4'\]\)"):
+        quantize_(model, QuestConfig())
+    convert_(model)
+    with pytest.raises(ValueError, match="already holds 3 Int4Linear layers from convert_"):
+        quantize_(model, QuestConfig())
+    with pytest.raises(ValueError, match=r"already converted: it holds 3 Int4Linear layers \(\['0', '2', '4'\]\)"):
+        convert_(model)
+
+
+def test_config_is_validated_on_construction():
+    with pytest.raises(ValueError, match="bits must be one of"):
+        QuestConfig(weight_bits=3.5, method="nope")
+    with pytest.raises(ValueError, match="method must be one of"):
+        QuestConfig(method="nope")
+    with pytest.raises(TypeError, match="QuestConfig"):
+        quantize_(mlp(), {"weight_bits": 4})
+
+
+def test_filter_fn_on_the_call_as_in_torchao_and_config_filter_as_default():
+    model = mlp()
+    quantize_(model, QuestConfig(filter_fn=lambda m, n: n == "0"), filter_fn=lambda m, n: n == "4")
+    assert [type(model[i]).__name__ for i in (0, 2, 4)] == ["Linear", "Linear", "QuestLinear"]
+    model = mlp()
+    quantize_(model, QuestConfig(filter_fn=lambda m, n: n == "0"))
+    assert [type(model[i]).__name__ for i in (0, 2, 4)] == ["QuestLinear", "Linear", "Linear"]
+    with pytest.raises(TypeError, match="filter_fn must be callable"):
+        quantize_(mlp(), QuestConfig(), filter_fn="0")
+
+
+def test_model_with_a_lambda_filter_pickles():
+    import io
+
+    model = mlp()
+    quantize_(model, QuestConfig(filter_fn=lambda m, n: n != "4"))
+    buffer = io.BytesIO()
+    torch.save(model, buffer)  # the layers keep no filter_fn
+    buffer.seek(0)
+    loaded = torch.load(buffer, weights_only=False)
+    x = torch.randn(3, 256)
+    with torch.no_grad():
+        assert torch.equal(loaded.eval()(x), model.eval()(x))
+    assert model[0].config.filter_fn is None
+
+
+def test_int4_linear_exposes_features_weight_and_keeps_steps_in_float32():
+    torch.manual_seed(8)
+    model = nn.Sequential(nn.Linear(256, 64))
+    quantize_(model, QuestConfig())
+    wq = model[0].quantized_weight().detach()  # Qw(W H) in the rotated basis
+    convert_(model)
+    layer = model[0]
+    assert (layer.in_features, layer.out_features) == (256, 64)
+    h = torch.block_diag(*[torch.tensor(__import__("scipy").linalg.hadamard(128), dtype=torch.float64)
+                           / math.sqrt(128)] * 2)
+    assert layer.weight.shape == (64, 256) and layer.weight.dtype == torch.float32
+    assert torch.allclose(layer.weight.double(), wq.double() @ h, atol=1e-6)  # Qw(W H) H^T, the input basis
+    step = layer.weight_step.clone()
+    model.half()
+    assert layer.weight_step.dtype == torch.float32 and torch.equal(layer.weight_step, step)
+    assert layer.bias.dtype == torch.float16
+    out = model(torch.randn(2, 256).half())
+    assert out.dtype == torch.float16 and torch.isfinite(out).all()
+    model.to(torch.float64)
+    assert layer.weight_step.dtype == torch.float32

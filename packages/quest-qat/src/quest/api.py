@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from torch import nn
@@ -39,13 +40,26 @@ def _set_child(model: nn.Module, fqn: str, new: nn.Module) -> None:
     setattr(parent, child, new)
 
 
-def quantize_(model: nn.Module, config: QuestConfig | None = None) -> nn.Module:
+def _already_done(model: nn.Module) -> str:
+    """' (it already holds N QuestLinear / Int4Linear layers: ...)' or ''."""
+    parts = []
+    for cls, how in ((QuestLinear, "quantize_"), (Int4Linear, "convert_")):
+        names = [n for n, m in model.named_modules() if isinstance(m, cls)]
+        if names:
+            parts.append(f"{len(names)} {cls.__name__} layers from {how} ({names[:5]}"
+                         f"{', ...' if len(names) > 5 else ''})")
+    return f"; the model already holds {' and '.join(parts)}" if parts else ""
+
+
+def quantize_(model: nn.Module, config: QuestConfig | None = None,
+              filter_fn: Callable[[nn.Module, str], bool] | None = None) -> nn.Module:
     """Swap the matching ``nn.Linear`` layers of ``model`` for :class:`QuestLinear`, in place.
 
     Weights and biases stay the same parameter objects, so call it before building the optimizer or
     after (both work). Embeddings are never touched; the LM head and layers tied to an embedding are
-    skipped unless ``config.filter_fn`` selects them. Raises ``ValueError`` when no layer matches or a
-    matching layer's input width is not a multiple of the Hadamard block (the message names the layer).
+    skipped unless a filter selects them. Raises ``ValueError`` when no layer matches (naming the
+    layers already quantized or converted, if any) or a matching layer's input width is not a
+    multiple of the Hadamard block (the message names the layer).
 
     Parameters
     ----------
@@ -53,6 +67,9 @@ def quantize_(model: nn.Module, config: QuestConfig | None = None) -> nn.Module:
         The model to transform in place.
     config : QuestConfig, optional
         Bits, rotation, estimator and filter (default ``QuestConfig()``: W4A4 QuEST, half Hadamard).
+    filter_fn : callable, optional
+        ``filter_fn(module, fqn) -> bool`` selects the ``nn.Linear`` layers to swap (torchao's
+        argument); default ``config.filter_fn``, else :func:`default_filter` minus embedding-tied layers.
 
     Returns
     -------
@@ -82,20 +99,26 @@ def quantize_(model: nn.Module, config: QuestConfig | None = None) -> nn.Module:
     >>> report.layers, round(report.compression, 3)
     (['0', '2'], 0.137)
     """
-    config = (config or QuestConfig()).validate()
+    config = QuestConfig() if config is None else config
+    if not isinstance(config, QuestConfig):
+        raise TypeError(f"config must be a QuestConfig, got {type(config).__name__}")
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if filter_fn is not None and not callable(filter_fn):
+        raise TypeError(f"filter_fn must be callable(module, fqn) -> bool, got {filter_fn!r}")
+    filter_fn = filter_fn if filter_fn is not None else config.filter_fn
     tied = _embedding_weights(model)
     linears = [(name, m) for name, m in model.named_modules()
                if isinstance(m, nn.Linear) and not isinstance(m, QuestLinear)]
-    if config.filter_fn is not None:
-        chosen = [(n, m) for n, m in linears if config.filter_fn(m, n)]
+    if filter_fn is not None:
+        chosen = [(n, m) for n, m in linears if filter_fn(m, n)]
     else:
         chosen = [(n, m) for n, m in linears if default_filter(m, n) and id(m.weight) not in tied]
     if not chosen:
         names = [n for n, _ in linears]
         raise ValueError(f"no nn.Linear layer of {type(model).__name__} matched the filter "
-                         f"(nn.Linear layers found: {names[:20] or 'none'})")
+                         f"(nn.Linear layers found: {names[:20] or 'none'}){_already_done(model)}; "
+                         "quantize_ swaps float nn.Linear layers once")
     if config.hadamard is not None:
         bad = [(n, m.in_features) for n, m in chosen if m.in_features % config.block]
         if bad:
@@ -141,6 +164,11 @@ def convert_(model: nn.Module) -> ConversionReport:
     """
     layers = [(n, m) for n, m in model.named_modules() if isinstance(m, QuestLinear)]
     if not layers:
+        done = [n for n, m in model.named_modules() if isinstance(m, Int4Linear)]
+        if done:
+            raise ValueError(f"{type(model).__name__} is already converted: it holds {len(done)} Int4Linear layers "
+                             f"({done[:5]}{', ...' if len(done) > 5 else ''}) and no QuestLinear layer left to "
+                             "convert; convert_ runs once per quantize_")
         raise ValueError(f"{type(model).__name__} has no QuestLinear layers; call quantize_(model, config) first")
     converted = [(name, Int4Linear.from_quest_linear(layer, name)) for name, layer in layers]
     float_bytes = int4_bytes = 0

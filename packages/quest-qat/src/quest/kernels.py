@@ -8,6 +8,12 @@ output row of weights), over the input dimension ``K``:
   (``byte j = (q[2j+1] << 4) | (q[2j] & 0xF)``) plus the int32 row sums of ``q``. A code stands for
   ``(q + 1/2) * step``, the 16-point QuEST grid.
 - :func:`int_matmul`: ``A @ B^T`` of int8 codes into int32 (the integer GEMM; a CPU reference).
+- :func:`int4_gemm`: the packed-INT4 GEMM with the dequantising epilogue fused: both operands stay
+  packed two codes per byte, the products accumulate in int32, and each output tile is dequantised
+  before it is stored (the official CUTLASS kernel's contract). :func:`int4_matmul` returns the int32
+  accumulator alone. The Triton kernel unpacks nibbles in registers and runs two int8 ``tl.dot``
+  per K tile (low nibbles, high nibbles); its float64 epilogue performs the torch reference's
+  operations in the same order, so both backends return bit-identical float32 results.
 - :func:`dequant_epilogue`: turns the integer accumulator into the float product of the dequantised
   operands, ``(2 C + rowsum_a + rowsum_w + K/2) * 0.5 * step_a * step_w``, which removes the +1/2
   offsets exactly because ``sum_k (qa + 1/2)(qw + 1/2) = C + (rowsum_a + rowsum_w)/2 + K/4``. The
@@ -33,6 +39,8 @@ __all__ = [
     "dequant_epilogue",
     "dequantize_int4",
     "find_scale",
+    "int4_gemm",
+    "int4_matmul",
     "int_matmul",
     "quantize_int4",
     "unpack_int4",
@@ -85,7 +93,8 @@ def _epilogue_torch(acc: torch.Tensor, row_sum_a: torch.Tensor, row_sum_w: torch
 
 # ---------------------------------------------------------------- Triton kernels
 
-_find_scale_triton = _quantize_int4_triton = _epilogue_triton = None
+_find_scale_triton = _quantize_int4_triton = _epilogue_triton = _int4_gemm_triton = None
+GEMM_BLOCKS = (32, 32, 32)  # BLOCK_M, BLOCK_N, BLOCK_K (packed bytes: 64 codes) of the Triton INT4 GEMM
 if triton_available(None) or triton_available("cuda"):
     try:
         import triton
@@ -139,6 +148,64 @@ if triton_available(None) or triton_available("cuda"):
             out = total * 0.5 * sa[:, None] * sw[None, :]
             tl.store(out_ptr + rows[:, None] * N + cols[None, :], out, mask=mask)
 
+        @triton.jit
+        def _int4_gemm_tiles(a_ptr, w_ptr, ra_ptr, rw_ptr, sa_ptr, sw_ptr, out_ptr, M, N, K_HALF, half_k,
+                             stride_a, stride_w, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr,
+                             BLOCK_K: tl.constexpr, EPILOGUE: tl.constexpr):
+            rows = tl.program_id(0) * BLOCK_M + tl.arange(0, BLOCK_M)
+            cols = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+            rmask, cmask = rows < M, cols < N
+            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32)
+            for start in range(0, K_HALF, BLOCK_K):
+                kk = start + tl.arange(0, BLOCK_K)
+                kmask = kk < K_HALF
+                # a zero byte (masked tail) holds two zero codes and adds nothing
+                a = tl.load(a_ptr + rows[:, None] * stride_a + kk[None, :], mask=rmask[:, None] & kmask[None, :],
+                            other=0).to(tl.int32)
+                w = tl.load(w_ptr + cols[:, None] * stride_w + kk[None, :], mask=cmask[:, None] & kmask[None, :],
+                            other=0).to(tl.int32)
+                # sign-extend the nibbles: ((v & 0xF) ^ 8) - 8 maps 0..15 to 0..7, -8..-1
+                a_lo = (((a & 0xF) ^ 8) - 8).to(tl.int8)
+                a_hi = ((((a >> 4) & 0xF) ^ 8) - 8).to(tl.int8)
+                w_lo = (((w & 0xF) ^ 8) - 8).to(tl.int8)
+                w_hi = ((((w >> 4) & 0xF) ^ 8) - 8).to(tl.int8)
+                # sum_k a_k w_k over a byte pair = lo * lo + hi * hi: no interleaving needed
+                acc += tl.dot(a_lo, tl.trans(w_lo), out_dtype=tl.int32)
+                acc += tl.dot(a_hi, tl.trans(w_hi), out_dtype=tl.int32)
+            omask = rmask[:, None] & cmask[None, :]
+            if EPILOGUE:
+                ra = tl.load(ra_ptr + rows, mask=rmask, other=0)
+                rw = tl.load(rw_ptr + cols, mask=cmask, other=0)
+                sa = tl.load(sa_ptr + rows, mask=rmask, other=0.0).to(tl.float64)
+                sw = tl.load(sw_ptr + cols, mask=cmask, other=0.0).to(tl.float64)
+                total = (2 * acc + ra[:, None] + rw[None, :] + half_k).to(tl.float64)
+                out = total * 0.5 * sa[:, None] * sw[None, :]  # the reference's operations, same order
+                tl.store(out_ptr + rows[:, None] * N + cols[None, :], out.to(tl.float32), mask=omask)
+            else:
+                tl.store(out_ptr + rows[:, None] * N + cols[None, :], acc, mask=omask)
+
+        def _int4_gemm_triton(packed_a: torch.Tensor, packed_w: torch.Tensor, row_sum_a: torch.Tensor | None,
+                              row_sum_w: torch.Tensor | None, step_a: torch.Tensor | None,
+                              step_w: torch.Tensor | None) -> torch.Tensor:
+            a, w = packed_a.contiguous(), packed_w.contiguous()
+            m, n, k_half = a.shape[0], w.shape[0], a.shape[1]
+            epilogue = step_a is not None
+            out = torch.empty((m, n), dtype=torch.float32 if epilogue else torch.int32, device=a.device)
+            if m and n:
+                bm, bn, bk = GEMM_BLOCKS
+                if epilogue:
+                    extra = (row_sum_a.to(torch.int32).contiguous(), row_sum_w.to(torch.int32).contiguous(),
+                             step_a.float().contiguous(), step_w.float().contiguous())
+                else:
+                    zero = torch.zeros(1, dtype=torch.int32, device=a.device)
+                    extra = (zero, zero, zero.float(), zero.float())
+                grid = (triton.cdiv(m, bm), triton.cdiv(n, bn))
+                _int4_gemm_tiles[grid](a, w, *extra, out, m, n, k_half, k_half, a.stride(0), w.stride(0),
+                                       BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, EPILOGUE=epilogue)
+            elif epilogue is False:
+                out.zero_()
+            return out
+
         def _find_scale_triton(x: torch.Tensor, alpha: float, levels: int) -> torch.Tensor:
             x = x.contiguous()
             out = torch.empty(x.shape[0], dtype=torch.float32, device=x.device)
@@ -177,6 +244,19 @@ find_scale_kernel = Kernel("quest.find_scale", reference=_find_scale_torch, trit
 quantize_int4_kernel = Kernel("quest.quantize_int4", reference=_quantize_int4_torch, triton=_quantize_int4_triton,
                               supports=_float_rows)
 epilogue_kernel = Kernel("quest.dequant_epilogue", reference=_epilogue_torch, triton=_epilogue_triton)
+
+
+def _int4_gemm_torch(packed_a: torch.Tensor, packed_w: torch.Tensor, row_sum_a: torch.Tensor | None,
+                     row_sum_w: torch.Tensor | None, step_a: torch.Tensor | None,
+                     step_w: torch.Tensor | None) -> torch.Tensor:
+    acc = int_matmul(unpack_int4(packed_a), unpack_int4(packed_w))
+    if step_a is None:
+        return acc
+    return _epilogue_torch(acc, row_sum_a.to(torch.int32), row_sum_w.to(torch.int32), step_a, step_w,
+                           2 * packed_a.shape[1])
+
+
+int4_gemm_kernel = Kernel("quest.int4_gemm", reference=_int4_gemm_torch, triton=_int4_gemm_triton)
 
 
 # ---------------------------------------------------------------- public functions
@@ -235,6 +315,48 @@ def int_matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
                 pass
         return (a.double() @ b.double().t()).round().to(torch.int32)
     return a.to(torch.int32) @ b.to(torch.int32).t()
+
+
+def _check_packed(packed_a: torch.Tensor, packed_w: torch.Tensor) -> None:
+    for name, t in (("packed_a", packed_a), ("packed_w", packed_w)):
+        if t.dtype != torch.uint8 or t.ndim != 2:
+            raise ValueError(f"{name} must be a 2-D uint8 tensor of packed INT4 codes, got {t.dtype} {tuple(t.shape)}")
+    if packed_a.shape[1] != packed_w.shape[1]:
+        raise ValueError(f"packed_a {tuple(packed_a.shape)} and packed_w {tuple(packed_w.shape)} must have the same "
+                         "number of bytes per row (K / 2)")
+
+
+def int4_matmul(packed_a: torch.Tensor, packed_w: torch.Tensor, *, backend: str | None = None) -> torch.Tensor:
+    """Exact int32 ``A @ W^T`` of packed INT4 codes: uint8 ``(M, K/2)`` and ``(N, K/2)`` -> ``(M, N)``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from quest.kernels import find_scale, int4_matmul, quantize_int4, unpack_int4
+    >>> x = torch.randn(3, 8, generator=torch.Generator().manual_seed(0))
+    >>> codes = quantize_int4(x, find_scale(x)).packed
+    >>> q = unpack_int4(codes).int()
+    >>> torch.equal(int4_matmul(codes, codes, backend="torch"), q @ q.T)
+    True
+    """
+    _check_packed(packed_a, packed_w)
+    return int4_gemm_kernel(packed_a, packed_w, None, None, None, None, backend=backend)
+
+
+def int4_gemm(a: PackedInt4, step_a: torch.Tensor, w: PackedInt4, step_w: torch.Tensor, *,
+              backend: str | None = None) -> torch.Tensor:
+    """Float32 ``(M, N)`` product of the dequantised INT4 operands ``a`` (``(M, K)``) and ``w`` (``(N, K)``).
+
+    Equals ``dequant_epilogue(int4_matmul(a, w), ...)``: the integer GEMM with the epilogue fused, on
+    packed operands. Both backends give bit-identical results.
+    """
+    _check_packed(a.packed, w.packed)
+    m, n = a.packed.shape[0], w.packed.shape[0]
+    for name, t, size in (("a.row_sum", a.row_sum, m), ("step_a", step_a, m), ("w.row_sum", w.row_sum, n),
+                          ("step_w", step_w, n)):
+        if t.shape != (size,):
+            raise ValueError(f"{name} must have shape ({size},), got {tuple(t.shape)}")
+    return int4_gemm_kernel(a.packed, w.packed, a.row_sum, w.row_sum, step_a, step_w, backend=backend)
 
 
 def dequant_epilogue(acc: torch.Tensor, row_sum_a: torch.Tensor, row_sum_w: torch.Tensor, step_a: torch.Tensor,

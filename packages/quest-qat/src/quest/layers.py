@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
@@ -11,7 +11,7 @@ from torch import nn
 
 from quest.grids import grid_spec
 from quest.hadamard import block_hadamard, check_block
-from quest.kernels import dequant_epilogue, find_scale, int_matmul, quantize_int4, unpack_int4
+from quest.kernels import dequant_epilogue, dequantize_int4, find_scale, int_matmul, quantize_int4, unpack_int4
 from quest.quantizers import METHODS, RMS_GRID_METHODS, exact_grid_values, make_quantizer
 
 __all__ = ["HADAMARD_MODES", "Int4Linear", "QuestConfig", "QuestLinear"]
@@ -46,10 +46,10 @@ class QuestConfig:
     'quest W4A4 +H'
     >>> QuestConfig(weight_bits=1, act_bits=None, hadamard=None, trust=math.inf).validate().label
     'quest W1A16'
-    >>> QuestConfig(weight_bits=9).validate()  # doctest: +ELLIPSIS
+    >>> QuestConfig(weight_bits=9)  # validated on construction
     Traceback (most recent call last):
     ...
-    ValueError: ...
+    ValueError: bits must be one of (1, 'ternary', 2, 3, 4, 5, 6, 7, 8), got 9
     """
 
     weight_bits: int | str = 4
@@ -60,6 +60,9 @@ class QuestConfig:
     method: str = "quest"
     clip_scale: float = 1.0
     filter_fn: FilterFn | None = None
+
+    def __post_init__(self) -> None:
+        self.validate()
 
     def validate(self) -> QuestConfig:
         """Raise ``ValueError`` naming the bad field and the accepted values; return self."""
@@ -88,12 +91,26 @@ class QuestConfig:
         return f"{self.method} W{self.weight_bits}A{a}{had}"
 
 
+class _ValueWithGradOf(torch.autograd.Function):
+    """Forward: ``value`` (no rounding added); backward: the gradient goes to ``source`` unchanged."""
+
+    @staticmethod
+    def forward(ctx, source: torch.Tensor, value: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+        return value.clone()
+
+    @staticmethod
+    def backward(ctx, grad: torch.Tensor):  # type: ignore[override]
+        return grad, None
+
+
 class QuestLinear(nn.Linear):
     """``nn.Linear`` whose forward is ``F.linear(Qa(x H), Qw(W H), b)`` (``H`` = block Hadamard).
 
     Activations are quantized per token and weights per output row, both over the input dimension.
     In eval mode (RMS-grid methods) the exact grid values are multiplied in float64 and rounded once,
-    which is what the INT4 path computes, so :func:`quest.convert_` preserves outputs bit for bit.
+    which is what the INT4 path computes, so :func:`quest.convert_` preserves outputs bit for bit; the
+    backward in eval mode is the train-mode estimator's. The rotation always runs in float32 (also for
+    bfloat16/float16 inputs), as in :class:`Int4Linear`.
     Holds the float master weights; :func:`quest.convert_` turns a trained layer into an
     :class:`Int4Linear`.
     """
@@ -101,10 +118,12 @@ class QuestLinear(nn.Linear):
     def __init__(self, in_features: int, out_features: int, bias: bool = True, *,
                  config: QuestConfig = QuestConfig(), device=None, dtype=None) -> None:
         super().__init__(in_features, out_features, bias=bias, device=device, dtype=dtype)
-        config.validate()
+        if not isinstance(config, QuestConfig):
+            raise TypeError(f"config must be a QuestConfig, got {type(config).__name__}")
         if config.hadamard is not None and in_features % config.block:
             raise ValueError(f"in_features={in_features} is not a multiple of the Hadamard block {config.block}")
-        self.config = config
+        # the layer keeps no filter_fn: a lambda there would make torch.save(model) fail
+        self.config = replace(config, filter_fn=None)
         c = config
         self.weight_quantizer = make_quantizer(c.method, c.weight_bits, rows=out_features, trust=c.trust,
                                                clip_scale=c.clip_scale)
@@ -123,37 +142,63 @@ class QuestLinear(nn.Linear):
         return layer.to(device=linear.weight.device)
 
     def quantized_weight(self) -> torch.Tensor:
-        """``Qw(W H)`` (or ``Qw(W)`` without Hadamard) as used by the forward, shape ``(out, in)``."""
-        w = self.weight
+        """``Qw(W H)`` (or ``Qw(W)`` without Hadamard) as used by the forward, float32 ``(out, in)``."""
+        w = self.weight.float()
         if self.config.hadamard is not None:
             w = block_hadamard(w, self.config.block)
         return self.weight_quantizer(w)
 
+    def _estimator_product(self, x: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+        """Train-mode product ``Qa(x) Qw(W H)^T`` of rotated rows ``x`` (float32), in ``dtype``, with gradients."""
+        if self.act_quantizer is not None:
+            x = self.act_quantizer(x)
+        x = x.to(dtype)
+        w = self.quantized_weight().to(dtype)
+        if self.config.hadamard == "full":
+            x, w = block_hadamard(x, self.config.block), block_hadamard(w, self.config.block)
+        return F.linear(x, w)
+
+    def _exact_product(self, x: torch.Tensor) -> torch.Tensor:
+        """Eval-mode product: exact grid values multiplied in float64, rounded once to float32 (no gradient)."""
+        had, block = self.config.hadamard, self.config.block
+        with torch.no_grad():
+            x = x.detach()
+            x = x.double() if self.act_quantizer is None else exact_grid_values(x, self.act_quantizer.spec)
+            w = self.weight.detach().float()
+            w = exact_grid_values(w if had is None else block_hadamard(w, block), self.weight_quantizer.spec)
+            if had == "full":
+                x, w = block_hadamard(x, block), block_hadamard(w, block)
+            return F.linear(x, w).float()
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """Quantized product of ``x`` (..., in_features) with the layer's weights: (..., out_features)."""
+        """Quantized product of ``x`` (..., in_features) with the layer's weights: (..., out_features).
+
+        Train mode: fake-quantized operands multiplied in the input dtype. Eval mode (RMS-grid
+        methods): the exact grid values multiplied in float64 and rounded once to float32, bias added
+        in float32, then cast to the input dtype, which is what :class:`Int4Linear` computes; when a
+        gradient is needed, the backward is the train-mode estimator's (same masks, same gradients).
+        """
         if x.shape[-1] != self.in_features:
             raise ValueError(f"expected input width {self.in_features}, got shape {tuple(x.shape)}")
         had, block = self.config.hadamard, self.config.block
         lead, dtype = x.shape[:-1], x.dtype
-        # one (tokens, K) layout, as in Int4Linear, so both compute bit-identical rotations and codes
-        x = x.reshape(-1, self.in_features)
+        # one (tokens, K) float32 layout, as in Int4Linear, so both compute bit-identical rotations and codes
+        x = x.reshape(-1, self.in_features).float()
         if had is not None:
             x = block_hadamard(x, block)
         if not self.training and self.config.method in RMS_GRID_METHODS:
-            # eval: exact grid values multiplied in float64 and rounded once, which is what the
-            # integer GEMM + epilogue of Int4Linear computes; converted outputs then match bit for bit
-            x = x.double() if self.act_quantizer is None else exact_grid_values(x, self.act_quantizer.spec)
-            w = self.weight if had is None else block_hadamard(self.weight, block)
-            w = exact_grid_values(w, self.weight_quantizer.spec)
+            out = self._exact_product(x)
+            needs_grad = torch.is_grad_enabled() and (
+                x.requires_grad or any(p.requires_grad for p in self.parameters()))
+            if needs_grad:  # forward value = exact product, backward = the train-mode estimator's
+                out = _ValueWithGradOf.apply(self._estimator_product(x, torch.float32), out)
+            if self.bias is not None:
+                out = out + self.bias.float()
+            out = out.to(dtype)
         else:
-            if self.act_quantizer is not None:
-                x = self.act_quantizer(x)
-            w = self.quantized_weight().to(x.dtype)
-        if had == "full":
-            x, w = block_hadamard(x, block), block_hadamard(w, block)
-        out = F.linear(x, w).to(dtype)
-        if self.bias is not None:
-            out = out + self.bias.to(dtype)
+            out = self._estimator_product(x, dtype)
+            if self.bias is not None:
+                out = out + self.bias.to(dtype)
         return out.reshape(*lead, self.out_features)
 
     def extra_repr(self) -> str:
@@ -183,6 +228,27 @@ class Int4Linear(nn.Module):
         self.register_buffer("weight_row_sum", torch.zeros(out_features, dtype=torch.int32))
         self.register_buffer("bias", None)
 
+    def _apply(self, fn, recurse=True):  # type: ignore[override]
+        # .half()/.to(dtype) cast the float buffers; the steps stay float32 (they define the codes)
+        step = self._buffers.pop("weight_step")
+        try:
+            super()._apply(fn, recurse)
+            target = fn(torch.empty(0, device=step.device))
+        finally:
+            self._buffers["weight_step"] = step
+        self._buffers["weight_step"] = step.to(device=target.device)
+        return self
+
+    @property
+    def weight(self) -> torch.Tensor:
+        """Dequantised weight in the input basis, float32 ``(out_features, in_features)``.
+
+        ``Qw(W H) H`` with the block Hadamard ``H`` (``Qw(W)`` without rotation), so that
+        ``x @ weight.T`` is the layer's product for an unquantised input ``x``.
+        """
+        w = dequantize_int4(self.packed_weight, self.weight_step)
+        return w if self.hadamard is None else block_hadamard(w, self.block)
+
     @classmethod
     def from_quest_linear(cls, layer: QuestLinear, name: str = "<layer>") -> Int4Linear:
         """Pack a trained W4A4 :class:`QuestLinear` whose forward grid is the RMS grid (quest/ste/clip_ste)."""
@@ -195,8 +261,9 @@ class Int4Linear(nn.Module):
             w = layer.weight.detach().float()
             if c.hadamard is not None:
                 w = block_hadamard(w, c.block)
-            step = find_scale(w, bits=4)
-            codes = quantize_int4(w, step)
+            # the torch reference, as in training: the stored codes are the ones the fake-quant model used
+            step = find_scale(w, bits=4, backend="torch")
+            codes = quantize_int4(w, step, backend="torch")
             out.packed_weight = codes.packed
             out.weight_step = step
             out.weight_row_sum = codes.row_sum

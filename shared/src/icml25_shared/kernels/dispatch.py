@@ -4,13 +4,15 @@ Triton runs where it can: a CUDA tensor with triton installed, or any tensor whe
 ``TRITON_INTERPRET=1`` is set (the CPU interpreter; float32/float16 only). Everything else runs the
 torch reference. Tests and users override the choice with :func:`use_backend` or the
 ``ICML25_KERNEL_BACKEND`` environment variable (``torch`` or ``triton``).
+
+The override is a plain module-level flag (not a ``ContextVar``), so ``torch.compile`` traces a
+kernel call without a graph break: dynamo guards on the flag's value and recompiles when
+:func:`use_backend` changes it. The flag is process-wide: threads share it.
 """
 
 from __future__ import annotations
 
 import contextlib
-import contextvars
-import functools
 import importlib.util
 import os
 from collections.abc import Callable, Iterator
@@ -21,7 +23,8 @@ __all__ = ["BACKENDS", "Kernel", "triton_available", "triton_interpret", "use_ba
 
 BACKENDS = ("torch", "triton")
 ENV_VAR = "ICML25_KERNEL_BACKEND"
-_forced: contextvars.ContextVar[str | None] = contextvars.ContextVar("icml25_kernel_backend", default=None)
+_forced: str | None = None  # set by use_backend; a plain global that torch.compile can guard on
+_TRITON_IMPORTABLE = importlib.util.find_spec("triton") is not None
 
 
 def triton_interpret() -> bool:
@@ -29,9 +32,8 @@ def triton_interpret() -> bool:
     return os.environ.get("TRITON_INTERPRET", "0") == "1"
 
 
-@functools.lru_cache(maxsize=1)
 def _triton_importable() -> bool:
-    return importlib.util.find_spec("triton") is not None
+    return _TRITON_IMPORTABLE
 
 
 def triton_available(device_type: str | None = None) -> bool:
@@ -51,21 +53,25 @@ def _cuda_available() -> bool:
 
 @contextlib.contextmanager
 def use_backend(backend: str | None) -> Iterator[None]:
-    """Force every kernel call inside the block onto ``backend`` ("torch", "triton", or None = auto)."""
+    """Force every kernel call inside the block onto ``backend`` ("torch", "triton", or None = auto).
+
+    Process-wide (a module-level flag, restored on exit, nestable); a compiled function that was
+    traced under another setting recompiles.
+    """
+    global _forced
     if backend is not None and backend not in BACKENDS:
         raise ValueError(f"backend must be one of {BACKENDS} or None, got {backend!r}")
-    token = _forced.set(backend)
+    previous, _forced = _forced, backend
     try:
         yield
     finally:
-        _forced.reset(token)
+        _forced = previous
 
 
 def selected_backend() -> str | None:
     """The forced backend (context manager first, then the environment variable), or None for auto."""
-    forced = _forced.get()
-    if forced is not None:
-        return forced
+    if _forced is not None:
+        return _forced
     env = os.environ.get(ENV_VAR, "").strip().lower() or None
     if env is not None and env not in BACKENDS:
         raise ValueError(f"{ENV_VAR} must be one of {BACKENDS}, got {env!r}")
