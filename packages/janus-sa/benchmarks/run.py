@@ -30,11 +30,13 @@ def janus_single_client(n: int, dim: int, mode: str = "exact"):
     a0, a1 = dep.s0.announcement_, dep.s1.announcement_
     agg0, agg1 = dep.s0.aggregate(), dep.s1.aggregate()
     seals = {"seal0": dep.s0.seal(), "seal1": dep.s1.seal()} if mode == "sketch" else {}
+    key = dep.clients[ids[0]].key  # redo the work of a participant (its id is in the final list)
     update = np.random.default_rng(1).standard_normal(dim)
     sizes = {}
 
     def work():
-        c = JanusClient(config=dep.config, s0=dep.keys0.public, s1=dep.keys1.public, session=dep.session)
+        c = JanusClient(config=dep.config, s0=dep.keys0.public, s1=dep.keys1.public, session=dep.session,
+                        signing_key=key, roster=dep.roster)
         c.begin_round(a0, a1)
         up = c.upload(update)
         sent = len(up.to_s0) + len(up.to_s1)

@@ -9,18 +9,24 @@ import pytest
 
 from janus_sa import (
     AggregationServer,
+    ConfigError,
+    ExcludedError,
     InProcessDeployment,
     JanusClient,
     JanusConfig,
     MaskServer,
+    NotEnrolledError,
+    ReplayError,
+    Roster,
     ServerKeys,
     TooFewParticipantsError,
+    enroll,
     model_digest,
 )
 from janus_sa.errors import ProtocolError
 from janus_sa.net import Remote, ServerNode, make_server, start_server
 from janus_sa.simulation import random_updates
-from janus_sa.wire import MsgType, encode
+from janus_sa.wire import MsgType, decode, encode
 
 DIM = 16
 
@@ -33,9 +39,11 @@ def _new(n=5, **kw):
 
 def _swap(dep, role, cls):
     if role == 0:
-        dep.s0 = cls(config=dep.config, keys=dep.keys0, session=dep.session, peer=dep.keys1.sign.public)
+        dep.s0 = cls(config=dep.config, keys=dep.keys0, session=dep.session, peer=dep.keys1.sign.public,
+                     roster=dep.roster)
     else:
-        dep.s1 = cls(config=dep.config, keys=dep.keys1, session=dep.session, peer=dep.keys0.sign.public)
+        dep.s1 = cls(config=dep.config, keys=dep.keys1, session=dep.session, peer=dep.keys0.sign.public,
+                     roster=dep.roster)
 
 
 def _shrinking(base):
@@ -119,9 +127,12 @@ def test_shrink_against_the_real_s1_service():
     try:
         s0 = AggregationServer(config=cfg, keys=k0, session=session, peer=k1.sign.public)
         r1 = Remote(f"127.0.0.1:{port}", max_bytes=2**20)
+        clients = [JanusClient(config=cfg, s0=k0.public, s1=k1.public, session=session) for _ in range(5)]
+        roster = enroll([c.id for c in clients], version=1, s0=s0, s1=node.server)
+        for c in clients:
+            c.set_roster(roster)
         ann0 = s0.announce(1, model_digest(b""))
         ann1 = r1.call("Open", ann0)
-        clients = [JanusClient(config=cfg, s0=k0.public, s1=k1.public, session=session) for _ in range(5)]
         for i, c in enumerate(clients):
             c.begin_round(ann0, ann1)
             up = c.upload(np.random.default_rng(i).uniform(-1, 1, DIM))
@@ -134,3 +145,159 @@ def test_shrink_against_the_real_s1_service():
         r1.close()
     finally:
         grpc_server.stop(0)
+
+
+def _with_member(roster, key):
+    """A roster object that claims ``key`` is enrolled but carries the servers' signatures of the real one."""
+    return Roster(version=roster.version, members=tuple(sorted((*roster.members, key))), signed0=roster.signed0,
+                  signed1=roster.signed1)
+
+
+# --- client authentication ------------------------------------------------------------------------
+def test_unenrolled_keys_are_refused_and_the_sybil_hijack_fails():
+    """net_sybil.py in process: an outsider precomputes uploads with self-made keys for the predictable
+    round and model digest; both servers refuse them, and the honest clients' round completes."""
+    dep, ids, ups = _new(3)
+    sybils = [JanusClient(config=dep.config, s0=dep.keys0.public, s1=dep.keys1.public, session=dep.session)
+              for _ in range(5)]
+    a0, a1 = dep.s0.announce(1, model_digest(b"")), dep.s1.announce(1, model_digest(b""))
+    for sy in sybils:  # the outsider copies the roster and forces its way past its own client-side check
+        sy.set_roster(dep.roster)
+        sy.begin_round(a0, a1)
+        sy.roster_ = _with_member(dep.roster, sy.id)
+        up = sy.upload(np.full(DIM, 8.0))
+        with pytest.raises(NotEnrolledError):
+            dep.s0.receive(up.to_s0)
+        with pytest.raises(NotEnrolledError):
+            dep.s1.receive(up.to_s1)
+    with pytest.raises(NotEnrolledError):  # the honest client API refuses an unenrolled key up front
+        fresh = JanusClient(config=dep.config, s0=dep.keys0.public, s1=dep.keys1.public, session=dep.session,
+                            roster=dep.roster)
+        fresh.begin_round(a0, a1)
+        fresh.upload(np.zeros(DIM))
+    for cid in ids:
+        c = dep.clients[cid]
+        c.begin_round(a0, a1)
+        up = c.upload(ups[cid])
+        dep.s0.receive(up.to_s0)
+        dep.s1.receive(up.to_s1)
+    dep.s0.agree(dep.s1.participants())
+    dep.s1.agree(dep.s0.participants())
+    res = dep.clients[ids[0]].finish_round(dep.s0.aggregate(), dep.s1.aggregate())
+    q = dep.config.quantizer
+    assert res.n_participants == 3 and res.included
+    np.testing.assert_array_equal(res.sum_codes, sum(q.quantize(ups[c]).astype(np.int64) for c in ids))
+
+
+def test_duplicate_keys_second_uploads_and_revoked_keys_are_refused():
+    dep, ids, ups = _new(4)
+    first_roster = dep.roster
+    with pytest.raises(ConfigError, match="duplicate key"):
+        dep.s0.sign_roster([ids[0], ids[1], ids[0]], version=dep.roster.version + 1)
+    with pytest.raises(ConfigError, match="signing key"):
+        dep.s1.sign_roster([*ids, dep.keys0.sign.public], version=dep.roster.version + 1)
+    with pytest.raises(ConfigError, match="not above"):
+        dep.s0.sign_roster(ids, version=dep.roster.version)
+    a0, a1 = dep.s0.announce(1, bytes(32)), dep.s1.announce(1, bytes(32))
+    c = dep.clients[ids[0]]
+    c.begin_round(a0, a1)
+    first = c.upload(ups[ids[0]])
+    dep.s0.receive(first.to_s0)
+    dep.s1.receive(first.to_s1)
+    with pytest.raises(ProtocolError, match="already uploaded"):
+        c.upload(ups[ids[0]])  # the client API allows one upload per round
+    again = JanusClient(config=dep.config, s0=dep.keys0.public, s1=dep.keys1.public, session=dep.session,
+                        signing_key=c.key, roster=dep.roster)  # a second, freshly masked upload, same key
+    again.begin_round(a0, a1)
+    second = again.upload(np.full(DIM, 5.0))
+    with pytest.raises(ReplayError, match="second upload"):
+        dep.s0.receive(second.to_s0)
+    with pytest.raises(ReplayError, match="second upload"):
+        dep.s1.receive(second.to_s1)
+    # revocation: a later roster version without ids[3]; its next-round upload is refused by both servers
+    dep_key = dep.clients[ids[3]].key
+    dep.remove_clients([ids[3]])
+    revoked = JanusClient(config=dep.config, s0=dep.keys0.public, s1=dep.keys1.public, session=dep.session,
+                          signing_key=dep_key, roster=dep.roster)
+    b0, b1 = dep.s0.announce(2, bytes(32)), dep.s1.announce(2, bytes(32))
+    assert decode(b0, max_bytes=4096).body["roster_digest"] == dep.roster.digest != \
+        decode(a0, max_bytes=4096).body["roster_digest"]
+    revoked.begin_round(b0, b1)
+    revoked.roster_ = _with_member(dep.roster, revoked.id)
+    up = revoked.upload(np.zeros(DIM))
+    for server, msg in ((dep.s0, up.to_s0), (dep.s1, up.to_s1)):
+        with pytest.raises(NotEnrolledError):
+            server.receive(msg)
+    with pytest.raises(ReplayError, match="older"):  # servers and clients never go back to an old version
+        dep.s0.install_roster(first_roster)
+    with pytest.raises(ReplayError, match="older"):
+        dep.clients[ids[0]].set_roster(first_roster)
+
+
+# --- inclusion ----------------------------------------------------------------------------------
+def test_censored_client_gets_excluded_error_with_both_signed_lists():
+    """attacks_integrity.py [3]: S0 silently forgets one client's upload (claims non-receipt)."""
+
+    class Censor(AggregationServer):
+        target = None
+
+        def receive(self, data):
+            super().receive(data)
+            self.uploads_.pop(Censor.target, None)
+
+    dep, ids, ups = _new(5)
+    _swap(dep, 0, Censor)
+    Censor.target = ids[0]
+    report = dep.run_round(ups)
+    err = report.errors[ids[0]]
+    assert isinstance(err, ExcludedError) and set(report.errors) == {ids[0]}
+    for raw, key, mtype in ((err.aggregate0, dep.keys0, MsgType.AGGREGATE0), (err.aggregate1, dep.keys1,
+                                                                              MsgType.AGGREGATE1)):
+        m = decode(raw, max_bytes=10**6, expect=(mtype,)).verify(expected_sender=key.sign.public)
+        assert ids[0] not in m.body["ids"] and len(m.body["ids"]) == 4  # signed evidence of the exclusion
+    assert all(r.included and r.n_participants == 4 for r in report.results.values())
+
+
+# --- keys -------------------------------------------------------------------------------------------
+def test_keygen_per_party_exports_only_public_bundles(tmp_path):
+    """Each party generates its own key in its own folder; only public bundles leave it."""
+    import json
+    import stat
+
+    from janus_sa.deploy import main as deploy_main
+
+    for role in ("s0", "s1"):
+        assert deploy_main(["keygen", "--role", role, "--out", str(tmp_path / role)]) == 0
+    assert deploy_main(["keygen", "--role", "client", "--out", str(tmp_path / "c")]) == 0
+    for role, folder in (("s0", "s0"), ("s1", "s1"), ("client", "c")):
+        key = tmp_path / folder / f"{role}.key"
+        assert stat.S_IMODE(key.stat().st_mode) == 0o600
+        assert sorted(p.name for p in (tmp_path / folder).iterdir()) == [f"{role}.key", f"{role}.pub.json"]
+        pub = (tmp_path / folder / f"{role}.pub.json").read_text()
+        assert key.read_bytes().hex() not in pub and key.read_bytes()[:32].hex() not in pub
+    s0_pub = json.loads((tmp_path / "s0" / "s0.pub.json").read_text())
+    assert set(s0_pub) == {"role", "sign", "kem"}
+    with pytest.raises(SystemExit, match="refusing to overwrite"):
+        deploy_main(["keygen", "--role", "s0", "--out", str(tmp_path / "s0")])
+    with pytest.raises(SystemExit, match="same key"):
+        (tmp_path / "s1copy.json").write_text(json.dumps({**s0_pub, "role": "s1"}))
+        deploy_main(["bundle", "--s0", str(tmp_path / "s0" / "s0.pub.json"), "--s1", str(tmp_path / "s1copy.json"),
+                     "--dim", "4", "--out", str(tmp_path / "dep.json")])
+    dep = str(tmp_path / "dep.json")
+    assert deploy_main(["bundle", "--s0", str(tmp_path / "s0" / "s0.pub.json"), "--s1",
+                        str(tmp_path / "s1" / "s1.pub.json"), "--dim", "4", "--out", dep]) == 0
+    roster = str(tmp_path / "roster.json")
+    pubs = [str(tmp_path / "c" / "client.pub.json")] * 2
+    with pytest.raises(ConfigError, match="duplicate key"):
+        deploy_main(["enroll", "--role", "s0", "--key", str(tmp_path / "s0" / "s0.key"), "--deployment", dep,
+                     "--clients", *pubs, "--version", "1", "--roster", roster])
+    assert deploy_main(["enroll", "--role", "s0", "--key", str(tmp_path / "s0" / "s0.key"), "--deployment", dep,
+                        "--clients", pubs[0], "--version", "1", "--roster", roster]) == 0
+    from janus_sa.deploy import load_roster
+
+    with pytest.raises(SystemExit, match="not signed by s1"):
+        load_roster(roster, json.loads((tmp_path / "dep.json").read_text()))
+    assert deploy_main(["enroll", "--role", "s1", "--key", str(tmp_path / "s1" / "s1.key"), "--deployment", dep,
+                        "--clients", pubs[0], "--version", "1", "--roster", roster]) == 0
+    r = load_roster(roster, json.loads((tmp_path / "dep.json").read_text()))
+    assert r.version == 1 and r.members == (bytes.fromhex(json.loads(open(pubs[0]).read())["sign"]),)

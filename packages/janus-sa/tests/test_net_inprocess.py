@@ -11,9 +11,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from janus_sa import JanusClient, JanusConfig, ServerKeys
-from janus_sa.errors import ServerUnavailableError, SignatureError
-from janus_sa.net import NetworkClient, Remote, ServerNode, TLSConfig, make_server, start_server
+from janus_sa import JanusClient, JanusConfig, ServerKeys, SigningKey, enroll
+from janus_sa.errors import NotEnrolledError, ServerUnavailableError, SignatureError
+from janus_sa.net import NetworkClient, Remote, ServerNode, TLSConfig, make_server, read_request, start_server
+from janus_sa.wire import MsgType, encode
 
 
 def _self_signed():
@@ -42,11 +43,14 @@ def test_tls_round_over_loopback(mode):
     s0 = ServerNode(make_server("s0", config=cfg, keys=k0, session=session, peer_sign=k1.sign.public),
                     peer=Remote(f"127.0.0.1:{p1}", max_bytes=2**20, tls=tls))
     g0, p0 = start_server(s0, "127.0.0.1:0", tls=tls)
+    jcs = [JanusClient(config=cfg, s0=k0.public, s1=k1.public, session=session) for _ in range(4)]
+    roster = enroll([c.id for c in jcs], version=1, s0=s0.server, s1=s1.server)
+    for c in jcs:
+        c.set_roster(roster)
     coord = threading.Thread(target=s0.coordinate, kwargs=dict(rounds=1, expect=3, round_timeout=30, gap=0))
     try:
         coord.start()
-        clients = [NetworkClient(JanusClient(config=cfg, s0=k0.public, s1=k1.public, session=session),
-                                 s0=f"127.0.0.1:{p0}", s1=f"127.0.0.1:{p1}", tls=tls) for _ in range(3)]
+        clients = [NetworkClient(c, s0=f"127.0.0.1:{p0}", s1=f"127.0.0.1:{p1}", tls=tls) for c in jcs[:3]]
         ups = [np.random.default_rng(i).uniform(-1, 1, 40) for i in range(3)]
         for c in clients:
             assert c.wait_for_round(0, timeout=20) == 1
@@ -66,12 +70,19 @@ def test_tls_round_over_loopback(mode):
         with pytest.raises(ServerUnavailableError):
             plain.call("Announcement")
         # protocol errors cross the wire as the same exception class
-        late = NetworkClient(JanusClient(config=cfg, s0=k0.public, s1=k1.public, session=session),
-                             s0=f"127.0.0.1:{p0}", s1=f"127.0.0.1:{p1}", tls=tls)
+        late = NetworkClient(jcs[3], s0=f"127.0.0.1:{p0}", s1=f"127.0.0.1:{p1}", tls=tls)
         late.client.begin_round(late.s0.call("Announcement"), late.s1.call("Announcement"))
         forged = late.client.upload(ups[0]).to_s0[:-64] + bytes(64)
         with pytest.raises(SignatureError):
             clients[0].s0.call("Submit", forged)
+        # read RPCs answer only enrolled clients and the peer server
+        outsider = SigningKey()
+        for method in ("Aggregate", "Count"):
+            with pytest.raises(NotEnrolledError):
+                clients[0].s1.call(method, read_request(method, session, 1, outsider))
+        assert clients[0].s1.call("Aggregate", read_request("Aggregate", session, 1, jcs[0].key))
+        with pytest.raises(SignatureError):  # Agree answers only S0
+            clients[0].s1.call("Agree", encode(MsgType.PARTICIPANTS, session, 1, {"ids": []}, outsider))
     finally:
         coord.join(30)
         g0.stop(0)

@@ -19,6 +19,7 @@ import sys
 import numpy as np
 
 from janus_sa.deploy import client_update
+from janus_sa.deploy import main as deploy_main
 from janus_sa.quantize import Quantizer
 
 N, DIM = 20, 16
@@ -40,21 +41,39 @@ def _spawn(args, log, env):
     return subprocess.Popen(PY + args, stdout=subprocess.PIPE, stderr=open(log, "w"), text=True, env=env)
 
 
+def _provision(tmp_path):
+    """Each party's keys in its own folder, the public bundle, and the roster both servers sign (the CLI)."""
+    for role in ("s0", "s1"):
+        assert deploy_main(["keygen", "--role", role, "--out", str(tmp_path / role)]) == 0
+    for i in range(N):
+        assert deploy_main(["keygen", "--role", "client", "--name", f"c{i}", "--out", str(tmp_path / "c")]) == 0
+    dep, roster = str(tmp_path / "deployment.json"), str(tmp_path / "roster.json")
+    assert deploy_main(["bundle", "--s0", str(tmp_path / "s0" / "s0.pub.json"), "--s1",
+                        str(tmp_path / "s1" / "s1.pub.json"), "--dim", str(DIM), "--out", dep]) == 0
+    pubs = [str(tmp_path / "c" / f"c{i}.pub.json") for i in range(N)]
+    for role in ("s0", "s1"):
+        assert deploy_main(["enroll", "--role", role, "--key", str(tmp_path / role / f"{role}.key"), "--deployment",
+                            dep, "--clients", *pubs, "--version", "1", "--roster", roster]) == 0
+    return dep, roster
+
+
 def test_twenty_client_processes_with_client_and_s1_crashes(tmp_path):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    subprocess.run(PY + ["keygen", "--out", str(tmp_path / "dep"), "--dim", str(DIM)], check=True, env=env)
+    dep, roster = _provision(tmp_path)
     p0, p1 = _free_ports(2)
     a0, a1 = f"127.0.0.1:{p0}", f"127.0.0.1:{p1}"
-    s1_args = ["serve", "--role", "s1", "--deployment", str(tmp_path / "dep"), "--port", str(p1), "--peer", a0,
-               "--state-dir", str(tmp_path / "st1")]
+    s1_args = ["serve", "--role", "s1", "--deployment", dep, "--key", str(tmp_path / "s1" / "s1.key"),
+               "--roster", roster, "--port", str(p1), "--peer", a0, "--state-dir", str(tmp_path / "st1")]
     s1 = _spawn(s1_args + ["--die-at-round", "4", "--die-after-uploads", "5"], tmp_path / "s1.log", env)
-    s0 = _spawn(["serve", "--role", "s0", "--deployment", str(tmp_path / "dep"), "--port", str(p0), "--peer", a1,
+    s0 = _spawn(["serve", "--role", "s0", "--deployment", dep, "--key", str(tmp_path / "s0" / "s0.key"),
+                 "--roster", roster, "--port", str(p0), "--peer", a1,
                  "--state-dir", str(tmp_path / "st0"), "--rounds", "5", "--expect", str(N), "--round-timeout", "150",
                  "--settle", "3", "--gap", "0.2", "--linger", "3"], tmp_path / "s0.log", env)
     clients = []
     for i in range(N):
         extra = ["--kill-after-s0-upload", "2"] if i == 0 else []
-        clients.append(_spawn(["client", "--deployment", str(tmp_path / "dep" / "deployment.json"), "--s0", a0,
+        clients.append(_spawn(["client", "--deployment", dep, "--key", str(tmp_path / "c" / f"c{i}.key"),
+                               "--roster", roster, "--s0", a0,
                                "--s1", a1, "--rounds", "9", "--last-round", "5", "--index", str(i), "--timeout", "200"] + extra,
                               tmp_path / f"c{i}.log", env))
     restarted = None

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from janus_sa import ConfigError, InProcessDeployment, JanusConfig, Quantizer
-from janus_sa.errors import IncompleteRoundError, ProtocolError
+from janus_sa.errors import ExcludedError, IncompleteRoundError, ProtocolError
 from janus_sa.simulation import random_updates
 
 
@@ -12,9 +12,12 @@ def _check(dep, report, ups, included):
     q = dep.config.quantizer
     exact = sum(q.quantize(ups[c]).astype(np.int64) for c in included)
     clipped = sum(np.clip(ups[c], -q.clipping_range, q.clipping_range) for c in included)
-    assert not report.errors
-    assert len(report.results) == len(dep.clients)
-    for res in report.results.values():
+    dropped = set(ups) - set(included)  # uploaded to S0 only: told so, with both signed lists
+    assert set(report.errors) == dropped
+    assert all(isinstance(e, ExcludedError) and e.aggregate0 and e.aggregate1 for e in report.errors.values())
+    assert len(report.results) == len(dep.clients) - len(dropped)
+    for cid, res in report.results.items():
+        assert res.included == (cid in included)
         assert res.n_participants == len(included)
         np.testing.assert_array_equal(res.sum_codes, exact)  # exact integer aggregate
         assert np.max(np.abs(res.sum - clipped)) <= res.error_bound

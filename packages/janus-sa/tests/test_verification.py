@@ -32,9 +32,11 @@ def _all_rejected(report, error):
 def _swap(dep, role, cls):
     """Replace S0 or S1 by a cheating subclass with the same keys and session."""
     if role == 0:
-        dep.s0 = cls(config=dep.config, keys=dep.keys0, session=dep.session, peer=dep.keys1.sign.public)
+        dep.s0 = cls(config=dep.config, keys=dep.keys0, session=dep.session, peer=dep.keys1.sign.public,
+                     roster=dep.roster)
     else:
-        dep.s1 = cls(config=dep.config, keys=dep.keys1, session=dep.session, peer=dep.keys0.sign.public)
+        dep.s1 = cls(config=dep.config, keys=dep.keys1, session=dep.session, peer=dep.keys0.sign.public,
+                     roster=dep.roster)
 
 
 class S0PlusOne(AggregationServer):
@@ -188,7 +190,8 @@ def test_model_inconsistency_attack_is_caught(small):
     good = model_digest(np.ones(8))
     a0, a1 = dep.s0.announce(1, good), dep.s1.announce(1, good)
     crafted = encode(MsgType.ANNOUNCE, dep.session, 1, {"model_digest": model_digest(np.zeros(8)),
-                                                        "config_digest": dep.config.digest}, dep.keys0.sign)
+                                                        "config_digest": dep.config.digest,
+                                                        "roster_digest": dep.roster.digest}, dep.keys0.sign)
     with pytest.raises(ModelInconsistencyError):
         dep.clients[ids[0]].begin_round(crafted, a1)
     dep.clients[ids[1]].begin_round(a0, a1)  # consistent announcements are accepted

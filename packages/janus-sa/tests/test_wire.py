@@ -34,7 +34,7 @@ def _setup():
 
 
 DEP, CLIENT, UP, A0, A1 = _setup()
-SAMPLES = [UP.to_s0, UP.to_s1, A0, A1, DEP.s0.participants()]
+SAMPLES = [UP.to_s0, UP.to_s1, A0, A1, encode(MsgType.PARTICIPANTS, DEP.session, 1, {"ids": [CLIENT.id]}, DEP.keys1.sign)]
 
 
 def _repack(data, index, value):
@@ -86,7 +86,7 @@ def test_named_errors_for_each_defect():
 
 def test_scalar_above_group_order_is_rejected():
     agg = {"participants_digest": bytes(32), "n": 1, "model_digest": bytes(32), "value": np.zeros(8, np.uint32),
-           "commitment": rbcl.crypto_core_ristretto255_random(), "randomness": bytes(32)}
+           "commitment": rbcl.crypto_core_ristretto255_random(), "randomness": bytes(32), "ids": []}
     raw = encode(MsgType.AGGREGATE0, DEP.session, 1, agg, SigningKey())
     env = msgpack.unpackb(raw, raw=False)
     env[6][5] = GROUP_ORDER.to_bytes(32, "little")

@@ -11,17 +11,29 @@ from janus_sa.crypto import ServerKeys, ServerPublicKeys, SigningKey, model_dige
 from janus_sa.errors import (
     AggregateMismatchError,
     ConfigError,
+    ExcludedError,
     JanusError,
     ModelInconsistencyError,
+    NotEnrolledError,
     ParticipantSetMismatchError,
     ReplayError,
+    RoundClosedError,
     SignatureError,
     TooFewParticipantsError,
     VerificationError,
     WireFormatError,
     WrongRoundError,
 )
-from janus_sa.protocol import AggregationServer, JanusClient, JanusConfig, MaskServer, RoundResult, Upload
+from janus_sa.protocol import (
+    AggregationServer,
+    JanusClient,
+    JanusConfig,
+    MaskServer,
+    Roster,
+    RoundResult,
+    Upload,
+    enroll,
+)
 from janus_sa.quantize import Quantizer
 from janus_sa.simulation import InProcessDeployment, RoundReport
 
@@ -34,15 +46,19 @@ __all__ = [
     "AggregateMismatchError",
     "AggregationServer",
     "ConfigError",
+    "ExcludedError",
     "InProcessDeployment",
     "JanusClient",
     "JanusConfig",
     "JanusError",
     "MaskServer",
     "ModelInconsistencyError",
+    "NotEnrolledError",
     "ParticipantSetMismatchError",
     "Quantizer",
     "ReplayError",
+    "Roster",
+    "RoundClosedError",
     "RoundReport",
     "RoundResult",
     "ServerKeys",
@@ -55,5 +71,6 @@ __all__ = [
     "WireFormatError",
     "WrongRoundError",
     "__version__",
+    "enroll",
     "model_digest",
 ]

@@ -1,4 +1,4 @@
-"""`python -m janus_sa demo|reproduce` and the deployment commands `keygen|serve|client`.
+"""`python -m janus_sa demo|reproduce` and the deployment commands `keygen|bundle|enroll|serve|client`.
 
 The experiments are imported inside the commands, so that a base install can show ``--help`` and name
 the ``fl`` extra (scikit-learn) that ``demo`` and ``reproduce`` need.
@@ -14,7 +14,9 @@ PAPER = ("Pu, Gu, Lin & Huang (ICML 2025). Janus: Dual-Server Multi-Round Secure
          "Verifiability for Federated Learning.")
 
 DEPLOY_COMMANDS = {
-    "keygen": "create the two servers' keys and the public deployment file",
+    "keygen": "create one party's keys (--role s0|s1|client) and export its public bundle",
+    "bundle": "assemble the public deployment file from both servers' bundles",
+    "enroll": "sign the roster of client keys as S0 or S1",
     "serve": "run aggregation server S0 or S1 (--role) over gRPC",
     "client": "send this client's masked updates to both servers, round by round",
 }
@@ -47,8 +49,8 @@ def main(argv: list[str] | None = None) -> int:
     Parameters
     ----------
     argv : list of str, optional
-        Arguments (default ``sys.argv[1:]``): ``demo``, ``reproduce``, ``keygen``, ``serve`` or
-        ``client`` with their options.
+        Arguments (default ``sys.argv[1:]``): ``demo``, ``reproduce``, ``keygen``, ``bundle``,
+        ``enroll``, ``serve`` or ``client`` with their options.
 
     Returns
     -------

@@ -1,4 +1,4 @@
-"""Command-line deployment: ``keygen``, ``serve --role s0|s1`` and ``client`` (see README)."""
+"""Command-line deployment: ``keygen``, ``bundle``, ``enroll``, ``serve --role s0|s1`` and ``client`` (see README)."""
 
 from __future__ import annotations
 
@@ -14,13 +14,13 @@ from pathlib import Path
 
 import numpy as np
 
-from janus_sa.crypto import ServerKeys, ServerPublicKeys
+from janus_sa.crypto import ServerKeys, ServerPublicKeys, SigningKey
 from janus_sa.errors import JanusError
 from janus_sa.net import NetworkClient, Remote, ServerNode, TLSConfig, make_server, start_server
-from janus_sa.protocol import JanusClient, JanusConfig
+from janus_sa.protocol import JanusClient, JanusConfig, Roster
 from janus_sa.quantize import Quantizer
 
-COMMANDS = ("keygen", "serve", "client")
+COMMANDS = ("keygen", "bundle", "enroll", "serve", "client")
 
 
 def _config(d: dict) -> JanusConfig:
@@ -30,28 +30,99 @@ def _config(d: dict) -> JanusConfig:
                        min_participants=d.get("min_participants"), n_expected=d.get("n_expected")).validate()
 
 
+def write_private_key(path: str | os.PathLike, raw: bytes) -> None:
+    """Create ``path`` with mode 0600 from the start (``os.open``) and write ``raw``; never overwrites."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        raise SystemExit(f"{path} exists; refusing to overwrite a key (move it away first)") from None
+    try:
+        os.write(fd, raw)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 def keygen(args: argparse.Namespace) -> int:
-    """Write ``s0.key``, ``s1.key`` (private, mode 0600) and ``deployment.json`` (public) to ``--out``."""
+    """Create one party's keys on its own machine: ``<name>.key`` (0600) and the public ``<name>.pub.json``."""
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    keys = {"s0": ServerKeys(), "s1": ServerKeys()}
-    for role, k in keys.items():
-        path = out / f"{role}.key"
-        path.write_bytes(k.to_bytes())
-        os.chmod(path, 0o600)
+    name = args.name or args.role
+    if args.role == "client":
+        key = SigningKey()
+        raw, pub = key.to_bytes(), {"role": "client", "sign": key.public.hex()}
+    else:
+        keys = ServerKeys()
+        raw, pub = keys.to_bytes(), {"role": args.role, "sign": keys.public.sign.hex(), "kem": keys.public.kem.hex()}
+    write_private_key(out / f"{name}.key", raw)
+    (out / f"{name}.pub.json").write_text(json.dumps(pub, indent=2))
+    return 0
+
+
+def bundle(args: argparse.Namespace) -> int:
+    """Assemble the public deployment file from the two servers' public bundles and the configuration."""
+    pubs = {}
+    for role in ("s0", "s1"):
+        pub = json.loads(Path(getattr(args, role)).read_text())
+        if pub.get("role") != role:
+            raise SystemExit(f"--{role} names a bundle of role {pub.get('role')!r}")
+        pubs[role] = {"sign": pub["sign"], "kem": pub["kem"]}
+    if pubs["s0"]["sign"] == pubs["s1"]["sign"]:
+        raise SystemExit("S0 and S1 bundles hold the same key: each server must generate its own")
     cfg = {"dim": args.dim, "mode": args.mode, "sketch_k": args.sketch_k, "clipping_range": args.clipping_range,
            "quantization_range": args.quantization_range, "modulus_range": args.modulus_range,
            "min_participants": args.min_participants, "n_expected": args.n_expected}
     _config(cfg)
-    pub = {"session": os.urandom(16).hex(), "config": cfg,
-           **{role: {"sign": k.public.sign.hex(), "kem": k.public.kem.hex()} for role, k in keys.items()}}
-    (out / "deployment.json").write_text(json.dumps(pub, indent=2))
+    dep = {"session": args.session or os.urandom(16).hex(), "config": cfg, **pubs}
+    Path(args.out).write_text(json.dumps(dep, indent=2))
     return 0
 
 
 def _load(path: str) -> tuple[dict, JanusConfig, bytes]:
     dep = json.loads(Path(path).read_text())
     return dep, _config(dep["config"]), bytes.fromhex(dep["session"])
+
+
+def _public_keys(dep: dict) -> dict[str, ServerPublicKeys]:
+    return {r: ServerPublicKeys(sign=bytes.fromhex(dep[r]["sign"]), kem=bytes.fromhex(dep[r]["kem"]))
+            for r in ("s0", "s1")}
+
+
+def load_roster(path: str | os.PathLike, dep: dict) -> Roster:
+    """The roster file written by ``enroll``, checked against both servers' keys in the deployment file."""
+    data = json.loads(Path(path).read_text())
+    if not data.get("s0") or not data.get("s1"):
+        missing = [r for r in ("s0", "s1") if not data.get(r)]
+        raise SystemExit(f"{path}: roster version {data.get('version')} is not signed by {', '.join(missing)} yet")
+    pk = _public_keys(dep)
+    return Roster.from_signed(bytes.fromhex(data["s0"]), bytes.fromhex(data["s1"]), s0=pk["s0"].sign,
+                              s1=pk["s1"].sign, session=bytes.fromhex(dep["session"]))
+
+
+def enroll_cmd(args: argparse.Namespace) -> int:
+    """Sign the roster (all ``--clients`` public bundles, version ``--version``) as S0 or S1 into ``--roster``."""
+    dep, config, session = _load(args.deployment)
+    keys = ServerKeys.from_bytes(Path(args.key).read_bytes())
+    if keys.public.sign.hex() != dep[args.role]["sign"]:
+        raise SystemExit(f"{args.key} is not the {args.role} key of this deployment")
+    members = []
+    for f in args.clients:
+        pub = json.loads(Path(f).read_text())
+        if pub.get("role") != "client":
+            raise SystemExit(f"{f} is not a client bundle")
+        members.append(bytes.fromhex(pub["sign"]))
+    other = "s1" if args.role == "s0" else "s0"
+    server = make_server(args.role, config=config, keys=keys, session=session,
+                         peer_sign=bytes.fromhex(dep[other]["sign"]))
+    signed = server.sign_roster(members, version=args.version)
+    path = Path(args.roster)
+    ids = sorted(m.hex() for m in members)
+    data = json.loads(path.read_text()) if path.exists() else {}
+    if data.get("version") != args.version or data.get("members") != ids:
+        data = {"version": args.version, "members": ids, "s0": "", "s1": ""}  # a new roster: old signatures go
+    data[args.role] = signed.hex()
+    path.write_text(json.dumps(data, indent=2))
+    return 0
 
 
 def _tls(args: argparse.Namespace) -> TLSConfig | None:
@@ -63,11 +134,14 @@ def _tls(args: argparse.Namespace) -> TLSConfig | None:
 
 def serve(args: argparse.Namespace) -> int:
     """Run S0 (which also coordinates ``--rounds`` rounds) or S1 until killed."""
-    dep, config, session = _load(Path(args.deployment) / "deployment.json")
-    keys = ServerKeys.from_bytes((Path(args.deployment) / f"{args.role}.key").read_bytes())
+    dep, config, session = _load(args.deployment)
+    keys = ServerKeys.from_bytes(Path(args.key).read_bytes())
+    if keys.public.sign.hex() != dep[args.role]["sign"]:
+        raise SystemExit(f"{args.key} is not the {args.role} key of this deployment")
     other = "s1" if args.role == "s0" else "s0"
     server = make_server(args.role, config=config, keys=keys, session=session,
-                         peer_sign=bytes.fromhex(dep[other]["sign"]), state_dir=args.state_dir)
+                         peer_sign=bytes.fromhex(dep[other]["sign"]), state_dir=args.state_dir,
+                         roster=load_roster(args.roster, dep))
     tls = _tls(args)
     peer = Remote(args.peer, max_bytes=config.max_message_bytes * 2 + 2**20, tls=tls) if args.peer else None
     node = ServerNode(server, peer=peer)
@@ -112,9 +186,9 @@ def client_update(index: int, rnd: int, dim: int) -> np.ndarray:
 def client(args: argparse.Namespace) -> int:
     """Take part in ``--rounds`` rounds; print one JSON line per round (verified sum or the error)."""
     dep, config, session = _load(args.deployment)
-    pk = {r: ServerPublicKeys(sign=bytes.fromhex(dep[r]["sign"]), kem=bytes.fromhex(dep[r]["kem"]))
-          for r in ("s0", "s1")}
-    jc = JanusClient(config=config, s0=pk["s0"], s1=pk["s1"], session=session)
+    pk = _public_keys(dep)
+    jc = JanusClient(config=config, s0=pk["s0"], s1=pk["s1"], session=session,
+                     signing_key=SigningKey.from_bytes(Path(args.key).read_bytes()), roster=load_roster(args.roster, dep))
     net = NetworkClient(jc, s0=args.s0, s1=args.s1, tls=_tls(args))
     last = args.after_round
     for _ in range(args.rounds):
@@ -142,19 +216,33 @@ def client(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of the ``keygen``, ``serve`` and ``client`` commands."""
+    """The argument parser of the ``keygen``, ``bundle``, ``enroll``, ``serve`` and ``client`` commands."""
     p = argparse.ArgumentParser(prog="python -m janus_sa", description=__doc__)
     sub = p.add_subparsers(dest="command", required=True)
-    k = sub.add_parser("keygen", help="create server keys and the public deployment file")
-    k.add_argument("--out", required=True)
-    k.add_argument("--dim", type=int, required=True)
-    k.add_argument("--mode", default="exact", choices=["exact", "sketch"])
-    k.add_argument("--sketch-k", type=int, default=32)
-    k.add_argument("--clipping-range", type=float, default=8.0)
-    k.add_argument("--quantization-range", type=int, default=1 << 22)
-    k.add_argument("--modulus-range", type=int, default=1 << 32)
-    k.add_argument("--min-participants", type=int, help="smallest participant set accepted (default max(3, n/2))")
-    k.add_argument("--n-expected", type=int, help="clients a round expects (sets the min-participants default)")
+    k = sub.add_parser("keygen", help="create one party's keys: <name>.key (0600) and <name>.pub.json")
+    k.add_argument("--role", required=True, choices=["s0", "s1", "client"])
+    k.add_argument("--out", required=True, help="directory on this party's own machine")
+    k.add_argument("--name", help="file stem (default: the role)")
+    b = sub.add_parser("bundle", help="assemble deployment.json from the servers' public bundles and the config")
+    b.add_argument("--s0", required=True, help="s0.pub.json")
+    b.add_argument("--s1", required=True, help="s1.pub.json")
+    b.add_argument("--out", required=True)
+    b.add_argument("--session", help="hex session id (default: random)")
+    b.add_argument("--dim", type=int, required=True)
+    b.add_argument("--mode", default="exact", choices=["exact", "sketch"])
+    b.add_argument("--sketch-k", type=int, default=32)
+    b.add_argument("--clipping-range", type=float, default=8.0)
+    b.add_argument("--quantization-range", type=int, default=1 << 22)
+    b.add_argument("--modulus-range", type=int, default=1 << 32)
+    b.add_argument("--min-participants", type=int, help="smallest participant set accepted (default max(3, n/2))")
+    b.add_argument("--n-expected", type=int, help="clients a round expects (sets the min-participants default)")
+    e = sub.add_parser("enroll", help="sign the client roster as S0 or S1 (each server runs it once per version)")
+    e.add_argument("--role", required=True, choices=["s0", "s1"])
+    e.add_argument("--key", required=True, help="this server's private key file")
+    e.add_argument("--deployment", required=True, help="deployment.json written by bundle")
+    e.add_argument("--clients", nargs="+", required=True, help="every enrolled client's .pub.json")
+    e.add_argument("--version", type=int, required=True, help="roster version (revoke a key with a higher one)")
+    e.add_argument("--roster", required=True, help="roster.json to create or countersign")
     for name in ("serve", "client"):
         s = sub.add_parser(name)
         s.add_argument("--tls-cert")
@@ -163,7 +251,9 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--timeout", type=float, default=60.0)
     s = sub.choices["serve"]
     s.add_argument("--role", required=True, choices=["s0", "s1"])
-    s.add_argument("--deployment", required=True, help="directory written by keygen")
+    s.add_argument("--deployment", required=True, help="deployment.json written by bundle")
+    s.add_argument("--key", required=True, help="this server's private key file")
+    s.add_argument("--roster", required=True, help="roster.json signed by both servers")
     s.add_argument("--host", default="127.0.0.1")
     s.add_argument("--port", type=int, default=0)
     s.add_argument("--peer", help="host:port of S1 (for S0)")
@@ -179,7 +269,9 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--die-at-round", type=int, help=argparse.SUPPRESS)
     s.add_argument("--die-after-uploads", type=int, default=1, help=argparse.SUPPRESS)
     c = sub.choices["client"]
-    c.add_argument("--deployment", required=True, help="deployment.json written by keygen")
+    c.add_argument("--deployment", required=True, help="deployment.json written by bundle")
+    c.add_argument("--key", required=True, help="this client's private key file")
+    c.add_argument("--roster", required=True, help="roster.json signed by both servers")
     c.add_argument("--s0", required=True)
     c.add_argument("--s1", required=True)
     c.add_argument("--rounds", type=int, default=1)
@@ -191,7 +283,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str]) -> int:
-    """Run a deployment command (``keygen``, ``serve`` or ``client``) and return its exit code."""
+    """Run a deployment command (``keygen``, ``bundle``, ``enroll``, ``serve`` or ``client``); returns its exit code."""
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     args = build_parser().parse_args(argv)
-    return {"keygen": keygen, "serve": serve, "client": client}[args.command](args)
+    commands = {"keygen": keygen, "bundle": bundle, "enroll": enroll_cmd, "serve": serve, "client": client}
+    return commands[args.command](args)

@@ -41,6 +41,10 @@ class SignatureError(JanusError):
     """A signature is missing, malformed, or does not verify under the expected key."""
 
 
+class NotEnrolledError(SignatureError):
+    """The sender's key is not in the roster both servers signed (or the caller may not read this)."""
+
+
 class ReplayError(JanusError):
     """A message from a past round, or a second copy of an accepted message."""
 
@@ -55,6 +59,10 @@ class WrongSessionError(JanusError):
 
 class ProtocolError(JanusError):
     """A message arrived in a state where it is not allowed, or a round cannot proceed."""
+
+
+class RoundClosedError(ProtocolError):
+    """An upload arrived after the server closed the round's participant list."""
 
 
 class IncompleteRoundError(ProtocolError):
@@ -84,6 +92,18 @@ class ParticipantSetMismatchError(VerificationError):
 
 class AggregateMismatchError(VerificationError):
     """The unmasked aggregate does not open the aggregated commitments (a server cheated)."""
+
+
+class ExcludedError(VerificationError):
+    """The client uploaded in the round but the servers' final participant list leaves it out.
+
+    ``aggregate0`` and ``aggregate1`` are the two servers' signed aggregates, each naming the final
+    list: evidence of the exclusion that anyone holding the servers' public keys can check.
+    """
+
+    def __init__(self, message: str, *, aggregate0: bytes = b"", aggregate1: bytes = b"") -> None:
+        super().__init__(message)
+        self.aggregate0, self.aggregate1 = aggregate0, aggregate1
 
 
 class SealMismatchError(VerificationError):

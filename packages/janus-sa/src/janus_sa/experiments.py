@@ -119,7 +119,8 @@ def demo(ctx: RunContext) -> None:
     dim = fl.weights.size
     dep = InProcessDeployment(config=JanusConfig(dim=dim))
     ids = dep.add_clients(n)
-    dep.s0 = _PlusOneS0(config=dep.config, keys=dep.keys0, session=dep.session, peer=dep.keys1.sign.public)
+    dep.s0 = _PlusOneS0(config=dep.config, keys=dep.keys0, session=dep.session, peer=dep.keys1.sign.public,
+                        roster=dep.roster)
     report = dep.run_round(random_updates(dim, ids, random_state=cheat_stream), model=fl.weights)
     errs = sorted({type(e).__name__ for e in report.errors.values()})
     rows.append(["cheat", n, "-", "-", "-", f"S0 added 1 to coordinate 0: {len(report.errors)}/{n} clients "

@@ -21,7 +21,7 @@ import grpc
 import numpy as np
 
 from janus_sa import errors
-from janus_sa.crypto import model_digest
+from janus_sa.crypto import SigningKey, model_digest
 from janus_sa.errors import (
     JanusError,
     NetworkError,
@@ -31,11 +31,13 @@ from janus_sa.errors import (
     ServerUnavailableError,
 )
 from janus_sa.protocol import AggregationServer, JanusClient, MaskServer, RoundResult, _Server
-from janus_sa.wire import MsgType, decode
+from janus_sa.wire import MsgType, decode, encode
 
 log = logging.getLogger(__name__)
 SERVICE = "janus.v1.Janus"
 METHODS = ("Announcement", "Submit", "Seal", "Aggregate", "Open", "Agree", "Count")
+#: read RPCs that answer only enrolled clients or the peer server (the request is a signed REQUEST)
+READ_METHODS = {"Aggregate": 1, "Seal": 2, "Count": 3}
 _CODES = {NotReadyError: grpc.StatusCode.FAILED_PRECONDITION, RoundFailedError: grpc.StatusCode.ABORTED}
 
 
@@ -52,14 +54,9 @@ def _options(max_bytes: int) -> list[tuple[str, int]]:
     return [("grpc.max_receive_message_length", max_bytes), ("grpc.max_send_message_length", max_bytes)]
 
 
-def _round_bytes(rnd: int) -> bytes:
-    return rnd.to_bytes(8, "little")
-
-
-def _round_from(req: bytes) -> int:
-    if len(req) != 8:
-        raise errors.MalformedMessageError("round request must be 8 bytes")
-    return int.from_bytes(req, "little")
+def read_request(method: str, session: bytes, rnd: int, key: SigningKey) -> bytes:
+    """The signed REQUEST for read RPC ``method`` of round ``rnd`` (by a client or the peer server)."""
+    return encode(MsgType.REQUEST, session, rnd, {"method": READ_METHODS[method]}, key)
 
 
 class Remote:
@@ -119,8 +116,20 @@ class ServerNode:
             self._maybe_finish()
         return b""
 
+    def _authorize(self, req: bytes, method: str) -> int:
+        """Check a signed REQUEST from an enrolled client or the peer server; returns its round."""
+        msg = decode(req, max_bytes=1024, session=self.server.session, expect=(MsgType.REQUEST,))
+        msg.verify()
+        if msg.body["method"] != READ_METHODS[method]:
+            raise errors.MalformedMessageError(f"request is for another method than {method}")
+        roster = self.server.roster_
+        if msg.sender != self.server.peer and (roster is None or msg.sender not in roster):
+            raise errors.NotEnrolledError(f"{method} answers only enrolled clients and the peer server")
+        return msg.round
+
     def Count(self, req: bytes) -> bytes:
-        """RPC: the number of uploads accepted in the current round."""
+        """RPC (peer only): the number of uploads accepted in the current round."""
+        self._authorize(req, "Count")
         return len(self.server.uploads_).to_bytes(8, "little")
 
     def _lookup(self, rnd: int, what: str) -> bytes:
@@ -133,11 +142,11 @@ class ServerNode:
 
     def Seal(self, req: bytes) -> bytes:
         """RPC: the signed seal of the requested round (sketch mode)."""
-        return self._lookup(_round_from(req), "seal")
+        return self._lookup(self._authorize(req, "Seal"), "seal")
 
     def Aggregate(self, req: bytes) -> bytes:
         """RPC: the signed aggregate of the requested round."""
-        return self._lookup(_round_from(req), "aggregate")
+        return self._lookup(self._authorize(req, "Aggregate"), "aggregate")
 
     def Open(self, req: bytes) -> bytes:
         """S1: open the round S0 announced (the request is S0's signed ANNOUNCE)."""
@@ -149,9 +158,17 @@ class ServerNode:
             return self.server.announcement_
 
     def Agree(self, req: bytes) -> bytes:
-        """S1: fix the participant set with S0's signed list; returns S1's own signed list."""
+        """S1: close the round, fix the participant set with S0's signed list; returns S1's own signed list.
+
+        Only S0 gets an answer: the request must be its signed PARTICIPANTS of the current round.
+        """
+        msg = decode(req, max_bytes=64 * 2**20, max_dim=2**21, session=self.server.session,
+                     expect=(MsgType.PARTICIPANTS,))
+        msg.verify(expected_sender=self.server.peer)
         with self.lock:
-            own = self.server.participants()
+            if msg.round != self.server.round_:
+                raise errors.WrongRoundError(f"Agree names round {msg.round}; the current round is {self.server.round_}")
+            own = self.server.participants()  # closes the round: later uploads get RoundClosedError
             if self.server.participants_ is None:
                 self.server.agree(req)
             self._maybe_finish()
@@ -214,7 +231,8 @@ class ServerNode:
         deadline = time.monotonic() + round_timeout
         last1, since = -1, time.monotonic()
         while time.monotonic() < deadline and not stop.is_set():
-            c0, c1 = len(self.server.uploads_), int.from_bytes(self.peer.call("Count"), "little")
+            count = read_request("Count", self.server.session, rnd, self.server.keys.sign)
+            c0, c1 = len(self.server.uploads_), int.from_bytes(self.peer.call("Count", count), "little")
             if c1 != last1:
                 last1, since = c1, time.monotonic()
             # S0 holds everyone expected; S1 either too, or it has stopped growing (a client died in between)
@@ -222,7 +240,7 @@ class ServerNode:
                 break
             stop.wait(0.05)
         with self.lock:
-            own = self.server.participants()
+            own = self.server.participants()  # closes the round atomically under the lock
         theirs = self.peer.call("Agree", own)
         with self.lock:
             agreed = len(self.server.agree(theirs))
@@ -293,6 +311,9 @@ class NetworkClient:
                     raise
                 time.sleep(self.poll)
 
+    def _request(self, method: str, rnd: int) -> bytes:
+        return read_request(method, self.client.session, rnd, self.client.key)
+
     def wait_for_round(self, after: int, timeout: float) -> int:
         """Block until both servers announce a round later than ``after``; begin it and return its number."""
         deadline = time.monotonic() + timeout
@@ -323,15 +344,16 @@ class NetworkClient:
             self.s0.call("Submit", up.to_s0)
             self.s1.call("Submit", up.to_s1)
         seals: dict[str, bytes] = {}
+        seal_req, agg_req = self._request("Seal", rnd), self._request("Aggregate", rnd)
         if self.client.config.mode == "sketch":
-            seals = {"seal0": self._wait(lambda: self.s0.call("Seal", _round_bytes(rnd)), deadline),
-                     "seal1": self._wait(lambda: self.s1.call("Seal", _round_bytes(rnd)), deadline)}
+            seals = {"seal0": self._wait(lambda: self.s0.call("Seal", seal_req), deadline),
+                     "seal1": self._wait(lambda: self.s1.call("Seal", seal_req), deadline)}
             if update is not None:
                 up = self.client.sketch_commit(seals["seal0"], seals["seal1"])
                 self.s0.call("Submit", up.to_s0)
                 self.s1.call("Submit", up.to_s1)
-        agg0 = self._wait(lambda: self.s0.call("Aggregate", _round_bytes(rnd)), deadline)
-        agg1 = self._wait(lambda: self.s1.call("Aggregate", _round_bytes(rnd)), deadline)
+        agg0 = self._wait(lambda: self.s0.call("Aggregate", agg_req), deadline)
+        agg1 = self._wait(lambda: self.s1.call("Aggregate", agg_req), deadline)
         return self.client.finish_round(agg0, agg1, **seals)
 
     def close(self) -> None:
@@ -340,9 +362,10 @@ class NetworkClient:
         self.s1.close()
 
 
-def make_server(role: str, *, config, keys, session: bytes, peer_sign: bytes, state_dir=None) -> _Server:
+def make_server(role: str, *, config, keys, session: bytes, peer_sign: bytes, state_dir=None,
+                roster=None) -> _Server:
     """S0 (``role="s0"``) or S1 (``"s1"``) protocol object."""
     if role not in ("s0", "s1"):
         raise errors.ConfigError(f"role must be 's0' or 's1', got {role!r}")
     cls = AggregationServer if role == "s0" else MaskServer
-    return cls(config=config, keys=keys, session=session, peer=peer_sign, state_dir=state_dir)
+    return cls(config=config, keys=keys, session=session, peer=peer_sign, state_dir=state_dir, roster=roster)

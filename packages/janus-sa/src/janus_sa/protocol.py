@@ -40,12 +40,15 @@ from janus_sa.crypto import H, ServerKeys, ServerPublicKeys, SigningKey, point_a
 from janus_sa.errors import (
     AggregateMismatchError,
     ConfigError,
+    ExcludedError,
     IncompleteRoundError,
     MalformedMessageError,
     ModelInconsistencyError,
+    NotEnrolledError,
     ParticipantSetMismatchError,
     ProtocolError,
     ReplayError,
+    RoundClosedError,
     SealMismatchError,
     SignatureError,
     TooFewParticipantsError,
@@ -159,6 +162,18 @@ def project(values: np.ndarray, challenge: bytes, k: int) -> np.ndarray:
     return out
 
 
+def _atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
+    """Write ``data`` to ``path`` through a temporary file created with ``mode``, then rename (fsync'd)."""
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    try:
+        os.write(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
 def participants_digest(ids) -> bytes:
     """SHA-256 over the sorted, length-prefixed client ids of a participant set."""
     return sha256(b"janus/participants", *sorted(ids))
@@ -189,13 +204,111 @@ class Upload:
     to_s1: bytes
 
 
+ROSTER_MAX_BYTES = 64 * 2**20
+
+
+@dataclass(frozen=True)
+class Roster:
+    """The enrolled clients: a versioned, sorted list of Ed25519 keys signed by both servers.
+
+    Build one with :func:`enroll` (in process) or from the two servers' signed ROSTER messages with
+    :meth:`from_signed`; a key is revoked by signing a later version without it.
+
+    Parameters
+    ----------
+    version : int
+        Roster version (>= 1); servers and clients only move to a higher version.
+    members : tuple of bytes
+        Sorted, unique 32-byte client keys.
+    signed0, signed1 : bytes
+        The ROSTER messages signed by S0 and S1.
+    """
+
+    version: int
+    members: tuple[bytes, ...]
+    signed0: bytes
+    signed1: bytes
+    member_set: frozenset = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "member_set", frozenset(self.members))
+
+    @property
+    def digest(self) -> bytes:
+        """SHA-256 over the version and the members (carried by every ANNOUNCE)."""
+        return roster_digest(self.version, self.members)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self.member_set
+
+    @classmethod
+    def from_signed(cls, signed0: bytes, signed1: bytes, *, s0: bytes, s1: bytes, session: bytes) -> Roster:
+        """Check both servers' signatures (``s0``, ``s1``: their Ed25519 keys) and that they sign the same list."""
+        msgs = []
+        for data, key, name in ((signed0, s0, "S0"), (signed1, s1, "S1")):
+            m = decode(data, max_bytes=ROSTER_MAX_BYTES, max_dim=2**21, session=session, expect=(MsgType.ROSTER,))
+            try:
+                m.verify(expected_sender=key)
+            except SignatureError as err:
+                raise SignatureError(f"roster is not signed by {name}") from err
+            msgs.append(m)
+        b0, b1 = msgs[0].body, msgs[1].body
+        if (b0["version"], b0["ids"]) != (b1["version"], b1["ids"]):
+            raise SignatureError("S0 and S1 signed different rosters (version or members differ)")
+        return cls(version=b0["version"], members=tuple(b0["ids"]), signed0=bytes(signed0), signed1=bytes(signed1))
+
+    def to_bytes(self) -> bytes:
+        """The two signed messages, msgpack-encoded (what a roster file holds)."""
+        return msgpack.packb([self.signed0, self.signed1], use_bin_type=True)
+
+    @classmethod
+    def from_bytes(cls, raw: bytes, *, s0: bytes, s1: bytes, session: bytes) -> Roster:
+        """Inverse of :meth:`to_bytes`, with the checks of :meth:`from_signed`."""
+        try:
+            signed0, signed1 = msgpack.unpackb(raw, raw=False)
+        except Exception as err:  # noqa: BLE001 - any decoding failure is a malformed file
+            raise MalformedMessageError(f"roster file is not two msgpack byte strings: {err}") from err
+        return cls.from_signed(signed0, signed1, s0=s0, s1=s1, session=session)
+
+
+def roster_digest(version: int, members) -> bytes:
+    """SHA-256 over a roster version and its sorted members."""
+    return sha256(b"janus/roster", version.to_bytes(8, "little"), *sorted(members))
+
+
+def enroll(members, *, version: int, s0: _Server, s1: _Server) -> Roster:
+    """Enrol client keys in process: both servers sign the roster and install it.
+
+    Parameters
+    ----------
+    members : iterable of bytes
+        The 32-byte Ed25519 public keys of every enrolled client (the whole roster, not a delta).
+    version : int
+        Roster version, higher than the servers' current one.
+    s0, s1 : AggregationServer, MaskServer
+        The two servers.
+
+    Returns
+    -------
+    Roster
+        The roster both servers now enforce.
+    """
+    members = list(members)
+    roster = Roster.from_signed(s0.sign_roster(members, version=version), s1.sign_roster(members, version=version),
+                                s0=s0.keys.sign.public, s1=s1.keys.sign.public, session=s0.session)
+    s0.install_roster(roster)
+    s1.install_roster(roster)
+    return roster
+
+
 @dataclass(frozen=True)
 class RoundResult:
     """A verified aggregate.
 
     ``sum_codes`` (l,) int64 is the exact integer sum of the participants' codes; ``sum`` and ``mean``
     (l,) float64 are its dequantisation (error per coordinate at most ``error_bound``);
-    ``min_participants`` is the threshold ``t`` the round was checked against (``n_participants >= t``).
+    ``min_participants`` is the threshold ``t`` the round was checked against (``n_participants >= t``);
+    ``included`` says whether this client's upload is in the final participant list both servers signed.
     """
 
     round: int
@@ -206,6 +319,7 @@ class RoundResult:
     mean: np.ndarray
     error_bound: float
     min_participants: int
+    included: bool
 
 
 class JanusClient:
@@ -221,10 +335,12 @@ class JanusClient:
         16-byte deployment id bound into every signature.
     signing_key : SigningKey, optional
         The client's Ed25519 identity (generated when omitted); its public key is the client id.
+    roster : Roster, optional
+        The roster both servers signed (see :func:`enroll`); required before :meth:`begin_round`.
     """
 
     def __init__(self, *, config: JanusConfig, s0: ServerPublicKeys, s1: ServerPublicKeys, session: bytes,
-                 signing_key: SigningKey | None = None) -> None:
+                 signing_key: SigningKey | None = None, roster: Roster | None = None) -> None:
         self.config = config.validate()
         if not isinstance(session, bytes) or len(session) != SESSION_BYTES:
             raise ConfigError(f"session must be {SESSION_BYTES} bytes")
@@ -232,16 +348,29 @@ class JanusClient:
         self.key = signing_key or SigningKey()
         self.round_: int | None = None
         self.model_digest_: bytes | None = None
+        self.roster_: Roster | None = None
         self._secrets: dict | None = None
         self._seals: tuple[Message, Message] | None = None
+        self._sketched = False
+        if roster is not None:
+            self.set_roster(roster)
 
     @property
     def id(self) -> bytes:
         """The client's id: its 32-byte Ed25519 public key."""
         return self.key.public
 
+    def set_roster(self, roster: Roster) -> None:
+        """Adopt a roster after checking both servers' signatures on it (versions only move forward)."""
+        checked = Roster.from_signed(roster.signed0, roster.signed1, s0=self.s0.sign, s1=self.s1.sign,
+                                     session=self.session)
+        if self.roster_ is not None and checked.version < self.roster_.version:
+            raise ReplayError(f"roster version {checked.version} is older than the current {self.roster_.version}")
+        self.roster_ = checked
+
     def _decode(self, data: bytes, mtype: MsgType, server: bytes) -> Message:
-        msg = decode(data, max_bytes=self.config.max_message_bytes, max_dim=self.config.dim,
+        extra = 34 * len(self.roster_.members) + 64 if self.roster_ is not None else 0
+        msg = decode(data, max_bytes=self.config.max_message_bytes + extra, max_dim=self.config.dim,
                      session=self.session, expect=(mtype,))
         msg.verify(expected_sender=server)
         return msg
@@ -259,8 +388,15 @@ class JanusClient:
         for a in (a0, a1):
             if a.body["config_digest"] != self.config.digest:
                 raise ProtocolError("a server announces a configuration different from this client's")
+        if self.roster_ is None:
+            raise ProtocolError("this client has no roster (call set_roster with the roster both servers signed)")
+        if a0.body["roster_digest"] != a1.body["roster_digest"]:
+            raise ProtocolError("S0 and S1 announce different rosters")
+        if a0.body["roster_digest"] != self.roster_.digest:
+            raise ProtocolError(f"the servers announce a roster other than this client's version "
+                                f"{self.roster_.version} (fetch the current roster)")
         self.round_, self.model_digest_ = a0.round, a0.body["model_digest"]
-        self._secrets, self._seals = None, None
+        self._secrets, self._seals, self._sketched = None, None, False
         return self.round_
 
     def upload(self, update: np.ndarray) -> Upload:
@@ -269,6 +405,8 @@ class JanusClient:
             raise ProtocolError("call begin_round before upload")
         if self._secrets is not None:
             raise ProtocolError(f"this client already uploaded in round {self.round_}")
+        if self.id not in self.roster_:
+            raise NotEnrolledError("this client's key is not in the roster; ask both servers to enrol it")
         cfg = self.config
         update = np.asarray(update, dtype=np.float64)
         if update.shape != (cfg.dim,):
@@ -310,6 +448,10 @@ class JanusClient:
             raise ProtocolError("sketch_commit is only used in sketch mode")
         if self._secrets is None:
             raise ProtocolError("call upload before sketch_commit")
+        if self._sketched:
+            raise ProtocolError("sketch_commit was already called in the current round; a second commitment "
+                                "with the same randomness would reveal the difference of two projections")
+        self._sketched = True
         m0, m1, ch = self._read_seals(seal0, seal1)
         sec = self._secrets
         m = crypto.commit_message(project(sec["codes"], ch, self.config.sketch_k), self.config.value_bits)
@@ -338,12 +480,20 @@ class JanusClient:
                     f"{'S0' if a is a0 else 'S1'} aggregated for a model other than the one announced")
             if a.body["value"].shape != (cfg.dim,):
                 raise MalformedMessageError(f"aggregate has {a.body['value'].size} coordinates, expected {cfg.dim}")
-        pd, n = a0.body["participants_digest"], a0.body["n"]
-        if (pd, n) != (a1.body["participants_digest"], a1.body["n"]):
+        pd, n, ids = a0.body["participants_digest"], a0.body["n"], a0.body["ids"]
+        if (pd, n, ids) != (a1.body["participants_digest"], a1.body["n"], a1.body["ids"]):
             raise ParticipantSetMismatchError("S0 and S1 aggregated over different client sets")
+        if participants_digest(ids) != pd or len(ids) != n:
+            raise ParticipantSetMismatchError("the aggregates' participant list does not match their digest and n")
+        if not self.roster_.member_set.issuperset(ids):
+            raise ParticipantSetMismatchError("the participant list names a key outside the roster")
         if n < cfg.threshold:
             raise TooFewParticipantsError(f"the servers aggregated {n} clients; this deployment accepts no fewer "
                                           f"than min_participants={cfg.threshold}")
+        included = self.id in ids
+        if self._secrets is not None and not included:
+            raise ExcludedError("this client uploaded but both servers' final participant list leaves it out",
+                                aggregate0=bytes(aggregate0), aggregate1=bytes(aggregate1))
         cfg.quantizer.check_capacity(n)
         y, k = a0.body["value"], a1.body["value"]
         challenge = None
@@ -367,7 +517,7 @@ class JanusClient:
         total = cfg.quantizer.dequantize_sum(x, n)
         return RoundResult(round=self.round_, n_participants=n, participants_digest=pd, sum_codes=x,
                            sum=total, mean=total / n, error_bound=cfg.quantizer.error_bound(n),
-                           min_participants=cfg.threshold)
+                           min_participants=cfg.threshold, included=included)
 
 
 class _Server(ABC):
@@ -378,17 +528,66 @@ class _Server(ABC):
     aggregate_type: MsgType
 
     def __init__(self, *, config: JanusConfig, keys: ServerKeys, session: bytes, peer: bytes,
-                 state_dir: str | os.PathLike | None = None) -> None:
+                 state_dir: str | os.PathLike | None = None, roster: Roster | None = None) -> None:
         self.config = config.validate()
         if not isinstance(session, bytes) or len(session) != SESSION_BYTES:
             raise ConfigError(f"session must be {SESSION_BYTES} bytes")
         self.keys, self.session, self.peer = keys, session, peer
         self.state_dir = Path(state_dir) if state_dir is not None else None
+        self.roster_: Roster | None = None
         self._reset(None, b"")
         self._replaying = False
         if self.state_dir is not None:
             self.state_dir.mkdir(parents=True, exist_ok=True)
+            if roster is None and (self.state_dir / "roster.bin").exists():
+                roster = Roster.from_bytes((self.state_dir / "roster.bin").read_bytes(), s0=self._s0_key,
+                                           s1=self._s1_key, session=session)
+        if roster is not None:
+            self.install_roster(roster)
+        if self.state_dir is not None:
             self._restore()
+
+    @property
+    def _s0_key(self) -> bytes:
+        return self.keys.sign.public if self.role == 0 else self.peer
+
+    @property
+    def _s1_key(self) -> bytes:
+        return self.keys.sign.public if self.role == 1 else self.peer
+
+    # --- enrolment ------------------------------------------------------------------------------
+    def sign_roster(self, members, *, version: int) -> bytes:
+        """Sign the ROSTER message for ``members`` (the whole list of enrolled client keys) with this server's key.
+
+        Raises :class:`ConfigError` on a duplicate key, a key that is not 32 bytes, a server's own key,
+        or a version not above the installed roster's.
+        """
+        members = list(members)
+        bad = [m for m in members if not isinstance(m, bytes) or len(m) != 32]
+        if bad:
+            raise ConfigError(f"{len(bad)} roster entries are not 32-byte Ed25519 public keys")
+        seen: set[bytes] = set()
+        for m in members:
+            if m in seen:
+                raise ConfigError(f"duplicate key {m.hex()} in the roster: each client enrols one key once")
+            seen.add(m)
+        if seen & {self._s0_key, self._s1_key}:
+            raise ConfigError("a server's signing key cannot be enrolled as a client")
+        if not isinstance(version, int) or version < 1:
+            raise ConfigError(f"roster version must be an int >= 1, got {version!r}")
+        if self.roster_ is not None and version <= self.roster_.version:
+            raise ConfigError(f"roster version {version} is not above the installed version {self.roster_.version}")
+        return encode(MsgType.ROSTER, self.session, 0, {"version": version, "ids": members}, self.keys.sign)
+
+    def install_roster(self, roster: Roster) -> None:
+        """Enforce ``roster`` from the next announced round on (both signatures checked; versions only increase)."""
+        checked = Roster.from_signed(roster.signed0, roster.signed1, s0=self._s0_key, s1=self._s1_key,
+                                     session=self.session)
+        if self.roster_ is not None and checked.version < self.roster_.version:
+            raise ReplayError(f"roster version {checked.version} is older than the installed {self.roster_.version}")
+        self.roster_ = checked
+        if self.state_dir is not None and not self._replaying:
+            _atomic_write(self.state_dir / "roster.bin", checked.to_bytes())
 
     # --- state -------------------------------------------------------------------------------
     def _reset(self, rnd: int | None, model_digest: bytes) -> None:
@@ -396,6 +595,9 @@ class _Server(ABC):
         self.model_digest_ = model_digest
         self.announcement_: bytes | None = None
         self.uploads_: dict[bytes, dict] = {}
+        self.closed_ = False
+        self.members_: frozenset = self.roster_.member_set if self.roster_ is not None else frozenset()
+        self.roster_digest_ = self.roster_.digest if self.roster_ is not None else bytes(32)
         self.participants_: tuple[bytes, ...] | None = None
         self.sketch_commits_: dict[bytes, bytes] = {}
         self._value: np.ndarray | None = None
@@ -404,9 +606,12 @@ class _Server(ABC):
 
     @property
     def phase(self) -> str:
+        """``"idle"``, ``"open"`` (accepting uploads), ``"closed"`` (list fixed, not agreed) or ``"agreed"``."""
         if self.round_ is None:
             return "idle"
-        return "open" if self.participants_ is None else "agreed"
+        if self.participants_ is not None:
+            return "agreed"
+        return "closed" if self.closed_ else "open"
 
     def _log_path(self) -> Path:
         assert self.state_dir is not None
@@ -442,6 +647,8 @@ class _Server(ABC):
                     self.receive(args[0])
                 elif kind == "agree":
                     self.agree(args[0])
+                elif kind == "close":
+                    self.close()
         finally:
             self._replaying = False
         log.info("restored round %s with %d uploads from %s", self.round_, len(self.uploads_), path)
@@ -455,10 +662,13 @@ class _Server(ABC):
             raise ReplayError(f"round {rnd} is not after the current round {self.round_}")
         if not isinstance(model_digest, bytes) or len(model_digest) != 32:
             raise ConfigError("model_digest must be 32 bytes (see janus_sa.model_digest)")
+        if self.roster_ is None:
+            raise ProtocolError("no roster installed: enrol the clients first (janus_sa.enroll or the enroll command)")
         self._reset(rnd, model_digest)
         self._persist(["announce", rnd, model_digest])
         self.announcement_ = encode(MsgType.ANNOUNCE, self.session, rnd,
-                                    {"model_digest": model_digest, "config_digest": self.config.digest},
+                                    {"model_digest": model_digest, "config_digest": self.config.digest,
+                                     "roster_digest": self.roster_digest_},
                                     self.keys.sign)
         return self.announcement_
 
@@ -469,6 +679,8 @@ class _Server(ABC):
         _check_round(msg, self.round_)
         msg.verify()
         cid = msg.sender
+        if cid not in self.members_:
+            raise NotEnrolledError("the sender's key is not in the roster of the current round")
         if msg.type == MsgType.SKETCH_COMMIT:
             if self.config.mode != "sketch":
                 raise ProtocolError("sketch commitments are not used in exact mode")
@@ -480,8 +692,8 @@ class _Server(ABC):
         else:
             if cid in self.uploads_:
                 raise ReplayError("second upload from the same client in the current round")
-            if self.participants_ is not None:
-                raise ProtocolError("uploads are closed for the current round")
+            if self.closed_:
+                raise RoundClosedError("uploads are closed for the current round (the participant list is fixed)")
             if msg.body["model_digest"] != self.model_digest_:
                 raise ModelInconsistencyError("upload is for a model other than the one announced")
             has_c = bool(msg.body["commitment"])
@@ -491,10 +703,17 @@ class _Server(ABC):
             self.uploads_[cid] = self._accept_upload(msg)
         self._persist(["msg", bytes(data)])
 
-    def participants(self) -> bytes:
-        """Signed PARTICIPANTS message listing every client whose upload this server accepted."""
+    def close(self) -> None:
+        """Stop accepting uploads for the current round (later ones get :class:`RoundClosedError`)."""
         if self.round_ is None:
             raise ProtocolError("no round is open")
+        if not self.closed_:
+            self.closed_ = True
+            self._persist(["close"])
+
+    def participants(self) -> bytes:
+        """Close the round and return the signed PARTICIPANTS message of every upload this server accepted."""
+        self.close()
         return encode(MsgType.PARTICIPANTS, self.session, self.round_, {"ids": list(self.uploads_)}, self.keys.sign)
 
     def agree(self, peer_participants: bytes) -> tuple[bytes, ...]:
@@ -508,6 +727,7 @@ class _Server(ABC):
             raise SignatureError("participant set is not signed by the peer server") from err
         if self.participants_ is not None:
             raise ProtocolError("the participant set of the current round is already fixed")
+        self.close()
         agreed = tuple(sorted(set(self.uploads_) & set(msg.body["ids"])))
         if len(agreed) < self.config.threshold:
             raise TooFewParticipantsError(
@@ -546,7 +766,7 @@ class _Server(ABC):
         return encode(self.aggregate_type, self.session, self.round_,
                       {"participants_digest": participants_digest(agreed), "n": len(agreed),
                        "model_digest": self.model_digest_, "value": self._value, "commitment": commitment,
-                       "randomness": crypto.scalar_bytes(self._randomness)}, self.keys.sign)
+                       "randomness": crypto.scalar_bytes(self._randomness), "ids": agreed}, self.keys.sign)
 
     def _open_seed(self, msg: Message) -> bytes:
         return self.keys.kem.open_seed(msg.body["seed_ct"],

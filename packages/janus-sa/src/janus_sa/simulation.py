@@ -19,7 +19,7 @@ from icml25_shared.random import UNSET, RandomStateLike, check_random_state
 from janus_sa._seeding import resolve_random_state
 from janus_sa.crypto import ServerKeys, model_digest
 from janus_sa.errors import ConfigError, JanusError
-from janus_sa.protocol import AggregationServer, JanusClient, JanusConfig, MaskServer, RoundResult
+from janus_sa.protocol import AggregationServer, JanusClient, JanusConfig, MaskServer, Roster, RoundResult, enroll
 
 
 @dataclass
@@ -67,6 +67,8 @@ class InProcessDeployment:
         The mask server.
     clients : dict of bytes to JanusClient
         The current clients by id.
+    roster : Roster or None
+        The roster both servers signed for the current clients (a new version on every join or leave).
     round : int
         The number of the most recent round.
 
@@ -78,9 +80,9 @@ class InProcessDeployment:
     >>> ids = dep.add_clients(4)
     >>> updates = {cid: np.full(8, 0.25 * (i + 1)) for i, cid in enumerate(ids)}
     >>> report = dep.run_round(updates, drop_before_s1=ids[:1])  # one client crashes mid-upload
-    >>> res = report.results[ids[1]]  # every client verified the same aggregate
-    >>> res.n_participants, len(report.results)
-    (3, 4)
+    >>> res = report.results[ids[1]]  # the three others verified the same aggregate
+    >>> res.n_participants, len(report.results), type(report.errors[ids[0]]).__name__
+    (3, 3, 'ExcludedError')
     >>> bool(np.abs(res.sum - (0.5 + 0.75 + 1.0)).max() <= res.error_bound)
     True
     """
@@ -95,19 +97,28 @@ class InProcessDeployment:
         self.s1 = MaskServer(config=config, keys=self.keys1, session=self.session,
                              peer=self.keys0.sign.public, state_dir=sd("s1"))
         self.clients: dict[bytes, JanusClient] = {}
+        self.roster: Roster | None = self.s0.roster_
         self.round = 0
 
+    def _enroll(self) -> None:
+        version = 1 if self.roster is None else self.roster.version + 1
+        self.roster = enroll(self.clients, version=version, s0=self.s0, s1=self.s1)
+        for c in self.clients.values():
+            c.set_roster(self.roster)
+
     def add_clients(self, n: int) -> list[bytes]:
-        """Create ``n`` new clients; they know only the servers' public keys. Returns their ids."""
+        """Create and enrol ``n`` new clients (a new roster version). Returns their ids."""
         new = [JanusClient(config=self.config, s0=self.keys0.public, s1=self.keys1.public,
                            session=self.session) for _ in range(n)]
         self.clients.update((c.id, c) for c in new)
+        self._enroll()
         return [c.id for c in new]
 
     def remove_clients(self, ids: Iterable[bytes]) -> None:
-        """Forget the clients ``ids`` (dynamic participation: they take no part in later rounds)."""
+        """Forget and revoke the clients ``ids`` (a new roster version without them)."""
         for cid in ids:
             self.clients.pop(cid)
+        self._enroll()
 
     def run_round(self, updates: Mapping[bytes, np.ndarray], *, model: bytes | np.ndarray = b"",
                   drop_before_s1: Iterable[bytes] = (), drop_before_sketch: Iterable[bytes] = (),

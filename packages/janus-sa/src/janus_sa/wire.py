@@ -53,14 +53,16 @@ class MsgType(IntEnum):
     SKETCH_COMMIT = 6   # client -> server (sketch mode): commitment to the projected update
     AGGREGATE0 = 7      # S0 -> client: masked sum Y, aggregated commitment, randomness sum S
     AGGREGATE1 = 8      # S1 -> client: mask sum K, aggregated commitment, randomness sum R
+    ROSTER = 9          # server -> all: the enrolled client keys of one roster version
+    REQUEST = 10        # client/server -> server: signed read request (Aggregate, Seal, Count)
 
 
 # field kinds: ("b", n) bytes of exactly n; "point"; "opt_point" (point or b""); "scalar";
 # "u32vec" little-endian uint32 array; ("int", lo, hi); "ids" sorted unique list of 32-byte ids
 _AGG = [("participants_digest", ("b", 32)), ("n", ("int", 0, 2**32)), ("model_digest", ("b", 32)),
-        ("value", "u32vec"), ("commitment", "point"), ("randomness", "scalar")]
+        ("value", "u32vec"), ("commitment", "point"), ("randomness", "scalar"), ("ids", "ids")]
 SCHEMAS: dict[MsgType, list[tuple[str, Any]]] = {
-    MsgType.ANNOUNCE: [("model_digest", ("b", 32)), ("config_digest", ("b", 32))],
+    MsgType.ANNOUNCE: [("model_digest", ("b", 32)), ("config_digest", ("b", 32)), ("roster_digest", ("b", 32))],
     MsgType.UPLOAD0: [("model_digest", ("b", 32)), ("masked", "u32vec"),
                       ("seed_ct", ("b", SEED_CIPHERTEXT_BYTES)), ("commitment", "opt_point")],
     MsgType.UPLOAD1: [("model_digest", ("b", 32)), ("seed_ct", ("b", SEED_CIPHERTEXT_BYTES)),
@@ -71,6 +73,8 @@ SCHEMAS: dict[MsgType, list[tuple[str, Any]]] = {
     MsgType.SKETCH_COMMIT: [("commitment", "point")],
     MsgType.AGGREGATE0: _AGG,
     MsgType.AGGREGATE1: _AGG,
+    MsgType.ROSTER: [("version", ("int", 1, 2**32)), ("ids", "ids")],
+    MsgType.REQUEST: [("method", ("int", 0, 255))],
 }
 
 
