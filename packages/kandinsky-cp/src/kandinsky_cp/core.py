@@ -232,14 +232,19 @@ class KandinskyCP:
     ----------
     estimator : object
         A scikit-learn style model: ``predict`` for regression scores, ``predict_proba`` and ``classes_``
-        for classification scores.
+        for classification scores; for ``score="cqr"`` a tuple (lower, upper) or (lower, upper, median)
+        of fitted quantile regressors.
     groups : Group, list of Group or callable
         A :class:`kandinsky_cp.groups.Group`, a list of them, or a callable (X, y) -> (n, d) weights.
     score : str, RegressionScore, ClassificationScore or callable, default "absolute"
-        "absolute" (regression), "lac" or "aps" (classification), a score object, or a callable
-        (proba, label_index) -> scores (classification).
-    confidence_level : float, default 0.9
-        1 - alpha, in (0, 1).
+        Regression: "absolute", "normalized" (|y - y_pred| / sigma(x), needs ``scale_estimator``), "cqr"
+        (conformalised quantile regression). Classification: "lac", "aps", "aps_randomized" (the last
+        label kept at random, MAPIE's ``include_last_label="randomized"``), "raps" (k_reg=1,
+        lambda_reg=0.01; others from :func:`kandinsky_cp.scores.raps_score`), "topk". Or a score object,
+        or a callable (proba, label_index) -> scores (classification).
+    confidence_level : float or sequence of float, default 0.9
+        1 - alpha, in (0, 1). With a sequence of L levels the outputs gain a last axis of length L (as
+        in MAPIE).
     prefit : bool, default True
         The estimator is already fitted (else call :meth:`fit` first).
     finite_sample_correction : bool, default True
@@ -257,11 +262,17 @@ class KandinskyCP:
         Source of that noise (one 63-bit key drawn at ``conformalize``; None: fresh entropy).
     exact : bool, default False
         Augmented (Gibbs-style, finite-sample) mode: for every test point and candidate label refit the
-        LP with the test point added; one LP per distinct Phi(x, y).
+        LP with the test point added; one LP per distinct Phi(x, y), each an exact active-set descent
+        warm-started at the calibration fit.
+    scale_estimator : object or callable, optional
+        For ``score="normalized"``: a fitted model whose ``predict(X)`` returns sigma(x) > 0, or a callable
+        X -> sigma (crepes' ``sigmas``; MAPIE's prefit ``ResidualNormalisedScore`` residual model).
+    conformity_score : optional
+        MAPIE's name for ``score`` (an alias; pass one of the two).
 
     Attributes
     ----------
-    beta_ : ndarray of shape (d,) or None
+    beta_ : ndarray of shape (d,) or (d, L), or None
         Group coefficients, thresholds q(x, y) = beta_^T Phi(x, y) (None when ``exact``).
     groups_ : Group
         The groups, fitted on the calibration data.
@@ -273,8 +284,10 @@ class KandinskyCP:
         The estimator's classes (classification).
     calibration_scores_ : ndarray of shape (n,)
         Calibration scores (after tie-breaking noise).
-    fit_result_ : GroupQuantileFit or None
-        The quantile-regression fit (None when ``exact``).
+    fit_result_ : GroupQuantileFit, list of GroupQuantileFit or None
+        The quantile-regression fit, one per level for a sequence (None when ``exact``).
+    tie_noise_ : float
+        Width of the tie-breaking noise (0 when no calibration scores tie).
 
     See Also
     --------
