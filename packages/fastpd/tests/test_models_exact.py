@@ -183,3 +183,29 @@ def _has_shap():
     except ImportError:
         return False
     return True
+
+
+def test_lightgbm_on_a_dataframe_with_category_dtype(h):
+    import lightgbm as lgb
+    import pandas as pd
+
+    x, y, bg, xe = _data(1, cat=True)
+    names = np.array(["ash", "elm", "fir", "oak", "yew", "pine"])
+    cols = [f"f{j}" for j in range(D)]
+
+    def frame(a):
+        df = pd.DataFrame(a, columns=cols)
+        df["f0"] = pd.Categorical(names[a[:, 0].astype(int)], categories=list(names))
+        return df
+
+    model = lgb.LGBMRegressor(n_estimators=6, num_leaves=6, min_child_samples=5, min_data_per_group=5,
+                              cat_smooth=1.0, max_cat_to_onehot=2, n_jobs=1, verbose=-1).fit(frame(x), y)
+    assert model.booster_.pandas_categorical == [list(names)]
+    fp = FastPD(model, frame(bg))
+    xe_f = frame(xe)
+    xe_f.loc[0, "f0"] = np.nan  # missing category
+    codes = xe.copy()
+    codes[0, 0] = np.nan
+    v = h.brute_game(lambda z: model.predict(z, raw_score=True), codes, bg)  # LightGBM reads numpy codes directly
+    np.testing.assert_allclose(fp.shap_values(xe_f), h.brute_shapley(v, D), rtol=0, atol=1e-6)
+    np.testing.assert_allclose(fp.predict(xe_f), model.predict(xe_f, raw_score=True), rtol=0, atol=1e-10)

@@ -54,6 +54,8 @@ class TreeEnsemble:
     missing_value: float | None = None  # a non-NaN value the library treats as missing (XGBoost ``missing``)
     transform: Callable[[Any], Any] | None = None  # raw input -> the trees' feature space (Pipeline, HGB)
     cat_trunc_first: bool = False  # LightGBM: a category is int(x) first, then tested for < 0
+    # LightGBM fitted on a DataFrame: the categories of its category-dtype columns, in column order
+    pandas_categories: list[list[Any]] | None = None
 
 
 SUPPORTED = (
@@ -448,7 +450,8 @@ def _parse_lightgbm(model) -> TreeEnsemble:
     outputs = ["margin"] if k == 1 else [f"class {i}" for i in range(k)]
     return TreeEnsemble(trees=trees, n_features=n_features, n_outputs=k, offset=np.zeros(k), strict=False,
                         float32_inputs=False, nan_routable=True, kind="lightgbm", feature_names=names,
-                        output_names=outputs, input_names=None if auto else names, cat_trunc_first=True)
+                        output_names=outputs, input_names=None if auto else names, cat_trunc_first=True,
+                        pandas_categories=getattr(booster, "pandas_categorical", None) or None)
 
 
 def _lgbm_tree(root: dict, cls: int, k: int, scale: float) -> Tree:

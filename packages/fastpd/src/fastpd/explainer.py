@@ -580,7 +580,7 @@ class FastPD:
             except Exception as err:  # the user's transformers: re-raise as a validation error
                 raise ValueError(f"{what} could not be transformed by the {ens.kind} input steps: {err}") from err
         elif _frame_columns(X) is not None:
-            X = _frame_to_float(X, what)
+            X = _frame_to_float(X, what, ens.pandas_categories)
         try:
             x = np.asarray(X, dtype=np.float64)
         except (TypeError, ValueError) as err:
@@ -668,12 +668,25 @@ def _frame_columns(X: Any) -> list[str] | None:
     return [str(c) for c in cols]
 
 
-def _frame_to_float(X: Any, what: str) -> np.ndarray:
-    """A DataFrame as float64; pandas nullable dtypes' ``pd.NA`` becomes NaN."""
+def _frame_to_float(X: Any, what: str, categories: list[list[Any]] | None = None) -> np.ndarray:
+    """A DataFrame as float64; pandas nullable dtypes' ``pd.NA`` becomes NaN.
+
+    With ``categories`` (LightGBM's ``pandas_categorical``) the category-dtype columns, in order,
+    become their codes in those lists (unknown or missing: NaN), as LightGBM's own predict does.
+    """
     import pandas as pd
 
     if not isinstance(X, pd.DataFrame):
         return np.asarray(X)
+    cat_cols = [c for c, t in X.dtypes.items() if isinstance(t, pd.CategoricalDtype)]
+    if categories is not None and cat_cols:
+        if len(cat_cols) != len(categories):
+            raise ValueError(f"{what} has {len(cat_cols)} category columns but the model was trained with "
+                             f"{len(categories)}")
+        X = X.copy(deep=False)
+        for col, cats in zip(cat_cols, categories, strict=True):
+            codes = pd.Categorical(X[col], categories=cats).codes.astype(np.float64)
+            X[col] = np.where(codes < 0, np.nan, codes)
     bad = [(str(c), str(t)) for c, t in X.dtypes.items()
            if isinstance(t, pd.CategoricalDtype) or not (pd.api.types.is_numeric_dtype(t)
                                                          or pd.api.types.is_bool_dtype(t))]
