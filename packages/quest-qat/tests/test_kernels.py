@@ -4,7 +4,17 @@ import pytest
 import torch
 
 from quest.grids import grid_spec
-from quest.kernels import dequant_epilogue, dequantize_int4, find_scale, int_matmul, quantize_int4, unpack_int4
+from quest.kernels import (
+    GEMM_BLOCKS,
+    dequant_epilogue,
+    dequantize_int4,
+    find_scale,
+    int4_gemm,
+    int4_matmul,
+    int_matmul,
+    quantize_int4,
+    unpack_int4,
+)
 
 
 def rows(m, k, seed, scale=1.0):
@@ -96,4 +106,59 @@ def test_int4_linear_on_triton_equals_torch_backend():
         ref = model(x)
     with torch.no_grad(), use_backend("triton"):
         out = model(x)
+    # the GEMM and its epilogue are bit-identical across backends; Triton's find_scale sums in another order
     assert torch.allclose(out, ref, rtol=1e-5, atol=1e-6 * ref.abs().max().item())
+
+
+def packed_pair(m, n, k, seed):
+    a, w = rows(m, k, seed), rows(n, k, seed + 1)
+    sa, sw = find_scale(a, backend="torch"), find_scale(w, backend="torch")
+    return quantize_int4(a, sa, backend="torch"), sa, quantize_int4(w, sw, backend="torch"), sw
+
+
+def test_int4_gemm_reference_equals_unpacked_gemm_and_epilogue():
+    ca, sa, cw, sw = packed_pair(9, 12, 70, 6)
+    qa, qw = unpack_int4(ca.packed).long(), unpack_int4(cw.packed).long()
+    assert torch.equal(int4_matmul(ca.packed, cw.packed, backend="torch").long(), qa @ qw.T)  # brute force
+    acc = int_matmul(unpack_int4(ca.packed), unpack_int4(cw.packed))
+    fused = int4_gemm(ca, sa, cw, sw, backend="torch")
+    assert torch.equal(fused, dequant_epilogue(acc, ca.row_sum, cw.row_sum, sa, sw, 70, backend="torch"))
+    with pytest.raises(ValueError, match="same number of bytes"):
+        int4_matmul(ca.packed, cw.packed[:, :-1])
+    with pytest.raises(ValueError, match="uint8"):
+        int4_matmul(ca.packed.int(), cw.packed)
+
+
+# M, N, K: a single code pair, non-multiples of the 32 x 32 x 32-byte tiles in every dimension, one exact tile
+GEMM_SHAPES = [(1, 1, 2), (7, 33, 130), (32, 32, 64), (45, 70, 300), (33, 17, 66), (64, 40, 192)]
+
+
+@pytest.mark.triton
+@pytest.mark.parametrize("m,n,k", GEMM_SHAPES)
+def test_triton_int4_gemm_equals_torch_reference_exactly(m, n, k):
+    from icml25_shared.kernels import triton_available
+
+    if not triton_available("cpu"):
+        pytest.skip("set TRITON_INTERPRET=1 (before import) to run Triton on CPU")
+    assert GEMM_BLOCKS == (32, 32, 32)
+    ca, sa, cw, sw = packed_pair(m, n, k, m + n)
+    acc_torch = int4_matmul(ca.packed, cw.packed, backend="torch")
+    acc_triton = int4_matmul(ca.packed, cw.packed, backend="triton")
+    assert acc_triton.dtype == torch.int32 and torch.equal(acc_triton, acc_torch)  # exact integers
+    out_torch = int4_gemm(ca, sa, cw, sw, backend="torch")
+    out_triton = int4_gemm(ca, sa, cw, sw, backend="triton")
+    assert out_triton.dtype == torch.float32 and torch.equal(out_triton, out_torch)  # same float64 epilogue
+
+
+@pytest.mark.triton
+def test_int4_gemm_benchmark_runs_interpreted(tmp_path):
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "int4_gemm.py"
+    spec = importlib.util.spec_from_file_location("int4_gemm_benchmark", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    result = module.main(["--interpret", "--shapes", "5x34x9", "--out", str(tmp_path / "gemm.json")])
+    assert result == {"shapes": [(5, 34, 9)], "bit_exact": True}
+    assert (tmp_path / "gemm.json").exists()

@@ -11,7 +11,7 @@ from torch import nn
 
 from quest.grids import grid_spec
 from quest.hadamard import block_hadamard, check_block
-from quest.kernels import dequant_epilogue, dequantize_int4, find_scale, int_matmul, quantize_int4, unpack_int4
+from quest.kernels import PackedInt4, dequantize_int4, find_scale, int4_gemm, quantize_int4
 from quest.quantizers import METHODS, RMS_GRID_METHODS, exact_grid_values, make_quantizer
 
 __all__ = ["HADAMARD_MODES", "Int4Linear", "QuestConfig", "QuestLinear"]
@@ -209,8 +209,9 @@ class QuestLinear(nn.Linear):
 class Int4Linear(nn.Module):
     """Inference layer with packed INT4 weights (two per byte) and INT4 per-token activations.
 
-    Forward: rotate ``x`` (block Hadamard), per-token step (:func:`~quest.kernels.find_scale`), INT4
-    codes (:func:`~quest.kernels.quantize_int4`), integer GEMM, dequantising epilogue, bias. It equals
+    Forward: rotate ``x`` (block Hadamard, float32), per-token step (:func:`~quest.kernels.find_scale`),
+    INT4 codes (:func:`~quest.kernels.quantize_int4`), packed INT4 GEMM with the dequantising epilogue
+    fused (:func:`~quest.kernels.int4_gemm`), bias in float32, cast to the input dtype. It equals
     the W4A4 fake-quant forward of the :class:`QuestLinear` it came from up to float32 summation order.
     Buffers: ``packed_weight`` uint8 ``(out, in/2)``, ``weight_step`` float32 ``(out,)``,
     ``weight_row_sum`` int32 ``(out,)``, ``bias`` (float or None).
@@ -284,8 +285,7 @@ class Int4Linear(nn.Module):
             rows = block_hadamard(rows, self.block)
         step = find_scale(rows, bits=4)
         codes = quantize_int4(rows, step)
-        acc = int_matmul(unpack_int4(codes.packed), unpack_int4(self.packed_weight))
-        out = dequant_epilogue(acc, codes.row_sum, self.weight_row_sum, step, self.weight_step, self.in_features)
+        out = int4_gemm(codes, step, PackedInt4(self.packed_weight, self.weight_row_sum), self.weight_step)
         if self.bias is not None:
             out = out + self.bias.float()
         return out.reshape(*lead, self.out_features).to(x.dtype)
