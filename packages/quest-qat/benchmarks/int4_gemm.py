@@ -32,6 +32,36 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def bench_shape(report, m: int, k: int, n: int, device: str, repeats: int) -> None:
+    """Add the two rows of one (M, K, N) problem to ``report``."""
+    import torch
+    from icml25_shared.bench import compare
+
+    from quest.kernels import find_scale, int4_gemm, quantize_int4
+
+    g = torch.Generator(device=device).manual_seed(0)
+    x = torch.randn(m, k, device=device, generator=g)
+    w = torch.randn(n, k, device=device, generator=g)
+    sx, sw = find_scale(x, backend="torch"), find_scale(w, backend="torch")
+    cx, cw = quantize_int4(x, sx, backend="torch"), quantize_int4(w, sw, backend="torch")
+    ref = int4_gemm(cx, sx, cw, sw, backend="torch")
+    out = int4_gemm(cx, sx, cw, sw, backend="triton")
+    xb, wb = x.bfloat16(), w.bfloat16()
+    sizes = {"M": m, "K": k, "N": n}
+    exact = {"bit_exact_vs_torch": bool(torch.equal(out, ref))}
+    report.add(compare(lambda: int4_gemm(cx, sx, cw, sw, backend="triton"), lambda: torch.matmul(xb, wb.T),
+                       label="GEMM (packed operands)", ours_name="int4_gemm triton", peer_name="bf16 matmul",
+                       repeats=repeats, sizes=sizes, metrics=exact))
+
+    def whole() -> torch.Tensor:
+        s = find_scale(x, backend="triton")
+        return int4_gemm(quantize_int4(x, s, backend="triton"), s, cw, sw, backend="triton")
+
+    report.add(compare(whole, lambda: torch.matmul(xb, wb.T), label="step + pack + GEMM",
+                       ours_name="int4 path triton", peer_name="bf16 matmul", repeats=repeats, sizes=sizes,
+                       metrics=exact))
+
+
 def main(argv: list[str] | None = None) -> dict:
     """Run the benchmark; return the report as a dict (also written to ``--out``)."""
     args = parse_args(argv)
@@ -40,10 +70,8 @@ def main(argv: list[str] | None = None) -> dict:
             raise SystemExit("--interpret must be decided before triton is imported")
         os.environ["TRITON_INTERPRET"] = "1"
     import torch
-    from icml25_shared.bench import BenchmarkReport, compare
+    from icml25_shared.bench import BenchmarkReport
     from icml25_shared.kernels import triton_available
-
-    from quest.kernels import find_scale, int4_gemm, quantize_int4
 
     if args.interpret:
         device, default, repeats = "cpu", "16x64x24,33x130x17", 1
@@ -55,27 +83,7 @@ def main(argv: list[str] | None = None) -> dict:
     report = BenchmarkReport(f"packed-INT4 GEMM (Triton, fused epilogue) vs bf16 torch.matmul ({device})",
                              packages=["quest-qat", "triton", "torch"])
     for m, k, n in shapes:
-        g = torch.Generator(device=device).manual_seed(0)
-        x = torch.randn(m, k, device=device, generator=g)
-        w = torch.randn(n, k, device=device, generator=g)
-        sx, sw = find_scale(x, backend="torch"), find_scale(w, backend="torch")
-        cx, cw = quantize_int4(x, sx, backend="torch"), quantize_int4(w, sw, backend="torch")
-        ref = int4_gemm(cx, sx, cw, sw, backend="torch")
-        out = int4_gemm(cx, sx, cw, sw, backend="triton")
-        xb, wb = x.bfloat16(), w.bfloat16()
-        sizes = {"M": m, "K": k, "N": n}
-        exact = {"bit_exact_vs_torch": bool(torch.equal(out, ref))}
-        report.add(compare(lambda: int4_gemm(cx, sx, cw, sw, backend="triton"), lambda: torch.matmul(xb, wb.T),
-                           label="GEMM (packed operands)", ours_name="int4_gemm triton", peer_name="bf16 matmul",
-                           repeats=repeats, sizes=sizes, metrics=exact))
-
-        def whole() -> torch.Tensor:
-            s = find_scale(x, backend="triton")
-            return int4_gemm(quantize_int4(x, s, backend="triton"), s, cw, sw, backend="triton")
-
-        report.add(compare(whole, lambda: torch.matmul(xb, wb.T), label="step + pack + GEMM",
-                           ours_name="int4 path triton", peer_name="bf16 matmul", repeats=repeats, sizes=sizes,
-                           metrics=exact))
+        bench_shape(report, m, k, n, device, repeats)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     report.write_json(args.out)
     print(report.to_markdown())
