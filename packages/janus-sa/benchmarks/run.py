@@ -29,7 +29,10 @@ def janus_single_client(n: int, dim: int, mode: str = "exact"):
     assert len(report.results) == n
     a0, a1 = dep.s0.announcement_, dep.s1.announcement_
     agg0, agg1 = dep.s0.aggregate(), dep.s1.aggregate()
-    seals = {"seal0": dep.s0.seal(), "seal1": dep.s1.seal()} if mode == "sketch" else {}
+    seals = {}
+    if mode == "sketch":
+        c0, c1 = dep.s0.seal_commit(), dep.s1.seal_commit()
+        seals = {"seal0": dep.s0.seal(c1), "seal1": dep.s1.seal(c0)}
     key = dep.clients[ids[0]].key  # redo the work of a participant (its id is in the final list)
     update = np.random.default_rng(1).standard_normal(dim)
     sizes = {}

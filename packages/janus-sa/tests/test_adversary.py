@@ -20,11 +20,13 @@ from janus_sa import (
     Roster,
     ServerKeys,
     TooFewParticipantsError,
+    crypto,
     enroll,
     model_digest,
 )
-from janus_sa.errors import ProtocolError
+from janus_sa.errors import ProtocolError, RoundClosedError, SealMismatchError
 from janus_sa.net import Remote, ServerNode, make_server, start_server
+from janus_sa.protocol import seal_commitment
 from janus_sa.simulation import random_updates
 from janus_sa.wire import MsgType, decode, encode
 
@@ -301,3 +303,93 @@ def test_keygen_per_party_exports_only_public_bundles(tmp_path):
                         "--clients", pubs[0], "--version", "1", "--roster", roster]) == 0
     r = load_roster(roster, json.loads((tmp_path / "dep.json").read_text()))
     assert r.version == 1 and r.members == (bytes.fromhex(json.loads(open(pubs[0]).read())["sign"]),)
+
+
+# --- sketch soundness -----------------------------------------------------------------------------
+def _sketch_round_to_agree(k=16, dim=64, n=4):
+    dep = InProcessDeployment(config=JanusConfig(dim=dim, mode="sketch", sketch_k=k))
+    ids = dep.add_clients(n)
+    ups = random_updates(dim, ids, random_state=0)
+    _upload_all(dep, ups)
+    dep.s0.agree(dep.s1.participants())
+    dep.s1.agree(dep.s0.participants())
+    return dep, ids, ups
+
+
+def test_second_server_cannot_grind_the_sketch_challenge():
+    """attack_sketch_grind.py at k = 16: S0 reads S1's revealed seal, then grinds Y + t (e_0 - e_1).
+
+    Before, the wrong sum passed once A had two equal columns (14,913 and 199,563 trials measured at
+    k = 16). Now S1 reveals only after holding S0's commitment and signs it into its seal, so every
+    ground value fails the clients' commitment check, whatever the projection: 0 of 2**17 accepted.
+    """
+    dep, ids, ups = _sketch_round_to_agree()
+    s0 = dep.s0
+    c0 = s0.seal_commit()                 # S0 must commit first: S1 reveals only against a commitment
+    seal1 = dep.s1.seal(c0)               # S1's reveal (public on the Seal RPC), binding c0
+    bound = decode(seal1, max_bytes=4096).body["peer_commitment"]
+    key, rnd = s0.keys.sign.to_bytes(), (1).to_bytes(8, "little")
+    y = bytearray(s0._value.astype("<u4").tobytes())
+    base0, base1 = s0._value[0].item(), s0._value[1].item()
+    d_true = crypto.sha256(bytes(y))  # control: the honest value (t = 0) does pass the same check
+    assert seal_commitment(d_true, crypto.sha256(b"janus/seal-nonce", key, dep.session, rnd, d_true)) == bound
+    accepted = 0
+    for t in range(1, 2**17 + 1):
+        y[0:4] = ((base0 + t) % 2**32).to_bytes(4, "little")
+        y[4:8] = ((base1 - t) % 2**32).to_bytes(4, "little")
+        d0 = crypto.sha256(bytes(y))
+        nonce = crypto.sha256(b"janus/seal-nonce", key, dep.session, rnd, d0)
+        accepted += seal_commitment(d0, nonce) == bound  # the first check a client runs on the seals
+    assert accepted == 0
+    # the round itself with a ground value (t = 1): every client refuses before any projection is used
+    s0._value = s0._value.copy()
+    s0._value[0] += np.uint32(1)
+    s0._value[1] -= np.uint32(1)
+    seal0 = s0.seal(dep.s1.seal_commit())
+    for cid in ids:
+        with pytest.raises(SealMismatchError, match="S0's seal does not open"):
+            dep.clients[cid].sketch_commit(seal0, seal1)
+
+
+def test_sketch_commit_refuses_a_second_challenge():
+    """sketch_twice.py: two commitments with one r_i under two challenges would reveal A x - A' x."""
+    dep, ids, ups = _sketch_round_to_agree(k=8, dim=32, n=3)
+    c0, c1 = dep.s0.seal_commit(), dep.s1.seal_commit()
+    seals = {"seal0": dep.s0.seal(c1), "seal1": dep.s1.seal(c0)}
+    c = dep.clients[ids[0]]
+    c.sketch_commit(**seals)
+    with pytest.raises(ProtocolError, match="already called"):
+        c.sketch_commit(**seals)
+    with pytest.raises(ProtocolError, match="already committed to a different seal"):
+        dep.s0.seal(encode(MsgType.SEAL_COMMIT, dep.session, 1, {**decode(c1, max_bytes=4096).body,
+                                                                 "commitment": bytes(32)}, dep.keys1.sign))
+
+
+# --- agreement race -------------------------------------------------------------------------------
+def test_upload_landing_during_agreement_is_refused_and_the_round_completes():
+    """An upload that reaches S0 after its snapshot and S1 before S1's agree no longer splits the sets."""
+    dep, ids, ups = _new(5)
+    a0, a1 = dep.s0.announce(1, bytes(32)), dep.s1.announce(1, bytes(32))
+    sent = {}
+    for cid in ids:
+        dep.clients[cid].begin_round(a0, a1)
+        sent[cid] = dep.clients[cid].upload(ups[cid])
+    for cid in ids[:4]:
+        dep.s0.receive(sent[cid].to_s0)
+        dep.s1.receive(sent[cid].to_s1)
+    p0 = dep.s0.participants()              # S0 snapshots and closes atomically
+    late = sent[ids[4]]
+    with pytest.raises(RoundClosedError):
+        dep.s0.receive(late.to_s0)
+    dep.s1.receive(late.to_s1)              # S1 is still open: the late upload lands there
+    p1 = dep.s1.participants()
+    dep.s1.agree(p0)
+    dep.s0.agree(p1)
+    agg0, agg1 = dep.s0.aggregate(), dep.s1.aggregate()
+    q = dep.config.quantizer
+    for cid in ids[:4]:
+        res = dep.clients[cid].finish_round(agg0, agg1)
+        assert res.n_participants == 4
+        np.testing.assert_array_equal(res.sum_codes, sum(q.quantize(ups[c]).astype(np.int64) for c in ids[:4]))
+    with pytest.raises(ExcludedError):
+        dep.clients[ids[4]].finish_round(agg0, agg1)

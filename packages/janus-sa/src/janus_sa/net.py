@@ -35,7 +35,7 @@ from janus_sa.wire import MsgType, decode, encode
 
 log = logging.getLogger(__name__)
 SERVICE = "janus.v1.Janus"
-METHODS = ("Announcement", "Submit", "Seal", "Aggregate", "Open", "Agree", "Count")
+METHODS = ("Announcement", "Submit", "Seal", "Aggregate", "Open", "Agree", "Count", "SealCommit")
 #: read RPCs that answer only enrolled clients or the peer server (the request is a signed REQUEST)
 READ_METHODS = {"Aggregate": 1, "Seal": 2, "Count": 3}
 _CODES = {NotReadyError: grpc.StatusCode.FAILED_PRECONDITION, RoundFailedError: grpc.StatusCode.ABORTED}
@@ -174,6 +174,19 @@ class ServerNode:
             self._maybe_finish()
             return own
 
+    def SealCommit(self, req: bytes) -> bytes:
+        """S1 (sketch mode): take S0's seal commitment, reveal S1's seal, return S1's own commitment.
+
+        S1's commitment is fixed by its agreed aggregate and its secret nonce before it sees anything
+        but S0's commitment, and S0's later reveal must open the commitment S1 signed into its seal.
+        """
+        with self.lock:
+            own = self.server.seal_commit()
+            seal = self.server.seal(req)
+            self.finished.setdefault(self.server.round_, {})["seal"] = seal
+            self._maybe_finish()
+            return own
+
     # --- round bookkeeping ------------------------------------------------------------------------
     def _maybe_finish(self) -> None:
         s = self.server
@@ -181,8 +194,7 @@ class ServerNode:
             return
         entry = self.finished.setdefault(s.round_, {})
         if s.config.mode == "sketch":
-            entry.setdefault("seal", s.seal())
-            if any(c not in s.sketch_commits_ for c in s.participants_):
+            if "seal" not in entry or any(c not in s.sketch_commits_ for c in s.participants_):
                 return
         entry["aggregate"] = s.aggregate()
         while len(self.finished) > 8:
@@ -246,6 +258,11 @@ class ServerNode:
             agreed = len(self.server.agree(theirs))
             self._maybe_finish()
         if self.server.config.mode == "sketch":
+            with self.lock:
+                own_commit = self.server.seal_commit()
+            peer_commit = self.peer.call("SealCommit", own_commit)
+            with self.lock:
+                self.finished.setdefault(rnd, {})["seal"] = self.server.seal(peer_commit)
             while time.monotonic() < deadline + round_timeout and not stop.is_set():
                 with self.lock:
                     if "aggregate" in self.finished.get(rnd, {}):

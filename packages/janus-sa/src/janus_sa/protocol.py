@@ -183,8 +183,14 @@ def _seed_context(session: bytes, rnd: int, client: bytes, role: int) -> bytes:
     return b"janus/seed" + session + rnd.to_bytes(8, "little") + client + bytes([role])
 
 
-def _challenge(session: bytes, rnd: int, pdigest: bytes, d0: bytes, d1: bytes) -> bytes:
-    return sha256(b"janus/challenge", session, rnd.to_bytes(8, "little"), pdigest, d0, d1)
+def _challenge(session: bytes, rnd: int, pdigest: bytes, d0: bytes, d1: bytes, nonce0: bytes,
+               nonce1: bytes) -> bytes:
+    return sha256(b"janus/challenge", session, rnd.to_bytes(8, "little"), pdigest, d0, d1, nonce0, nonce1)
+
+
+def seal_commitment(value_digest: bytes, nonce: bytes) -> bytes:
+    """``H(value_digest, nonce)``: what a server commits to before either server reveals its seal."""
+    return sha256(b"janus/seal", value_digest, nonce)
 
 
 def _check_round(msg: Message, current: int | None) -> None:
@@ -438,8 +444,13 @@ class JanusClient:
             _check_round(m, self.round_)
         if (m0.body["participants_digest"], m0.body["n"]) != (m1.body["participants_digest"], m1.body["n"]):
             raise ParticipantSetMismatchError("S0 and S1 sealed different participant sets")
+        # each server signed the commitment it received before revealing: the other's reveal must open it
+        if seal_commitment(m1.body["value_digest"], m1.body["nonce"]) != m0.body["peer_commitment"]:
+            raise SealMismatchError("S1's seal does not open the commitment S0 received before revealing")
+        if seal_commitment(m0.body["value_digest"], m0.body["nonce"]) != m1.body["peer_commitment"]:
+            raise SealMismatchError("S0's seal does not open the commitment S1 received before revealing")
         ch = _challenge(self.session, self.round_, m0.body["participants_digest"], m0.body["value_digest"],
-                        m1.body["value_digest"])
+                        m1.body["value_digest"], m0.body["nonce"], m1.body["nonce"])
         return m0, m1, ch
 
     def sketch_commit(self, seal0: bytes, seal1: bytes) -> Upload:
@@ -600,6 +611,7 @@ class _Server(ABC):
         self.roster_digest_ = self.roster_.digest if self.roster_ is not None else bytes(32)
         self.participants_: tuple[bytes, ...] | None = None
         self.sketch_commits_: dict[bytes, bytes] = {}
+        self._peer_seal_commit: bytes | None = None
         self._value: np.ndarray | None = None
         self._randomness = 0
         self._commitment = crypto.IDENTITY
@@ -649,6 +661,8 @@ class _Server(ABC):
                     self.agree(args[0])
                 elif kind == "close":
                     self.close()
+                elif kind == "seal":
+                    self.seal(args[0])
         finally:
             self._replaying = False
         log.info("restored round %s with %d uploads from %s", self.round_, len(self.uploads_), path)
@@ -745,14 +759,45 @@ class _Server(ABC):
             raise ProtocolError("participant set not agreed yet (call agree with the peer's PARTICIPANTS)")
         return self.participants_
 
-    def seal(self) -> bytes:
-        """Sketch mode: signed digest of this server's aggregate, fixed before the challenge exists."""
+    def _seal_parts(self) -> tuple[tuple[bytes, ...], bytes, bytes]:
         if self.config.mode != "sketch":
             raise ProtocolError("seals are only used in sketch mode")
         agreed = self._require_agreed()
+        value_digest = sha256(self._value.astype("<u4").tobytes())
+        # secret and deterministic (a restarted server re-derives it): only this server can compute it
+        nonce = sha256(b"janus/seal-nonce", self.keys.sign.to_bytes(), self.session,
+                       self.round_.to_bytes(8, "little"), value_digest)
+        return agreed, value_digest, nonce
+
+    def seal_commit(self) -> bytes:
+        """Sketch mode, step 1: signed ``H(value digest, nonce)``, sent to the peer before either reveals."""
+        agreed, value_digest, nonce = self._seal_parts()
+        return encode(MsgType.SEAL_COMMIT, self.session, self.round_,
+                      {"participants_digest": participants_digest(agreed), "n": len(agreed),
+                       "commitment": seal_commitment(value_digest, nonce)}, self.keys.sign)
+
+    def seal(self, peer_commit: bytes) -> bytes:
+        """Sketch mode, step 2: reveal (value digest, nonce) once the peer's SEAL_COMMIT is held.
+
+        The returned SEAL also carries the peer's commitment, so a client can check that the peer's
+        reveal opens what this server received before it revealed: neither server can choose its
+        value after seeing the other's, and the challenge (hash of both reveals) cannot be ground.
+        """
+        agreed, value_digest, nonce = self._seal_parts()
+        msg = decode(peer_commit, max_bytes=4096, session=self.session, expect=(MsgType.SEAL_COMMIT,))
+        _check_round(msg, self.round_)
+        msg.verify(expected_sender=self.peer)
+        if (msg.body["participants_digest"], msg.body["n"]) != (participants_digest(agreed), len(agreed)):
+            raise ParticipantSetMismatchError("the peer committed to a seal for another participant set")
+        if self._peer_seal_commit is not None and self._peer_seal_commit != msg.body["commitment"]:
+            raise ProtocolError("the peer already committed to a different seal in the current round")
+        if self._peer_seal_commit is None:
+            self._peer_seal_commit = msg.body["commitment"]
+            self._persist(["seal", bytes(peer_commit)])
         return encode(MsgType.SEAL, self.session, self.round_,
                       {"participants_digest": participants_digest(agreed), "n": len(agreed),
-                       "value_digest": sha256(self._value.astype("<u4").tobytes())}, self.keys.sign)
+                       "value_digest": value_digest, "nonce": nonce, "peer_commitment": self._peer_seal_commit},
+                      self.keys.sign)
 
     def aggregate(self) -> bytes:
         """Signed aggregate message of this server for the agreed participant set."""

@@ -55,6 +55,7 @@ class MsgType(IntEnum):
     AGGREGATE1 = 8      # S1 -> client: mask sum K, aggregated commitment, randomness sum R
     ROSTER = 9          # server -> all: the enrolled client keys of one roster version
     REQUEST = 10        # client/server -> server: signed read request (Aggregate, Seal, Count)
+    SEAL_COMMIT = 11    # server -> server (sketch mode): H(value digest, nonce), sent before either reveals
 
 
 # field kinds: ("b", n) bytes of exactly n; "point"; "opt_point" (point or b""); "scalar";
@@ -69,7 +70,9 @@ SCHEMAS: dict[MsgType, list[tuple[str, Any]]] = {
                       ("commitment", "opt_point")],
     MsgType.PARTICIPANTS: [("ids", "ids")],
     MsgType.SEAL: [("participants_digest", ("b", 32)), ("n", ("int", 0, 2**32)),
-                   ("value_digest", ("b", 32))],
+                   ("value_digest", ("b", 32)), ("nonce", ("b", 32)), ("peer_commitment", ("b", 32))],
+    MsgType.SEAL_COMMIT: [("participants_digest", ("b", 32)), ("n", ("int", 0, 2**32)),
+                          ("commitment", ("b", 32))],
     MsgType.SKETCH_COMMIT: [("commitment", "point")],
     MsgType.AGGREGATE0: _AGG,
     MsgType.AGGREGATE1: _AGG,
