@@ -1,15 +1,18 @@
-"""Command line: ``python -m right_to_ai demo`` and ``python -m right_to_ai reproduce``.
+"""Command line: ``python -m right_to_ai assess|assess-many|questionnaire|demo|reproduce``.
 
-The experiments are imported only when a command runs, so that ``--help`` works in a base install. A
-command that needs an extra of this distribution names it in ``requires`` (e.g. ``{"demo": "demo"}``):
-without that extra it prints one line naming the ``pip install`` and exits 2.
+``assess answers.yaml --format md|html|json`` writes a report (``--interactive`` asks the questions on the
+terminal instead); ``assess-many table.csv`` assesses one system per row; ``questionnaire --export yaml|csv``
+writes a blank questionnaire; ``demo`` and ``reproduce`` write tables, JSON and PNGs.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, TextIO
 
-from icml25_shared.cli import run_cli
+from icml25_shared.cli import ExtraCommand, run_cli
 
 PAPER = "R. Mushkani, H. Berard, A. Cohen, S. Koseki (ICML 2025, position track). The Right to AI. arXiv 2501.17899."
 
@@ -26,6 +29,205 @@ def _reproduce(ctx: Any) -> None:
     reproduce(ctx)
 
 
+def read_answers(path: Path) -> tuple[dict[str, Any], str | None, bool]:
+    """Answers, system name and high-risk flag from a YAML or JSON file.
+
+    The file is either a flat mapping of question id to answer, or a mapping with ``answers`` and the
+    optional keys ``system`` and ``high_risk`` (the form ``questionnaire --export yaml`` writes).
+
+    Parameters
+    ----------
+    path : Path
+        The file.
+
+    Returns
+    -------
+    answers : dict
+        Question id to raw answer.
+    system : str or None
+        The system's name when the file gives one.
+    high_risk : bool
+        The file's ``high_risk`` (False when absent).
+    """
+    import yaml
+
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if not isinstance(doc, dict):
+        raise ValueError(f"{path}: expected a mapping of question id to answer, got {type(doc).__name__}")
+    if "answers" in doc:
+        extra = set(doc) - {"answers", "system", "high_risk"}
+        if extra:
+            raise ValueError(f"{path}: unknown top-level key(s) {sorted(extra)}; accepted: answers, system, high_risk")
+        high_risk = doc.get("high_risk") or False
+        if not isinstance(high_risk, bool):
+            raise ValueError(f"{path}: high_risk accepts true or false, got {high_risk!r}")
+        return dict(doc["answers"] or {}), (doc.get("system") or None), high_risk
+    return doc, None, False
+
+
+def ask(data: Any, stdin: TextIO, stdout: TextIO) -> dict[str, str]:
+    """Ask every question on a terminal; an empty line means "unknown", an invalid answer is asked again.
+
+    Parameters
+    ----------
+    data : RightToAIData
+        The questionnaire.
+    stdin, stdout : text streams
+        Where answers come from and prompts go.
+
+    Returns
+    -------
+    dict of str to str
+        Question id to answer.
+    """
+    answers = {}
+    for i, q in enumerate(data.questions, start=1):
+        stdout.write(f"\n[{i}/{len(data.questions)}] {q.text}\n  ({q.help})\n")
+        while True:
+            stdout.write(f"  {' / '.join(q.accepted)} [unknown]: ")
+            stdout.flush()
+            line = stdin.readline()
+            if line == "":
+                raise SystemExit("input ended before every question was answered")
+            answer = line.strip().lower() or "unknown"
+            answer = {"y": "yes", "n": "no", "p": "partial", "u": "unknown"}.get(answer, answer)
+            if answer in q.accepted:
+                answers[q.id] = answer
+                break
+            stdout.write(f"  {q.id} accepts {', '.join(q.accepted)}\n")
+    return answers
+
+
+def _write(text: str, output: Path | None) -> None:
+    if output is None:
+        sys.stdout.write(text)
+    else:
+        output.parent.mkdir(parents=True, exist_ok=True)
+        output.write_text(text, encoding="utf-8")
+
+
+def _assess(argv: list[str]) -> int:
+    from right_to_ai.assess import AnswerError, assess
+    from right_to_ai.data import DataVersionError, load
+    from right_to_ai.report import FORMATS, plot_assessment, render
+
+    parser = argparse.ArgumentParser(prog="python -m right_to_ai assess", description="Assess one AI system.")
+    parser.add_argument("answers", nargs="?", type=Path, help="YAML or JSON answers (omit with --interactive)")
+    parser.add_argument("--format", choices=FORMATS, default="md", help="report format (default md)")
+    parser.add_argument("--interactive", action="store_true", help="ask the questions on the terminal")
+    parser.add_argument("--output", type=Path, default=None, help="write the report here (default stdout)")
+    parser.add_argument("--png", type=Path, default=None, help="also write the ladder and dimensions figure here")
+    parser.add_argument("--high-risk", action="store_true", help="the system works in a high-risk domain")
+    parser.add_argument("--allow-missing", action="store_true", help="score unanswered questions as unknown")
+    parser.add_argument("--data-version", default=None, help="data version (default the latest)")
+    parser.add_argument("--title", default=None, help="the system's name in the report")
+    args = parser.parse_args(argv)
+    if (args.answers is None) == (not args.interactive):
+        parser.error("give an answers file or --interactive (not both)")
+    try:
+        data = load(args.data_version)
+        if args.interactive:
+            answers, system, high_risk = ask(data, sys.stdin, sys.stderr), None, False
+        else:
+            answers, system, high_risk = read_answers(args.answers)
+        result = assess(answers, data=data, allow_missing=args.allow_missing, high_risk=args.high_risk or high_risk)
+    except (AnswerError, DataVersionError, ValueError, OSError) as err:
+        sys.stderr.write(f"error: {err}\n")
+        return 2
+    title = args.title or system or (args.answers.stem if args.answers else "AI system")
+    _write(render(result, args.format, title=title), args.output)
+    if args.png is not None:
+        plot_assessment(result, args.png, title=title)
+    return 0
+
+
+def _assess_many(argv: list[str]) -> int:
+    from right_to_ai.assess import AnswerError
+    from right_to_ai.data import DataVersionError, load
+    from right_to_ai.portfolio import assess_many
+
+    parser = argparse.ArgumentParser(prog="python -m right_to_ai assess-many",
+                                     description="Assess one system per row of a CSV file.")
+    parser.add_argument("table", type=Path, help="CSV: one column per question id, optional system and high_risk")
+    parser.add_argument("--output", type=Path, default=None, help="write the result CSV here (default stdout)")
+    parser.add_argument("--allow-missing", action="store_true", help="score empty cells as unknown")
+    parser.add_argument("--data-version", default=None, help="data version (default the latest)")
+    args = parser.parse_args(argv)
+    try:
+        result = assess_many(args.table, data=load(args.data_version), allow_missing=args.allow_missing)
+    except (AnswerError, DataVersionError, ValueError, OSError) as err:
+        sys.stderr.write(f"error: {err}\n")
+        return 2
+    if args.output is not None:
+        result.to_csv(args.output)
+    else:
+        import csv
+
+        rows = result.to_rows()
+        writer = csv.DictWriter(sys.stdout, fieldnames=list(rows[0]) if rows else ["system"], lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(rows)
+    return 0
+
+
+def blank_questionnaire(fmt: str, version: str | None = None) -> str:
+    """A blank questionnaire: YAML with each question as a comment, or a CSV header for ``assess-many``.
+
+    Parameters
+    ----------
+    fmt : {"yaml", "csv"}
+        The format.
+    version : str, optional
+        Data version (default: the latest).
+
+    Returns
+    -------
+    str
+        The text.
+    """
+    from right_to_ai.data import load
+
+    data = load(version)
+    if fmt == "csv":
+        return ",".join(["system", "high_risk", *(q.id for q in data.questions)]) + "\n"
+    if fmt != "yaml":
+        raise ValueError(f"unknown export format {fmt!r}; the accepted formats are: yaml, csv")
+    lines = [f"# Right-to-AI questionnaire (data {data.version}). {data.citation}",
+             "# Answer every question with one of the values in brackets; quote them (\"yes\").",
+             "system: \"\"", "high_risk: false", "answers:"]
+    for q in data.questions:
+        lines.append(f"  # {q.text} [{' | '.join(q.accepted)}]")
+        lines.append(f"  # {q.help}")
+        lines.append(f"  {q.id}:")
+    return "\n".join(lines) + "\n"
+
+
+def _questionnaire(argv: list[str]) -> int:
+    from right_to_ai.data import DataVersionError
+
+    parser = argparse.ArgumentParser(prog="python -m right_to_ai questionnaire",
+                                     description="Write a blank questionnaire.")
+    parser.add_argument("--export", choices=("yaml", "csv"), default="yaml", help="format (default yaml)")
+    parser.add_argument("--output", type=Path, default=None, help="write it here (default stdout)")
+    parser.add_argument("--data-version", default=None, help="data version (default the latest)")
+    args = parser.parse_args(argv)
+    try:
+        text = blank_questionnaire(args.export, args.data_version)
+    except DataVersionError as err:
+        sys.stderr.write(f"error: {err}\n")
+        return 2
+    _write(text, args.output)
+    return 0
+
+
+COMMANDS = {
+    "assess": ExtraCommand("assess one system from a YAML/JSON answers file or --interactive; md, html or json",
+                           _assess),
+    "assess-many": ExtraCommand("assess one system per row of a CSV file; writes a CSV", _assess_many),
+    "questionnaire": ExtraCommand("write a blank questionnaire (--export yaml|csv)", _questionnaire),
+}
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run a command of the ``right-to-ai`` command line.
 
@@ -37,10 +239,10 @@ def main(argv: list[str] | None = None) -> int:
     Returns
     -------
     int
-        The exit code: 0 on success, 2 when the command's extra is not installed.
+        The exit code: 0 on success, 2 on bad input or when the command's extra is not installed.
     """
     return run_cli("right_to_ai", demo=_demo, reproduce=_reproduce, argv=argv, description=__doc__, paper=PAPER,
-                   requires={})
+                   extra_commands=COMMANDS, requires={})
 
 
 if __name__ == "__main__":

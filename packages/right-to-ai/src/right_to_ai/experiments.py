@@ -1,119 +1,127 @@
 """The ``demo`` and ``reproduce`` commands.
 
-``demo`` puts the bootstrap interval beside the Student-t interval on the target of the synthetic
-``friedman1`` regression set (Friedman, 1991) at growing sample sizes; ``reproduce`` measures the coverage of both intervals
-over independent replications of a normal sample whose mean is known.
+``demo`` assesses three fictitious systems and the nine case studies and writes a table, JSON and a PNG of
+their ladder positions and dimension scores. ``reproduce`` rebuilds the case-study table from the data,
+with verified and placement-origin marks, scores each study's encoded answers and compares the tier with
+the recorded placement and with the paper's Table 1 (not retrieved: the column says so).
 """
 
 from __future__ import annotations
 
-import numpy as np
-from icml25_shared.cli import RunContext, progress
-from icml25_shared.data import load
-from icml25_shared.random import check_random_state, spawn
-from icml25_shared.stats import t_interval, wilson_interval
+from typing import Any
 
-from right_to_ai.method import bootstrap_mean
+from icml25_shared.cli import RunContext
 
-__all__ = ["coverage", "demo", "reproduce"]
+from right_to_ai.assess import Assessment, assess
+from right_to_ai.data import DIMENSIONS, load
 
-DEMO_SIZES = (25, 50, 100, 200, 400)
-REPRODUCE_SIZES = (10, 30, 100)
+__all__ = ["case_study_table", "demo", "reproduce"]
+
+PAPER_TABLE_1 = "not retrieved"
+
+
+def _figure(labelled: list[tuple[str, Assessment]]) -> Any:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    data = load(labelled[0][1].data_version)
+    fig, (ladder, dims) = plt.subplots(1, 2, figsize=(11, 4.8), gridspec_kw={"width_ratios": [1, 1.4]})
+    colours = {"nonparticipation": "#d95f02", "tokenism": "#e6ab02", "citizen_power": "#1b9e77"}
+    for r in data.rungs:
+        ladder.barh(r.level, len(labelled) + 1, left=0.5, height=0.8, color=colours[r.band], alpha=0.25)
+    for i, (_, a) in enumerate(labelled, start=1):
+        ladder.plot(i + 0.5, a.arnstein_rung, "o", color="black", ms=5)
+    ladder.set_xticks([i + 0.5 for i in range(1, len(labelled) + 1)], [str(i) for i in range(1, len(labelled) + 1)],
+                      fontsize=7)
+    ladder.set_yticks(range(1, 9), [f"{r.level}. {r.name} (tier {r.tier})" for r in data.rungs], fontsize=7)
+    ladder.set_xlabel("system (numbered as in the table)")
+    ladder.set_title("Arnstein rung and tier", fontsize=9)
+    width = 0.8 / len(DIMENSIONS)
+    for j, dim in enumerate(DIMENSIONS):
+        xs = [i + (j - 1) * width for i in range(1, len(labelled) + 1)]
+        dims.bar(xs, [getattr(a.dimension_scores, dim) for _, a in labelled], width=width, label=dim)
+    dims.set_xticks(range(1, len(labelled) + 1), [str(i) for i in range(1, len(labelled) + 1)], fontsize=7)
+    dims.set_ylim(0, 1.05)
+    dims.set_ylabel("score (0-1)")
+    dims.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=3)
+    dims.set_title("dimensions", fontsize=9)
+    fig.text(0.01, 0.005, f"data {data.version}; every tier, rung mapping, question and case study is unverified "
+             "against the paper", fontsize=6)
+    return fig
 
 
 def demo(ctx: RunContext) -> None:
-    """Bootstrap and t intervals of the ``friedman1`` target mean; writes a table, JSON and a PNG.
+    """Assess three fictitious systems and the nine case studies; write a table, JSON and a PNG.
 
     Parameters
     ----------
     ctx : RunContext
-        Output folder, seed and the quick flag (two sizes instead of five).
+        Output folder (the seed and the quick flag do not change anything: the demo is deterministic).
     """
-    sizes = DEMO_SIZES[:2] if ctx.quick else DEMO_SIZES
-    data = load("friedman1", n_samples=max(sizes), seed=ctx.seed)
+    data = load()
+    labelled = [(s.name, assess(dict(s.answers), data=data, high_risk=s.high_risk)) for s in data.examples]
+    labelled += [(c.name, assess(c.answers_dict(), data=data)) for c in data.case_studies]
     rows = []
-    # One independent resampling stream per size: adding a size never changes the others' intervals.
-    for n, rng in progress(zip(sizes, spawn(ctx.seed, len(sizes)), strict=True), desc="demo", total=len(sizes)):
-        boot, student = bootstrap_mean(data.y[:n], random_state=rng), t_interval(data.y[:n])
-        rows.append({"n": n, "mean": boot.estimate, "bootstrap low": boot.low, "bootstrap high": boot.high,
-                     "t low": student.low, "t high": student.high})
+    for i, (name, a) in enumerate(labelled, start=1):
+        rows.append({"#": i, "system": name, "tier": a.tier, "tier name": a.tier_name, "rung": a.arnstein_rung_name,
+                     **{d: round(getattr(a.dimension_scores, d), 3) for d in DIMENSIONS},
+                     "next transition": a.next_transition.mechanism if a.next_transition else "none (top tier)",
+                     "warnings": ", ".join(c for c in a.warning_codes() if c != "unverified_data") or "-"})
     ctx.write_table(rows, headers=list(rows[0]))
-    ctx.write_json({"dataset": "friedman1", "seed": ctx.seed, "rows": rows})
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 3))
-    ns = np.array([r["n"] for r in rows], dtype=float)
-    ax.fill_between(ns, [r["t low"] for r in rows], [r["t high"] for r in rows], alpha=0.3, label="t interval")
-    ax.plot(ns, [r["bootstrap low"] for r in rows], "k--", label="bootstrap interval")
-    ax.plot(ns, [r["bootstrap high"] for r in rows], "k--")
-    ax.plot(ns, [r["mean"] for r in rows], "o-", label="mean")
-    ax.set_xscale("log")
-    ax.set_xlabel("n")
-    ax.set_ylabel("target mean")
-    ax.legend()
-    ctx.save_figure(fig)
+    ctx.write_json({"data_version": data.version, "citation": data.citation, "rows": rows,
+                    "assessments": {name: a.to_dict() for name, a in labelled}})
+    ctx.save_figure(_figure(labelled))
 
 
-def coverage(n: int, replications: int, *, confidence: float = 0.95, n_resamples: int = 1000,
-             random_state: int | np.random.Generator | None = None) -> dict[str, float]:
-    """Share of replications whose bootstrap and t intervals cover the true mean of a N(1, 1) sample.
+def case_study_table(version: str | None = None) -> list[dict[str, Any]]:
+    """The case-study table rebuilt from the data, each study scored from its encoded answers.
 
     Parameters
     ----------
-    n : int
-        Sample size of each replication.
-    replications : int
-        Independent replications (each with its own data and resampling stream).
-    confidence : float, default 0.95
-        Nominal two-sided coverage of both intervals.
-    n_resamples : int, default 1000
-        Bootstrap resamples per replication.
-    random_state : None, int or numpy Generator, default None
-        Root of the replications' streams.
+    version : str, optional
+        Data version (default: the latest).
 
     Returns
     -------
-    dict of str to float
-        ``bootstrap`` and ``t``: the observed coverage of each interval.
+    list of dict
+        One row per case study: name, organisation, domain, verified, candidate, placement origin,
+        recorded tier, scored tier, whether they match, rung, warnings and the paper's Table 1 entry.
     """
-    rng = check_random_state(random_state)
-    hits = {"bootstrap": 0, "t": 0}
-    for stream in spawn(rng, replications):
-        sample = stream.normal(1.0, 1.0, size=n)
-        hits["bootstrap"] += bootstrap_mean(sample, confidence=confidence, n_resamples=n_resamples,
-                                            random_state=stream).contains(1.0)
-        hits["t"] += t_interval(sample, confidence).contains(1.0)
-    return {name: count / replications for name, count in hits.items()}
+    data = load(version)
+    rows = []
+    for c in data.case_studies:
+        a = assess(c.answers_dict(), data=data)
+        rows.append({"case study": c.name, "organisation": c.organisation, "domain": c.domain,
+                     "verified": c.verified, "candidate": c.candidate, "placement origin": c.placement_origin,
+                     "recorded tier": c.placement_tier, "scored tier": a.tier,
+                     "match": a.tier == c.placement_tier, "rung": a.arnstein_rung_name,
+                     "participation-washing": "participation_washing" in a.warning_codes(),
+                     "paper Table 1": PAPER_TABLE_1})
+    return rows
 
 
 def reproduce(ctx: RunContext) -> None:
-    """Coverage of the 95% bootstrap and t intervals at n = 10, 30, 100; writes JSON, a table and a PNG.
+    """Rebuild the case-study table and compare it with the recorded placements; write JSON, a table and a PNG.
 
     Parameters
     ----------
     ctx : RunContext
-        Output folder, seed and the quick flag (50 replications instead of 400).
+        Output folder (the seed and the quick flag do not change anything).
     """
-    replications = 50 if ctx.quick else 400
-    results = {}
-    streams = spawn(ctx.seed, len(REPRODUCE_SIZES))
-    for n, stream in progress(zip(REPRODUCE_SIZES, streams, strict=True), desc="reproduce", total=len(streams)):
-        rates = coverage(n, replications, random_state=stream)
-        results[str(n)] = {}
-        for name, rate in rates.items():
-            ci = wilson_interval(round(rate * replications), replications)
-            results[str(n)][name] = {"coverage": rate, "low": ci.low, "high": ci.high}
-    ctx.write_json({"confidence": 0.95, "replications": replications, "seed": ctx.seed, "coverage": results})
-    ctx.write_table([[n, name, c["coverage"], c["low"], c["high"]] for n, by in results.items()
-                     for name, c in by.items()], headers=["n", "interval", "coverage", "Wilson low", "Wilson high"])
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 3))
-    for name in ("bootstrap", "t"):
-        ax.plot(REPRODUCE_SIZES, [results[str(n)][name]["coverage"] for n in REPRODUCE_SIZES], "o-", label=name)
-    ax.axhline(0.95, color="grey", lw=0.8)
-    ax.set_xscale("log")
-    ax.set_xlabel("n")
-    ax.set_ylabel("coverage")
-    ax.legend()
-    ctx.save_figure(fig)
+    data = load()
+    rows = case_study_table(data.version)
+    ctx.write_table([{k: ("yes" if v is True else "no" if v is False else v) for k, v in r.items()} for r in rows])
+    tiers = [r["scored tier"] for r in rows]
+    ctx.write_json({
+        "data_version": data.version, "citation": data.citation, "rows": rows,
+        "summary": {"case_studies": len(rows), "placements_reproduced": sum(r["match"] for r in rows),
+                    "verified": sum(r["verified"] for r in rows), "candidates": sum(r["candidate"] for r in rows),
+                    "placement_origin_paper": sum(r["placement origin"] == "paper" for r in rows),
+                    "tier_counts": {str(t): tiers.count(t) for t in (1, 2, 3, 4)},
+                    "participation_washing": sum(r["participation-washing"] for r in rows),
+                    "paper_table_1": PAPER_TABLE_1},
+    })
+    labelled = [(c.name, assess(c.answers_dict(), data=data)) for c in data.case_studies]
+    ctx.save_figure(_figure(labelled))

@@ -1,0 +1,109 @@
+"""assess_many agrees with assess row by row; CSV, DataFrame and record input; errors name the row."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from right_to_ai import AnswerError, assess, load
+from right_to_ai.portfolio import assess_many
+
+DATA = load()
+IDS = [q.id for q in DATA.questions]
+
+
+def random_rows(n, seed, missing=0.0):
+    rng = np.random.default_rng(seed)
+    rows = []
+    for i in range(n):
+        row = {"system": f"s{i}", "high_risk": bool(rng.random() < 0.3)}
+        for q in DATA.questions:
+            u = rng.random()
+            row[q.id] = None if u < missing else "yes" if u < 0.6 else str(rng.choice(q.accepted))
+        rows.append(row)
+    return rows
+
+
+@pytest.mark.parametrize("missing", [0.0, 0.1])
+def test_agrees_with_assess_row_by_row(missing):
+    rows = random_rows(1500, seed=1 if missing else 0, missing=missing)
+    p = assess_many(rows, allow_missing=bool(missing))
+    assert len(p) == 1500 and len(set(p.tier.tolist())) == 4  # every tier occurs
+    for i, row in enumerate(rows):
+        answers = {q: v for q, v in row.items() if q in IDS and v is not None}
+        a = assess(answers, high_risk=row["high_risk"], allow_missing=bool(missing))
+        assert (p.tier[i], p.arnstein_rung[i]) == (a.tier, a.arnstein_rung)
+        assert (p.agency[i], p.transparency[i], p.inclusivity[i]) == (
+            a.dimension_scores.agency, a.dimension_scores.transparency, a.dimension_scores.inclusivity)
+        codes = a.warning_codes()
+        assert p.participation_washing[i] == ("participation_washing" in codes)
+        assert p.high_risk_without_hybrid_control[i] == ("high_risk_without_hybrid_control" in codes)
+        assert p.n_missing[i] == len(a.missing)
+        assert p.n_unmet_next[i] == (len(a.next_transition.unmet) if a.next_transition else 0)
+
+
+def test_monotone_on_the_vectorised_path():
+    rows = random_rows(3000, seed=2)
+    rng = np.random.default_rng(3)
+    flipped = [dict(r, **{IDS[j]: "yes"}) for r, j in zip(rows, rng.integers(0, len(IDS), len(rows)), strict=True)]
+    a, b = assess_many(rows), assess_many(flipped)
+    for field in ("tier", "arnstein_rung", "agency", "transparency", "inclusivity"):
+        assert (getattr(b, field) >= getattr(a, field)).all(), field
+
+
+def test_csv_dataframe_and_records_agree(tmp_path):
+    rows = random_rows(200, seed=4)
+    frame = pd.DataFrame(rows)
+    path = tmp_path / "t.csv"
+    frame.to_csv(path, index=False)
+    results = [assess_many(rows), assess_many(frame), assess_many(path), assess_many(str(path))]
+    for r in results[1:]:
+        assert r.system == results[0].system
+        for field in ("tier", "arnstein_rung", "agency", "high_risk", "participation_washing"):
+            assert np.array_equal(getattr(r, field), getattr(results[0], field)), field
+    out = results[0].to_dataframe()
+    assert list(out["tier"]) == results[0].tier.tolist() and out.shape[0] == 200
+    back = pd.read_csv(results[0].to_csv(tmp_path / "out.csv"))
+    assert list(back["tier_name"]) == list(out["tier_name"])
+
+
+def test_case_studies_as_a_portfolio():
+    rows = [{"system": c.name, **c.answers_dict()} for c in DATA.case_studies]
+    p = assess_many(rows)
+    assert p.tier.tolist() == [c.placement_tier for c in DATA.case_studies]
+    assert p.to_rows()[4]["next_transition"] == ""  # Te Hiku Media sits on tier 4
+
+
+def test_unknown_column_names_it():
+    with pytest.raises(AnswerError, match=r"unknown column 'colour'.*system, high_risk and the question ids"):
+        assess_many([dict(random_rows(1, 0)[0], colour="red")])
+
+
+def test_bad_answer_names_row_question_and_values():
+    rows = random_rows(5, 0)
+    rows[3]["feedback_button"] = "partial"
+    with pytest.raises(AnswerError, match=r"row 4: question 'feedback_button' accepts yes, no, unknown; got 'partial'"):
+        assess_many(rows)
+
+
+def test_missing_cell_or_column_names_question():
+    rows = random_rows(3, 0)
+    rows[2]["data_trust"] = ""
+    with pytest.raises(AnswerError, match=r"question 'data_trust': row 3 has no answer; it accepts yes, no, partial"):
+        assess_many(rows)
+    assert assess_many(rows, allow_missing=True).n_missing.tolist() == [0, 0, 1]
+    frame = pd.DataFrame(random_rows(3, 0)).drop(columns=["advisory_board"])
+    with pytest.raises(AnswerError, match="question 'advisory_board': no column"):
+        assess_many(frame)
+
+
+def test_bad_table_types(tmp_path):
+    with pytest.raises(TypeError, match="CSV path, a pandas DataFrame or a sequence of mappings"):
+        assess_many(42)
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    with pytest.raises(ValueError, match="empty"):
+        assess_many(empty)
+    rows = random_rows(2, 0)
+    rows[1]["high_risk"] = "sometimes"
+    with pytest.raises(ValueError, match="row 2: high_risk accepts"):
+        assess_many(rows)
