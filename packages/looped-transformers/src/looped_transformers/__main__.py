@@ -1,8 +1,6 @@
 """Command line: ``python -m looped_transformers demo`` and ``python -m looped_transformers reproduce``.
 
-The experiments are imported only when a command runs, so that ``--help`` works in a base install. A
-command that needs an extra of this distribution names it in ``requires`` (e.g. ``{"demo": "demo"}``):
-without that extra it prints one line naming the ``pip install`` and exits 2.
+The experiments are imported only when a command runs, so that ``--help`` stays fast.
 """
 
 from __future__ import annotations
@@ -11,7 +9,8 @@ from typing import Any
 
 from icml25_shared.cli import run_cli
 
-PAPER = "K. Xu, I. Sato (ICML 2025). On Expressive Power of Looped Transformers: Theoretical Analysis and Enhancement via Timestep Encoding. PMLR 267:69613-69646."
+PAPER = ("K. Xu, I. Sato (ICML 2025). On Expressive Power of Looped Transformers: Theoretical Analysis and "
+         "Enhancement via Timestep Encoding. PMLR 267:69613-69646.")
 
 
 def _demo(ctx: Any) -> None:
@@ -37,10 +36,10 @@ def main(argv: list[str] | None = None) -> int:
     Returns
     -------
     int
-        The exit code: 0 on success, 2 when the command's extra is not installed.
+        The exit code: 0 on success.
     """
-    return run_cli("looped_transformers", demo=_demo, reproduce=_reproduce, argv=argv, description=__doc__, paper=PAPER,
-                   requires={})
+    return run_cli("looped_transformers", demo=_demo, reproduce=_reproduce, argv=argv, description=__doc__,
+                   paper=PAPER)
 
 
 if __name__ == "__main__":

@@ -458,6 +458,35 @@ class LoopedModel(LoopedPreTrainedModel):
             raise ValueError(f"n_loops={r} exceeds max_loops={self.config.max_loops} of timestep='learned'")
         return r
 
+    @torch.no_grad()
+    def loop_modulation(self, n_loops: int | None = None) -> torch.Tensor:
+        """Per-loop scales and gates, for inspection.
+
+        Parameters
+        ----------
+        n_loops : int, optional
+            Loops to tabulate (default ``config.n_loops``).
+
+        Returns
+        -------
+        Tensor
+            ``"tmlt"``: shape ``(n_loops, n_blocks, m, d)`` with rows ``beta1, beta2, gamma1, gamma2`` (then
+            ``shift1, shift2`` when ``shift``); ``"learned"``: the gates, shape ``(n_loops, n_blocks, 2, d)``.
+
+        Raises
+        ------
+        ValueError
+            When ``timestep="none"`` (nothing depends on the loop).
+        """
+        r = self.resolve_loops(n_loops)
+        if self.loop_gates is not None:
+            return self.loop_gates[:r].detach().clone()
+        if self.timestep_embedder is None:
+            raise ValueError("timestep='none' has no per-loop modulation")
+        cond = self.timestep_embedder(torch.arange(r, dtype=torch.float32, device=self.embed_tokens.weight.device))
+        rows = [blk.modulation(F.silu(cond)).view(r, -1, self.config.hidden_size) for blk in self.layers]
+        return torch.stack(rows, dim=1)
+
     def embed(self, input_ids: torch.Tensor | None = None, inputs_embeds: torch.Tensor | None = None,
               position_ids: torch.Tensor | None = None, past_length: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
         """Token (or given) embeddings plus learned positions, and the position ids.

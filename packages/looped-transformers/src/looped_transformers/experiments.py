@@ -1,0 +1,269 @@
+"""The ``demo`` and ``reproduce`` commands.
+
+``demo`` trains a looped transformer (LT) and a timestep-modulated one (TMLT) on short edit-distance
+problems, tabulates answer accuracy against test-time loops and plots the TMLT's per-loop gates.
+``reproduce`` measures the paper's direction (more loops help; timestep modulation helps further) on
+edit distance, in-context linear regression and char-level language modelling, over three seeds; its
+protocol is fixed in ``studies/reproduce-protocol.md``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import torch
+from icml25_shared.cli import RunContext, progress
+from icml25_shared.random import child_seeds, spawn
+from icml25_shared.stats import t_interval
+
+from looped_transformers.modeling import LoopedConfig, LoopedForCausalLM
+from looped_transformers.tasks import CharLMTask, DPTask, RegressionTask, regression_baselines
+from looped_transformers.train import (
+    LoopedRegressor,
+    TrainConfig,
+    answer_accuracy,
+    lm_loss,
+    regression_error,
+    train,
+)
+
+__all__ = ["PROTOCOL", "demo", "reproduce"]
+
+#: The reproduce protocol: sizes of the quick and the full run (the full run was not executed).
+PROTOCOL: dict[str, dict[str, Any]] = {
+    "quick": {
+        "seeds": 3,
+        "ed": {"task": {"min_length": 2, "max_length": 6, "alphabet": 4}, "d": 32, "heads": 2, "steps": 400,
+               "batch": 32, "lr": 3e-3, "lt_loops": [2, 4, 8], "tmlt_loops": [8], "test": 1000},
+        "icl": {"task": {"n_dims": 5, "n_points": 11}, "d": 32, "heads": 2, "steps": 400, "batch": 32, "lr": 2e-3,
+                "lt_loops": [2, 4, 8], "tmlt_loops": [], "test": 1000},
+        "lm": {"task": {"seq_len": 32, "n_chars": 400_000}, "d": 32, "heads": 2, "steps": 300, "batch": 16,
+               "lr": 3e-3, "lt_loops": [1, 4], "tmlt_loops": [4], "test": 256},
+    },
+    "full": {
+        "seeds": 3,
+        "ed": {"task": {"min_length": 4, "max_length": 12, "alphabet": 8}, "d": 64, "heads": 4, "steps": 5000,
+               "batch": 64, "lr": 1e-3, "lt_loops": [2, 4, 8], "tmlt_loops": [2, 4, 8], "test": 1000},
+        "icl": {"task": {"n_dims": 5, "n_points": 11}, "d": 128, "heads": 4, "steps": 5000, "batch": 64,
+                "lr": 1e-3, "lt_loops": [1, 2, 4, 8], "tmlt_loops": [2, 4, 8], "test": 2000},
+        "lm": {"task": {"seq_len": 128, "n_chars": 2_000_000}, "d": 128, "heads": 4, "steps": 3000, "batch": 32,
+               "lr": 1e-3, "lt_loops": [1, 2, 4], "tmlt_loops": [4], "test": 512},
+    },
+}
+
+
+def _lm(vocab: int, d: int, heads: int, r: int, timestep: str, positions: int) -> LoopedForCausalLM:
+    return LoopedForCausalLM(LoopedConfig(vocab_size=vocab, hidden_size=d, num_attention_heads=heads, n_loops=r,
+                                          timestep=timestep, max_position_embeddings=positions))
+
+
+def _summary(values: list[float]) -> dict[str, Any]:
+    ci = t_interval(values) if len(values) > 1 else None
+    return {"values": values, "mean": float(np.mean(values)),
+            "low": ci.low if ci else values[0], "high": ci.high if ci else values[0]}
+
+
+def demo(ctx: RunContext) -> None:
+    """LT vs TMLT on edit distance (lengths 2-5): accuracy against test loops, and TMLT's per-loop gates.
+
+    Parameters
+    ----------
+    ctx : RunContext
+        Output folder, seed and the quick flag (60 steps instead of 250).
+    """
+    torch.set_num_threads(1)
+    task = DPTask("ed", min_length=2, max_length=5, alphabet=4)
+    steps = 60 if ctx.quick else 250
+    data_seed, test_seed = spawn(ctx.seed, 2)
+    rows, curves, gates = [], {}, None
+    test_loops = (1, 2, 4, 8, 16)
+    test_int = int(test_seed.integers(2**31))
+    for timestep in progress(("none", "tmlt"), desc="demo"):
+        torch.manual_seed(child_seeds(ctx.seed, 1)[0])
+        model = _lm(task.vocab_size, 32, 2, 4, timestep, 32)
+        result = train(model, task, TrainConfig(steps=steps, batch_size=32, lr=3e-3, warmup_steps=20),
+                       random_state=spawn(data_seed, 1)[0])
+        name = "LT" if timestep == "none" else "TMLT"
+        curves[name] = [answer_accuracy(model, task, n=200 if ctx.quick else 1000, n_loops=r,
+                                        random_state=test_int)
+                        for r in test_loops]
+        rows.append({"model": name, "train loops": 4, "steps": steps, "final loss": float(np.mean(result.losses[-20:])),
+                     **{f"acc r={r}": a for r, a in zip(test_loops, curves[name], strict=True)}})
+        if timestep == "tmlt":
+            gates = model.model.loop_modulation(8)[:, 0, 2:4].abs().mean(-1).numpy()  # |gamma1|, |gamma2| per loop
+    ctx.write_table(rows, headers=list(rows[0]))
+    ctx.write_json({"task": "ed lengths 2-5, 4 letters", "model": "d=32, 2 heads, 1 block, 4 train loops",
+                    "rows": rows, "test_loops": list(test_loops), "tmlt_mean_abs_gamma": gates})
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.2))
+    for name, acc in curves.items():
+        ax1.plot(test_loops, acc, "o-", label=name)
+    ax1.axvline(4, color="grey", lw=0.8)
+    ax1.set_xscale("log", base=2)
+    ax1.set_xlabel("loops at test (trained with 4)")
+    ax1.set_ylabel("answer accuracy")
+    ax1.legend()
+    ax2.plot(range(8), gates[:, 0], "o-", label="|gamma1| (attention)")
+    ax2.plot(range(8), gates[:, 1], "s-", label="|gamma2| (MLP)")
+    ax2.set_xlabel("loop t")
+    ax2.set_ylabel("mean |gate|")
+    ax2.legend()
+    ctx.save_figure(fig)
+
+
+def _ed(p: dict[str, Any], seeds: list[int], streams: list[np.random.Generator], show: bool) -> dict[str, Any]:
+    task = DPTask("ed", **p["task"])
+    out: dict[str, Any] = {}
+    runs = [("LT", "none", r) for r in p["lt_loops"]] + [("TMLT", "tmlt", r) for r in p["tmlt_loops"]]
+    for name, timestep, r in progress(runs, enabled=show, desc="ed"):
+        acc, extra = [], {2 * r: [], 4 * r: []}
+        for seed, stream in zip(seeds, streams, strict=True):
+            data, test = spawn(stream, 2)
+            torch.manual_seed(seed)
+            model = _lm(task.vocab_size, p["d"], p["heads"], r, timestep, task.max_sequence_length)
+            train(model, task, TrainConfig(steps=p["steps"], batch_size=p["batch"], lr=p["lr"], warmup_steps=30),
+                  random_state=data)
+            test_seed = int(test.integers(2**31))
+            acc.append(answer_accuracy(model, task, n=p["test"], random_state=test_seed))
+            for rt in extra:
+                extra[rt].append(answer_accuracy(model, task, n=p["test"], n_loops=rt, random_state=test_seed))
+        out[f"{name} r={r}"] = {"accuracy": _summary(acc), **{f"accuracy r_test={k}": _summary(v)
+                                                               for k, v in extra.items()}}
+    return out
+
+
+def _icl(p: dict[str, Any], seeds: list[int], streams: list[np.random.Generator], show: bool) -> dict[str, Any]:
+    task = RegressionTask(**p["task"])
+    out: dict[str, Any] = {}
+    ls = []
+    runs = [("LT", "none", r) for r in p["lt_loops"]] + [("TMLT", "tmlt", r) for r in p["tmlt_loops"]]
+    for name, timestep, r in progress(runs, enabled=show, desc="icl"):
+        err, last, extra = [], [], {2 * r: [], 4 * r: []}
+        for i, (seed, stream) in enumerate(zip(seeds, streams, strict=True)):
+            data, test = spawn(stream, 2)
+            batch = task.sample(p["test"], test)
+            if len(ls) < len(seeds) and i == len(ls):
+                ls.append(regression_baselines(batch))
+            torch.manual_seed(seed)
+            cfg = LoopedConfig(vocab_size=1, hidden_size=p["d"], num_attention_heads=p["heads"], n_loops=r,
+                               timestep=timestep, max_position_embeddings=2 * task.n_points)
+            model = LoopedRegressor(cfg, task.n_dims)
+            train(model, task, TrainConfig(steps=p["steps"], batch_size=p["batch"], lr=p["lr"], warmup_steps=30,
+                                           loss_loops=max(1, r // 2)), random_state=data)
+            curve = regression_error(model, batch)
+            err.append(float(curve.mean()))
+            last.append(float(curve[-1]))
+            for rt in extra:
+                extra[rt].append(float(regression_error(model, batch, n_loops=rt).mean()))
+        out[f"{name} r={r}"] = {"mean error": _summary(err), "error at k=11": _summary(last),
+                                **{f"mean error r_test={k}": _summary(v) for k, v in extra.items()}}
+    for base in ("least_squares", "ridge", "knn", "averaging"):
+        out[base] = {"mean error": _summary([float(b[base].mean()) for b in ls]),
+                     "error at k=11": _summary([float(b[base][-1]) for b in ls])}
+    return out
+
+
+def _charlm(p: dict[str, Any], seeds: list[int], streams: list[np.random.Generator], show: bool) -> dict[str, Any]:
+    task = CharLMTask(**p["task"])
+    out: dict[str, Any] = {}
+    runs = [("LT", "none", r) for r in p["lt_loops"]] + [("TMLT", "tmlt", r) for r in p["tmlt_loops"]]
+    for name, timestep, r in progress(runs, enabled=show, desc="charlm"):
+        loss, extra = [], {2 * r: [], 4 * r: []}
+        for seed, stream in zip(seeds, streams, strict=True):
+            data, test = spawn(stream, 2)
+            torch.manual_seed(seed)
+            model = _lm(128, p["d"], p["heads"], r, timestep, task.seq_len)
+            train(model, task, TrainConfig(steps=p["steps"], batch_size=p["batch"], lr=p["lr"], warmup_steps=30),
+                  random_state=data)
+            test_seed = int(test.integers(2**31))
+            loss.append(lm_loss(model, task, n=p["test"], random_state=test_seed))
+            for rt in extra:
+                extra[rt].append(lm_loss(model, task, n=p["test"], n_loops=rt, random_state=test_seed))
+        out[f"{name} r={r}"] = {"val loss": _summary(loss), **{f"val loss r_test={k}": _summary(v)
+                                                               for k, v in extra.items()}}
+    return out
+
+
+def verdicts(results: dict[str, Any]) -> dict[str, bool]:
+    """The protocol's rules applied to the means of a reproduce run.
+
+    Parameters
+    ----------
+    results : dict
+        ``ed``, ``icl`` and ``lm`` sections of ``reproduce.json``.
+
+    Returns
+    -------
+    dict of str to bool
+        One entry per claim.
+    """
+    ed, icl, lm = results["ed"], results["icl"], results["lm"]
+
+    def m(section: dict[str, Any], key: str, metric: str) -> float:
+        return section[key][metric]["mean"]
+
+    rs = sorted(int(k.split("=")[1]) for k in icl if k.startswith("LT r="))
+    return {
+        "ed: LT r=8 > LT r=2": m(ed, "LT r=8", "accuracy") > m(ed, "LT r=2", "accuracy"),
+        "ed: LT r=4 >= LT r=2 - 0.01": m(ed, "LT r=4", "accuracy") >= m(ed, "LT r=2", "accuracy") - 0.01,
+        "ed: TMLT r=8 >= LT r=8": m(ed, "TMLT r=8", "accuracy") >= m(ed, "LT r=8", "accuracy"),
+        "icl: error falls with loops": all(m(icl, f"LT r={a}", "mean error") > m(icl, f"LT r={b}", "mean error")
+                                           for a, b in zip(rs, rs[1:], strict=False)),
+        "icl: LT r=8 within 2x of least squares": m(icl, "LT r=8", "mean error")
+        <= 2 * m(icl, "least_squares", "mean error"),
+        "lm: LT r=4 < LT r=1": m(lm, "LT r=4", "val loss") < m(lm, "LT r=1", "val loss"),
+        "lm: TMLT r=4 <= LT r=4": m(lm, "TMLT r=4", "val loss") <= m(lm, "LT r=4", "val loss"),
+    }
+
+
+def reproduce(ctx: RunContext) -> None:
+    """Loops and timestep modulation on ED, in-context regression and char LM, 3 seeds; JSON, table, PNG.
+
+    Parameters
+    ----------
+    ctx : RunContext
+        Output folder, seed and the quick flag (the sizes of ``PROTOCOL["quick"]``).
+    """
+    torch.set_num_threads(1)
+    protocol = PROTOCOL["quick" if ctx.quick else "full"]
+    n = protocol["seeds"]
+    seeds = child_seeds(ctx.seed, n)
+    streams = {name: spawn(s, n) for name, s in zip(("ed", "icl", "lm"), spawn(ctx.seed, 3), strict=True)}
+    results = {"ed": _ed(protocol["ed"], seeds, streams["ed"], True),
+               "icl": _icl(protocol["icl"], seeds, streams["icl"], True),
+               "lm": _charlm(protocol["lm"], seeds, streams["lm"], True)}
+    checks = verdicts(results)
+    ctx.write_json({"protocol": protocol, "seed": ctx.seed, "torch": torch.__version__, "results": results,
+                    "verdicts": checks})
+    rows = []
+    for section, metric in (("ed", "accuracy"), ("icl", "mean error"), ("lm", "val loss")):
+        for key, val in results[section].items():
+            s = val[metric]
+            rows.append([section, key, metric, s["mean"], s["low"], s["high"]])
+    ctx.write_table(rows, headers=["task", "model", "metric", "mean", "95% low", "95% high"])
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.2))
+    for ax, (section, metric, label) in zip(axes, (("ed", "accuracy", "ED answer accuracy"),
+                                                   ("icl", "mean error", "ICL normalised MSE"),
+                                                   ("lm", "val loss", "char LM val loss (nats)")), strict=True):
+        for kind in ("LT", "TMLT"):
+            keys = [k for k in results[section] if k.startswith(f"{kind} r=")]
+            if not keys:
+                continue
+            rs = [int(k.split("=")[1]) for k in keys]
+            means = [results[section][k][metric]["mean"] for k in keys]
+            lows = [results[section][k][metric]["low"] for k in keys]
+            highs = [results[section][k][metric]["high"] for k in keys]
+            ax.errorbar(rs, means, yerr=[np.subtract(means, lows), np.subtract(highs, means)], fmt="o-", label=kind,
+                        capsize=3)
+        if section == "icl":
+            ax.axhline(results["icl"]["least_squares"]["mean error"]["mean"], color="grey", ls="--",
+                       label="least squares")
+        ax.set_xscale("log", base=2)
+        ax.set_xlabel("loops r")
+        ax.set_title(label)
+        ax.legend()
+    ctx.save_figure(fig)

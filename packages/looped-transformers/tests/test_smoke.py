@@ -1,0 +1,59 @@
+"""The command line: demo and reproduce write the numbers the README reports."""
+
+import subprocess
+import sys
+
+import pytest
+from icml25_shared.testing import run_command
+
+from looped_transformers.__main__ import PAPER, main
+
+
+def test_demo_quick_writes_accuracy_against_loops_and_the_gates(tmp_path):
+    run = run_command(main, "demo", tmp_path, expect=("md", "json", "png"))
+    assert run.table.startswith("| model | train loops | steps | final loss |")
+    rows = run.result["rows"]
+    assert [r["model"] for r in rows] == ["LT", "TMLT"]
+    for row in rows:
+        accs = [row[f"acc r={r}"] for r in run.result["test_loops"]]
+        assert all(0.0 <= a <= 1.0 for a in accs)
+        assert row["final loss"] < 3.5  # below the uniform loss over the 51-token vocabulary (3.93)
+    gates = run.result["tmlt_mean_abs_gamma"]
+    assert len(gates) == 8 and all(len(g) == 2 for g in gates)
+    assert min(min(g) for g in gates) > 0  # the zero-initialised gates moved in training
+
+
+def test_reproduce_runs_the_protocol_and_applies_its_rules(tmp_path, monkeypatch):
+    from looped_transformers import experiments
+
+    tiny = {"seeds": 2,
+            "ed": {"task": {"min_length": 2, "max_length": 3, "alphabet": 3}, "d": 16, "heads": 2, "steps": 2,
+                   "batch": 4, "lr": 1e-3, "lt_loops": [2, 4, 8], "tmlt_loops": [8], "test": 8},
+            "icl": {"task": {"n_dims": 2, "n_points": 3}, "d": 16, "heads": 2, "steps": 2, "batch": 4, "lr": 1e-3,
+                    "lt_loops": [2, 4, 8], "tmlt_loops": [8], "test": 8},
+            "lm": {"task": {"seq_len": 8, "n_chars": 20_000}, "d": 16, "heads": 2, "steps": 2, "batch": 4,
+                   "lr": 1e-3, "lt_loops": [1, 4], "tmlt_loops": [4], "test": 8}}
+    monkeypatch.setitem(experiments.PROTOCOL, "quick", tiny)
+    run = run_command(main, "reproduce", tmp_path, expect=("json", "md", "png"))
+    res = run.result
+    assert res["protocol"] == tiny
+    assert set(res["results"]) == {"ed", "icl", "lm"}
+    ed = res["results"]["ed"]["LT r=8"]
+    assert len(ed["accuracy"]["values"]) == 2 and set(ed) == {"accuracy", "accuracy r_test=16",
+                                                              "accuracy r_test=32"}
+    assert res["verdicts"] == experiments.verdicts(res["results"])
+    ls = res["results"]["icl"]["least_squares"]["mean error"]
+    assert ls["low"] <= ls["mean"] <= ls["high"] and ls["mean"] > 0
+
+
+def test_importing_the_command_line_imports_no_experiment_code():
+    code = ("import sys, looped_transformers.__main__; "
+            "assert 'looped_transformers.experiments' not in sys.modules; print('ok')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+def test_help_shows_the_paper(capsys):
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert PAPER[:40] in capsys.readouterr().out.replace("\n", " ")
