@@ -186,6 +186,7 @@ FAMILIES: dict[str, type[Correlation]] = {
     "nearest-neighbour": NearestNeighbourCorrelation,
     "power-law": PowerLawCorrelation,
 }
+"""The correlation families by name: the accepted ``family=`` strings and the class each one builds."""
 
 
 def correlation_family(name: str) -> type[Correlation]:
