@@ -2,7 +2,8 @@
 
     python tools/dev.py demo    # every package's `python -m <pkg> demo`; writes out/REPORT.md
     python tools/dev.py test    # lint, structural checks, every package's tests and doctests, integration,
-                                # wheels; per step its seconds and its 10 slowest tests
+                                # wheels, the documentation site; per step its seconds and its 10 slowest tests
+    python tools/dev.py docs    # the documentation site, served on 127.0.0.1:8000
 
 Both create (or reuse) the virtual environment `.venv` and install every member editable with the
 pinned constraints in tools/constraints.txt; a stamp of the pyprojects skips reinstalling when
@@ -28,6 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 CONSTRAINTS = ROOT / "tools" / "constraints.txt"
 DEV_REQUIREMENTS = ROOT / "tools" / "requirements-dev.txt"
+DOCS_REQUIREMENTS = ROOT / "tools" / "requirements-docs.txt"
 SHARED_EXTRAS = "cli,torch,triton,sklearn,test"
 DEMO_TIMEOUT_S = 300
 
@@ -94,6 +96,21 @@ def ensure_environment(env_dir: Path, packages: list[tuple[str, str, Path]], *, 
         old.unlink()
     stamp.touch()
     return python
+
+
+def ensure_docs_tools(python: Path, env_dir: Path) -> None:
+    """Install the documentation site's tools (tools/requirements-docs.txt) unless their stamp matches."""
+    stamp = env_dir / f".docs-{hashlib.sha256(DOCS_REQUIREMENTS.read_bytes()).hexdigest()[:16]}"
+    if stamp.exists():
+        return
+    print("installing the documentation tools into the environment", flush=True)
+    done = subprocess.run([str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q",
+                           "-c", str(CONSTRAINTS), "-r", str(DOCS_REQUIREMENTS)], env=dict(os.environ, PIP_CONSTRAINT=""))
+    if done.returncode != 0:
+        raise SystemExit(f"installing the documentation tools failed (exit {done.returncode})")
+    for old in env_dir.glob(".docs-*"):
+        old.unlink()
+    stamp.touch()
 
 
 def pytest_step(python: Path, name: str, tests: Path, junit_dir: Path, *, triton: bool,
@@ -212,8 +229,14 @@ def command_test(python: Path, packages: list[tuple[str, str, Path]], args: argp
     wheel_dists = ["icml25-shared"] + [dist for dist, _, _ in packages]
     wheels = [] if args.skip_wheels else [Step(f"checks: wheels {dist}", [*tools, "wheels", dist])
                                           for dist in wheel_dists]
+    docs = []
+    if not args.packages:  # the site covers every member: built and browser-checked in the full run only
+        docs_tool = ROOT / "tools" / "docs.py"
+        docs = [Step("docs: mkdocs build --strict + browser check",
+                     [str(python), str(docs_tool), "gate", "--site", str(junit_dir / "site"),
+                      "--out", str(ROOT / "out" / "docs-check")])]
     start = time.perf_counter()
-    steps = run_steps(first + tests + wheels, args.jobs)
+    steps = run_steps(first + docs + tests + wheels, args.jobs)
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for step in steps:
         for key in counts:
@@ -255,7 +278,7 @@ def command_demo(python: Path, packages: list[tuple[str, str, Path]], args: argp
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["demo", "test", "setup"])
+    parser.add_argument("command", choices=["demo", "test", "setup", "docs"])
     parser.add_argument("--packages", default="", help="comma-separated distributions (default: all)")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="steps run at once")
     parser.add_argument("--venv", type=Path, default=Path(os.environ.get("ICML25_VENV", ROOT / ".venv")))
@@ -269,9 +292,17 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"unknown packages {sorted(unknown)}; known: {[d for d, _, _ in everything]}")
     packages = [p for p in everything if not wanted or p[0] in wanted or p[1] in wanted]
     python = ensure_environment(args.venv, everything, reinstall=args.reinstall)
+    ensure_docs_tools(python, args.venv)
+    if args.command == "test" and not args.packages:
+        sys.path.insert(0, str(ROOT / "tools"))
+        from docs import ensure_chromium
+
+        ensure_chromium()  # the docs step and the tools tests drive Debian's Chromium
     if args.command == "setup":
         print(f"environment ready: {python}")
         return 0
+    if args.command == "docs":  # build strictly and serve on 127.0.0.1:8000
+        return subprocess.call([str(python), str(ROOT / "tools" / "docs.py"), "serve"])
     return (command_test if args.command == "test" else command_demo)(python, packages, args)
 
 

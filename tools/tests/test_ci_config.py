@@ -174,3 +174,18 @@ def test_slowest_tests_from_junit(tmp_path):
     slowest = dev.slowest_tests(xml)
     assert len(slowest) == 10 and slowest[0] == (1.4, "m::t14") and slowest[-1] == (0.5, "m::t5")
     assert dev.slowest_tests(tmp_path / "missing.xml") == []
+
+
+def test_docs_workflow_builds_strictly_checks_in_a_browser_and_deploys_from_main():
+    wf = load("docs.yml")
+    assert wf["on"]["push"]["branches"] == ["main"]
+    build = wf["jobs"]["build"]
+    lines = run_lines(build)
+    assert "pip install -r tools/requirements-docs.txt" in lines
+    assert "python tools/docs.py build --site site" in lines
+    assert any(line.startswith("python tools/docs.py check") for line in lines)
+    assert (ROOT / "tools" / "requirements-docs.txt").exists()
+    deploy = wf["jobs"]["deploy"]
+    assert deploy["needs"] == "build" and "refs/heads/main" in deploy["if"]
+    assert any(s.get("uses", "").startswith("actions/deploy-pages") for s in deploy["steps"])
+    assert deploy["permissions"] == {"pages": "write", "id-token": "write"}

@@ -109,3 +109,33 @@ def test_shape_check_finds_nothing_new(scaffolded):
     if before.returncode == 0:
         assert done.returncode == 0, done.stdout[-3000:]
     assert f"{len(problems)} problem(s)" in done.stdout
+
+
+def test_docs_site_has_the_new_package(scaffolded):
+    """The scaffold needs no docs edit: its guide, API, reproduction and changelog pages build strictly."""
+    pytest.importorskip("mkdocs")
+    root, _ = scaffolded
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST_", "COV_"))}
+    env.update(ICML25_DOCS_PACKAGES=f"icml25-shared,{DIST}", NO_MKDOCS_2_WARNING="1",
+               DISABLE_MKDOCS_2_WARNING="true")
+    # the table's rows of the other packages would link pages this small site leaves out
+    readme = root / "README.md"
+    original = readme.read_text()
+    readme.write_text("\n".join(r for r in original.splitlines()
+                                if not r.startswith("| [") or "](shared)" in r or f"[{DIST}]" in r))
+    try:
+        done = subprocess.run([sys.executable, "tools/docs.py", "build", "--site", str(root / "site")], cwd=root,
+                              capture_output=True, text=True, env=env)
+    finally:
+        readme.write_text(original)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    site = root / "site" / "packages" / DIST
+    for page in ("index.html", "api/index.html", "reproduction/index.html", "changelog/index.html"):
+        assert (site / page).exists(), page
+    api = (site / "api" / "index.html").read_text()
+    import docs
+
+    names = [n for n in docs.public_names(docs.DocMember(DIST, MODULE, root / "packages" / DIST))
+             if not n.startswith("__")]
+    assert names and all(f'id="{MODULE}.{name}"' in api for name in names)
+    assert f'href="packages/{DIST}/' in (root / "site" / "index.html").read_text()  # home page table and nav

@@ -1,0 +1,421 @@
+"""The documentation site: pages generated from the workspace, a strict build, and a browser check.
+
+    python tools/docs.py build [--site DIR]        # mkdocs build --strict (pages generated from the members)
+    python tools/docs.py serve                     # mkdocs serve on 127.0.0.1:8000
+    python tools/docs.py check [--site DIR] [--out DIR]   # headless Chromium over the built site
+    python tools/docs.py gate [--site DIR] [--out DIR]    # build, then check (the gate's docs step)
+
+Nothing under docs/ is written by hand per package: ``docs/gen_pages.py`` (run by mkdocs-gen-files) calls
+:func:`site_pages`, which turns every member of the workspace (shared first, then packages/, the same list
+as ``tools/checks.py``) into a guide (its README), an API page (one mkdocstrings block per name in its
+``__all__``), a reproduction page (the README's reproduction section and the stored ``results/``) and a
+changelog page, plus the home page (the root README's package table) and the architecture page. A package
+made by ``tools/new_package.py`` therefore has its pages and its navigation entry with no edit.
+
+Links in a README to files of its package are rewritten so that they resolve inside the site (the files
+are copied beside the page); a link to a file that does not exist is left as written, so the strict build
+fails on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import contextlib
+import functools
+import http.server
+import os
+import re
+import shutil
+import socketserver
+import subprocess
+import sys
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
+LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^\s*(```|~~~)")
+SECTIONS = ("Guide", "API", "Reproduction", "Changelog")
+
+
+@dataclass(frozen=True)
+class DocMember:
+    """A workspace member as the site shows it."""
+
+    dist: str
+    module: str
+    path: Path
+
+    @property
+    def slug(self) -> str:
+        """Folder of the member's pages inside the site."""
+        return "shared" if self.path.name == "shared" else f"packages/{self.dist}"
+
+
+def doc_members(root: Path = ROOT) -> list[DocMember]:
+    """Every member of the workspace, shared first (the list ``tools/checks.py`` uses).
+
+    ``ICML25_DOCS_PACKAGES=a,b`` limits the site to those distributions (tests build small sites).
+    """
+    sys.path.insert(0, str(root / "tools"))
+    try:
+        from checks import workspace
+    finally:
+        sys.path.pop(0)
+    wanted = {d.strip() for d in os.environ.get("ICML25_DOCS_PACKAGES", "").split(",") if d.strip()}
+    return [DocMember(m.dist, m.module, m.path) for m in workspace(root) if not wanted or m.dist in wanted]
+
+
+def public_names(member: DocMember) -> list[str]:
+    """Names listed in the member's ``__all__`` (read from its ``__init__.py`` without importing it)."""
+    init = member.path / "src" / member.module / "__init__.py"
+    for node in ast.parse(init.read_text()).body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
+            node, ast.AnnAssign) else []
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets) and node.value is not None:
+            return [str(ast.literal_eval(node.value))] if isinstance(node.value, ast.Constant) else [
+                str(v) for v in ast.literal_eval(node.value)]
+    return []
+
+
+def public_submodules(member: DocMember) -> list[str]:
+    """Public modules of a package (for a member whose ``__all__`` exports no API of its own)."""
+    src = member.path / "src" / member.module
+    names = [p.stem for p in src.glob("*.py") if not p.stem.startswith("_")]
+    names += [p.name for p in src.iterdir() if p.is_dir() and (p / "__init__.py").exists()
+              and not p.name.startswith("_")]
+    return sorted(set(names))
+
+
+# --- markdown rewriting ---------------------------------------------------------------------------
+
+
+def _outside_fences(text: str):
+    """Yield (is_code, chunk) pieces of markdown, fenced code blocks kept whole."""
+    chunk: list[str] = []
+    in_code = False
+    for line in text.splitlines(keepends=True):
+        if FENCE.match(line):
+            if not in_code:
+                if chunk:
+                    yield False, "".join(chunk)
+                chunk, in_code = [line], True
+            else:
+                chunk.append(line)
+                yield True, "".join(chunk)
+                chunk, in_code = [], False
+            continue
+        chunk.append(line)
+    if chunk:
+        yield in_code, "".join(chunk)
+
+
+class PageSet:
+    """The generated files of the site: path inside docs -> bytes, with assets copied on demand."""
+
+    def __init__(self, root: Path, members: list[DocMember]):
+        self.root = root
+        self.members = members
+        self.files: dict[str, bytes] = {}
+
+    def add(self, path: str, text: str) -> None:
+        self.files[path] = text.encode()
+
+    def _site_path(self, source: Path) -> str | None:
+        """Where a repository file lives inside the site, or None when it belongs to no member."""
+        for member in self.members:
+            with contextlib.suppress(ValueError):
+                rel = source.relative_to(member.path)
+                if rel == Path("README.md"):
+                    return f"{member.slug}/index.md"
+                if rel == Path("CHANGELOG.md"):
+                    return f"{member.slug}/changelog.md"
+                return f"{member.slug}/{rel.as_posix()}"
+        return None
+
+    def rewrite(self, text: str, source_dir: Path, page: str) -> str:
+        """Rewrite relative links of markdown at ``page`` (site path) whose files live in ``source_dir``."""
+        page_dir = Path(page).parent
+
+        def fix(match: re.Match) -> str:
+            bang, label, target = match.groups()
+            if re.match(r"^[a-z][a-z0-9+.-]*:", target, re.I) or target.startswith(("#", "/")):
+                return match.group(0)
+            path_part, _, fragment = target.partition("#")
+            source = (source_dir / path_part).resolve()
+            if not source.exists():
+                return match.group(0)  # broken in the repository too: the strict build reports it
+            if source.is_dir():
+                readme = source / "README.md"
+                if readme.exists() and self._site_path(readme):
+                    source = readme
+                else:
+                    return f"`{label}`" if not bang else ""
+            site = self._site_path(source)
+            if site is None:
+                return label if not bang else ""
+            self.copy(source, site)
+            rel = os.path.relpath(site, page_dir).replace(os.sep, "/")
+            return f"{bang}[{label}]({rel}{'#' + fragment if fragment else ''})"
+
+        return "".join(chunk if code else LINK.sub(fix, chunk) for code, chunk in _outside_fences(text))
+
+    def copy(self, source: Path, site: str) -> None:
+        """Put a repository file into the site (markdown rewritten, anything else as bytes)."""
+        if site in self.files:
+            return
+        if source.suffix == ".md":
+            self.files[site] = b""  # guards against link cycles while rewriting
+            self.add(site, self.rewrite(source.read_text(), source.parent, site))
+        else:
+            self.files[site] = source.read_bytes()
+
+
+def _section(text: str, title_prefix: str) -> str:
+    """The level-2 section of markdown whose heading starts with ``title_prefix`` (heading included)."""
+    lines, out, inside = text.splitlines(), [], False
+    for line in lines:
+        if line.startswith("## "):
+            inside = line[3:].strip().lower().startswith(title_prefix.lower())
+        if inside:
+            out.append(line)
+    return "\n".join(out).strip()
+
+
+def _first_paragraph(text: str) -> str:
+    body = [line for line in text.splitlines() if not line.startswith("#")]
+    return "\n".join(body).strip().split("\n\n")[0]
+
+
+def api_page(member: DocMember) -> str:
+    """One mkdocstrings block per exported name (or per public module when ``__all__`` has none)."""
+    names = [n for n in public_names(member) if not n.startswith("__")]
+    lines = [f"# {member.dist} API", ""]
+    if names:
+        lines += [f"Every name in `{member.module}.__all__`, with its docstring.", ""]
+        targets = [f"{member.module}.{name}" for name in names]
+    else:
+        modules = public_submodules(member)
+        lines += [f"`{member.module}` exports its API from submodules, each imported on demand.", ""]
+        targets = [f"{member.module}.{name}" for name in modules]
+    for target in targets:
+        lines += [f"::: {target}", ""]
+    return "\n".join(lines)
+
+
+def reproduction_page(pages: PageSet, member: DocMember) -> str:
+    """The README's reproduction section followed by the stored results (tables and figures)."""
+    site = f"{member.slug}/reproduction.md"
+    readme = (member.path / "README.md").read_text()
+    section = _section(readme, "Reproduc")
+    lines = [f"# {member.dist}: reproduction", ""]
+    if section:
+        lines += [pages.rewrite(section.replace("## ", "## From the guide: ", 1), member.path, site), ""]
+    results = member.path / "results"
+    tables = sorted(results.glob("*.md")) if results.is_dir() else []
+    figures = sorted(results.glob("*.png")) if results.is_dir() else []
+    if not tables and not figures:
+        lines += ["This package stores no results yet: run `python -m "
+                  f"{member.module} reproduce` to produce them.", ""]
+    for table in tables:
+        lines += [f"## `results/{table.name}`", "", pages.rewrite(
+            re.sub(r"^#+ ", "### ", table.read_text(), flags=re.M), table.parent, site), ""]
+    if figures:
+        lines += ["## Figures", ""]
+        for figure in figures:
+            pages.copy(figure, f"{member.slug}/results/{figure.name}")
+            lines += [f"![{figure.stem}](results/{figure.name})", ""]
+    return "\n".join(lines)
+
+
+def site_pages(root: Path = ROOT) -> tuple[dict[str, bytes], str]:
+    """Every generated file of the site (path inside docs -> bytes) and the navigation (SUMMARY.md)."""
+    members = doc_members(root)
+    pages = PageSet(root, members)
+    readme = (root / "README.md").read_text()
+    table = _section(readme, "Packages")
+    home = ["# icml25: ICML 2025 methods as installable packages", "", _first_paragraph(readme), "",
+            "Each package has a guide (its README), an API reference generated from its docstrings, a "
+            "reproduction page (the paper's claims beside the stored measurements) and a changelog. "
+            "The [architecture](architecture.md) page describes the layout and the conventions every "
+            "package follows.", "",
+            pages.rewrite(table.replace("## Packages", "## Packages", 1), root, "index.md"), "",
+            "## Install one method", "",
+            "```bash",
+            "git clone <repository> icml25 && cd icml25",
+            "pip install ./shared ./packages/fastpd    # any package folder; extras as its guide says",
+            "```", ""]
+    pages.add("index.md", "\n".join(home))
+    architecture = ["# Architecture", "",
+                    "How the repository is laid out and the conventions every package follows.", ""]
+    for title in ("Layout", "Development", "Environment"):
+        part = _section(readme, title)
+        if part:
+            architecture += [pages.rewrite(part, root, "architecture.md"), ""]
+    pages.add("architecture.md", "\n".join(architecture))
+    nav = ["* [Home](index.md)", "* [Architecture](architecture.md)"]
+    for member in members:
+        pages.copy(member.path / "README.md", f"{member.slug}/index.md")
+        pages.add(f"{member.slug}/api.md", api_page(member))
+        pages.add(f"{member.slug}/reproduction.md", reproduction_page(pages, member))
+        changelog = member.path / "CHANGELOG.md"
+        if changelog.exists():
+            pages.copy(changelog, f"{member.slug}/changelog.md")
+        nav.append(f"* {member.dist}")
+        for title, name in zip(SECTIONS, ("index", "api", "reproduction", "changelog"), strict=True):
+            if f"{member.slug}/{name}.md" in pages.files:
+                nav.append(f"    * [{title}]({member.slug}/{name}.md)")
+    return pages.files, "\n".join(nav) + "\n"
+
+
+# --- build, serve and the browser check -----------------------------------------------------------
+
+
+def mkdocs(*args: str, root: Path = ROOT) -> int:
+    """Run mkdocs with this interpreter from ``root``."""
+    return subprocess.call([sys.executable, "-m", "mkdocs", *args], cwd=root)
+
+
+def find_chromium() -> str | None:
+    found = shutil.which("chromium") or shutil.which("chromium-browser")
+    return found or next((c for c in CHROMIUM_CANDIDATES if Path(c).exists()), None)
+
+
+def ensure_chromium() -> str:
+    """The system Chromium, installed from Debian's packages when missing (needs root)."""
+    found = find_chromium()
+    if found:
+        return found
+    env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+    for cmd in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", "chromium"]):
+        if subprocess.run(cmd, env=env, capture_output=True).returncode != 0:
+            raise SystemExit(f"could not install Chromium ({' '.join(cmd)} failed); install Debian's "
+                             "`chromium` package")
+    found = find_chromium()
+    if not found:
+        raise SystemExit("Chromium is still missing after apt-get install chromium")
+    return found
+
+
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args) -> None:  # noqa: A002 - the base class's name
+        pass
+
+
+@contextlib.contextmanager
+def serve_folder(folder: Path):
+    """Serve ``folder`` on 127.0.0.1 at a free port for the duration of the block; yields the base URL."""
+    handler = functools.partial(_QuietHandler, directory=str(folder))
+    with socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler) as server:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            yield f"http://127.0.0.1:{server.server_address[1]}"
+        finally:
+            server.shutdown()
+
+
+# Run in the page: what the check needs from the DOM.
+PAGE_PROBE = """() => {
+  // a doctest that shows an expected exception (a <pre> holding ">>>") is documentation, not a failure
+  let text = document.body ? document.body.innerText : "";
+  document.querySelectorAll("pre").forEach(p => {
+    const code = p.innerText; if (code.includes(">>>")) text = text.split(code).join(""); });
+  const images = Array.from(document.images).map(img => ({
+    src: img.getAttribute("src"), ok: img.complete && img.naturalWidth > 0}));
+  const api = Array.from(document.querySelectorAll("div.doc.doc-object")).map(d => {
+    const h = d.querySelector(".doc-heading"); const c = d.querySelector(".doc-contents");
+    return {name: h ? h.innerText.trim() : "", text: c ? c.innerText.trim() : ""};});
+  return {title: document.title, text, images, api};
+}"""
+
+TRACEBACK = re.compile(r"Traceback \(most recent call last\)|^\s*File \"[^\"]+\", line \d+", re.M)
+
+
+@dataclass
+class PageReport:
+    """What the browser found on one page."""
+
+    url: str
+    problems: list[str]
+    screenshot: Path | None = None
+
+
+def check_pages(site: Path, paths: list[tuple[str, int]], out: Path, *, chromium: str) -> list[PageReport]:
+    """Load each (path, expected API entries) of a built site in headless Chromium and report problems.
+
+    A page fails when it does not load, shows a Python traceback, has an image that did not decode, or (for
+    an API page, expected > 0) has fewer documented objects than names exported or an object with an empty
+    docstring. A screenshot of every page is written to ``out``.
+    """
+    from playwright.sync_api import sync_playwright
+
+    out.mkdir(parents=True, exist_ok=True)
+    reports = []
+    args = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+            "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+    with serve_folder(site) as base, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=args)
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        for path, expected_api in paths:
+            url = f"{base}/{path}"
+            problems: list[str] = []
+            response = page.goto(url, wait_until="load")
+            if response is None or response.status != 200:
+                problems.append(f"HTTP {response.status if response else 'no response'}")
+            info = page.evaluate(PAGE_PROBE)
+            if TRACEBACK.search(info["text"]):
+                problems.append("shows a Python traceback")
+            problems += [f"broken image {img['src']}" for img in info["images"] if not img["ok"]]
+            if expected_api:
+                top = [a for a in info["api"] if a["name"]]
+                if len(top) < expected_api:
+                    problems.append(f"API section lists {len(top)} objects, {expected_api} expected")
+                problems += [f"empty API entry {a['name'].splitlines()[0]}" for a in top if not a["text"]]
+            shot = out / f"{re.sub(r'[^A-Za-z0-9]+', '_', path).strip('_') or 'index'}.png"
+            page.screenshot(path=str(shot), full_page=False)
+            reports.append(PageReport(url=path, problems=problems, screenshot=shot))
+        browser.close()
+    return reports
+
+
+def pages_to_check(root: Path = ROOT) -> list[tuple[str, int]]:
+    """The home page and every member's API page, with the number of objects each API page must show."""
+    paths = [("index.html", 0)]
+    for member in doc_members(root):
+        names = [n for n in public_names(member) if not n.startswith("__")]
+        count = len(names) if names else len(public_submodules(member))
+        paths.append((f"{member.slug}/api/index.html", count))
+    return paths
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", choices=["build", "serve", "check", "gate"])
+    parser.add_argument("--site", type=Path, default=ROOT / "site", help="built site folder")
+    parser.add_argument("--out", type=Path, default=ROOT / "out" / "docs-check", help="screenshots")
+    args = parser.parse_args(argv)
+    os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")  # plugin banners, not findings
+    os.environ.setdefault("DISABLE_MKDOCS_2_WARNING", "true")
+    if args.command in ("build", "gate"):
+        code = mkdocs("build", "--strict", "--site-dir", str(args.site.resolve()))
+        if code != 0 or args.command == "build":
+            if code != 0:
+                print(f"docs: mkdocs build --strict failed (exit {code})")
+            return code
+    if args.command == "serve":
+        return mkdocs("serve", "--dev-addr", "127.0.0.1:8000")
+    reports = check_pages(args.site, pages_to_check(), args.out, chromium=ensure_chromium())
+    bad = [r for r in reports if r.problems]
+    for report in reports:
+        status = "ok" if not report.problems else "FAILED: " + "; ".join(report.problems)
+        print(f"{report.url}: {status}")
+    print(f"docs check: {len(reports)} page(s), {len(bad)} with problems; screenshots in {args.out}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

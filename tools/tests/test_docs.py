@@ -1,0 +1,128 @@
+"""The documentation site: generated pages, the strict build and the browser check (tools/docs.py)."""
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import docs
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_every_member_has_guide_api_reproduction_and_changelog():
+    files, summary = docs.site_pages(ROOT)
+    home = files["index.md"].decode()
+    for member in docs.doc_members(ROOT):
+        for page in ("index", "api", "reproduction", "changelog"):
+            assert f"{member.slug}/{page}.md" in files, (member.dist, page)
+            assert f"]({member.slug}/{page}.md)" in summary
+        assert f"[{member.dist}]({member.slug}/index.md)" in home  # the home page's table links it
+        api = files[f"{member.slug}/api.md"].decode()
+        names = [n for n in docs.public_names(member) if not n.startswith("__")]
+        expected = names or docs.public_submodules(member)
+        assert expected, member.dist
+        for name in expected:
+            assert f"::: {member.module}.{name}\n" in api
+
+
+def test_readme_links_resolve_inside_the_site():
+    files, _ = docs.site_pages(ROOT)
+    for path, content in files.items():
+        if not path.endswith(".md"):
+            continue
+        text = content.decode()
+        for code, chunk in docs._outside_fences(text):
+            if code:
+                continue
+            for _, _, target in docs.LINK.findall(chunk):
+                if target.startswith(("http://", "https://", "#", "mailto:")):
+                    continue
+                resolved = os.path.normpath(os.path.join(os.path.dirname(path), target.split("#")[0]))
+                assert resolved in files, f"{path}: link {target} -> {resolved} is not in the site"
+
+
+def test_a_link_to_a_missing_file_is_left_for_the_strict_build():
+    pages = docs.PageSet(ROOT, docs.doc_members(ROOT)[:1])
+    text = pages.rewrite("see [the study](studies/nowhere.md) and [home](https://example.org)", ROOT / "shared",
+                         "shared/index.md")
+    assert text == "see [the study](studies/nowhere.md) and [home](https://example.org)"
+
+
+def minimal_copy(root: Path) -> Path:
+    """The files a shared-only site needs: mkdocs.yml, docs/, tools/, the root README and shared/."""
+    for name in ("mkdocs.yml", "LICENSE"):
+        shutil.copyfile(ROOT / name, root / name)
+    rows = (ROOT / "README.md").read_text().splitlines()  # the package table without the absent packages
+    (root / "README.md").write_text("\n".join(r for r in rows if not r.startswith("| [") or "](shared)" in r))
+    for folder in ("docs", "tools", "shared"):
+        shutil.copytree(ROOT / folder, root / folder, ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    (root / "packages").mkdir()
+    return root
+
+
+def build(root: Path) -> subprocess.CompletedProcess:
+    env = dict(os.environ, NO_MKDOCS_2_WARNING="1", DISABLE_MKDOCS_2_WARNING="true")
+    return subprocess.run([sys.executable, "tools/docs.py", "build", "--site", str(root / "site")], cwd=root,
+                          capture_output=True, text=True, env=env)
+
+
+def test_strict_build_passes_and_fails_on_a_planted_broken_reference(tmp_path):
+    pytest.importorskip("mkdocs")
+    root = minimal_copy(tmp_path)
+    done = build(root)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
+    assert (root / "site" / "shared" / "api" / "index.html").exists()
+    readme = root / "shared" / "README.md"
+    readme.write_text(readme.read_text() + "\nSee [the missing guide](docs/missing.md).\n")
+    done = build(root)
+    assert done.returncode != 0
+    assert "docs/missing.md" in done.stdout + done.stderr
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    pytest.importorskip("playwright")
+    found = docs.find_chromium()
+    if found is None:
+        pytest.skip("no Chromium (tools/dev.py installs Debian's chromium for the gate)")
+    return found
+
+
+PNG_1x1 = bytes.fromhex("89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+                        "1f15c4890000000d49444154789c6360f8cfc0f01f0005000201a5e1"
+                        "4d5b0000000049454e44ae426082")
+
+
+def plant_site(folder: Path, body: str) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "pixel.png").write_bytes(PNG_1x1)
+    (folder / "index.html").write_text(f"<html><head><title>t</title></head><body>{body}</body></html>")
+    return folder
+
+
+def test_browser_check_passes_a_good_page(tmp_path, chromium):
+    site = plant_site(tmp_path / "site", '<p>fine</p><img src="pixel.png"><pre>&gt;&gt;&gt; f()\n'
+                      "Traceback (most recent call last):\nValueError: shown by a doctest</pre>")
+    (report,) = docs.check_pages(site, [("index.html", 0)], tmp_path / "shots", chromium=chromium)
+    assert report.problems == []
+    assert report.screenshot.stat().st_size > 0
+
+
+def test_browser_check_fails_on_a_traceback_and_a_broken_image(tmp_path, chromium):
+    site = plant_site(tmp_path / "site", '<pre>Traceback (most recent call last):\n  File "x.py", line 1\n'
+                      'KeyError: 1</pre><img src="missing.png">')
+    (report,) = docs.check_pages(site, [("index.html", 0)], tmp_path / "shots", chromium=chromium)
+    assert "shows a Python traceback" in report.problems
+    assert "broken image missing.png" in report.problems
+
+
+def test_browser_check_fails_on_an_empty_api_section(tmp_path, chromium):
+    site = plant_site(tmp_path / "site", '<div class="doc doc-object"><h2 class="doc-heading">f</h2>'
+                      '<div class="doc-contents"></div></div>')
+    (report,) = docs.check_pages(site, [("index.html", 2)], tmp_path / "shots", chromium=chromium)
+    assert "API section lists 1 objects, 2 expected" in report.problems
+    assert "empty API entry f" in report.problems
