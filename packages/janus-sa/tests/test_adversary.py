@@ -15,6 +15,7 @@ from janus_sa import (
     JanusClient,
     JanusConfig,
     MaskServer,
+    ModelInconsistencyError,
     NotEnrolledError,
     ReplayError,
     Roster,
@@ -24,8 +25,8 @@ from janus_sa import (
     enroll,
     model_digest,
 )
-from janus_sa.errors import ProtocolError, RoundClosedError, SealMismatchError
-from janus_sa.net import Remote, ServerNode, make_server, start_server
+from janus_sa.errors import ProtocolError, RoundClosedError, RoundFailedError, SealMismatchError
+from janus_sa.net import Remote, ServerNode, make_server, read_request, start_server
 from janus_sa.protocol import seal_commitment
 from janus_sa.simulation import random_updates
 from janus_sa.wire import MsgType, decode, encode
@@ -393,3 +394,53 @@ def test_upload_landing_during_agreement_is_refused_and_the_round_completes():
         np.testing.assert_array_equal(res.sum_codes, sum(q.quantize(ups[c]).astype(np.int64) for c in ids[:4]))
     with pytest.raises(ExcludedError):
         dep.clients[ids[4]].finish_round(agg0, agg1)
+
+
+# --- model inconsistency --------------------------------------------------------------------------
+def test_right_digest_wrong_weights_is_detected_by_the_client():
+    """attack_mia.py [c]: S0 announces the good digest to everyone but hands the victim crafted weights."""
+    dep, ids, ups = _new(5)
+    good, evil = np.linspace(-1, 1, 8), np.zeros(8)
+    report = dep.run_round(ups, model=good, received_models={ids[0]: evil})
+    assert isinstance(report.errors[ids[0]], ModelInconsistencyError) and set(report.errors) == {ids[0]}
+    assert all(r.n_participants == 4 and r.included for r in report.results.values())
+    assert ids[0] not in dep.s0.participants_  # the victim trained on nothing and uploaded nothing
+
+
+# --- restarts -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("mode", ["exact", "sketch"])
+def test_restarted_s1_reserves_its_aggregate_and_restarted_s0_marks_an_open_round_failed(tmp_path, mode):
+    """s1_die_after_agree.py / net_restart.py on the node objects with their state directories."""
+    dep = InProcessDeployment(config=JanusConfig(dim=DIM, mode=mode), state_dir=tmp_path)
+    ids = dep.add_clients(3)
+    ups = random_updates(DIM, ids, random_state=4)
+    _upload_all(dep, ups)
+    dep.s0.agree(dep.s1.participants())
+    dep.s1.agree(dep.s0.participants())
+    seals = {}
+    if mode == "sketch":
+        c0 = dep.s0.seal_commit()
+        seals = {"seal1": dep.s1.seal(c0), "seal0": dep.s0.seal(dep.s1.seal_commit())}
+        for cid in ids:
+            up = dep.clients[cid].sketch_commit(**seals)
+            dep.s0.receive(up.to_s0)
+            dep.s1.receive(up.to_s1)
+    before = dep.s1.aggregate()
+    # S1 restarts after agreement: the node rebuilds and serves the same signed aggregate
+    s1 = MaskServer(config=dep.config, keys=dep.keys1, session=dep.session, peer=dep.keys0.sign.public,
+                    state_dir=tmp_path / "s1")
+    node1 = ServerNode(s1)
+    req = read_request("Aggregate", dep.session, 1, dep.clients[ids[0]].key)
+    assert node1.Aggregate(req) == before
+    if mode == "sketch":
+        assert node1.Seal(read_request("Seal", dep.session, 1, dep.clients[ids[0]].key)) == seals["seal1"]
+    res = dep.clients[ids[0]].finish_round(dep.s0.aggregate(), node1.Aggregate(req), **seals)
+    assert res.n_participants == 3
+    # S0 restarts while round 2 is open: the round is listed as failed, clients get RoundFailedError
+    dep.s0.announce(2, bytes(32))
+    s0 = AggregationServer(config=dep.config, keys=dep.keys0, session=dep.session, peer=dep.keys1.sign.public,
+                           state_dir=tmp_path / "s0")
+    node0 = ServerNode(s0)
+    assert s0.round_ == 2 and node0.failed == {2}
+    with pytest.raises(RoundFailedError):
+        node0.Aggregate(read_request("Aggregate", dep.session, 2, dep.clients[ids[0]].key))

@@ -101,6 +101,25 @@ class ServerNode:
         self.lock = threading.RLock()
         self.finished: OrderedDict[int, dict[str, bytes]] = OrderedDict()  # round -> {"aggregate", "seal"}
         self.failed: set[int] = set()
+        self._recover()
+
+    def _recover(self) -> None:
+        """After a restart from ``state_dir``: re-serve an agreed round; S0 marks an unagreed one failed.
+
+        An agreed round's aggregate (and seal) is rebuilt from the replayed log, byte for byte (Ed25519
+        is deterministic). S0 restarted before agreement cannot know which uploads S1 holds for clients
+        that may have retried elsewhere, so it lists that round as failed and coordinates the next one.
+        """
+        s = self.server
+        if s.round_ is None:
+            return
+        if s.participants_ is not None:
+            if s.config.mode == "sketch" and s.peer_seal_commit_msg_ is not None:
+                self.finished.setdefault(s.round_, {})["seal"] = s.seal(s.peer_seal_commit_msg_)
+            self._maybe_finish()
+        elif isinstance(s, AggregationServer):
+            self.failed.add(s.round_)
+            log.warning("round %d was open when S0 stopped; it is marked failed", s.round_)
 
     # --- RPC handlers (bytes -> bytes) ------------------------------------------------------------
     def Announcement(self, req: bytes) -> bytes:

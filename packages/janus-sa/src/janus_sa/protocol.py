@@ -381,8 +381,13 @@ class JanusClient:
         msg.verify(expected_sender=server)
         return msg
 
-    def begin_round(self, announce0: bytes, announce1: bytes) -> int:
-        """Accept the round announced by both servers; returns the round number."""
+    def begin_round(self, announce0: bytes, announce1: bytes, *, model: bytes | np.ndarray | None = None) -> int:
+        """Accept the round announced by both servers; returns the round number.
+
+        ``model`` is the global model this client received and will train on (bytes or float array);
+        when given, its :func:`~janus_sa.model_digest` must equal the announced digest
+        (:class:`ModelInconsistencyError` otherwise), which binds the digest to the actual weights.
+        """
         a0 = self._decode(announce0, MsgType.ANNOUNCE, self.s0.sign)
         a1 = self._decode(announce1, MsgType.ANNOUNCE, self.s1.sign)
         if self.round_ is not None and min(a0.round, a1.round) <= self.round_:
@@ -394,6 +399,9 @@ class JanusClient:
         for a in (a0, a1):
             if a.body["config_digest"] != self.config.digest:
                 raise ProtocolError("a server announces a configuration different from this client's")
+        if model is not None and crypto.model_digest(model) != a0.body["model_digest"]:
+            raise ModelInconsistencyError("the model weights this client received do not match the digest both "
+                                          "servers announced")
         if self.roster_ is None:
             raise ProtocolError("this client has no roster (call set_roster with the roster both servers signed)")
         if a0.body["roster_digest"] != a1.body["roster_digest"]:
@@ -612,6 +620,7 @@ class _Server(ABC):
         self.participants_: tuple[bytes, ...] | None = None
         self.sketch_commits_: dict[bytes, bytes] = {}
         self._peer_seal_commit: bytes | None = None
+        self.peer_seal_commit_msg_: bytes | None = None
         self._value: np.ndarray | None = None
         self._randomness = 0
         self._commitment = crypto.IDENTITY
@@ -792,7 +801,7 @@ class _Server(ABC):
         if self._peer_seal_commit is not None and self._peer_seal_commit != msg.body["commitment"]:
             raise ProtocolError("the peer already committed to a different seal in the current round")
         if self._peer_seal_commit is None:
-            self._peer_seal_commit = msg.body["commitment"]
+            self._peer_seal_commit, self.peer_seal_commit_msg_ = msg.body["commitment"], bytes(peer_commit)
             self._persist(["seal", bytes(peer_commit)])
         return encode(MsgType.SEAL, self.session, self.round_,
                       {"participants_digest": participants_digest(agreed), "n": len(agreed),

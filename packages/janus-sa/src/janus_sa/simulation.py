@@ -124,7 +124,7 @@ class InProcessDeployment:
 
     def run_round(self, updates: Mapping[bytes, np.ndarray], *, model: bytes | np.ndarray = b"",
                   drop_before_s1: Iterable[bytes] = (), drop_before_sketch: Iterable[bytes] = (),
-                  workers: int = 1) -> RoundReport:
+                  workers: int = 1, received_models: Mapping[bytes, bytes | np.ndarray] | None = None) -> RoundReport:
         """Run one full round: announce, upload, agree, aggregate, and verify at every client.
 
         Parameters
@@ -140,6 +140,10 @@ class InProcessDeployment:
         workers : int, default 1
             Threads for the clients' work (libsodium and OpenSSL release the GIL); client CPU time
             is measured per thread either way.
+        received_models : mapping of bytes to bytes or ndarray, optional
+            The weights a client actually received (default: ``model`` for everyone). Each client
+            checks them against the announced digest and, on a mismatch, takes no part (its
+            :class:`~janus_sa.errors.ModelInconsistencyError` is in ``errors``).
 
         Returns
         -------
@@ -166,10 +170,16 @@ class InProcessDeployment:
             finally:
                 stats[cid].seconds += time.thread_time() - t0
 
+        received = dict(received_models or {})
+
         def prepare(cid):
             client = self.clients[cid]
-            client.begin_round(ann0, ann1)
             stats[cid].download_bytes += len(ann0) + len(ann1)
+            try:
+                client.begin_round(ann0, ann1, model=received.get(cid, model))
+            except JanusError as err:
+                report.errors[cid] = err
+                return None
             return client.upload(updates[cid]) if cid in updates else None
 
         drop1 = set(drop_before_s1)
@@ -212,7 +222,7 @@ class InProcessDeployment:
                 except JanusError as err:
                     return cid, err
 
-            for cid, out in pool.map(verify, ids):
+            for cid, out in pool.map(verify, [cid for cid in ids if cid not in report.errors]):
                 if isinstance(out, JanusError):
                     report.errors[cid] = out
                 else:
