@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
 from pathlib import Path
 
@@ -62,7 +63,8 @@ def main() -> None:
         t = time_call(lambda writer=writer: [writer(assess(r)) for r in thousand], name=label, repeats=args.repeats)
         rows.append({"case": f"assess + {label} report", "n": 1000, "median_s": t.median_s, "min_s": t.min_s})
     tiers = np.bincount(assess_many(frame).tier, minlength=5)[1:].tolist()
-    result = {"rows": rows, "tier_counts": tiers, "questions": len(ids), "data_version": load().version,
+    result = {"rows": rows, "tier_counts": tiers, "load_average_1_5_15": [round(x, 1) for x in os.getloadavg()],
+              "questions": len(ids), "data_version": load().version,
               "environment": environment(["right-to-ai", "numpy", "pandas", "jinja2", "pyyaml"])}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2) + "\n")
@@ -71,7 +73,8 @@ def main() -> None:
     for r in rows:
         print(f"| {r['case']} | {r['n']:,} | {r['median_s']:.2f} | {r['min_s']:.2f} | "
               f"{r['median_s'] / r['n'] * 1e6:.1f} |")
-    print(f"\ntiers of the {args.n:,} sets (1-4): {tiers}; {result['environment']}")
+    print(f"\ntiers of the {args.n:,} sets (1-4): {tiers}; load average {result['load_average_1_5_15']}; "
+          f"{result['environment']}")
 
 
 if __name__ == "__main__":
