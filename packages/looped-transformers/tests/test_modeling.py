@@ -268,3 +268,24 @@ def test_bad_calls_raise():
     out = model(ids, use_cache=True, n_loops=2)
     with pytest.raises(ValueError, match="use the same n_loops"):
         model(ids, cache=out.cache, n_loops=3)
+
+
+def test_checkpoint_loops_at_32_loops_saves_at_most_a_quarter_of_the_bytes_for_backward():
+    model = make(timestep="tmlt", n_loops=32, max_position_embeddings=32).train()
+    ids = torch.randint(0, 24, (2, 32), generator=torch.Generator().manual_seed(0))
+
+    def saved(ckpt):
+        storages = {}
+
+        def pack(t):
+            storages[t.untyped_storage().data_ptr()] = t.untyped_storage().nbytes()
+            return t
+
+        with torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+            out = model(ids, labels=ids, checkpoint_loops=ckpt)
+        out.loss.backward()
+        kept = 32 * ids.numel() * 32 * 4 if ckpt else 0  # the input state each checkpointed loop keeps
+        return sum(storages.values()) + kept
+
+    plain, ckpt = saved(False), saved(True)
+    assert ckpt <= plain / 4, (plain, ckpt)

@@ -34,11 +34,11 @@ __all__ = ["PROTOCOL", "demo", "reproduce"]
 PROTOCOL: dict[str, dict[str, Any]] = {
     "quick": {
         "seeds": 3,
-        "ed": {"task": {"min_length": 2, "max_length": 6, "alphabet": 4}, "d": 32, "heads": 2, "steps": 400,
-               "batch": 32, "lr": 3e-3, "lt_loops": [2, 4, 8], "tmlt_loops": [8], "test": 1000},
-        "icl": {"task": {"n_dims": 5, "n_points": 11}, "d": 32, "heads": 2, "steps": 400, "batch": 32, "lr": 2e-3,
+        "ed": {"task": {"min_length": 2, "max_length": 6, "alphabet": 4}, "d": 32, "heads": 2, "steps": 200,
+               "batch": 64, "lr": 3e-3, "lt_loops": [2, 4, 8], "tmlt_loops": [8], "test": 1000},
+        "icl": {"task": {"n_dims": 5, "n_points": 11}, "d": 32, "heads": 2, "steps": 150, "batch": 64, "lr": 2e-3,
                 "lt_loops": [2, 4, 8], "tmlt_loops": [], "test": 1000},
-        "lm": {"task": {"seq_len": 32, "n_chars": 400_000}, "d": 32, "heads": 2, "steps": 300, "batch": 16,
+        "lm": {"task": {"seq_len": 32, "n_chars": 400_000}, "d": 32, "heads": 2, "steps": 150, "batch": 32,
                "lr": 3e-3, "lt_loops": [1, 4], "tmlt_loops": [4], "test": 256},
     },
     "full": {
