@@ -16,11 +16,17 @@ from importlib.metadata import PackageNotFoundError, version
 
 from quest.api import ConversionReport, convert_, default_filter, quantize_
 from quest.grids import (
+    GRIDS,
     OPTIMAL_GAUSSIAN_SCALES,
     SUPPORTED_BITS,
+    Codebook,
     GridSpec,
+    codebook_mse,
+    fp4_codebook,
     gaussian_mse,
+    grid_for,
     grid_spec,
+    lloyd_max_codebook,
     optimal_gaussian_scale,
 )
 from quest.hadamard import block_hadamard, hadamard_matrix
@@ -41,10 +47,12 @@ except PackageNotFoundError:  # source tree without install
     __version__ = "0.0.0"
 
 __all__ = [
+    "GRIDS",
     "METHODS",
     "OPTIMAL_GAUSSIAN_SCALES",
     "SUPPORTED_BITS",
     "ClipSTEQuantizer",
+    "Codebook",
     "ConversionReport",
     "GridSpec",
     "Int4Linear",
@@ -56,11 +64,15 @@ __all__ = [
     "TrustQuantizer",
     "__version__",
     "block_hadamard",
+    "codebook_mse",
     "convert_",
     "default_filter",
+    "fp4_codebook",
     "gaussian_mse",
+    "grid_for",
     "grid_spec",
     "hadamard_matrix",
+    "lloyd_max_codebook",
     "make_quantizer",
     "optimal_gaussian_scale",
     "quantize_",

@@ -146,7 +146,7 @@ class ConversionReport:
 
 
 def convert_(model: nn.Module) -> ConversionReport:
-    """Replace every trained W4A4 :class:`QuestLinear` of ``model`` by a packed :class:`Int4Linear`, in place.
+    """Replace every trained W4A4 or W4A16 :class:`QuestLinear` of ``model`` by a packed :class:`Int4Linear`, in place.
 
     The converted forward equals the fake-quant forward (same steps and codes; only the float32
     summation order differs). Layers of other bit widths or learned-scale methods raise ``ValueError``
@@ -155,7 +155,8 @@ def convert_(model: nn.Module) -> ConversionReport:
     Parameters
     ----------
     model : torch.nn.Module
-        A model transformed by :func:`quantize_` (W4A4, methods quest/ste/clip_ste).
+        A model transformed by :func:`quantize_` (W4A4 or weight-only W4A16; methods quest/ste/clip_ste on
+        the dense uniform grid).
 
     Returns
     -------

@@ -9,13 +9,21 @@ official implementation and :func:`optimal_gaussian_scale` re-derives them with 
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 
 import numpy as np
 
 __all__ = [
+    "FP4_E2M1_VALUES",
+    "GRIDS",
     "OPTIMAL_GAUSSIAN_SCALES",
+    "Codebook",
+    "codebook_mse",
+    "fp4_codebook",
+    "grid_for",
+    "lloyd_max_codebook",
     "SUPPORTED_BITS",
     "GridSpec",
     "gaussian_mse",
@@ -122,7 +130,15 @@ def gaussian_mse(alpha: float, levels: int) -> float:
         raise ValueError(f"levels must be >= 2, got {levels}")
     if not alpha > 0:
         raise ValueError(f"alpha must be positive, got {alpha}")
-    points = np.linspace(-alpha, alpha, levels)
+    return codebook_mse(np.linspace(-alpha, alpha, levels))
+
+
+def codebook_mse(points: np.ndarray) -> float:
+    """``E[(X - Q(X))^2]`` for ``X ~ N(0,1)`` and nearest-point quantization onto ascending ``points``.
+
+    Closed form over the Voronoi cells (no numerical integration).
+    """
+    points = np.asarray(points, dtype=np.float64)
     # +-60 stands in for +-inf: pdf and 1 - cdf underflow to exactly 0 there
     edges = np.concatenate(([-60.0], (points[1:] + points[:-1]) / 2, [60.0]))
     a, b = edges[:-1], edges[1:]
@@ -144,3 +160,97 @@ def optimal_gaussian_scale(bits: Bits) -> tuple[float, float]:
     res = minimize_scalar(lambda a: gaussian_mse(a, spec.levels), bracket=tuple(coarse[i - 1:i + 2]),
                           method="brent", options={"xtol": 1e-12})
     return float(res.x), float(res.fun)
+
+
+GRIDS = ("uniform", "fp4", "lloyd_max")
+FP4_E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)  # the non-negative values of FP4 (E2M1)
+
+
+@dataclass(frozen=True)
+class Codebook:
+    """A non-uniform symmetric grid: ascending ``values`` in units of the row RMS ``sigma``.
+
+    A row ``x`` maps each entry to the nearest ``sigma * value`` (``sigma = rms(x)``). ``alpha`` is
+    the largest value (the clip value in sigma units) and ``default_trust`` half the largest gap
+    (no entry inside the grid's range is ever masked by the trust estimator at that radius).
+    """
+
+    name: str
+    values: tuple[float, ...]
+
+    @property
+    def levels(self) -> int:
+        """Number of grid points."""
+        return len(self.values)
+
+    @property
+    def alpha(self) -> float:
+        """Largest grid value in sigma units."""
+        return float(max(abs(v) for v in self.values))
+
+    @property
+    def default_trust(self) -> float:
+        """Half the largest gap between neighbouring values, in sigma units."""
+        return float(np.max(np.diff(self.values)) / 2)
+
+    def points(self) -> np.ndarray:
+        """The grid points for sigma = 1, ascending."""
+        return np.asarray(self.values, dtype=np.float64)
+
+
+def _fp4_points(scale: float) -> np.ndarray:
+    pos = np.asarray(FP4_E2M1_VALUES[1:]) * scale
+    return np.concatenate((-pos[::-1], [0.0], pos))
+
+
+@functools.cache
+def fp4_codebook() -> Codebook:
+    """FP4 (E2M1) values ``{0, +-0.5, +-1, +-1.5, +-2, +-3, +-4, +-6}`` times the MSE-optimal scale for N(0,1).
+
+    15 distinct points (+0 and -0 coincide). The scale minimises :func:`codebook_mse` (scipy, bounded).
+    """
+    from scipy.optimize import minimize_scalar
+
+    res = minimize_scalar(lambda c: codebook_mse(_fp4_points(c)), bounds=(0.2, 1.0), method="bounded",
+                          options={"xatol": 1e-10})
+    return Codebook("fp4", tuple(float(v) for v in _fp4_points(float(res.x))))
+
+
+@functools.cache
+def lloyd_max_codebook(bits: int) -> Codebook:
+    """The Lloyd-Max (MSE-optimal non-uniform) ``2**bits``-point quantizer of N(0, 1).
+
+    Lloyd's iteration from the uniform QuEST grid: boundaries at midpoints, points at the conditional
+    means ``(pdf(a) - pdf(b)) / (cdf(b) - cdf(a))`` of their cells (closed form), until no point moves
+    by more than 1e-13.
+    """
+    spec = grid_spec(bits)
+    if spec.is_ternary:
+        raise ValueError("lloyd_max grids have 2**bits points: bits must be an int in 1..8, got 'ternary'")
+    points = spec.points()
+    for _ in range(100_000):
+        edges = np.concatenate(([-60.0], (points[1:] + points[:-1]) / 2, [60.0]))
+        a, b = edges[:-1], edges[1:]
+        new = (_pdf(a) - _pdf(b)) / (_cdf(b) - _cdf(a))
+        new = (new - new[::-1]) / 2  # keep it exactly symmetric
+        if np.max(np.abs(new - points)) < 1e-13:
+            points = new
+            break
+        points = new
+    return Codebook(f"lloyd_max{spec.levels}", tuple(float(v) for v in points))
+
+
+def grid_for(bits: Bits, grid: str = "uniform") -> GridSpec | Codebook:
+    """The grid of ``bits`` of kind ``grid``: ``"uniform"`` (QuEST), ``"fp4"`` (bits 4) or ``"lloyd_max"``."""
+    if grid == "uniform":
+        return grid_spec(bits)
+    if grid == "fp4":
+        if grid_spec(bits).levels != 16:
+            raise ValueError(f"the fp4 grid has 4 bits: bits must be 4, got {bits!r}")
+        return fp4_codebook()
+    if grid == "lloyd_max":
+        spec = grid_spec(bits)
+        if spec.is_ternary:
+            raise ValueError("lloyd_max grids have 2**bits points: bits must be an int in 1..8, got 'ternary'")
+        return lloyd_max_codebook(spec.levels.bit_length() - 1)
+    raise ValueError(f"grid must be one of {GRIDS}, got {grid!r}")

@@ -9,10 +9,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from quest.grids import grid_spec
+from quest.grids import GRIDS, grid_for, grid_spec
 from quest.hadamard import block_hadamard, check_block
-from quest.kernels import PackedInt4, dequantize_int4, find_scale, int4_gemm, quantize_int4
-from quest.quantizers import METHODS, RMS_GRID_METHODS, exact_grid_values, make_quantizer
+from quest.kernels import PackedInt4, dequantize_int4, find_scale, int4_gemm, quantize_int4, unpack_int4
+from quest.quantizers import METHODS, RMS_GRID_METHODS, exact_grid_values, make_quantizer, parse_sparsity
 
 __all__ = ["HADAMARD_MODES", "Int4Linear", "QuestConfig", "QuestLinear"]
 
@@ -35,8 +35,18 @@ class QuestConfig:
       multiple of it (layers that are not are rejected with their name; exclude them with ``filter_fn``).
     - ``method``: ``"quest"`` (trust estimator) or a baseline on the same code path: ``"ste"``,
       ``"clip_ste"`` (``clip_scale`` times the clip value), ``"lsq"``, ``"pact"``.
+    - ``weight_method``, ``act_method``: a method for each operand (default ``method``), e.g. LSQ
+      weights with trust-estimated activations.
+    - ``weight_grid``, ``act_grid``: ``"uniform"`` (the RMS-scaled QuEST grid), ``"fp4"`` (E2M1
+      values at the MSE-optimal scale, 4 bits) or ``"lloyd_max"`` (MSE-optimal non-uniform points for
+      N(0,1)); non-uniform grids work with the quest/ste/clip_ste methods.
+    - ``weight_sparsity``: ``"2:4"`` or ``"4:8"`` keeps the N largest-magnitude of every M weights
+      of a row after the rotation (QuEST's sparse variant; trust estimator on the kept entries).
     - ``filter_fn(module, fqn) -> bool``: which ``nn.Linear`` layers to swap; default all except a
       layer named ``lm_head`` and layers whose weight is shared with an embedding.
+
+    ``"ternary"`` is the 3-point grid ``{-s, 0, s}`` (1.58 bits); the official code's ``bits=1.585``
+    builds a 4-level grid instead (``2**1.585`` levels, no zero).
 
     Examples
     --------
@@ -59,6 +69,11 @@ class QuestConfig:
     block: int = 128
     method: str = "quest"
     clip_scale: float = 1.0
+    weight_method: str | None = None
+    act_method: str | None = None
+    weight_grid: str = "uniform"
+    act_grid: str = "uniform"
+    weight_sparsity: str | None = None
     filter_fn: FilterFn | None = None
 
     def __post_init__(self) -> None:
@@ -71,8 +86,23 @@ class QuestConfig:
             grid_spec(self.act_bits)
         if self.hadamard not in HADAMARD_MODES:
             raise ValueError(f"hadamard must be one of {HADAMARD_MODES}, got {self.hadamard!r}")
-        if self.method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
+        for field in ("method", "weight_method", "act_method"):
+            value = getattr(self, field)
+            if (value is not None or field == "method") and value not in METHODS:
+                raise ValueError(f"{field} must be one of {METHODS}, got {value!r}")
+        for field, bits in (("weight_grid", self.weight_bits), ("act_grid", self.act_bits)):
+            grid = getattr(self, field)
+            if grid not in GRIDS:
+                raise ValueError(f"{field} must be one of {GRIDS}, got {grid!r}")
+            if bits is not None:
+                grid_for(bits, grid)  # fp4 needs 4 bits, lloyd_max an int width
+        parse_sparsity(self.weight_sparsity)
+        for operand, method, grid, sparsity in (("weight", self.weight_method_, self.weight_grid, self.weight_sparsity),
+                                                ("act", self.act_method_, self.act_grid, None)):
+            if method in ("lsq", "pact") and (grid != "uniform" or sparsity is not None):
+                raise ValueError(f"{operand}_method {method!r} learns its scale on the uniform grid; use "
+                                 f"{operand}_grid='uniform' and no sparsity with it (got grid={grid!r}, "
+                                 f"sparsity={sparsity!r})")
         if self.trust is not None and not (isinstance(self.trust, (int, float)) and self.trust > 0):
             raise ValueError(f"trust must be a positive number, math.inf or None, got {self.trust!r}")
         if not (isinstance(self.clip_scale, (int, float)) and self.clip_scale > 0):
@@ -84,11 +114,35 @@ class QuestConfig:
         return self
 
     @property
+    def weight_method_(self) -> str:
+        """The weight quantizer's method (``weight_method`` or ``method``)."""
+        return self.weight_method if self.weight_method is not None else self.method
+
+    @property
+    def act_method_(self) -> str:
+        """The activation quantizer's method (``act_method`` or ``method``)."""
+        return self.act_method if self.act_method is not None else self.method
+
+    @property
+    def exact_eval(self) -> bool:
+        """Whether eval mode multiplies exact grid values (uniform RMS grids, dense; what convert_ packs)."""
+        methods = {self.weight_method_} | ({self.act_method_} if self.act_bits is not None else set())
+        return (methods <= set(RMS_GRID_METHODS) and self.weight_grid == "uniform"
+                and (self.act_grid == "uniform" or self.act_bits is None) and self.weight_sparsity is None)
+
+    @property
     def label(self) -> str:
         """Short name such as ``quest W4A4 +H``."""
         a = "16" if self.act_bits is None else self.act_bits
         had = {"half": " +H", "full": " +Hfull", None: ""}[self.hadamard]
-        return f"{self.method} W{self.weight_bits}A{a}{had}"
+        if self.act_bits is None or self.weight_method_ == self.act_method_:
+            method = self.weight_method_
+        else:
+            method = f"{self.weight_method_}/{self.act_method_}"
+        extra = "" if self.weight_grid == "uniform" else f" w:{self.weight_grid}"
+        extra += "" if self.act_grid == "uniform" or self.act_bits is None else f" a:{self.act_grid}"
+        extra += "" if self.weight_sparsity is None else f" {self.weight_sparsity}"
+        return f"{method} W{self.weight_bits}A{a}{had}{extra}"
 
 
 class _ValueWithGradOf(torch.autograd.Function):
@@ -125,10 +179,12 @@ class QuestLinear(nn.Linear):
         # the layer keeps no filter_fn: a lambda there would make torch.save(model) fail
         self.config = replace(config, filter_fn=None)
         c = config
-        self.weight_quantizer = make_quantizer(c.method, c.weight_bits, rows=out_features, trust=c.trust,
-                                               clip_scale=c.clip_scale)
+        self.weight_quantizer = make_quantizer(c.weight_method_, c.weight_bits, rows=out_features, trust=c.trust,
+                                               clip_scale=c.clip_scale, grid=c.weight_grid,
+                                               sparsity=c.weight_sparsity)
         self.act_quantizer = (None if c.act_bits is None else
-                              make_quantizer(c.method, c.act_bits, rows=1, trust=c.trust, clip_scale=c.clip_scale))
+                              make_quantizer(c.act_method_, c.act_bits, rows=1, trust=c.trust,
+                                             clip_scale=c.clip_scale, grid=c.act_grid))
         if device is not None or dtype is not None:
             self.to(device=device, dtype=dtype)
 
@@ -186,7 +242,7 @@ class QuestLinear(nn.Linear):
         x = x.reshape(-1, self.in_features).float()
         if had is not None:
             x = block_hadamard(x, block)
-        if not self.training and self.config.method in RMS_GRID_METHODS:
+        if not self.training and self.config.exact_eval:
             out = self._exact_product(x)
             needs_grad = torch.is_grad_enabled() and (
                 x.requires_grad or any(p.requires_grad for p in self.parameters()))
@@ -209,7 +265,8 @@ class QuestLinear(nn.Linear):
 class Int4Linear(nn.Module):
     """Inference layer with packed INT4 weights (two per byte) and INT4 per-token activations.
 
-    Forward: rotate ``x`` (block Hadamard, float32), per-token step (:func:`~quest.kernels.find_scale`),
+    ``act_bits=None`` (W4A16, from a weight-only layer): the rotated float activations times the
+    exact dequantised weights, in float64, rounded once. ``act_bits=4``: rotate ``x`` (block Hadamard, float32), per-token step (:func:`~quest.kernels.find_scale`),
     INT4 codes (:func:`~quest.kernels.quantize_int4`), packed INT4 GEMM with the dequantising epilogue
     fused (:func:`~quest.kernels.int4_gemm`), bias in float32, cast to the input dtype. It equals
     the W4A4 fake-quant forward of the :class:`QuestLinear` it came from up to float32 summation order.
@@ -218,8 +275,11 @@ class Int4Linear(nn.Module):
     """
 
     def __init__(self, in_features: int, out_features: int, *, hadamard: str | None = "half",
-                 block: int = 128) -> None:
+                 block: int = 128, act_bits: int | None = 4) -> None:
         super().__init__()
+        if act_bits not in (4, None):
+            raise ValueError(f"act_bits must be 4 (W4A4) or None (W4A16, float activations), got {act_bits!r}")
+        self.act_bits = act_bits
         if in_features % 2:
             raise ValueError(f"in_features must be even to pack INT4 pairs, got {in_features}")
         self.in_features, self.out_features = in_features, out_features
@@ -254,10 +314,10 @@ class Int4Linear(nn.Module):
     def from_quest_linear(cls, layer: QuestLinear, name: str = "<layer>") -> Int4Linear:
         """Pack a trained W4A4 :class:`QuestLinear` whose forward grid is the RMS grid (quest/ste/clip_ste)."""
         c = layer.config
-        if c.weight_bits != 4 or c.act_bits != 4 or c.method not in ("quest", "ste", "clip_ste"):
-            raise ValueError(f"layer {name!r} ({c.label}) cannot be converted: convert_ packs W4A4 layers "
-                             "trained with method 'quest', 'ste' or 'clip_ste' (the RMS grid)")
-        out = cls(layer.in_features, layer.out_features, hadamard=c.hadamard, block=c.block)
+        if c.weight_bits != 4 or c.act_bits not in (4, None) or not c.exact_eval:
+            raise ValueError(f"layer {name!r} ({c.label}) cannot be converted: convert_ packs W4A4 and W4A16 layers "
+                             "trained with method 'quest', 'ste' or 'clip_ste' on the dense uniform grid")
+        out = cls(layer.in_features, layer.out_features, hadamard=c.hadamard, block=c.block, act_bits=c.act_bits)
         with torch.no_grad():
             w = layer.weight.detach().float()
             if c.hadamard is not None:
@@ -283,9 +343,17 @@ class Int4Linear(nn.Module):
         rows = x.reshape(-1, self.in_features).float()
         if self.hadamard is not None:
             rows = block_hadamard(rows, self.block)
-        step = find_scale(rows, bits=4)
-        codes = quantize_int4(rows, step)
-        out = int4_gemm(codes, step, PackedInt4(self.packed_weight, self.weight_row_sum), self.weight_step)
+        if self.act_bits is None:
+            # W4A16: float activations times the exact grid values, in float64, rounded once
+            w = (unpack_int4(self.packed_weight).double() + 0.5) * self.weight_step.double().unsqueeze(-1)
+            rows = rows.double()
+            if self.hadamard == "full":
+                rows, w = block_hadamard(rows, self.block), block_hadamard(w, self.block)
+            out = F.linear(rows, w).float()
+        else:
+            step = find_scale(rows, bits=4)
+            codes = quantize_int4(rows, step)
+            out = int4_gemm(codes, step, PackedInt4(self.packed_weight, self.weight_row_sum), self.weight_step)
         if self.bias is not None:
             out = out + self.bias.float()
         return out.reshape(*lead, self.out_features).to(x.dtype)
@@ -293,6 +361,7 @@ class Int4Linear(nn.Module):
     def extra_repr(self) -> str:
         """Shape and quantization settings, for ``repr``."""
         ratio = self.weight_nbytes() / (4 * self.in_features * self.out_features)
-        return (f"in_features={self.in_features}, out_features={self.out_features}, hadamard={self.hadamard}, "
-                f"block={self.block}, weight bytes = {ratio:.3f} x float32")
+        acts = "A4" if self.act_bits == 4 else "A16"
+        return (f"in_features={self.in_features}, out_features={self.out_features}, W4{acts}, "
+                f"hadamard={self.hadamard}, block={self.block}, weight bytes = {ratio:.3f} x float32")
 

@@ -18,7 +18,7 @@ import math
 import torch
 from torch import nn
 
-from quest.grids import GridSpec, grid_spec
+from quest.grids import Codebook, GridSpec, grid_for
 from quest.kernels import _find_scale_torch
 
 __all__ = [
@@ -32,6 +32,8 @@ __all__ = [
     "exact_grid_values",
     "grid_quantize",
     "make_quantizer",
+    "nm_mask",
+    "parse_sparsity",
     "rms_step",
 ]
 
@@ -73,6 +75,48 @@ def exact_grid_values(x: torch.Tensor, spec: GridSpec) -> torch.Tensor:
     return grid_quantize(x, rms_step(x, spec), spec, dtype=torch.float64)
 
 
+SPARSITY_PATTERNS = ("2:4", "4:8")
+
+
+def parse_sparsity(pattern: str | None) -> tuple[int, int] | None:
+    """``"2:4"`` -> ``(2, 4)`` (keep 2 of every 4); None stays None."""
+    if pattern is None:
+        return None
+    if pattern not in SPARSITY_PATTERNS:
+        raise ValueError(f"sparsity must be one of {SPARSITY_PATTERNS} or None, got {pattern!r}")
+    n, m = pattern.split(":")
+    return int(n), int(m)
+
+
+def nm_mask(x: torch.Tensor, n: int, m: int) -> torch.Tensor:
+    """Boolean N:M mask over the last dimension: in each group of ``m`` entries keep the ``n`` largest |x|.
+
+    Ties go to the lower index (``torch.topk`` order on CPU is not specified for ties, so the ranks
+    are made strict with a tiny index-based tiebreak).
+    """
+    k = x.shape[-1]
+    if k % m:
+        raise ValueError(f"the last dimension ({k}) must be a multiple of the sparsity group size {m}")
+    groups = x.detach().abs().float().reshape(*x.shape[:-1], k // m, m)
+    # rank by |x| descending, then by position ascending
+    order = torch.argsort(groups, dim=-1, descending=True, stable=True)
+    keep = torch.zeros_like(groups, dtype=torch.bool).scatter_(-1, order[..., :n], True)
+    return keep.reshape(x.shape)
+
+
+def codebook_quantize(x: torch.Tensor, book: Codebook, sigma: torch.Tensor) -> torch.Tensor:
+    """Nearest point of ``sigma * book.values`` for each entry (float32; ``sigma`` per row, no gradient)."""
+    values = torch.tensor(book.values, dtype=torch.float32, device=x.device)
+    mids = (values[1:] + values[:-1]) / 2
+    y = x.detach().float() / sigma.unsqueeze(-1)
+    return values[torch.bucketize(y, mids)] * sigma.unsqueeze(-1)
+
+
+def _rms(x: torch.Tensor, keep_fraction: float = 1.0) -> torch.Tensor:
+    """Row RMS over the kept entries (``x`` zero elsewhere) plus 1e-8, float32."""
+    return x.detach().float().pow(2).mean(dim=-1).div(keep_fraction).sqrt() + 1e-8
+
+
 class _Straight(torch.autograd.Function):
     """Forward: exactly ``xq``; backward: ``grad * mask`` (``mask=None``: identity).
 
@@ -100,16 +144,50 @@ def _check_input(x: torch.Tensor) -> None:
 
 
 class Quantizer(nn.Module):
-    """Base class: ``bits`` in 1..8 or ``"ternary"``; subclasses define the backward."""
+    """Base class: ``bits`` in 1..8 or ``"ternary"``; subclasses define the backward.
 
-    def __init__(self, bits: int | str = 4) -> None:
+    ``grid``: ``"uniform"`` (QuEST's RMS-scaled uniform grid), ``"fp4"`` (E2M1 values, 4 bits) or
+    ``"lloyd_max"`` (MSE-optimal non-uniform points for N(0,1)), all scaled by the row RMS.
+    ``sparsity``: ``"2:4"`` or ``"4:8"`` keeps the largest-magnitude N of every M entries of a row
+    (after the rotation, when there is one), zeroes the rest, and fits the grid to the kept entries
+    (their RMS); the gradient of a pruned entry is zero.
+    """
+
+    def __init__(self, bits: int | str = 4, *, grid: str = "uniform", sparsity: str | None = None) -> None:
         super().__init__()
         self.bits = bits
-        self.spec = grid_spec(bits)
+        self.grid = grid
+        self.spec = grid_for(bits, grid)
+        self.sparsity = sparsity
+        self._nm = parse_sparsity(sparsity)
+
+    def _quantize(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
+        """``(x_q float32, sigma (..., 1), keep mask or None)`` for the forward value and the masks."""
+        keep = None
+        if self._nm is not None:
+            n, m = self._nm
+            keep = nm_mask(x, n, m)
+            x = x.detach().float() * keep
+        if isinstance(self.spec, Codebook):
+            sigma = _rms(x, 1.0 if keep is None else self._nm[0] / self._nm[1])
+            xq = codebook_quantize(x, self.spec, sigma)
+            sigma = sigma.unsqueeze(-1)
+        else:
+            if keep is None:
+                step = rms_step(x, self.spec)
+            else:  # the step of the kept entries' RMS
+                step = rms_step(x * (self._nm[1] / self._nm[0]) ** 0.5, self.spec)
+            xq = grid_quantize(x, step, self.spec)
+            sigma = (step * ((self.spec.levels - 1) / 2.0) / self.spec.alpha).unsqueeze(-1)
+        if keep is not None:
+            xq = xq * keep
+        return xq, sigma, keep
 
     def extra_repr(self) -> str:
         """Bits and settings, for ``repr``."""
-        return f"bits={self.bits!r}"
+        extra = "" if self.grid == "uniform" else f", grid={self.grid!r}"
+        extra += "" if self.sparsity is None else f", sparsity={self.sparsity!r}"
+        return f"bits={self.bits!r}{extra}"
 
 
 class STEQuantizer(Quantizer):
@@ -118,7 +196,8 @@ class STEQuantizer(Quantizer):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Fake-quantize ``x`` over its last dimension (same shape and dtype)."""
         _check_input(x)
-        return _Straight.apply(x, grid_quantize(x, rms_step(x, self.spec), self.spec), None)
+        xq, _, keep = self._quantize(x)
+        return _Straight.apply(x, xq, None if keep is None else keep.to(x.dtype))
 
 
 class _MaskedQuantizer(Quantizer):
@@ -130,10 +209,11 @@ class _MaskedQuantizer(Quantizer):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Fake-quantize ``x`` over its last dimension (same shape and dtype)."""
         _check_input(x)
-        step = rms_step(x, self.spec)
-        xq = grid_quantize(x, step, self.spec)
-        sigma = (step * ((self.spec.levels - 1) / 2.0) / self.spec.alpha).unsqueeze(-1)
-        mask = self._mask(x.detach().float(), xq, sigma).to(x.dtype)
+        xq, sigma, keep = self._quantize(x)
+        mask = self._mask(x.detach().float(), xq, sigma)
+        if keep is not None:  # trust (or clip) on the kept entries, zero on the pruned ones
+            mask = mask & keep
+        mask = mask.to(x.dtype)
         self.masked_fraction_ = 1.0 - mask.mean().detach()
         return _Straight.apply(x, xq, mask)
 
@@ -147,8 +227,9 @@ class TrustQuantizer(_MaskedQuantizer):
     whose gradient the last forward zeroed.
     """
 
-    def __init__(self, bits: int | str = 4, *, trust: float | None = None) -> None:
-        super().__init__(bits)
+    def __init__(self, bits: int | str = 4, *, trust: float | None = None, grid: str = "uniform",
+                 sparsity: str | None = None) -> None:
+        super().__init__(bits, grid=grid, sparsity=sparsity)
         if trust is not None and not (isinstance(trust, (int, float)) and trust > 0):
             raise ValueError(f"trust must be a positive number (sigma units), math.inf, or None, got {trust!r}")
         self.trust = float(trust) if trust is not None else self.spec.default_trust
@@ -158,14 +239,15 @@ class TrustQuantizer(_MaskedQuantizer):
 
     def extra_repr(self) -> str:
         """Bits and settings, for ``repr``."""
-        return f"bits={self.bits!r}, trust={self.trust:.4g}"
+        return f"{super().extra_repr()}, trust={self.trust:.4g}"
 
 
 class ClipSTEQuantizer(_MaskedQuantizer):
     """Grid forward; STE backward inside ``|x| <= clip_scale * s`` (``s = alpha_b * sigma``), zero outside."""
 
-    def __init__(self, bits: int | str = 4, *, clip_scale: float = 1.0) -> None:
-        super().__init__(bits)
+    def __init__(self, bits: int | str = 4, *, clip_scale: float = 1.0, grid: str = "uniform",
+                 sparsity: str | None = None) -> None:
+        super().__init__(bits, grid=grid, sparsity=sparsity)
         if not (isinstance(clip_scale, (int, float)) and clip_scale > 0):
             raise ValueError(f"clip_scale must be a positive number, got {clip_scale!r}")
         self.clip_scale = float(clip_scale)
@@ -175,7 +257,7 @@ class ClipSTEQuantizer(_MaskedQuantizer):
 
     def extra_repr(self) -> str:
         """Bits and settings, for ``repr``."""
-        return f"bits={self.bits!r}, clip_scale={self.clip_scale:.4g}"
+        return f"{super().extra_repr()}, clip_scale={self.clip_scale:.4g}"
 
 
 class _LearnedQuantizer(Quantizer):
@@ -268,17 +350,21 @@ class PACTQuantizer(_LearnedQuantizer):
 
 
 def make_quantizer(method: str, bits: int | str, *, rows: int = 1, trust: float | None = None,
-                   clip_scale: float = 1.0) -> Quantizer:
+                   clip_scale: float = 1.0, grid: str = "uniform", sparsity: str | None = None) -> Quantizer:
     """Build the quantizer of ``method`` (one of :data:`METHODS`) for ``bits``.
 
     ``rows``: number of learned values for ``lsq``/``pact`` (output rows for weights, 1 for activations).
+    ``grid`` and ``sparsity`` (see :class:`Quantizer`) apply to the RMS-grid methods quest/ste/clip_ste.
     """
+    if method in ("lsq", "pact") and (grid != "uniform" or sparsity is not None):
+        raise ValueError(f"method {method!r} learns its own scale on the uniform grid: grid must be 'uniform' and "
+                         f"sparsity None, got grid={grid!r}, sparsity={sparsity!r}")
     if method == "quest":
-        return TrustQuantizer(bits, trust=trust)
+        return TrustQuantizer(bits, trust=trust, grid=grid, sparsity=sparsity)
     if method == "ste":
-        return STEQuantizer(bits)
+        return STEQuantizer(bits, grid=grid, sparsity=sparsity)
     if method == "clip_ste":
-        return ClipSTEQuantizer(bits, clip_scale=clip_scale)
+        return ClipSTEQuantizer(bits, clip_scale=clip_scale, grid=grid, sparsity=sparsity)
     if method == "lsq":
         return LSQQuantizer(bits, rows=rows)
     if method == "pact":
