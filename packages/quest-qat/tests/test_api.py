@@ -261,3 +261,25 @@ def test_int4_linear_exposes_features_weight_and_keeps_steps_in_float32():
     assert out.dtype == torch.float16 and torch.isfinite(out).all()
     model.to(torch.float64)
     assert layer.weight_step.dtype == torch.float32
+
+
+def test_bfloat16_convert_equals_bfloat16_fake_quant():
+    # both rotate in float32, multiply exact grid values, add the bias in float32 and cast once
+    torch.manual_seed(3)
+    model = TinyLlama(TinyLlamaConfig(d_model=128, n_layers=2, n_heads=2))
+    quantize_(model, QuestConfig())
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    idx = torch.randint(0, 256, (4, 33))
+    for _ in range(3):
+        loss = nn.functional.cross_entropy(model(idx[:, :-1]).reshape(-1, 256), idx[:, 1:].reshape(-1))
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+    model.eval().to(torch.bfloat16)
+    with torch.no_grad():
+        fake = model(idx[:, :-1])
+        convert_(model)
+        real = model(idx[:, :-1])
+    assert fake.dtype == real.dtype == torch.bfloat16
+    assert torch.equal(real.argmax(-1), fake.argmax(-1))
+    assert torch.equal(real, fake)
