@@ -185,6 +185,7 @@ def _has_shap():
     return True
 
 
+@pytest.mark.filterwarnings("ignore:X does not have valid feature names")
 def test_lightgbm_on_a_dataframe_with_category_dtype(h):
     import lightgbm as lgb
     import pandas as pd

@@ -342,7 +342,7 @@ class FastPD:
         for i, s in enumerate(subsets):
             member[i, list(s)] = True
         out = self._run(X, lambda g: len(subsets) + g.path_node.shape[1] + 2,
-                        lambda b, c, n: eng.pd_subsets(b, c, n, member))
+                        lambda b, c, n: eng.pd_subsets(b, c, n, member), per_row=len(subsets) * self.n_outputs_)
         out += self._ens.offset
         return {s: self._squeeze(out[:, i]) for i, s in enumerate(subsets)}
 
@@ -387,7 +387,7 @@ class FastPD:
         d = self.n_features_in_
         k = self.n_outputs_
         out = self._run(X, lambda g: g.path_node.shape[1] + 2 + 2 * g.e * k,
-                        lambda b, c, n: eng.shap_values(b, c, n, d))
+                        lambda b, c, n: eng.shap_values(b, c, n, d), per_row=d * k)
         return self._squeeze(out)
 
     def shap_interaction_values(self, X: Any) -> np.ndarray:
@@ -413,8 +413,8 @@ class FastPD:
         self._fitted()
         d = self.n_features_in_
         k = self.n_outputs_
-        out = self._run(X, lambda g: g.path_node.shape[1] + 2 + 2 * g.e * g.e * k + d * d * k,
-                        lambda b, c, n: eng.interaction_values(b, c, n, d))
+        out = self._run(X, lambda g: g.path_node.shape[1] + 2 + 2 * g.e * g.e * k,
+                        lambda b, c, n: eng.interaction_values(b, c, n, d), per_row=d * d * k)
         return self._squeeze(out)
 
     def explain(self, X: Any, *, max_order: int | None = None, interactions: bool = True) -> Explanation:
@@ -444,7 +444,7 @@ class FastPD:
 
         def width(g: eng.LeafGroup) -> int:
             w = comp_w(g) + 2 * g.e * k
-            return w + (2 * g.e * g.e * k + d * d * k if interactions else 0)
+            return w + (2 * g.e * g.e * k if interactions else 0)
 
         def parts(b: eng.Block, i: int, c: list[np.ndarray], n: int) -> dict[Any, np.ndarray]:
             res = self._comp_parts(b, i, c, n, orders)
@@ -454,7 +454,7 @@ class FastPD:
                 res["inter"] = eng.interaction_values(b, c, n, d)
             return res
 
-        out = self._run_dict(X, width, parts)
+        out = self._run_dict(X, width, parts, per_row=(d * d + d) * k if interactions else d * k)
         n = out["pred"].shape[0]
         inter = out["inter"] if interactions else np.zeros((n, 0, 0, k))
         return Explanation(prediction=self._squeeze(out["pred"] + self._ens.offset), intercept=self.intercept_,
@@ -603,10 +603,17 @@ class FastPD:
                              "values (it has no default direction); impute them first")
         return x
 
-    def _rows_per_chunk(self, width: Callable[[eng.LeafGroup], int]) -> int:
-        per_row = max(sum(width(g) * g.n_leaves for g in b.groups) + len(b.feature) * 3 for b in self._blocks)
-        budget = self.chunk_memory_mb * 2**20 / 8 / max(1, min(self._jobs, len(self._blocks)))
-        return max(1, int(budget // max(per_row, 1)))
+    def _rows_per_chunk(self, width: Callable[[eng.LeafGroup], int], per_row: int = 0) -> int:
+        """Rows per chunk under ``chunk_memory_mb``.
+
+        Per row and block: the split directions and every group's codes persist, while a query's
+        per-leaf scratch (``width`` values per leaf) exists for one group at a time; ``per_row``
+        values of output per row are held for every block until they are summed.
+        """
+        block = max(len(b.feature) * 3 + sum(g.n_leaves for g in b.groups)
+                    + max((width(g) * g.n_leaves for g in b.groups), default=0) for b in self._blocks)
+        need = block * max(1, min(self._jobs, len(self._blocks))) + per_row * len(self._blocks)
+        return max(1, int(self.chunk_memory_mb * 2**20 / 8 // max(need, 1)))
 
     def _chunks(self, X: Any, rows: int) -> Iterator[np.ndarray]:
         """Validated row chunks of X; a dask array is computed one block of rows at a time."""
@@ -636,10 +643,10 @@ class FastPD:
             return list(pool.map(fn, idx))
 
     def _run_dict(self, X: Any, width: Callable[[eng.LeafGroup], int],
-                  fn: Callable[[eng.Block, int, list[np.ndarray], int], dict]) -> dict:
+                  fn: Callable[[eng.Block, int, list[np.ndarray], int], dict], per_row: int = 0) -> dict:
         from icml25_shared.cli import progress
 
-        rows = self._rows_per_chunk(width)
+        rows = self._rows_per_chunk(width, per_row)
         pieces: dict[Any, list[np.ndarray]] = {}
         for x in progress(self._chunks(X, rows), enabled=self.progress, desc="fastpd"):
             n = x.shape[0]
@@ -649,8 +656,8 @@ class FastPD:
         return {k: np.concatenate(v, axis=0) for k, v in pieces.items()}
 
     def _run(self, X: Any, width: Callable[[eng.LeafGroup], int],
-             fn: Callable[[eng.Block, list[np.ndarray], int], np.ndarray]) -> np.ndarray:
-        return self._run_dict(X, width, lambda b, i, c, n: {"out": fn(b, c, n)})["out"]
+             fn: Callable[[eng.Block, list[np.ndarray], int], np.ndarray], per_row: int = 0) -> np.ndarray:
+        return self._run_dict(X, width, lambda b, i, c, n: {"out": fn(b, c, n)}, per_row)["out"]
 
 
 class _Prepared:
