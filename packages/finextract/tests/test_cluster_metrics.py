@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from finextract import cluster_extract, extract_features, extraction_metrics, pixel_features
-from finextract.cluster import cosine_matrix
+from finextract.cluster import clique_separation, cosine_matrix
 
 
 def _planted(n_clusters=6, per=8, n_noise=40, d=256, seed=0):
@@ -19,6 +19,19 @@ def _planted(n_clusters=6, per=8, n_noise=40, d=256, seed=0):
     members = [c + 0.2 * rng.standard_normal((per, d)) / np.sqrt(d) for c in centres]
     noise = rng.standard_normal((n_noise, d)) / np.sqrt(d)
     feats = np.concatenate(members + [noise])
+    labels = np.concatenate([np.full(per, i) for i in range(n_clusters)] + [np.full(n_noise, -1)])
+    perm = rng.permutation(len(feats))
+    return feats[perm], labels[perm]
+
+
+def _planted_unit(seed=0, *, d=64, n_clusters=7, per=12, n_noise=60, noise=0.05):
+    """Memorised images among unrelated generations: ``per`` generations around each of ``n_clusters`` random
+    unit-norm centres (plus N(0, noise^2) per coordinate) and ``n_noise`` isotropic random generations."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((n_clusters, d))
+    centres /= np.linalg.norm(centres, axis=1, keepdims=True)
+    members = [c + noise * rng.standard_normal((per, d)) for c in centres]
+    feats = np.concatenate([*members, rng.standard_normal((n_noise, d))])
     labels = np.concatenate([np.full(per, i) for i in range(n_clusters)] + [np.full(n_noise, -1)])
     perm = rng.permutation(len(feats))
     return feats[perm], labels[perm]
@@ -146,3 +159,151 @@ def test_no_extraction_reference_backs_the_stated_threshold():
     assert ESR_THRESHOLDS[0] == 0.9
     assert 0.03 < ref["A-ESR@0.9"] < 0.15 and 0.4 < ref["A-ESR@0.8"] < 0.7
     assert abs(ref["quantiles"]["0.9"] - 0.9) < 0.02
+
+
+def _recovered(res, labels, k):
+    """Planted clusters with a representative among the k selected, and selected cliques equal to a whole cluster."""
+    planted = [set(np.flatnonzero(labels == c).tolist()) for c in range(k)]
+    return len(set(labels[res.selected[:k]].tolist()) - {-1}), sum(set(c) in planted for c in res.cliques[:k])
+
+
+def test_robust_rule_recovers_memorised_clusters_among_random_generations():
+    """7 clusters of 12 (unit centres + 0.05 noise, d = 64) among 60 random generations: the paper rule stops at a
+    low threshold where singletons already count, and its largest cliques merge clusters; the robust rule returns
+    exactly the 7 planted clusters."""
+    feats, labels = _planted_unit(0)
+    rob = cluster_extract(feats, 7, stop="robust")
+    assert _recovered(rob, labels, 7) == (7, 7)
+    assert rob.stop == "robust" and rob.min_clique_size == 2 and rob.n_qualifying >= 7
+    assert rob.threshold == pytest.approx(0.27) and rob.separation == pytest.approx(0.427, abs=1e-3)
+
+
+@pytest.mark.slow
+def test_paper_rule_mixes_the_planted_clusters():
+    feats, labels = _planted_unit(0)
+    paper = cluster_extract(feats, 7, stop="paper")
+    assert paper.threshold == pytest.approx(0.0) and _recovered(paper, labels, 7) == (4, 0)
+    # it stops at the first threshold that peels within the budget: 15 cliques, none a singleton, so stopping at the
+    # first threshold with 7 cliques of 2+ members would stop there too; the separation score is what avoids it
+    assert paper.n_cliques[-1] == 15 and paper.trace[-1].n_qualifying == 15 and set(paper.n_cliques[:-1]) == {-1}
+    assert paper.trace[-1].separation < 0 < cluster_extract(feats, 7, stop="robust").separation
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(1, 21))
+def test_robust_rule_recovers_planted_clusters_for_20_seeds(seed):
+    feats, labels = _planted_unit(seed)
+    assert _recovered(cluster_extract(feats, 7, stop="robust"), labels, 7) == (7, 7)
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_robust_trace_explains_the_kept_threshold(seed):
+    feats, labels = _planted_unit(seed, n_noise=30)
+    res = cluster_extract(feats, 7, stop="robust")
+    assert _recovered(res, labels, 7) == (7, 7)
+    sim = cosine_matrix(feats)
+    np.fill_diagonal(sim, 0)
+    taus = [t.threshold for t in res.trace]
+    assert taus == res.thresholds and np.allclose(np.diff(taus), 0.01)
+    # thresholds on the paper's grid, from the start (or the budget stop) up to the largest similarity
+    assert (taus[-1] - res.start_threshold) / 0.01 == pytest.approx(round((taus[-1] - res.start_threshold) / 0.01))
+    assert taus[-1] <= sim.max() < taus[-1] + 0.01
+    for step in res.trace:
+        if step.n_cliques is None:
+            continue
+        assert step.n_qualifying == len(step.sizes) and list(step.sizes) == sorted(step.sizes, reverse=True)
+        assert min(step.sizes, default=2) >= 2
+    # the kept threshold: best separation among those with >= 7 qualifying cliques, recomputed by hand
+    candidates = [t for t in res.trace if t.n_qualifying is not None and t.n_qualifying >= 7]
+    assert res.separation == max(t.separation for t in candidates)
+    assert res.threshold == min(t.threshold for t in candidates if t.separation == res.separation)
+    by_hand = np.mean([clique_separation(sim + np.eye(len(sim)), c) for c in res.cliques[:7]])
+    assert res.separation == pytest.approx(by_hand)
+    assert "best separation" in res.stop_reason
+
+
+def test_clique_separation_by_hand():
+    sim = np.array([[1.0, 0.9, 0.8, 0.1], [0.9, 1.0, 0.7, 0.2], [0.8, 0.7, 1.0, 0.75], [0.1, 0.2, 0.75, 1.0]])
+    assert clique_separation(sim, [0, 1, 2]) == pytest.approx(0.7 - 0.75)  # member 2 is closer to 3 than to 1
+    assert clique_separation(sim, [0, 1]) == pytest.approx(0.9 - 0.8)
+    assert clique_separation(sim, [0, 1, 2, 3]) == pytest.approx(0.1 + 1)  # nothing outside counts as -1
+    with pytest.raises(ValueError, match="two members"):
+        clique_separation(sim, [0])
+
+
+def test_component_peeling_matches_whole_graph_peeling():
+    """The robust rule peels each connected component from one clique enumeration; the cliques equal those of the
+    plain peel of the whole graph with the same tie rule (brute force over random graphs)."""
+    import networkx as nx
+
+    from finextract.cluster import _peel_cliques, _peel_graph
+
+    rng = np.random.default_rng(0)
+    for trial in range(30):
+        n = int(rng.integers(5, 40))
+        sim = rng.uniform(-1, 1, (n, n))
+        sim = (sim + sim.T) / 2
+        tau = float(rng.uniform(0.0, 0.8))
+        graph = nx.Graph()
+        iu, ju = np.nonzero(np.triu(sim >= tau, k=1))
+        graph.add_edges_from(zip(iu.tolist(), ju.tolist(), strict=True))
+        whole: list[list[int]] = []
+        _peel_graph(graph, 10**9, whole, lexicographic=True)
+        taken = {v for c in whole for v in c}
+        whole += [[v] for v in range(n) if v not in taken]
+        parts = _peel_cliques(sim, tau, 10**9, by_component=True)
+        key = lambda c: (-len(c), c)  # noqa: E731
+        assert sorted(parts, key=key) == sorted(whole, key=key), trial
+
+
+def test_paper_rule_reproduces_the_stored_benchmark_rows():
+    """results/benchmark.json: the 88-generation planted case (threshold, thresholds tried, clusters found)."""
+    import json
+    from pathlib import Path
+
+    stored = json.loads((Path(__file__).parents[1] / "results" / "benchmark.json").read_text())
+    rows = [r for r in stored["rows"] if r["label"].startswith("cluster_extract, 88")]
+    assert len(rows) == 1
+    feats, labels = _planted(n_noise=40)
+    res = cluster_extract(feats, 6)  # stop="paper" is the default
+    assert res.stop == "paper"
+    metrics = rows[0]["metrics"]
+    assert res.threshold == metrics["threshold"] and len(res.thresholds) == metrics["thresholds_tried"]
+    assert len({int(labels[i]) for i in res.selected[:6]} - {-1}) == metrics["planted_clusters_recovered"]
+
+
+def test_stop_rule_arguments_are_validated():
+    feats = np.random.default_rng(0).standard_normal((10, 4))
+    with pytest.raises(ValueError, match="stop must be one of"):
+        cluster_extract(feats, 2, stop="early")
+    with pytest.raises(ValueError, match="min_clique_size"):
+        cluster_extract(feats, 2, stop="robust", min_clique_size=0)
+    # with too few groups the robust rule keeps the threshold with the most qualifying cliques and says so
+    res = cluster_extract(feats, 9, stop="robust", min_clique_size=3)
+    assert res.n_qualifying < 9 and res.n_qualifying == max(t.n_qualifying or 0 for t in res.trace)
+    assert res.stop_reason.startswith("no threshold gave 9 cliques")
+    assert sorted(v for c in res.cliques for v in c) == list(range(10)) and len(res.selected) == len(res.cliques)
+
+
+@pytest.mark.parametrize("stop", ["robust", "paper"])
+def test_extract_clusters_with_the_chosen_rule(stop):
+    """finextract.audit.extract: robust by default, and each rule gives cluster_extract's selection on the
+    generations' pixel features (generations here: 3 planted groups of 6 among 10 random images)."""
+    from types import SimpleNamespace
+
+    from finextract.audit import extract
+
+    feats, labels = _planted_unit(4, n_clusters=3, per=6, n_noise=10, noise=0.02)
+    images = torch.tensor(feats * 4, dtype=torch.float32).reshape(-1, 1, 8, 8).clamp(-1, 1)
+
+    class Fixed:
+        def sample(self, cond, *, n=None, latents=None, generator=None):
+            return SimpleNamespace(images=images)
+
+    kw = {} if stop == "robust" else {"stop": "paper"}
+    res = extract(Fixed(), None, n_train=3, latents=torch.zeros(len(images), 1), **kw)
+    direct = cluster_extract(pixel_features(images), 3, stop=stop)
+    assert res.cluster.stop == stop and np.array_equal(res.cluster.selected, direct.selected)
+    assert res.cluster.threshold == direct.threshold
+    if stop == "robust":
+        assert sorted(labels[res.cluster.selected[:3]].tolist()) == [0, 1, 2]

@@ -145,7 +145,21 @@ def test_audit_cli_lora_and_full(pixel_checkpoints, tmp_path):
     report = json.loads((out / "audit.json").read_text())
     assert report["w"] == 5.0 and report["k"] == 0.0 and report["lora"] is True
     assert len(report["selected_generation_indices"]) == 3 and (out / "audit.png").stat().st_size > 1000
-    assert (out / "audit.md").read_text().startswith("FineXtract audit")
+    md = (out / "audit.md").read_text()
+    assert md.startswith("FineXtract audit")
+    # the robust rule by default; the report names it and lists every threshold tried
+    assert report["stop"] == "robust" and report["min_clique_size"] == 2
+    trace = report["threshold_trace"]
+    assert [t["threshold"] for t in trace] == report["thresholds_tried"] and report["threshold"] in report[
+        "thresholds_tried"
+    ]
+    kept = next(t for t in trace if t["threshold"] == report["threshold"])
+    assert kept["n_qualifying"] == report["qualifying_cliques"] and kept["separation"] == report["separation"]
+    assert all(t["n_qualifying"] == len(t["sizes"]) for t in trace if t["n_cliques"] is not None)
+    assert "Stopping rule: robust rule (cliques of 2+ members" in md and report["stop_reason"] in md
+    assert md.count("(kept) |") == 1 and sum(line.startswith("| ") for line in md.splitlines()) == (1 + 3) + (
+        1 + len(trace)
+    )
     out2 = tmp_path / "b"
     assert (
         main(
@@ -165,11 +179,35 @@ def test_audit_cli_lora_and_full(pixel_checkpoints, tmp_path):
                 "8",
                 "--out",
                 str(out2),
+                "--stop",
+                "paper",
             ]
         )
         == 0
     )
-    assert json.loads((out2 / "audit.json").read_text())["w"] == 3.0
+    report2 = json.loads((out2 / "audit.json").read_text())
+    assert report2["w"] == 3.0 and report2["stop"] == "paper"
+    # the paper rule stops at the first threshold with N cliques, singletons included
+    counts = [t["n_cliques"] for t in report2["threshold_trace"]]
+    assert report2["threshold"] == report2["thresholds_tried"][-1] and counts[-1] >= 2
+    assert all(c is None or c < 2 for c in counts[:-1])
+    assert "Stopping rule: paper rule" in (out2 / "audit.md").read_text()
+    with pytest.raises(SystemExit):
+        main(["audit", "--pretrained", str(root / "base"), "--n-train", "2", "--class-label", "8", "--stop", "early"])
+    with pytest.raises(SystemExit):
+        main(
+            [
+                "audit",
+                "--pretrained",
+                str(root / "base"),
+                "--n-train",
+                "2",
+                "--class-label",
+                "8",
+                "--min-clique-size",
+                "0",
+            ]
+        )
 
 
 def test_audit_cli_errors(pixel_checkpoints, tmp_path):

@@ -21,11 +21,15 @@ import logging
 import math
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from icml25_shared.cli import ExtraCommand, RunContext, run_cli, save_figure, seed_everything
 from icml25_shared.tables import markdown_table
 
 from finextract.experiments import DEFAULT_DESIGN, DESIGNS, demo, parse_seeds, reproduce
+
+if TYPE_CHECKING:
+    from finextract.cluster import ClusterResult
 
 
 def _audit_parser() -> argparse.ArgumentParser:
@@ -78,6 +82,19 @@ def _audit_parser() -> argparse.ArgumentParser:
         help="A-ESR similarity thresholds, comma-separated (default: the paper's 0.7,0.6 with --sscd; 0.93,0.9 "
         "with pixel cosine, calibrated on 8x8 digits, see README)",
     )
+    p.add_argument(
+        "--stop",
+        choices=("robust", "paper"),
+        default="robust",
+        help="clique stopping rule: 'robust' (default) counts only cliques of --min-clique-size or more and keeps "
+        "the best-separated threshold; 'paper' stops at the first threshold with N cliques, singletons included",
+    )
+    p.add_argument(
+        "--min-clique-size",
+        type=_positive_int,
+        default=2,
+        help="members a clique needs to count toward N with --stop robust (default 2)",
+    )
     p.add_argument("--batch-size", type=int, default=16)
     p.add_argument("--out", type=Path, default=Path("out/finextract"))
     p.add_argument("--seed", type=int, default=0)
@@ -87,6 +104,16 @@ def _audit_parser() -> argparse.ArgumentParser:
 SSCD_THRESHOLDS = (0.7, 0.6)  # the paper's, for SSCD copy-detection features
 PIXEL_THRESHOLDS = (0.93, 0.9)  # pixel cosine: other writers' digits reach 0.9 (README, "instance" design)
 _CONDITIONAL_BASE = "none"
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    return value
 
 
 def _k_argument(text: str) -> float | str:
@@ -173,6 +200,8 @@ def audit(argv: list[str]) -> int:
         n_generations=n_gen,
         generator=torch.Generator().manual_seed(args.seed),
         extractor=args.sscd,
+        stop=args.stop,
+        min_clique_size=args.min_clique_size,
         **kw,
     )
     args.out.mkdir(parents=True, exist_ok=True)
@@ -198,8 +227,14 @@ def audit(argv: list[str]) -> int:
         "n_generations": n_gen,
         "n_train": args.n_train,
         "features": str(args.sscd or "pixel cosine"),
+        "stop": res.cluster.stop,
+        "min_clique_size": res.cluster.min_clique_size,
+        "stop_reason": res.cluster.stop_reason,
         "threshold": res.cluster.threshold,
         "thresholds_tried": res.cluster.thresholds,
+        "threshold_trace": [step.as_dict() for step in res.cluster.trace],
+        "qualifying_cliques": res.cluster.n_qualifying,
+        "separation": res.cluster.separation,
         "clique_sizes": sizes,
         "selected_generation_indices": res.cluster.selected[: args.n_train].tolist(),
     }
@@ -222,13 +257,51 @@ def audit(argv: list[str]) -> int:
     text = (
         f"FineXtract audit: w={w}, k={k}, {n_gen} generations, N={args.n_train}; stopping similarity threshold "
         f"{res.cluster.threshold:.2f}. Large cliques = many generations converging on one image, the signature "
-        "of a memorised training image (see audit.png).\n\n" + table + "\n"
+        "of a memorised training image (see audit.png).\n\n"
+        + table
+        + "\n\n"
+        + _trace_section(res.cluster, args.n_train)
     )
     if scores is not None:
         text += _training_section(report, thresholds)
     (args.out / "audit.md").write_text(text)
     print(f"finextract audit wrote {args.out / 'audit.png'}, audit.md, audit.json")  # the CLI's own report
     return 0
+
+
+RULES = {
+    "robust": "robust rule (cliques of {m}+ members count toward N; the threshold whose N largest cliques are best "
+    "separated from the other generations is kept; separation = smallest similarity inside a clique minus the "
+    "largest similarity from a member to a generation outside it, averaged over the N largest cliques)",
+    "paper": "paper rule (the first threshold with at least N cliques, singletons included; the official code's "
+    "selection)",
+}
+
+
+def _trace_section(cluster: ClusterResult, n_train: int) -> str:
+    """The stopping rule in words and the per-threshold trace as a markdown table."""
+    rows = []
+    for st in cluster.trace:
+        if st.n_cliques is None:
+            rows.append([f"{st.threshold:.2f}", "budget exceeded", "", "", ""])
+            continue
+        shown = ", ".join(map(str, st.sizes[:12])) + (", ..." if len(st.sizes) > 12 else "")
+        sep = "" if st.separation is None else f"{st.separation:.3f}"
+        mark = " (kept)" if st.threshold == cluster.threshold else ""
+        rows.append([f"{st.threshold:.2f}{mark}", st.n_cliques, st.n_qualifying, shown, sep])
+    headers = [
+        "threshold",
+        "cliques",
+        f"cliques of {cluster.min_clique_size}+",
+        "their sizes",
+        f"separation of the {n_train} largest",
+    ]
+    return (
+        f"Stopping rule: {RULES[cluster.stop].format(m=cluster.min_clique_size)}. Kept threshold "
+        f"{cluster.threshold:.2f}: {cluster.stop_reason}. Thresholds tried:\n\n"
+        + markdown_table(rows, headers=headers)
+        + "\n"
+    )
 
 
 def _training_section(report: dict, thresholds: tuple[float, ...]) -> str:

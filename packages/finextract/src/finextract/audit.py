@@ -40,13 +40,16 @@ def extract(
     train_images: torch.Tensor | None = None,
     thresholds: Sequence[float] = (0.7, 0.6),
     keep: int | None = None,
+    stop: str = "robust",
+    min_clique_size: int = 2,
     **sample_kw: Any,
 ) -> ExtractionResult:
     """Run ``sampler`` (a :class:`ModelGuidanceSampler` or :class:`CFGSampler`), cluster and score.
 
     ``n_generations`` defaults to 50 per training image (the paper's 500 for N = 10) unless ``latents`` are
-    given. ``keep``: how many representatives to return (default ``n_train``). Extra keyword arguments go to
-    ``sampler.sample`` (``null_cond``, ``pretrained_cond``).
+    given. ``keep``: how many representatives to return (default ``n_train``). ``stop`` and ``min_clique_size``
+    go to :func:`~finextract.cluster.cluster_extract` (default the robust rule; ``stop="paper"`` reproduces the
+    paper's selection). Extra keyword arguments go to ``sampler.sample`` (``null_cond``, ``pretrained_cond``).
     """
     if latents is None and n_generations is None:
         n_generations = 50 * n_train
@@ -57,7 +60,7 @@ def extract(
         raise ValueError(f"n_train={n_train} is larger than the number of generations ({n})")
     out = sampler.sample(cond, n=None if latents is not None else n, latents=latents, generator=generator, **sample_kw)
     images = out.images.clamp(-1, 1).cpu()
-    cluster = cluster_extract(extract_features(images, extractor), n_train)
+    cluster = cluster_extract(extract_features(images, extractor), n_train, stop=stop, min_clique_size=min_clique_size)
     picked = cluster.selected[: keep or n_train]
     extracted = images[torch.as_tensor(picked, dtype=torch.long)]
     metrics = None

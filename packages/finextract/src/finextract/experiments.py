@@ -260,6 +260,7 @@ def run_setting(
             latents=latents,
             train_images=data.finetune_images,
             thresholds=thresholds,
+            stop="paper",  # the stored runs use the paper's selection
         )
         for name, s in samplers.items()
     }
