@@ -206,3 +206,17 @@ def test_similar_cases_by_jaccard():
     assert similar_cases(all_no(), k=9)[0].similarity == 0.0
     with pytest.raises(ValueError, match=r"k must be an int in \[1, 9\]"):
         similar_cases(webuildai, k=10)
+
+
+def test_edited_rules_take_effect_through_from_documents():
+    from right_to_ai.data import from_documents, read_documents
+
+    docs = read_documents()
+    docs["questionnaire"]["answer_values"]["partial"] = 0.25
+    docs["tiers"]["tiers"][1]["gate"] = ["structured_feedback"]  # tier 2 without feedback_acted_on
+    docs["questionnaire"]["questions"][5]["tier_gate"] = None
+    edited = from_documents(docs)
+    answers = dict(all_no(), structured_feedback="yes", system_documentation="partial")
+    a, b = assess(answers), assess(answers, data=edited)
+    assert (a.tier, b.tier) == (1, 2)
+    assert a.dimension_scores.transparency == 0.5 / 7 and b.dimension_scores.transparency == 0.25 / 7

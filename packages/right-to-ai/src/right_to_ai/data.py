@@ -17,7 +17,7 @@ from typing import Any
 
 __all__ = ["ANSWERS", "DIMENSIONS", "Band", "CaseStudy", "DataValidationError", "DataVersionError", "ExampleSystem",
            "Justification", "Question", "Recommendation", "RightToAIData", "Rung", "Signals", "Tier", "Transition",
-           "available_versions", "data_path", "load", "read_documents", "validate_documents"]
+           "available_versions", "data_path", "from_documents", "load", "read_documents", "validate_documents"]
 
 #: The answers a question may accept, in the order shown to users.
 ANSWERS = ("yes", "no", "partial", "unknown")
@@ -762,6 +762,40 @@ def _build(docs: dict[str, Any], version: str) -> RightToAIData:
         examples=tuple(ExampleSystem(s["id"], s["name"], s["description"], s["high_risk"], ordered(s["answers"]))
                        for s in docs["examples"]["systems"]),
     )
+
+
+def from_documents(docs: dict[str, Any], version: str | None = None) -> RightToAIData:
+    """Validate edited documents and build data from them (to try other gates, weights or rules).
+
+    Parameters
+    ----------
+    docs : dict of str to object
+        Raw documents keyed by file stem, e.g. :func:`read_documents` output after edits; their
+        ``data_version`` must equal ``version``.
+    version : str, optional
+        The shipped data version whose schemas apply (default: the latest).
+
+    Returns
+    -------
+    RightToAIData
+        Frozen typed objects built from ``docs``.
+
+    Raises
+    ------
+    DataValidationError
+        When the edited documents break a schema or a cross-reference.
+
+    Examples
+    --------
+    >>> from right_to_ai.data import from_documents, read_documents
+    >>> docs = read_documents()
+    >>> docs["questionnaire"]["answer_values"]["partial"] = 0.25
+    >>> dict(from_documents(docs).answer_values)["partial"]
+    0.25
+    """
+    version = _resolve(version)
+    validate_documents(docs, version)
+    return _build(docs, version)
 
 
 @functools.cache
