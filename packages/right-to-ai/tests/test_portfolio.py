@@ -71,6 +71,8 @@ def test_case_studies_as_a_portfolio():
     p = assess_many(rows)
     assert p.tier.tolist() == [c.placement_tier for c in DATA.case_studies]
     assert p.to_rows()[4]["next_transition"] == ""  # Te Hiku Media sits on tier 4
+    with pytest.raises(ValueError, match="read-only"):
+        p.tier[0] = 4
 
 
 def test_unknown_column_names_it():

@@ -28,9 +28,9 @@ _ALIASES = {"y": "yes", "true": "yes", "n": "no", "false": "no"}
 _RESERVED = ("system", "high_risk")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Portfolio:
-    """One assessment row per system.
+    """One assessment row per system (read-only arrays; compare them with ``numpy.array_equal``).
 
     Attributes
     ----------
@@ -308,8 +308,14 @@ def assess_many(table: Any, *, data: RightToAIData | None = None, allow_missing:
     hybrid = any_yes(sig.expert_control) & any_yes(sig.citizen_control)
     system = (tuple(str(v) for v in columns["system"]) if "system" in columns
               else tuple(f"row {i + 1}" for i in range(n)))
+    unguarded = high_risk & ~hybrid
+    arrays = (tier, rung, *scores.values(), washing, high_risk, unguarded, n_unmet)
+    for array in arrays:
+        array.setflags(write=False)
+    n_missing = missing.sum(axis=1)
+    n_missing.setflags(write=False)
     return Portfolio(system=system, tier=tier, arnstein_rung=rung, agency=scores["agency"],
                      transparency=scores["transparency"], inclusivity=scores["inclusivity"],
                      participation_washing=washing, high_risk=high_risk,
-                     high_risk_without_hybrid_control=high_risk & ~hybrid, n_missing=missing.sum(axis=1),
+                     high_risk_without_hybrid_control=unguarded, n_missing=n_missing,
                      n_unmet_next=n_unmet, data_version=data.version, citation=data.citation)
