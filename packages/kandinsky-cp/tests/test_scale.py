@@ -81,3 +81,47 @@ def test_saturated_naive_bayes_aps_on_wine_covers():
         cp = KandinskyCP(clf, groups=G.intercept(), score="aps", random_state=seed).conformalize(X[ca], y[ca])
         cov.append(cp.predict_set(X[te])[np.arange(len(te)), y[te]].mean())
     assert np.mean(cov) >= 0.88, np.mean(cov)
+
+
+def test_solver_reaches_the_lp_optimum_and_warm_starts_agree():
+    """Random designs (indicators, fractional, partitions), tied and untied scores at scales 1e-8..1e8:
+    the objective equals an independent HiGHS solve of the dual on rescaled scores, and the exact-mode
+    warm start (descent from the calibration fit) gives the cold solve's augmented cutoff."""
+    from scipy.optimize import linprog
+
+    from kandinsky_cp._lp import InfeasibleQuantileLP, solve_quantile_lp
+
+    def objective(phi, s, tau, beta, c):
+        r = s - phi @ beta
+        return np.sum(np.where(r > 0, tau * r, (tau - 1) * r)) - tau * c @ beta
+
+    for seed in range(24):
+        rng = np.random.default_rng(seed)
+        n, d = int(rng.integers(30, 200)), int(rng.integers(1, 6))
+        phi = [(rng.uniform(size=(n, d)) < 0.5).astype(float), rng.uniform(size=(n, d)),
+               np.eye(d)[rng.integers(0, d, n)]][seed % 3]
+        if seed % 3 != 2:
+            phi[:, 0] = 1.0
+        scale = 10.0 ** rng.integers(-8, 9)
+        s = rng.exponential(size=n)
+        s = (np.round(s * 4) / 4 if seed % 2 else s) * scale
+        tau = float(rng.choice([0.5, 0.8, 0.9]))
+        c = phi[rng.integers(0, n)] if seed % 4 == 0 else np.zeros(d)
+        fit = solve_quantile_lp(phi, s, tau, phantom=c)
+        ref = linprog(-s / scale, A_eq=phi.T, b_eq=-tau * c, bounds=(tau - 1, tau), method="highs")
+        assert objective(phi, s, tau, fit.beta, c) <= -ref.fun * scale + 1e-7 * scale * n, seed
+        if seed % 3 == 2:
+            continue
+        start = solve_quantile_lp(phi, s, tau)
+        for _ in range(3):
+            t = rng.uniform(size=d) if seed % 3 == 1 else (rng.uniform(size=d) < 0.5).astype(float)
+            t[0] = 1.0
+            try:
+                cold = float(t @ solve_quantile_lp(phi, s, tau, phantom=t, tie_direction=t).beta)
+            except InfeasibleQuantileLP:
+                cold = np.inf
+            try:
+                warm = float(t @ solve_quantile_lp(phi, s, tau, phantom=t, tie_direction=t, start=start).beta)
+            except InfeasibleQuantileLP:
+                warm = np.inf
+            assert warm == cold or abs(warm - cold) <= 1e-9 * abs(cold), (seed, warm, cold)
