@@ -56,7 +56,9 @@ def _shrinking(base):
         keep: tuple = ()
 
         def participants(self):
-            return encode(MsgType.PARTICIPANTS, self.session, self.round_, {"ids": list(self.keep)}, self.keys.sign)
+            keep = sorted(self.keep)
+            return encode(MsgType.PARTICIPANTS, self.session, self.round_,
+                          {"ids": keep, "checks": b"".join(self._check_value(c) for c in keep)}, self.keys.sign)
 
         def agree(self, peer):
             self.participants_ = tuple(sorted(self.keep))
@@ -141,7 +143,8 @@ def test_shrink_against_the_real_s1_service():
             up = c.upload(np.random.default_rng(i).uniform(-1, 1, DIM))
             s0.receive(up.to_s0)
             r1.call("Submit", up.to_s1)
-        evil = encode(MsgType.PARTICIPANTS, session, 1, {"ids": [clients[3].id]}, k0.sign)
+        evil = encode(MsgType.PARTICIPANTS, session, 1,
+                      {"ids": [clients[3].id], "checks": s0._check_value(clients[3].id)}, k0.sign)
         with pytest.raises(TooFewParticipantsError):
             r1.call("Agree", evil)
         assert node.server.participants_ is None and 1 not in node.finished
@@ -444,3 +447,40 @@ def test_restarted_s1_reserves_its_aggregate_and_restarted_s0_marks_an_open_roun
     assert s0.round_ == 2 and node0.failed == {2}
     with pytest.raises(RoundFailedError):
         node0.Aggregate(read_request("Aggregate", dep.session, 2, dep.clients[ids[0]].key))
+
+
+# --- malicious clients ----------------------------------------------------------------------------
+@pytest.mark.parametrize("role", [0, 1])
+def test_client_with_inconsistent_commitments_is_excluded_and_the_round_completes(role):
+    """attacks_clients.py: one client commits to x towards one server and to x + e_3 towards the other.
+
+    Before, every client rejected the round (0/5 accepted, a server blamed). The servers now compare
+    Com(x_i; r_i + s_i) computed from each side and drop the client; the others verify the right sum.
+    """
+    dep, ids, ups = _new(5)
+    a0, a1 = dep.s0.announce(1, bytes(32)), dep.s1.announce(1, bytes(32))
+    cheat = ids[0]
+    for cid in ids:
+        c = dep.clients[cid]
+        c.begin_round(a0, a1)
+        up = c.upload(ups[cid])
+        to0, to1 = up.to_s0, up.to_s1
+        if cid == cheat:
+            msg = decode(to0 if role == 0 else to1, max_bytes=10**6)
+            shift = crypto.point_mul(2 ** (33 * 3), crypto.generators(1)[0])  # + 1 on coordinate 3
+            forged = encode(msg.type, dep.session, 1, {**msg.body, "commitment": crypto.point_add(
+                msg.body["commitment"], shift)}, c.key)
+            to0, to1 = (forged, to1) if role == 0 else (to0, forged)
+        dep.s0.receive(to0)
+        dep.s1.receive(to1)
+    dep.s0.agree(dep.s1.participants())
+    dep.s1.agree(dep.s0.participants())
+    assert dep.s0.inconsistent_ == dep.s1.inconsistent_ == (cheat,)
+    agg0, agg1 = dep.s0.aggregate(), dep.s1.aggregate()
+    q = dep.config.quantizer
+    for cid in ids[1:]:
+        res = dep.clients[cid].finish_round(agg0, agg1)
+        assert res.n_participants == 4
+        np.testing.assert_array_equal(res.sum_codes, sum(q.quantize(ups[c]).astype(np.int64) for c in ids[1:]))
+    with pytest.raises(ExcludedError):
+        dep.clients[cheat].finish_round(agg0, agg1)

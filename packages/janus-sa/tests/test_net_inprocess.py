@@ -82,7 +82,7 @@ def test_tls_round_over_loopback(mode):
                 clients[0].s1.call(method, read_request(method, session, 1, outsider))
         assert clients[0].s1.call("Aggregate", read_request("Aggregate", session, 1, jcs[0].key))
         with pytest.raises(SignatureError):  # Agree answers only S0
-            clients[0].s1.call("Agree", encode(MsgType.PARTICIPANTS, session, 1, {"ids": []}, outsider))
+            clients[0].s1.call("Agree", encode(MsgType.PARTICIPANTS, session, 1, {"ids": [], "checks": b""}, outsider))
     finally:
         coord.join(30)
         g0.stop(0)

@@ -34,7 +34,8 @@ def _setup():
 
 
 DEP, CLIENT, UP, A0, A1 = _setup()
-SAMPLES = [UP.to_s0, UP.to_s1, A0, A1, encode(MsgType.PARTICIPANTS, DEP.session, 1, {"ids": [CLIENT.id]}, DEP.keys1.sign)]
+SAMPLES = [UP.to_s0, UP.to_s1, A0, A1, encode(MsgType.PARTICIPANTS, DEP.session, 1, {"ids": [CLIENT.id], "checks": bytes(32)},
+                                   DEP.keys1.sign)]
 
 
 def _repack(data, index, value):

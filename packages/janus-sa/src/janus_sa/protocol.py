@@ -621,6 +621,8 @@ class _Server(ABC):
         self.sketch_commits_: dict[bytes, bytes] = {}
         self._peer_seal_commit: bytes | None = None
         self.peer_seal_commit_msg_: bytes | None = None
+        self._check_cache: dict[bytes, bytes] | None = None
+        self.inconsistent_: tuple[bytes, ...] = ()
         self._value: np.ndarray | None = None
         self._randomness = 0
         self._commitment = crypto.IDENTITY
@@ -735,9 +737,24 @@ class _Server(ABC):
             self._persist(["close"])
 
     def participants(self) -> bytes:
-        """Close the round and return the signed PARTICIPANTS message of every upload this server accepted."""
+        """Close the round and return the signed PARTICIPANTS message of every upload this server accepted.
+
+        In exact mode it also carries one consistency value per client (in id order): S0 sends
+        ``C_i + s_i H`` and S1 sends ``C'_i + r_i H``. Both equal ``Com(x_i; r_i + s_i)`` exactly when the
+        client committed to the same ``x_i`` towards both servers; each is computable by the peer from
+        what it already holds when the client is honest, so it reveals nothing new about ``x_i``.
+        """
         self.close()
-        return encode(MsgType.PARTICIPANTS, self.session, self.round_, {"ids": list(self.uploads_)}, self.keys.sign)
+        ids = sorted(self.uploads_)
+        return encode(MsgType.PARTICIPANTS, self.session, self.round_,
+                      {"ids": ids, "checks": b"".join(self._checks()[c] for c in ids)}, self.keys.sign)
+
+    def _checks(self) -> dict[bytes, bytes]:
+        if self.config.mode != "exact":
+            return dict.fromkeys(self.uploads_, b"")
+        if self._check_cache is None or len(self._check_cache) != len(self.uploads_):
+            self._check_cache = {c: self._check_value(c) for c in self.uploads_}
+        return self._check_cache
 
     def agree(self, peer_participants: bytes) -> tuple[bytes, ...]:
         """Fix the participant set to (own accepted set) intersected with the peer's signed set."""
@@ -751,7 +768,21 @@ class _Server(ABC):
         if self.participants_ is not None:
             raise ProtocolError("the participant set of the current round is already fixed")
         self.close()
-        agreed = tuple(sorted(set(self.uploads_) & set(msg.body["ids"])))
+        peer_ids, blob = msg.body["ids"], msg.body["checks"]
+        width = crypto.POINT_BYTES if self.config.mode == "exact" else 0
+        if len(blob) != width * len(peer_ids):
+            raise MalformedMessageError(f"PARTICIPANTS carries {len(blob)} bytes of checks for {len(peer_ids)} ids; "
+                                        f"expected {width} per id")
+        both = set(self.uploads_) & set(peer_ids)
+        if width:
+            own = self._checks()
+            peer = {c: blob[width * j:width * (j + 1)] for j, c in enumerate(peer_ids)}
+            self.inconsistent_ = tuple(sorted(c for c in both if own[c] != peer[c]))
+            if self.inconsistent_:
+                log.warning("round %d: %d clients committed to different values towards S0 and S1; excluded",
+                            self.round_, len(self.inconsistent_))
+            both -= set(self.inconsistent_)
+        agreed = tuple(sorted(both))
         if len(agreed) < self.config.threshold:
             raise TooFewParticipantsError(
                 f"{len(agreed)} clients reached both servers (own {len(self.uploads_)}, peer lists "
@@ -831,6 +862,10 @@ class _Server(ABC):
         """Check and store the role-specific content of one upload."""
 
     @abstractmethod
+    def _check_value(self, cid: bytes) -> bytes:
+        """Exact mode: this server's consistency value for client ``cid`` (see :meth:`participants`)."""
+
+    @abstractmethod
     def _aggregate_uploads(self, agreed: tuple[bytes, ...]) -> None:
         """Set ``_value``, ``_randomness`` and ``_commitment`` for the agreed set."""
 
@@ -852,6 +887,10 @@ class AggregationServer(_Server):
                                         f"the round expects {self.config.dim}")
         s = crypto.expand_scalar(self._open_seed(msg), b"s")
         return {"masked": msg.body["masked"], "commitment": msg.body["commitment"], "s": s}
+
+    def _check_value(self, cid: bytes) -> bytes:
+        up = self.uploads_[cid]
+        return point_add(up["commitment"], point_mul(up["s"], H))
 
     def _aggregate_uploads(self, agreed: tuple[bytes, ...]) -> None:
         modulus = self.config.quantizer.modulus_range
@@ -877,6 +916,10 @@ class MaskServer(_Server):
 
     def _accept_upload(self, msg: Message) -> dict:
         return {"seed": self._open_seed(msg), "commitment": msg.body["commitment"]}
+
+    def _check_value(self, cid: bytes) -> bytes:
+        up = self.uploads_[cid]
+        return point_add(up["commitment"], point_mul(crypto.expand_scalar(up["seed"], b"r"), H))
 
     def _aggregate_uploads(self, agreed: tuple[bytes, ...]) -> None:
         modulus = self.config.quantizer.modulus_range

@@ -59,7 +59,8 @@ class MsgType(IntEnum):
 
 
 # field kinds: ("b", n) bytes of exactly n; "point"; "opt_point" (point or b""); "scalar";
-# "u32vec" little-endian uint32 array; ("int", lo, hi); "ids" sorted unique list of 32-byte ids
+# "u32vec" little-endian uint32 array; ("int", lo, hi); "ids" sorted unique list of 32-byte ids;
+# "blob" bytes of any length (bounded by the message limit)
 _AGG = [("participants_digest", ("b", 32)), ("n", ("int", 0, 2**32)), ("model_digest", ("b", 32)),
         ("value", "u32vec"), ("commitment", "point"), ("randomness", "scalar"), ("ids", "ids")]
 SCHEMAS: dict[MsgType, list[tuple[str, Any]]] = {
@@ -68,7 +69,7 @@ SCHEMAS: dict[MsgType, list[tuple[str, Any]]] = {
                       ("seed_ct", ("b", SEED_CIPHERTEXT_BYTES)), ("commitment", "opt_point")],
     MsgType.UPLOAD1: [("model_digest", ("b", 32)), ("seed_ct", ("b", SEED_CIPHERTEXT_BYTES)),
                       ("commitment", "opt_point")],
-    MsgType.PARTICIPANTS: [("ids", "ids")],
+    MsgType.PARTICIPANTS: [("ids", "ids"), ("checks", "blob")],
     MsgType.SEAL: [("participants_digest", ("b", 32)), ("n", ("int", 0, 2**32)),
                    ("value_digest", ("b", 32)), ("nonce", ("b", 32)), ("peer_commitment", ("b", 32))],
     MsgType.SEAL_COMMIT: [("participants_digest", ("b", 32)), ("n", ("int", 0, 2**32)),
@@ -118,7 +119,7 @@ def _encode_field(kind: Any, value: Any) -> Any:
         return sorted(value)
     if kind == "scalar" and isinstance(value, int):
         return scalar_bytes(value)
-    if kind in ("point", "opt_point", "scalar") or kind[0] == "b":
+    if kind in ("point", "opt_point", "scalar", "blob") or kind[0] == "b":
         return bytes(value)
     return int(value)
 
@@ -152,6 +153,10 @@ def _decode_field(name: str, kind: Any, value: Any, max_dim: int) -> Any:
         if any(a >= b for a, b in zip(value, value[1:], strict=False)):
             raise _bad(f"field {name!r} must be sorted without duplicates")
         return tuple(value)
+    if kind == "blob":
+        if not isinstance(value, bytes):
+            raise _bad(f"field {name!r} must be bytes")
+        return value
     if kind == "point":
         if not isinstance(value, bytes):
             raise _bad(f"field {name!r} must be bytes")
