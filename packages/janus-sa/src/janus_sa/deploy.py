@@ -145,8 +145,10 @@ def serve(args: argparse.Namespace) -> int:
     tls = _tls(args)
     peer = Remote(args.peer, max_bytes=config.max_message_bytes * 2 + 2**20, tls=tls) if args.peer else None
     node = ServerNode(server, peer=peer)
-    if args.role == "s1" and args.die_at_round is not None:
+    if args.die_at_round is not None:
         _install_fault(node, args.die_at_round, args.die_after_uploads)
+    if args.die_after_agree_round is not None:
+        _install_agree_fault(node, args.die_after_agree_round)
     grpc_server, port = start_server(node, f"{args.host}:{args.port}", tls=tls)
     print(f"READY {port}", flush=True)
     stop = threading.Event()
@@ -164,8 +166,21 @@ def serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _install_agree_fault(node: ServerNode, rnd: int) -> None:
+    """Fault injection for tests: S1 SIGKILLs itself 50 ms after answering S0's Agree of round ``rnd``."""
+    agree = node.Agree
+
+    def dying_agree(req: bytes) -> bytes:
+        out = agree(req)
+        if node.server.round_ == rnd:
+            threading.Timer(0.05, lambda: os.kill(os.getpid(), signal.SIGKILL)).start()
+        return out
+
+    node.Agree = dying_agree
+
+
 def _install_fault(node: ServerNode, rnd: int, after: int) -> None:
-    """Fault injection for tests: S1 SIGKILLs itself after accepting ``after`` uploads of round ``rnd``."""
+    """Fault injection for tests: the server SIGKILLs itself after accepting ``after`` uploads of round ``rnd``."""
     submit = node.Submit
 
     def dying_submit(req: bytes) -> bytes:
@@ -268,6 +283,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--linger", type=float, default=5.0, help="keep serving aggregates this long after the final round")
     s.add_argument("--die-at-round", type=int, help=argparse.SUPPRESS)
     s.add_argument("--die-after-uploads", type=int, default=1, help=argparse.SUPPRESS)
+    s.add_argument("--die-after-agree-round", type=int, help=argparse.SUPPRESS)
     c = sub.choices["client"]
     c.add_argument("--deployment", required=True, help="deployment.json written by bundle")
     c.add_argument("--key", required=True, help="this client's private key file")
