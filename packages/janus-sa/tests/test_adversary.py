@@ -14,6 +14,7 @@ from janus_sa import (
     InProcessDeployment,
     JanusClient,
     JanusConfig,
+    JanusError,
     MaskServer,
     ModelInconsistencyError,
     NotEnrolledError,
@@ -26,7 +27,7 @@ from janus_sa import (
     model_digest,
 )
 from janus_sa.errors import ProtocolError, RoundClosedError, RoundFailedError, SealMismatchError
-from janus_sa.net import Remote, ServerNode, make_server, read_request, start_server
+from janus_sa.net import NetworkClient, Remote, ServerNode, make_server, read_request, start_server
 from janus_sa.protocol import seal_commitment
 from janus_sa.simulation import random_updates
 from janus_sa.wire import MsgType, decode, encode
@@ -484,3 +485,56 @@ def test_client_with_inconsistent_commitments_is_excluded_and_the_round_complete
         np.testing.assert_array_equal(res.sum_codes, sum(q.quantize(ups[c]).astype(np.int64) for c in ids[1:]))
     with pytest.raises(ExcludedError):
         dep.clients[cheat].finish_round(agg0, agg1)
+
+
+def test_shrink_by_s1_against_the_real_s0_coordinator():
+    """The same attack from S1's side over gRPC: a malicious S1 service answers Agree with [victim].
+
+    The real S0 refuses to agree, lists the round as failed and never publishes Y; clients get
+    RoundFailedError, never an aggregate.
+    """
+    import threading
+
+    cfg = JanusConfig(dim=DIM)
+    session, k0, k1 = bytes(range(16)), ServerKeys(), ServerKeys()
+    evil = _shrinking(MaskServer)(config=cfg, keys=k1, session=session, peer=k0.sign.public)
+    node1 = ServerNode(evil)
+    g1, p1 = start_server(node1, "127.0.0.1:0")
+    node0 = ServerNode(make_server("s0", config=cfg, keys=k0, session=session, peer_sign=k1.sign.public),
+                       peer=Remote(f"127.0.0.1:{p1}", max_bytes=2**20))
+    g0, p0 = start_server(node0, "127.0.0.1:0")
+    jcs = [JanusClient(config=cfg, s0=k0.public, s1=k1.public, session=session) for _ in range(4)]
+    roster = enroll([c.id for c in jcs], version=1, s0=node0.server, s1=evil)
+    evil.keep = (jcs[0].id,)
+    done = []
+    coord = threading.Thread(target=lambda: done.extend(node0.coordinate(rounds=1, expect=4, round_timeout=20,
+                                                                          settle=0.5, gap=0)))
+    nets = []
+    try:
+        coord.start()
+        errors = [None] * 4
+
+        def run(i):
+            jcs[i].set_roster(roster)
+            net = NetworkClient(jcs[i], s0=f"127.0.0.1:{p0}", s1=f"127.0.0.1:{p1}", timeout=5)
+            nets.append(net)
+            net.wait_for_round(0, timeout=20)
+            try:
+                net.participate(np.full(DIM, 0.5 * i), timeout=20)
+            except JanusError as err:
+                errors[i] = err
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        coord.join(30)
+        assert done == [] and node0.failed == {1}
+        assert node0.server.participants_ is None and 1 not in node0.finished  # Y is never published
+        assert all(isinstance(e, RoundFailedError) for e in errors), errors
+    finally:
+        for net in nets:
+            net.close()
+        g0.stop(0)
+        g1.stop(0)
