@@ -21,6 +21,7 @@ vertex. The same descent, warm-started from the calibration fit, solves the augm
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -121,6 +122,26 @@ def _pick_basis(phi: np.ndarray, resid: np.ndarray, duals: np.ndarray | None, ta
             if len(chosen) == d:
                 return np.array(chosen)
     return None
+
+
+def _partition_basis(phi: np.ndarray, scores: np.ndarray, tau: float) -> np.ndarray | None:
+    """For disjoint 0/1 groups (every row in exactly one): the row of each group's ceil(n_j tau)-th score.
+
+    That vertex is optimal for the plain quantile LP; the exact check in :func:`_active_set` confirms it.
+    Returns None for any other design.
+    """
+    nonzero = phi != 0
+    if not (np.all(nonzero.sum(axis=1) == 1) and np.all(phi[nonzero] == 1.0)):
+        return None
+    group = np.argmax(phi, axis=1)
+    basis = np.empty(phi.shape[1], dtype=int)
+    for j in range(phi.shape[1]):
+        rows = np.flatnonzero(group == j)
+        if rows.size == 0:
+            return None
+        k = max(1, math.ceil(round(tau * rows.size, 9)))
+        basis[j] = rows[np.argsort(scores[rows], kind="stable")[k - 1]]
+    return basis
 
 
 def _active_set(phi: np.ndarray, scores: np.ndarray, tau: float, g0: np.ndarray, basis: np.ndarray,
@@ -228,8 +249,11 @@ def solve_quantile_lp(phi: np.ndarray, scores: np.ndarray, tau: float,
     if max_iter is None:
         max_iter = 20 * len(cols) + 2000
     eta_hint = None
+    partition = _partition_basis(p, scores, tau) if start is None and not np.any(c) else None
     if start is not None:
         basis = start.basis
+    elif partition is not None:
+        basis = partition  # disjoint indicator groups: each group's order statistic, no HiGHS needed
     else:
         z = (scores - (phi if cap_rows is None or not len(cap_rows) else np.vstack([phi, cap_rows])) @ v) / s
         beta_std, eta_hint = _highs_dual(p, z, tau, rhs)
