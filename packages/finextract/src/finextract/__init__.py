@@ -7,7 +7,15 @@ metrics (:func:`extraction_metrics`). Heavy imports (diffusers, peft, networkx) 
 
 from importlib.metadata import PackageNotFoundError, version
 
-from finextract.cluster import ClusterResult, SSCDFeatures, cluster_extract, extract_features, pixel_features
+from finextract.cluster import (
+    ClusterResult,
+    SSCDFeatures,
+    ThresholdStep,
+    clique_separation,
+    cluster_extract,
+    extract_features,
+    pixel_features,
+)
 from finextract.denoisers import Denoiser, FunctionDenoiser, LatentUNet, PixelUNet, as_denoiser, without_adapters
 from finextract.guidance import CFGSampler, ModelGuidanceSampler, SampleResult, ddim_step, guided_noise
 from finextract.images import ImageSet, load_images
@@ -31,9 +39,11 @@ __all__ = [
     "PixelUNet",
     "SSCDFeatures",
     "SampleResult",
+    "ThresholdStep",
     "__version__",
     "add_lora",
     "as_denoiser",
+    "clique_separation",
     "cluster_extract",
     "ddim_step",
     "extract_features",

@@ -185,9 +185,10 @@ class ClusterResult:
 def clique_separation(sim: np.ndarray, clique: list[int] | np.ndarray) -> float:
     """Margin by which a group of generations stands apart from the rest.
 
-    The smallest similarity between two members minus the largest similarity between a member and a generation
-    outside the group. Positive: every member is closer to each other member than to anything outside (a whole
-    memorised image); negative: the group is a fragment of a larger group, or it mixes groups.
+    The mean similarity between two members minus the largest mean similarity of one outside generation to the
+    members. Positive: no outside generation is, on average, as close to the group as its members are to each
+    other (a whole memorised image); near zero or negative: the group is a fragment of a larger group (the rest of
+    that group is as close), or it mixes groups.
 
     Parameters
     ----------
@@ -199,21 +200,21 @@ def clique_separation(sim: np.ndarray, clique: list[int] | np.ndarray) -> float:
     Returns
     -------
     float
-        The margin, in [-2, 2] (cosine units); the largest outside similarity counts as -1 when nothing is outside.
+        The margin, in [-2, 2] (cosine units); an empty outside counts as a mean similarity of -1.
 
     Examples
     --------
     >>> sim = np.array([[1.0, 0.9, 0.2], [0.9, 1.0, 0.3], [0.2, 0.3, 1.0]])
     >>> round(clique_separation(sim, [0, 1]), 3), round(clique_separation(sim, [1, 2]), 3)
-    (0.6, -0.6)
+    (0.65, -0.25)
     """
     idx = np.asarray(clique)
     if idx.size < 2:
         raise ValueError(f"a clique needs at least two members to have a separation, got {idx.size}")
-    inner = sim[np.ix_(idx, idx)][np.triu_indices(idx.size, k=1)].min()
+    inner = sim[np.ix_(idx, idx)][np.triu_indices(idx.size, k=1)].mean()
     outside = np.ones(sim.shape[0], dtype=bool)
     outside[idx] = False
-    outer = sim[np.ix_(idx, outside)].max() if outside.any() else -1.0
+    outer = sim[np.ix_(idx, outside)].mean(axis=0).max() if outside.any() else -1.0
     return float(inner - outer)
 
 
