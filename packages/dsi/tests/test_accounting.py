@@ -110,4 +110,4 @@ def test_gdp_accountant_roundtrip_and_is_tighter(eps):
         assert epsilon_from_sigma(sigma, 1e-5, steps=steps, accountant="gdp") == pytest.approx(eps, rel=1e-9)
         assert sigma < sigma_from_epsilon(eps, 1e-5, steps=steps)
     with pytest.raises(ValueError, match="accountant"):
-        sigma_from_epsilon(eps, 1e-5, accountant="rdp")
+        sigma_from_epsilon(eps, 1e-5, accountant="moments")

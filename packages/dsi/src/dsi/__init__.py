@@ -3,14 +3,17 @@
 from importlib.metadata import PackageNotFoundError, version
 
 from dsi.accounting import (
+    DEFAULT_ORDERS,
     REFERENCE_MULTIPLIERS,
     compose,
     delta_from_gdp,
     epsilon_from_gdp,
+    epsilon_from_rdp,
     epsilon_from_rho,
     epsilon_from_sigma,
     gdp_mu,
     gdp_mu_from_epsilon,
+    rdp_subsampled_gaussian,
     renyi_divergence,
     rho_from_epsilon,
     rho_from_sigma,
@@ -28,6 +31,7 @@ except PackageNotFoundError:  # source tree without install
     __version__ = "0.0.0"
 
 __all__ = [
+    "DEFAULT_ORDERS",
     "REFERENCE_MULTIPLIERS",
     "IsotropicCovariance",
     "DSITrainer",
@@ -38,12 +42,14 @@ __all__ = [
     "compose",
     "delta_from_gdp",
     "epsilon_from_gdp",
+    "epsilon_from_rdp",
     "epsilon_from_rho",
     "epsilon_from_sigma",
     "gdp_mu",
     "gdp_mu_from_epsilon",
     "isotropic_covariance",
     "optimal_covariance",
+    "rdp_subsampled_gaussian",
     "renyi_divergence",
     "rho_from_epsilon",
     "rho_from_sigma",

@@ -6,6 +6,12 @@ i.e. rho_i = b_i / (2 c^2) zero-concentrated DP; T adaptive releases compose by 
 code converts with epsilon = rho + 2 sqrt(rho ln(1/delta)) and spreads the budget over T steps with
 per-step multiplier sigma * sqrt(T). The exact Gaussian-DP trade-off (Dong, Roth & Su) is also given,
 both for the hypothesis-test bound and for a tighter (epsilon, delta) reading.
+
+With subsampling (each round sees a random part of the protected groups), pair i is a subsampled Gaussian
+mechanism with sensitivity sqrt(b_i) and noise c: ``accountant="rdp"`` composes its Renyi DP (Mironov,
+Talwar & Zhang 2019 for Poisson sampling, the same quantity opacus's RDP accountant computes; Wang, Balle
+& Kasiviswanathan 2019, Theorem 9, for a fixed-size sample), and ``accountant="prv"`` runs opacus's PRV
+accountant (Gopi, Lee & Wutschitz 2021) on it.
 """
 
 from __future__ import annotations
@@ -19,14 +25,17 @@ from scipy import optimize, special
 from dsi._validation import as_numpy, check_delta, check_positive, check_steps
 
 __all__ = [
+    "DEFAULT_ORDERS",
     "REFERENCE_MULTIPLIERS",
     "compose",
     "delta_from_gdp",
     "epsilon_from_gdp",
+    "epsilon_from_rdp",
     "epsilon_from_rho",
     "epsilon_from_sigma",
     "gdp_mu",
     "gdp_mu_from_epsilon",
+    "rdp_subsampled_gaussian",
     "renyi_divergence",
     "rho_from_epsilon",
     "rho_from_sigma",
@@ -88,37 +97,267 @@ def rho_from_epsilon(epsilon: float, delta: float) -> float:
     return epsilon**2 / (math.sqrt(big_l + epsilon) + math.sqrt(big_l)) ** 2
 
 
-_ACCOUNTANTS = ("zcdp", "gdp")
+_ACCOUNTANTS = ("zcdp", "gdp", "rdp", "prv")
+_SAMPLING = ("poisson", "fixed")
+# opacus's RDPAccountant.DEFAULT_ALPHAS: 1.1, 1.2, ..., 10.9, then 12, ..., 63
+DEFAULT_ORDERS: tuple[float, ...] = tuple([1 + x / 10.0 for x in range(1, 100)] + [float(a) for a in range(12, 64)])
 
 
-def _check_accountant(accountant: str) -> None:
+def _check_accountant(accountant: str, sample_rate: float = 1.0, sampling: str = "poisson") -> None:
     if accountant not in _ACCOUNTANTS:
         raise ValueError(f"accountant must be one of {_ACCOUNTANTS}, got {accountant!r}")
+    if sampling not in _SAMPLING:
+        raise ValueError(f"sampling must be one of {_SAMPLING}, got {sampling!r}")
+    if sample_rate < 1.0 and accountant in ("zcdp", "gdp"):
+        raise ValueError(
+            f"accountant={accountant!r} has no subsampling amplification; with sample_rate={sample_rate:g} < 1 "
+            "use accountant='rdp' or 'prv'"
+        )
+    if sample_rate < 1.0 and accountant == "prv" and sampling == "fixed":
+        raise ValueError("accountant='prv' covers Poisson sampling only; use accountant='rdp' for sampling='fixed'")
+
+
+def _check_rate(sample_rate: Any) -> float:
+    try:
+        q = float(sample_rate)
+    except (TypeError, ValueError):
+        raise TypeError(f"sample_rate must be a number in (0, 1], got {sample_rate!r}") from None
+    if not 0.0 < q <= 1.0:
+        raise ValueError(f"sample_rate must lie in (0, 1], got {sample_rate!r}")
+    return q
+
+
+def _log_add(a: float, b: float) -> float:
+    lo, hi = min(a, b), max(a, b)
+    return hi if lo == -math.inf else hi + math.log1p(math.exp(lo - hi))
+
+
+def _log_sub(a: float, b: float) -> float:
+    """log(e^a - e^b) for a >= b."""
+    if b == -math.inf:
+        return a
+    if a <= b:
+        return -math.inf
+    return a + math.log(-math.expm1(b - a))
+
+
+def _log_a_int(q: float, sigma: float, alpha: int) -> float:
+    """Log A_alpha = log sum_k C(alpha, k) q^k (1-q)^(alpha-k) exp((k^2 - k) / (2 sigma^2)) (integer alpha)."""
+    out = -math.inf
+    for k in range(alpha + 1):
+        term = (
+            math.log(special.binom(alpha, k))
+            + k * math.log(q)
+            + (alpha - k) * math.log1p(-q)
+            + (k * k - k) / (2.0 * sigma**2)
+        )
+        out = _log_add(out, term)
+    return out
+
+
+def _log_a_frac(q: float, sigma: float, alpha: float) -> float:
+    """Log A_alpha for fractional alpha: the two-sided series of Mironov, Talwar & Zhang (2019), Sec. 3.3."""
+    log_a0, log_a1 = -math.inf, -math.inf
+    z0 = sigma**2 * math.log(1.0 / q - 1.0) + 0.5
+    k = 0
+    while True:
+        coef = special.binom(alpha, k)
+        log_coef = math.log(abs(coef))
+        j = alpha - k
+        log_t0 = log_coef + k * math.log(q) + j * math.log1p(-q)
+        log_t1 = log_coef + j * math.log(q) + k * math.log1p(-q)
+        # log(erfc(x) / 2) = log_ndtr(-sqrt(2) x)
+        log_e0 = float(special.log_ndtr(-(k - z0) / sigma))
+        log_e1 = float(special.log_ndtr(-(z0 - j) / sigma))
+        log_s0 = log_t0 + (k * k - k) / (2.0 * sigma**2) + log_e0
+        log_s1 = log_t1 + (j * j - j) / (2.0 * sigma**2) + log_e1
+        if coef > 0:
+            log_a0, log_a1 = _log_add(log_a0, log_s0), _log_add(log_a1, log_s1)
+        else:
+            log_a0, log_a1 = _log_sub(log_a0, log_s0), _log_sub(log_a1, log_s1)
+        k += 1
+        if max(log_s0, log_s1) < -30:
+            return _log_add(log_a0, log_a1)
+
+
+def _rdp_fixed(gamma: float, sigma: float, alpha: int) -> float:
+    """Wang, Balle & Kasiviswanathan (2019), Theorem 9, for the Gaussian (eps(inf) = inf), integer alpha >= 2."""
+    e2 = 2.0 / (2.0 * sigma**2)
+    terms = [
+        0.0,
+        2.0 * math.log(gamma)
+        + math.log(special.binom(alpha, 2))
+        + min(math.log(4.0) + _log_sub(e2, 0.0), math.log(2.0) + e2),
+    ]
+    for j in range(3, alpha + 1):
+        terms.append(
+            j * math.log(gamma) + math.log(special.binom(alpha, j)) + (j - 1) * j / (2.0 * sigma**2) + math.log(2.0)
+        )
+    out = -math.inf
+    for t in terms:
+        out = _log_add(out, t)
+    return min(out / (alpha - 1), alpha / (2.0 * sigma**2))
+
+
+def rdp_subsampled_gaussian(
+    sample_rate: float,
+    noise_multiplier: float,
+    orders: Any = DEFAULT_ORDERS,
+    *,
+    steps: int = 1,
+    budget: float = 1.0,
+    sampling: str = "poisson",
+) -> np.ndarray:
+    """Renyi DP of ``steps`` releases of the subsampled Gaussian mechanism, at each order.
+
+    Pair i of a DSI release is a Gaussian mechanism with sensitivity sqrt(budget) (its Mahalanobis norm)
+    and noise multiplier c, so it is the subsampled Gaussian with noise c / sqrt(budget).
+
+    Parameters
+    ----------
+    sample_rate : float
+        Probability q in (0, 1] that the pair's group is in a round's sample (Poisson), or the sampled
+        fraction of groups (fixed size).
+    noise_multiplier : float
+        The per-round multiplier c.
+    orders : sequence of float, default DEFAULT_ORDERS
+        Renyi orders alpha > 1 (opacus's default list); with ``sampling="fixed"`` fractional orders are
+        rounded up to the next integer (the bound is monotone in alpha).
+    steps : int, default 1
+        Number of composed rounds.
+    budget : float, default 1.0
+        The pair's squared-Mahalanobis budget b.
+    sampling : {"poisson", "fixed"}, default "poisson"
+        Poisson sampling (Mironov, Talwar & Zhang 2019; exact RDP of the mixture) or a fixed-size sample
+        without replacement (Wang, Balle & Kasiviswanathan 2019, Theorem 9; an upper bound).
+
+    Returns
+    -------
+    numpy.ndarray
+        RDP epsilon at each order, float64.
+
+    Examples
+    --------
+    Without subsampling it is alpha * b / (2 c^2) per round:
+
+    >>> from dsi import rdp_subsampled_gaussian
+    >>> rdp_subsampled_gaussian(1.0, 2.0, [2.0, 8.0], steps=3).tolist()
+    [0.75, 3.0]
+    """
+    q = _check_rate(sample_rate)
+    if sampling not in _SAMPLING:
+        raise ValueError(f"sampling must be one of {_SAMPLING}, got {sampling!r}")
+    sigma = check_positive(noise_multiplier, name="noise_multiplier") / math.sqrt(check_positive(budget, name="budget"))
+    steps = check_steps(steps)
+    alphas = np.atleast_1d(np.asarray(orders, dtype=np.float64))
+    if alphas.ndim != 1 or not np.all(np.isfinite(alphas)) or np.any(alphas <= 1.0):
+        raise ValueError("orders must be finite Renyi orders > 1")
+    out = np.empty(alphas.shape)
+    for k, alpha in enumerate(alphas):
+        if q == 1.0:
+            out[k] = alpha / (2.0 * sigma**2)
+        elif sampling == "fixed":
+            out[k] = _rdp_fixed(q, sigma, int(math.ceil(alpha)))
+        elif float(alpha).is_integer():
+            out[k] = _log_a_int(q, sigma, int(alpha)) / (alpha - 1.0)
+        else:
+            out[k] = _log_a_frac(q, sigma, float(alpha)) / (alpha - 1.0)
+    return steps * out
+
+
+def epsilon_from_rdp(rdp: Any, orders: Any, delta: float) -> tuple[float, float]:
+    """(epsilon, best order) at ``delta`` from RDP values (Balle et al. 2020, Theorem 21, as opacus).
+
+    epsilon = min_alpha rdp_alpha - (log(delta) + log(alpha)) / (alpha - 1) + log((alpha - 1) / alpha).
+    """
+    delta = check_delta(delta)
+    r = np.atleast_1d(np.asarray(rdp, dtype=np.float64))
+    a = np.atleast_1d(np.asarray(orders, dtype=np.float64))
+    if r.shape != a.shape:
+        raise ValueError(f"rdp and orders must have the same length, got {r.shape} and {a.shape}")
+    eps = r - (math.log(delta) + np.log(a)) / (a - 1.0) + np.log((a - 1.0) / a)
+    k = int(np.nanargmin(eps))
+    return max(float(eps[k]), 0.0), float(a[k])
+
+
+def _prv_epsilon(sigma: float, q: float, steps: int, delta: float, eps_error: float) -> float:
+    try:
+        from opacus.accountants import PRVAccountant
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("accountant='prv' uses opacus; install it with `pip install dsi[peers]`") from exc
+    acc = PRVAccountant()
+    acc.history = [(sigma, q, steps)]
+    return float(acc.get_epsilon(delta, eps_error=eps_error))
 
 
 def epsilon_from_sigma(
-    sigma: float, delta: float, *, steps: int = 1, budget: float = 1.0, accountant: str = "zcdp"
+    sigma: float,
+    delta: float,
+    *,
+    steps: int = 1,
+    budget: float = 1.0,
+    accountant: str = "zcdp",
+    sample_rate: float = 1.0,
+    sampling: str = "poisson",
 ) -> float:
     """Epsilon at ``delta`` after ``steps`` releases with per-step multiplier ``sigma``.
 
-    ``accountant="zcdp"`` is the paper's conversion; ``"gdp"`` is the exact Gaussian-DP one (tighter).
+    ``accountant="zcdp"`` is the paper's conversion; ``"gdp"`` is the exact Gaussian-DP one (tighter);
+    ``"rdp"`` composes Renyi DP over :data:`DEFAULT_ORDERS` and ``"prv"`` runs opacus's PRV accountant
+    (eps_error 1e-3). Only ``"rdp"`` and ``"prv"`` take ``sample_rate`` < 1 (subsampling amplification;
+    ``sampling="fixed"`` with ``"rdp"`` only).
     """
-    _check_accountant(accountant)
+    q = _check_rate(sample_rate)
+    _check_accountant(accountant, q, sampling)
     if accountant == "gdp":
         return epsilon_from_gdp(gdp_mu(sigma, steps=steps, budget=budget), delta)
+    if accountant == "rdp":
+        rdp = rdp_subsampled_gaussian(q, sigma, DEFAULT_ORDERS, steps=steps, budget=budget, sampling=sampling)
+        return epsilon_from_rdp(rdp, DEFAULT_ORDERS, delta)[0]
+    if accountant == "prv":
+        sigma_eff = check_positive(sigma, name="sigma") / math.sqrt(check_positive(budget, name="budget"))
+        return _prv_epsilon(sigma_eff, q, check_steps(steps), check_delta(delta), 1e-3)
     return epsilon_from_rho(rho_from_sigma(sigma, steps=steps, budget=budget), delta)
 
 
 def sigma_from_epsilon(
-    epsilon: float, delta: float, *, steps: int = 1, budget: float = 1.0, accountant: str = "zcdp"
+    epsilon: float,
+    delta: float,
+    *,
+    steps: int = 1,
+    budget: float = 1.0,
+    accountant: str = "zcdp",
+    sample_rate: float = 1.0,
+    sampling: str = "poisson",
 ) -> float:
-    """Per-step noise multiplier so that ``steps`` releases are (epsilon, delta)-DP; sigma_1 * sqrt(steps)."""
+    """Per-step noise multiplier so that ``steps`` releases are (epsilon, delta)-DP.
+
+    Closed form for "zcdp" and "gdp" (sigma_1 * sqrt(steps)); Brent's root of :func:`epsilon_from_sigma`
+    (relative 1e-7, on the safe side) for "rdp" and "prv".
+    """
     epsilon = check_positive(epsilon, name="epsilon")
-    _check_accountant(accountant)
+    q = _check_rate(sample_rate)
+    _check_accountant(accountant, q, sampling)
     if accountant == "gdp":
         mu = gdp_mu_from_epsilon(epsilon, delta)
         return math.sqrt(check_steps(steps) * check_positive(budget, name="budget")) / mu
-    return sigma_from_rho(rho_from_epsilon(epsilon, delta), steps=steps, budget=budget)
+    if accountant == "zcdp":
+        return sigma_from_rho(rho_from_epsilon(epsilon, delta), steps=steps, budget=budget)
+
+    def eps_at(s: float) -> float:
+        return epsilon_from_sigma(
+            s, delta, steps=steps, budget=budget, accountant=accountant, sample_rate=q, sampling=sampling
+        )
+
+    # bracket from the no-subsampling Gaussian-DP multiplier (an upper bound on the answer)
+    hi = 1.01 * sigma_from_epsilon(epsilon, delta, steps=steps, budget=budget, accountant="gdp")
+    while eps_at(hi) > epsilon:
+        hi *= 2.0
+    lo = 0.5 * hi
+    while eps_at(lo) <= epsilon:
+        lo *= 0.5
+    root = optimize.brentq(lambda s: math.log(eps_at(s) / epsilon), lo, hi, xtol=1e-9, rtol=1e-7)
+    return float(root) if eps_at(root) <= epsilon else float(root) * (1 + 1e-7)
 
 
 def compose(rhos: Any) -> float:

@@ -527,7 +527,12 @@ class ContributionResult:
 
 
 def contribution_control(
-    *, epsilon: float = 2.0, source_size: int = 20, config: TaskConfig | None = None, random_state: int = 0, seed: Any = UNSET
+    *,
+    epsilon: float = 2.0,
+    source_size: int = 20,
+    config: TaskConfig | None = None,
+    random_state: int = 0,
+    seed: Any = UNSET,
 ) -> ContributionResult:
     """Protect one source (e.g. a copyrighted collection: ``source_size`` mislabelled-looking rare samples).
 

@@ -29,6 +29,10 @@ log = logging.getLogger(__name__)
 
 Method = Literal["mirror-ascent", "sdp"]
 _METHODS = ("mirror-ascent", "sdp")
+Residual = Literal["noise", "raise"]
+_RESIDUAL = ("noise", "raise")
+# float64 differences up to this many entries are decomposed by an SVD, larger ones through the Gram matrix.
+_SVD_MAX_ENTRIES = 1 << 24
 # Newton refinement needs an (n, r^2) array; beyond this many entries the solver stays first-order.
 _NEWTON_MAX_ENTRIES = 4_000_000
 
@@ -39,10 +43,11 @@ class OptimalCovariance:
 
     Attributes
     ----------
-    coefficients : numpy.ndarray of shape (n, r)
-        The noise factor is ``differences.T @ coefficients``.
+    coefficients : numpy.ndarray of shape (n, r) or (n, r + m)
+        The noise factor is ``differences.T @ coefficients`` (m extra columns carry the noise on the
+        left-out part).
     reduced_covariance : numpy.ndarray of shape (r, r)
-        Sigma in the orthonormal basis of span(differences).
+        Sigma in the orthonormal basis of the kept span (without the left-out part's noise).
     trace : float
         tr(Sigma), the expected squared norm of one noise draw.
     dual : numpy.ndarray of shape (n,)
@@ -50,17 +55,20 @@ class OptimalCovariance:
     dual_objective : float
         The dual value at ``dual``, a certified lower bound on the optimal trace.
     mahalanobis : numpy.ndarray of shape (n,)
-        s_i^T Sigma^{-1} s_i for every difference.
+        s_i^T Sigma^+ s_i for every difference, on the full vector (an upper bound where the left-out
+        part is rank deficient).
     budgets : numpy.ndarray of shape (n,)
         The budgets eps_i that ``mahalanobis`` must not exceed.
     kkt_residual : float
         max_i min(|g_i|, mu_i) / eps_i with g_i = mahalanobis_i - eps_i (the reference's test).
     duality_gap : float
-        (trace - dual_objective) / dual_objective, a certificate of relative suboptimality.
+        (trace - dual_objective) / dual_objective, a certificate of relative suboptimality (it includes
+        the noise on the part of the differences outside the kept span).
     iterations : int
         Solver iterations (mirror-ascent steps plus Newton steps, or the SDP solver's).
     converged : bool
-        Whether ``duality_gap <= tol`` was reached.
+        Whether the certified gap on the kept span reached ``tol`` (``duality_gap`` minus the left-out
+        part's share; the two are equal when nothing is left out).
     rank : int
         r, the dimension of the span of the differences that was kept.
     dim : int
@@ -68,10 +76,15 @@ class OptimalCovariance:
     method : str
         "mirror-ascent" or "sdp".
     feasibility_scale : float
-        Factor (>= 1) applied to the solver's Sigma so every constraint holds exactly.
+        Factor (>= 1) applied to the solver's Sigma so every constraint holds exactly (it includes the
+        1 / (1 - residual_share) reserve).
     residual_norm : float
-        max_i of the norm of s_i outside the kept span (singular values below ``rank_tol * max``); that
-        component gets no noise, so it is reported (0 for exactly low-rank input).
+        max_i of the norm of s_i outside the kept span (singular values below ``rank_tol * max``).
+    residual_trace : float
+        The part of ``trace`` added on that left-out part (0 when nothing was left out).
+    residual_share : float
+        theta, the share of every budget reserved for the left-out part; ``mahalanobis`` is the full-vector
+        loss, kept part plus left-out part.
     differences : numpy.ndarray of shape (n, d)
         The differences (as given, float32 or float64).
     basis_coefficients : numpy.ndarray of shape (n, r)
@@ -94,6 +107,8 @@ class OptimalCovariance:
     method: str
     feasibility_scale: float
     residual_norm: float
+    residual_trace: float
+    residual_share: float
     differences: np.ndarray = field(repr=False)
     basis_coefficients: np.ndarray = field(repr=False)
 
@@ -207,44 +222,62 @@ def _rmatmul(diffs: np.ndarray, coef: np.ndarray) -> np.ndarray:
     return out
 
 
-def _span(g: np.ndarray, rank_tol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Eigen-decompose the Gram matrix.
+def _span(diffs: np.ndarray, rank_tol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A rank-revealing decomposition diffs = V diag(s) Q^T (Q never formed).
 
-    Return the kept singular values s (r,), right vectors V (n, r) and
-    the norm of each difference's component outside the kept span (n,).
+    float64 inputs up to ``_SVD_MAX_ENTRIES`` entries use an SVD of the differences (singular values
+    accurate to ~1e-16 * max); larger or float32 inputs use the eigendecomposition of the Gram matrix
+    (streamed, accurate to ~1e-8 * max). Returns the kept singular values s (r,), their left vectors
+    V (n, r), and the dropped squared singular values (m,) with their left vectors (n, m); a singular
+    value is kept when it exceeds ``rank_tol`` times the largest.
     """
-    lam, vec = np.linalg.eigh(g)
-    lam = np.clip(lam, 0.0, None)
-    sv = np.sqrt(lam)
-    keep = sv > rank_tol * sv[-1]
-    residual = np.sqrt(np.clip((vec[:, ~keep] ** 2) @ lam[~keep], 0.0, None))
-    return sv[keep], vec[:, keep], residual
+    n, d = diffs.shape
+    if diffs.dtype == np.float64 and n * d <= _SVD_MAX_ENTRIES:
+        vec, sv, _ = np.linalg.svd(diffs, full_matrices=False)
+        lam = sv**2
+    else:
+        lam, vec = np.linalg.eigh(gram(diffs))
+        lam, vec = np.clip(lam[::-1], 0.0, None), vec[:, ::-1]
+        sv = np.sqrt(lam)
+    keep = sv > rank_tol * sv[0]
+    return sv[keep], vec[:, keep], lam[~keep], vec[:, ~keep]
 
 
 class _Dual:
-    """The dual f(mu) and its derivatives on reduced coordinates C (r x n)."""
+    """The dual f(mu) = 2 ||C diag(sqrt(mu))||_* - eps^T mu and its derivatives on coordinates C (r x n).
+
+    f is evaluated through an SVD of B = C diag(sqrt(mu)) = U diag(s) V^T, never through
+    M = B B^T, whose condition number is the square of Sigma(mu) = U diag(s) U^T's. f(mu) is a valid
+    lower bound on the optimal trace for every mu >= 0 (singular Sigma(mu) included).
+    """
 
     def __init__(self, c: np.ndarray, budgets: np.ndarray) -> None:
         self.c = c
         self.eps = budgets
 
-    def evaluate(self, mu: np.ndarray) -> dict[str, Any] | None:
-        m = (self.c * mu) @ self.c.T
-        w, u = np.linalg.eigh(0.5 * (m + m.T))
-        if w[0] <= 1e-15 * w[-1]:
-            return None  # Sigma(mu) singular on the span: f = -inf
-        sw = np.sqrt(w)
-        b = u.T @ self.c
-        q = np.sum(b * b / sw[:, None], axis=0)
-        tr = float(sw.sum())
-        return {"mu": mu, "q": q, "trace": tr, "f": 2.0 * tr - float(self.eps @ mu), "sw": sw, "u": u, "b": b}
+    def evaluate(self, mu: np.ndarray) -> dict[str, Any]:
+        root = np.sqrt(mu)
+        u, s, vt = np.linalg.svd(self.c * root, full_matrices=False)
+        tr = float(s.sum())
+        # q_i = c_i^T Sigma^{-1} c_i = [V diag(s) V^T]_ii / mu_i (the exact gradient of the computed f);
+        # with mu_i = 0 it is read from U directly (inf when c_i leaves the range of Sigma)
+        pos = mu > 0
+        b = np.empty_like(self.c)
+        b[:, pos] = s[:, None] * vt[:, pos] / root[pos]
+        b[:, ~pos] = u.T @ self.c[:, ~pos]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            q = np.where(pos, np.sum(s[:, None] * vt**2, axis=0) / np.where(pos, mu, 1.0), 0.0)
+            if not pos.all():
+                q[~pos] = np.sum(b[:, ~pos] ** 2 / s[:, None], axis=0)
+        return {"mu": mu, "q": q, "trace": tr, "f": 2.0 * tr - float(self.eps @ mu), "sw": s, "u": u, "b": b}
 
     @staticmethod
     def hessian(state: dict[str, Any]) -> np.ndarray:
-        """d^2 f / dmu_i dmu_j = -sum_kl a_ik a_il b_jk b_jl / (sqrt(w_k) + sqrt(w_l)), a = b / sqrt(w)."""
+        """d^2 f / dmu_i dmu_j = -sum_kl a_ik a_il b_jk b_jl / (s_k + s_l), a = b / s."""
         sw, b = state["sw"], state["b"]
-        a = b / sw[:, None]
-        kern = 1.0 / (sw[:, None] + sw[None, :])
+        with np.errstate(divide="ignore", invalid="ignore"):
+            a = np.nan_to_num(b / sw[:, None], nan=0.0, posinf=0.0, neginf=0.0)
+            kern = np.nan_to_num(1.0 / (sw[:, None] + sw[None, :]), posinf=0.0)
         n = b.shape[1]
         va = (a.T[:, :, None] * a.T[:, None, :]).reshape(n, -1)
         vb = (b.T[:, :, None] * b.T[:, None, :]).reshape(n, -1)
@@ -252,10 +285,18 @@ class _Dual:
         return 0.5 * (h + h.T)
 
 
-def _certificate(state: dict[str, Any], eps: np.ndarray) -> tuple[float, float]:
-    """(feasibility scale t >= 1, certified relative gap of t * Sigma against the dual bound)."""
-    t = max(1.0, float(np.max(state["q"] / eps)))
-    return t, (t * state["trace"] - state["f"]) / abs(state["f"])
+def _mahalanobis(u: np.ndarray, s: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """c_i^T Sigma^{-1} c_i for Sigma = U diag(s) U^T, through the whitened coordinates diag(s)^-1/2 U^T c."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        white = (u.T @ c) / np.sqrt(s)[:, None]
+        q = np.sum(white**2, axis=0)
+    return np.where(np.isnan(q), np.inf, q)
+
+
+def _certificate(dual: _Dual, state: dict[str, Any]) -> float:
+    """Certified relative gap of t * Sigma(mu) against the dual bound f(mu), t the feasibility scale."""
+    t = max(1.0, float(np.max(_mahalanobis(state["u"], state["sw"], dual.c) / dual.eps)))
+    return (t * state["trace"] - state["f"]) / abs(state["f"])
 
 
 def _mirror_step(dual: _Dual, state: dict[str, Any], eta: float) -> tuple[dict[str, Any], float] | None:
@@ -263,7 +304,7 @@ def _mirror_step(dual: _Dual, state: dict[str, Any], eta: float) -> tuple[dict[s
     h = state["q"] / dual.eps - 1.0
     while eta >= 1e-30:
         cand = dual.evaluate(state["mu"] * np.exp(np.clip(eta * h, -50.0, 50.0)))
-        if cand is not None and cand["f"] > state["f"]:
+        if cand["f"] > state["f"]:
             return cand, min(eta * 1.5, 1e6)
         eta *= 0.5
     return None
@@ -272,7 +313,9 @@ def _mirror_step(dual: _Dual, state: dict[str, Any], eta: float) -> tuple[dict[s
 def _newton_step(dual: _Dual, state: dict[str, Any]) -> dict[str, Any] | None:
     """Take a Newton step on the multipliers of constraints that are not clearly slack.
 
-    (Their own multipliers decay geometrically), with backtracking; None when no ascent is found.
+    (Their own multipliers decay geometrically), with backtracking; None when no ascent is found. The
+    system is solved in the scaled variables mu_i * x_i (a diagonal preconditioner), with a ridge that
+    keeps the (negative semidefinite) Hessian's Cholesky factorisation defined.
     """
     eps, mu, f = dual.eps, state["mu"], state["f"]
     g = state["q"] - eps
@@ -280,11 +323,21 @@ def _newton_step(dual: _Dual, state: dict[str, Any]) -> dict[str, Any] | None:
     free = ~slack
     if not free.any():
         return None
-    hess = dual.hessian(state)[np.ix_(free, free)]
-    ridge = 1e-13 * max(float(np.trace(-hess)), 1e-300) / max(int(free.sum()), 1)
-    try:
-        step = np.linalg.solve(hess - ridge * np.eye(int(free.sum())), -g[free])
-    except np.linalg.LinAlgError:
+    k = int(free.sum())
+    scale = mu[free]
+    hess = -dual.hessian(state)[np.ix_(free, free)] * scale[:, None] * scale[None, :]
+    rhs = g[free] * scale
+    ridge = 1e-14 * max(float(np.trace(hess)), 1e-300) / k
+    step = None
+    for _ in range(8):
+        try:
+            chol = np.linalg.cholesky(hess + ridge * np.eye(k))
+        except np.linalg.LinAlgError:
+            ridge *= 100.0
+            continue
+        step = scale * np.linalg.solve(chol.T, np.linalg.solve(chol, rhs))
+        break
+    if step is None or not np.all(np.isfinite(step)):
         return None
     alpha = 1.0
     while alpha >= 1e-12:
@@ -292,7 +345,7 @@ def _newton_step(dual: _Dual, state: dict[str, Any]) -> dict[str, Any] | None:
         new_mu[free] = np.maximum(mu[free] + alpha * step, 0.1 * mu[free])
         new_mu[slack] = mu[slack] * 0.1**alpha
         cand = dual.evaluate(new_mu)
-        if cand is not None and cand["f"] >= f and not np.array_equal(new_mu, mu):
+        if cand["f"] >= f and not np.array_equal(new_mu, mu):
             return cand
         alpha *= 0.5
     return None
@@ -309,14 +362,12 @@ def _mirror_ascent(dual: _Dual, tol: float, max_iter: int) -> tuple[dict[str, An
     n, r = dual.c.shape[1], dual.c.shape[0]
     mu = np.sum(dual.c**2, axis=0) / eps**2  # exact for orthogonal differences
     state = dual.evaluate(mu)
-    if state is None:  # only possible for badly scaled inputs; a uniform start spans C
-        state = dual.evaluate(np.full(n, float(np.mean(mu))))
     eta = 1.0
     newton_ok = n * r * r <= _NEWTON_MAX_ENTRIES
     first_order_iters = 20 if newton_ok else max_iter
     stalled = {"mirror": False, "newton": not newton_ok}
     for it in range(max_iter):
-        _, gap = _certificate(state, eps)
+        gap = _certificate(dual, state)
         if gap <= tol:
             return state, it, True
         use_newton = not stalled["newton"] and (it >= first_order_iters or stalled["mirror"])
@@ -331,29 +382,43 @@ def _mirror_ascent(dual: _Dual, tol: float, max_iter: int) -> tuple[dict[str, An
         if not use_newton:
             cand, eta = cand
             stalled["newton"] = not newton_ok  # progress: Newton may be retried after a stall
+        else:
+            stalled["mirror"] = False
         state = cand
-    _, gap = _certificate(state, eps)
-    return state, max_iter, gap <= tol
+    return state, max_iter, _certificate(dual, state) <= tol
 
 
 def _sdp(c: np.ndarray, eps: np.ndarray, tol: float) -> tuple[np.ndarray, np.ndarray, int]:
-    """Solve min tr(S) s.t. [[S, c_i], [c_i^T, eps_i]] >= 0 with cvxpy; returns (S, mu, iterations)."""
+    """Solve min tr(S) s.t. [[S, c_i], [c_i^T, eps_i]] >= 0 with cvxpy; returns (S, mu, iterations).
+
+    The SDP is posed in coordinates scaled half-way to white: with C = U diag(sv) W^T and
+    D = diag(sqrt(sv * sv_max)), S = U D X D U^T, the constraints read [[X, w_i], [w_i^T, eps_i]] >= 0
+    with w_i = D^-1 diag(sv) W^T e_i and the objective is sum_k D_kk^2 X_kk / sv_max^2 (on ill-conditioned
+    C an interior-point solver otherwise stops early, and full whitening leaves the objective too flat).
+    """
     try:
         import cvxpy as cp
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError("method='sdp' needs cvxpy; install it with `pip install dsi[sdp]`") from exc
-    r, n = c.shape
-    s = cp.Variable((r, r), symmetric=True)
-    cons = [cp.bmat([[s, c[:, i : i + 1]], [c[:, i : i + 1].T, np.array([[eps[i]]])]]) >> 0 for i in range(n)]
-    prob = cp.Problem(cp.Minimize(cp.trace(s)), cons)
+    u, sv, wt = np.linalg.svd(c, full_matrices=False)
+    dd = np.sqrt(sv * sv[0])  # half-way whitening: D^-1 c has condition sqrt(cond(C)), weights cond(C)
+    wt = (sv / dd)[:, None] * wt
+    weights = (dd / dd[0]) ** 2
+    r, n = wt.shape
+    x = cp.Variable((r, r), symmetric=True)
+    cons = [cp.bmat([[x, wt[:, i : i + 1]], [wt[:, i : i + 1].T, np.array([[eps[i]]])]]) >> 0 for i in range(n)]
+    prob = cp.Problem(cp.Minimize(weights @ cp.diag(x)), cons)
     solver = "CLARABEL" if "CLARABEL" in cp.installed_solvers() else None
-    opts = {"tol_gap_abs": tol * 1e-3, "tol_gap_rel": tol * 1e-3, "tol_feas": tol * 1e-3} if solver else {}
+    opts = {"tol_gap_abs": tol * 1e-5, "tol_gap_rel": tol * 1e-5, "tol_feas": tol * 1e-5} if solver else {}
     prob.solve(solver=solver, **opts)
     if prob.status not in ("optimal", "optimal_inaccurate"):
         raise RuntimeError(f"cvxpy could not solve the SDP: status {prob.status}")
-    mu = np.array([float(con.dual_value[-1, -1]) for con in cons])
+    # the multiplier of constraint i is the corner of its LMI's dual, in units of the scaled objective
+    mu = dd[0] ** 2 * np.array([float(con.dual_value[-1, -1]) for con in cons])
+    xv = np.asarray(x.value, dtype=np.float64)
+    sigma = (u * dd) @ (0.5 * (xv + xv.T)) @ (u * dd).T
     iters = prob.solver_stats.num_iters or 0
-    return np.asarray(s.value, dtype=np.float64), np.clip(mu, 0.0, None), int(iters)
+    return sigma, np.clip(mu, 0.0, None), int(iters)
 
 
 def optimal_covariance(
@@ -363,9 +428,10 @@ def optimal_covariance(
     method: Method = "mirror-ascent",
     tol: float = 1e-5,
     max_iter: int = 1000,
-    rank_tol: float = 1e-5,
+    rank_tol: float = 1e-6,
+    residual: Residual = "noise",
 ) -> OptimalCovariance:
-    """The minimum-trace Gaussian covariance under which s_i^T Sigma^{-1} s_i <= budgets_i for every i.
+    """The minimum-trace Gaussian covariance under which s_i^T Sigma^+ s_i <= budgets_i for every i.
 
     Parameters
     ----------
@@ -382,14 +448,20 @@ def optimal_covariance(
         Target certified relative duality gap.
     max_iter : int, default 1000
         Iteration cap for mirror ascent.
-    rank_tol : float, default 1e-5
-        Singular values of the differences below ``rank_tol * max`` are treated as zero (the paper's code
-        uses 1e-3); the part of each difference they carry is reported in ``residual_norm``.
+    rank_tol : float, default 1e-6
+        Singular values of the differences below ``rank_tol * max`` are left out of the optimised span
+        (the paper's code uses 1e-3). The part of each difference they carry is reported in
+        ``residual_norm`` and, with ``residual="noise"``, gets its own noise (see ``residual``).
+    residual : {"noise", "raise"}, default "noise"
+        "noise": add Gaussian noise gamma * R R^T on the left-out part R of the differences, with a share
+        theta of every budget reserved for it (theta minimises the total trace), so that the loss of
+        every pair on the full vector meets its budget. "raise": raise a ValueError when a difference has
+        a part above rounding level (``max(n, d) * 2.2e-16 * max`` singular value) outside the span.
 
     Returns
     -------
     OptimalCovariance
-        Its Sigma is scaled (``feasibility_scale``) so that every constraint holds.
+        Its Sigma is scaled (``feasibility_scale``) so that every constraint holds on the full vectors.
 
     Examples
     --------
@@ -407,6 +479,8 @@ def optimal_covariance(
     """
     if method not in _METHODS:
         raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
+    if residual not in _RESIDUAL:
+        raise ValueError(f"residual must be one of {_RESIDUAL}, got {residual!r}")
     tol = check_positive(tol, name="tol")
     rank_tol = check_positive(rank_tol, name="rank_tol")
     if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
@@ -414,52 +488,79 @@ def optimal_covariance(
     diffs = check_differences(differences)
     n, d = diffs.shape
     eps = check_budgets(budgets, n)
-    sv, vec, residual = _span(gram(diffs), rank_tol)
+    sv, vec, lam_out, vec_out = _span(diffs, rank_tol)
+    residual_sq = (vec_out**2) @ lam_out  # squared norm of each difference outside the kept span
+    floor = max(n, d) * np.finfo(np.float64).eps * sv[0]
+    if residual == "raise" and lam_out.size and np.sqrt(lam_out.max()) > floor:
+        bad = np.flatnonzero(np.sqrt(residual_sq) > floor)[:5].tolist()
+        raise ValueError(
+            f"differences rows {bad} have a part of norm up to {np.sqrt(residual_sq.max()):.3g} outside the "
+            f"span kept at rank_tol={rank_tol:g} (rank {len(sv)} of {min(n, d)}); lower rank_tol or use "
+            "residual='noise' to cover it with its own noise"
+        )
     c = sv[:, None] * vec.T  # (r, n): coordinates of each difference in the orthonormal span basis
     basis_coef = vec / sv  # (n, r): basis = diffs.T @ basis_coef
     dual = _Dual(c, eps)
 
     if method == "mirror-ascent":
-        state, iters, converged = _mirror_ascent(dual, tol, int(max_iter))
-        t, gap = _certificate(state, eps)
-        mu = state["mu"]
-        sigma_red = (state["u"] * state["sw"]) @ state["u"].T
-        dual_obj = state["f"]
+        state, iters, _ = _mirror_ascent(dual, tol, int(max_iter))
+        mu, u, s, dual_obj = state["mu"], state["u"], state["sw"], state["f"]
     else:
-        sigma_red, mu, iters = _sdp(c, eps, tol)
-        sigma_red = 0.5 * (sigma_red + sigma_red.T)
-        w = np.linalg.eigvalsh(sigma_red)
-        if w[0] <= 0:  # interior-point output can sit on the PSD boundary; lift it minimally
-            sigma_red = sigma_red + (abs(w[0]) + 1e-12 * w[-1]) * np.eye(len(w))
-        q0 = np.einsum("ki,ki->i", c, np.linalg.solve(sigma_red, c))
-        t = max(1.0, float(np.max(q0 / eps)))
-        ev = dual.evaluate(mu) if np.all(mu > 0) else None
-        dual_obj = ev["f"] if ev is not None else float(np.trace(sigma_red))
-        gap = (t * float(np.trace(sigma_red)) - dual_obj) / abs(dual_obj)
-        converged = gap <= max(tol, 1e-6)
+        sigma_sdp, mu, iters = _sdp(c, eps, tol)
+        # primal recovery from the SDP's multipliers (Sigma(mu) = (C diag(mu) C^T)^1/2), or the SDP's
+        # own Sigma, whichever certified-feasible trace is smaller
+        state = dual.evaluate(mu)
+        s_sdp, u_sdp = np.linalg.eigh(0.5 * (sigma_sdp + sigma_sdp.T))
+        cands = [(state["u"], state["sw"])]
+        if s_sdp[0] > 0:
+            cands.append((u_sdp, s_sdp))
+        u, s = min(cands, key=lambda us: max(1.0, float(np.max(_mahalanobis(*us, c) / eps))) * us[1].sum())
+        dual_obj = state["f"]
+    if np.any(s <= 0):  # Sigma singular on the span (only on badly scaled input): lift it minimally
+        s = np.clip(s, 1e-15 * s.max(), None)
+    q = _mahalanobis(u, s, c)  # whitened, on the Sigma actually returned
+    t = max(1.0, float(np.max(q / eps)))
+    kept_trace = t * float(s.sum())
+    kept_gap = (kept_trace - dual_obj) / abs(dual_obj)
 
-    sigma_red = t * sigma_red
-    w, u = np.linalg.eigh(sigma_red)
-    w = np.clip(w, 0.0, None)
-    chol = u * np.sqrt(w)  # (r, r) with chol @ chol.T = sigma_red
-    q = np.einsum("ki,ki->i", c, np.linalg.solve(sigma_red, c))
-    g = q - eps
-    kkt = float(np.max(np.minimum(np.abs(g), mu) / eps))
+    theta, gamma, res_trace = 0.0, 0.0, 0.0
+    lev = np.zeros(n)
+    if lam_out.size and lam_out.sum() > 0:
+        # residual noise gamma * R R^T, R = diffs^T vec_out diag(1) (the left-out part): pair i's loss on it is
+        # at most lev_i / gamma with lev_i = ||vec_out[i]||^2; reserve theta * eps_i for it
+        lev = np.sum(vec_out**2, axis=1)
+        big_l = float(np.max(lev / eps))
+        ratio = np.sqrt(big_l * float(lam_out.sum()) / kept_trace)
+        theta = ratio / (1.0 + ratio)
+        gamma = big_l / theta
+        res_trace = gamma * float(lam_out.sum())
+    scale = t / (1.0 - theta)
+    s = scale * s
+    mahal = q / scale + (lev / gamma if gamma > 0 else 0.0)
+    trace = float(s.sum()) + res_trace
+    gap = (trace - dual_obj) / abs(dual_obj)
+    converged = kept_gap <= (tol if method == "mirror-ascent" else max(tol, 1e-6))
+    sigma_red = (u * s) @ u.T
+    chol = u * np.sqrt(s)  # (r, r) with chol @ chol.T = sigma_red
+    coef = basis_coef @ chol
+    if gamma > 0:
+        coef = np.hstack([coef, np.sqrt(gamma) * vec_out])
+    kkt = float(np.max(np.minimum(np.abs(q - eps), mu) / eps))
     if not converged:
         log.warning(
             "optimal_covariance(%s) stopped after %d iterations with certified gap %.3g > tol %.3g",
             method,
             iters,
-            gap,
+            kept_gap,
             tol,
         )
     return OptimalCovariance(
-        coefficients=basis_coef @ chol,
+        coefficients=coef,
         reduced_covariance=sigma_red,
-        trace=float(np.trace(sigma_red)),
+        trace=trace,
         dual=mu,
         dual_objective=float(dual_obj),
-        mahalanobis=q,
+        mahalanobis=mahal,
         budgets=eps,
         kkt_residual=kkt,
         duality_gap=float(gap),
@@ -468,14 +569,16 @@ def optimal_covariance(
         rank=int(len(sv)),
         dim=int(d),
         method=method,
-        feasibility_scale=float(t),
-        residual_norm=float(residual.max(initial=0.0)),
+        feasibility_scale=float(scale),
+        residual_norm=float(np.sqrt(residual_sq.max(initial=0.0))),
+        residual_trace=float(res_trace),
+        residual_share=float(theta),
         differences=diffs,
         basis_coefficients=basis_coef,
     )
 
 
-def isotropic_covariance(differences: Any, budgets: Any = 1.0, *, rank_tol: float = 1e-5) -> IsotropicCovariance:
+def isotropic_covariance(differences: Any, budgets: Any = 1.0, *, rank_tol: float = 1e-6) -> IsotropicCovariance:
     """The isotropic baseline: the smallest sigma^2 with ||s_i||^2 / sigma^2 <= budgets_i for all i."""
     rank_tol = check_positive(rank_tol, name="rank_tol")
     diffs = check_differences(differences)
@@ -484,7 +587,7 @@ def isotropic_covariance(differences: Any, budgets: Any = 1.0, *, rank_tol: floa
     g = gram(diffs)
     sq = np.diag(g).copy()
     var = float(np.max(sq / eps))
-    rank = len(_span(g, rank_tol)[0])  # residual irrelevant: isotropic noise covers every direction
+    rank = len(_span(diffs, rank_tol)[0])  # residual irrelevant: isotropic noise covers every direction
     return IsotropicCovariance(
         variance=var,
         dim=int(d),

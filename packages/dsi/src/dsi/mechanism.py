@@ -18,7 +18,14 @@ _NOISE = ("dsi", "isotropic")
 
 
 def calibrate_multiplier(
-    epsilon: float | None, noise_multiplier: float | None, delta: float, steps: int, accountant: str = "zcdp"
+    epsilon: float | None,
+    noise_multiplier: float | None,
+    delta: float,
+    steps: int,
+    accountant: str = "zcdp",
+    *,
+    sample_rate: float = 1.0,
+    sampling: str = "poisson",
 ) -> float:
     """The per-release noise multiplier c from exactly one of a target epsilon or an explicit multiplier.
 
@@ -32,8 +39,12 @@ def calibrate_multiplier(
         Target delta in (0, 1).
     steps : int
         Number of releases the budget is spread over.
-    accountant : {"zcdp", "gdp"}, default "zcdp"
+    accountant : {"zcdp", "gdp", "rdp", "prv"}, default "zcdp"
         Conversion between the multiplier and (epsilon, delta).
+    sample_rate : float, default 1.0
+        Probability that a difference's group is in a release's sample (subsampling amplification).
+    sampling : {"poisson", "fixed"}, default "poisson"
+        How the sample is drawn.
 
     Returns
     -------
@@ -49,11 +60,24 @@ def calibrate_multiplier(
     steps = check_steps(steps)
     if noise_multiplier is not None:
         return check_positive(noise_multiplier, name="noise_multiplier")
-    return sigma_from_epsilon(check_positive(epsilon, name="epsilon"), delta, steps=steps, accountant=accountant)
+    return sigma_from_epsilon(
+        check_positive(epsilon, name="epsilon"),
+        delta,
+        steps=steps,
+        accountant=accountant,
+        sample_rate=sample_rate,
+        sampling=sampling,
+    )
 
 
 def noise_covariance(
-    differences: Any, budgets: Any, noise: str, *, method: str = "mirror-ascent", tol: float = 1e-5
+    differences: Any,
+    budgets: Any,
+    noise: str,
+    *,
+    method: str = "mirror-ascent",
+    tol: float = 1e-5,
+    residual: str = "noise",
 ) -> OptimalCovariance | IsotropicCovariance:
     """The unit-multiplier covariance of the chosen noise kind for these differences.
 
@@ -69,6 +93,9 @@ def noise_covariance(
         Solver for "dsi".
     tol : float, default 1e-5
         Solver tolerance (certified relative duality gap).
+    residual : {"noise", "raise"}, default "noise"
+        What "dsi" does with the part of a difference outside the solved span (see
+        :func:`dsi.optimal_covariance`).
 
     Returns
     -------
@@ -78,7 +105,7 @@ def noise_covariance(
     if noise not in _NOISE:
         raise ValueError(f"noise must be one of {_NOISE}, got {noise!r}")
     if noise == "dsi":
-        return optimal_covariance(differences, budgets, method=method, tol=tol)
+        return optimal_covariance(differences, budgets, method=method, tol=tol, residual=residual)
     return isotropic_covariance(differences, budgets)
 
 
@@ -110,9 +137,10 @@ class Mechanism:
         Solver tolerance (certified relative duality gap).
     random_state : None, int or numpy.random.Generator, optional
         Source of the noise; with an int the sequence of ``privatize`` calls after ``fit`` is reproducible.
-    accountant : {"zcdp", "gdp"}, default "zcdp"
+    accountant : {"zcdp", "gdp", "rdp", "prv"}, default "zcdp"
         "zcdp" is the paper's conversion, eps = rho + 2 sqrt(rho ln(1/delta)); "gdp" is the exact
-        Gaussian-DP conversion, which needs less noise for the same (epsilon, delta).
+        Gaussian-DP conversion, which needs less noise for the same (epsilon, delta); "rdp" and "prv" as
+        opacus's accountants (see :mod:`dsi.accounting`).
     seed : int, optional
         Deprecated name of ``random_state``.
 

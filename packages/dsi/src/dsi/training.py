@@ -113,6 +113,13 @@ class RoundRecord:
         max_j ||s_j||.
     solver_iterations : int
         Iterations of the covariance solver (0 for isotropic noise).
+    residual_norm : float
+        max_j of the norm of s_j outside the span the solver optimised (0 for isotropic noise); that part
+        gets its own noise, so every group's loss on the full difference meets its budget.
+    residual_trace : float
+        c^2 times the trace of the noise added on that part.
+    solver_converged : bool
+        Whether the solver certified its duality gap (True for isotropic noise).
     """
 
     round: int
@@ -123,6 +130,9 @@ class RoundRecord:
     update_norm: float
     max_difference_norm: float
     solver_iterations: int
+    residual_norm: float = 0.0
+    residual_trace: float = 0.0
+    solver_converged: bool = True
 
 
 class DSITrainer:
@@ -173,12 +183,23 @@ class DSITrainer:
         Source of the noise and of the mini-batch order.
     progress : bool, default False
         Show a tqdm bar over rounds.
-    accountant : {"zcdp", "gdp"}, default "zcdp"
-        The paper's conversion, or exact Gaussian-DP composition (tighter).
+    accountant : {"zcdp", "gdp", "rdp", "prv"}, default "zcdp"
+        The paper's conversion, exact Gaussian-DP composition (tighter), Renyi DP of the (subsampled)
+        Gaussian, or opacus's PRV accountant (see :mod:`dsi.accounting`).
     max_grad_norm : float, optional
         Clip every per-sample gradient to this norm inside the local runs (the paper's code clips through
         opacus); it bounds how far any one sample, and so any group, moves the update, which shrinks the
         differences and the noise. None: no clipping.
+    residual : {"noise", "raise"}, default "noise"
+        The part of a difference outside the span the solver optimises gets its own noise so that the
+        budget holds on the full difference ("noise"), or the round raises a ValueError ("raise"); each
+        round's ``residual_norm`` is recorded in ``history_``.
+    sample_rate : float, default 1.0
+        Fraction q of the protected groups each round sees (samples with group id -1 are always used).
+        Below 1 the accounting amplifies by subsampling; it needs ``accountant="rdp"`` or ``"prv"``.
+    sampling : {"poisson", "fixed"}, default "poisson"
+        "poisson": every group joins a round independently with probability q; "fixed": each round
+        draws round(q * n_groups) groups without replacement (``accountant="rdp"`` only).
     seed : int, optional
         Deprecated name of ``random_state``.
 
@@ -189,7 +210,10 @@ class DSITrainer:
     noise_multiplier_ : float
         The per-round multiplier c.
     epsilon_ : numpy.ndarray
-        Epsilon per protected group over all rounds at ``delta``.
+        Epsilon per protected group over all rounds at ``delta``, with the subsampling amplification when
+        ``sample_rate`` < 1.
+    sample_rate_ : float
+        The probability that a group is in a round's sample (round(q * n_groups) / n_groups for "fixed").
     groups_ : numpy.ndarray
         The protected group ids.
     last_update_ : numpy.ndarray of shape (d,)
@@ -231,6 +255,9 @@ class DSITrainer:
         progress: bool = False,
         accountant: str = "zcdp",
         max_grad_norm: float | None = None,
+        residual: str = "noise",
+        sample_rate: float = 1.0,
+        sampling: str = "poisson",
         seed: Any = UNSET,
     ) -> None:
         self.model = model
@@ -251,6 +278,9 @@ class DSITrainer:
         self.progress = progress
         self.accountant = accountant
         self.max_grad_norm = max_grad_norm
+        self.residual = residual
+        self.sample_rate = sample_rate
+        self.sampling = sampling
         self.seed = seed
 
     # -- validation -------------------------------------------------------------------------------
@@ -273,6 +303,8 @@ class DSITrainer:
             isinstance(self.max_grad_norm, (int, float)) and self.max_grad_norm > 0
         ):
             raise ValueError(f"max_grad_norm must be None or a positive number, got {self.max_grad_norm!r}")
+        if self.residual not in ("noise", "raise"):
+            raise ValueError(f"residual must be 'noise' or 'raise', got {self.residual!r}")
         if self.batch_size is not None and (not isinstance(self.batch_size, int) or self.batch_size < 1):
             raise ValueError(f"batch_size must be None or a positive int, got {self.batch_size!r}")
         x = torch.as_tensor(x) if not isinstance(x, torch.Tensor) else x
@@ -297,17 +329,24 @@ class DSITrainer:
             )
         self.groups_ = ids
         self._budgets = budgets
+        q = float(self.sample_rate) if isinstance(self.sample_rate, (int, float)) else float("nan")
+        if not 0.0 < q <= 1.0:
+            raise ValueError(f"sample_rate must lie in (0, 1], got {self.sample_rate!r}")
+        if self.sampling not in ("poisson", "fixed"):
+            raise ValueError(f"sampling must be 'poisson' or 'fixed', got {self.sampling!r}")
+        self._n_fixed = max(1, int(round(q * ids.size)))
+        self.sample_rate_ = self._n_fixed / ids.size if self.sampling == "fixed" and q < 1.0 else q
+        kw = {"sample_rate": self.sample_rate_, "sampling": self.sampling}
         self.noise_multiplier_ = calibrate_multiplier(
-            self.epsilon, self.noise_multiplier, self.delta, rounds, self.accountant
+            self.epsilon, self.noise_multiplier, self.delta, rounds, self.accountant, **kw
         )
-        self.epsilon_ = np.array(
-            [
-                epsilon_from_sigma(
-                    self.noise_multiplier_, self.delta, steps=rounds, budget=b, accountant=self.accountant
-                )
-                for b in budgets
-            ]
-        )
+        per_budget = {
+            b: epsilon_from_sigma(
+                self.noise_multiplier_, self.delta, steps=rounds, budget=b, accountant=self.accountant, **kw
+            )
+            for b in np.unique(budgets).tolist()
+        }
+        self.epsilon_ = np.array([per_budget[b] for b in budgets.tolist()])
         self._rng = check_random_state(renamed_seed(self.random_state, self.seed, owner="DSITrainer"))
         self._torch_gen = torch.Generator().manual_seed(int(self._rng.integers(2**62)))
         self.history_: list[RoundRecord] = []
@@ -367,7 +406,15 @@ class DSITrainer:
 
         params = [p for p in self.model.parameters() if p.requires_grad]
         theta0 = parameters_to_vector(params).detach().clone()
-        batches = self._batches(len(g))
+        if self.sample_rate_ < 1.0:  # this round's sample of protected groups (unprotected samples always in)
+            if self.sampling == "poisson":
+                chosen = self.groups_[self._rng.random(self.groups_.size) < self.sample_rate_]
+            else:
+                chosen = self._rng.choice(self.groups_, size=self._n_fixed, replace=False)
+            active = np.flatnonzero(np.isin(g, chosen) | (g < 0))
+            batches = [active[b] for b in self._batches(len(active))]
+        else:
+            batches = self._batches(len(g))
         full, loss = self._local_run(theta0, x, y, batches)
         diffs, budgets = [], []
         for gid, budget in zip(self.groups_, self._budgets, strict=True):
@@ -382,15 +429,26 @@ class DSITrainer:
         self.last_differences_ = np.stack(diffs) if diffs else np.zeros((0, full.numel()))
         self.last_update_ = full.double().cpu().numpy()
         released = full.clone()
-        rank, trace, iters, max_norm = 0, 0.0, 0, 0.0
+        rank, trace, iters, max_norm, res_norm, res_trace, solved = 0, 0.0, 0, 0.0, 0.0, 0.0, True
         if diffs:
             stack = self.last_differences_
-            cov = noise_covariance(stack, np.array(budgets), self.noise, method=self.method, tol=self.tol)
+            cov = noise_covariance(
+                stack, np.array(budgets), self.noise, method=self.method, tol=self.tol, residual=self.residual
+            )
             noise = self.noise_multiplier_ * cov.sample(self._rng)
             released += torch.as_tensor(noise, dtype=full.dtype, device=full.device)
             rank = cov.rank
             trace = self.noise_multiplier_**2 * cov.trace
             iters = getattr(cov, "iterations", 0)
+            res_norm = float(getattr(cov, "residual_norm", 0.0))
+            res_trace = self.noise_multiplier_**2 * float(getattr(cov, "residual_trace", 0.0))
+            solved = bool(getattr(cov, "converged", True))
+            if res_norm > 0:
+                log.info(
+                    "round %d: differences reach %.3g outside the solved span; covered by its own noise",
+                    len(self.history_),
+                    res_norm,
+                )
             max_norm = float(np.sqrt(np.max(np.sum(stack**2, axis=1))))
         with torch.no_grad():
             vector_to_parameters(theta0 + released, params)
@@ -403,6 +461,9 @@ class DSITrainer:
             update_norm=float(torch.linalg.vector_norm(full)),
             max_difference_norm=max_norm,
             solver_iterations=int(iters),
+            residual_norm=res_norm,
+            residual_trace=float(res_trace),
+            solver_converged=solved,
         )
         self.history_.append(rec)
         log.debug("round %d: %s", rec.round, rec)
