@@ -7,7 +7,7 @@ import rbcl
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from janus_sa import InProcessDeployment, JanusConfig, JanusError
+from janus_sa import InProcessDeployment, JanusConfig, JanusError, Roster
 from janus_sa.crypto import GROUP_ORDER, SigningKey
 from janus_sa.errors import (
     InvalidGroupElementError,
@@ -17,6 +17,7 @@ from janus_sa.errors import (
     UnsupportedVersionError,
     WrongSessionError,
 )
+from janus_sa.net import ServerNode, read_request
 from janus_sa.simulation import random_updates
 from janus_sa.wire import SCHEMAS, MsgType, decode, encode
 
@@ -33,8 +34,25 @@ def _setup():
     return dep, client, up, a0, a1
 
 
+def _sketch_agreed():
+    dep = InProcessDeployment(config=JanusConfig(dim=8, mode="sketch"))
+    ids = dep.add_clients(3)
+    a0, a1 = dep.s0.announce(1, bytes(32)), dep.s1.announce(1, bytes(32))
+    for cid in ids:
+        dep.clients[cid].begin_round(a0, a1)
+        up = dep.clients[cid].upload(np.zeros(8))
+        dep.s0.receive(up.to_s0)
+        dep.s1.receive(up.to_s1)
+    dep.s0.agree(dep.s1.participants())
+    dep.s1.agree(dep.s0.participants())
+    return dep
+
+
 DEP, CLIENT, UP, A0, A1 = _setup()
-SAMPLES = [UP.to_s0, UP.to_s1, A0, A1, encode(MsgType.PARTICIPANTS, DEP.session, 1, {"ids": [CLIENT.id], "checks": bytes(32)},
+SK = _sketch_agreed()
+NODE1 = ServerNode(DEP.s1)
+EXTRA = [DEP.roster.signed0, read_request("Aggregate", DEP.session, 1, CLIENT.key), SK.s1.seal_commit()]
+SAMPLES = EXTRA + [UP.to_s0, UP.to_s1, A0, A1, encode(MsgType.PARTICIPANTS, DEP.session, 1, {"ids": [CLIENT.id], "checks": bytes(32)},
                                    DEP.keys1.sign)]
 
 
@@ -103,6 +121,11 @@ def _entry_points(data):
     yield lambda: DEP.s0.agree(data)
     yield lambda: CLIENT.finish_round(data, data)
     yield lambda: CLIENT.begin_round(data, A1)
+    yield lambda: Roster.from_signed(data, data, s0=DEP.keys0.sign.public, s1=DEP.keys1.sign.public,
+                                     session=DEP.session)
+    yield lambda: NODE1._authorize(data, "Aggregate")
+    yield lambda: NODE1.Agree(data)
+    yield lambda: SK.s0.seal(data)
 
 
 def _only_janus_errors(data):
