@@ -70,11 +70,11 @@ def demo(ctx: RunContext) -> None:
     Parameters
     ----------
     ctx : RunContext
-        Output folder, seed and the quick flag (60 steps instead of 250).
+        Output folder, seed and the quick flag (40 steps instead of 250).
     """
     torch.set_num_threads(1)
     task = DPTask("ed", min_length=2, max_length=5, alphabet=4)
-    steps = 60 if ctx.quick else 250
+    steps = 40 if ctx.quick else 250
     data_seed, test_seed = spawn(ctx.seed, 2)
     rows, curves, gates = [], {}, None
     test_loops = (1, 2, 4, 8, 16)

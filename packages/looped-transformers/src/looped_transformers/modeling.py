@@ -211,7 +211,7 @@ def tmlt_extra_parameters(hidden_size: int, n_blocks: int = 1, *, timestep_dim: 
     Examples
     --------
     >>> tmlt_extra_parameters(32)
-    13248
+    13440
     """
     d, m = hidden_size, 6 if shift else 4
     return timestep_dim * d + d + d * d + d + n_blocks * (m * d * d + m * d) - 2 * n_blocks * d
