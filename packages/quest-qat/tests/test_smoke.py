@@ -40,11 +40,13 @@ def test_help_names_the_paper(capsys):
 def test_module_entry_point(tmp_path):
     run = run_module("quest", "reproduce", tmp_path, timeout=300)
     runs = run.result["runs"]
-    assert set(runs) == {"full precision", "QuEST W4A4", "STE W4A4 (no Hadamard)", "LSQ W4A4", "QuEST W1A1"}
+    assert set(runs) == {"full precision", "QuEST W4A4", "STE W4A4 (no Hadamard)", "trust W4A4 (no Hadamard)",
+                         "LSQ W4A4", "QuEST W1A1"}
     assert all(not r["diverged"] for r in runs.values())
     # 6 steps from the same init and batches: measured 4.192 (full precision), 4.211 (QuEST W4A4), 4.365 (W1A1)
     assert runs["full precision"]["final_val_loss"] == pytest.approx(4.192, abs=0.05)
     assert runs["QuEST W4A4"]["final_val_loss"] == pytest.approx(4.211, abs=0.05)
+    assert runs["trust W4A4 (no Hadamard)"]["final_val_loss"] == pytest.approx(4.200, abs=0.05)  # measured 4.2003
     assert runs["QuEST W1A1"]["final_val_loss"] > runs["QuEST W4A4"]["final_val_loss"]
     assert run.figure is not None
 
