@@ -210,3 +210,19 @@ def test_lightgbm_on_a_dataframe_with_category_dtype(h):
     v = h.brute_game(lambda z: model.predict(z, raw_score=True), codes, bg)  # LightGBM reads numpy codes directly
     np.testing.assert_allclose(fp.shap_values(xe_f), h.brute_shapley(v, D), rtol=0, atol=1e-6)
     np.testing.assert_allclose(fp.predict(xe_f), model.predict(xe_f, raw_score=True), rtol=0, atol=1e-10)
+
+
+def test_hist_gradient_boosting_path_dependent_pd_equals_sklearn_recursion():
+    from sklearn.ensemble import HistGradientBoostingRegressor
+    from sklearn.inspection import partial_dependence
+
+    x, y, _, _ = _data(0)
+    model = HistGradientBoostingRegressor(max_iter=8, max_depth=3, random_state=0).fit(x, y)
+    fp = FastPD(model, method="path-dependent").fit()
+    for cols in ([0], [2], [1, 2]):
+        res = partial_dependence(model, x, cols, method="recursion", grid_resolution=5)
+        grid = np.array(np.meshgrid(*res["grid_values"], indexing="ij")).reshape(len(cols), -1).T
+        xg = np.zeros((len(grid), D))
+        xg[:, cols] = grid
+        # scikit-learn's recursion leaves out the baseline prediction
+        np.testing.assert_allclose(fp.pd_function(xg, cols) - fp.offset_, res["average"][0].ravel(), atol=1e-10)
