@@ -266,7 +266,8 @@ class KandinskyCP:
         warm-started at the calibration fit.
     scale_estimator : object or callable, optional
         For ``score="normalized"``: a fitted model whose ``predict(X)`` returns sigma(x) > 0, or a callable
-        X -> sigma (crepes' ``sigmas``; MAPIE's prefit ``ResidualNormalisedScore`` residual model).
+        X -> sigma (crepes' ``sigmas``; MAPIE's prefit ``ResidualNormalisedScore`` residual model). With
+        ``prefit=False``, :meth:`fit` fits a clone of it on the training residuals |y - y_pred|.
     conformity_score : optional
         MAPIE's name for ``score`` (an alias; pass one of the two).
 
@@ -330,13 +331,22 @@ class KandinskyCP:
 
     # ----- stages ---------------------------------------------------------------------------------
     def fit(self, X: Any, y: Any, **fit_params: Any) -> KandinskyCP:
-        """Fit a clone of the estimator on (X, y); only when prefit=False."""
+        """Fit a clone of the estimator on (X, y); only when prefit=False.
+
+        With ``score="normalized"`` and a ``scale_estimator`` that has ``fit``, a clone of it is fitted
+        on (X, |y - estimator.predict(X)|) as well (``scale_estimator_``).
+        """
         if self.prefit:
             raise ValueError("prefit=True: the estimator is already fitted; call conformalize directly "
                              "or construct with prefit=False")
         from sklearn.base import clone
 
         self.estimator_ = clone(self.estimator).fit(X, y, **fit_params)
+        score = self._resolve_score()
+        if getattr(score, "inputs", None) == "scaled" and hasattr(self.scale_estimator, "fit"):
+            resid = np.abs(np.asarray(y, dtype=float).ravel()
+                           - np.asarray(self.estimator_.predict(X), dtype=float).ravel())
+            self.scale_estimator_ = clone(self.scale_estimator).fit(X, resid)
         return self
 
     def conformalize(self, X_conformalize: Any, y_conformalize: Any) -> KandinskyCP:
@@ -606,7 +616,7 @@ class KandinskyCP:
             if self.scale_estimator is None:
                 raise ValueError("score 'normalized' needs scale_estimator=: a fitted model whose predict(X) "
                                  "returns a positive scale sigma(x) (e.g. of |y - y_pred|), or a callable X -> sigma")
-            se = self.scale_estimator
+            se = getattr(self, "scale_estimator_", self.scale_estimator)
             sigma = np.asarray(se(X) if callable(se) and not hasattr(se, "predict") else se.predict(X),
                                dtype=float).ravel()
             bad = np.flatnonzero(~(np.isfinite(sigma) & (sigma > 0)))
