@@ -359,7 +359,7 @@ def cluster_extract(
         Start threshold = floor_to_step(quantile of ``n_quantile_samples`` random off-diagonal similarities);
         threshold rises by ``step`` (paper: 0.25, 0.01, 1000).
     max_enumerated : int, optional
-        Budget of maximal cliques enumerated per clique removal (default 20 000 with ``"paper"``, 2 000 with
+        Budget of maximal cliques enumerated per clique removal (default 20 000 with ``"paper"``, 5 000 with
         ``"robust"``, where it counts per connected component). ``"paper"``: when a removal exceeds it the
         threshold rises, as the official code does after 30 s (a count keeps results machine-independent).
         ``"robust"``: the downward scan ends there, since lower thresholds only add edges.
@@ -410,7 +410,7 @@ def cluster_extract(
     if isinstance(min_clique_size, bool) or not isinstance(min_clique_size, (int, np.integer)) or min_clique_size < 1:
         raise ValueError(f"min_clique_size must be a positive int, got {min_clique_size!r}")
     if max_enumerated is None:
-        max_enumerated = 20_000 if stop == "paper" else 2_000
+        max_enumerated = 20_000 if stop == "paper" else 5_000
     if isinstance(max_enumerated, bool) or not isinstance(max_enumerated, int) or max_enumerated < 1:
         raise ValueError(f"max_enumerated must be a positive int, got {max_enumerated!r}")
     if not 0 < quantile < 1 or not 0 < step < 1:
