@@ -358,6 +358,7 @@ class JanusClient:
         self._secrets: dict | None = None
         self._seals: tuple[Message, Message] | None = None
         self._sketched = False
+        self._round_roster: Roster | None = None
         if roster is not None:
             self.set_roster(roster)
 
@@ -410,6 +411,7 @@ class JanusClient:
             raise ProtocolError(f"the servers announce a roster other than this client's version "
                                 f"{self.roster_.version} (fetch the current roster)")
         self.round_, self.model_digest_ = a0.round, a0.body["model_digest"]
+        self._round_roster = self.roster_  # the round is checked against the roster it was announced with
         self._secrets, self._seals, self._sketched = None, None, False
         return self.round_
 
@@ -504,7 +506,7 @@ class JanusClient:
             raise ParticipantSetMismatchError("S0 and S1 aggregated over different client sets")
         if participants_digest(ids) != pd or len(ids) != n:
             raise ParticipantSetMismatchError("the aggregates' participant list does not match their digest and n")
-        if not self.roster_.member_set.issuperset(ids):
+        if not self._round_roster.member_set.issuperset(ids):
             raise ParticipantSetMismatchError("the participant list names a key outside the roster")
         if n < cfg.threshold:
             raise TooFewParticipantsError(f"the servers aggregated {n} clients; this deployment accepts no fewer "
@@ -558,11 +560,11 @@ class _Server(ABC):
         self._replaying = False
         if self.state_dir is not None:
             self.state_dir.mkdir(parents=True, exist_ok=True)
-            if roster is None and (self.state_dir / "roster.bin").exists():
-                roster = Roster.from_bytes((self.state_dir / "roster.bin").read_bytes(), s0=self._s0_key,
-                                           s1=self._s1_key, session=session)
+            if (self.state_dir / "roster.bin").exists():  # the installed roster survives restarts ...
+                self.roster_ = Roster.from_bytes((self.state_dir / "roster.bin").read_bytes(), s0=self._s0_key,
+                                                 s1=self._s1_key, session=session)
         if roster is not None:
-            self.install_roster(roster)
+            self.install_roster(roster)  # ... and a stale roster argument cannot roll it back (ReplayError)
         if self.state_dir is not None:
             self._restore()
 
@@ -604,19 +606,25 @@ class _Server(ABC):
                                      session=self.session)
         if self.roster_ is not None and checked.version < self.roster_.version:
             raise ReplayError(f"roster version {checked.version} is older than the installed {self.roster_.version}")
+        if self.roster_ is not None and checked.version == self.roster_.version:
+            if checked.digest != self.roster_.digest:
+                raise ReplayError(f"a different roster with the installed version {checked.version}: "
+                                  "sign a new roster with a higher version")
+            return
         self.roster_ = checked
         if self.state_dir is not None and not self._replaying:
             _atomic_write(self.state_dir / "roster.bin", checked.to_bytes())
 
     # --- state -------------------------------------------------------------------------------
-    def _reset(self, rnd: int | None, model_digest: bytes) -> None:
+    def _reset(self, rnd: int | None, model_digest: bytes, roster: Roster | None = None) -> None:
+        roster = roster if roster is not None else self.roster_
         self.round_ = rnd
         self.model_digest_ = model_digest
         self.announcement_: bytes | None = None
         self.uploads_: dict[bytes, dict] = {}
         self.closed_ = False
-        self.members_: frozenset = self.roster_.member_set if self.roster_ is not None else frozenset()
-        self.roster_digest_ = self.roster_.digest if self.roster_ is not None else bytes(32)
+        self.members_: frozenset = roster.member_set if roster is not None else frozenset()
+        self.roster_digest_ = roster.digest if roster is not None else bytes(32)
         self.participants_: tuple[bytes, ...] | None = None
         self.sketch_commits_: dict[bytes, bytes] = {}
         self._peer_seal_commit: bytes | None = None
@@ -664,8 +672,10 @@ class _Server(ABC):
                     break  # torn final write: that message was never acknowledged
                 kind, *args = msgpack.unpackb(data[pos + 8:pos + 8 + size], raw=False)
                 pos += 8 + size
-                if kind == "announce":
-                    self.announce(args[0], args[1])
+                if kind == "announce":  # the round keeps the roster it was announced with
+                    rr = Roster.from_bytes(args[2], s0=self._s0_key, s1=self._s1_key,
+                                           session=self.session) if len(args) > 2 and args[2] else None
+                    self._announce(args[0], args[1], rr)
                 elif kind == "msg":
                     self.receive(args[0])
                 elif kind == "agree":
@@ -689,8 +699,11 @@ class _Server(ABC):
             raise ConfigError("model_digest must be 32 bytes (see janus_sa.model_digest)")
         if self.roster_ is None:
             raise ProtocolError("no roster installed: enrol the clients first (janus_sa.enroll or the enroll command)")
-        self._reset(rnd, model_digest)
-        self._persist(["announce", rnd, model_digest])
+        return self._announce(rnd, model_digest, self.roster_)
+
+    def _announce(self, rnd: int, model_digest: bytes, roster: Roster | None) -> bytes:
+        self._reset(rnd, model_digest, roster)
+        self._persist(["announce", rnd, model_digest, roster.to_bytes() if roster is not None else b""])
         self.announcement_ = encode(MsgType.ANNOUNCE, self.session, rnd,
                                     {"model_digest": model_digest, "config_digest": self.config.digest,
                                      "roster_digest": self.roster_digest_},
