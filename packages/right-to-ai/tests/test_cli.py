@@ -114,3 +114,61 @@ def test_help_shows_the_paper_and_commands(capsys):
         main(["--help"])
     out = capsys.readouterr().out
     assert PAPER[:40] in out and "assess-many" in out and "questionnaire" in out
+
+
+def _answers_text(**override):
+    answers = {q.id: "no" for q in DATA.questions}
+    answers.update(override)
+    return "answers:\n" + "".join(f"  {k}: \"{v}\"\n" for k, v in answers.items())
+
+
+def test_duplicate_question_in_an_answers_file_is_an_error(tmp_path, capsys):
+    # YAML and JSON loaders keep the last of two equal keys; a file that answers a question twice
+    # ("no", then "yes") must not be scored with whichever came last.
+    path = tmp_path / "dup.yaml"
+    path.write_text(_answers_text() + '  feedback_button: "yes"\n')
+    assert main(["assess", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "'feedback_button' is answered twice" in err and "lines 2 and 21" in err
+    dup_json = tmp_path / "dup.json"
+    dup_json.write_text('{"feedback_button": "no", "feedback_button": "yes"}')
+    assert main(["assess", str(dup_json), "--allow-missing"]) == 2
+    assert "'feedback_button' is answered twice" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("answers: [\n", "not valid YAML"),
+    ("answers:\n  - yes\n", "answers must be a mapping of question id to answer, got list"),
+    ("answers: yes\n", "answers must be a mapping of question id to answer, got bool"),
+    ("- feedback_button\n", "expected a mapping of question id to answer, got list"),
+    ("system: [1, 2]\nanswers: {}\n", "system accepts a text name, got [1, 2]"),
+])
+def test_malformed_answers_file_exits_2_with_a_message(tmp_path, capsys, text, expected):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    assert main(["assess", str(path), "--allow-missing"]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and "Traceback" not in err
+
+
+def test_answers_file_records_and_checks_its_data_version(tmp_path, capsys):
+    exported = yaml.safe_load(blank_questionnaire("yaml"))
+    assert exported["data_version"] == DATA.version  # the blank questionnaire says which version it asks
+    path = tmp_path / "a.yaml"
+    path.write_text(f'data_version: "{DATA.version}"\n' + _answers_text(feedback_button="yes"))
+    assert main(["assess", str(path), "--format", "json"]) == 0
+    assert json.loads(capsys.readouterr().out)["data_version"] == DATA.version
+    future = tmp_path / "future.yaml"
+    future.write_text('data_version: "9.0.0"\n' + _answers_text())
+    assert main(["assess", str(future)]) == 2
+    assert "unknown data version '9.0.0'; the accepted versions are: 1.0.0" in capsys.readouterr().err
+    assert main(["assess", str(path), "--data-version", "9.0.0"]) == 2
+    capsys.readouterr()
+
+
+def test_cli_missing_answer_message_names_the_flag(tmp_path, capsys):
+    path = tmp_path / "partial.yaml"
+    path.write_text("answers:\n  feedback_button: \"yes\"\n")
+    assert main(["assess", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "question 'system_documentation' accepts yes, no, partial, unknown" in err and "--allow-missing" in err

@@ -29,11 +29,34 @@ def _reproduce(ctx: Any) -> None:
     reproduce(ctx)
 
 
-def read_answers(path: Path) -> tuple[dict[str, Any], str | None, bool]:
-    """Answers, system name and high-risk flag from a YAML or JSON file.
+def _strict_loader() -> Any:
+    """A YAML safe loader that rejects a key given twice in one mapping (PyYAML keeps the last silently)."""
+    import yaml
+
+    class StrictLoader(yaml.SafeLoader):
+        def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+            seen: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                key = self.construct_object(key_node, deep=True)
+                line = key_node.start_mark.line + 1
+                try:
+                    if key in seen:
+                        raise ValueError(f"{key!r} is answered twice (lines {seen[key]} and {line}); keep one "
+                                         "answer per question")
+                    seen[key] = line
+                except TypeError:  # an unhashable key; the base constructor reports it
+                    continue
+            return super().construct_mapping(node, deep=deep)
+
+    return StrictLoader
+
+
+def read_answers(path: Path) -> tuple[dict[str, Any], str | None, bool, str | None]:
+    """Answers, system name, high-risk flag and data version from a YAML or JSON file.
 
     The file is either a flat mapping of question id to answer, or a mapping with ``answers`` and the
-    optional keys ``system`` and ``high_risk`` (the form ``questionnaire --export yaml`` writes).
+    optional keys ``system``, ``high_risk`` and ``data_version`` (the form ``questionnaire --export yaml``
+    writes). A key given twice in one mapping is an error.
 
     Parameters
     ----------
@@ -48,21 +71,44 @@ def read_answers(path: Path) -> tuple[dict[str, Any], str | None, bool]:
         The system's name when the file gives one.
     high_risk : bool
         The file's ``high_risk`` (False when absent).
+    data_version : str or None
+        The data version the answers were given for, when the file names one.
+
+    Raises
+    ------
+    ValueError
+        For a file that is not valid YAML or JSON, a key given twice, or keys and values of the wrong kind;
+        the message names the file and what is accepted.
     """
     import yaml
 
-    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    try:
+        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=_strict_loader())  # noqa: S506 - a SafeLoader
+    except yaml.YAMLError as err:
+        raise ValueError(f"{path}: not valid YAML or JSON: {err}") from None
+    except ValueError as err:
+        raise ValueError(f"{path}: {err}") from None
     if not isinstance(doc, dict):
         raise ValueError(f"{path}: expected a mapping of question id to answer, got {type(doc).__name__}")
-    if "answers" in doc:
-        extra = set(doc) - {"answers", "system", "high_risk"}
-        if extra:
-            raise ValueError(f"{path}: unknown top-level key(s) {sorted(extra)}; accepted: answers, system, high_risk")
-        high_risk = doc.get("high_risk") or False
-        if not isinstance(high_risk, bool):
-            raise ValueError(f"{path}: high_risk accepts true or false, got {high_risk!r}")
-        return dict(doc["answers"] or {}), (doc.get("system") or None), high_risk
-    return doc, None, False
+    if "answers" not in doc:
+        return doc, None, False, None
+    extra = set(doc) - {"answers", "system", "high_risk", "data_version"}
+    if extra:
+        raise ValueError(f"{path}: unknown top-level key(s) {sorted(map(str, extra))}; accepted: answers, system, "
+                         "high_risk, data_version")
+    answers = doc["answers"] if doc["answers"] is not None else {}
+    if not isinstance(answers, dict):
+        raise ValueError(f"{path}: answers must be a mapping of question id to answer, got {type(answers).__name__}")
+    high_risk = doc.get("high_risk") or False
+    if not isinstance(high_risk, bool):
+        raise ValueError(f"{path}: high_risk accepts true or false, got {high_risk!r}")
+    system = doc.get("system")
+    if system is not None and not isinstance(system, str):
+        raise ValueError(f"{path}: system accepts a text name, got {system!r}")
+    version = doc.get("data_version")
+    if version is not None and not isinstance(version, str):
+        raise ValueError(f"{path}: data_version accepts a quoted version such as \"1.0.0\", got {version!r}")
+    return answers, system or None, high_risk, version
 
 
 def ask(data: Any, stdin: TextIO, stdout: TextIO) -> dict[str, str]:
@@ -125,14 +171,19 @@ def _assess(argv: list[str]) -> int:
     if (args.answers is None) == (not args.interactive):
         parser.error("give an answers file or --interactive (not both)")
     try:
-        data = load(args.data_version)
+        version = args.data_version
         if args.interactive:
+            data = load(version)
             answers, system, high_risk = ask(data, sys.stdin, sys.stderr), None, False
         else:
-            answers, system, high_risk = read_answers(args.answers)
+            answers, system, high_risk, file_version = read_answers(args.answers)
+            if version is not None and file_version is not None and version != file_version:
+                raise ValueError(f"{args.answers}: answers given for data {file_version}, --data-version {version}")
+            data = load(version or file_version)
         result = assess(answers, data=data, allow_missing=args.allow_missing, high_risk=args.high_risk or high_risk)
     except (AnswerError, DataVersionError, ValueError, OSError) as err:
-        sys.stderr.write(f"error: {err}\n")
+        hint = " (pass allow_missing=True to score them as unknown)"
+        sys.stderr.write(f"error: {str(err).replace(hint, ' (pass --allow-missing to score them as unknown)')}\n")
         return 2
     title = args.title or system or (args.answers.stem if args.answers else "AI system")
     _write(render(result, args.format, title=title), args.output)
@@ -194,7 +245,7 @@ def blank_questionnaire(fmt: str, version: str | None = None) -> str:
         raise ValueError(f"unknown export format {fmt!r}; the accepted formats are: yaml, csv")
     lines = [f"# Right-to-AI questionnaire (data {data.version}). {data.citation}",
              "# Answer every question with one of the values in brackets; quote them (\"yes\").",
-             "system: \"\"", "high_risk: false", "answers:"]
+             "system: \"\"", "high_risk: false", f"data_version: \"{data.version}\"", "answers:"]
     for q in data.questions:
         lines.append(f"  # {q.text} [{' | '.join(q.accepted)}]")
         lines.append(f"  # {q.help}")
