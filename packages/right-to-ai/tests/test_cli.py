@@ -172,3 +172,13 @@ def test_cli_missing_answer_message_names_the_flag(tmp_path, capsys):
     assert main(["assess", str(path)]) == 2
     err = capsys.readouterr().err
     assert "question 'system_documentation' accepts yes, no, partial, unknown" in err and "--allow-missing" in err
+
+
+def test_unquoted_yaml_booleans_read_as_yes_and_no(tmp_path, capsys):
+    names = [q.id for q in DATA.questions]
+    words = ["yes", "on", "true", "no", "off", "false"]
+    path = tmp_path / "bools.yaml"
+    path.write_text("answers:\n" + "".join(f"  {q}: {words[i % 6]}\n" for i, q in enumerate(names)))
+    assert main(["assess", str(path), "--format", "json"]) == 0
+    answers = json.loads(capsys.readouterr().out)["answers"]
+    assert [answers[q] for q in names] == ["yes" if i % 6 < 3 else "no" for i in range(len(names))]

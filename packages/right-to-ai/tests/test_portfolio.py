@@ -109,3 +109,47 @@ def test_bad_table_types(tmp_path):
     rows[1]["high_risk"] = "sometimes"
     with pytest.raises(ValueError, match="row 2: high_risk accepts"):
         assess_many(rows)
+
+
+def _csv_text(rows, header=None):
+    header = header or ["system", "high_risk", *IDS]
+    return ",".join(header) + "\n" + "".join(",".join(str(r[c]) for c in header) + "\n" for r in rows)
+
+
+@pytest.mark.parametrize("pandas_installed", [True, False])
+def test_csv_duplicate_column_is_an_error(tmp_path, monkeypatch, pandas_installed):
+    # Without pandas the csv reader kept the last of two equal columns (a "no" then a "yes" became yes);
+    # with pandas the second became "feedback_button.1", reported as an unknown column.
+    if not pandas_installed:
+        monkeypatch.setitem(__import__("sys").modules, "pandas", None)
+    rows = [{**{q: "no" for q in IDS}, "system": "a", "high_risk": "false"}]
+    path = tmp_path / "dup.csv"
+    header = ["system", "high_risk", *IDS]
+    path.write_text(",".join([*header, "feedback_button"]) + "\n" + ",".join([*(rows[0][c] for c in header), "yes"])
+                    + "\n")
+    with pytest.raises(AnswerError, match="column 'feedback_button' appears twice"):
+        assess_many(path)
+    monkeypatch.undo()
+    frame = pd.DataFrame([["no", "yes"]], columns=["feedback_button", "feedback_button"])
+    with pytest.raises(AnswerError, match="column 'feedback_button' appears twice"):
+        assess_many(frame, allow_missing=True)
+
+
+@pytest.mark.parametrize("pandas_installed", [True, False])
+def test_csv_with_byte_order_mark_and_unicode_names(tmp_path, monkeypatch, pandas_installed):
+    # Spreadsheet programs save "CSV UTF-8" with a byte order mark; the first column must still be "system".
+    if not pandas_installed:
+        monkeypatch.setitem(__import__("sys").modules, "pandas", None)
+    rows = random_rows(3, 1)
+    rows[0]["system"] = "Système ü 中文"
+    path = tmp_path / "bom.csv"
+    path.write_text(_csv_text(rows), encoding="utf-8-sig")
+    result = assess_many(path)
+    assert result.system[0] == "Système ü 中文"
+    assert result.tier.tolist() == [assess({q: r[q] for q in IDS}).tier for r in rows]
+
+
+def test_absent_system_name_falls_back_to_the_row_number():
+    rows = random_rows(2, 2)
+    rows[1]["system"] = None
+    assert assess_many(rows).system == ("s0", "row 2")

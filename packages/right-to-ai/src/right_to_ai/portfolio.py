@@ -137,23 +137,36 @@ class Portfolio:
         return path
 
 
+def _no_duplicates(names: Sequence[str]) -> None:
+    """Raise AnswerError for a column name given twice (a reader would keep only one of them)."""
+    seen = set()
+    for name in names:
+        if name in seen:
+            raise AnswerError(f"column {name!r} appears twice; keep one column per question", question=name,
+                              accepted=(name,))
+        seen.add(name)
+
+
 def _columns(table: Any) -> tuple[list[str], dict[str, Sequence[Any]], int]:
     """Column names, columns as object arrays, and the number of rows of any accepted table."""
     if isinstance(table, (str, Path)):
-        try:
-            import pandas as pd
-        except ImportError:
-            pd = None
-        if pd is not None and Path(table).stat().st_size > 0:  # pandas' C parser; every cell read as text
-            frame = pd.read_csv(table, dtype=str, keep_default_na=False)
-            return [str(c) for c in frame.columns], {str(c): frame[c].tolist() for c in frame.columns}, len(frame)
-        with Path(table).open(newline="", encoding="utf-8") as f:
+        # utf-8-sig: spreadsheet programs write a byte order mark before the first column name
+        with Path(table).open(newline="", encoding="utf-8-sig") as f:
             reader = csv.reader(f)
             try:
                 header = next(reader)
             except StopIteration:
                 raise ValueError(f"{table}: the CSV file is empty (expected a header of question ids)") from None
-            body = list(reader)
+            _no_duplicates(header)
+            try:
+                import pandas as pd
+            except ImportError:
+                pd = None
+            if pd is None:
+                body = list(reader)
+        if pd is not None:  # pandas' C parser; every cell read as text
+            frame = pd.read_csv(table, dtype=str, keep_default_na=False, encoding="utf-8-sig")
+            return [str(c) for c in frame.columns], {str(c): frame[c].tolist() for c in frame.columns}, len(frame)
         if any(len(r) != len(header) for r in body):
             bad = next(i for i, r in enumerate(body) if len(r) != len(header))
             raise ValueError(f"{table}: row {bad + 1} has {len(body[bad])} cells, the header has {len(header)}")
@@ -161,6 +174,7 @@ def _columns(table: Any) -> tuple[list[str], dict[str, Sequence[Any]], int]:
         return header, dict(zip(header, cells, strict=True)), len(body)
     if hasattr(table, "columns") and hasattr(table, "to_numpy"):  # a pandas DataFrame
         names = [str(c) for c in table.columns]
+        _no_duplicates(names)
         return names, {str(c): table[c].tolist() for c in table.columns}, len(table)
     if isinstance(table, Sequence) and all(isinstance(r, Mapping) for r in table):
         names = list(dict.fromkeys(k for r in table for k in r))
@@ -306,8 +320,8 @@ def assess_many(table: Any, *, data: RightToAIData | None = None, allow_missing:
     washing = consulted & ~any_yes(sig.decision_rights)
     high_risk = _flags(columns["high_risk"]) if "high_risk" in columns else np.zeros(n, dtype=bool)
     hybrid = any_yes(sig.expert_control) & any_yes(sig.citizen_control)
-    system = (tuple(str(v) for v in columns["system"]) if "system" in columns
-              else tuple(f"row {i + 1}" for i in range(n)))
+    names_given = columns.get("system", [None] * n)
+    system = tuple(f"row {i + 1}" if _is_missing(v) else str(v) for i, v in enumerate(names_given))
     unguarded = high_risk & ~hybrid
     arrays = (tier, rung, *scores.values(), washing, high_risk, unguarded, n_unmet)
     for array in arrays:
