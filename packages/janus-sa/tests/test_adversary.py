@@ -18,6 +18,7 @@ from janus_sa import (
     MaskServer,
     ModelInconsistencyError,
     NotEnrolledError,
+    Quantizer,
     ReplayError,
     Roster,
     ServerKeys,
@@ -103,6 +104,23 @@ def test_single_server_cannot_shrink_the_participant_set_to_one_victim(role):
         with pytest.raises(TooFewParticipantsError):
             c.finish_round(agg0, agg1)
 
+
+
+@pytest.mark.parametrize(("kw", "match"), [
+    ({"min_participants": 1}, "int >= 2"),
+    ({"min_participants": True}, "int >= 2"),
+    ({"min_participants": 6, "n_expected": 5}, "exceeds n_expected=5"),
+    ({"n_expected": 2}, "min_participants=3 exceeds n_expected=2"),  # the default t = 3 needs 3 clients
+    ({"n_expected": True}, "n_expected"),
+    ({"min_participants": 5, "quantizer": Quantizer(quantization_range=2**22, modulus_range=2**24)}, "can sum"),
+])
+def test_min_participants_outside_2_to_n_is_refused(kw, match):
+    """A threshold no round can reach (above n_expected or above what the modulus can sum) is a
+    configuration error; before, it was accepted and every round failed with TooFewParticipantsError."""
+    with pytest.raises(ConfigError, match=match):
+        JanusConfig(dim=4, **kw).validate()
+    assert JanusConfig(dim=4, min_participants=2, n_expected=2).validate().threshold == 2
+    assert JanusConfig(dim=4, min_participants=5, n_expected=5).validate().threshold == 5
 
 def test_t_minus_1_colluding_clients_let_one_server_isolate_a_victim():
     """The threat model's boundary: S0 plus t - 1 = 2 colluding clients shrink P to {victim, c1, c2}.
@@ -266,8 +284,9 @@ def test_censored_client_gets_excluded_error_with_both_signed_lists():
 
 
 # --- keys -------------------------------------------------------------------------------------------
-def test_keygen_per_party_exports_only_public_bundles(tmp_path):
-    """Each party generates its own key in its own folder; only public bundles leave it."""
+def test_keygen_per_party_exports_only_public_bundles(tmp_path, capsys):
+    """Each party generates its own key in its own folder; only public bundles leave it. Bad inputs end
+    the command with exit code 2 and one line on stderr (before: a traceback)."""
     import json
     import stat
 
@@ -295,9 +314,18 @@ def test_keygen_per_party_exports_only_public_bundles(tmp_path):
                         str(tmp_path / "s1" / "s1.pub.json"), "--dim", "4", "--out", dep]) == 0
     roster = str(tmp_path / "roster.json")
     pubs = [str(tmp_path / "c" / "client.pub.json")] * 2
-    with pytest.raises(ConfigError, match="duplicate key"):
-        deploy_main(["enroll", "--role", "s0", "--key", str(tmp_path / "s0" / "s0.key"), "--deployment", dep,
-                     "--clients", *pubs, "--version", "1", "--roster", roster])
+    capsys.readouterr()
+    assert deploy_main(["enroll", "--role", "s0", "--key", str(tmp_path / "s0" / "s0.key"), "--deployment", dep,
+                        "--clients", *pubs, "--version", "1", "--roster", roster]) == 2
+    for bad in (["--min-participants", "1"], ["--min-participants", "6", "--n-expected", "5"]):
+        assert deploy_main(["bundle", "--s0", str(tmp_path / "s0" / "s0.pub.json"), "--s1",
+                            str(tmp_path / "s1" / "s1.pub.json"), "--dim", "4", "--out", dep + ".bad", *bad]) == 2
+    assert deploy_main(["bundle", "--s0", str(tmp_path / "nowhere.json"), "--s1", str(tmp_path / "s1" / "s1.pub.json"),
+                        "--dim", "4", "--out", dep + ".bad"]) == 2
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 4 and "Traceback" not in "".join(err)
+    assert "ConfigError: duplicate key" in err[0] and "int >= 2" in err[1] and "exceeds n_expected=5" in err[2]
+    assert "FileNotFoundError" in err[3] and "nowhere.json" in err[3]
     assert deploy_main(["enroll", "--role", "s0", "--key", str(tmp_path / "s0" / "s0.key"), "--deployment", dep,
                         "--clients", pubs[0], "--version", "1", "--roster", roster]) == 0
     from janus_sa.deploy import load_roster

@@ -303,4 +303,9 @@ def main(argv: list[str]) -> int:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     args = build_parser().parse_args(argv)
     commands = {"keygen": keygen, "bundle": bundle, "enroll": enroll_cmd, "serve": serve, "client": client}
-    return commands[args.command](args)
+    try:
+        return commands[args.command](args)
+    except (JanusError, OSError, ValueError, KeyError) as err:  # bad input files or settings: one line, exit 2
+        what = f"missing field {err}" if isinstance(err, KeyError) else str(err)
+        print(f"janus-sa {args.command}: {type(err).__name__}: {what}", file=sys.stderr)
+        return 2

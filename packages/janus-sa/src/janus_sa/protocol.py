@@ -101,12 +101,19 @@ class JanusConfig:
             raise ConfigError(f"mode must be one of {MODES}, got {self.mode!r}")
         if not isinstance(self.sketch_k, int) or not 1 <= self.sketch_k <= 256:
             raise ConfigError(f"sketch_k must be an int in [1, 256], got {self.sketch_k!r}")
-        if self.n_expected is not None and (not isinstance(self.n_expected, int) or self.n_expected < 1):
-            raise ConfigError(f"n_expected must be an int >= 1 or None, got {self.n_expected!r}")
+        n = self.n_expected
+        if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 1):
+            raise ConfigError(f"n_expected must be an int >= 1 or None, got {n!r}")
         t = self.min_participants
         if t is not None and (not isinstance(t, int) or isinstance(t, bool) or t < 2):
             raise ConfigError(f"min_participants must be an int >= 2 (one participant's sum is its update), got {t!r}")
         self.quantizer.validate()
+        if n is not None and self.threshold > n:
+            raise ConfigError(f"min_participants={self.threshold} exceeds n_expected={n}: no round could complete "
+                              f"(accepted: 2 <= min_participants <= n_expected)")
+        if self.threshold > self.quantizer.max_clients:
+            raise ConfigError(f"min_participants={self.threshold} exceeds the {self.quantizer.max_clients} clients "
+                              "these quantizer settings can sum: no round could complete")
         return self
 
     @property
