@@ -55,6 +55,17 @@ def subset_sum(a: np.ndarray, e: int) -> np.ndarray:
     return out
 
 
+def subset_sum_axis1(a: np.ndarray, e: int) -> np.ndarray:
+    """Zeta transform in place over axis 1 (length 2**e) of a C-contiguous (L, 2**e, ...) array."""
+    if not a.flags.c_contiguous:
+        raise ValueError("subset_sum_axis1 needs a C-contiguous array (it works on reshaped views)")
+    lead, tail = a.shape[0], a.shape[2:]
+    for b in range(e):
+        v = a.reshape(lead, -1, 2, 1 << b, *tail)
+        v[:, :, 1] += v[:, :, 0]
+    return a
+
+
 def superset_sum(a: np.ndarray, e: int) -> np.ndarray:
     """out[c] = sum of a[u] for u superset of c, over the last axis (length 2**e)."""
     out = np.array(a, dtype=np.float64, copy=True, order="C")
@@ -377,16 +388,18 @@ def _cached(g: LeafGroup, key: object, build) -> np.ndarray:
 def _shap_table(g: LeafGroup) -> np.ndarray:
     """(L, 2**e, e): SHAP values of the leaf's game (without its value) for every code."""
     def build() -> np.ndarray:
-        h = shapley_weights(g.e)[None] * g.table[:, None, :]  # (L, e, 2**e)
-        return np.ascontiguousarray(subset_sum(h, g.e).transpose(0, 2, 1))
+        h = np.empty((g.n_leaves, 1 << g.e, g.e))  # C order: transformed in place in this layout
+        np.multiply(g.table[:, :, None], shapley_weights(g.e).T[None], out=h)
+        return subset_sum_axis1(h, g.e)
     return _cached(g, "shap", build)
 
 
 def _interaction_table(g: LeafGroup) -> np.ndarray:
     """(L, 2**e, e, e): SHAP interaction values of the leaf's game for every code."""
     def build() -> np.ndarray:
-        h = interaction_weights(g.e)[None] * g.table[:, None, None, :]  # (L, e, e, 2**e)
-        return np.ascontiguousarray(subset_sum(h, g.e).transpose(0, 3, 1, 2))
+        h = np.empty((g.n_leaves, 1 << g.e, g.e, g.e))  # C order: transformed in place in this layout
+        np.multiply(g.table[:, :, None, None], np.moveaxis(interaction_weights(g.e), 2, 0)[None], out=h)
+        return subset_sum_axis1(h, g.e)
     return _cached(g, "inter", build)
 
 
