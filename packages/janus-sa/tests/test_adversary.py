@@ -283,6 +283,43 @@ def test_censored_client_gets_excluded_error_with_both_signed_lists():
     assert all(r.included and r.n_participants == 4 for r in report.results.values())
 
 
+
+def test_exclusion_evidence_is_checkable_and_forged_evidence_is_refused():
+    """A third party checks an ExcludedError's evidence with the servers' public keys; evidence built
+    from another round, re-signed by someone else, mixed across rounds, or naming the client is refused."""
+    from janus_sa.errors import SignatureError, VerificationError, WireFormatError, WrongSessionError
+
+    class Censor(AggregationServer):
+        def receive(self, data):
+            super().receive(data)
+            self.uploads_.pop(ids[0], None)
+
+    dep, ids, ups = _new(5)
+    first = dep.run_round(ups)  # round 1: nobody excluded
+    a1_0, a1_1 = dep.s0.aggregate(), dep.s1.aggregate()
+    assert not first.errors
+    _swap(dep, 0, Censor)
+    err = dep.run_round(ups).errors[ids[0]]
+    keys = {"s0": dep.keys0.public, "s1": dep.keys1.sign.public, "session": dep.session}
+    rnd, final = err.verify(client=ids[0], **keys)
+    assert rnd == 2 and final == tuple(sorted(ids[1:]))
+    outsider = ServerKeys()
+    m0 = decode(err.aggregate0, max_bytes=10**6)
+    resigned = encode(MsgType.AGGREGATE0, dep.session, 2, dict(m0.body), outsider.sign)
+    forged = [
+        ((a1_0, a1_1), ids[0], VerificationError),            # round 1's aggregates name the client
+        ((a1_0, err.aggregate1), ids[0], JanusError),          # rounds mixed
+        ((err.aggregate1, err.aggregate0), ids[0], WireFormatError),  # S1's aggregate passed as S0's
+        ((resigned, err.aggregate1), ids[0], SignatureError),   # an outsider's signature
+        ((b"\x00" * 64, err.aggregate1), ids[0], WireFormatError),
+        ((err.aggregate0, err.aggregate1), ids[1], VerificationError),  # another client was included
+    ]
+    for (g0, g1), who, error in forged:
+        with pytest.raises(error):
+            ExcludedError("x", aggregate0=g0, aggregate1=g1).verify(client=who, **keys)
+    with pytest.raises(WrongSessionError):  # evidence of another deployment
+        err.verify(client=ids[0], s0=keys["s0"], s1=keys["s1"], session=bytes(16))
+
 # --- keys -------------------------------------------------------------------------------------------
 def test_keygen_per_party_exports_only_public_bundles(tmp_path, capsys):
     """Each party generates its own key in its own folder; only public bundles leave it. Bad inputs end

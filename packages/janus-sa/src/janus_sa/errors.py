@@ -105,6 +105,15 @@ class ExcludedError(VerificationError):
         super().__init__(message)
         self.aggregate0, self.aggregate1 = aggregate0, aggregate1
 
+    def verify(self, *, client: bytes, s0: bytes, s1: bytes, session: bytes) -> tuple[int, tuple[bytes, ...]]:
+        """Check the evidence as a third party: see :func:`janus_sa.protocol.check_exclusion`.
+
+        Returns ``(round, final participant list)``; raises a :class:`JanusError` if it is forged.
+        """
+        from janus_sa.protocol import check_exclusion
+
+        return check_exclusion(self.aggregate0, self.aggregate1, client=client, s0=s0, s1=s1, session=session)
+
 
 class SealMismatchError(VerificationError):
     """Sketch mode: an aggregate differs from the value a server sealed before the challenge."""

@@ -52,6 +52,7 @@ from janus_sa.errors import (
     SealMismatchError,
     SignatureError,
     TooFewParticipantsError,
+    VerificationError,
     WrongRoundError,
 )
 from janus_sa.quantize import Quantizer
@@ -313,6 +314,54 @@ def enroll(members, *, version: int, s0: _Server, s1: _Server) -> Roster:
     s1.install_roster(roster)
     return roster
 
+
+def check_exclusion(aggregate0: bytes, aggregate1: bytes, *, client: bytes, s0: bytes, s1: bytes,
+                    session: bytes) -> tuple[int, tuple[bytes, ...]]:
+    """Check the evidence of an :class:`~janus_sa.errors.ExcludedError` without trusting its holder.
+
+    Parameters
+    ----------
+    aggregate0, aggregate1 : bytes
+        The AGGREGATE0 and AGGREGATE1 messages carried by the error.
+    client : bytes
+        The 32-byte key of the client that claims it was left out.
+    s0, s1 : bytes or ServerPublicKeys
+        The two servers' Ed25519 public keys (or their public bundles).
+    session : bytes
+        The deployment's 16-byte session id.
+
+    Returns
+    -------
+    tuple
+        ``(round, ids)``: the round and the final participant list both servers signed.
+
+    Raises
+    ------
+    JanusError
+        ``SignatureError`` or a ``WireFormatError`` if a message is not the named server's signed
+        aggregate of this session, ``ParticipantSetMismatchError`` if the two differ in round, model or
+        list, or the list does not match its digest, ``VerificationError`` if ``client`` is in it.
+    """
+    keys = [getattr(k, "sign", k) for k in (s0, s1)]
+    msgs = []
+    for data, key, mtype, name in ((aggregate0, keys[0], MsgType.AGGREGATE0, "S0"),
+                                   (aggregate1, keys[1], MsgType.AGGREGATE1, "S1")):
+        m = decode(data, max_bytes=max(len(data), 1), session=session, expect=(mtype,))
+        try:
+            m.verify(expected_sender=key)
+        except SignatureError as err:
+            raise SignatureError(f"the evidence's aggregate is not signed by {name}") from err
+        msgs.append(m)
+    a0, a1 = msgs
+    ids = a0.body["ids"]
+    if (a0.round, a0.body["model_digest"], a0.body["participants_digest"], a0.body["n"], ids) != \
+            (a1.round, a1.body["model_digest"], a1.body["participants_digest"], a1.body["n"], a1.body["ids"]):
+        raise ParticipantSetMismatchError("the two aggregates are not of the same round, model and participant list")
+    if participants_digest(ids) != a0.body["participants_digest"] or len(ids) != a0.body["n"]:
+        raise ParticipantSetMismatchError("the aggregates' participant list does not match their digest and n")
+    if client in ids:
+        raise VerificationError("the client is in the final participant list: this is no evidence of exclusion")
+    return a0.round, tuple(ids)
 
 @dataclass(frozen=True)
 class RoundResult:
