@@ -220,3 +220,19 @@ def test_edited_rules_take_effect_through_from_documents():
     a, b = assess(answers), assess(answers, data=edited)
     assert (a.tier, b.tier) == (1, 2)
     assert a.dimension_scores.transparency == 0.5 / 7 and b.dimension_scores.transparency == 0.25 / 7
+
+
+def test_numpy_booleans_read_like_python_booleans():
+    # assess_many accepted numpy booleans (a DataFrame's bool column) while assess rejected them.
+    import numpy as np
+
+    answers = dict(all_no(), feedback_button=np.True_, structured_feedback=np.True_, feedback_acted_on=np.True_,
+                   data_trust=np.False_)
+    assert assess(answers).tier == 2 and dict(assess(answers).answers)["data_trust"] == "no"
+
+
+def test_data_of_the_wrong_kind_names_what_is_accepted():
+    with pytest.raises(TypeError, match=r"data must be a RightToAIData \(from load\(\)\), got str"):
+        assess(all_no(), data="1.0.0")
+    with pytest.raises(TypeError, match=r"data must be a RightToAIData"):
+        similar_cases(all_no(), data="1.0.0")

@@ -153,3 +153,13 @@ def test_absent_system_name_falls_back_to_the_row_number():
     rows = random_rows(2, 2)
     rows[1]["system"] = None
     assert assess_many(rows).system == ("s0", "row 2")
+
+
+def test_portfolio_rows_carry_the_data_version_and_the_unverified_mark():
+    rows = assess_many(random_rows(4, 3)).to_rows()
+    # in data 1.0.0 every tier, rung and question is unverified, so every row uses unverified entries
+    assert all(r["data_version"] == DATA.version and r["unverified_data"] is True for r in rows)
+    keys = [set(assess({q: r[q] for q in IDS}).unverified) != set() for r in random_rows(4, 3)]
+    assert keys == [r["unverified_data"] for r in rows]
+    with pytest.raises(TypeError, match="data must be a RightToAIData"):
+        assess_many(random_rows(1, 0), data="1.0.0")

@@ -14,6 +14,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import numpy as np
+
 from right_to_ai.data import DIMENSIONS, RightToAIData, load
 
 __all__ = ["AnswerError", "Assessment", "AssessmentWarning", "DimensionScores", "NextTransition", "SimilarCase",
@@ -290,7 +292,7 @@ def _canonical(question: Any, raw: Any) -> str | None:
     """One raw answer as a canonical string; None for a missing answer; raises for an unknown form."""
     if raw is None:
         return None
-    if isinstance(raw, bool):
+    if isinstance(raw, (bool, np.bool_)):
         return "yes" if raw else "no"
     if isinstance(raw, float) and math.isnan(raw):
         return None
@@ -307,6 +309,16 @@ def _canonical(question: Any, raw: Any) -> str | None:
     accepted = ", ".join(question.accepted)
     raise AnswerError(f"question {question.id!r} accepts {accepted}; got {raw!r}", question=question.id,
                       accepted=question.accepted)
+
+
+def _data(data: Any) -> RightToAIData:
+    """The data to use: ``load()`` for None, else a RightToAIData (a version string is a common mistake)."""
+    if data is None:
+        return load()
+    if not isinstance(data, RightToAIData):
+        raise TypeError(f"data must be a RightToAIData (from load()), got {type(data).__name__}; pass "
+                        f"data=load({data!r}) for a data version")
+    return data
 
 
 def normalize_answers(answers: Mapping[str, Any], *, data: RightToAIData | None = None,
@@ -336,7 +348,7 @@ def normalize_answers(answers: Mapping[str, Any], *, data: RightToAIData | None 
         For an unknown question id, an answer the question does not accept, or a missing answer when
         ``allow_missing`` is False; the message names the question and the accepted values.
     """
-    data = data or load()
+    data = _data(data)
     if not isinstance(answers, Mapping):
         raise TypeError(f"answers must be a mapping of question id to answer, got {type(answers).__name__}")
     ids = tuple(q.id for q in data.questions)
@@ -405,7 +417,7 @@ def assess(answers: Mapping[str, Any], *, data: RightToAIData | None = None, all
     """
     if not isinstance(high_risk, bool):
         raise TypeError(f"high_risk must be a bool, got {high_risk!r}")
-    data = data or load()
+    data = _data(data)
     canon, missing = normalize_answers(answers, data=data, allow_missing=allow_missing)
     values = dict(data.answer_values)
     explanations = []
@@ -545,7 +557,7 @@ def similar_cases(answers: Mapping[str, Any], k: int = 3, *, data: RightToAIData
     >>> similar_cases(webuildai, k=1)[0].name
     'WeBuildAI'
     """
-    data = data or load()
+    data = _data(data)
     n = len(data.case_studies)
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= n:
         raise ValueError(f"k must be an int in [1, {n}], got {k!r}")

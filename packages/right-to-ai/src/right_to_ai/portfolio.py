@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from right_to_ai.assess import AnswerError
+from right_to_ai.assess import AnswerError, _data
 from right_to_ai.data import ANSWERS, DIMENSIONS, RightToAIData, load
 
 __all__ = ["Portfolio", "assess_many"]
@@ -76,6 +76,9 @@ class Portfolio:
     def to_rows(self) -> list[dict[str, Any]]:
         """One dict per system with names of the tier, rung and next transition.
 
+        Each row also carries ``data_version`` and ``unverified_data``: True when the row's tier, transition,
+        rung, questions or warning rules are not checked against the paper (as ``Assessment.unverified``).
+
         Returns
         -------
         list of dict
@@ -83,6 +86,7 @@ class Portfolio:
         """
         data = load(self.data_version)
         tiers = {t.id: t for t in data.tiers}
+        always = not (data.signals.verified and all(q.verified for q in data.questions))
         rows = []
         for i, name in enumerate(self.system):
             tier = tiers[int(self.tier[i])]
@@ -98,6 +102,9 @@ class Portfolio:
                 "high_risk": bool(self.high_risk[i]),
                 "high_risk_without_hybrid_control": bool(self.high_risk_without_hybrid_control[i]),
                 "incomplete": bool(self.n_missing[i] > 0),
+                "data_version": self.data_version,
+                "unverified_data": always or not (tier.verified and rung.verified and (
+                    tier.transition is None or tier.transition.verified)),
             })
         return rows
 
@@ -269,7 +276,7 @@ def assess_many(table: Any, *, data: RightToAIData | None = None, allow_missing:
     >>> assess_many(rows).tier.tolist()
     [2, 2, 2, 2, 4, 2, 1, 1, 2]
     """
-    data = data or load()
+    data = _data(data)
     names, columns, n = _columns(table)
     ids = [q.id for q in data.questions]
     unknown = [c for c in names if c not in ids and c not in _RESERVED]
