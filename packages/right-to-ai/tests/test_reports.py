@@ -7,7 +7,7 @@ import pytest
 from markupsafe import escape
 from pytest_socket import SocketBlockedError
 
-from right_to_ai import Assessment, assess, load
+from right_to_ai import Assessment, assess, load, similar_cases
 from right_to_ai.report import plot_assessment, render, to_html, to_markdown
 
 DATA = load()
@@ -106,3 +106,17 @@ def test_png_of_the_ladder_and_dimensions(tmp_path, tier_answers):
 def test_sockets_are_disabled_in_this_suite():
     with pytest.raises(SocketBlockedError):
         socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+
+
+@pytest.mark.parametrize("fmt", ["md", "html"])
+def test_no_case_study_is_called_similar_without_a_shared_answer(fmt):
+    # An all-"no" system shares no yes/partial answer with any case study (Jaccard 0 for all nine); the
+    # report listed the first three in file order as "similar" anyway.
+    data = load()
+    blank = assess({q.id: "no" for q in data.questions})
+    text = render(blank, fmt)
+    assert not any(c.name in text for c in data.case_studies)
+    assert "no case study shares a yes or partial answer with this system" in text
+    one = assess(dict({q.id: "no" for q in data.questions}, feedback_button="yes"))
+    listed = [s for s in similar_cases(dict(one.answers), k=3) if s.similarity > 0]
+    assert listed and all(s.name in render(one, fmt) for s in listed)

@@ -49,14 +49,19 @@ def _context(assessment: Assessment, *, title: str, k: int) -> dict[str, Any]:
     if questions:
         unverified.append({"key": "questions", "what": f"{len(questions)} questions: {', '.join(questions)}",
                            "source": "questionnaire.yaml (each question's source field)"})
-    similar = similar_cases(answers, k=k, data=data) if k else ()
+    # a case study sharing no yes/partial answer (Jaccard 0) is not similar, whatever its rank
+    similar = tuple(s for s in similar_cases(answers, k=k, data=data) if s.similarity > 0) if k else ()
     return {
         "title": title, "a": assessment, "tier": tier, "answers": answers, "gates": gates,
         "dimensions": [(d, getattr(assessment.dimension_scores, d)) for d in DIMENSIONS],
         "transition": assessment.next_transition, "unverified": unverified, "similar": similar,
+        "similar_requested": bool(k), "no_similar": NO_SIMILAR,
         "rung_count": len(data.rungs), "tier_count": len(data.tiers),
         "unmet_text": {q: data.question(q).text for q in assessment.unmet_indicators},
     }
+
+
+NO_SIMILAR = "None: no case study shares a yes or partial answer with this system."
 
 
 def _mark(verified: bool) -> str:
@@ -122,6 +127,8 @@ def to_markdown(assessment: Assessment, *, title: str = "AI system", similar: in
                   "|---|---|---|---|---|"]
         lines += [f"| {s.name}{_mark(s.verified)} | {s.similarity:.3f} | {s.tier} | {s.placement_origin} | "
                   f"{' '.join(s.lessons)} |" for s in c["similar"]]
+    elif c["similar_requested"]:
+        lines += ["", "## Similar case studies", "", NO_SIMILAR]
     lines += ["", "## Data", "", f"Data version {a.data_version}. Citation: {a.citation}", ""]
     if c["unverified"]:
         lines.append("Unverified entries used (not checked against the paper):")
