@@ -87,3 +87,49 @@ def test_tls_round_over_loopback(mode):
         coord.join(30)
         g0.stop(0)
         g1.stop(0)
+
+
+def test_network_client_checks_the_received_model_against_the_announced_digest():
+    """The deployed MIA defence: S0 announces the digest of the model file (``serve --model``); a client
+    given other weights (``client --model``) refuses the round, one given the same weights takes part.
+    Before, ``wait_for_round`` took no model and the CLI always announced the digest of an empty model."""
+    from janus_sa.errors import ModelInconsistencyError
+
+    cfg = JanusConfig(dim=8)
+    k0, k1, session = ServerKeys(), ServerKeys(), bytes(range(16))
+    s1 = ServerNode(make_server("s1", config=cfg, keys=k1, session=session, peer_sign=k0.sign.public))
+    g1, p1 = start_server(s1, "127.0.0.1:0")
+    s0 = ServerNode(make_server("s0", config=cfg, keys=k0, session=session, peer_sign=k1.sign.public),
+                    peer=Remote(f"127.0.0.1:{p1}", max_bytes=2**20))
+    g0, p0 = start_server(s0, "127.0.0.1:0")
+    jcs = [JanusClient(config=cfg, s0=k0.public, s1=k1.public, session=session) for _ in range(4)]
+    roster = enroll([c.id for c in jcs], version=1, s0=s0.server, s1=s1.server)
+    weights = np.arange(8.0).tobytes()
+    coord = threading.Thread(target=s0.coordinate, kwargs=dict(rounds=1, expect=3, round_timeout=20, gap=0,
+                                                               model=weights))
+    clients = []
+    try:
+        coord.start()
+        for c in jcs:
+            c.set_roster(roster)
+            clients.append(NetworkClient(c, s0=f"127.0.0.1:{p0}", s1=f"127.0.0.1:{p1}"))
+        with pytest.raises(ModelInconsistencyError, match="do not match"):
+            clients[3].wait_for_round(0, timeout=20, model=weights[:-1] + b"\x01")  # a tampered copy
+        assert clients[3].client.round_ is None  # it takes no part
+        for c in clients[:3]:
+            assert c.wait_for_round(0, timeout=20, model=weights) == 1
+        results = [None] * 3
+        threads = [threading.Thread(target=lambda i=i: results.__setitem__(i, clients[i].participate(np.full(8, i))))
+                   for i in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert [r.n_participants for r in results] == [3, 3, 3]
+        np.testing.assert_allclose(results[0].sum, np.full(8, 3.0), atol=results[0].error_bound)
+    finally:
+        coord.join(30)
+        for c in clients:
+            c.close()
+        g0.stop(0)
+        g1.stop(0)

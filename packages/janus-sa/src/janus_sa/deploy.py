@@ -156,8 +156,9 @@ def serve(args: argparse.Namespace) -> int:
     if args.role == "s0":
         if peer is None:
             raise SystemExit("serve --role s0 needs --peer host:port of S1")
+        model = Path(args.model).read_bytes() if args.model else b""
         done = node.coordinate(rounds=args.rounds, expect=args.expect, round_timeout=args.round_timeout,
-                               gap=args.gap, settle=args.settle, stop=stop)
+                               gap=args.gap, settle=args.settle, stop=stop, model=model)
         print(json.dumps({"finished_rounds": done, "failed_rounds": sorted(node.failed)}), flush=True)
         stop.wait(args.linger)
     else:
@@ -205,12 +206,13 @@ def client(args: argparse.Namespace) -> int:
     jc = JanusClient(config=config, s0=pk["s0"], s1=pk["s1"], session=session,
                      signing_key=SigningKey.from_bytes(Path(args.key).read_bytes()), roster=load_roster(args.roster, dep))
     net = NetworkClient(jc, s0=args.s0, s1=args.s1, tls=_tls(args))
+    model = Path(args.model).read_bytes() if args.model else None
     last = args.after_round
     for _ in range(args.rounds):
         if args.last_round is not None and last >= args.last_round:
             break
         try:
-            rnd = net.wait_for_round(last, timeout=args.timeout)
+            rnd = net.wait_for_round(last, timeout=args.timeout, model=model)
         except JanusError as err:
             print(json.dumps({"round": None, "ok": False, "error": type(err).__name__}), flush=True)
             return 1
@@ -264,6 +266,10 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--tls-key")
         s.add_argument("--tls-ca")
         s.add_argument("--timeout", type=float, default=60.0)
+    for name, what in (("serve", "S0: the global model file (any format) whose digest every round announces"),
+                       ("client", "the global model file this client received; a round announcing another "
+                                  "digest is refused")):
+        sub.choices[name].add_argument("--model", help=what)
     s = sub.choices["serve"]
     s.add_argument("--role", required=True, choices=["s0", "s1"])
     s.add_argument("--deployment", required=True, help="deployment.json written by bundle")

@@ -350,8 +350,12 @@ class NetworkClient:
     def _request(self, method: str, rnd: int) -> bytes:
         return read_request(method, self.client.session, rnd, self.client.key)
 
-    def wait_for_round(self, after: int, timeout: float) -> int:
-        """Block until both servers announce a round later than ``after``; begin it and return its number."""
+    def wait_for_round(self, after: int, timeout: float, *, model: bytes | np.ndarray | None = None) -> int:
+        """Block until both servers announce a round later than ``after``; begin it and return its number.
+
+        ``model`` is the global model this client received (the bytes of the weights file, or an array);
+        when given, a round whose announced digest differs is refused (:class:`ModelInconsistencyError`).
+        """
         deadline = time.monotonic() + timeout
 
         def fetch():
@@ -363,7 +367,7 @@ class NetworkClient:
             return a0, a1
 
         a0, a1 = self._wait(fetch, deadline)
-        return self.client.begin_round(a0, a1)
+        return self.client.begin_round(a0, a1, model=model)
 
     def participate(self, update: np.ndarray | None, timeout: float = 60.0) -> RoundResult:
         """Upload ``update`` (or only verify when None) in the begun round and return the verified aggregate.
