@@ -98,7 +98,7 @@ def test_reproduce_rebuilds_the_case_study_table(tmp_path):
     summary = run.result["summary"]
     assert summary["case_studies"] == 9 and summary["placements_reproduced"] == 9
     assert summary["verified"] == 0 and summary["candidates"] == 3 and summary["placement_origin_paper"] == 0
-    assert summary["tier_counts"] == {"1": 2, "2": 6, "3": 0, "4": 1}
+    assert summary["tier_counts"] == {"1": 2, "2": 6, "3": 0, "4": 1} and summary["participation_washing"] == 6
     assert summary["paper_table_1"] == "not retrieved"
     assert "| Te Hiku Media" in run.table
 
