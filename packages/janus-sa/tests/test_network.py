@@ -17,6 +17,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from janus_sa.deploy import client_update
 from janus_sa.deploy import main as deploy_main
@@ -57,6 +58,7 @@ def _provision(tmp_path):
     return dep, roster
 
 
+@pytest.mark.slow  # 22 processes, about 77 s wall on the shared 2-core machine
 def test_twenty_client_processes_with_client_and_s1_crashes(tmp_path):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     dep, roster = _provision(tmp_path)
