@@ -44,10 +44,10 @@ def test_reproduce_quick_module_entry_point(tmp_path):
     none = summary[("memorisation", "none", None)]
     dsi_2 = summary[("memorisation", "dsi", 2.0)]
     iso_2 = summary[("memorisation", "isotropic", 2.0)]
-    # measured on torch 2.13 CPU: none 0.631 / 2.38 bits, dsi 0.622 / 2.34, isotropic 0.409 / 1.87
+    # measured on torch 2.13 CPU: none 0.631 / 2.38 bits, dsi 0.627 / 2.34, isotropic 0.409 / 1.87
     # (isotropic noise runs at DSI's validation-chosen cell)
     assert none["test_accuracy"][0] == pytest.approx(0.631, abs=0.03)
-    assert dsi_2["test_accuracy"][0] == pytest.approx(0.622, abs=0.03)
+    assert dsi_2["test_accuracy"][0] == pytest.approx(0.627, abs=0.03)
     assert iso_2["test_accuracy"][0] == pytest.approx(0.409, abs=0.05)
     assert dsi_2["test_accuracy"][0] > iso_2["test_accuracy"][0] + 0.15  # same guarantee, far less noise
     for entry in summary.values():

@@ -225,21 +225,26 @@ def _rmatmul(diffs: np.ndarray, coef: np.ndarray) -> np.ndarray:
 def _span(diffs: np.ndarray, rank_tol: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """A rank-revealing decomposition diffs = V diag(s) Q^T (Q never formed).
 
-    float64 inputs up to ``_SVD_MAX_ENTRIES`` entries use an SVD of the differences (singular values
-    accurate to ~1e-16 * max); larger or float32 inputs use the eigendecomposition of the Gram matrix
-    (streamed, accurate to ~1e-8 * max). Returns the kept singular values s (r,), their left vectors
+    The eigendecomposition of the (streamed) Gram matrix resolves singular values to ~1e-8 of the largest
+    (eigenvalues below n * 2.2e-16 of the largest are rounding and set to 0); when a kept singular value
+    falls below 1e-4 of the largest or some are left out, float64 inputs up to ``_SVD_MAX_ENTRIES``
+    entries are decomposed again by an SVD of the differences (accurate to ~1e-16 of the largest). Returns the kept singular values s (r,), their left vectors
     V (n, r), and the dropped squared singular values (m,) with their left vectors (n, m); a singular
     value is kept when it exceeds ``rank_tol`` times the largest.
     """
     n, d = diffs.shape
-    if diffs.dtype == np.float64 and n * d <= _SVD_MAX_ENTRIES:
+    lam, vec = np.linalg.eigh(gram(diffs))
+    lam, vec = lam[::-1], vec[:, ::-1]
+    lam = np.where(lam > n * np.finfo(np.float64).eps * lam[0], lam, 0.0)  # below that, Gram rounding
+    sv = np.sqrt(lam)
+    keep = sv > rank_tol * sv[0]
+    # the Gram matrix resolves singular values to ~1e-8 of the largest: when one below 1e-4 of it is
+    # kept, or some are left out, float64 input is decomposed again by an SVD
+    small = sv[keep][-1] < 1e-4 * sv[0] or not keep.all()
+    if small and diffs.dtype == np.float64 and n * d <= _SVD_MAX_ENTRIES:
         vec, sv, _ = np.linalg.svd(diffs, full_matrices=False)
         lam = sv**2
-    else:
-        lam, vec = np.linalg.eigh(gram(diffs))
-        lam, vec = np.clip(lam[::-1], 0.0, None), vec[:, ::-1]
-        sv = np.sqrt(lam)
-    keep = sv > rank_tol * sv[0]
+        keep = sv > rank_tol * sv[0]
     return sv[keep], vec[:, keep], lam[~keep], vec[:, ~keep]
 
 
