@@ -435,6 +435,53 @@ def test_sketch_commit_refuses_a_second_challenge():
                                                                  "commitment": bytes(32)}, dep.keys1.sign))
 
 
+
+def test_seals_and_seal_commitments_of_an_earlier_round_are_refused():
+    """Round 1's SEAL_COMMIT replayed to a server in round 2, and round 1's seals (alone or mixed with a
+    fresh one) handed to a client in round 2: each is refused as a replay."""
+    dep, ids, ups = _sketch_round_to_agree(k=8, dim=32, n=3)
+    c0, c1 = dep.s0.seal_commit(), dep.s1.seal_commit()
+    old = {"seal0": dep.s0.seal(c1), "seal1": dep.s1.seal(c0)}
+    for cid in ids:
+        up = dep.clients[cid].sketch_commit(**old)
+        dep.s0.receive(up.to_s0)
+        dep.s1.receive(up.to_s1)
+    assert dep.clients[ids[0]].finish_round(dep.s0.aggregate(), dep.s1.aggregate(), **old).n_participants == 3
+    _upload_all(dep, ups, rnd=2)
+    dep.s0.agree(dep.s1.participants())
+    dep.s1.agree(dep.s0.participants())
+    for server, stale in ((dep.s0, c1), (dep.s1, c0)):
+        with pytest.raises(ReplayError, match="round 1"):
+            server.seal(stale)
+    fresh0 = dep.s0.seal(dep.s1.seal_commit())
+    for seals in (old, {"seal0": fresh0, "seal1": old["seal1"]}):
+        with pytest.raises(ReplayError, match="round 1"):
+            dep.clients[ids[1]].sketch_commit(**seals)
+    # a refused seal does not use up the client's one commitment of the round (before: it did, so one
+    # stale seal shut the client out and the round ended without an aggregate)
+    fresh1 = dep.s1.seal(dep.s0.seal_commit())
+    for cid in ids:
+        up = dep.clients[cid].sketch_commit(seal0=fresh0, seal1=fresh1)
+        dep.s0.receive(up.to_s0)
+        dep.s1.receive(up.to_s1)
+    res = dep.clients[ids[1]].finish_round(dep.s0.aggregate(), dep.s1.aggregate(), seal0=fresh0, seal1=fresh1)
+    q = dep.config.quantizer
+    np.testing.assert_array_equal(res.sum_codes, sum(q.quantize(ups[c]).astype(np.int64) for c in ids))
+
+
+def test_read_requests_signed_by_a_revoked_key_are_refused():
+    """After a revocation, the revoked key's signed REQUEST no longer reads aggregates or counts."""
+    dep, ids, ups = _new(4)
+    dep.run_round(ups)
+    node = ServerNode(dep.s1)
+    revoked = dep.clients[ids[3]].key
+    assert node.Aggregate(read_request("Aggregate", dep.session, 1, revoked))
+    dep.remove_clients([ids[3]])
+    for method in ("Aggregate", "Count", "Seal"):
+        with pytest.raises(NotEnrolledError):
+            getattr(node, method)(read_request(method, dep.session, 1, revoked))
+    assert node.Aggregate(read_request("Aggregate", dep.session, 1, dep.clients[ids[0]].key))
+
 # --- agreement race -------------------------------------------------------------------------------
 def test_upload_landing_during_agreement_is_refused_and_the_round_completes():
     """An upload that reaches S0 after its snapshot and S1 before S1's agree no longer splits the sets."""

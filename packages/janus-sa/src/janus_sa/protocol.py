@@ -528,8 +528,8 @@ class JanusClient:
         if self._sketched:
             raise ProtocolError("sketch_commit was already called in the current round; a second commitment "
                                 "with the same randomness would reveal the difference of two projections")
-        self._sketched = True
         m0, m1, ch = self._read_seals(seal0, seal1)
+        self._sketched = True  # only a checked challenge uses up the round's one commitment
         sec = self._secrets
         m = crypto.commit_message(project(sec["codes"], ch, self.config.sketch_k), self.config.value_bits)
         rnd, sess = self.round_, self.session
