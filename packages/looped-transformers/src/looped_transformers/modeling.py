@@ -345,12 +345,15 @@ class LoopedModelOutput(ModelOutput):
         The state after the last loop, after the final norm.
     cache : transformers Cache, optional
         Keys and values of every (loop, block), layer index ``loop * n_blocks + block``.
+    past_key_values : transformers Cache, optional
+        The same cache under the name transformers < 5.24 reads.
     loop_states : tuple of Tensor, optional
         The un-normalised state after each loop (``n_loops`` entries) when requested.
     """
 
     last_hidden_state: torch.Tensor | None = None
     cache: Cache | None = None
+    past_key_values: Cache | None = None
     loop_states: tuple[torch.Tensor, ...] | None = None
 
 
@@ -366,6 +369,8 @@ class LoopedCausalLMOutput(ModelOutput):
         Logits after the last loop.
     cache : transformers Cache, optional
         The key/value cache (one layer per loop and block).
+    past_key_values : transformers Cache, optional
+        The same cache under the name transformers < 5.24 reads.
     loop_states : tuple of Tensor, optional
         The state after each loop (``output_loop_states=True``).
     loop_logits : tuple of Tensor, optional
@@ -375,6 +380,7 @@ class LoopedCausalLMOutput(ModelOutput):
     loss: torch.Tensor | None = None
     logits: torch.Tensor | None = None
     cache: Cache | None = None
+    past_key_values: Cache | None = None
     loop_states: tuple[torch.Tensor, ...] | None = None
     loop_logits: tuple[torch.Tensor, ...] | None = None
 
@@ -528,7 +534,8 @@ class LoopedModel(LoopedPreTrainedModel):
                 position_ids: torch.Tensor | None = None, cache: Cache | None = None,
                 inputs_embeds: torch.Tensor | None = None, use_cache: bool | None = None,
                 n_loops: int | None = None, output_loop_states: bool = False,
-                checkpoint_loops: bool | None = None, **kwargs: Any) -> LoopedModelOutput:
+                checkpoint_loops: bool | None = None, past_key_values: Cache | None = None,
+                **kwargs: Any) -> LoopedModelOutput:
         """Run the loops.
 
         Parameters
@@ -552,6 +559,8 @@ class LoopedModel(LoopedPreTrainedModel):
         checkpoint_loops : bool, optional
             Recompute loops in backward (default ``config.checkpoint_loops``; only when gradients are on and
             no cache is used).
+        past_key_values : transformers Cache, optional
+            ``cache`` under the name transformers < 5.24 passes.
         **kwargs
             Ignored (keys ``generate`` passes).
 
@@ -561,6 +570,7 @@ class LoopedModel(LoopedPreTrainedModel):
             The normalised last state, the cache and the per-loop states.
         """
         r = self.resolve_loops(n_loops)
+        cache = cache if cache is not None else past_key_values  # the name transformers < 5.24 uses
         use_cache = (self.config.use_cache and not self.training) if use_cache is None else use_cache
         if use_cache and cache is None:
             cache = DynamicCache()
@@ -593,7 +603,8 @@ class LoopedModel(LoopedPreTrainedModel):
                 h = self._loop(h, e, t, mask, rope, cache)
             if output_loop_states:
                 states.append(h)
-        return LoopedModelOutput(last_hidden_state=self.norm(h), cache=cache if use_cache else None,
+        kept = cache if use_cache else None
+        return LoopedModelOutput(last_hidden_state=self.norm(h), cache=kept, past_key_values=kept,
                                  loop_states=tuple(states) if output_loop_states else None)
 
     def _loop(self, h: torch.Tensor, e: torch.Tensor, t: int, mask: torch.Tensor | None,
@@ -665,7 +676,8 @@ class LoopedForCausalLM(LoopedPreTrainedModel, GenerationMixin):
                 inputs_embeds: torch.Tensor | None = None, labels: torch.Tensor | None = None,
                 use_cache: bool | None = None, n_loops: int | None = None, loss_loops: int | None = None,
                 output_loop_states: bool = False, checkpoint_loops: bool | None = None,
-                logits_to_keep: int = 0, **kwargs: Any) -> LoopedCausalLMOutput:
+                logits_to_keep: int = 0, past_key_values: Cache | None = None,
+                **kwargs: Any) -> LoopedCausalLMOutput:
         """Logits, and the loss over the last ``loss_loops`` loops when ``labels`` are given.
 
         Parameters
@@ -680,6 +692,8 @@ class LoopedForCausalLM(LoopedPreTrainedModel, GenerationMixin):
             Return every loop's state and its logit lens.
         logits_to_keep : int, default 0
             Compute logits for the last ``logits_to_keep`` positions only (0: all).
+        past_key_values : transformers Cache, optional
+            ``cache`` under the name transformers < 5.24 passes.
         **kwargs
             Ignored (keys ``generate`` passes).
 
@@ -698,6 +712,7 @@ class LoopedForCausalLM(LoopedPreTrainedModel, GenerationMixin):
                 raise ValueError(f"loss_loops={big_t} exceeds n_loops={r}: the loss can average at most the "
                                  "loops that run")
         need_states = output_loop_states or (big_t is not None and big_t > 1)
+        cache = cache if cache is not None else past_key_values
         out = self.model(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids, cache=cache,
                          inputs_embeds=inputs_embeds, use_cache=use_cache, n_loops=r,
                          output_loop_states=need_states, checkpoint_loops=checkpoint_loops)
@@ -712,7 +727,7 @@ class LoopedForCausalLM(LoopedPreTrainedModel, GenerationMixin):
             target = labels[:, 1:].reshape(-1)
             loss = sum(F.cross_entropy(z[:, :-1].reshape(-1, z.shape[-1]).float(), target, ignore_index=-100)
                        for z in chosen) / len(chosen)
-        return LoopedCausalLMOutput(loss=loss, logits=logits, cache=out.cache,
+        return LoopedCausalLMOutput(loss=loss, logits=logits, cache=out.cache, past_key_values=out.cache,
                                     loop_states=out.loop_states if output_loop_states else None,
                                     loop_logits=loop_logits if output_loop_states else None)
 
