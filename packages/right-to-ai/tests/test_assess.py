@@ -236,3 +236,16 @@ def test_data_of_the_wrong_kind_names_what_is_accepted():
         assess(all_no(), data="1.0.0")
     with pytest.raises(TypeError, match=r"data must be a RightToAIData"):
         similar_cases(all_no(), data="1.0.0")
+
+
+def test_unknown_answers_are_named_in_a_warning():
+    # "unknown" scores like "no"; a report built on unknowns must say which answers could raise it.
+    answers = dict(all_no(), structured_feedback="unknown", data_trust="unknown")
+    a = assess(answers)
+    warning = next(w for w in a.warnings if w.code == "unknown_answers")
+    assert warning.questions == ("structured_feedback", "data_trust")
+    assert "2 question(s) answered unknown" in warning.message
+    assert "unknown_answers" not in assess(all_no()).warning_codes()
+    dropped = {k: v for k, v in answers.items() if k != "feedback_button"}
+    partial = assess(dropped, allow_missing=True)  # a missing answer is reported as incomplete, not twice
+    assert next(w for w in partial.warnings if w.code == "unknown_answers").questions == warning.questions

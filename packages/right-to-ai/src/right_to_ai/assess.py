@@ -96,8 +96,8 @@ class AssessmentWarning:
     Attributes
     ----------
     code : str
-        ``"participation_washing"``, ``"high_risk_without_hybrid_control"``, ``"unverified_data"`` or
-        ``"incomplete"``.
+        ``"participation_washing"``, ``"high_risk_without_hybrid_control"``, ``"unknown_answers"``,
+        ``"incomplete"`` or ``"unverified_data"``.
     message : str
         What is wrong and why it matters.
     questions : tuple of str
@@ -473,6 +473,11 @@ def assess(answers: Mapping[str, Any], *, data: RightToAIData | None = None, all
                 "high_risk_without_hybrid_control",
                 f"High-risk domain without hybrid expert and citizen control: no {' and no '.join(lacking)}.",
                 sig.expert_control + sig.citizen_control))
+    unknown = tuple(q.id for q in data.questions if canon[q.id] == "unknown" and q.id not in missing)
+    if unknown:
+        warnings.append(AssessmentWarning(
+            "unknown_answers", f"{len(unknown)} question(s) answered unknown and scored like no: {', '.join(unknown)}; "
+            "the tier, rung and scores can only rise once they are known.", unknown))
     if missing:
         warnings.append(AssessmentWarning(
             "incomplete", f"{len(missing)} question(s) unanswered and scored as unknown: {', '.join(missing)}; the "
