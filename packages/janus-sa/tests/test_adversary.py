@@ -599,6 +599,44 @@ def test_client_with_inconsistent_commitments_is_excluded_and_the_round_complete
         dep.clients[cheat].finish_round(agg0, agg1)
 
 
+def test_documented_gaps_masked_vector_off_by_one_and_out_of_range_codes():
+    """The threat model's two open gaps, pinned: (1) a client that uploads y_i + 1 under consistent
+    commitments is not identified, and every client rejects the round; (2) without a range proof a client
+    can commit to a code far outside [0, Q): the round verifies, and the sum leaves error_bound."""
+    from janus_sa.errors import AggregateMismatchError
+
+    dep, ids, ups = _new(4)
+    a0, a1 = dep.s0.announce(1, bytes(32)), dep.s1.announce(1, bytes(32))
+    for cid in ids:
+        c = dep.clients[cid]
+        c.begin_round(a0, a1)
+        up = c.upload(ups[cid])
+        to0 = up.to_s0
+        if cid == ids[0]:
+            m = decode(to0, max_bytes=10**6)
+            to0 = encode(m.type, dep.session, 1, {**m.body, "masked": m.body["masked"] + np.uint32(1)}, c.key)
+        dep.s0.receive(to0)
+        dep.s1.receive(up.to_s1)
+    dep.s0.agree(dep.s1.participants())
+    dep.s1.agree(dep.s0.participants())
+    assert dep.s0.inconsistent_ == () and len(dep.s0.participants_) == 4  # the check cannot see it
+    agg0, agg1 = dep.s0.aggregate(), dep.s1.aggregate()
+    for cid in ids:
+        with pytest.raises(AggregateMismatchError):
+            dep.clients[cid].finish_round(agg0, agg1)
+
+    class Huge(Quantizer):  # same parameters (same config digest), codes shifted far past Q
+        def quantize(self, x):
+            return super().quantize(x) + 2**31
+
+    dep, ids, ups = _new(4)
+    bad = dep.clients[ids[0]]
+    object.__setattr__(bad, "config", JanusConfig(dim=DIM, quantizer=Huge()))
+    assert bad.config.digest == dep.config.digest
+    res = dep.run_round(ups).results[ids[1]]
+    honest = sum(np.clip(ups[c], -8, 8) for c in ids)
+    assert res.n_participants == 4 and np.abs(res.sum - honest).min() > 1000 * res.error_bound
+
 def test_shrink_by_s1_against_the_real_s0_coordinator():
     """The same attack from S1's side over gRPC: a malicious S1 service answers Agree with [victim].
 
