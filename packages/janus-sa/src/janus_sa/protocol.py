@@ -429,6 +429,8 @@ class JanusClient:
                                      session=self.session)
         if self.roster_ is not None and checked.version < self.roster_.version:
             raise ReplayError(f"roster version {checked.version} is older than the current {self.roster_.version}")
+        if self.roster_ is not None and checked.version == self.roster_.version and checked.digest != self.roster_.digest:
+            raise ReplayError(f"a different roster with the current version {checked.version}")
         self.roster_ = checked
 
     def _decode(self, data: bytes, mtype: MsgType, server: bytes) -> Message:
