@@ -182,3 +182,13 @@ def test_unquoted_yaml_booleans_read_as_yes_and_no(tmp_path, capsys):
     assert main(["assess", str(path), "--format", "json"]) == 0
     answers = json.loads(capsys.readouterr().out)["answers"]
     assert [answers[q] for q in names] == ["yes" if i % 6 < 3 else "no" for i in range(len(names))]
+
+
+@pytest.mark.parametrize("flag", ["--output", "--png"])
+def test_unwritable_output_exits_2_with_a_message(tmp_path, capsys, flag):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    path = FIXTURES / "tier1_feedback_button.yaml"
+    assert main(["assess", str(path), flag, str(blocker / "sub" / "out.x")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "Traceback" not in err

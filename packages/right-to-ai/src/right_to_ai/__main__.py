@@ -186,9 +186,13 @@ def _assess(argv: list[str]) -> int:
         sys.stderr.write(f"error: {str(err).replace(hint, ' (pass --allow-missing to score them as unknown)')}\n")
         return 2
     title = args.title or system or (args.answers.stem if args.answers else "AI system")
-    _write(render(result, args.format, title=title), args.output)
-    if args.png is not None:
-        plot_assessment(result, args.png, title=title)
+    try:
+        _write(render(result, args.format, title=title), args.output)
+        if args.png is not None:
+            plot_assessment(result, args.png, title=title)
+    except OSError as err:
+        sys.stderr.write(f"error: cannot write the report: {err}\n")
+        return 2
     return 0
 
 
