@@ -192,3 +192,14 @@ def test_unwritable_output_exits_2_with_a_message(tmp_path, capsys, flag):
     assert main(["assess", str(path), flag, str(blocker / "sub" / "out.x")]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "Traceback" not in err
+
+
+@pytest.mark.parametrize("command", [["questionnaire", "--export", "csv"], ["assess-many", "TABLE"]])
+def test_unwritable_output_of_other_commands_exits_2(tmp_path, capsys, command):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    table = tmp_path / "t.csv"
+    table.write_text(blank_questionnaire("csv") + "a,false," + ",".join(["no"] * len(DATA.questions)) + "\n")
+    argv = [str(table) if a == "TABLE" else a for a in command] + ["--output", str(blocker / "out.csv")]
+    assert main(argv) == 2
+    assert capsys.readouterr().err.startswith("error: ")

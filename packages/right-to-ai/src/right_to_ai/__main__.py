@@ -214,7 +214,11 @@ def _assess_many(argv: list[str]) -> int:
         sys.stderr.write(f"error: {err}\n")
         return 2
     if args.output is not None:
-        result.to_csv(args.output)
+        try:
+            result.to_csv(args.output)
+        except OSError as err:
+            sys.stderr.write(f"error: cannot write the table: {err}\n")
+            return 2
     else:
         import csv
 
@@ -271,7 +275,11 @@ def _questionnaire(argv: list[str]) -> int:
     except DataVersionError as err:
         sys.stderr.write(f"error: {err}\n")
         return 2
-    _write(text, args.output)
+    try:
+        _write(text, args.output)
+    except OSError as err:
+        sys.stderr.write(f"error: cannot write the questionnaire: {err}\n")
+        return 2
     return 0
 
 
