@@ -20,6 +20,7 @@ from torch.utils.checkpoint import checkpoint
 from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, GenerationMixin, PretrainedConfig, PreTrainedModel
 from transformers import initialization as init
 from transformers.cache_utils import Cache, DynamicCache
+from transformers.modeling_outputs import CausalLMOutputWithPast
 from transformers.utils import ModelOutput
 
 __all__ = [
@@ -33,6 +34,17 @@ __all__ = [
     "timestep_embedding",
     "tmlt_extra_parameters",
 ]
+
+# transformers 5.24 renamed the cache argument and output field from past_key_values to cache (and rejects both
+# at once); before, generate reads past_key_values.
+_OLD_CACHE_NAME = "cache" not in CausalLMOutputWithPast.__dataclass_fields__
+
+
+def _with_old_cache_name(out: ModelOutput) -> ModelOutput:
+    if _OLD_CACHE_NAME and out.cache is not None:
+        out["past_key_values"] = out.cache  # sets the key and the attribute generate reads
+    return out
+
 
 BLOCKS = ("gpt", "llama")
 TIMESTEPS = ("none", "tmlt", "learned")
@@ -345,15 +357,13 @@ class LoopedModelOutput(ModelOutput):
         The state after the last loop, after the final norm.
     cache : transformers Cache, optional
         Keys and values of every (loop, block), layer index ``loop * n_blocks + block``.
-    past_key_values : transformers Cache, optional
-        The same cache under the name transformers < 5.24 reads.
+        With transformers < 5.24 it is also returned as ``past_key_values``.
     loop_states : tuple of Tensor, optional
         The un-normalised state after each loop (``n_loops`` entries) when requested.
     """
 
     last_hidden_state: torch.Tensor | None = None
     cache: Cache | None = None
-    past_key_values: Cache | None = None
     loop_states: tuple[torch.Tensor, ...] | None = None
 
 
@@ -369,8 +379,7 @@ class LoopedCausalLMOutput(ModelOutput):
         Logits after the last loop.
     cache : transformers Cache, optional
         The key/value cache (one layer per loop and block).
-    past_key_values : transformers Cache, optional
-        The same cache under the name transformers < 5.24 reads.
+        With transformers < 5.24 it is also returned as ``past_key_values``.
     loop_states : tuple of Tensor, optional
         The state after each loop (``output_loop_states=True``).
     loop_logits : tuple of Tensor, optional
@@ -380,7 +389,6 @@ class LoopedCausalLMOutput(ModelOutput):
     loss: torch.Tensor | None = None
     logits: torch.Tensor | None = None
     cache: Cache | None = None
-    past_key_values: Cache | None = None
     loop_states: tuple[torch.Tensor, ...] | None = None
     loop_logits: tuple[torch.Tensor, ...] | None = None
 
@@ -604,8 +612,8 @@ class LoopedModel(LoopedPreTrainedModel):
             if output_loop_states:
                 states.append(h)
         kept = cache if use_cache else None
-        return LoopedModelOutput(last_hidden_state=self.norm(h), cache=kept, past_key_values=kept,
-                                 loop_states=tuple(states) if output_loop_states else None)
+        return _with_old_cache_name(LoopedModelOutput(last_hidden_state=self.norm(h), cache=kept,
+                                                      loop_states=tuple(states) if output_loop_states else None))
 
     def _loop(self, h: torch.Tensor, e: torch.Tensor, t: int, mask: torch.Tensor | None,
               rope: tuple[torch.Tensor, ...] | None, cache: Cache | None) -> torch.Tensor:
@@ -727,9 +735,9 @@ class LoopedForCausalLM(LoopedPreTrainedModel, GenerationMixin):
             target = labels[:, 1:].reshape(-1)
             loss = sum(F.cross_entropy(z[:, :-1].reshape(-1, z.shape[-1]).float(), target, ignore_index=-100)
                        for z in chosen) / len(chosen)
-        return LoopedCausalLMOutput(loss=loss, logits=logits, cache=out.cache, past_key_values=out.cache,
-                                    loop_states=out.loop_states if output_loop_states else None,
-                                    loop_logits=loop_logits if output_loop_states else None)
+        return _with_old_cache_name(LoopedCausalLMOutput(
+            loss=loss, logits=logits, cache=out.cache, loop_states=out.loop_states if output_loop_states else None,
+            loop_logits=loop_logits if output_loop_states else None))
 
 
 AutoConfig.register("looped", LoopedConfig, exist_ok=True)
