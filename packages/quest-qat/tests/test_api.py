@@ -283,3 +283,16 @@ def test_bfloat16_convert_equals_bfloat16_fake_quant():
     assert fake.dtype == real.dtype == torch.bfloat16
     assert torch.equal(real.argmax(-1), fake.argmax(-1))
     assert torch.equal(real, fake)
+
+
+def test_bare_linear_as_the_model_is_rejected_not_silently_kept():
+    """quantize_/convert_ swap submodules; a bare layer as the model used to be left as is (setattr(m, '', ...))."""
+    lin = nn.Linear(128, 64)
+    with pytest.raises(ValueError, match=r"QuestLinear\.from_linear"):
+        quantize_(lin)
+    assert type(lin) is nn.Linear and not list(lin.children())
+    layer = QuestLinear.from_linear(nn.Linear(128, 64), QuestConfig()).eval()
+    children = [n for n, _ in layer.named_children()]
+    with pytest.raises(ValueError, match=r"Int4Linear\.from_quest_linear"):
+        convert_(layer)
+    assert [n for n, _ in layer.named_children()] == children

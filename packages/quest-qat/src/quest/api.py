@@ -79,7 +79,8 @@ def quantize_(model: nn.Module, config: QuestConfig | None = None,
     Raises
     ------
     ValueError
-        When no layer matches, or a matching layer's input width is not a multiple of ``config.block``.
+        When no layer matches, a matching layer's input width is not a multiple of ``config.block``, or
+        ``model`` is itself an ``nn.Linear`` (use :meth:`QuestLinear.from_linear` for a bare layer).
 
     Examples
     --------
@@ -119,6 +120,10 @@ def quantize_(model: nn.Module, config: QuestConfig | None = None,
         raise ValueError(f"no nn.Linear layer of {type(model).__name__} matched the filter "
                          f"(nn.Linear layers found: {names[:20] or 'none'}){_already_done(model)}; "
                          "quantize_ swaps float nn.Linear layers once")
+    if any(n == "" for n, _ in chosen):
+        raise ValueError(f"the model itself is an nn.Linear ({type(model).__name__}); quantize_ swaps submodules in "
+                         "place and cannot replace the object you hold: use QuestLinear.from_linear(linear, config) "
+                         "or wrap it, e.g. nn.Sequential(linear)")
     if config.hadamard is not None:
         bad = [(n, m.in_features) for n, m in chosen if m.in_features % config.block]
         if bad:
@@ -171,6 +176,10 @@ def convert_(model: nn.Module) -> ConversionReport:
                              f"({done[:5]}{', ...' if len(done) > 5 else ''}) and no QuestLinear layer left to "
                              "convert; convert_ runs once per quantize_")
         raise ValueError(f"{type(model).__name__} has no QuestLinear layers; call quantize_(model, config) first")
+    if any(n == "" for n, _ in layers):
+        raise ValueError("the model itself is a QuestLinear; convert_ swaps submodules in place and cannot replace "
+                         "the object you hold: use Int4Linear.from_quest_linear(layer) or wrap it, e.g. "
+                         "nn.Sequential(layer)")
     converted = [(name, Int4Linear.from_quest_linear(layer, name)) for name, layer in layers]
     float_bytes = int4_bytes = 0
     for (name, layer), (_, new) in zip(layers, converted, strict=True):
