@@ -338,8 +338,8 @@ def check_exclusion(aggregate0: bytes, aggregate1: bytes, *, client: bytes, s0: 
     Raises
     ------
     JanusError
-        ``SignatureError`` or a ``WireFormatError`` if a message is not the named server's signed
-        aggregate of this session, ``ParticipantSetMismatchError`` if the two differ in round, model or
+        ``SignatureError``, ``WrongSessionError`` or a ``WireFormatError`` if a message is not the named
+        server's signed aggregate of this deployment, ``ParticipantSetMismatchError`` if the two differ in round, model or
         list, or the list does not match its digest, ``VerificationError`` if ``client`` is in it.
     """
     keys = [getattr(k, "sign", k) for k in (s0, s1)]
