@@ -1,5 +1,7 @@
 """Bad input gives clear errors."""
 
+import warnings
+
 import numpy as np
 import pytest
 from sklearn.exceptions import NotFittedError
@@ -96,3 +98,27 @@ def test_prefit_false_fits_a_clone(regression_split):
     cp.conformalize(Xc[200:], yc[200:])
     assert not hasattr(base, "coef_")
     assert cp.predict_interval(Xt).shape == (len(Xt), 2)
+
+
+@pytest.mark.parametrize("labels", [np.array(["3"] * 5), np.array([-1] * 5), np.array([1.5] * 5), np.array([10] * 5)])
+def test_p_values_reject_labels_outside_the_classes(digits_split, labels):
+    # string "3" for integer class 3, or a label the classifier never saw: an error, not p = 1 (or an IndexError)
+    clf, Xc, yc, Xt, _ = digits_split
+    cp = KandinskyCP(clf, groups=G.by_class(), score="lac", random_state=0).conformalize(Xc, yc)
+    with pytest.raises(ValueError, match="not among the estimator's classes"):
+        cp.p_values(Xt[:5], labels)
+    with pytest.raises(ValueError, match="5 rows but y has 4"):
+        cp.p_values(Xt[:5], np.arange(4))
+    assert cp.p_values(Xt[:5], np.full(5, 3)).shape == (5,)
+
+
+def test_confidence_level_below_one_half_warns_about_alpha(regression_split):
+    # confidence_level=0.1 where alpha=0.1 was meant: 10 % intervals, so say so once at conformalize
+    reg, Xc, yc, Xt, yt = regression_split
+    with pytest.warns(UserWarning, match="pass confidence_level=0.9"):
+        cp = KandinskyCP(reg, groups=G.intercept(), confidence_level=[0.8, 0.1]).conformalize(Xc, yc)
+    lo, hi = cp.predict_interval(Xt)[:, 0, 1], cp.predict_interval(Xt)[:, 1, 1]
+    assert np.mean((yt >= lo) & (yt <= hi)) < 0.3  # still honoured: it is a valid level
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        KandinskyCP(reg, groups=G.intercept(), confidence_level=0.5).conformalize(Xc, yc)

@@ -355,6 +355,11 @@ class KandinskyCP:
         X_conformalize: (n, p) array or DataFrame; y_conformalize: (n,) labels or targets.
         """
         levels = self._levels()
+        low = [v for v in levels if v < 0.5]
+        if low:
+            warnings.warn(f"confidence_level {low} below 0.5: sets will cover only {low[0]:.0%} of points; if you "
+                          f"meant a miscoverage alpha (MAPIE's old alpha={low[0]:g}), pass confidence_level="
+                          f"{1 - low[0]:g}", UserWarning, stacklevel=2)
         if self.exact and not self.finite_sample_correction:
             raise ValueError("exact=True is the augmented method and always includes the test point; "
                              "it needs finite_sample_correction=True")
@@ -375,11 +380,7 @@ class KandinskyCP:
                 raise TypeError(f"score {score.name!r} is for classification but the estimator has no predict_proba")
             self.task_ = "classification"
             self.classes_ = np.asarray(estimator.classes_)
-            unknown = ~np.isin(y, self.classes_)
-            if unknown.any():
-                raise ValueError(f"calibration labels {np.unique(y[unknown]).tolist()} are not among the "
-                                 f"estimator's classes {self.classes_.tolist()}")
-            idx = np.searchsorted(self.classes_, y) if _sorted(self.classes_) else _index_of(self.classes_, y)
+            idx = _label_index(self.classes_, y, "calibration labels")
             proba = np.asarray(estimator.predict_proba(X_conformalize), dtype=float)
             if score.randomized:
                 scores = score.score(proba, idx, _uniform(self._key, _SCORE_STREAM, np.arange(n, dtype=np.uint64)))
@@ -566,7 +567,9 @@ class KandinskyCP:
                                               rows, j, smoothing))
                 return np.column_stack(cols)
             y = np.asarray(y).ravel()
-            idx = np.searchsorted(self.classes_, y) if _sorted(self.classes_) else _index_of(self.classes_, y)
+            if len(y) != n:
+                raise ValueError(f"X has {n} rows but y has {len(y)}")
+            idx = _label_index(self.classes_, y, "p_values labels y")
             s = (self.score_.score(proba, idx, u) if self.score_.randomized else self.score_.score(proba, idx))
             return self._p_value(np.asarray(s, dtype=float), self.groups_(X, y if self.groups_.uses_label else None),
                                  rows, 0, smoothing)
@@ -814,6 +817,15 @@ def _sorted(arr: np.ndarray) -> bool:
         return bool(np.all(arr[:-1] < arr[1:]))
     except TypeError:
         return False
+
+
+def _label_index(classes: np.ndarray, y: np.ndarray, what: str) -> np.ndarray:
+    """Column of each label in ``classes``; labels outside ``classes`` (e.g. "1" for class 1) raise."""
+    unknown = ~np.isin(y, classes)
+    if unknown.any():
+        raise ValueError(f"{what} {np.unique(y[unknown]).tolist()} are not among the estimator's classes "
+                         f"{classes.tolist()}")
+    return np.searchsorted(classes, y) if _sorted(classes) else _index_of(classes, y)
 
 
 def _index_of(classes: np.ndarray, y: np.ndarray) -> np.ndarray:
