@@ -1,5 +1,7 @@
+import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from icml25_shared.testing import run_command, run_module
@@ -55,3 +57,17 @@ def test_module_entry_point(tmp_path):
 def test_import_main_does_not_import_optional_extras():
     code = "import sys, quest.__main__; assert 'transformers' not in sys.modules and 'torchao' not in sys.modules"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+@pytest.mark.slow
+def test_readme_example_runs_as_written_and_prints_what_it_says():
+    """The README's python block, executed verbatim: bit-identical convert_ and '10 layers, 0.138'."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    code = readme.split("```python\n", 1)[1].split("```", 1)[0]
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "OMP_NUM_THREADS": "1"})
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = out.stdout.strip().splitlines()
+    assert lines[0].startswith("val loss ") and lines[0].endswith(" nats/byte")
+    assert float(lines[0].split()[2]) < 5.6  # 20 steps from ln(256) = 5.55 at init
+    assert lines[1] == "10 layers, weights at 0.138 of float32"
