@@ -145,3 +145,21 @@ def test_nonfinite_scores_name_rows():
     reg = NanAtRow3().fit(X, X[:, 0])
     with pytest.raises(ValueError, match=r"non-finite calibration scores at rows \[3\]"):
         KandinskyCP(reg, groups=G.intercept()).conformalize(X, X[:, 0])
+
+
+def test_tied_lac_scores_randomize_off_equal_mapie_and_on_differ_by_the_stated_amount(tree_digits):
+    """The README's tie statement: a depth-4 tree's tied LAC scores give MAPIE's sets exactly with
+    randomize=False; with randomize=True a minority of rows differ and coverage stays at the level."""
+    mapie_classification = pytest.importorskip("mapie.classification")
+    tree, Xc, yc, Xt, yt = tree_digits
+    _, ref = mapie_classification.SplitConformalClassifier(tree, confidence_level=0.9, prefit=True) \
+        .conformalize(Xc, yc).predict_set(Xt)
+    off = KandinskyCP(tree, groups=G.intercept(), score="lac", randomize=False).conformalize(Xc, yc)
+    np.testing.assert_array_equal(off.predict_set(Xt), ref[:, :, 0])
+    on = KandinskyCP(tree, groups=G.intercept(), score="lac", random_state=0).conformalize(Xc, yc)
+    assert on.tie_noise_ > 0
+    sets = on.predict_set(Xt)
+    differ = (sets != ref[:, :, 0]).any(axis=1).mean()
+    assert 0.02 < differ < 0.5
+    assert sets.sum() <= ref[:, :, 0].sum()  # randomising ties can only drop tied labels, never add
+    assert abs(sets[np.arange(len(yt)), yt].mean() - 0.9) < 0.05
