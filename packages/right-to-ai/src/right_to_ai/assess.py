@@ -132,7 +132,8 @@ class Assessment:
     next_transition : NextTransition or None
         The way to the next tier (None at tier 4).
     warnings : tuple of AssessmentWarning
-        Participation-washing, high risk without hybrid control, incomplete answers, unverified data.
+        Participation-washing, high risk without hybrid control, unknown answers, incomplete answers,
+        unverified data.
     explanations : tuple of str
         One line per conclusion, naming the questions behind it.
     incomplete : bool
