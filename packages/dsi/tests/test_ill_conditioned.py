@@ -62,14 +62,16 @@ def random_ill_conditioned(seed):
     return (u * np.logspace(0, -np.log10(cond), n)) @ v.T, rng.uniform(0.5, 2.0, n), cond
 
 
-def check_against_clarabel(diffs, budgets):
+def check_against_clarabel(diffs, budgets, *, with_sdp=True):
     ref = clarabel_optimum(diffs, budgets)
     ours = optimal_covariance(diffs, budgets)
-    sdp = optimal_covariance(diffs, budgets, method="sdp")
-    assert ours.converged and sdp.converged
+    assert ours.converged
     assert abs(ours.trace - ref) / ref < 1e-5
-    assert abs(sdp.trace - ref) / ref < 1e-5
-    assert np.all(ours.mahalanobis <= budgets * (1 + 1e-9)) and np.all(sdp.mahalanobis <= budgets * (1 + 1e-9))
+    assert np.all(ours.mahalanobis <= budgets * (1 + 1e-9))
+    if with_sdp:
+        sdp = optimal_covariance(diffs, budgets, method="sdp")
+        assert sdp.converged and abs(sdp.trace - ref) / ref < 1e-5
+        assert np.all(sdp.mahalanobis <= budgets * (1 + 1e-9))
     return ours, ref
 
 
@@ -95,9 +97,9 @@ def test_random_ill_conditioned_reach_clarabel(seed):
 @pytest.mark.slow
 def test_fifty_random_ill_conditioned_reach_clarabel():
     conds = []
-    for seed in range(50):
+    for seed in range(50):  # method="sdp" on every fifth (it costs as much as the reference)
         diffs, budgets, cond = random_ill_conditioned(seed)
-        check_against_clarabel(diffs, budgets)
+        check_against_clarabel(diffs, budgets, with_sdp=seed % 5 == 0)
         conds.append(cond)
     assert min(conds) < 3e3 and max(conds) > 3e5
 

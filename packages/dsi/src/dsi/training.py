@@ -406,7 +406,7 @@ class DSITrainer:
 
         params = [p for p in self.model.parameters() if p.requires_grad]
         theta0 = parameters_to_vector(params).detach().clone()
-        if self.sample_rate_ < 1.0:  # this round's sample of protected groups (unprotected samples always in)
+        if self.sample_rate_ < 1.0:  # the sample of protected groups (unprotected samples are always in)
             if self.sampling == "poisson":
                 chosen = self.groups_[self._rng.random(self.groups_.size) < self.sample_rate_]
             else:
