@@ -122,3 +122,30 @@ def test_confidence_level_below_one_half_warns_about_alpha(regression_split):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         KandinskyCP(reg, groups=G.intercept(), confidence_level=0.5).conformalize(Xc, yc)
+
+
+def test_nonfinite_test_probabilities_and_targets_raise(digits_split, regression_split):
+    # a NaN probability made every label fail S <= q: an empty set (or p = 1 / (n + 1)) with no error
+    clf, Xc, yc, Xt, _ = digits_split
+
+    class NaNRows:
+        classes_ = clf.classes_
+
+        def predict_proba(self, X):
+            X = np.asarray(X)
+            p = clf.predict_proba(np.nan_to_num(X))
+            p[np.isnan(X).any(axis=1)] = np.nan
+            return p
+
+    cp = KandinskyCP(NaNRows(), groups=G.intercept(), score="lac", random_state=0).conformalize(Xc, yc)
+    Xbad = Xt[:6].copy()
+    Xbad[4, 3] = np.nan
+    with pytest.raises(ValueError, match=r"NaN or inf at rows \[4\]"):
+        cp.predict_set(Xbad)
+    assert cp.predict_set(Xt[:6]).sum(axis=1).min() >= 1
+    reg, Xc, yc, Xt, yt = regression_split
+    cp = KandinskyCP(reg, groups=G.intercept(), randomize=False).conformalize(Xc, yc)
+    y = yt[:5].copy()
+    y[2] = np.nan
+    with pytest.raises(ValueError, match=r"NaN or inf at rows \[2\]"):
+        cp.p_values(Xt[:5], y)

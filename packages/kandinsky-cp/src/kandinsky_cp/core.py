@@ -477,7 +477,7 @@ class KandinskyCP:
         self._check_conformalized("predict_set")
         if self.task_ != "classification":
             raise ValueError("predict_set is for classification scores; use predict_interval for regression")
-        proba = np.asarray(self._estimator().predict_proba(X), dtype=float)
+        proba = self._test_proba(X)
         n, k = proba.shape
         n_levels = len(self._levels())
         out = np.zeros((n, k, n_levels), dtype=bool)
@@ -555,7 +555,7 @@ class KandinskyCP:
                              "one group with weight 1): intercept(), mondrian(), by_class(), a single by_feature(); "
                              f"got {self.group_names_[:5]}")
         if self.task_ == "classification":
-            proba = np.asarray(self._estimator().predict_proba(X), dtype=float)
+            proba = self._test_proba(X)
             n = proba.shape[0]
             rows = _row_hash(X)
             u = _uniform(self._key, _SCORE_STREAM, rows) if self.score_.randomized else None
@@ -576,6 +576,9 @@ class KandinskyCP:
         if y is None:
             raise ValueError("p_values for regression needs the candidate targets y, shape (n,)")
         y = np.asarray(y, dtype=float).ravel()
+        bad = np.flatnonzero(~np.isfinite(y))
+        if bad.size:
+            raise ValueError(f"p_values: candidate targets y have NaN or inf at rows {_rows(bad)}")
         s = self.score_.score(self._regression_inputs(X), y)
         return self._p_value(np.asarray(s, dtype=float), self.groups_(X, y if self.groups_.uses_label else None),
                              _row_hash(X), 0, smoothing)
@@ -628,6 +631,15 @@ class KandinskyCP:
                                  "the normalized score divides by them (clip them, e.g. np.maximum(sigma, 1e-6))")
             return np.column_stack([pred, sigma])
         raise ValueError(f"unknown RegressionScore inputs {kind!r}; use 'point', 'scaled' or 'quantiles'")
+
+    def _test_proba(self, X: Any) -> np.ndarray:
+        """predict_proba(X), checked: a NaN probability would silently drop its label from every set."""
+        proba = np.asarray(self._estimator().predict_proba(X), dtype=float)
+        bad = np.flatnonzero(~np.all(np.isfinite(proba), axis=1))
+        if bad.size:
+            raise ValueError(f"the estimator's predict_proba gives NaN or inf at rows {_rows(bad)} of X "
+                             "(e.g. NaN features); impute or drop these rows")
+        return proba
 
     def _class_scores(self, proba: np.ndarray, j: int, u: np.ndarray | None) -> np.ndarray:
         idx = np.full(proba.shape[0], j)
