@@ -249,3 +249,11 @@ def test_unknown_answers_are_named_in_a_warning():
     dropped = {k: v for k, v in answers.items() if k != "feedback_button"}
     partial = assess(dropped, allow_missing=True)  # a missing answer is reported as incomplete, not twice
     assert next(w for w in partial.warnings if w.code == "unknown_answers").questions == warning.questions
+
+
+def test_pandas_missing_value_is_missing_like_none():
+    pd = pytest.importorskip("pandas")
+    answers = dict(all_no(), data_trust=pd.NA)
+    assert assess(answers, allow_missing=True).missing == ("data_trust",)
+    with pytest.raises(AnswerError, match="no answer to 1 question"):
+        assess(answers)

@@ -163,3 +163,12 @@ def test_portfolio_rows_carry_the_data_version_and_the_unverified_mark():
     assert keys == [r["unverified_data"] for r in rows]
     with pytest.raises(TypeError, match="data must be a RightToAIData"):
         assess_many(random_rows(1, 0), data="1.0.0")
+
+
+def test_pandas_missing_value_is_a_missing_answer():
+    # a DataFrame of pandas' nullable "string" dtype marks blanks as pd.NA; they were rejected as "<NA>"
+    frame = pd.DataFrame(random_rows(3, 4)).astype({q: "string" for q in IDS})
+    frame.loc[1, "data_trust"] = pd.NA
+    assert assess_many(frame, allow_missing=True).n_missing.tolist() == [0, 1, 0]
+    with pytest.raises(AnswerError, match="question 'data_trust': row 2 has no answer"):
+        assess_many(frame)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -291,7 +292,7 @@ class SimilarCase:
 
 def _canonical(question: Any, raw: Any) -> str | None:
     """One raw answer as a canonical string; None for a missing answer; raises for an unknown form."""
-    if raw is None:
+    if raw is None or raw is getattr(sys.modules.get("pandas"), "NA", None):  # pandas' nullable missing value
         return None
     if isinstance(raw, (bool, np.bool_)):
         return "yes" if raw else "no"

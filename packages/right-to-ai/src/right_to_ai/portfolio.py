@@ -10,6 +10,7 @@ from __future__ import annotations
 import csv
 import itertools
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -191,8 +192,9 @@ def _columns(table: Any) -> tuple[list[str], dict[str, Sequence[Any]], int]:
 
 
 def _is_missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value)) or (isinstance(value, str)
-                                                                                and value.strip() == "")
+    if value is None or value is getattr(sys.modules.get("pandas"), "NA", None):  # pandas' nullable missing value
+        return True
+    return (isinstance(value, float) and math.isnan(value)) or (isinstance(value, str) and value.strip() == "")
 
 
 def _lookup(question: Any) -> dict[Any, int]:
