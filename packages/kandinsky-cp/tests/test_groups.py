@@ -1,3 +1,5 @@
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -108,3 +110,14 @@ def test_lac_and_aps_scores_by_hand():
     assert resolve_score("aps") is aps
     with pytest.raises(TypeError, match="score must be"):
         resolve_score(3)
+
+
+def test_by_feature_without_bins_on_a_continuous_column_says_pass_bins():
+    # by_feature(0) on a float column made one group per value: every threshold infinite, no hint why
+    X = np.random.default_rng(0).uniform(size=(200, 2))
+    with pytest.warns(UserWarning, match=r"200 distinct values in 200 rows .* pass bins="):
+        G.by_feature(0).fit(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        G.by_feature(0).fit(np.floor(X * 5))  # a few numeric categories: no warning
+        G.by_feature(0, bins=[0.5]).fit(X)

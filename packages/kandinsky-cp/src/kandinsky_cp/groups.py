@@ -17,6 +17,7 @@ groups) <= 1; errors name the offending group.
 from __future__ import annotations
 
 import copy
+import warnings
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -227,7 +228,12 @@ class _ByFeature(Group):
         if self.edges is not None or self.categories is not None:
             return self
         new = copy.copy(self)
-        new.categories = np.unique(_column(X, self.column, self.name))
+        values = _column(X, self.column, self.name)
+        new.categories = np.unique(values)
+        if values.dtype.kind == "f" and len(new.categories) > max(20, len(values) // 2):
+            warnings.warn(f"{self.name}: {len(new.categories)} distinct values in {len(values)} rows were taken as "
+                          "categories (one group each, too small to calibrate); for a continuous feature pass "
+                          "bins=[...]", UserWarning, stacklevel=3)
         return new
 
     def _transform(self, X, y):
