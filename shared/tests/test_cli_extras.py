@@ -84,3 +84,9 @@ def test_usage_names_the_console_script(monkeypatch, capsys, argv0, prog):
     with pytest.raises(SystemExit):
         toy_main(["--help"], [])
     assert capsys.readouterr().out.startswith(f"usage: {prog} ")
+
+
+def test_distribution_of_finds_console_script_and_plain_packages():
+    assert cli.distribution_of("pytest") == "pytest"  # through its console script
+    assert cli.distribution_of("yaml").lower() == "pyyaml"  # no console script: the RECORD files
+    assert cli.distribution_of("no_such_package_here") is None

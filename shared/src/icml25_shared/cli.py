@@ -300,17 +300,16 @@ class ExtraCommand:
 
 def distribution_of(package: str) -> str | None:
     """The installed distribution that provides import package ``package`` (None when not installed)."""
+    # A member's console script names its module: ~30 ms, where packages_distributions() reads every
+    # installed RECORD (~1 s in a full environment); editable installs list no top-level files anyway.
+    for entry in metadata.entry_points(group="console_scripts"):
+        if entry.value.split(":")[0].split(".")[0] == package and entry.dist is not None:
+            return entry.dist.name
     try:
         names = metadata.packages_distributions().get(package, [])
     except Exception:  # noqa: BLE001 - broken metadata of an unrelated distribution
         names = []
-    if names:
-        return names[0]
-    # Editable installs list no top-level files: find the distribution by its console script's module.
-    for entry in metadata.entry_points(group="console_scripts"):
-        if entry.value.split(":")[0].split(".")[0] == package and entry.dist is not None:
-            return entry.dist.name
-    return None
+    return names[0] if names else None
 
 
 def _requirement_name(requirement: str) -> str:
