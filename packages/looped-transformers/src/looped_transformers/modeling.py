@@ -58,7 +58,10 @@ def _check_int(name: str, value: Any, low: int = 1) -> None:
 class LoopedConfig(PretrainedConfig):
     """Configuration of a looped transformer (keyword-only, validated on creation).
 
-    Parameters
+    Every attribute below is also a keyword argument of the constructor (the fields of a transformers
+    configuration); other keywords go to ``transformers.PretrainedConfig``.
+
+    Attributes
     ----------
     vocab_size : int, default 64
         Number of token ids.
@@ -105,8 +108,6 @@ class LoopedConfig(PretrainedConfig):
         Base of the rotary frequencies (``"llama"``).
     initializer_range : float, default 0.02
         Standard deviation of the normal initialisation of linear and embedding weights.
-    **kwargs
-        Passed to ``transformers.PretrainedConfig`` (``pad_token_id``, ``eos_token_id``, ...).
     """
 
     model_type = "looped"
