@@ -296,3 +296,24 @@ def test_bare_linear_as_the_model_is_rejected_not_silently_kept():
     with pytest.raises(ValueError, match=r"Int4Linear\.from_quest_linear"):
         convert_(layer)
     assert [n for n, _ in layer.named_children()] == children
+
+
+def test_converted_state_dict_records_its_layout_and_rejects_a_mismatched_model():
+    """Packed codes only mean something with the rotation and activation width that made them."""
+    torch.manual_seed(0)
+
+    def converted(**kw):
+        model = quantize_(nn.Sequential(nn.Linear(128, 64)), QuestConfig(**kw)).eval()
+        convert_(model)
+        return model
+
+    source = converted()
+    state = source.state_dict()
+    same = converted()
+    same.load_state_dict(state)
+    x = torch.randn(4, 128)
+    with torch.no_grad():
+        assert torch.equal(same(x), source(x))
+    for kw, field in (({"hadamard": None}, "hadamard"), ({"act_bits": None}, "act_bits"), ({"block": 64}, "block")):
+        with pytest.raises(ValueError, match=field):
+            converted(**kw).load_state_dict(state)

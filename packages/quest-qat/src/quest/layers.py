@@ -300,6 +300,21 @@ class Int4Linear(nn.Module):
         self._buffers["weight_step"] = step.to(device=target.device)
         return self
 
+    def get_extra_state(self) -> dict:
+        """The layout the packed codes were made with, stored in ``state_dict`` under ``_extra_state``."""
+        return {"act_bits": self.act_bits, "hadamard": self.hadamard, "block": self.block}
+
+    def set_extra_state(self, state: dict) -> None:
+        """Check on ``load_state_dict`` that the codes were packed with this layer's layout.
+
+        Raises ``ValueError`` naming the fields that differ (the codes would be read in another basis).
+        """
+        wrong = {k: (v, getattr(self, k)) for k, v in state.items() if getattr(self, k) != v}
+        if wrong:
+            desc = ", ".join(f"{k}={v!r} in the state_dict but {mine!r} here" for k, (v, mine) in wrong.items())
+            raise ValueError(f"Int4Linear state_dict was packed with another layout: {desc}; convert a model "
+                             "quantized with the same QuestConfig before loading")
+
     @property
     def weight(self) -> torch.Tensor:
         """Dequantised weight in the input basis, float32 ``(out_features, in_features)``.
