@@ -47,7 +47,9 @@ def _with_old_cache_name(out: ModelOutput) -> ModelOutput:
 
 
 BLOCKS = ("gpt", "llama")
+"""Accepted ``LoopedConfig.block`` values: GPT-2 style blocks or Llama decoder layers."""
 TIMESTEPS = ("none", "tmlt", "learned")
+"""Accepted ``LoopedConfig.timestep`` values: no per-loop conditioning, TMLT modulation, learned loop embeddings."""
 
 
 def _check_int(name: str, value: Any, low: int = 1) -> None:
