@@ -317,3 +317,24 @@ def test_converted_state_dict_records_its_layout_and_rejects_a_mismatched_model(
     for kw, field in (({"hadamard": None}, "hadamard"), ({"act_bits": None}, "act_bits"), ({"block": 64}, "block")):
         with pytest.raises(ValueError, match=field):
             converted(**kw).load_state_dict(state)
+
+
+class _SelfAttention(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.attn = nn.MultiheadAttention(128, 2, batch_first=True)
+        self.proj = nn.Linear(128, 128)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.proj(self.attn(x, x, x, need_weights=False)[0])
+
+
+def test_multihead_attention_out_proj_is_not_swapped_silently():
+    """nn.MultiheadAttention reads out_proj.weight directly: a swapped out_proj would stay float."""
+    torch.manual_seed(0)
+    model = _SelfAttention()
+    quantize_(model)
+    assert type(model.attn.out_proj) is nn.modules.linear.NonDynamicallyQuantizableLinear
+    assert isinstance(model.proj, QuestLinear)
+    with pytest.raises(ValueError, match="attn.out_proj"):
+        quantize_(_SelfAttention(), filter_fn=lambda m, n: isinstance(m, nn.Linear))

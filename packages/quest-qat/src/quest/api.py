@@ -57,9 +57,10 @@ def quantize_(model: nn.Module, config: QuestConfig | None = None,
 
     Weights and biases stay the same parameter objects, so call it before building the optimizer or
     after (both work). Embeddings are never touched; the LM head and layers tied to an embedding are
-    skipped unless a filter selects them. Raises ``ValueError`` when no layer matches (naming the
-    layers already quantized or converted, if any) or a matching layer's input width is not a
-    multiple of the Hadamard block (the message names the layer).
+    skipped unless a filter selects them; the ``out_proj`` of ``nn.MultiheadAttention`` is always skipped
+    (its forward reads the weight without calling the layer; a filter that selects it raises). Raises
+    ``ValueError`` when no layer matches (naming the layers already quantized or converted, if any) or a
+    matching layer's input width is not a multiple of the Hadamard block (the message names the layer).
 
     Parameters
     ----------
@@ -80,7 +81,8 @@ def quantize_(model: nn.Module, config: QuestConfig | None = None,
     ------
     ValueError
         When no layer matches, a matching layer's input width is not a multiple of ``config.block``, or
-        ``model`` is itself an ``nn.Linear`` (use :meth:`QuestLinear.from_linear` for a bare layer).
+        ``model`` is itself an ``nn.Linear`` (use :meth:`QuestLinear.from_linear` for a bare layer), or
+        ``filter_fn`` selects the ``out_proj`` of an ``nn.MultiheadAttention``.
 
     Examples
     --------
@@ -120,6 +122,15 @@ def quantize_(model: nn.Module, config: QuestConfig | None = None,
         raise ValueError(f"no nn.Linear layer of {type(model).__name__} matched the filter "
                          f"(nn.Linear layers found: {names[:20] or 'none'}){_already_done(model)}; "
                          "quantize_ swaps float nn.Linear layers once")
+    bypassed = {id(m.out_proj) for m in model.modules() if isinstance(m, nn.MultiheadAttention)}
+    if filter_fn is None:
+        chosen = [(n, m) for n, m in chosen if id(m) not in bypassed]
+    else:
+        bad = [n for n, m in chosen if id(m) in bypassed]
+        if bad:
+            raise ValueError(f"filter_fn selected the out_proj of nn.MultiheadAttention ({bad[:5]}), whose forward "
+                             "reads out_proj.weight directly, so a QuestLinear there would never run; exclude it "
+                             "from filter_fn (the default filter skips it)")
     if any(n == "" for n, _ in chosen):
         raise ValueError(f"the model itself is an nn.Linear ({type(model).__name__}); quantize_ swaps submodules in "
                          "place and cannot replace the object you hold: use QuestLinear.from_linear(linear, config) "
