@@ -45,7 +45,9 @@ OPTIMAL_GAUSSIAN_SCALES: dict[object, float] = {
     7: 3.6010497188,
     8: 3.8849386788,
 }
+"""The scale multiplier alpha_b of each bit width's uniform grid (MSE-optimal for N(0, 1) inputs; official values)."""
 SUPPORTED_BITS = (1, "ternary", 2, 3, 4, 5, 6, 7, 8)
+"""Accepted bit widths: 1 to 8, and ``"ternary"`` (the three levels {-s, 0, s}; aliases 1.58 and 1.585)."""
 _TERNARY_ALIASES = {"ternary", "1.58", "1.585", 1.58, 1.585}
 
 
@@ -163,6 +165,7 @@ def optimal_gaussian_scale(bits: Bits) -> tuple[float, float]:
 
 
 GRIDS = ("uniform", "fp4", "lloyd_max")
+"""Accepted grid names: the uniform RMS-scaled grid, FP4 (E2M1) values, and Lloyd-Max levels for N(0, 1)."""
 FP4_E2M1_VALUES = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)  # the non-negative values of FP4 (E2M1)
 
 

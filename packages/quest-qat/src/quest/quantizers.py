@@ -38,6 +38,7 @@ __all__ = [
 ]
 
 METHODS = ("quest", "ste", "clip_ste", "lsq", "pact")
+"""Accepted quantizer methods: QuEST's trust estimator, plain and clipped STE, LSQ and PACT."""
 RMS_GRID_METHODS = ("quest", "ste", "clip_ste")  # forward = the fixed alpha_b * rms grid
 
 
