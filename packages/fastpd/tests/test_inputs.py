@@ -118,3 +118,39 @@ def test_pandas_nullable_dtypes_with_na_are_missing_values(h):
                                atol=1e-10)
     with pytest.raises(ValueError, match=r"non-numeric columns: 'f1' \(category\)"):
         fp.shap_values(frame.astype({"f1": "category"}))
+
+
+def test_xgboost_sparse_input_reads_absent_entries_as_missing(h):
+    """XGBoost treats entries absent from a sparse matrix as missing (not 0): a Pipeline whose
+    ColumnTransformer outputs sparse rows, and a sparse matrix passed directly, are explained as predicted."""
+    import pandas as pd
+    import scipy.sparse as sp
+    import xgboost as xgb
+    from sklearn.compose import ColumnTransformer
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    rng = np.random.default_rng(0)
+    df = pd.DataFrame({"a": rng.normal(size=300), "b": rng.choice(list("pqr"), 300), "c": rng.normal(size=300)})
+    y = df["a"] + 2 * (df["b"] == "q") + df["c"] * (df["b"] == "r")
+    ct = ColumnTransformer([("oh", OneHotEncoder(), ["b"])], remainder="passthrough", sparse_threshold=1.0)
+    model = make_pipeline(ct, xgb.XGBRegressor(n_estimators=8, max_depth=3, n_jobs=1)).fit(df, y)
+    bg, xe = df.iloc[:20], df.iloc[20:26]
+    assert sp.issparse(ct.transform(xe))
+    fp = FastPD(model, bg)
+    f = model[-1].predict(ct.transform(xe), output_margin=True)
+    phi = fp.shap_values(xe)
+    np.testing.assert_allclose(phi.sum(axis=1) + fp.intercept_, f, rtol=0, atol=1e-5)
+
+    def g(z):  # the model's output on rows whose zeros are absent entries, as the sparse pipeline gives them
+        return model[-1].predict(sp.csr_matrix(z), output_margin=True)
+
+    zb, ze = ct.transform(bg).toarray(), ct.transform(xe).toarray()
+    np.testing.assert_allclose(phi, h.brute_shapley(h.brute_game(g, ze, zb), ze.shape[1]), rtol=0, atol=1e-5)
+    # a sparse matrix given directly to a model fitted on one
+    x = rng.normal(size=(300, 3))
+    x[x < 0.3] = 0.0
+    s = sp.csr_matrix(x)
+    direct = xgb.XGBRegressor(n_estimators=8, max_depth=3, n_jobs=1).fit(s, x[:, 0] + 2 * x[:, 1])
+    fp = FastPD(direct, s[:20])
+    np.testing.assert_allclose(fp.predict(s[20:26]), direct.predict(s[20:26], output_margin=True), rtol=0, atol=1e-5)

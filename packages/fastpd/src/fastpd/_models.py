@@ -52,6 +52,7 @@ class TreeEnsemble:
     output_names: list[str] = field(default_factory=list)
     input_names: list[str] | None = None  # column names a DataFrame input must have (None: unchecked)
     missing_value: float | None = None  # a non-NaN value the library treats as missing (XGBoost ``missing``)
+    sparse_absent_missing: bool = False  # XGBoost: entries absent from a sparse matrix are missing, not 0
     transform: Callable[[Any], Any] | None = None  # raw input -> the trees' feature space (Pipeline, HGB)
     cat_trunc_first: bool = False  # LightGBM: a category is int(x) first, then tested for < 0
     # LightGBM fitted on a DataFrame: the categories of its category-dtype columns, in column order
@@ -159,17 +160,30 @@ def _names_in(model) -> list[str] | None:
     return [str(c) for c in names] if names is not None else None
 
 
+def densify(X: Any, absent_missing: bool) -> Any:
+    """A scipy sparse matrix as a dense array: absent entries are 0, or NaN where the model reads them as missing."""
+    if not hasattr(X, "tocoo"):
+        return X
+    if not absent_missing:
+        return X.toarray()
+    coo = X.tocsr()
+    coo.sum_duplicates()
+    coo = coo.tocoo()
+    out = np.full(coo.shape, np.nan)
+    out[coo.row, coo.col] = coo.data
+    return out
+
+
 class PipelineInput:
     """Apply every step of a Pipeline but the last to raw rows (then the last step's own input map)."""
 
-    def __init__(self, head: Any, inner: Callable[[Any], Any] | None) -> None:
+    def __init__(self, head: Any, inner: Callable[[Any], Any] | None, absent_missing: bool = False) -> None:
         self.head = head
         self.inner = inner
+        self.absent_missing = absent_missing
 
     def __call__(self, X: Any) -> Any:
-        out = self.head.transform(X)
-        if hasattr(out, "toarray"):  # sparse output of an encoder
-            out = out.toarray()
+        out = densify(self.head.transform(X), self.absent_missing)  # sparse output of an encoder
         return out if self.inner is None else self.inner(out)
 
 
@@ -200,7 +214,7 @@ def _parse_pipeline(model) -> TreeEnsemble:
         names = [str(c) for c in head.get_feature_names_out()]
     except (AttributeError, ValueError, TypeError):
         pass
-    ens.transform = PipelineInput(head, ens.transform)
+    ens.transform = PipelineInput(head, ens.transform, ens.sparse_absent_missing)
     ens.feature_names = names if names is not None and len(names) == ens.n_features else ens.feature_names
     ens.input_names = _names_in(model)
     ens.kind = f"Pipeline({ens.kind})"
@@ -397,7 +411,8 @@ def _parse_xgboost(model) -> TreeEnsemble:
     return TreeEnsemble(trees=trees, n_features=n_features, n_outputs=k, offset=offset, strict=True,
                         float32_inputs=True, nan_routable=True, kind=f"xgboost {name}",
                         feature_names=names, output_names=outputs, input_names=names,
-                        missing_value=None if np.isnan(missing) else float(np.float32(missing)))
+                        missing_value=None if np.isnan(missing) else float(np.float32(missing)),
+                        sparse_absent_missing=True)
 
 
 def _xgboost_categorical(t: dict) -> dict[int, tuple[np.ndarray, bool, bool]]:

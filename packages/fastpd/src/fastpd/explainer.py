@@ -15,7 +15,7 @@ import numpy as np
 from icml25_shared.random import check_random_state
 
 from fastpd import _engine as eng
-from fastpd._models import TreeEnsemble, parse_model
+from fastpd._models import TreeEnsemble, densify, parse_model
 from fastpd.results import Decomposition, Explanation
 
 log = logging.getLogger(__name__)
@@ -581,6 +581,7 @@ class FastPD:
                 raise ValueError(f"{what} could not be transformed by the {ens.kind} input steps: {err}") from err
         elif _frame_columns(X) is not None:
             X = _frame_to_float(X, what, ens.pandas_categories)
+        X = densify(X, ens.sparse_absent_missing)
         try:
             x = np.asarray(X, dtype=np.float64)
         except (TypeError, ValueError) as err:
