@@ -60,3 +60,11 @@ def test_catboost_categorical_features_are_refused():
         FastPD(model, x).fit()
     with pytest.raises(ValueError, match="not fitted"):
         FastPD(cb.CatBoostRegressor(), x).fit()
+
+
+@pytest.mark.parametrize("policy", ["Depthwise", "Lossguide"])
+def test_catboost_non_symmetric_trees_are_refused_by_name(policy):
+    x, y, bg, _ = _data(0)
+    model = _fit(cb.CatBoostRegressor(grow_policy=policy), x, y)
+    with pytest.raises(ValueError, match=f"grow_policy='{policy}'.*SymmetricTree"):
+        FastPD(model, bg).fit()

@@ -539,6 +539,11 @@ def _parse_catboost(model) -> TreeEnsemble:
         model.save_model(path, format="json")
         with open(path) as fh:
             raw = json.load(fh)
+    if "oblivious_trees" not in raw:
+        policy = model.get_all_params().get("grow_policy", "non-symmetric") if hasattr(model, "get_all_params") \
+            else "non-symmetric"
+        raise ValueError(f"CatBoost models with grow_policy='{policy}' (non-symmetric trees) are not supported; "
+                         "only grow_policy='SymmetricTree' (the default, oblivious trees) is")
     info = raw["features_info"]
     if info.get("categorical_features") or info.get("text_features") or info.get("embedding_features"):
         raise ValueError("CatBoost models with categorical, text or embedding features are not supported; "
