@@ -178,6 +178,44 @@ def test_save_and_from_pretrained_round_trip_is_exact(tmp_path, kwargs):
         assert torch.equal(model(ids, n_loops=6).logits, loaded(ids, n_loops=6).logits)
 
 
+
+@pytest.mark.parametrize("override", [{"n_loops": 8}, {"loss_loops": 5}])
+def test_from_pretrained_overrides_are_validated(tmp_path, override):
+    # from_pretrained sets keyword overrides after the config is built; the model must still refuse them
+    make(timestep="learned", max_loops=4, n_loops=4).save_pretrained(tmp_path)
+    with pytest.raises(ValueError, match="exceeds"):
+        AutoModelForCausalLM.from_pretrained(tmp_path, local_files_only=True, **override)
+
+
+@pytest.mark.parametrize("block", ["gpt", "llama"])
+def test_left_padded_batch_generates_what_each_row_generates_alone(block):
+    model = make(block=block, timestep="tmlt", n_loops=3, seed=4)
+    randomise_modulation(model)
+    a, b = torch.tensor([[3, 4, 5, 6, 7]]), torch.tensor([[8, 9, 10]])
+    ids = torch.tensor([[3, 4, 5, 6, 7], [0, 0, 8, 9, 10]])
+    mask = torch.tensor([[1, 1, 1, 1, 1], [0, 0, 1, 1, 1]])
+    kw = {"max_new_tokens": 6, "do_sample": False, "n_loops": 5, "pad_token_id": 0}
+    batch = model.generate(ids, attention_mask=mask, **kw)
+    assert batch[0, 5:].tolist() == model.generate(a, **kw)[0, 5:].tolist()
+    assert batch[1, 5:].tolist() == model.generate(b, **kw)[0, 3:].tolist()
+
+
+@pytest.mark.parametrize("block", ["gpt", "llama"])
+def test_bfloat16_load_runs_in_bfloat16_and_tracks_float32(tmp_path, block):
+    model = make(block=block, timestep="tmlt", seed=5)
+    randomise_modulation(model)
+    model.save_pretrained(tmp_path)
+    low = AutoModelForCausalLM.from_pretrained(tmp_path, local_files_only=True, dtype=torch.bfloat16).eval()
+    ref = make(block=block, timestep="tmlt")
+    ref.load_state_dict({k: v.float() for k, v in low.state_dict().items()})
+    ids = torch.randint(0, 24, (2, 8), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        z, zr = low(ids, n_loops=6).logits, ref(ids, n_loops=6).logits
+    assert z.dtype == torch.bfloat16
+    assert float((z.float() - zr).norm() / zr.norm()) < 0.05
+    assert low.generate(ids[:1], max_new_tokens=3, do_sample=False).shape == (1, 11)
+
+
 def _quirk_reference(model, ids, r):
     """The tmlt LoopedGPT forward written out: q, k from RMSNorm(x), v from x, MLP without pre-norm."""
     m = model.model

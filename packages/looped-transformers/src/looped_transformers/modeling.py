@@ -141,6 +141,17 @@ class LoopedConfig(PretrainedConfig):
     def __post_init__(self, **kwargs: Any) -> None:
         if self.intermediate_size is None:
             self.intermediate_size = 4 * self.hidden_size
+        self.validate_looped()
+        super().__post_init__(**kwargs)
+
+    def validate_looped(self) -> None:
+        """Check the fields again (``from_pretrained(..., n_loops=...)`` sets them after construction).
+
+        Raises
+        ------
+        ValueError
+            When a field is out of range or two fields disagree.
+        """
         for name in ("vocab_size", "hidden_size", "num_attention_heads", "intermediate_size", "n_blocks", "n_loops",
                      "max_position_embeddings", "timestep_dim", "max_loops", "loss_loops"):
             _check_int(name, getattr(self, name))
@@ -163,7 +174,6 @@ class LoopedConfig(PretrainedConfig):
             raise ValueError(f"n_loops={self.n_loops} exceeds max_loops={self.max_loops} of timestep='learned'")
         if self.loss_loops > self.n_loops:
             raise ValueError(f"loss_loops={self.loss_loops} exceeds n_loops={self.n_loops}")
-        super().__post_init__(**kwargs)
 
 
 def timestep_embedding(t: torch.Tensor, dim: int = 256, max_period: float = 10000.0) -> torch.Tensor:
@@ -436,6 +446,7 @@ class LoopedModel(LoopedPreTrainedModel):
     """
 
     def __init__(self, config: LoopedConfig) -> None:
+        config.validate_looped()
         super().__init__(config)
         d = config.hidden_size
         self.embed_tokens = nn.Embedding(config.vocab_size, d)
