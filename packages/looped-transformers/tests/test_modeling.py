@@ -216,6 +216,36 @@ def test_bfloat16_load_runs_in_bfloat16_and_tracks_float32(tmp_path, block):
     assert low.generate(ids[:1], max_new_tokens=3, do_sample=False).shape == (1, 11)
 
 
+
+def test_num_items_in_batch_gives_the_token_sum_over_items():
+    model = make(timestep="tmlt", n_loops=3, seed=2)
+    ids = torch.randint(0, 24, (2, 7), generator=torch.Generator().manual_seed(3))
+    labels = ids.clone()
+    labels[1, 4:] = -100
+    with torch.no_grad():
+        mean = model(ids, labels=labels, loss_loops=2).loss
+        summed = model(ids, labels=labels, loss_loops=2, num_items_in_batch=torch.tensor(20)).loss
+    assert torch.allclose(summed, mean * 9 / 20, atol=1e-6)  # 6 + 3 labelled next tokens
+
+
+def test_trainer_gradient_accumulation_equals_one_large_batch(tmp_path):
+    from transformers import Trainer, TrainingArguments
+
+    ids = torch.randint(1, 24, (4, 8), generator=torch.Generator().manual_seed(0))
+    rows = [{"input_ids": ids[i], "labels": torch.where(torch.arange(8) < 2 + i, ids[i], -100)} for i in range(4)]
+    weights = []
+    for batch, accumulate in ((4, 1), (1, 4)):
+        model = make(timestep="tmlt", n_loops=2, seed=7)
+        args = TrainingArguments(output_dir=str(tmp_path / str(batch)), per_device_train_batch_size=batch,
+                                 gradient_accumulation_steps=accumulate, max_steps=1, learning_rate=0.1,
+                                 optim="sgd", lr_scheduler_type="constant", report_to=[], save_strategy="no",
+                                 use_cpu=True, dataloader_drop_last=False, disable_tqdm=True)
+        Trainer(model=model, args=args, train_dataset=rows).train()
+        weights.append(model.model.embed_tokens.weight.detach().clone())
+    assert not torch.equal(weights[0], make(timestep="tmlt", n_loops=2, seed=7).model.embed_tokens.weight)
+    assert torch.allclose(weights[0], weights[1], atol=1e-6)
+
+
 def _quirk_reference(model, ids, r):
     """The tmlt LoopedGPT forward written out: q, k from RMSNorm(x), v from x, MLP without pre-norm."""
     m = model.model

@@ -717,7 +717,8 @@ class LoopedForCausalLM(LoopedPreTrainedModel, GenerationMixin):
         past_key_values : transformers Cache, optional
             ``cache`` under the name transformers < 5.24 passes.
         **kwargs
-            Ignored (keys ``generate`` passes).
+            ``num_items_in_batch`` (passed by Trainer): the loss is then the sum over labelled tokens divided
+            by it, as transformers' causal LMs, so gradient accumulation is exact; other keys are ignored.
 
         Returns
         -------
@@ -747,8 +748,12 @@ class LoopedForCausalLM(LoopedPreTrainedModel, GenerationMixin):
         if labels is not None:
             chosen = loop_logits[r - big_t:] if big_t > 1 else (logits,)
             target = labels[:, 1:].reshape(-1)
-            loss = sum(F.cross_entropy(z[:, :-1].reshape(-1, z.shape[-1]).float(), target, ignore_index=-100)
+            items = kwargs.get("num_items_in_batch")  # Trainer with gradient accumulation: sum / items
+            loss = sum(F.cross_entropy(z[:, :-1].reshape(-1, z.shape[-1]).float(), target, ignore_index=-100,
+                                       reduction="mean" if items is None else "sum")
                        for z in chosen) / len(chosen)
+            if items is not None:
+                loss = loss / (items.to(loss.device) if torch.is_tensor(items) else items)
         return _with_old_cache_name(LoopedCausalLMOutput(
             loss=loss, logits=logits, cache=out.cache, loop_states=out.loop_states if output_loop_states else None,
             loop_logits=loop_logits if output_loop_states else None))
