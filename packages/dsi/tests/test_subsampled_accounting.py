@@ -117,3 +117,12 @@ def test_trainer_with_minibatch_sampling_reports_the_subsampled_epsilon():
             assert n_diff == [10] * 4
     with pytest.raises(ValueError, match="no subsampling amplification"):
         dsi.DSITrainer(torch.nn.Linear(5, 2), rounds=2, epsilon=4.0, sample_rate=0.5).fit(x, y, groups)
+
+
+@pytest.mark.parametrize("sampling", ["poisson", "fixed"])
+def test_rdp_epsilon_below_order_floor_raises_value_error(sampling):
+    # with orders up to 63 no multiplier reaches epsilon below -(log delta + log 63) / 62 + log(62/63)
+    floor = epsilon_from_rdp(np.zeros(len(DEFAULT_ORDERS)), DEFAULT_ORDERS, 1e-5)[0]
+    assert floor == pytest.approx(0.10287, rel=1e-4)
+    with pytest.raises(ValueError, match="smallest epsilon"):
+        dsi.sigma_from_epsilon(0.1, 1e-5, accountant="rdp", sample_rate=0.5, sampling=sampling)

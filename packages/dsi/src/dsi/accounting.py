@@ -351,6 +351,14 @@ def sigma_from_epsilon(
             s, delta, steps=steps, budget=budget, accountant=accountant, sample_rate=q, sampling=sampling
         )
 
+    if accountant == "rdp":
+        # as sigma grows the RDP of every order tends to 0, so epsilon cannot fall below its value at 0
+        floor = epsilon_from_rdp(np.zeros(len(DEFAULT_ORDERS)), DEFAULT_ORDERS, delta)[0]
+        if epsilon <= floor:
+            raise ValueError(
+                f"epsilon={epsilon!r} is at or below {floor:.4g}, the smallest epsilon the Renyi orders up to "
+                f"{max(DEFAULT_ORDERS):g} can certify at delta={delta!r}; use accountant='prv' or 'gdp'"
+            )
     # bracket from the no-subsampling Gaussian-DP multiplier (an upper bound on the answer)
     hi = 1.01 * sigma_from_epsilon(epsilon, delta, steps=steps, budget=budget, accountant="gdp")
     while eps_at(hi) > epsilon:
