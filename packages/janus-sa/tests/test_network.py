@@ -12,7 +12,6 @@ Timeline (one S0 coordinator run of 5 rounds):
 
 import json
 import os
-import socket
 import subprocess
 import sys
 
@@ -27,15 +26,6 @@ N, DIM = 20, 16
 PY = [sys.executable, "-m", "janus_sa"]
 CLEAN_FAILURES = {"RoundFailedError", "ServerUnavailableError", "NetworkError"}
 
-
-def _free_ports(k):
-    socks = [socket.socket() for _ in range(k)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def _spawn(args, log, env):
@@ -59,10 +49,10 @@ def _provision(tmp_path):
 
 
 @pytest.mark.slow  # 22 processes, about 77 s wall on the shared 2-core machine
-def test_twenty_client_processes_with_client_and_s1_crashes(tmp_path):
+def test_twenty_client_processes_with_client_and_s1_crashes(tmp_path, free_ports):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     dep, roster = _provision(tmp_path)
-    p0, p1 = _free_ports(2)
+    p0, p1 = free_ports(2)
     a0, a1 = f"127.0.0.1:{p0}", f"127.0.0.1:{p1}"
     s1_args = ["serve", "--role", "s1", "--deployment", dep, "--key", str(tmp_path / "s1" / "s1.key"),
                "--roster", roster, "--port", str(p1), "--peer", a0, "--state-dir", str(tmp_path / "st1")]

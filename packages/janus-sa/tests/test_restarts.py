@@ -24,20 +24,9 @@ PY = [sys.executable, "-m", "janus_sa"]
 CLEAN_FAILURES = {"RoundFailedError", "ServerUnavailableError", "NetworkError"}
 
 
-def _free_ports(k):
-    import socket
-
-    socks = [socket.socket() for _ in range(k)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
-
 
 @pytest.mark.slow
-def test_s1_restart_after_agreement_and_s0_restart_mid_round(tmp_path):
+def test_s1_restart_after_agreement_and_s0_restart_mid_round(tmp_path, free_ports):
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     for role in ("s0", "s1"):
         deploy_main(["keygen", "--role", role, "--out", str(tmp_path / role)])
@@ -50,7 +39,7 @@ def test_s1_restart_after_agreement_and_s0_restart_mid_round(tmp_path):
         deploy_main(["enroll", "--role", role, "--key", str(tmp_path / role / f"{role}.key"), "--deployment", dep,
                      "--clients", *[str(tmp_path / "c" / f"c{i}.pub.json") for i in range(N)], "--version", "1",
                      "--roster", roster])
-    p0, p1 = _free_ports(2)
+    p0, p1 = free_ports(2)
     a0, a1 = f"127.0.0.1:{p0}", f"127.0.0.1:{p1}"
     common = ["--deployment", dep, "--roster", roster]
     s1_args = ["serve", "--role", "s1", "--key", str(tmp_path / "s1" / "s1.key"), *common, "--port", str(p1),
