@@ -13,6 +13,7 @@ nothing changed. `--packages a,b` limits the run, `--jobs N` runs N steps at onc
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import os
 import re
@@ -83,6 +84,33 @@ def ensure_environment(env_dir: Path, packages: list[tuple[str, str, Path]], *, 
     stamp = env_dir / f".installed-{digest.hexdigest()[:16]}"
     if stamp.exists() and not reinstall:
         return python
+    with _install_lock(env_dir):  # two dev.py runs at once must not pip-install into one venv together
+        if stamp.exists() and not reinstall:
+            return python
+        _install_members(python, specs)
+        for old in env_dir.glob(".installed-*"):
+            old.unlink()
+        stamp.touch()
+    return python
+
+
+@contextlib.contextmanager
+def _install_lock(env_dir: Path):
+    """Hold an exclusive lock on ``env_dir/.install.lock`` (no-op where fcntl is missing)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no concurrent-run protection
+        yield
+        return
+    with open(env_dir / ".install.lock", "w") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _install_members(python: Path, specs: list[str]) -> None:
     print("installing the workspace into the environment (first run takes a few minutes)", flush=True)
     cmd = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q",
            "-c", str(CONSTRAINTS), "-r", str(DEV_REQUIREMENTS)]
@@ -92,10 +120,6 @@ def ensure_environment(env_dir: Path, packages: list[tuple[str, str, Path]], *, 
     done = subprocess.run(cmd, env=env)
     if done.returncode != 0:
         raise SystemExit(f"installing the environment failed (exit {done.returncode})")
-    for old in env_dir.glob(".installed-*"):
-        old.unlink()
-    stamp.touch()
-    return python
 
 
 def ensure_docs_tools(python: Path, env_dir: Path) -> None:
