@@ -1,16 +1,20 @@
-"""``python -m quest demo`` and ``python -m quest reproduce``."""
+"""``python -m quest demo``, ``python -m quest reproduce [--scaling]`` and the README's reproduction table."""
 
 from __future__ import annotations
 
+import argparse
 import logging
 import math
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict
+from typing import Any
 
 import numpy as np
 import torch
 from icml25_shared.cli import RunContext, progress
 from icml25_shared.random import child_seeds
+from icml25_shared.stats import t_interval
 
 from quest.api import convert_, quantize_
 from quest.grids import gaussian_mse, grid_spec
@@ -159,18 +163,35 @@ def _runs(quick: bool) -> dict[str, QuestConfig | None]:
     return runs
 
 
+def reproduce_options(parser: argparse.ArgumentParser) -> None:
+    """Add ``--scaling`` to the ``reproduce`` sub-parser.
+
+    Parameters
+    ----------
+    parser : argparse.ArgumentParser
+        The ``reproduce`` sub-parser.
+    """
+    parser.add_argument("--scaling", action="store_true",
+                        help="the scaling run instead: 3 widths x W1A1/W2A2/W4A4/W8A8/BF16 x 3 seeds, "
+                             "same tokens (~10 min on one idle CPU thread); writes scaling.{json,md,png}")
+
+
 def reproduce(ctx: RunContext) -> None:
     """Tiny-LM QAT on the Python stdlib (bytes); validation-loss table and curves.
 
     Full precision vs QuEST W4A4, STE and trust W4A4 without Hadamard (the paper's ablation is the
-    latter), LSQ W4A4 and QuEST W1A1, from the same init and batches.
+    latter), LSQ W4A4 and QuEST W1A1, from the same init and batches. With ``--scaling``: the scaling run
+    of :func:`quest.scaling.run_scaling` instead.
 
     Parameters
     ----------
     ctx : RunContext
-        Output folder, seed and ``--quick``.
+        Output folder, seed, ``--quick`` and ``--scaling``.
     """
     torch.set_num_threads(1)
+    if ctx.options.get("scaling"):
+        _reproduce_scaling(ctx)
+        return
     if ctx.quick:
         model_cfg = TinyLlamaConfig(d_model=128, n_layers=1, n_heads=2)
         train_cfg = TrainConfig(steps=6, batch_size=4, seq_len=32, lr=3e-3, eval_every=3, eval_batches=1,
@@ -242,3 +263,173 @@ def reproduce(ctx: RunContext) -> None:
     ax2.set_yscale("log")
     fig.tight_layout()
     ctx.save_figure(fig)
+
+
+def _reproduce_scaling(ctx: RunContext) -> None:
+    from quest.scaling import run_scaling
+
+    if ctx.quick:
+        result = run_scaling(steps=3, batch_size=4, seq_len=32, n_seeds=2, corpus_bytes=100_000, eval_batches=1,
+                             random_state=ctx.seed)
+    else:
+        result = run_scaling(random_state=ctx.seed, progress=True)
+    result["quick"] = ctx.quick
+    ctx.write_json(result, name="scaling")
+    ctx.write_table(scaling_table(result), name="scaling")
+
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
+    params = np.asarray(result["params"], dtype=float)
+    for k, (precision, bits) in enumerate(result["bits"].items()):
+        per_width = result["runs"][precision]
+        mean = [float(np.mean(per_width[str(w)]["final_val_loss"])) for w in result["widths"]]
+        spread = [float(np.std(per_width[str(w)]["final_val_loss"], ddof=1)) for w in result["widths"]]
+        fit = result["analysis"]["mean"]["precisions"][precision]
+        for ax, x in ((ax1, params), (ax2, bits * params)):
+            ax.errorbar(x, mean, yerr=spread, marker="o", linestyle="none", color=f"C{k}", label=precision)
+            grid = np.geomspace(x.min(), x.max(), 20)
+            ax.plot(grid, fit["intercept"] + fit["slope"] * np.log(grid / (1 if ax is ax1 else bits)),
+                    color=f"C{k}", linewidth=0.8)
+    target = result["analysis"]["mean"]["target_loss"]
+    for ax, label in ((ax1, "quantized parameters N"), (ax2, "memory, bits x N")):
+        ax.axhline(target, color="0.5", linestyle=":", linewidth=0.8)
+        ax.set_xscale("log")
+        ax.set_xlabel(label)
+    ax1.set_ylabel("final validation loss (nats/byte)")
+    ax1.legend(fontsize=8)
+    ax2.set_title("equal loss (dotted): less memory is better", fontsize=9)
+    fig.tight_layout()
+    ctx.save_figure(fig, name="scaling")
+
+
+def _ci(values: Sequence[float], signed: bool = False, digits: int = 3) -> str:
+    est, low, high = values
+    fmt = f"{{:+.{digits}f}}" if signed else f"{{:.{digits}f}}"
+    return f"{fmt.format(est)} [{fmt.format(low)}, {fmt.format(high)}]"
+
+
+def _sign_verdict(low: float, high: float, expected: int, n: int) -> str:
+    """One-line verdict: whether a paired difference has the paper's sign (``expected`` = +1 or -1)."""
+    if expected * low > 0:
+        return f"holds: same sign, 95% interval excludes 0 ({n} seeds)"
+    if expected * high < 0:
+        return f"does not hold: opposite sign, 95% interval excludes 0 ({n} seeds)"
+    return f"not resolved: 95% interval includes 0 ({n} seeds)"
+
+
+def scaling_table(result: Mapping[str, Any]) -> str:
+    """Markdown table of a scaling run (:func:`quest.scaling.run_scaling` output).
+
+    Parameters
+    ----------
+    result : mapping
+        The stored ``scaling.json`` content.
+
+    Returns
+    -------
+    str
+        Loss per precision and width (3-seed mean and 95% t interval), the fitted slope, the parameters
+        needed for the target loss and parameters per unit of memory next to the paper's.
+    """
+    analysis = result["analysis"]
+    mean_fit = analysis["mean"]
+    widths, params = result["widths"], result["params"]
+    head = " | ".join(f"d={w} (N={n:,})" for w, n in zip(widths, params, strict=True))
+    lines = [f"| precision | bits | {head} | slope per ln N | N for L* | params per memory vs BF16 "
+             "[per seed] | paper |", "|---|---|" + "---|" * len(widths) + "---|---|---|---|"]
+    paper = result["paper_params_per_memory"]
+    for precision, bits in result["bits"].items():
+        cells = []
+        for row in result["gaps"][precision]:
+            cells.append(_ci([row["mean"], *row["ci95"]]))
+        fit = mean_fit["precisions"][precision]
+        seeds = ", ".join(f"{s['precisions'][precision]['params_per_memory']:.2f}" for s in analysis["per_seed"])
+        needed = fit["params_needed"]
+        needed_text = "never" if not math.isfinite(needed) else f"{needed:.3g}"
+        if fit["extrapolated"] and math.isfinite(needed):
+            needed_text += " (extrapolated)"
+        lines.append(f"| {precision} | {bits} | {' | '.join(cells)} | {fit['slope']:+.3f} | {needed_text} | "
+                     f"**{fit['params_per_memory']:.2f}** [{seeds}] | {paper[precision]:g} |")
+    best = ", ".join(analysis["per_seed_best"])
+    lines += ["", f"Target loss L* = {mean_fit['target_loss']:.3f} (the BF16 fit at N = "
+                  f"{analysis['target_params']:,.0f}); highest parameters per memory: {mean_fit['best']} "
+                  f"(seed means), per seed {best}: {analysis['claimed']} optimal **{analysis['verdict']}**."]
+    return "\n".join(lines)
+
+
+def reproduction_table(reproduce: Mapping[str, Any], scaling: Mapping[str, Any]) -> str:
+    """The README's reproduction section body, rendered from the stored results.
+
+    Parameters
+    ----------
+    reproduce : mapping
+        ``results/reproduce.json``: the 3-seed tiny-LM ablation (full precision, QuEST W4A4, trust and STE
+        W4A4 without Hadamard).
+    scaling : mapping
+        ``results/scaling.json``: :func:`quest.scaling.run_scaling` output.
+
+    Returns
+    -------
+    str
+        Markdown: the ablation table, the scaling table and the paper-claim table with one verdict each.
+    """
+    runs = reproduce["runs"]
+    paper_gap = {name: PAPER_30M[key] - PAPER_30M["bf16"] for name, key in
+                 (("QuEST W4A4", "quest_w4a4"), ("trust W4A4 (no Hadamard)", "trust_w4a4_no_hadamard"))}
+    n_seeds = len(reproduce["seeds"])
+    lines = [f"**Ablation, {n_seeds} seeds x {reproduce['steps']} steps** (`results/reproduce.json`): final "
+             "validation loss in nats/byte, mean [95% t interval]; gaps paired by seed.", "",
+             "| run | per seed | mean [95% CI] | gap to full precision [95% CI] | paper gap, 30M Llama on C4 |",
+             "|---|---|---|---|---|"]
+    for name, row in runs.items():
+        per_seed = ", ".join(f"{v:.3f}" for v in row["final_val_loss"])
+        gap = "" if row["gap_ci95"] is None else _ci(row["gap_ci95"], signed=True)
+        paper = f"{paper_gap[name]:+.3f}" if name in paper_gap else ""
+        lines.append(f"| {name} | {per_seed} | {_ci([row['mean'], *row['ci95']])} | {gap} | {paper} |")
+    hadamard = [t - q for t, q in zip(runs["trust W4A4 (no Hadamard)"]["final_val_loss"],
+                                      runs["QuEST W4A4"]["final_val_loss"], strict=True)]
+    had = t_interval(hadamard)
+    had_text = _ci([had.estimate, had.low, had.high], signed=True)
+
+    widths, gaps = scaling["widths"], scaling["gaps"]
+    n_scaling = len(scaling["init_seeds"])
+    lines += ["", f"**Scaling run, {len(widths)} widths x {len(scaling['bits'])} precisions x {n_scaling} seeds**"
+              f" (`results/scaling.json`): {scaling['steps']} steps of {scaling['batch_size']} x "
+              f"{scaling['seq_len']} bytes, the same batches for every run ({scaling['tokens_per_run']:,} "
+              f"training bytes), QuEST trust + half Hadamard (block {scaling['hadamard_block']}); BF16 = "
+              "bfloat16 autocast forward. Loss: mean [95% t interval]; `L = a + c ln N` fitted per "
+              "precision; parameters per memory = 16 N_BF16 / (bits N_p) at the BF16 loss of the middle width.",
+              "", scaling_table(scaling)]
+
+    largest = str(widths[-1])
+    w4 = {row["width"]: row["gap_to_reference"] for row in gaps["W4A4"]}
+    w4_text = "; ".join(f"d={w}: {_ci(w4[w], signed=True)}" for w in widths)
+    w1 = scaling["runs"]["W1A1"]
+    w1_runs = [(f, last, d) for w in widths for f, last, d in zip(w1[str(w)]["first_train_loss"],
+                                                                   w1[str(w)]["last_train_loss"],
+                                                                   w1[str(w)]["diverged"], strict=True)]
+    w1_ok = all(not d and math.isfinite(last) and last < f for f, last, d in w1_runs)
+    w1_text = (f"{len(w1_runs)} runs, none diverged; train loss {min(f for f, _, _ in w1_runs):.2f}-"
+               f"{max(f for f, _, _ in w1_runs):.2f} -> {min(x for _, x, _ in w1_runs):.2f}-"
+               f"{max(x for _, x, _ in w1_runs):.2f}")
+    analysis = scaling["analysis"]
+    e = {p: analysis["mean"]["precisions"][p]["params_per_memory"] for p in scaling["bits"]}
+    e_text = ", ".join(f"{p} {v:.2f}" for p, v in sorted(e.items(), key=lambda kv: -kv[1]))
+    paper_e = ", ".join(f"{p} {v:g}" for p, v in sorted(scaling["paper_params_per_memory"].items(),
+                                                         key=lambda kv: -kv[1]))
+    extrapolated = [p for p, r in analysis["mean"]["precisions"].items() if r["extrapolated"]]
+    gap_fp_w4 = runs["QuEST W4A4"]["gap_ci95"]
+    lines += ["", "| paper claim | ours | verdict |", "|---|---|---|",
+              f"| Hadamard helps W4A4 at a fixed (trust) estimator: 30M gap {paper_gap['trust W4A4 (no Hadamard)']:+.3f}"
+              f" without vs {paper_gap['QuEST W4A4']:+.3f} with | without minus with, paired: {had_text} "
+              f"({reproduce['steps']} steps) | {_sign_verdict(had.low, had.high, +1, n_seeds)} |",
+              f"| QuEST W4A4 trains close to BF16 (30M: {paper_gap['QuEST W4A4']:+.3f}, shrinking with size) | "
+              f"W4A4 minus BF16, scaling run: {w4_text}; {reproduce['steps']}-step ablation: "
+              f"{_ci(gap_fp_w4, signed=True)} | largest width: "
+              f"{_sign_verdict(w4[int(largest)][1], w4[int(largest)][2], +1, n_scaling)} |",
+              f"| W1A1 trains stably | {w1_text} | {'holds' if w1_ok else 'does not hold'} |",
+              f"| 4-bit is Pareto-optimal: most parameters per unit of memory at equal loss ({paper_e}) | "
+              f"{e_text}" + (f" ({', '.join(extrapolated)} extrapolated)" if extrapolated else "") +
+              f"; best per seed: {', '.join(analysis['per_seed_best'])} | {analysis['verdict']} |"]
+    return "\n".join(lines)

@@ -1,0 +1,259 @@
+"""Tiny scaling run: validation loss vs model width and precision, and bits x parameters at equal loss.
+
+``python -m quest reproduce --scaling`` trains TinyLlama models of three widths at W1A1, W2A2, W4A4 and
+W8A8 (QuEST) and in BF16 (forward under bfloat16 autocast), every run on the same batches, for three
+initial-weight seeds. :func:`bits_params_at_equal_loss` then evaluates the paper's "4-bit is optimal"
+statement: per precision it fits ``L = a + c ln N`` over the widths, solves for the parameters ``N_p``
+that reach a target loss (the BF16 fit at the middle width) and compares the memory ``bits x N_p``.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import torch
+from icml25_shared.random import child_seeds
+from icml25_shared.stats import t_interval
+from torch import nn
+
+from quest.api import quantize_
+from quest.layers import QuestConfig
+from quest.lm import TinyLlama, TinyLlamaConfig, stdlib_corpus
+from quest.train import TrainConfig, make_splits, train_lm
+
+log = logging.getLogger(__name__)
+
+__all__ = ["PAPER_PARAMS_PER_MEMORY", "SCALING_BITS", "bits_params_at_equal_loss", "run_scaling"]
+
+SCALING_BITS: dict[str, int] = {"W1A1": 1, "W2A2": 2, "W4A4": 4, "W8A8": 8, "BF16": 16}
+"""Precisions of the scaling run and the bits each parameter costs (BF16: 16)."""
+
+PAPER_PARAMS_PER_MEMORY: dict[str, float] = {"W1A1": 1.3, "W2A2": 2.2, "W4A4": 3.18, "W8A8": 1.98, "BF16": 1.0}
+"""Parameters per unit of memory relative to BF16, ``16 N_BF16 / (bits N_p)`` at equal C4 loss, from the
+official runs file (IST-DASLab/QuEST ``for_plots/runs_for_scaling.json``, 30M-800M Llama models)."""
+
+
+class _BF16Forward(nn.Module):
+    """Runs the wrapped model's forward under CPU/GPU bfloat16 autocast (backward and optimizer outside)."""
+
+    def __init__(self, model: nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, idx: torch.Tensor) -> torch.Tensor:
+        with torch.autocast(idx.device.type, dtype=torch.bfloat16):
+            return self.model(idx)
+
+
+def _quantized_params(model: nn.Module) -> int:
+    return sum(p.numel() for name, p in model.named_parameters() if name.startswith("blocks.") and p.ndim == 2)
+
+
+def _fit(log_n: np.ndarray, losses: np.ndarray) -> tuple[float, float]:
+    slope, intercept = np.polyfit(log_n, losses, 1)
+    return float(intercept), float(slope)
+
+
+def _one_fit(params: np.ndarray, losses: Mapping[str, np.ndarray], bits: Mapping[str, float],
+             reference: str, target_params: float) -> dict[str, Any]:
+    log_n = np.log(params)
+    fits = {p: _fit(log_n, np.asarray(v, dtype=float)) for p, v in losses.items()}
+    a_ref, c_ref = fits[reference]
+    target = a_ref + c_ref * math.log(target_params)
+    lo, hi = params.min() / 2, params.max() * 2
+    out: dict[str, Any] = {"target_loss": target, "precisions": {}}
+    needed = {}
+    for p, (a, c) in fits.items():
+        n_p = math.exp((target - a) / c) if c < 0 else math.inf
+        needed[p] = n_p
+        out["precisions"][p] = {"intercept": a, "slope": c, "params_needed": n_p,
+                                "memory_bits": bits[p] * n_p, "extrapolated": not lo <= n_p <= hi}
+    for p, row in out["precisions"].items():
+        row["params_per_memory"] = (bits[reference] * needed[reference] / (bits[p] * needed[p])
+                                    if math.isfinite(needed[p]) else 0.0)
+    out["best"] = max(out["precisions"], key=lambda p: out["precisions"][p]["params_per_memory"])
+    return out
+
+
+def bits_params_at_equal_loss(params: Sequence[float], losses: Mapping[str, Sequence[Sequence[float]]],
+                              bits: Mapping[str, float] = SCALING_BITS, *, reference: str = "BF16",
+                              target_params: float | None = None, claimed: str = "W4A4") -> dict[str, Any]:
+    """Memory (bits x parameters) each precision needs to reach the reference's loss at one size.
+
+    Per precision, ``L = a + c ln N`` is fitted by least squares over the model sizes; the target loss
+    is the reference fit at ``target_params``; the parameters needed are ``N_p = exp((L* - a) / c)``
+    (infinite when ``c >= 0``). Fitted once on the seed means and once per seed.
+
+    Parameters
+    ----------
+    params : sequence of float
+        Quantized parameter count of each model size (at least two sizes).
+    losses : mapping of str to array-like, shape (n_seeds, n_sizes)
+        Final validation loss per precision, seed and size; seeds are paired across precisions.
+    bits : mapping of str to float, default SCALING_BITS
+        Bits per parameter of each precision.
+    reference : str, default "BF16"
+        The precision whose fit sets the target loss.
+    target_params : float, optional
+        Size at which the reference fit sets the target (default: the middle size).
+    claimed : str, default "W4A4"
+        The precision claimed optimal; the verdict is about it.
+
+    Returns
+    -------
+    dict
+        ``mean`` (the fit on seed means) and ``per_seed`` (list), each with ``target_loss``, ``best``
+        and per precision ``intercept``, ``slope``, ``params_needed``, ``memory_bits``,
+        ``params_per_memory`` (``bits_ref N_ref / (bits_p N_p)``; higher is better) and ``extrapolated``
+        (``N_p`` outside half the smallest to twice the largest size); ``verdict``: ``"holds"`` when
+        ``claimed`` is best in the mean fit and in a majority of seeds, ``"does not hold"`` when one other
+        precision is, ``"not resolved"`` otherwise.
+
+    Raises
+    ------
+    ValueError
+        When the shapes disagree, fewer than two sizes are given or ``reference``/``claimed`` is missing.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> n = [1e4, 1e5, 1e6]
+    >>> fp = [[5 - 0.2 * np.log(x) for x in n]] * 2
+    >>> w4 = [[5.1 - 0.2 * np.log(x) for x in n]] * 2
+    >>> out = bits_params_at_equal_loss(n, {"W4A4": w4, "BF16": fp}, {"W4A4": 4, "BF16": 16})
+    >>> round(out["mean"]["precisions"]["W4A4"]["params_per_memory"], 3)  # 4 x exp(-0.1 / 0.2)
+    2.426
+    >>> out["verdict"]
+    'holds'
+    """
+    size = np.asarray(params, dtype=float)
+    if size.ndim != 1 or size.size < 2 or not np.all(size > 0):
+        raise ValueError(f"params must list at least two positive sizes, got {list(params)!r}")
+    for name in (reference, claimed):
+        if name not in losses or name not in bits:
+            raise ValueError(f"{name!r} must be in losses and bits; got losses for {sorted(losses)}")
+    arrays = {p: np.asarray(v, dtype=float) for p, v in losses.items()}
+    shapes = {p: a.shape for p, a in arrays.items()}
+    first = next(iter(arrays.values())).shape
+    if any(a.ndim != 2 or a.shape != first or a.shape[1] != size.size for a in arrays.values()):
+        raise ValueError(f"losses must all have shape (n_seeds, {size.size}); got {shapes}")
+    target_params = float(np.median(size)) if target_params is None else float(target_params)
+    mean = _one_fit(size, {p: a.mean(axis=0) for p, a in arrays.items()}, bits, reference, target_params)
+    per_seed = [_one_fit(size, {p: a[s] for p, a in arrays.items()}, bits, reference, target_params)
+                for s in range(first[0])]
+    winners = [fit["best"] for fit in per_seed]
+    majority = len(winners) // 2 + 1
+    if mean["best"] == claimed and winners.count(claimed) >= majority:
+        verdict = "holds"
+    elif mean["best"] != claimed and winners.count(mean["best"]) >= majority:
+        verdict = "does not hold"
+    else:
+        verdict = "not resolved"
+    return {"target_params": target_params, "reference": reference, "claimed": claimed, "mean": mean,
+            "per_seed": per_seed, "per_seed_best": winners, "verdict": verdict}
+
+
+def _gap_summary(losses: dict[str, list[list[float]]], widths: Sequence[int],
+                 reference: str) -> dict[str, list[dict[str, Any]]]:
+    ref = np.asarray(losses[reference])
+    out: dict[str, list[dict[str, Any]]] = {}
+    for p, values in losses.items():
+        arr = np.asarray(values)
+        rows = []
+        for j, width in enumerate(widths):
+            iv = t_interval(arr[:, j])
+            row: dict[str, Any] = {"width": width, "mean": iv.estimate, "ci95": [iv.low, iv.high]}
+            if p != reference:
+                gap = t_interval(arr[:, j] - ref[:, j])
+                row["gap_to_reference"] = [gap.estimate, gap.low, gap.high]
+            rows.append(row)
+        out[p] = rows
+    return out
+
+
+def run_scaling(*, widths: Sequence[int] = (32, 64, 128), steps: int = 150, batch_size: int = 16,
+                seq_len: int = 64, lr: float = 3e-3, block: int = 32, n_seeds: int = 3,
+                corpus_bytes: int = 2_000_000, eval_batches: int = 16, random_state: int = 0,
+                progress: bool = False) -> dict[str, Any]:
+    """Train every width x precision x seed and return the stored-results dictionary.
+
+    Parameters
+    ----------
+    widths : sequence of int, default (32, 64, 128)
+        ``d_model`` of the 2-layer, 2-head TinyLlama models (multiples of ``block``).
+    steps, batch_size, seq_len : int
+        Training length and batch (bytes per step ``batch_size * seq_len``).
+    lr : float, default 3e-3
+        Peak AdamW learning rate (warmup 10%, cosine to 10%).
+    block : int, default 32
+        Hadamard block of the quantized runs.
+    n_seeds : int, default 3
+        Initial-weight seeds; all runs share one batch stream.
+    corpus_bytes : int, default 2_000_000
+        Bytes of the stdlib corpus (last 10% for validation).
+    eval_batches : int, default 16
+        Validation batches of ``batch_size`` windows for the final loss.
+    random_state : int, default 0
+        Root seed: ``child_seeds(random_state, n_seeds + 1)`` gives the data seed and the init seeds.
+    progress : bool, default False
+        Show a progress bar over the runs.
+
+    Returns
+    -------
+    dict
+        Settings, ``params`` per width, ``runs[precision][str(width)]`` (per-seed final validation loss,
+        first and last train loss, divergence, seconds), ``analysis``
+        (:func:`bits_params_at_equal_loss`) and ``gaps`` (per width, mean and 95% t interval of each
+        precision's paired gap to BF16).
+    """
+    from icml25_shared.cli import progress as bar
+
+    if n_seeds < 2:
+        raise ValueError(f"n_seeds must be at least 2 for intervals, got {n_seeds}")
+    data_seed, *init_seeds = child_seeds(random_state, n_seeds + 1)
+    train, val = make_splits(stdlib_corpus(corpus_bytes))
+    cfg = TrainConfig(steps=steps, batch_size=batch_size, seq_len=seq_len, lr=lr, eval_every=steps,
+                      eval_batches=eval_batches, random_state=data_seed)
+    params: dict[int, int] = {}
+    runs: dict[str, dict[str, dict[str, list[Any]]]] = {
+        p: {str(w): {"final_val_loss": [], "first_train_loss": [], "last_train_loss": [], "diverged": [],
+                     "seconds": []} for w in widths} for p in SCALING_BITS}
+    jobs = [(s, w, p) for s in init_seeds for w in widths for p in SCALING_BITS]
+    for seed, width, precision in bar(jobs, enabled=progress, desc="scaling run", total=len(jobs)):
+        torch.manual_seed(seed)
+        model = TinyLlama(TinyLlamaConfig(d_model=width, n_layers=2, n_heads=2, multiple_of=block))
+        params[width] = _quantized_params(model)
+        if precision == "BF16":
+            net: nn.Module = _BF16Forward(model)
+        else:
+            bits = SCALING_BITS[precision]
+            quantize_(model, QuestConfig(weight_bits=bits, act_bits=bits, hadamard="half", method="quest",
+                                         block=block))
+            net = model
+        start = time.perf_counter()
+        result = train_lm(net, train, val, cfg)
+        row = runs[precision][str(width)]
+        row["seconds"].append(time.perf_counter() - start)
+        row["final_val_loss"].append(result.final_val_loss)
+        row["first_train_loss"].append(result.train_loss[0])
+        row["last_train_loss"].append(float(np.mean(result.train_loss[-10:])))
+        row["diverged"].append(result.diverged)
+        log.info("seed %d d=%d %s: val loss %.4f (%.0f s)", seed, width, precision, result.final_val_loss,
+                 row["seconds"][-1])
+    sizes = [params[w] for w in widths]
+    losses = {p: [[runs[p][str(w)]["final_val_loss"][s] for w in widths] for s in range(n_seeds)]
+              for p in SCALING_BITS}
+    return {
+        "widths": list(widths), "params": sizes, "precisions": list(SCALING_BITS), "bits": SCALING_BITS,
+        "steps": steps, "batch_size": batch_size, "seq_len": seq_len, "lr": lr, "hadamard_block": block,
+        "n_layers": 2, "n_heads": 2, "corpus_bytes": corpus_bytes, "eval_batches": eval_batches,
+        "tokens_per_run": steps * batch_size * seq_len, "random_state": random_state, "data_seed": data_seed,
+        "init_seeds": init_seeds, "torch": torch.__version__, "runs": runs,
+        "analysis": bits_params_at_equal_loss(sizes, losses), "gaps": _gap_summary(losses, widths, "BF16"),
+        "paper_params_per_memory": PAPER_PARAMS_PER_MEMORY,
+    }
