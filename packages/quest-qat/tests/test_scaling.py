@@ -13,7 +13,7 @@ from quest.lm import TinyLlama, TinyLlamaConfig
 from quest.scaling import SCALING_BITS, _BF16Forward, _quantized_params, bits_params_at_equal_loss
 
 PACKAGE = Path(__file__).resolve().parents[1]
-SIZES = [26_624, 106_496, 401_408]
+SIZES = [6_656, 26_624, 100_352]
 
 
 def _law(a, c, noise=(0.0, 0.0, 0.0)):
@@ -37,7 +37,7 @@ def test_parameters_needed_and_memory_match_the_closed_form():
         assert row["params_per_memory"] == pytest.approx(16 * SIZES[1] / (SCALING_BITS[p] * n_p), rel=1e-9)
     # W4A4 needs e^(0.1/0.22) = 1.575x the BF16 parameters at a quarter of the bits: 2.54 per memory
     assert out["mean"]["precisions"]["W4A4"]["params_per_memory"] == pytest.approx(4 * math.exp(-0.1 / 0.22))
-    # W1A1 needs exp((6.0 - 5.1 + 0.03 ln N_mid) / 0.25) parameters: far beyond the largest size
+    # W1A1 needs exp((0.9 + 0.22 ln N_mid) / 0.25) = 2.9e5 parameters: beyond twice the largest size
     assert out["mean"]["precisions"]["W1A1"]["extrapolated"]
     assert not out["mean"]["precisions"]["W4A4"]["extrapolated"]
     assert out["mean"]["best"] == "W4A4" and out["per_seed_best"] == ["W4A4", "W4A4"]
@@ -71,8 +71,8 @@ def test_analysis_rejects_bad_shapes_and_missing_reference():
 
 
 def test_quantized_parameter_count_is_the_ten_block_linears():
-    for d, n in zip((32, 64, 128), SIZES, strict=True):
-        model = TinyLlama(TinyLlamaConfig(d_model=d, n_layers=2, n_heads=2, multiple_of=32))
+    for d, n in zip((16, 32, 64), SIZES, strict=True):
+        model = TinyLlama(TinyLlamaConfig(d_model=d, n_layers=2, n_heads=2, multiple_of=16))
         hidden = model.config.ffn_hidden
         assert _quantized_params(model) == 2 * (4 * d * d + 3 * d * hidden) == n
 

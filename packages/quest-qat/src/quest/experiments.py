@@ -173,7 +173,7 @@ def reproduce_options(parser: argparse.ArgumentParser) -> None:
     """
     parser.add_argument("--scaling", action="store_true",
                         help="the scaling run instead: 3 widths x W1A1/W2A2/W4A4/W8A8/BF16 x 3 seeds, "
-                             "same tokens (~10 min on one idle CPU thread); writes scaling.{json,md,png}")
+                             "same tokens (~10 min on one idle CPU thread, ~35 min on a loaded one); writes scaling.{json,md,png}")
 
 
 def reproduce(ctx: RunContext) -> None:

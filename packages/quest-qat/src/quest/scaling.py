@@ -176,27 +176,27 @@ def _gap_summary(losses: dict[str, list[list[float]]], widths: Sequence[int],
     return out
 
 
-def run_scaling(*, widths: Sequence[int] = (32, 64, 128), steps: int = 150, batch_size: int = 16,
-                seq_len: int = 64, lr: float = 3e-3, block: int = 32, n_seeds: int = 3,
-                corpus_bytes: int = 2_000_000, eval_batches: int = 16, random_state: int = 0,
+def run_scaling(*, widths: Sequence[int] = (16, 32, 64), steps: int = 120, batch_size: int = 16,
+                seq_len: int = 64, lr: float = 3e-3, block: int = 16, n_seeds: int = 3,
+                corpus_bytes: int = 2_000_000, eval_batches: int = 8, random_state: int = 0,
                 progress: bool = False) -> dict[str, Any]:
     """Train every width x precision x seed and return the stored-results dictionary.
 
     Parameters
     ----------
-    widths : sequence of int, default (32, 64, 128)
+    widths : sequence of int, default (16, 32, 64)
         ``d_model`` of the 2-layer, 2-head TinyLlama models (multiples of ``block``).
     steps, batch_size, seq_len : int
         Training length and batch (bytes per step ``batch_size * seq_len``).
     lr : float, default 3e-3
         Peak AdamW learning rate (warmup 10%, cosine to 10%).
-    block : int, default 32
-        Hadamard block of the quantized runs.
+    block : int, default 16
+        Hadamard block of the quantized runs (also the SwiGLU width's rounding multiple).
     n_seeds : int, default 3
         Initial-weight seeds; all runs share one batch stream.
     corpus_bytes : int, default 2_000_000
         Bytes of the stdlib corpus (last 10% for validation).
-    eval_batches : int, default 16
+    eval_batches : int, default 8
         Validation batches of ``batch_size`` windows for the final loss.
     random_state : int, default 0
         Root seed: ``child_seeds(random_state, n_seeds + 1)`` gives the data seed and the init seeds.
