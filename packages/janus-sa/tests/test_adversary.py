@@ -64,6 +64,7 @@ def _shrinking(base):
 
         def agree(self, peer):
             self.participants_ = tuple(sorted(self.keep))
+            self.excluded_ = tuple((c, 2) for c in sorted(set(self.uploads_) - set(self.keep)))  # as S1 computes
             self._aggregate_uploads(self.participants_)
             return self.participants_
 
@@ -562,6 +563,83 @@ def test_restarted_s1_reserves_its_aggregate_and_restarted_s0_marks_an_open_roun
         node0.Aggregate(read_request("Aggregate", dep.session, 2, dep.clients[ids[0]].key))
 
 
+class _Local:
+    """S1's node as S0's peer, in process (``call`` dispatches to the RPC handler, as gRPC would)."""
+
+    def __init__(self, node, fail=None):
+        self.node, self.fail = node, fail
+
+    def call(self, method, payload=b""):
+        if self.fail is not None:
+            return self.fail(method, payload)
+        return getattr(self.node, method)(payload)
+
+
+@pytest.mark.parametrize("case", ["resumed", "resumed, s1 had sealed", "s1 unreachable", "forged s1 commitment",
+                                  "no sketch commitments"])
+def test_sketch_s0_restarted_between_agree_and_seal_resumes_or_marks_the_round_failed(tmp_path, case):
+    """S0 logged its agreement, then stopped before the seal exchange. Before, the restarted S0 left that
+    round neither finished nor failed (clients polled Seal until they timed out). Now ``resume`` (run by
+    ``coordinate``) repeats the seal exchange and the round completes; if S1 is unreachable or answers
+    with a commitment S0 refuses, or the sketch commitments never come, the round is listed failed."""
+    import threading
+
+    from janus_sa.errors import NotReadyError, ServerUnavailableError
+
+    dep = InProcessDeployment(config=JanusConfig(dim=DIM, mode="sketch"), state_dir=tmp_path)
+    ids = dep.add_clients(3)
+    ups = random_updates(DIM, ids, random_state=6)
+    _upload_all(dep, ups)
+    node1 = ServerNode(dep.s1)
+    dep.s0.agree(node1.Agree(dep.s0.participants()))  # logged; S0 stops here, before SealCommit
+    if case == "resumed, s1 had sealed":  # S0 stopped after sending its commitment, before S1's answer
+        node1.SealCommit(dep.s0.seal_commit())
+    s0 = AggregationServer(config=dep.config, keys=dep.keys0, session=dep.session, peer=dep.keys1.sign.public,
+                           state_dir=tmp_path / "s0")
+    fail = None
+    if case == "s1 unreachable":
+        def fail(method, payload):
+            raise ServerUnavailableError("127.0.0.1:1: UNAVAILABLE")
+    elif case == "forged s1 commitment":  # S1's key, but a commitment for another participant set
+        def fail(method, payload):
+            return encode(MsgType.SEAL_COMMIT, dep.session, 1, {"participants_digest": bytes(32), "n": 3,
+                                                                "commitment": bytes(32)}, dep.keys1.sign)
+    node0 = ServerNode(s0, peer=_Local(node1, fail))
+    req = {c: read_request("Seal", dep.session, 1, dep.clients[c].key) for c in ids}
+    assert s0.participants_ is not None and 1 not in node0.failed  # agreed, unsealed, not yet failed
+    with pytest.raises(NotReadyError):
+        node0.Seal(req[ids[0]])
+    out = []
+    worker = threading.Thread(target=lambda: out.append(node0.resume(timeout=20 if case.startswith("resumed") else 0.5)))
+    worker.start()
+    if case.startswith("resumed"):
+        for _ in range(200):
+            try:
+                seals = {"seal0": node0.Seal(req[ids[0]]), "seal1": node1.Seal(req[ids[0]])}
+                break
+            except NotReadyError:
+                threading.Event().wait(0.05)
+        for cid in ids:
+            up = dep.clients[cid].sketch_commit(**seals)
+            node0.Submit(up.to_s0)
+            node1.Submit(up.to_s1)
+    worker.join(30)
+    agg = {c: read_request("Aggregate", dep.session, 1, dep.clients[c].key) for c in ids}
+    if not case.startswith("resumed"):
+        assert out == [False] and node0.failed == {1}
+        with pytest.raises(RoundFailedError):
+            node0.Aggregate(agg[ids[0]])
+        with pytest.raises(RoundFailedError):
+            node0.Seal(req[ids[0]])
+        return
+    assert out == [True] and not node0.failed
+    q = dep.config.quantizer
+    for cid in ids:
+        res = dep.clients[cid].finish_round(node0.Aggregate(agg[cid]), node1.Aggregate(agg[cid]), **seals)
+        np.testing.assert_array_equal(res.sum_codes, sum(q.quantize(ups[c]).astype(np.int64) for c in ids))
+    assert node0.resume() is False  # nothing left to resume
+
+
 # --- malicious clients ----------------------------------------------------------------------------
 @pytest.mark.parametrize("role", [0, 1])
 def test_client_with_inconsistent_commitments_is_excluded_and_the_round_completes(role):
@@ -599,11 +677,125 @@ def test_client_with_inconsistent_commitments_is_excluded_and_the_round_complete
         dep.clients[cheat].finish_round(agg0, agg1)
 
 
-def test_documented_gaps_masked_vector_off_by_one_and_out_of_range_codes():
-    """The threat model's two open gaps, pinned: (1) a client that uploads y_i + 1 under consistent
-    commitments is not identified, and every client rejects the round; (2) without a range proof a client
-    can commit to a code far outside [0, Q): the round verifies, and the sum leaves error_bound."""
-    from janus_sa.errors import AggregateMismatchError
+def _shift_masked(data, key, coord=0, by=1):
+    """Re-sign an UPLOAD0 whose masked vector carries ``x + by * e_coord`` (the commitments are unchanged)."""
+    m = decode(data, max_bytes=10**6)
+    if m.body["commitment"]:  # exact mode: packed scalars, 7 codes of 33-bit slots per scalar
+        sc = crypto.words_to_scalars(m.body["masked"])
+        width, slots = crypto.slot_layout(32)
+        sc[coord // slots] = (sc[coord // slots] + (by << (width * (coord % slots)))) % crypto.GROUP_ORDER
+        masked = crypto.scalars_to_words(sc)
+    else:  # sketch mode: codes mod M
+        masked = m.body["masked"].copy()
+        masked[coord] += np.uint32(by)
+    return encode(m.type, m.session, m.round, {**m.body, "masked": masked}, key)
+
+
+def _shift_commitment(data, key, coord=3):
+    m = decode(data, max_bytes=10**6)
+    shift = crypto.point_mul(2 ** (33 * (coord % 7)), crypto.generators(1 + coord // 7)[coord // 7])
+    return encode(m.type, m.session, m.round, {**m.body, "commitment": crypto.point_add(m.body["commitment"], shift)},
+                  key)
+
+
+def _cheating_client(client, tamper):
+    """Turn ``client`` into one whose uploads go through ``tamper(upload, key) -> Upload``."""
+    from janus_sa.protocol import Upload
+
+    class Cheat(type(client)):
+        def upload(self, update):
+            return Upload(*tamper(super().upload(update), self.key))
+
+    client.__class__ = Cheat
+    return client
+
+
+# y + 1 under honest commitments; honest y under commitments both shifted by e_3 (consistent with each
+# other, so the earlier C_i-versus-C'_i check passed them); y + e_3 together with both commitments shifted
+# (a consistent client whose input is x + e_3: included, and its +1 lands in the sum)
+CHEATS = {"y+1": (lambda up, k: (_shift_masked(up.to_s0, k), up.to_s1), None),
+          "commitments+e3": (lambda up, k: (_shift_commitment(up.to_s0, k), _shift_commitment(up.to_s1, k)), None),
+          "consistent x+e3": (lambda up, k: (_shift_commitment(_shift_masked(up.to_s0, k, coord=3), k),
+                                             _shift_commitment(up.to_s1, k)), 3)}
+
+
+@pytest.mark.parametrize("kind", list(CHEATS))
+def test_client_whose_masked_vector_contradicts_its_commitments_is_excluded(kind):
+    """attacks_clients.py, y + 1: before, every client rejected the round (AggregateMismatchError, 0/4).
+
+    Each server checks the client's packed masked vector ``y_i`` (S0) or pad ``k_i`` (S1) against the
+    commitments; the cheater is excluded by both, named in every RoundResult, and gets ExcludedError with
+    checkable evidence; the others verify exactly the sum of their own codes.
+    """
+    tamper, extra = CHEATS[kind]
+    dep, ids, ups = _new(5)
+    cheat = ids[0]
+    _cheating_client(dep.clients[cheat], tamper)
+    report = dep.run_round(ups)
+    q = dep.config.quantizer
+    honest = sum(q.quantize(ups[c]).astype(np.int64) for c in ids[1:])
+    if extra is not None:  # consistent: not a cheat, counted with its shifted input
+        assert set(report.results) == set(ids) and not report.errors and dep.s0.inconsistent_ == ()
+        want = honest + q.quantize(ups[cheat]).astype(np.int64)
+        want[extra] += 1
+        np.testing.assert_array_equal(report.results[ids[1]].sum_codes, want)
+        return
+    assert dep.s0.inconsistent_ == dep.s1.inconsistent_ == (cheat,)
+    assert set(report.results) == set(ids[1:]) and set(report.errors) == {cheat}
+    for cid in ids[1:]:
+        res = report.results[cid]
+        assert res.n_participants == 4 and res.included and res.excluded == {cheat: "inconsistent upload"}
+        np.testing.assert_array_equal(res.sum_codes, honest)
+    err = report.errors[cheat]
+    assert isinstance(err, ExcludedError) and err.reason == "inconsistent upload"
+    assert err.verify(client=cheat, s0=dep.keys0.public, s1=dep.keys1.public, session=dep.session) == \
+        (1, tuple(sorted(ids[1:])))
+    # the points each server received for an honest client are the ones it computes itself: nothing new
+    for cid in ids[1:]:
+        assert dep.s0._check_value(cid) == dep.s1._check_value(cid)
+
+
+def test_excluded_cheaters_do_not_stop_the_round_until_fewer_than_t_remain():
+    """Two cheaters among five: excluded, the three others (t = 3) complete; three cheaters: no round."""
+    dep, ids, ups = _new(5)
+    for c in ids[:2]:
+        _cheating_client(dep.clients[c], CHEATS["y+1"][0])
+    report = dep.run_round(ups)
+    assert set(report.results) == set(ids[2:])
+    assert report.results[ids[2]].excluded == dict.fromkeys(ids[:2], "inconsistent upload")
+    _cheating_client(dep.clients[ids[2]], CHEATS["y+1"][0])
+    with pytest.raises(TooFewParticipantsError):
+        dep.run_round(ups)
+
+
+@pytest.mark.parametrize("role", [0, 1])
+def test_server_lying_in_the_consistency_check_only_excludes_the_victim_who_holds_the_evidence(role):
+    """A malicious server sends a wrong consistency pair for an honest victim. Both servers drop the
+    victim (the same power as claiming non-receipt); the victim gets ExcludedError with both signed
+    aggregates, the others verify their exact sum. The liar learns nothing from the honest server's pair."""
+    dep, ids, ups = _new(5)
+    victim = ids[0]
+    base = AggregationServer if role == 0 else MaskServer
+
+    class Liar(base):
+        def _check_value(self, cid):
+            real = super()._check_value(cid)
+            return crypto.point_add(real[:32], crypto.H) + real[32:] if cid == victim else real
+
+    _swap(dep, role, Liar)
+    report = dep.run_round(ups)
+    assert isinstance(report.errors[victim], ExcludedError) and set(report.errors) == {victim}
+    q = dep.config.quantizer
+    for cid in ids[1:]:
+        assert report.results[cid].excluded == {victim: "inconsistent upload"}
+        np.testing.assert_array_equal(report.results[cid].sum_codes,
+                                      sum(q.quantize(ups[c]).astype(np.int64) for c in ids[1:]))
+
+
+def test_malformed_masked_vectors_and_excluded_lists_are_refused():
+    """New fields, malicious variants: a non-canonical scalar in a masked upload (S0 refuses it); aggregates
+    whose excluded lists differ, overlap the participants, or lack reasons; a non-canonical mask sum."""
+    from janus_sa.errors import MalformedMessageError, ParticipantSetMismatchError
 
     dep, ids, ups = _new(4)
     a0, a1 = dep.s0.announce(1, bytes(32)), dep.s1.announce(1, bytes(32))
@@ -611,19 +803,53 @@ def test_documented_gaps_masked_vector_off_by_one_and_out_of_range_codes():
         c = dep.clients[cid]
         c.begin_round(a0, a1)
         up = c.upload(ups[cid])
-        to0 = up.to_s0
         if cid == ids[0]:
-            m = decode(to0, max_bytes=10**6)
-            to0 = encode(m.type, dep.session, 1, {**m.body, "masked": m.body["masked"] + np.uint32(1)}, c.key)
-        dep.s0.receive(to0)
+            m = decode(up.to_s0, max_bytes=10**6)
+            bad = m.body["masked"].copy()
+            bad[:8] = 0xFFFFFFFF  # 2**256 - 1: above the group order
+            with pytest.raises(MalformedMessageError, match="group order"):
+                dep.s0.receive(encode(m.type, dep.session, 1, {**m.body, "masked": bad}, c.key))
+        dep.s0.receive(up.to_s0)
         dep.s1.receive(up.to_s1)
     dep.s0.agree(dep.s1.participants())
     dep.s1.agree(dep.s0.participants())
-    assert dep.s0.inconsistent_ == () and len(dep.s0.participants_) == 4  # the check cannot see it
     agg0, agg1 = dep.s0.aggregate(), dep.s1.aggregate()
-    for cid in ids:
-        with pytest.raises(AggregateMismatchError):
-            dep.clients[cid].finish_round(agg0, agg1)
+    body = decode(agg0, max_bytes=10**6).body
+    outsider = crypto.SigningKey().public
+
+    def forged(**kw):
+        return encode(MsgType.AGGREGATE0, dep.session, 1, {**body, **kw}, dep.keys0.sign)
+
+    client = dep.clients[ids[1]]
+    value = body["value"].copy()
+    value[8:16] = 0xFFFFFFFF
+    cases = [(forged(excluded=[outsider], reasons=b"\x01"), ParticipantSetMismatchError),  # S1 names none
+             (forged(value=value), MalformedMessageError)]
+    for data, err in cases:
+        with pytest.raises(err):
+            client.finish_round(data, agg1)
+    both = [(dict(excluded=[ids[2]], reasons=b"\x01"), ParticipantSetMismatchError),  # also a participant
+            (dict(excluded=[outsider], reasons=b""), MalformedMessageError),
+            (dict(excluded=[outsider], reasons=b"\x07"), MalformedMessageError)]
+    b1 = decode(agg1, max_bytes=10**6).body
+    for kw, err in both:
+        g1 = encode(MsgType.AGGREGATE1, dep.session, 1, {**b1, **kw}, dep.keys1.sign)
+        with pytest.raises(err):
+            client.finish_round(forged(**kw), g1)
+    assert client.finish_round(agg0, agg1).excluded == {}
+
+
+def test_documented_gaps_sketch_mode_masked_vector_and_out_of_range_codes():
+    """The threat model's open gaps, pinned: (1) in sketch mode the commitment comes after the challenge
+    and commits to projections, which no server can relate to its share, so a client uploading y_i + 1
+    is not identified and every client rejects the round; (2) without a range proof a client can commit
+    to a code far outside [0, Q): the round verifies, and the sum leaves error_bound."""
+    from janus_sa.errors import AggregateMismatchError
+
+    dep, ids, ups = _new(4, mode="sketch")
+    _cheating_client(dep.clients[ids[0]], CHEATS["y+1"][0])
+    report = dep.run_round(ups)
+    assert not report.results and all(isinstance(report.errors[c], AggregateMismatchError) for c in ids)
 
     class Huge(Quantizer):  # same parameters (same config digest), codes shifted far past Q
         def quantize(self, x):
@@ -636,6 +862,7 @@ def test_documented_gaps_masked_vector_off_by_one_and_out_of_range_codes():
     res = dep.run_round(ups).results[ids[1]]
     honest = sum(np.clip(ups[c], -8, 8) for c in ids)
     assert res.n_participants == 4 and np.abs(res.sum - honest).min() > 1000 * res.error_bound
+
 
 def test_shrink_by_s1_against_the_real_s0_coordinator():
     """The same attack from S1's side over gRPC: a malicious S1 service answers Agree with [victim].

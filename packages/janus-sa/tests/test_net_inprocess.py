@@ -133,3 +133,65 @@ def test_network_client_checks_the_received_model_against_the_announced_digest()
             c.close()
         g0.stop(0)
         g1.stop(0)
+
+
+def test_client_uploading_y_plus_1_is_excluded_over_grpc_and_the_round_completes():
+    """The malicious-client case over the gRPC services: one of four clients sends y_i + 1 under honest
+    commitments. Both servers drop it at Agree; the three others verify their exact sum and see it named
+    as excluded; the cheater's participate raises ExcludedError with the servers' signed reason."""
+    from janus_sa import crypto
+    from janus_sa.errors import ExcludedError
+    from janus_sa.protocol import Upload
+    from janus_sa.wire import decode
+
+    class OffByOne(JanusClient):
+        def upload(self, update):
+            up = super().upload(update)
+            m = decode(up.to_s0, max_bytes=10**6)
+            sc = crypto.words_to_scalars(m.body["masked"])
+            sc[0] = (sc[0] + 1) % crypto.GROUP_ORDER  # + 1 on coordinate 0
+            return Upload(encode(m.type, m.session, m.round, {**m.body, "masked": crypto.scalars_to_words(sc)},
+                                 self.key), up.to_s1)
+
+    cfg = JanusConfig(dim=24)
+    k0, k1, session = ServerKeys(), ServerKeys(), bytes(range(16))
+    s1 = ServerNode(make_server("s1", config=cfg, keys=k1, session=session, peer_sign=k0.sign.public))
+    g1, p1 = start_server(s1, "127.0.0.1:0")
+    s0 = ServerNode(make_server("s0", config=cfg, keys=k0, session=session, peer_sign=k1.sign.public),
+                    peer=Remote(f"127.0.0.1:{p1}", max_bytes=2**20))
+    g0, p0 = start_server(s0, "127.0.0.1:0")
+    jcs = [OffByOne(config=cfg, s0=k0.public, s1=k1.public, session=session)]
+    jcs += [JanusClient(config=cfg, s0=k0.public, s1=k1.public, session=session) for _ in range(3)]
+    roster = enroll([c.id for c in jcs], version=1, s0=s0.server, s1=s1.server)
+    coord = threading.Thread(target=s0.coordinate, kwargs=dict(rounds=1, expect=4, round_timeout=20, gap=0))
+    clients, out = [], [None] * 4
+    ups = [np.random.default_rng(i).uniform(-1, 1, 24) for i in range(4)]
+    try:
+        coord.start()
+        for c in jcs:
+            c.set_roster(roster)
+            clients.append(NetworkClient(c, s0=f"127.0.0.1:{p0}", s1=f"127.0.0.1:{p1}"))
+
+        def run(i):
+            clients[i].wait_for_round(0, timeout=20)
+            try:
+                out[i] = clients[i].participate(ups[i], timeout=30)
+            except ExcludedError as err:
+                out[i] = err
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        assert isinstance(out[0], ExcludedError) and out[0].reason == "inconsistent upload"
+        exact = sum(cfg.quantizer.quantize(u).astype(np.int64) for u in ups[1:])
+        for r in out[1:]:
+            assert r.n_participants == 3 and r.excluded == {jcs[0].id: "inconsistent upload"}
+            np.testing.assert_array_equal(r.sum_codes, exact)
+    finally:
+        coord.join(30)
+        for c in clients:
+            c.close()
+        g0.stop(0)
+        g1.stop(0)

@@ -1,7 +1,8 @@
 """Privacy sanity checks (statistical, fixed seeds; the argument is in the README's protocol spec).
 
-* S0 sees ``y_i = x_i + k_i mod M``: the top byte of every coordinate passes a chi-square uniformity
-  test, whatever the input (constant, all-zero or all-max inputs).
+* S0 sees ``y_i = pack(x_i) + k_i`` mod the group order (exact mode, one pad scalar per 7 packed
+  codes): the top and bottom bits of every scalar pass chi-square uniformity tests, whatever the input
+  (constant, all-zero or all-max inputs).
 * n-2 colluding clients plus S0 pool everything they hold: S0's individual masked uploads and seeds for
   ``s_i``, the colluders' inputs, and the verified aggregate. They recover exactly the sum of the two
   honest clients. "Nothing finer": swapping ``d`` between the two honest inputs leaves the coalition's
@@ -14,6 +15,7 @@ import pytest
 from scipy import stats
 
 from janus_sa import InProcessDeployment, JanusConfig, Quantizer
+from janus_sa.crypto import GROUP_ORDER
 
 Q = Quantizer(clipping_range=1.0, quantization_range=2**12, modulus_range=2**32)
 
@@ -21,7 +23,12 @@ Q = Quantizer(clipping_range=1.0, quantization_range=2**12, modulus_range=2**32)
 def _s0_view(dep, updates):
     """Run one round and return S0's stored masked uploads (what a curious S0 sees) and the report."""
     report = dep.run_round(updates)
-    return {cid: up["masked"] for cid, up in dep.s0.uploads_.items()}, report
+    return {cid: up["scalars"] for cid, up in dep.s0.uploads_.items()}, report
+
+
+def _top(scalars, bins):
+    """Which of ``bins`` equal parts of [0, group order) each scalar falls in (uniform if the pad is)."""
+    return np.array([s * bins // GROUP_ORDER for s in scalars], dtype=np.int64)
 
 
 @pytest.mark.parametrize("value", [-1.0, 0.0, 1.0])
@@ -29,11 +36,10 @@ def test_s0_view_is_uniform(value):
     dep = InProcessDeployment(config=JanusConfig(dim=4096, quantizer=Q))
     ids = dep.add_clients(3)
     view, _ = _s0_view(dep, {c: np.full(4096, value) for c in ids})
-    top = np.concatenate([v >> 24 for v in view.values()])  # 12288 samples of the top byte
-    counts = np.bincount(top, minlength=256)
-    assert stats.chisquare(counts).pvalue > 1e-3
-    low = np.concatenate([v & 0xFF for v in view.values()])
-    assert stats.chisquare(np.bincount(low, minlength=256)).pvalue > 1e-3
+    top = np.concatenate([_top(v, 64) for v in view.values()])  # 1758 scalars
+    assert stats.chisquare(np.bincount(top, minlength=64)).pvalue > 1e-3
+    low = np.concatenate([np.array([s & 0x3F for s in v]) for v in view.values()])
+    assert stats.chisquare(np.bincount(low, minlength=64)).pvalue > 1e-3
 
 
 def test_n_minus_2_colluders_plus_s0_learn_only_the_honest_sum():
@@ -64,8 +70,8 @@ def test_n_minus_2_colluders_plus_s0_learn_only_the_honest_sum():
     # the honest uploads in S0's view: uniform in both worlds, and indistinguishable between worlds
     for view in (view0, view1):
         for y in view:
-            assert stats.chisquare(np.bincount(y >> 24, minlength=256)).pvalue > 1e-3
-    table = np.stack([np.bincount(view0[0] >> 26, minlength=64), np.bincount(view1[0] >> 26, minlength=64)])
+            assert stats.chisquare(np.bincount(_top(y, 16), minlength=16)).pvalue > 1e-3
+    table = np.stack([np.bincount(_top(view0[0], 16), minlength=16), np.bincount(_top(view1[0], 16), minlength=16)])
     assert stats.chi2_contingency(table).pvalue > 1e-3
     # and S1 never sees a masked upload: its stored uploads hold only seeds and hiding commitments
     assert all(set(u) == {"seed", "commitment"} for u in dep.s1.uploads_.values())

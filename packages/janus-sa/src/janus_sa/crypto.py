@@ -151,6 +151,12 @@ def expand_mask(seed: bytes, length: int, modulus: int) -> np.ndarray:
     return (words & np.uint32(modulus - 1)).astype(np.uint32)
 
 
+def expand_scalars(seed: bytes, label: bytes, count: int) -> list[int]:
+    """``count`` uniform scalars mod the group order from ChaCha20 under ``HKDF(seed, label)`` (64 bytes each)."""
+    raw = keystream(derive(seed, label), 64 * count)
+    return [int.from_bytes(raw[64 * j:64 * j + 64], "little") % GROUP_ORDER for j in range(count)]
+
+
 def expand_scalar(seed: bytes, label: bytes) -> int:
     """Uniform scalar mod the group order (64 bytes reduced: bias below 2**-250)."""
     return int.from_bytes(derive(seed, label, 64), "little") % GROUP_ORDER
@@ -186,6 +192,28 @@ def point_mul(s: int, p: bytes) -> bytes:
     """Scalar multiple ``s * p`` of a ristretto255 point (the identity for ``s = 0``)."""
     s %= GROUP_ORDER
     return IDENTITY if s == 0 else rbcl.crypto_scalarmult_ristretto255(s.to_bytes(32, "little"), p)
+
+
+def point_sub(a: bytes, b: bytes) -> bytes:
+    """Difference ``a - b`` of two ristretto255 points."""
+    return rbcl.crypto_core_ristretto255_sub(a, b)
+
+
+def scalars_to_words(scalars) -> np.ndarray:
+    """Scalars mod the group order as little-endian uint32 words (8 per scalar, canonical encodings)."""
+    raw = b"".join((s % GROUP_ORDER).to_bytes(SCALAR_BYTES, "little") for s in scalars)
+    return np.frombuffer(raw, dtype="<u4").astype(np.uint32)
+
+
+def words_to_scalars(words: np.ndarray) -> list[int]:
+    """Inverse of :func:`scalars_to_words`; raise :class:`InvalidGroupElementError` on a non-canonical scalar."""
+    raw = np.ascontiguousarray(words, dtype="<u4").tobytes()
+    if len(raw) % SCALAR_BYTES:
+        raise InvalidGroupElementError("a scalar vector must be whole 8-word (32-byte) scalars")
+    out = [int.from_bytes(raw[j:j + SCALAR_BYTES], "little") for j in range(0, len(raw), SCALAR_BYTES)]
+    if any(s >= GROUP_ORDER for s in out):
+        raise InvalidGroupElementError("scalar vector holds a value at or above the group order")
+    return out
 
 
 def point_sum(points) -> bytes:
@@ -237,11 +265,27 @@ def pack(values: np.ndarray, value_bits: int) -> list[int]:
     return out
 
 
+def unpack(scalars, value_bits: int, count: int) -> np.ndarray:
+    """Inverse of :func:`pack` for non-negative slot values: the first ``count`` slots as int64.
+
+    Each slot is read as its ``value_bits + 1`` bits; bits above the last slot are ignored.
+    """
+    width, slots = slot_layout(value_bits)
+    mask = (1 << width) - 1
+    out = [(s >> (width * k)) & mask for s in scalars for k in range(slots)]
+    return np.asarray(out[:count], dtype=np.int64)
+
+
+def msm(scalars) -> bytes:
+    """``sum_k scalars_k * G_k`` (a multi-scalar multiplication over the message generators)."""
+    scalars = list(scalars)
+    gens = generators(len(scalars))
+    return point_sum(point_mul(s, g) for s, g in zip(scalars, gens, strict=True) if s % GROUP_ORDER)
+
+
 def commit_message(values: np.ndarray, value_bits: int) -> bytes:
     """The message part ``sum_k pack(values)_k * G_k`` of a vector Pedersen commitment."""
-    scalars = pack(values, value_bits)
-    gens = generators(len(scalars))
-    return point_sum(point_mul(s, g) for s, g in zip(scalars, gens, strict=True) if s)
+    return msm(pack(values, value_bits))
 
 
 def commit(values: np.ndarray, value_bits: int, randomness: int) -> bytes:

@@ -98,12 +98,14 @@ class ExcludedError(VerificationError):
     """The client uploaded in the round but the servers' final participant list leaves it out.
 
     ``aggregate0`` and ``aggregate1`` are the two servers' signed aggregates, each naming the final
-    list: evidence of the exclusion that anyone holding the servers' public keys can check.
+    list: evidence of the exclusion that anyone holding the servers' public keys can check. ``reason``
+    is the reason both aggregates give (``"inconsistent upload"``: the upload failed the servers'
+    consistency check; ``"reached one server only"``).
     """
 
-    def __init__(self, message: str, *, aggregate0: bytes = b"", aggregate1: bytes = b"") -> None:
+    def __init__(self, message: str, *, aggregate0: bytes = b"", aggregate1: bytes = b"", reason: str = "") -> None:
         super().__init__(message)
-        self.aggregate0, self.aggregate1 = aggregate0, aggregate1
+        self.aggregate0, self.aggregate1, self.reason = aggregate0, aggregate1, reason
 
     def verify(self, *, client: bytes, s0: bytes, s1: bytes, session: bytes) -> tuple[int, tuple[bytes, ...]]:
         """Check the evidence as a third party: see :func:`janus_sa.protocol.check_exclusion`.

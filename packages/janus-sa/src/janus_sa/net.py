@@ -109,6 +109,7 @@ class ServerNode:
         An agreed round's aggregate (and seal) is rebuilt from the replayed log, byte for byte (Ed25519
         is deterministic). S0 restarted before agreement cannot know which uploads S1 holds for clients
         that may have retried elsewhere, so it lists that round as failed and coordinates the next one.
+        A sketch round S0 agreed but had not sealed is left to :meth:`resume` (``coordinate`` calls it).
         """
         s = self.server
         if s.round_ is None:
@@ -120,6 +121,55 @@ class ServerNode:
         elif isinstance(s, AggregationServer):
             self.failed.add(s.round_)
             log.warning("round %d was open when S0 stopped; it is marked failed", s.round_)
+
+    def resume(self, *, timeout: float = 30.0, stop: threading.Event | None = None) -> bool:
+        """S0 after a restart: finish a sketch round that was agreed but not sealed, or list it failed.
+
+        S0 repeats the seal exchange with S1 (its seal commitment is derived from its key and its agreed
+        value, so it is the same one S1 may already hold, and S1 accepts it again), publishes its seal
+        and waits up to ``timeout`` seconds for the participants' sketch commitments. If S1 cannot be
+        reached, refuses, or answers with a commitment S0 refuses, or the commitments do not arrive, the
+        round goes to :attr:`failed` (clients get :class:`RoundFailedError`).
+
+        Returns
+        -------
+        bool
+            True when a round was resumed and produced its aggregate, False otherwise (nothing to
+            resume, or the round is now listed failed).
+        """
+        s = self.server
+        with self.lock:
+            rnd = s.round_
+            pending = (isinstance(s, AggregationServer) and s.config.mode == "sketch" and self.peer is not None
+                       and s.participants_ is not None and "seal" not in self.finished.get(rnd, {})
+                       and rnd not in self.failed)
+        if not pending:
+            return False
+        stop = stop or threading.Event()
+        try:
+            with self.lock:
+                own_commit = s.seal_commit()
+            peer_commit = self.peer.call("SealCommit", own_commit)
+            with self.lock:
+                self.finished.setdefault(rnd, {})["seal"] = s.seal(peer_commit)
+                self._maybe_finish()
+            deadline = time.monotonic() + timeout
+            while not stop.is_set():
+                with self.lock:
+                    if "aggregate" in self.finished.get(rnd, {}):
+                        log.info("round %d resumed after a restart and finished", rnd)
+                        return True
+                if time.monotonic() > deadline:
+                    raise errors.IncompleteRoundError("participants did not all send their sketch commitments in time")
+                stop.wait(0.05)
+            raise errors.IncompleteRoundError("stopped while resuming the round")
+        except JanusError as err:
+            with self.lock:
+                self.finished.pop(rnd, None)
+                self.failed.add(rnd)
+            log.warning("round %d could not be resumed after a restart (%s: %s); it is marked failed",
+                        rnd, type(err).__name__, err)
+            return False
 
     # --- RPC handlers (bytes -> bytes) ------------------------------------------------------------
     def Announcement(self, req: bytes) -> bytes:
@@ -231,6 +281,7 @@ class ServerNode:
         assert isinstance(self.server, AggregationServer) and self.peer is not None
         stop = stop or threading.Event()
         done: list[int] = []
+        self.resume(timeout=round_timeout, stop=stop)  # a sketch round agreed before a restart
         start = first_round if first_round is not None else (self.server.round_ or 0) + 1
         for rnd in range(start, start + rounds):
             if stop.is_set():

@@ -8,17 +8,20 @@ Round ``t`` (see README, "Protocol spec"):
 1. S0 and S1 each sign ``ANNOUNCE(t, model_digest, config_digest)``; a client accepts the round only if
    both announcements carry the same model digest (model-inconsistency check).
 2. Client ``i`` quantises its update to codes ``x_i`` in ``[0, Q)``, draws two one-time seeds,
-   ``seed1 -> (mask k_i, scalar r_i)`` and ``seed0 -> scalar s_i``, and sends
-   ``UPLOAD0 = (y_i = x_i + k_i mod M, C_i = x_i.G + r_i H, Enc_S0(seed0))`` to S0 and
-   ``UPLOAD1 = (Enc_S1(seed1), C'_i = x_i.G + s_i H)`` to S1. Neither server knows the randomness of
-   the commitment it holds, so each commitment is perfectly hiding towards its holder.
-3. S0 and S1 exchange signed participant sets and aggregate over the intersection ``P``:
+   ``seed1 -> (pad k_i, scalar r_i)`` and ``seed0 -> scalar s_i``, and sends
+   ``UPLOAD0 = (y_i = pack(x_i) + k_i mod l, C_i = x_i.G + r_i H, Enc_S0(seed0))`` to S0 and
+   ``UPLOAD1 = (Enc_S1(seed1), C'_i = x_i.G + s_i H)`` to S1 (the pad acts on the packed scalars, in
+   the group order ``l``). Neither server knows the randomness of the commitment it holds, so each
+   commitment is perfectly hiding towards its holder.
+3. S0 and S1 exchange signed participant sets with two consistency points per client
+   (``C_i - Y_i, Y_i + s_i H`` from S0, ``r_i H - K_i, C'_i + K_i`` from S1, ``Y_i = y_i.G``,
+   ``K_i = k_i.G``), drop a client whose points differ, and aggregate over the rest ``P``:
    S0 returns ``(Y, C = sum C_i, S = sum s_i)``, S1 returns ``(K, C' = sum C'_i, R = sum r_i)``.
-4. The client computes ``X = Y - K mod M`` and accepts iff ``C = X.G + R H`` and ``C' = X.G + S H``,
+4. The client computes ``X = Y - K`` and accepts iff ``C = X.G + R H`` and ``C' = X.G + S H``,
    both servers name the same ``P`` and model digest. A single cheating server would have to find
    ``log_H(G)``.
 
-Sketch mode (our deviation, for large ``l``): step 2 sends no commitment; after step 3 both servers
+Sketch mode (our deviation, for large ``l``): masks are mod ``M`` per coordinate; step 2 sends no commitment; after step 3 both servers
 sign a SEAL (digest of ``Y`` resp. ``K``); the challenge is the hash of both seals, it selects a
 ``k x l`` Rademacher matrix ``A``, and each client commits to ``A x_i`` instead of ``x_i``.
 """
@@ -36,12 +39,13 @@ import msgpack
 import numpy as np
 
 from janus_sa import crypto
-from janus_sa.crypto import H, ServerKeys, ServerPublicKeys, SigningKey, point_add, point_mul, sha256
+from janus_sa.crypto import H, ServerKeys, ServerPublicKeys, SigningKey, point_add, point_mul, point_sub, sha256
 from janus_sa.errors import (
     AggregateMismatchError,
     ConfigError,
     ExcludedError,
     IncompleteRoundError,
+    JanusError,
     MalformedMessageError,
     ModelInconsistencyError,
     NotEnrolledError,
@@ -145,9 +149,28 @@ class JanusConfig:
              q.modulus_range, self.threshold]))
 
     @property
+    def mask_scalars(self) -> int:
+        """Exact mode: scalars of a packed vector (``ceil(l / slots)``, 7 codes per scalar at ``M = 2**32``)."""
+        return -(-self.dim // crypto.slot_layout(self.modulus_bits)[1])
+
+    @property
+    def masked_words(self) -> int:
+        """Length of a masked vector or mask sum in uint32 words.
+
+        Sketch mode: ``l`` codes mod ``M``; exact mode: ``mask_scalars`` packed scalars mod the group
+        order, 8 words each.
+        """
+        return 8 * self.mask_scalars if self.mode == "exact" else self.dim
+
+    @property
+    def max_words(self) -> int:
+        """Longest uint32 vector any client-facing message carries."""
+        return max(self.dim, self.masked_words)
+
+    @property
     def max_message_bytes(self) -> int:
         """Upper bound on any client- or server-to-client message (a vector plus fixed fields)."""
-        return 4 * self.dim + 1024
+        return 4 * self.max_words + 1024
 
     def committed_values(self, codes: np.ndarray, challenge: bytes | None) -> np.ndarray:
         """What is committed for a code vector: the codes themselves, or their projections."""
@@ -363,6 +386,22 @@ def check_exclusion(aggregate0: bytes, aggregate1: bytes, *, client: bytes, s0: 
         raise VerificationError("the client is in the final participant list: this is no evidence of exclusion")
     return a0.round, tuple(ids)
 
+#: reason codes of the ``excluded`` list in both aggregates
+EXCLUSION_REASONS = {1: "inconsistent upload", 2: "reached one server only"}
+
+
+def _excluded(a0: Message, a1: Message) -> dict[bytes, str]:
+    """The excluded clients and reasons, which both aggregates must name identically."""
+    ex, why = a0.body["excluded"], a0.body["reasons"]
+    if (ex, why) != (a1.body["excluded"], a1.body["reasons"]):
+        raise ParticipantSetMismatchError("S0 and S1 name different excluded clients or reasons")
+    if len(why) != len(ex) or any(b not in EXCLUSION_REASONS for b in why):
+        raise MalformedMessageError("the excluded list needs one known reason code per client")
+    if set(ex) & set(a0.body["ids"]):
+        raise ParticipantSetMismatchError("a client is named both as a participant and as excluded")
+    return {c: EXCLUSION_REASONS[b] for c, b in zip(ex, why, strict=True)}
+
+
 @dataclass(frozen=True)
 class RoundResult:
     """A verified aggregate.
@@ -370,7 +409,11 @@ class RoundResult:
     ``sum_codes`` (l,) int64 is the exact integer sum of the participants' codes; ``sum`` and ``mean``
     (l,) float64 are its dequantisation (error per coordinate at most ``error_bound``);
     ``min_participants`` is the threshold ``t`` the round was checked against (``n_participants >= t``);
-    ``included`` says whether this client's upload is in the final participant list both servers signed.
+    ``included`` says whether this client's upload is in the final participant list both servers signed;
+    ``excluded`` maps each client both servers left out to the reason they signed (``"inconsistent upload"``:
+    its upload failed the servers' consistency check; ``"reached one server only"``).
+    ``error_bound`` holds when every participant is honest: without a range proof a participant can
+    contribute codes outside ``[0, quantization_range)`` that the servers cannot see (README, threat model).
     """
 
     round: int
@@ -382,6 +425,7 @@ class RoundResult:
     error_bound: float
     min_participants: int
     included: bool
+    excluded: dict = field(default_factory=dict)
 
 
 class JanusClient:
@@ -434,8 +478,8 @@ class JanusClient:
         self.roster_ = checked
 
     def _decode(self, data: bytes, mtype: MsgType, server: bytes) -> Message:
-        extra = 34 * len(self.roster_.members) + 64 if self.roster_ is not None else 0
-        msg = decode(data, max_bytes=self.config.max_message_bytes + extra, max_dim=self.config.dim,
+        extra = 35 * len(self.roster_.members) + 96 if self.roster_ is not None else 0
+        msg = decode(data, max_bytes=self.config.max_message_bytes + extra, max_dim=self.config.max_words,
                      session=self.session, expect=(mtype,))
         msg.verify(expected_sender=server)
         return msg
@@ -487,14 +531,18 @@ class JanusClient:
             raise ConfigError(f"update must have shape ({cfg.dim},), got {update.shape}")
         codes = cfg.quantizer.quantize(update)
         seed0, seed1 = crypto.new_seed(), crypto.new_seed()
-        modulus = cfg.quantizer.modulus_range
-        mask = crypto.expand_mask(seed1, cfg.dim, modulus)
-        masked = ((codes.astype(np.uint64) + mask) & np.uint64(modulus - 1)).astype(np.uint32)
         r, s = crypto.expand_scalar(seed1, b"r"), crypto.expand_scalar(seed0, b"s")
         c0 = c1 = b""
-        if cfg.mode == "exact":
-            m = crypto.commit_message(codes, cfg.value_bits)
+        if cfg.mode == "exact":  # one-time pad on the packed scalars, in the commitment's own group
+            packed = crypto.pack(codes, cfg.value_bits)
+            pad = crypto.expand_scalars(seed1, b"mask-scalars", len(packed))
+            masked = crypto.scalars_to_words([(a + b) % crypto.GROUP_ORDER for a, b in zip(packed, pad, strict=True)])
+            m = crypto.msm(packed)
             c0, c1 = point_add(m, point_mul(r, H)), point_add(m, point_mul(s, H))
+        else:
+            modulus = cfg.quantizer.modulus_range
+            mask = crypto.expand_mask(seed1, cfg.dim, modulus)
+            masked = ((codes.astype(np.uint64) + mask) & np.uint64(modulus - 1)).astype(np.uint32)
         self._secrets = {"codes": codes, "r": r, "s": s}
         rnd, sess = self.round_, self.session
         ct0 = crypto.seal_seed(self.s0.kem, seed0, _seed_context(sess, rnd, self.id, 0))
@@ -557,8 +605,8 @@ class JanusClient:
             if a.body["model_digest"] != self.model_digest_:
                 raise ModelInconsistencyError(
                     f"{'S0' if a is a0 else 'S1'} aggregated for a model other than the one announced")
-            if a.body["value"].shape != (cfg.dim,):
-                raise MalformedMessageError(f"aggregate has {a.body['value'].size} coordinates, expected {cfg.dim}")
+            if a.body["value"].shape != (cfg.masked_words,):
+                raise MalformedMessageError(f"aggregate has {a.body['value'].size} words, expected {cfg.masked_words}")
         pd, n, ids = a0.body["participants_digest"], a0.body["n"], a0.body["ids"]
         if (pd, n, ids) != (a1.body["participants_digest"], a1.body["n"], a1.body["ids"]):
             raise ParticipantSetMismatchError("S0 and S1 aggregated over different client sets")
@@ -566,13 +614,16 @@ class JanusClient:
             raise ParticipantSetMismatchError("the aggregates' participant list does not match their digest and n")
         if not self._round_roster.member_set.issuperset(ids):
             raise ParticipantSetMismatchError("the participant list names a key outside the roster")
+        excluded = _excluded(a0, a1)
         if n < cfg.threshold:
             raise TooFewParticipantsError(f"the servers aggregated {n} clients; this deployment accepts no fewer "
                                           f"than min_participants={cfg.threshold}")
         included = self.id in ids
         if self._secrets is not None and not included:
-            raise ExcludedError("this client uploaded but both servers' final participant list leaves it out",
-                                aggregate0=bytes(aggregate0), aggregate1=bytes(aggregate1))
+            why = excluded.get(self.id, "not named by the servers")
+            raise ExcludedError(f"this client uploaded but both servers' final participant list leaves it out "
+                                f"(reason both servers signed: {why})", aggregate0=bytes(aggregate0),
+                                aggregate1=bytes(aggregate1), reason=why)
         cfg.quantizer.check_capacity(n)
         y, k = a0.body["value"], a1.body["value"]
         challenge = None
@@ -586,9 +637,18 @@ class JanusClient:
                 raise SealMismatchError("S0's aggregate differs from the value it sealed")
             if sha256(k.astype("<u4").tobytes()) != s1m.body["value_digest"]:
                 raise SealMismatchError("S1's mask sum differs from the value it sealed")
-        modulus = cfg.quantizer.modulus_range
-        x = (y.astype(np.int64) - k.astype(np.int64)) % modulus
-        xg = crypto.commit_message(cfg.committed_values(x, challenge), cfg.value_bits)
+        if cfg.mode == "exact":  # packed scalars: X = Y - K in the group order, then read the slots
+            try:
+                ys, ks = crypto.words_to_scalars(y), crypto.words_to_scalars(k)
+            except JanusError as err:
+                raise MalformedMessageError(f"an aggregate is not a vector of canonical scalars: {err}") from err
+            xp = [(a - b) % crypto.GROUP_ORDER for a, b in zip(ys, ks, strict=True)]
+            xg = crypto.msm(xp)
+            x = crypto.unpack(xp, cfg.value_bits, cfg.dim)
+        else:
+            modulus = cfg.quantizer.modulus_range
+            x = (y.astype(np.int64) - k.astype(np.int64)) % modulus
+            xg = crypto.commit_message(cfg.committed_values(x, challenge), cfg.value_bits)
         if a0.body["commitment"] != point_add(xg, point_mul(a1.body["randomness"], H)):
             raise AggregateMismatchError("the unmasked aggregate does not open S0's aggregated commitment")
         if a1.body["commitment"] != point_add(xg, point_mul(a0.body["randomness"], H)):
@@ -596,7 +656,7 @@ class JanusClient:
         total = cfg.quantizer.dequantize_sum(x, n)
         return RoundResult(round=self.round_, n_participants=n, participants_digest=pd, sum_codes=x,
                            sum=total, mean=total / n, error_bound=cfg.quantizer.error_bound(n),
-                           min_participants=cfg.threshold, included=included)
+                           min_participants=cfg.threshold, included=included, excluded=excluded)
 
 
 class _Server(ABC):
@@ -689,6 +749,7 @@ class _Server(ABC):
         self.peer_seal_commit_msg_: bytes | None = None
         self._check_cache: dict[bytes, bytes] | None = None
         self.inconsistent_: tuple[bytes, ...] = ()
+        self.excluded_: tuple[tuple[bytes, int], ...] = ()
         self._value: np.ndarray | None = None
         self._randomness = 0
         self._commitment = crypto.IDENTITY
@@ -770,7 +831,7 @@ class _Server(ABC):
 
     def receive(self, data: bytes) -> None:
         """Accept a client message (an upload, or a sketch commitment); raises on anything invalid."""
-        msg = decode(data, max_bytes=self.config.max_message_bytes, max_dim=self.config.dim,
+        msg = decode(data, max_bytes=self.config.max_message_bytes, max_dim=self.config.max_words,
                      session=self.session, expect=(self.upload_type, MsgType.SKETCH_COMMIT))
         _check_round(msg, self.round_)
         msg.verify()
@@ -810,10 +871,11 @@ class _Server(ABC):
     def participants(self) -> bytes:
         """Close the round and return the signed PARTICIPANTS message of every upload this server accepted.
 
-        In exact mode it also carries one consistency value per client (in id order): S0 sends
-        ``C_i + s_i H`` and S1 sends ``C'_i + r_i H``. Both equal ``Com(x_i; r_i + s_i)`` exactly when the
-        client committed to the same ``x_i`` towards both servers; each is computable by the peer from
-        what it already holds when the client is honest, so it reveals nothing new about ``x_i``.
+        In exact mode it also carries two consistency points per client (in id order). With ``Y_i`` and
+        ``K_i`` the message parts (``sum_k v_k G_k``) of the client's masked vector and pad, S0 sends
+        ``(C_i - Y_i, Y_i + s_i H)`` and S1 sends ``(r_i H - K_i, C'_i + K_i)``. The pairs are equal exactly
+        when both commitments open to ``y_i - k_i``, the vector the masked upload carries; for an honest
+        client the peer computes each point itself from what it holds, so they reveal nothing about ``x_i``.
         """
         self.close()
         ids = sorted(self.uploads_)
@@ -840,7 +902,7 @@ class _Server(ABC):
             raise ProtocolError("the participant set of the current round is already fixed")
         self.close()
         peer_ids, blob = msg.body["ids"], msg.body["checks"]
-        width = crypto.POINT_BYTES if self.config.mode == "exact" else 0
+        width = 2 * crypto.POINT_BYTES if self.config.mode == "exact" else 0
         if len(blob) != width * len(peer_ids):
             raise MalformedMessageError(f"PARTICIPANTS carries {len(blob)} bytes of checks for {len(peer_ids)} ids; "
                                         f"expected {width} per id")
@@ -850,10 +912,12 @@ class _Server(ABC):
             peer = {c: blob[width * j:width * (j + 1)] for j, c in enumerate(peer_ids)}
             self.inconsistent_ = tuple(sorted(c for c in both if own[c] != peer[c]))
             if self.inconsistent_:
-                log.warning("round %d: %d clients committed to different values towards S0 and S1; excluded",
-                            self.round_, len(self.inconsistent_))
+                log.warning("round %d: %d uploads failed the consistency check (commitments disagree with each "
+                            "other or with the masked vector); excluded", self.round_, len(self.inconsistent_))
             both -= set(self.inconsistent_)
         agreed = tuple(sorted(both))
+        one_side = (set(self.uploads_) | set(peer_ids)) - set(agreed) - set(self.inconsistent_)
+        self.excluded_ = tuple(sorted([(c, 1) for c in self.inconsistent_] + [(c, 2) for c in one_side]))
         if len(agreed) < self.config.threshold:
             raise TooFewParticipantsError(
                 f"{len(agreed)} clients reached both servers (own {len(self.uploads_)}, peer lists "
@@ -922,7 +986,9 @@ class _Server(ABC):
         return encode(self.aggregate_type, self.session, self.round_,
                       {"participants_digest": participants_digest(agreed), "n": len(agreed),
                        "model_digest": self.model_digest_, "value": self._value, "commitment": commitment,
-                       "randomness": crypto.scalar_bytes(self._randomness), "ids": agreed}, self.keys.sign)
+                       "randomness": crypto.scalar_bytes(self._randomness), "ids": agreed,
+                       "excluded": [c for c, _ in self.excluded_], "reasons": bytes(b for _, b in self.excluded_)},
+                      self.keys.sign)
 
     def _open_seed(self, msg: Message) -> bytes:
         return self.keys.kem.open_seed(msg.body["seed_ct"],
@@ -953,23 +1019,35 @@ class AggregationServer(_Server):
     aggregate_type = MsgType.AGGREGATE0
 
     def _accept_upload(self, msg: Message) -> dict:
-        if msg.body["masked"].shape != (self.config.dim,):
-            raise MalformedMessageError(f"masked update has {msg.body['masked'].size} coordinates, "
-                                        f"the round expects {self.config.dim}")
-        s = crypto.expand_scalar(self._open_seed(msg), b"s")
-        return {"masked": msg.body["masked"], "commitment": msg.body["commitment"], "s": s}
+        words = self.config.masked_words
+        if msg.body["masked"].shape != (words,):
+            raise MalformedMessageError(f"masked update has {msg.body['masked'].size} words, "
+                                        f"the round expects {words}")
+        up = {"masked": msg.body["masked"], "commitment": msg.body["commitment"]}
+        if self.config.mode == "exact":
+            try:
+                up["scalars"] = crypto.words_to_scalars(msg.body["masked"])
+            except JanusError as err:
+                raise MalformedMessageError(f"masked update: {err}") from err
+        up["s"] = crypto.expand_scalar(self._open_seed(msg), b"s")
+        return up
 
     def _check_value(self, cid: bytes) -> bytes:
         up = self.uploads_[cid]
-        return point_add(up["commitment"], point_mul(up["s"], H))
+        y = crypto.msm(up["scalars"])
+        return point_sub(up["commitment"], y) + point_add(y, point_mul(up["s"], H))
 
     def _aggregate_uploads(self, agreed: tuple[bytes, ...]) -> None:
-        modulus = self.config.quantizer.modulus_range
-        acc = np.zeros(self.config.dim, dtype=np.uint64)
-        for c in agreed:
-            acc += self.uploads_[c]["masked"]
-            acc &= np.uint64(modulus - 1)
-        self._value = acc.astype(np.uint32)
+        if self.config.mode == "exact":
+            self._value = crypto.scalars_to_words(
+                sum(v) % crypto.GROUP_ORDER for v in zip(*(self.uploads_[c]["scalars"] for c in agreed), strict=True))
+        else:
+            modulus = self.config.quantizer.modulus_range
+            acc = np.zeros(self.config.dim, dtype=np.uint64)
+            for c in agreed:
+                acc += self.uploads_[c]["masked"]
+                acc &= np.uint64(modulus - 1)
+            self._value = acc.astype(np.uint32)
         self._randomness = sum(self.uploads_[c]["s"] for c in agreed) % crypto.GROUP_ORDER
         if self.config.mode == "exact":
             self._commitment = crypto.point_sum(self.uploads_[c]["commitment"] for c in agreed)
@@ -988,17 +1066,25 @@ class MaskServer(_Server):
     def _accept_upload(self, msg: Message) -> dict:
         return {"seed": self._open_seed(msg), "commitment": msg.body["commitment"]}
 
+    def _pad(self, cid: bytes) -> list[int]:
+        return crypto.expand_scalars(self.uploads_[cid]["seed"], b"mask-scalars", self.config.mask_scalars)
+
     def _check_value(self, cid: bytes) -> bytes:
         up = self.uploads_[cid]
-        return point_add(up["commitment"], point_mul(crypto.expand_scalar(up["seed"], b"r"), H))
+        k = crypto.msm(self._pad(cid))
+        return point_sub(point_mul(crypto.expand_scalar(up["seed"], b"r"), H), k) + point_add(up["commitment"], k)
 
     def _aggregate_uploads(self, agreed: tuple[bytes, ...]) -> None:
-        modulus = self.config.quantizer.modulus_range
-        acc = np.zeros(self.config.dim, dtype=np.uint64)
-        for c in agreed:
-            acc += crypto.expand_mask(self.uploads_[c]["seed"], self.config.dim, modulus)
-            acc &= np.uint64(modulus - 1)
-        self._value = acc.astype(np.uint32)
+        if self.config.mode == "exact":
+            self._value = crypto.scalars_to_words(
+                sum(v) % crypto.GROUP_ORDER for v in zip(*(self._pad(c) for c in agreed), strict=True))
+        else:
+            modulus = self.config.quantizer.modulus_range
+            acc = np.zeros(self.config.dim, dtype=np.uint64)
+            for c in agreed:
+                acc += crypto.expand_mask(self.uploads_[c]["seed"], self.config.dim, modulus)
+                acc &= np.uint64(modulus - 1)
+            self._value = acc.astype(np.uint32)
         self._randomness = sum(crypto.expand_scalar(self.uploads_[c]["seed"], b"r") for c in agreed) \
             % crypto.GROUP_ORDER
         if self.config.mode == "exact":

@@ -55,7 +55,12 @@ class Quantizer:
         return (self.modulus_range - 1) // (self.quantization_range - 1)
 
     def error_bound(self, n: int) -> float:
-        """Worst-case absolute error per coordinate of a dequantised sum of ``n`` unclipped inputs."""
+        """Worst-case absolute error per coordinate of a dequantised sum of ``n`` unclipped inputs.
+
+        Valid only when every summand is an honest client's code in ``[0, quantization_range)``: the
+        protocol has no range proof, so a malicious participant can contribute out-of-range codes that
+        pass verification, and the sum can then be off by far more than this bound.
+        """
         return n * self.step / 2.0
 
     def check_capacity(self, n: int) -> None:

@@ -62,7 +62,8 @@ class MsgType(IntEnum):
 # "u32vec" little-endian uint32 array; ("int", lo, hi); "ids" sorted unique list of 32-byte ids;
 # "blob" bytes of any length (bounded by the message limit)
 _AGG = [("participants_digest", ("b", 32)), ("n", ("int", 0, 2**32)), ("model_digest", ("b", 32)),
-        ("value", "u32vec"), ("commitment", "point"), ("randomness", "scalar"), ("ids", "ids")]
+        ("value", "u32vec"), ("commitment", "point"), ("randomness", "scalar"), ("ids", "ids"),
+        ("excluded", "ids"), ("reasons", "blob")]
 SCHEMAS: dict[MsgType, list[tuple[str, Any]]] = {
     MsgType.ANNOUNCE: [("model_digest", ("b", 32)), ("config_digest", ("b", 32)), ("roster_digest", ("b", 32))],
     MsgType.UPLOAD0: [("model_digest", ("b", 32)), ("masked", "u32vec"),
