@@ -1,15 +1,43 @@
-"""Class-wise feature attribution and the cross-class score (CAS) across adversarial training, with PGD-AT, TRADES and soft labels.
+"""Class-wise feature attribution and the cross-class score (CAS) across adversarial training.
 
-The public API is listed in ``__all__``; nothing heavy is imported here.
+Attacks matching torchattacks (:mod:`crossclass_at.attacks`), the paper's attribution matrix, correlation
+matrix and CAS (:mod:`crossclass_at.attribution`) and small models with a linear head
+(:mod:`crossclass_at.models`). Nothing heavy is imported here beyond torch.
 """
 
 from importlib.metadata import PackageNotFoundError, version
 
-from crossclass_at.method import BootstrapInterval, bootstrap_mean
+from crossclass_at.attacks import FGSM, PGD, Normalized, TradesKL, bn_mode, robust_accuracy
+from crossclass_at.attribution import CASMonitor, cas, class_attribution, correlation_matrix, find_head
+from crossclass_at.losses import Distillation, LabelSmoothing, SelfDistillation, ema_update, trades_loss
+from crossclass_at.models import DigitsCNN, DigitsMLP, PreActResNet18
+from crossclass_at.trainer import AdversarialTrainer
 
 try:
     __version__ = version("crossclass-at")
 except PackageNotFoundError:  # source tree without install
     __version__ = "0.0.0"
 
-__all__ = ["BootstrapInterval", "__version__", "bootstrap_mean"]
+__all__ = [
+    "FGSM",
+    "AdversarialTrainer",
+    "Distillation",
+    "LabelSmoothing",
+    "SelfDistillation",
+    "PGD",
+    "CASMonitor",
+    "DigitsCNN",
+    "DigitsMLP",
+    "Normalized",
+    "PreActResNet18",
+    "TradesKL",
+    "__version__",
+    "bn_mode",
+    "cas",
+    "class_attribution",
+    "correlation_matrix",
+    "find_head",
+    "ema_update",
+    "robust_accuracy",
+    "trades_loss",
+]

@@ -1,119 +1,202 @@
-"""The ``demo`` and ``reproduce`` commands.
+"""The ``demo`` and ``reproduce`` commands, on scikit-learn's digits.
 
-``demo`` puts the bootstrap interval beside the Student-t interval on the target of the synthetic
-``friedman1`` regression set (Friedman, 1991) at growing sample sizes; ``reproduce`` measures the coverage of both intervals
-over independent replications of a normal sample whose mean is known.
+``demo`` trains one PGD-AT model, records CAS per epoch (:class:`~crossclass_at.CASMonitor`) beside
+held-out robust accuracy, and draws the correlation matrices of the best and the last checkpoints.
+``reproduce`` runs PGD-AT, TRADES, label smoothing and self-distillation for three seeds, long enough to
+overfit, and applies the rules fixed in ``studies/reproduce-protocol.md``.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
+import torch
 from icml25_shared.cli import RunContext, progress
-from icml25_shared.data import load
-from icml25_shared.random import check_random_state, spawn
-from icml25_shared.stats import t_interval, wilson_interval
+from icml25_shared.random import child_seeds
 
-from crossclass_at.method import bootstrap_mean
+from crossclass_at.attacks import PGD, robust_accuracy
+from crossclass_at.attribution import CASMonitor, _attribution_pass, cas, correlation_matrix
+from crossclass_at.data import load_digits_split
+from crossclass_at.losses import LabelSmoothing, SelfDistillation
+from crossclass_at.models import DigitsCNN, DigitsMLP
+from crossclass_at.trainer import AdversarialTrainer
 
-__all__ = ["coverage", "demo", "reproduce"]
+__all__ = ["PROTOCOL", "VARIANTS", "demo", "reproduce", "run_variant"]
 
-DEMO_SIZES = (25, 50, 100, 200, 400)
-REPRODUCE_SIZES = (10, 30, 100)
-
-
-def demo(ctx: RunContext) -> None:
-    """Bootstrap and t intervals of the ``friedman1`` target mean; writes a table, JSON and a PNG.
-
-    Parameters
-    ----------
-    ctx : RunContext
-        Output folder, seed and the quick flag (two sizes instead of five).
-    """
-    sizes = DEMO_SIZES[:2] if ctx.quick else DEMO_SIZES
-    data = load("friedman1", n_samples=max(sizes), seed=ctx.seed)
-    rows = []
-    # One independent resampling stream per size: adding a size never changes the others' intervals.
-    for n, rng in progress(zip(sizes, spawn(ctx.seed, len(sizes)), strict=True), desc="demo", total=len(sizes)):
-        boot, student = bootstrap_mean(data.y[:n], random_state=rng), t_interval(data.y[:n])
-        rows.append({"n": n, "mean": boot.estimate, "bootstrap low": boot.low, "bootstrap high": boot.high,
-                     "t low": student.low, "t high": student.high})
-    ctx.write_table(rows, headers=list(rows[0]))
-    ctx.write_json({"dataset": "friedman1", "seed": ctx.seed, "rows": rows})
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 3))
-    ns = np.array([r["n"] for r in rows], dtype=float)
-    ax.fill_between(ns, [r["t low"] for r in rows], [r["t high"] for r in rows], alpha=0.3, label="t interval")
-    ax.plot(ns, [r["bootstrap low"] for r in rows], "k--", label="bootstrap interval")
-    ax.plot(ns, [r["bootstrap high"] for r in rows], "k--")
-    ax.plot(ns, [r["mean"] for r in rows], "o-", label="mean")
-    ax.set_xscale("log")
-    ax.set_xlabel("n")
-    ax.set_ylabel("target mean")
-    ax.legend()
-    ctx.save_figure(fig)
+#: Sizes of the runs. ``quick`` is the protocol's run; ``full`` doubles the epochs.
+PROTOCOL: dict[str, dict[str, Any]] = {
+    "quick": {"seeds": 3, "n_train": 300, "hidden": 256, "eps": 0.1, "steps": 10, "epochs": 100, "batch_size": 64,
+              "lr": 0.1, "eval_steps": 20, "monitor_every": 5},
+    "full": {"seeds": 3, "n_train": 300, "hidden": 256, "eps": 0.1, "steps": 10, "epochs": 200, "batch_size": 64,
+             "lr": 0.1, "eval_steps": 20, "monitor_every": 5},
+}
+DEMO = {"n_train": 300, "hidden": 128, "eps": 0.1, "steps": 5, "epochs": 12, "batch_size": 32, "lr": 0.1,
+        "eval_steps": 10, "monitor_every": 1}
+#: The compared objectives: name -> (method, soft labels given the epoch count).
+VARIANTS = ("pgd-at", "trades", "label-smoothing", "self-distillation")
 
 
-def coverage(n: int, replications: int, *, confidence: float = 0.95, n_resamples: int = 1000,
-             random_state: int | np.random.Generator | None = None) -> dict[str, float]:
-    """Share of replications whose bootstrap and t intervals cover the true mean of a N(1, 1) sample.
+def _objective(name: str, epochs: int) -> tuple[str, Any]:
+    if name == "pgd-at":
+        return "pgd-at", None
+    if name == "trades":
+        return "trades", None
+    if name == "label-smoothing":
+        return "pgd-at", LabelSmoothing(smoothing=0.1)
+    if name == "self-distillation":  # the official ramp (90, 110) of 200 epochs, scaled to the run
+        return "pgd-at", SelfDistillation(ema=0.999, T=1.5, lam=0.8,
+                                          ramp=(int(0.45 * epochs), max(int(0.55 * epochs), int(0.45 * epochs) + 1)))
+    raise ValueError(f"variant must be one of {VARIANTS}, got {name!r}")
+
+
+def run_variant(name: str, cfg: dict[str, Any], seed: int, *, split_seed: int = 0) -> dict[str, Any]:
+    """Train one variant on digits and return its curves and best / last summaries.
 
     Parameters
     ----------
-    n : int
-        Sample size of each replication.
-    replications : int
-        Independent replications (each with its own data and resampling stream).
-    confidence : float, default 0.95
-        Nominal two-sided coverage of both intervals.
-    n_resamples : int, default 1000
-        Bootstrap resamples per replication.
-    random_state : None, int or numpy Generator, default None
-        Root of the replications' streams.
+    name : str
+        One of :data:`VARIANTS`.
+    cfg : dict
+        Sizes (see :data:`PROTOCOL`).
+    seed : int
+        Seed of the model's initial weights and the trainer's streams.
+    split_seed : int, default 0
+        Seed of the train / val / test split.
 
     Returns
     -------
-    dict of str to float
-        ``bootstrap`` and ``t``: the observed coverage of each interval.
+    dict
+        ``history`` (per epoch), ``monitor_epochs``, ``cas``, ``test_robust`` (per monitored epoch),
+        ``best_epoch``, ``best_robust``, ``last_robust`` (held-out), ``cas_best``, ``cas_last``,
+        ``cas_peak_epoch``, ``C_best``, ``C_last``.
     """
-    rng = check_random_state(random_state)
-    hits = {"bootstrap": 0, "t": 0}
-    for stream in spawn(rng, replications):
-        sample = stream.normal(1.0, 1.0, size=n)
-        hits["bootstrap"] += bootstrap_mean(sample, confidence=confidence, n_resamples=n_resamples,
-                                            random_state=stream).contains(1.0)
-        hits["t"] += t_interval(sample, confidence).contains(1.0)
-    return {name: count / replications for name, count in hits.items()}
+    data = load_digits_split(n_train=cfg["n_train"], random_state=split_seed)
+    method, soft = _objective(name, cfg["epochs"])
+    init_seed, train_seed = child_seeds(seed, 2)
+    torch.manual_seed(init_seed)
+    model = DigitsCNN(width=cfg["hidden"]) if cfg.get("model") == "cnn" else DigitsMLP(hidden=cfg["hidden"])
+    attack = PGD(eps=cfg["eps"], steps=20)
+    monitor = CASMonitor(data.x_test, data.y_test, attack=attack, every=cfg["monitor_every"])
+    trainer = AdversarialTrainer(model, method=method, soft_labels=soft, eps=cfg["eps"], steps=cfg["steps"],
+                                 epochs=cfg["epochs"], batch_size=cfg["batch_size"], lr=cfg["lr"],
+                                 eval_steps=cfg["eval_steps"], callbacks=[monitor], random_state=train_seed)
+    trainer.fit(data.x_train, data.y_train, data.x_val, data.y_val)
+    best_model = trainer.best_model()
+    a_best, best_test_robust = _attribution_pass(best_model, data.x_test, data.y_test, head=None, on="adv",
+                                                 attack=attack, batch_size=100,
+                                                 generator=torch.Generator().manual_seed(monitor.seed))
+    c_best = correlation_matrix(a_best)
+    robust = [r["robust_accuracy"] for r in trainer.history_]
+    return {
+        "variant": name, "seed": seed, "history": trainer.history_, "monitor_epochs": monitor.epochs_,
+        "cas": monitor.cas_, "test_robust": monitor.robust_accuracy_, "best_epoch": trainer.best_epoch_,
+        "best_robust": robust[trainer.best_epoch_ - 1], "last_robust": robust[-1],
+        "best_test_robust": best_test_robust, "last_test_robust": monitor.robust_accuracy_[-1],
+        "cas_best": cas(c_best), "cas_last": monitor.cas_[-1],
+        "cas_peak_epoch": monitor.epochs_[int(np.argmax(monitor.cas_))],
+        "test_clean_last": robust_accuracy(trainer.model, data.x_test, data.y_test),
+        "C_best": c_best, "C_last": monitor.matrices_[-1],
+    }
 
 
-def reproduce(ctx: RunContext) -> None:
-    """Coverage of the 95% bootstrap and t intervals at n = 10, 30, 100; writes JSON, a table and a PNG.
+def _heatmaps(ctx: RunContext, run: dict[str, Any], name: str | None = None) -> None:
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
+    ax = axes[0]
+    ax.plot(run["monitor_epochs"], run["cas"], "o-", label="CAS (test, PGD-20)")
+    ax.set_xlabel("epoch")
+    ax.set_ylabel("CAS")
+    ax2 = ax.twinx()
+    ax2.plot([r["epoch"] for r in run["history"]], [r["robust_accuracy"] for r in run["history"]], "r-",
+             label="val robust acc")
+    ax2.axvline(run["best_epoch"], color="grey", ls="--", lw=0.8)
+    ax2.set_ylabel("robust accuracy")
+    ax.legend(loc="lower left", fontsize=7)
+    ax2.legend(loc="lower right", fontsize=7)
+    for ax, key, title in ((axes[1], "C_best", f"best (epoch {run['best_epoch']})"), (axes[2], "C_last", "last")):
+        im = ax.imshow(run[key], cmap="Blues", vmin=0, vmax=1)
+        ax.set_title(f"C, {title}")
+        fig.colorbar(im, ax=ax)
+    fig.tight_layout()
+    ctx.save_figure(fig, name)
+
+
+def demo(ctx: RunContext) -> None:
+    """One PGD-AT run on digits: CAS and robust accuracy per epoch, best and last correlation matrices.
 
     Parameters
     ----------
     ctx : RunContext
-        Output folder, seed and the quick flag (50 replications instead of 400).
+        Output folder, seed and the quick flag (5 epochs instead of 12).
     """
-    replications = 50 if ctx.quick else 400
-    results = {}
-    streams = spawn(ctx.seed, len(REPRODUCE_SIZES))
-    for n, stream in progress(zip(REPRODUCE_SIZES, streams, strict=True), desc="reproduce", total=len(streams)):
-        rates = coverage(n, replications, random_state=stream)
-        results[str(n)] = {}
-        for name, rate in rates.items():
-            ci = wilson_interval(round(rate * replications), replications)
-            results[str(n)][name] = {"coverage": rate, "low": ci.low, "high": ci.high}
-    ctx.write_json({"confidence": 0.95, "replications": replications, "seed": ctx.seed, "coverage": results})
-    ctx.write_table([[n, name, c["coverage"], c["low"], c["high"]] for n, by in results.items()
-                     for name, c in by.items()], headers=["n", "interval", "coverage", "Wilson low", "Wilson high"])
+    cfg = dict(DEMO, epochs=5) if ctx.quick else DEMO
+    run = run_variant("pgd-at", cfg, ctx.seed)
+    rows = [{"epoch": r["epoch"], "clean acc": r["clean_accuracy"], "robust acc": r["robust_accuracy"],
+             "CAS": r["cas"]} for r in run["history"]]
+    ctx.write_table(rows, headers=list(rows[0]))
+    ctx.write_json({"config": cfg, "seed": ctx.seed, **{k: v for k, v in run.items() if k != "history"},
+                    "rows": rows})
+    _heatmaps(ctx, run)
+
+
+def reproduce(ctx: RunContext) -> None:
+    """The protocol of ``studies/reproduce-protocol.md``: four objectives, three seeds, CAS vs robust overfitting.
+
+    Parameters
+    ----------
+    ctx : RunContext
+        Output folder, seed (root of the three run seeds) and the quick flag (100 epochs instead of 200).
+    """
+    cfg = PROTOCOL["quick" if ctx.quick else "full"]
+    seeds = child_seeds(ctx.seed, cfg["seeds"])
+    runs: dict[str, list[dict[str, Any]]] = {v: [] for v in VARIANTS}
+    jobs = [(v, s) for s in seeds for v in VARIANTS]
+    for variant, seed in progress(jobs, desc="reproduce", total=len(jobs)):
+        runs[variant].append(run_variant(variant, cfg, seed))
+    summary = _summarise(runs, cfg["epochs"])
+    ctx.write_json({"config": cfg, "seed": ctx.seed, "seeds": seeds, "summary": summary, "runs": runs})
+    ctx.write_table([[v, s["best_robust"], s["last_robust"], s["gap"], s["cas_best"], s["cas_last"],
+                      s["best_epoch"], s["cas_peak_epoch"]] for v, s in summary["variants"].items()],
+                    headers=["variant", "best robust", "last robust", "best - last", "CAS best", "CAS last",
+                             "best epochs", "CAS peak epochs"])
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(5, 3))
-    for name in ("bootstrap", "t"):
-        ax.plot(REPRODUCE_SIZES, [results[str(n)][name]["coverage"] for n in REPRODUCE_SIZES], "o-", label=name)
-    ax.axhline(0.95, color="grey", lw=0.8)
-    ax.set_xscale("log")
-    ax.set_xlabel("n")
-    ax.set_ylabel("coverage")
-    ax.legend()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
+    for v in VARIANTS:
+        ep = runs[v][0]["monitor_epochs"]
+        axes[0].plot(ep, np.mean([r["cas"] for r in runs[v]], axis=0), label=v)
+        axes[1].plot([h["epoch"] for h in runs[v][0]["history"]],
+                     np.mean([[h["robust_accuracy"] for h in r["history"]] for r in runs[v]], axis=0), label=v)
+    axes[0].set_ylabel("CAS (test, mean of seeds)")
+    axes[1].set_ylabel("val robust accuracy (mean of seeds)")
+    for ax in axes:
+        ax.set_xlabel("epoch")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
     ctx.save_figure(fig)
+    _heatmaps(ctx, runs["pgd-at"][0], "reproduce-heatmaps")
+
+
+def _summarise(runs: dict[str, list[dict[str, Any]]], epochs: int) -> dict[str, Any]:
+    out: dict[str, Any] = {"variants": {}}
+    for v, rs in runs.items():
+        out["variants"][v] = {
+            "best_robust": float(np.mean([r["best_robust"] for r in rs])),
+            "last_robust": float(np.mean([r["last_robust"] for r in rs])),
+            "gap": float(np.mean([r["best_robust"] - r["last_robust"] for r in rs])),
+            "cas_best": float(np.mean([r["cas_best"] for r in rs])),
+            "cas_last": float(np.mean([r["cas_last"] for r in rs])),
+            "best_epoch": [r["best_epoch"] for r in rs], "cas_peak_epoch": [r["cas_peak_epoch"] for r in rs],
+        }
+    at = runs["pgd-at"]
+    out["rules"] = {
+        "best_exceeds_last_all_seeds": all(r["best_robust"] > r["last_robust"] for r in at),
+        "cas_best_gt_last_seeds": sum(r["cas_best"] > r["cas_last"] for r in at),
+        "cas_peak_near_best_seeds": sum(abs(r["cas_peak_epoch"] - r["best_epoch"]) <= 0.1 * epochs for r in at),
+        "soft_labels": {v: {"higher_final_cas": out["variants"][v]["cas_last"] > out["variants"]["pgd-at"]["cas_last"],
+                            "smaller_gap": out["variants"][v]["gap"] < out["variants"]["pgd-at"]["gap"]}
+                        for v in ("label-smoothing", "self-distillation")},
+    }
+    return out

@@ -1,0 +1,431 @@
+"""White-box attacks: PGD (l-inf and l2), FGSM and TRADES' KL inner maximisation, with a BN-mode switch.
+
+Every attack is a frozen, keyword-only configuration called as ``attack(model, x, y, generator=...)``; it
+returns ``x_adv`` in ``[0, 1]`` with ``x_adv - x`` inside the eps-ball. The arithmetic follows torchattacks
+3.5.1 step for step (mean cross-entropy, ``autograd.grad`` on the input, clamp to the ball then to
+``[0, 1]``), so with the same random start the results are identical. The random start draws from
+``generator`` (a :class:`torch.Generator`; ``None`` uses torch's global generator, as torchattacks does).
+
+``bn_mode`` says in which mode the model runs while the attack computes its gradients: ``"eval"`` (frozen
+BatchNorm statistics, dropout off; torchattacks' default, the paper's choice for TRADES and for the
+metric), ``"train"`` (batch statistics, and BatchNorm's running statistics are updated, as the paper's
+PGD-AT does when it crafts training examples) or ``"keep"`` (the mode the model is in). The model's
+modes are restored afterwards.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import numbers
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = ["FGSM", "PGD", "BN_MODES", "Normalized", "TradesKL", "bn_mode", "check_unit_range", "robust_accuracy"]
+
+BN_MODES = ("eval", "train", "keep")
+NORMS = ("linf", "l2")
+
+
+def check_unit_range(x: torch.Tensor, name: str = "x") -> None:
+    """Raise when ``x`` leaves ``[0, 1]``.
+
+    Parameters
+    ----------
+    x : Tensor
+        Inputs of an attack.
+    name : str, default "x"
+        Name used in the error message.
+
+    Raises
+    ------
+    ValueError
+        When a value is below 0 or above 1 (normalised inputs must go through :class:`Normalized`).
+    """
+    if x.numel() and (float(x.min()) < 0.0 or float(x.max()) > 1.0):
+        raise ValueError(f"{name} must lie in [0, 1] (pixel scale), got values in [{float(x.min()):.4g}, "
+                         f"{float(x.max()):.4g}]; for a model trained on normalised inputs wrap it as "
+                         f"Normalized(model, mean, std) and pass unnormalised inputs")
+
+
+@contextlib.contextmanager
+def bn_mode(model: nn.Module, mode: str) -> Iterator[nn.Module]:
+    """Run ``model`` in ``mode`` (``"eval"``, ``"train"`` or ``"keep"``), restoring every module's mode after.
+
+    Parameters
+    ----------
+    model : nn.Module
+        The model.
+    mode : {"eval", "train", "keep"}
+        The mode inside the block.
+
+    Yields
+    ------
+    nn.Module
+        The same model.
+    """
+    if mode not in BN_MODES:
+        raise ValueError(f"bn_mode must be one of {BN_MODES}, got {mode!r}")
+    saved = [(m, m.training) for m in model.modules()]
+    try:
+        if mode == "eval":
+            model.eval()
+        elif mode == "train":
+            model.train()
+        yield model
+    finally:
+        for module, training in saved:
+            module.training = training
+
+
+def _check_eps(eps: float, name: str = "eps") -> float:
+    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not math.isfinite(eps) or eps < 0:
+        raise ValueError(f"{name} must be a finite number >= 0, got {eps!r}")
+    return float(eps)
+
+
+def _check_steps(steps: int) -> int:
+    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 1:
+        raise ValueError(f"steps must be an int >= 1, got {steps!r}")
+    return int(steps)
+
+
+def _check_common(attack: PGD | FGSM | TradesKL) -> None:
+    object.__setattr__(attack, "eps", _check_eps(attack.eps))
+    if attack.bn_mode not in BN_MODES:
+        raise ValueError(f"bn_mode must be one of {BN_MODES}, got {attack.bn_mode!r}")
+
+
+def _check_batch(model: nn.Module, x: torch.Tensor, y: torch.Tensor | None) -> None:
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if not torch.is_tensor(x) or not x.is_floating_point():
+        raise TypeError("x must be a floating-point tensor of shape (batch, ...)")
+    check_unit_range(x)
+    if y is not None and (not torch.is_tensor(y) or y.shape != x.shape[:1]):
+        raise ValueError(f"y must be a tensor of shape ({x.shape[0]},), got "
+                         f"{tuple(y.shape) if torch.is_tensor(y) else type(y).__name__}")
+
+
+def _per_sample(v: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
+    return v.view(-1, *([1] * (like.dim() - 1)))
+
+
+@dataclass(frozen=True, kw_only=True)
+class PGD:
+    """Projected gradient descent on the cross-entropy (Madry et al., 2018), in l-inf or l2.
+
+    Parameters
+    ----------
+    eps : float, default 8/255
+        Radius of the ball (pixel scale).
+    alpha : float, optional
+        Step size; default ``eps / 4`` (l-inf, the paper's 2/255 at 8/255) or ``eps / 8`` (l2, its 16/255
+        at 128/255).
+    steps : int, default 10
+        Gradient steps.
+    norm : {"linf", "l2"}, default "linf"
+        The ball.
+    random_start : bool, default True
+        Start from a uniform point of the l-inf ball, or (l2) a Gaussian direction with a U(0, 1) fraction
+        of the radius, clamped to ``[0, 1]`` (torchattacks' and the official code's start).
+    bn_mode : {"eval", "train", "keep"}, default "eval"
+        The model's mode during the attack (see the module docstring).
+
+    Examples
+    --------
+    >>> import torch
+    >>> from torch import nn
+    >>> from crossclass_at import PGD
+    >>> model = nn.Sequential(nn.Flatten(), nn.Linear(4, 3))
+    >>> x, y = torch.rand(5, 1, 2, 2), torch.tensor([0, 1, 2, 0, 1])
+    >>> x_adv = PGD(eps=0.1, steps=5)(model, x, y, generator=torch.Generator().manual_seed(0))
+    >>> bool((x_adv - x).abs().max() <= 0.1 + 1e-6 and x_adv.min() >= 0 and x_adv.max() <= 1)
+    True
+    """
+
+    eps: float = 8 / 255
+    alpha: float | None = None
+    steps: int = 10
+    norm: str = "linf"
+    random_start: bool = True
+    bn_mode: str = "eval"
+
+    def __post_init__(self) -> None:
+        _check_common(self)
+        object.__setattr__(self, "steps", _check_steps(self.steps))
+        if self.norm not in NORMS:
+            raise ValueError(f"norm must be one of {NORMS}, got {self.norm!r}")
+        if self.alpha is not None:
+            object.__setattr__(self, "alpha", _check_eps(self.alpha, "alpha"))
+
+    @property
+    def step_size(self) -> float:
+        """The step size in use (``alpha`` or its default)."""
+        if self.alpha is not None:
+            return self.alpha
+        return self.eps / 4 if self.norm == "linf" else self.eps / 8
+
+    def __call__(self, model: nn.Module, x: torch.Tensor, y: torch.Tensor, *,
+                 generator: torch.Generator | None = None) -> torch.Tensor:
+        """Adversarial examples of ``x`` against ``model``.
+
+        Parameters
+        ----------
+        model : nn.Module
+            Maps ``x`` (pixel scale) to logits of shape (batch, K).
+        x : Tensor, shape (batch, ...)
+            Inputs in ``[0, 1]``.
+        y : Tensor of int64, shape (batch,)
+            True labels.
+        generator : torch.Generator, optional
+            Source of the random start (torch's global generator when None).
+
+        Returns
+        -------
+        Tensor
+            ``x_adv`` with the shape of ``x``.
+        """
+        _check_batch(model, x, y)
+        with bn_mode(model, self.bn_mode):
+            if self.norm == "linf":
+                return self._linf(model, x, y, generator)
+            return self._l2(model, x, y, generator)
+
+    def _grad(self, model: nn.Module, adv: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        adv.requires_grad = True
+        cost = F.cross_entropy(model(adv), y)
+        return torch.autograd.grad(cost, adv, retain_graph=False, create_graph=False)[0]
+
+    def _linf(self, model, x, y, generator):
+        x = x.clone().detach()
+        adv = x.clone().detach()
+        if self.random_start:
+            adv = adv + torch.empty_like(adv).uniform_(-self.eps, self.eps, generator=generator)
+            adv = torch.clamp(adv, min=0, max=1).detach()
+        for _ in range(self.steps):
+            grad = self._grad(model, adv, y)
+            adv = adv.detach() + self.step_size * grad.sign()
+            delta = torch.clamp(adv - x, min=-self.eps, max=self.eps)
+            adv = torch.clamp(x + delta, min=0, max=1).detach()
+        return adv
+
+    def _l2(self, model, x, y, generator):
+        x = x.clone().detach()
+        adv = x.clone().detach()
+        n = len(x)
+        if self.random_start:
+            delta = torch.empty_like(adv).normal_(generator=generator)
+            norms = _per_sample(delta.view(n, -1).norm(p=2, dim=1), x)
+            r = torch.zeros_like(norms).uniform_(0, 1, generator=generator)
+            delta *= r / norms * self.eps
+            adv = torch.clamp(adv + delta, min=0, max=1).detach()
+        for _ in range(self.steps):
+            grad = self._grad(model, adv, y)
+            grad_norms = torch.norm(grad.view(n, -1), p=2, dim=1) + 1e-10
+            grad = grad / _per_sample(grad_norms, x)
+            adv = adv.detach() + self.step_size * grad
+            delta = adv - x
+            delta_norms = torch.norm(delta.view(n, -1), p=2, dim=1)
+            factor = torch.min(self.eps / delta_norms, torch.ones_like(delta_norms))
+            delta = delta * _per_sample(factor, x)
+            adv = torch.clamp(x + delta, min=0, max=1).detach()
+        return adv
+
+
+@dataclass(frozen=True, kw_only=True)
+class FGSM:
+    """Fast gradient sign method (Goodfellow et al., 2015): one l-inf step of size ``eps``.
+
+    Parameters
+    ----------
+    eps : float, default 8/255
+        Step and radius (pixel scale).
+    bn_mode : {"eval", "train", "keep"}, default "eval"
+        The model's mode during the attack.
+    """
+
+    eps: float = 8 / 255
+    bn_mode: str = "eval"
+
+    def __post_init__(self) -> None:
+        _check_common(self)
+
+    def __call__(self, model: nn.Module, x: torch.Tensor, y: torch.Tensor, *,
+                 generator: torch.Generator | None = None) -> torch.Tensor:
+        """Adversarial examples of ``x`` (see :meth:`PGD.__call__`; ``generator`` is unused).
+
+        Parameters
+        ----------
+        model : nn.Module
+            Maps ``x`` to logits.
+        x : Tensor, shape (batch, ...)
+            Inputs in ``[0, 1]``.
+        y : Tensor of int64, shape (batch,)
+            True labels.
+        generator : torch.Generator, optional
+            Unused (FGSM is deterministic); accepted so that every attack has one signature.
+
+        Returns
+        -------
+        Tensor
+            ``x_adv``.
+        """
+        _check_batch(model, x, y)
+        with bn_mode(model, self.bn_mode):
+            x = x.clone().detach()
+            x.requires_grad = True
+            cost = F.cross_entropy(model(x), y)
+            grad = torch.autograd.grad(cost, x, retain_graph=False, create_graph=False)[0]
+            return torch.clamp(x + self.eps * grad.sign(), min=0, max=1).detach()
+
+
+@dataclass(frozen=True, kw_only=True)
+class TradesKL:
+    """TRADES' inner maximisation (Zhang et al., 2019): l-inf PGD on ``KL(p(x) || p(x'))`` (sum over the batch).
+
+    Starts from ``x + 0.001 * N(0, 1)`` clamped to ``[0, 1]`` (torchattacks' ``TPGD``; the official TRADES
+    code clamps only after the first step) and needs no labels.
+
+    Parameters
+    ----------
+    eps : float, default 8/255
+        Radius of the l-inf ball.
+    alpha : float, optional
+        Step size, default ``eps / 4``.
+    steps : int, default 10
+        Gradient steps.
+    bn_mode : {"eval", "train", "keep"}, default "eval"
+        The model's mode during the attack (the paper's TRADES uses eval).
+    """
+
+    eps: float = 8 / 255
+    alpha: float | None = None
+    steps: int = 10
+    bn_mode: str = "eval"
+
+    def __post_init__(self) -> None:
+        _check_common(self)
+        object.__setattr__(self, "steps", _check_steps(self.steps))
+        if self.alpha is not None:
+            object.__setattr__(self, "alpha", _check_eps(self.alpha, "alpha"))
+
+    @property
+    def step_size(self) -> float:
+        """The step size in use (``alpha`` or ``eps / 4``)."""
+        return self.alpha if self.alpha is not None else self.eps / 4
+
+    def __call__(self, model: nn.Module, x: torch.Tensor, y: torch.Tensor | None = None, *,
+                 generator: torch.Generator | None = None) -> torch.Tensor:
+        """Adversarial examples of ``x`` maximising the KL divergence from the clean prediction.
+
+        Parameters
+        ----------
+        model : nn.Module
+            Maps ``x`` to logits.
+        x : Tensor, shape (batch, ...)
+            Inputs in ``[0, 1]``.
+        y : Tensor, optional
+            Unused (the attack needs no labels).
+        generator : torch.Generator, optional
+            Source of the Gaussian start.
+
+        Returns
+        -------
+        Tensor
+            ``x_adv``.
+        """
+        _check_batch(model, x, y)
+        with bn_mode(model, self.bn_mode):
+            x = x.clone().detach()
+            with torch.no_grad():
+                p_clean = F.softmax(model(x), dim=1)
+            adv = x + 0.001 * torch.empty_like(x).normal_(generator=generator)
+            adv = torch.clamp(adv, min=0, max=1).detach()
+            for _ in range(self.steps):
+                adv.requires_grad = True
+                cost = F.kl_div(F.log_softmax(model(adv), dim=1), p_clean, reduction="sum")
+                grad = torch.autograd.grad(cost, adv, retain_graph=False, create_graph=False)[0]
+                adv = adv.detach() + self.step_size * grad.sign()
+                delta = torch.clamp(adv - x, min=-self.eps, max=self.eps)
+                adv = torch.clamp(x + delta, min=0, max=1).detach()
+            return adv
+
+
+class Normalized(nn.Module):
+    """``model((x - mean) / std)``: lets attacks work in pixel scale on a model trained on normalised inputs.
+
+    Parameters
+    ----------
+    model : nn.Module
+        The model that expects normalised inputs.
+    mean, std : sequence of float
+        Per-channel statistics (channel is dimension 1).
+    """
+
+    def __init__(self, model: nn.Module, mean: tuple[float, ...] | list[float], std: tuple[float, ...] | list[float]):
+        super().__init__()
+        if len(mean) != len(std) or any(s <= 0 for s in std):
+            raise ValueError(f"mean and std need one value per channel and std > 0, got {mean!r}, {std!r}")
+        self.model = model
+        self.register_buffer("mean", torch.tensor(mean, dtype=torch.float32).view(1, -1, 1, 1))
+        self.register_buffer("std", torch.tensor(std, dtype=torch.float32).view(1, -1, 1, 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits of the normalised input.
+
+        Parameters
+        ----------
+        x : Tensor, shape (batch, channels, H, W)
+            Inputs in pixel scale.
+
+        Returns
+        -------
+        Tensor
+            The wrapped model's output.
+        """
+        return self.model((x - self.mean) / self.std)
+
+
+def robust_accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor, attack: PGD | FGSM | TradesKL | None = None,
+                    *, batch_size: int = 256, generator: torch.Generator | None = None) -> float:
+    """Share of ``x`` that ``model`` classifies correctly after ``attack`` (clean accuracy when None).
+
+    The model is evaluated in eval mode; the attack runs in its own ``bn_mode``.
+
+    Parameters
+    ----------
+    model : nn.Module
+        The classifier.
+    x : Tensor, shape (n, ...)
+        Inputs in ``[0, 1]``.
+    y : Tensor of int64, shape (n,)
+        Labels.
+    attack : PGD, FGSM or TradesKL, optional
+        The attack; None measures clean accuracy.
+    batch_size : int, default 256
+        Batch size of the attack and the evaluation.
+    generator : torch.Generator, optional
+        Source of the attack's random start.
+
+    Returns
+    -------
+    float
+        Accuracy in ``[0, 1]``.
+    """
+    _check_batch(model, x, y)
+    if len(x) == 0:
+        raise ValueError("x is empty")
+    device = next((p.device for p in model.parameters()), x.device)
+    correct = 0
+    for start in range(0, len(x), batch_size):
+        xb, yb = x[start:start + batch_size].to(device), y[start:start + batch_size].to(device)
+        if attack is not None:
+            xb = attack(model, xb, yb, generator=generator)
+        with bn_mode(model, "eval"), torch.no_grad():
+            correct += int((model(xb).argmax(1) == yb).sum())
+    return correct / len(x)
