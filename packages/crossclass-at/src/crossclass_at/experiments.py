@@ -26,9 +26,9 @@ __all__ = ["PROTOCOL", "VARIANTS", "demo", "reproduce", "run_variant"]
 
 #: Sizes of the runs. ``quick`` is the protocol's run; ``full`` doubles the epochs.
 PROTOCOL: dict[str, dict[str, Any]] = {
-    "quick": {"seeds": 3, "n_train": 300, "hidden": 256, "eps": 0.1, "steps": 10, "epochs": 100, "batch_size": 64,
+    "quick": {"seeds": 3, "n_train": 150, "hidden": 256, "eps": 0.1, "steps": 10, "epochs": 100, "batch_size": 64,
               "lr": 0.1, "eval_steps": 20, "monitor_every": 5},
-    "full": {"seeds": 3, "n_train": 300, "hidden": 256, "eps": 0.1, "steps": 10, "epochs": 200, "batch_size": 64,
+    "full": {"seeds": 3, "n_train": 150, "hidden": 256, "eps": 0.1, "steps": 10, "epochs": 200, "batch_size": 64,
              "lr": 0.1, "eval_steps": 20, "monitor_every": 5},
 }
 DEMO = {"n_train": 300, "hidden": 128, "eps": 0.1, "steps": 5, "epochs": 12, "batch_size": 32, "lr": 0.1,
