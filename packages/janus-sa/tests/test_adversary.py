@@ -792,6 +792,22 @@ def test_server_lying_in_the_consistency_check_only_excludes_the_victim_who_hold
                                       sum(q.quantize(ups[c]).astype(np.int64) for c in ids[1:]))
 
 
+def test_consistency_points_of_the_wrong_width_are_refused():
+    """A peer list with one point per client (the earlier format) or a truncated pair: MalformedMessageError."""
+    from janus_sa.errors import MalformedMessageError
+
+    dep, ids, ups = _new(4)
+    _upload_all(dep, ups)
+    for width in (32, 63):
+        bad = encode(MsgType.PARTICIPANTS, dep.session, 1,
+                     {"ids": sorted(ids), "checks": b"".join(dep.s0._check_value(c)[:width] for c in sorted(ids))},
+                     dep.keys0.sign)
+        with pytest.raises(MalformedMessageError, match="checks"):
+            dep.s1.agree(bad)
+    assert dep.s1.participants_ is None  # nothing was fixed by the refused lists
+    assert len(dep.s1.agree(dep.s0.participants())) == 4
+
+
 def test_malformed_masked_vectors_and_excluded_lists_are_refused():
     """New fields, malicious variants: a non-canonical scalar in a masked upload (S0 refuses it); aggregates
     whose excluded lists differ, overlap the participants, or lack reasons; a non-canonical mask sum."""

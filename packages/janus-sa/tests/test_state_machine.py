@@ -48,7 +48,7 @@ def _peer_list(ctx, role):
     peer = dep.s1 if role == 0 else dep.s0
     key = dep.keys1 if role == 0 else dep.keys0
     ids = sorted(ctx["ids"][:3])
-    checks = b"".join(peer._check_value(c) if c in peer.uploads_ else bytes(32) for c in ids) \
+    checks = b"".join(peer._check_value(c) if c in peer.uploads_ else bytes(64) for c in ids) \
         if dep.config.mode == "exact" else b""
     return encode(MsgType.PARTICIPANTS, dep.session, 1, {"ids": ids, "checks": checks}, key.sign)
 
