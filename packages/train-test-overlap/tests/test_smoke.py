@@ -1,49 +1,64 @@
-"""The command line: demo and reproduce write the numbers the README reports."""
+"""The command line: demo, reproduce and scan write the numbers the README reports."""
 
+import json
 import subprocess
 import sys
 
-import numpy as np
 import pytest
-from icml25_shared.data import load
 from icml25_shared.testing import run_command, run_module
 
-from train_test_overlap.__main__ import main
+from train_test_overlap.__main__ import PAPER, main
 
 
-def test_demo_quick_writes_the_table_and_the_means(tmp_path):
+def test_demo_writes_labels_where_rules_disagree(tmp_path):
     run = run_command(main, "demo", tmp_path, expect=("md", "json", "png"))
-    assert run.table.startswith("| n | mean | bootstrap low |")
-    y = load("friedman1", n_samples=50, seed=0).y
-    rows = run.result["rows"]
-    assert [r["n"] for r in rows] == [25, 50]
-    for row in rows:
-        assert row["mean"] == pytest.approx(y[: row["n"]].mean(), rel=1e-12)
-        assert row["bootstrap low"] < row["mean"] < row["bootstrap high"]
-        # both intervals estimate the same thing: the bounds agree within half the t half-width
-        half = row["t high"] - row["mean"]
-        assert abs(row["bootstrap low"] - row["t low"]) < 0.5 * half
+    rows = {r["instance"]: r for r in run.result["rows"]}
+    assert len(rows) == 10
+    assert all(rows["dedent"][p] == "dirty" for p in ("helm", "gpt3", "gpt4", "palm", "llama2"))  # quoted verbatim
+    assert rows["loads"]["helm"] == "clean" and rows["loads"]["HELM jaccard"] == 0
+    # the upper-cased, unpunctuated copy: n-gram rules see it, GPT-4's case-keeping substrings do not
+    assert rows["dumps"]["helm"] == "dirty" and rows["dumps"]["gpt4"] == "clean"
 
 
-def test_reproduce_quick_coverage_is_near_nominal(tmp_path):
+def test_reproduce_quick_rates_per_planted_kind(tmp_path):
     result = run_command(main, "reproduce", tmp_path).result
-    assert result["replications"] == 50
-    for n, by in result["coverage"].items():
-        for name, c in by.items():
-            # 50 replications: a 95% interval covers 0.95 unless the seed's draw is unusual
-            assert c["low"] <= 0.95 <= c["high"] + 1e-12, (n, name, c)
-            assert 0.8 <= c["coverage"] <= 1.0
+    assert result["instances"] == 200 and result["corpus_bytes"] > 1_900_000
+    rates = {name: p["dirty_rate"] for name, p in result["presets"].items()}
+    for name, r in rates.items():
+        assert r["verbatim"] == 1.0 and r["clean"] == 0.0, name  # random 30+ word texts: no chance overlap
+    assert rates["helm"]["noised"] == 1.0 and rates["palm"]["noised"] == 0.0  # 14-word runs: 13-grams survive, 70% of 8-grams do not
+    assert rates["gpt4"]["reformatted"] == 0.0 and rates["gpt3"]["reformatted"] == 1.0
+
+
+def test_scan_command_writes_helm_files_equal_to_golden(tmp_path, helm_data):
+    code = main(["scan", "--scenarios", str(helm_data / "scenarios.jsonl"), "--corpus", str(helm_data / "corpus.txt"),
+                 "--out", str(tmp_path)])
+    assert code == 0
+    stats = [json.loads(line) for line in open(tmp_path / "stats.jsonl")]
+    assert stats == [json.loads(line) for line in open(helm_data / "golden_stats.jsonl")]
+    assert (tmp_path / "metrics_N13.jsonl").read_text().count("\n") == 40
+
+
+def test_presets_command(tmp_path, helm_data, capsys):
+    code = main(["presets", "--scenarios", str(helm_data / "scenarios.jsonl"), "--corpus", str(helm_data / "corpus.txt"),
+                 "--out", str(tmp_path), "--presets", "helm", "palm"])
+    assert code == 0
+    lines = [json.loads(line) for line in open(tmp_path / "labels.jsonl")]
+    assert [(r["preset"], r["split"]) for r in lines] == [("helm", "test"), ("helm", "valid"), ("palm", "test"), ("palm", "valid")]
+    # HELM's 13-gram input overlap on the fixture: id1 and id10 of the first scenario (golden_stats.jsonl)
+    assert sorted(k for k, v in lines[0]["labels"].items() if v == "dirty") == ["id1", "id10"]
 
 
 @pytest.mark.slow
 def test_module_entry_point_matches_in_process(tmp_path):
     first = run_module("train_test_overlap", "reproduce", tmp_path / "a", timeout=300).result
     second = run_command(main, "reproduce", tmp_path / "b").result
-    assert first["coverage"] == second["coverage"]
+    assert first["presets"] == second["presets"]
 
 
 def test_importing_the_command_line_imports_no_experiment_code():
-    code = "import sys, train_test_overlap.__main__; assert 'train_test_overlap.experiments' not in sys.modules; print('ok')"
+    code = ("import sys, train_test_overlap.__main__; "
+            "assert 'train_test_overlap.experiments' not in sys.modules; print('ok')")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
 
@@ -51,23 +66,4 @@ def test_importing_the_command_line_imports_no_experiment_code():
 def test_help_shows_the_paper(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
-    assert "A. K. Zhang, K. Klyman, Y. Mai, Y. Levine, Y. Zhang, R. Bommasani, P. Liang (ICML 2025). Position: Language model developers should report train-test overlap."[:20] in capsys.readouterr().out
-
-
-def test_coverage_counts_are_reproducible():
-    from train_test_overlap.experiments import coverage
-
-    a = coverage(20, 30, n_resamples=200, random_state=np.random.default_rng(1))
-    assert a == coverage(20, 30, n_resamples=200, random_state=np.random.default_rng(1))
-    assert set(a) == {"bootstrap", "t"} and all(0.7 <= v <= 1.0 for v in a.values())
-
-
-@pytest.mark.slow
-def test_reproduce_full_gives_the_readme_coverage(tmp_path):
-    result = run_command(main, "reproduce", tmp_path, quick=False).result
-    coverage = result["coverage"]
-    assert result["replications"] == 400
-    assert coverage["10"]["bootstrap"]["coverage"] == pytest.approx(0.9075)  # README: 0.907 [0.875, 0.932]
-    assert coverage["10"]["t"]["coverage"] == pytest.approx(0.9675)
-    assert coverage["100"]["bootstrap"]["coverage"] == pytest.approx(0.93)
-    assert coverage["10"]["bootstrap"]["high"] < 0.95  # the shortfall the README's verdict states
+    assert PAPER[:20] in capsys.readouterr().out

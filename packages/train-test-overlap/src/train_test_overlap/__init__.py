@@ -1,15 +1,20 @@
-"""Train-test overlap between training corpora and test sets: HELM's n-gram metrics and every developer's methodology in one streaming pass.
+"""Train-test overlap between training corpora and test sets: HELM's n-gram metrics and developers' methodologies in one streaming pass.
 
 The public API is listed in ``__all__``; nothing heavy is imported here.
 """
 
 from importlib.metadata import PackageNotFoundError, version
 
-from train_test_overlap.method import BootstrapInterval, bootstrap_mean
+from train_test_overlap.data import Instance, TestSet, iter_documents, load_helm_scenarios
+from train_test_overlap.index import PARTS, CorpusStats, OverlapCounts, OverlapIndex, ShardCounts
+from train_test_overlap.metrics import InstanceMetrics, helm_metric_records, metrics
+from train_test_overlap.tokenizers import HelmTokenizer, JanitorTokenizer, WhitespaceTokenizer, get_tokenizer
 
 try:
     __version__ = version("train-test-overlap")
 except PackageNotFoundError:  # source tree without install
     __version__ = "0.0.0"
 
-__all__ = ["BootstrapInterval", "__version__", "bootstrap_mean"]
+__all__ = ["PARTS", "CorpusStats", "HelmTokenizer", "Instance", "InstanceMetrics", "JanitorTokenizer", "OverlapCounts",
+           "OverlapIndex", "ShardCounts", "TestSet", "WhitespaceTokenizer", "__version__", "get_tokenizer",
+           "helm_metric_records", "iter_documents", "load_helm_scenarios", "metrics"]

@@ -1,17 +1,16 @@
-"""Command line: ``python -m train_test_overlap demo`` and ``python -m train_test_overlap reproduce``.
+"""Command line: ``demo``, ``reproduce``, and ``scan`` / ``presets`` on your own scenarios and corpus.
 
-The experiments are imported only when a command runs, so that ``--help`` works in a base install. A
-command that needs an extra of this distribution names it in ``requires`` (e.g. ``{"demo": "demo"}``):
-without that extra it prints one line naming the ``pip install`` and exits 2.
+The experiments are imported only when a command runs, so that ``--help`` works in a base install.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from icml25_shared.cli import run_cli
+from icml25_shared.cli import ExtraCommand, run_cli
 
-PAPER = "A. K. Zhang, K. Klyman, Y. Mai, Y. Levine, Y. Zhang, R. Bommasani, P. Liang (ICML 2025). Position: Language model developers should report train-test overlap."
+PAPER = ("A. K. Zhang, K. Klyman, Y. Mai, Y. Levine, Y. Zhang, R. Bommasani, P. Liang (ICML 2025). "
+         "Position: Language model developers should report train-test overlap.")
 
 
 def _demo(ctx: Any) -> None:
@@ -24,6 +23,18 @@ def _reproduce(ctx: Any) -> None:
     from train_test_overlap.experiments import reproduce
 
     reproduce(ctx)
+
+
+def _scan(argv: list[str]) -> int:
+    from train_test_overlap.commands import scan_main
+
+    return scan_main(argv)
+
+
+def _presets(argv: list[str]) -> int:
+    from train_test_overlap.commands import presets_main
+
+    return presets_main(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,8 +50,10 @@ def main(argv: list[str] | None = None) -> int:
     int
         The exit code: 0 on success, 2 when the command's extra is not installed.
     """
+    extra = {"scan": ExtraCommand("count test-set n-grams in a corpus; write HELM's stats, n-gram and metrics files", _scan),
+             "presets": ExtraCommand("label instances clean/dirty/ambiguous under developers' rules", _presets)}
     return run_cli("train_test_overlap", demo=_demo, reproduce=_reproduce, argv=argv, description=__doc__, paper=PAPER,
-                   requires={})
+                   extra_commands=extra, requires={"demo": "gpt4", "reproduce": "gpt4"})
 
 
 if __name__ == "__main__":

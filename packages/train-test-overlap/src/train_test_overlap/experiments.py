@@ -1,119 +1,189 @@
 """The ``demo`` and ``reproduce`` commands.
 
-``demo`` puts the bootstrap interval beside the Student-t interval on the target of the synthetic
-``friedman1`` regression set (Friedman, 1991) at growing sample sizes; ``reproduce`` measures the coverage of both intervals
-over independent replications of a normal sample whose mean is known.
+``demo`` measures a test set of Python standard-library docstrings against a hand-written corpus that
+quotes some of them verbatim, reformatted, truncated or with words replaced, under HELM's metrics and
+every preset. ``reproduce`` plants the same kinds of contamination in a synthetic random-word corpus and
+measures how often each developer's rule labels each kind dirty: the rules disagree.
 """
 
 from __future__ import annotations
 
+import inspect
+import logging
+from collections.abc import Iterator
+from typing import Any
+
 import numpy as np
-from icml25_shared.cli import RunContext, progress
-from icml25_shared.data import load
-from icml25_shared.random import check_random_state, spawn
-from icml25_shared.stats import t_interval, wilson_interval
+from icml25_shared.cli import RunContext
+from icml25_shared.random import check_random_state
 
-from train_test_overlap.method import bootstrap_mean
+from train_test_overlap.data import Instance, TestSet
+from train_test_overlap.index import OverlapIndex
+from train_test_overlap.metrics import metrics
+from train_test_overlap.presets import PRESETS, evaluate_presets
 
-__all__ = ["coverage", "demo", "reproduce"]
+__all__ = ["demo", "planted_corpus", "reproduce", "stdlib_test_set"]
 
-DEMO_SIZES = (25, 50, 100, 200, 400)
-REPRODUCE_SIZES = (10, 30, 100)
+DEMO_FUNCTIONS = ("textwrap.dedent", "textwrap.fill", "json.dumps", "json.loads", "os.path.join", "shutil.copyfile",
+                  "string.capwords", "heapq.heappush", "bisect.insort_left", "random.shuffle")
+KINDS = ("verbatim", "reformatted", "noised", "partial", "clean")
+
+
+def _docstring(dotted: str) -> str:
+    import importlib
+
+    module, _, name = dotted.rpartition(".")
+    doc = inspect.getdoc(getattr(importlib.import_module(module), name)) or ""
+    return " ".join(doc.split())
+
+
+def stdlib_test_set() -> TestSet:
+    """Ten standard-library functions: input = the docstring (whitespace collapsed), reference = the name."""
+    return TestSet("stdlib-docstrings", "test", [Instance(f.split(".")[-1], _docstring(f), [f]) for f in DEMO_FUNCTIONS])
+
+
+def _reformat(text: str) -> str:
+    return "".join(ch for ch in text.upper() if ch.isalnum() or ch.isspace()).replace(" ", "\n ")
+
+
+def _noise(words: list[str], rng: np.random.Generator, every: int, vocab: Any) -> list[str]:
+    out = list(words)
+    for j in range(every // 2, len(out), every):
+        out[j] = str(rng.choice(vocab))
+    return out
 
 
 def demo(ctx: RunContext) -> None:
-    """Bootstrap and t intervals of the ``friedman1`` target mean; writes a table, JSON and a PNG.
-
-    Parameters
-    ----------
-    ctx : RunContext
-        Output folder, seed and the quick flag (two sizes instead of five).
-    """
-    sizes = DEMO_SIZES[:2] if ctx.quick else DEMO_SIZES
-    data = load("friedman1", n_samples=max(sizes), seed=ctx.seed)
-    rows = []
-    # One independent resampling stream per size: adding a size never changes the others' intervals.
-    for n, rng in progress(zip(sizes, spawn(ctx.seed, len(sizes)), strict=True), desc="demo", total=len(sizes)):
-        boot, student = bootstrap_mean(data.y[:n], random_state=rng), t_interval(data.y[:n])
-        rows.append({"n": n, "mean": boot.estimate, "bootstrap low": boot.low, "bootstrap high": boot.high,
-                     "t low": student.low, "t high": student.high})
+    """Docstring test set vs a hand corpus: HELM metrics (n = 13) and every preset's label per instance."""
+    logging.getLogger("train_test_overlap.presets").setLevel(logging.ERROR)
+    ts = stdlib_test_set()
+    text = {inst.id: inst.input for inst in ts.instances}
+    rng = np.random.default_rng(ctx.seed)
+    filler = ("Today we look at a few helpers from the standard library and what they are for. "
+              "The examples below were copied from the documentation into our notes.")
+    corpus = [
+        filler + " " + text["dedent"] + " That is all for dedent.",                 # verbatim inside a post
+        _reformat(text["dumps"]),                                                  # case, punctuation, lines
+        " ".join(text["fill"].split()[: len(text["fill"].split()) // 2]),           # first half
+        " ".join(_noise(text["join"].split(), rng, 4, ["foo", "bar", "baz"])),    # every 4th word replaced
+        text["capwords"].lower(),                                                  # lower-cased copy
+        filler,
+        "A heap is a binary tree where every parent is smaller than its children.",
+        "Shuffling a deck of cards puts it in a random order.",
+    ]
+    counts = OverlapIndex(ts, n=13).scan(corpus)
+    helm = {m.instance_id: m for m in metrics(counts, n=13, parts=("input",))}
+    names = ["helm", "gpt3", "gpt4", "palm", "llama2", "llama3", "marin"]
+    results, _ = evaluate_presets(ts, corpus, presets=names, random_state=ctx.seed)
+    labels = {r.preset.name: r.labels for r in results}
+    rows = [{"instance": inst.id, "tokens": len(counts.index.tokenizer.tokenize(inst.input)),
+             "HELM jaccard": helm[inst.id].jaccard, "HELM token": helm[inst.id].token,
+             **{name: labels[name][inst.id] for name in names}} for inst in ts.instances]
     ctx.write_table(rows, headers=list(rows[0]))
-    ctx.write_json({"dataset": "friedman1", "seed": ctx.seed, "rows": rows})
+    ctx.write_json({"functions": list(DEMO_FUNCTIONS), "seed": ctx.seed, "rows": rows,
+                    "fraction_dirty": {r.preset.name: r.fractions["dirty"] for r in results}})
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(5, 3))
-    ns = np.array([r["n"] for r in rows], dtype=float)
-    ax.fill_between(ns, [r["t low"] for r in rows], [r["t high"] for r in rows], alpha=0.3, label="t interval")
-    ax.plot(ns, [r["bootstrap low"] for r in rows], "k--", label="bootstrap interval")
-    ax.plot(ns, [r["bootstrap high"] for r in rows], "k--")
-    ax.plot(ns, [r["mean"] for r in rows], "o-", label="mean")
-    ax.set_xscale("log")
-    ax.set_xlabel("n")
-    ax.set_ylabel("target mean")
-    ax.legend()
+    fig, ax = plt.subplots(figsize=(6, 3))
+    ax.bar(names, [next(r for r in results if r.preset.name == n).fractions["dirty"] for n in names])
+    ax.set_ylabel("fraction labelled dirty")
+    ax.set_title("10 stdlib docstrings vs a hand corpus")
     ctx.save_figure(fig)
 
 
-def coverage(n: int, replications: int, *, confidence: float = 0.95, n_resamples: int = 1000,
-             random_state: int | np.random.Generator | None = None) -> dict[str, float]:
-    """Share of replications whose bootstrap and t intervals cover the true mean of a N(1, 1) sample.
+def planted_corpus(*, n_instances: int, target_bytes: int, random_state: Any = None,
+                   vocab_size: int = 5000) -> tuple[TestSet, dict[str, str], Iterator[str]]:
+    """A synthetic test set and a random-word corpus with planted contamination of known kind.
 
     Parameters
     ----------
-    n : int
-        Sample size of each replication.
-    replications : int
-        Independent replications (each with its own data and resampling stream).
-    confidence : float, default 0.95
-        Nominal two-sided coverage of both intervals.
-    n_resamples : int, default 1000
-        Bootstrap resamples per replication.
-    random_state : None, int or numpy Generator, default None
-        Root of the replications' streams.
+    n_instances : int
+        Test instances (30 to 60 Zipf-distributed pseudo-words each, sentence punctuation).
+    target_bytes : int
+        Approximate corpus size.
+    random_state : None, int or Generator
+    vocab_size : int, default 5000
 
     Returns
     -------
-    dict of str to float
-        ``bootstrap`` and ``t``: the observed coverage of each interval.
+    test_set : TestSet
+    truth : dict of str to str
+        Instance id -> ``verbatim`` (copied), ``reformatted`` (upper-cased, punctuation removed, line
+        breaks), ``noised`` (every 15th word replaced), ``partial`` (first 40% of the words) or ``clean``.
+    documents : iterator of str
+        The corpus, generated lazily (200-word documents; planted copies embedded in random text).
     """
     rng = check_random_state(random_state)
-    hits = {"bootstrap": 0, "t": 0}
-    for stream in spawn(rng, replications):
-        sample = stream.normal(1.0, 1.0, size=n)
-        hits["bootstrap"] += bootstrap_mean(sample, confidence=confidence, n_resamples=n_resamples,
-                                            random_state=stream).contains(1.0)
-        hits["t"] += t_interval(sample, confidence).contains(1.0)
-    return {name: count / replications for name, count in hits.items()}
+    letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
+    vocab = np.array(["".join(rng.choice(letters, size=rng.integers(2, 9))) for _ in range(vocab_size)])
+    p = 1.0 / np.arange(1, vocab_size + 1)
+    p /= p.sum()
+    instances, truth = [], {}
+    kinds = rng.choice(len(KINDS), size=n_instances, p=[0.2, 0.2, 0.2, 0.1, 0.3])
+    plants = []
+    for i in range(n_instances):
+        words = list(vocab[rng.choice(vocab_size, size=int(rng.integers(30, 61)), p=p)])
+        text = " ".join(words).capitalize() + "?"
+        inst = Instance(f"q{i:05d}", text, [str(rng.choice(vocab))])
+        instances.append(inst)
+        kind = KINDS[kinds[i]]
+        truth[inst.id] = kind
+        if kind == "verbatim":
+            plants.append(text)
+        elif kind == "reformatted":
+            plants.append(_reformat(text))
+        elif kind == "noised":
+            plants.append(" ".join(_noise(words, rng, 15, vocab)))
+        elif kind == "partial":
+            plants.append(" ".join(words[: int(0.4 * len(words))]))
+    ts = TestSet("planted", "test", instances)
+    n_docs = max(len(plants), target_bytes // 1200)
+    slots = dict(zip(rng.choice(n_docs, size=len(plants), replace=False).tolist(), plants, strict=True))
+    seed = int(rng.integers(2**32))
+
+    def documents() -> Iterator[str]:
+        g = np.random.default_rng(seed)
+        for d in range(n_docs):
+            body = vocab[g.choice(vocab_size, size=200, p=p)]
+            if d in slots:
+                yield " ".join(body[:100]) + ". " + slots[d] + " " + " ".join(body[100:])
+            else:
+                yield " ".join(body) + "."
+
+    return ts, truth, documents()
 
 
 def reproduce(ctx: RunContext) -> None:
-    """Coverage of the 95% bootstrap and t intervals at n = 10, 30, 100; writes JSON, a table and a PNG.
-
-    Parameters
-    ----------
-    ctx : RunContext
-        Output folder, seed and the quick flag (50 replications instead of 400).
-    """
-    replications = 50 if ctx.quick else 400
-    results = {}
-    streams = spawn(ctx.seed, len(REPRODUCE_SIZES))
-    for n, stream in progress(zip(REPRODUCE_SIZES, streams, strict=True), desc="reproduce", total=len(streams)):
-        rates = coverage(n, replications, random_state=stream)
-        results[str(n)] = {}
-        for name, rate in rates.items():
-            ci = wilson_interval(round(rate * replications), replications)
-            results[str(n)][name] = {"coverage": rate, "low": ci.low, "high": ci.high}
-    ctx.write_json({"confidence": 0.95, "replications": replications, "seed": ctx.seed, "coverage": results})
-    ctx.write_table([[n, name, c["coverage"], c["low"], c["high"]] for n, by in results.items()
-                     for name, c in by.items()], headers=["n", "interval", "coverage", "Wilson low", "Wilson high"])
+    """Each preset's dirty rate per planted kind on a synthetic corpus (quick: 2 MB, 200 instances)."""
+    logging.getLogger("train_test_overlap.presets").setLevel(logging.ERROR)
+    size = 2_000_000 if ctx.quick else 100_000_000
+    n_inst = 200 if ctx.quick else 1000
+    ts, truth, docs = planted_corpus(n_instances=n_inst, target_bytes=size, random_state=ctx.seed)
+    names = sorted(PRESETS)
+    results, stats = evaluate_presets(ts, docs, presets=names, random_state=ctx.seed)
+    table = {}
+    for r in results:
+        by_kind = {}
+        for kind in KINDS:
+            ids = [i for i, k in truth.items() if k == kind]
+            by_kind[kind] = sum(r.labels[i] == "dirty" for i in ids) / len(ids) if ids else float("nan")
+        table[r.preset.name] = {"dirty_rate": by_kind, "fraction_dirty": r.fractions["dirty"],
+                                "fraction_ambiguous": r.fractions["ambiguous"]}
+    truth_rate = sum(k != "clean" for k in truth.values()) / len(truth)
+    corpus = stats["helm-default"]
+    ctx.write_json({"seed": ctx.seed, "instances": n_inst, "corpus_bytes": corpus.bytes, "corpus_documents": corpus.documents,
+                    "corpus_tokens_helm": corpus.tokens, "kinds": {k: sum(v == k for v in truth.values()) for k in KINDS},
+                    "true_contaminated_fraction": truth_rate, "presets": table})
+    rows = [[name, *(table[name]["dirty_rate"][k] for k in KINDS), table[name]["fraction_dirty"]] for name in names]
+    rows.append(["truth", 1.0, 1.0, 1.0, 1.0, 0.0, truth_rate])
+    ctx.write_table(rows, headers=["preset", *(f"{k} dirty" for k in KINDS), "estimated contaminated fraction"])
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(5, 3))
-    for name in ("bootstrap", "t"):
-        ax.plot(REPRODUCE_SIZES, [results[str(n)][name]["coverage"] for n in REPRODUCE_SIZES], "o-", label=name)
-    ax.axhline(0.95, color="grey", lw=0.8)
-    ax.set_xscale("log")
-    ax.set_xlabel("n")
-    ax.set_ylabel("coverage")
-    ax.legend()
+    fig, ax = plt.subplots(figsize=(7, 3.2))
+    width = 0.8 / len(KINDS)
+    for j, kind in enumerate(KINDS):
+        ax.bar(np.arange(len(names)) + j * width, [table[n]["dirty_rate"][kind] for n in names], width, label=kind)
+    ax.set_xticks(np.arange(len(names)) + 0.4 - width / 2, names)
+    ax.set_ylabel("labelled dirty")
+    ax.legend(fontsize=7, ncol=5, loc="upper center", bbox_to_anchor=(0.5, 1.18))
     ctx.save_figure(fig)

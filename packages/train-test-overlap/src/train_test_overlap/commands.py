@@ -1,0 +1,92 @@
+"""The ``scan`` and ``presets`` commands: HELM-format outputs and preset labels from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+__all__ = ["presets_main", "scan_main"]
+
+
+def _common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--scenarios", required=True, help="HELM light-scenario JSONL (one scenario per line)")
+    parser.add_argument("--corpus", required=True, nargs="+", help="corpus files or folders (.jsonl/.txt, .gz/.zst, .parquet)")
+    parser.add_argument("--text-field", default="text", help="JSONL field / Parquet column of the text (default: text)")
+    parser.add_argument("--errors", default="strict", choices=["strict", "replace"], help="undecodable bytes")
+    parser.add_argument("--out", required=True, help="output folder")
+
+
+def scan_main(argv: list[str]) -> int:
+    """``scan``: HELM's stats, n-gram counts and metrics files for a corpus.
+
+    Parameters
+    ----------
+    argv : list of str
+        Options (see ``--help``).
+
+    Returns
+    -------
+    int
+        Exit code.
+    """
+    from train_test_overlap import OverlapIndex, helm_metric_records, load_helm_scenarios
+
+    parser = argparse.ArgumentParser(prog="python -m train_test_overlap scan",
+                                     description="Count test-set n-grams in a corpus; write HELM's output files.")
+    _common(parser)
+    parser.add_argument("--n", type=int, nargs="+", default=[5, 9, 13], help="n-gram lengths (default 5 9 13)")
+    parser.add_argument("--tokenizer", default="helm-default", choices=["helm-default", "whitespace", "janitor"])
+    parser.add_argument("--backend", default="local", choices=["local", "dask"])
+    args = parser.parse_args(argv)
+    index = OverlapIndex(load_helm_scenarios(args.scenarios), n=args.n, tokenizer=args.tokenizer)
+    counts = index.scan([Path(c) for c in args.corpus], backend=args.backend, text_field=args.text_field, errors=args.errors)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "stats.jsonl", "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(r) + "\n" for r in counts.to_helm_stats())
+    with open(out / "ngrams.jsonl", "w", encoding="utf-8") as f:
+        f.writelines(json.dumps(r) + "\n" for r in counts.to_helm_ngrams())
+    for n in index.n:
+        with open(out / f"metrics_N{n}.jsonl", "w", encoding="utf-8") as f:
+            f.writelines(json.dumps(r) + "\n" for r in helm_metric_records(counts, n=n))
+    print(f"read {counts.stats.documents} documents, {counts.stats.bytes} bytes; wrote {out}/stats.jsonl, ngrams.jsonl, "
+          + ", ".join(f"metrics_N{n}.jsonl" for n in index.n))
+    return 0
+
+
+def presets_main(argv: list[str]) -> int:
+    """``presets``: every instance's label under each developer's rule, in one pass.
+
+    Parameters
+    ----------
+    argv : list of str
+        Options (see ``--help``).
+
+    Returns
+    -------
+    int
+        Exit code.
+    """
+    from train_test_overlap import load_helm_scenarios
+    from train_test_overlap.presets import PRESETS, evaluate_presets
+
+    parser = argparse.ArgumentParser(prog="python -m train_test_overlap presets",
+                                     description="Label instances clean/dirty/ambiguous under developers' rules.")
+    _common(parser)
+    parser.add_argument("--presets", nargs="+", default=sorted(PRESETS), help=f"among {sorted(PRESETS)}")
+    parser.add_argument("--seed", type=int, default=0, help="substring sampling of the gpt4 rule")
+    args = parser.parse_args(argv)
+    results, stats = evaluate_presets(load_helm_scenarios(args.scenarios), [Path(c) for c in args.corpus],
+                                      presets=args.presets, random_state=args.seed, text_field=args.text_field,
+                                      errors=args.errors)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    with open(out / "labels.jsonl", "w", encoding="utf-8") as f:
+        for r in results:
+            f.write(json.dumps({"preset": r.preset.name, "test_set": r.test_set, "split": r.split, "fractions": r.fractions,
+                                "labels": r.labels}) + "\n")
+    for r in results:
+        print(f"{r.preset.name:8s} {r.test_set} [{r.split}]: dirty {r.fractions['dirty']:.3f}, "
+              f"ambiguous {r.fractions['ambiguous']:.3f}")
+    return 0

@@ -1,0 +1,588 @@
+"""The n-gram index of test sets and the single streaming pass over a training corpus.
+
+The index maps every n-gram of every instance part (``input``, ``references``, ``intersect``) to the
+parts that contain it, as HELM's ``create_ngram_index`` does. A scan counts, for each indexed n-gram,
+how many times it occurs in the corpus; HELM's per-part overlap sets and per-part n-gram counts are
+views of these counts (every part that contains an n-gram gets that n-gram's corpus count).
+
+Engine: tokens are mapped to integer ids of the test-set vocabulary (a corpus token outside it maps to
+0 and can be part of no indexed n-gram); a batch of documents becomes one id array with a 0 between
+documents; every window of ``n`` ids gets a 64-bit polynomial hash computed with numpy; windows whose
+hash is an indexed hash are checked exactly against the index (so a hash collision never counts).
+Memory is the index plus one batch of documents (``batch_tokens`` ids).
+"""
+
+from __future__ import annotations
+
+import numbers
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from train_test_overlap.data import TestSet, corpus_files, iter_documents
+from train_test_overlap.tokenizers import Tokenizer, get_tokenizer
+
+__all__ = ["PARTS", "CorpusStats", "OverlapCounts", "OverlapIndex", "Scanner", "ShardCounts"]
+
+PARTS = ("input", "references", "intersect")
+_MULT = np.uint64(0x9E3779B97F4A7C15)
+_BITS = 22  # prefilter bitmap: 4 Mi booleans per n
+
+
+def _window_hashes(ids: np.ndarray, n: int) -> np.ndarray:
+    """64-bit polynomial hash of every length-``n`` window of a uint64 array (wrap-around arithmetic)."""
+    m = ids.size - n + 1
+    h = ids[:m].copy()
+    for k in range(1, n):
+        h *= _MULT
+        h += ids[k:k + m]
+    return h
+
+
+def check_n(n: Any) -> tuple[int, ...]:
+    """Validate ``n`` (an int or a sequence of ints >= 1) and return a sorted tuple without duplicates."""
+    values = [n] if isinstance(n, numbers.Integral) and not isinstance(n, bool) else list(n) if isinstance(n, (list, tuple)) else None
+    if not values or any(isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1 for v in values):
+        raise ValueError(f"n must be an int >= 1 or a non-empty list of them, got {n!r}")
+    return tuple(sorted({int(v) for v in values}))
+
+
+@dataclass(frozen=True)
+class CorpusStats:
+    """What a scan read.
+
+    Attributes
+    ----------
+    documents : int
+        Documents read (empty ones included).
+    tokens : int
+        Tokens under the index's tokenizer (HELM's empty-string edge tokens included).
+    bytes : int
+        UTF-8 bytes of the documents' text.
+    """
+
+    documents: int = 0
+    tokens: int = 0
+    bytes: int = 0
+
+    def __add__(self, other: CorpusStats) -> CorpusStats:
+        return CorpusStats(self.documents + other.documents, self.tokens + other.tokens, self.bytes + other.bytes)
+
+
+@dataclass
+class ShardCounts:
+    """Partial result of one shard: corpus count of every indexed n-gram seen, and what was read.
+
+    Shards are merged with ``+`` (counts add), in any order: the merged result equals a single pass.
+
+    Attributes
+    ----------
+    counts : dict of int to dict
+        ``n -> {n-gram as a tuple of token ids: occurrences}``.
+    stats : CorpusStats
+        Documents, tokens and bytes read.
+    """
+
+    counts: dict[int, dict[tuple[int, ...], int]]
+    stats: CorpusStats = field(default_factory=CorpusStats)
+
+    def __add__(self, other: ShardCounts) -> ShardCounts:
+        merged = {n: dict(c) for n, c in self.counts.items()}
+        for n, c in other.counts.items():
+            target = merged.setdefault(n, {})
+            for gram, k in c.items():
+                target[gram] = target.get(gram, 0) + k
+        return ShardCounts(merged, self.stats + other.stats)
+
+
+class OverlapIndex:
+    """n-gram index of test sets, scanned against a training corpus in one streaming pass.
+
+    Parameters
+    ----------
+    test_sets : TestSet or sequence of TestSet
+        The benchmarks; ``(name, split)`` must be unique.
+    n : int or sequence of int, default (5, 9, 13)
+        n-gram lengths (HELM's default).
+    tokenizer : str, Tokenizer or callable, default "helm-default"
+        See :func:`~train_test_overlap.get_tokenizer`. The same tokenizer reads the corpus.
+    parts : sequence of str, default ("input", "references", "intersect")
+        Which instance parts to index. ``intersect`` is HELM's join: the last ``n - 1`` input tokens
+        followed by the first ``n - 1`` tokens of each reference (for ``n = 1`` HELM's slice keeps the
+        whole input, and this package does the same).
+
+    Attributes
+    ----------
+    test_sets : tuple of TestSet
+    n : tuple of int
+    tokenizer : Tokenizer
+    parts : tuple of str
+    num_ngrams : dict of int to int
+        Distinct indexed n-grams per n.
+
+    Examples
+    --------
+    >>> from train_test_overlap import Instance, OverlapIndex, TestSet
+    >>> ts = TestSet("toy", "test", [Instance("q1", "a b c d e", ["f"])])
+    >>> counts = OverlapIndex(ts, n=3).scan(["x a b c y", "a b c"])
+    >>> counts.ngram_counts(ts.key, "q1", "input", 3)
+    {('a', 'b', 'c'): 2}
+    """
+
+    def __init__(self, test_sets: TestSet | Sequence[TestSet], *, n: int | Sequence[int] = (5, 9, 13),
+                 tokenizer: str | Tokenizer | Any = "helm-default", parts: Sequence[str] = PARTS) -> None:
+        sets = (test_sets,) if isinstance(test_sets, TestSet) else tuple(test_sets)
+        if not sets:
+            raise ValueError("test_sets is empty; pass at least one TestSet")
+        keys: set[tuple[str, str]] = set()
+        for ts in sets:
+            if not isinstance(ts, TestSet):
+                raise TypeError(f"test_sets must hold TestSet objects, got {type(ts).__name__}")
+            if ts.key in keys:
+                raise ValueError(f"two test sets share name and split {ts.key}; make them unique")
+            keys.add(ts.key)
+        parts = tuple(parts) if not isinstance(parts, str) else (parts,)
+        if not parts or any(p not in PARTS for p in parts) or len(set(parts)) != len(parts):
+            raise ValueError(f"parts must be distinct names among {PARTS}, got {parts!r}")
+        self.test_sets = sets
+        self.n = check_n(n)
+        self.tokenizer = get_tokenizer(tokenizer)
+        self.parts = parts
+        self._build()
+
+    # -- construction -------------------------------------------------------------------------------------
+    def _build(self) -> None:
+        vocab: dict[str, int] = {}
+        self._entries: list[tuple[int, int, str]] = []  # (test set, instance, part)
+        self._entry_of: dict[tuple[int, int, str], int] = {}
+        table: dict[int, dict[tuple[int, ...], list[int]]] = {n: {} for n in self.n}
+        tok = self.tokenizer.tokenize
+
+        def ids_of(tokens: list[str]) -> list[int]:
+            return [vocab.setdefault(t, len(vocab) + 1) for t in tokens]
+
+        def add(n: int, ids: list[int], entry: int) -> None:
+            t = table[n]
+            for i in range(len(ids) - n + 1):
+                gram = tuple(ids[i:i + n])
+                holders = t.get(gram)
+                if holders is None:
+                    t[gram] = [entry]
+                elif holders[-1] != entry:
+                    holders.append(entry)
+
+        for s, ts in enumerate(self.test_sets):
+            for i, inst in enumerate(ts.instances):
+                for part in self.parts:
+                    self._entry_of[(s, i, part)] = len(self._entries)
+                    self._entries.append((s, i, part))
+                input_ids = ids_of(tok(inst.input))
+                ref_ids = [ids_of(tok(r)) for r in inst.references]
+                for n in self.n:
+                    if "input" in self.parts:
+                        add(n, input_ids, self._entry_of[(s, i, "input")])
+                    if "references" in self.parts:
+                        for r in ref_ids:
+                            add(n, r, self._entry_of[(s, i, "references")])
+                    if "intersect" in self.parts:
+                        end = input_ids[-(n - 1):]  # HELM's slice: the whole input when n == 1
+                        for r in ref_ids:
+                            add(n, end + r[:n - 1], self._entry_of[(s, i, "intersect")])
+        self._vocab = vocab
+        self._table = table
+        self.num_ngrams = {n: len(t) for n, t in table.items()}
+        self._inverse: list[str] | None = None
+        self._prepare_hashes()
+
+    def _prepare_hashes(self) -> None:
+        # Window hashes are built from Python's str hash, which is salted per process: they are
+        # recomputed in every process that unpickles the index (a dask or Spark worker).
+        token_hash = np.zeros(len(self._vocab) + 1, dtype=np.int64)
+        for t, i in self._vocab.items():
+            token_hash[i] = hash(t)
+        token_hash = token_hash.view(np.uint64)
+        self._keys: dict[int, np.ndarray] = {}
+        self._bits: dict[int, np.ndarray] = {}
+        for n, t in self._table.items():
+            grams = np.array(list(t), dtype=np.int64).reshape(len(t), n)
+            keys = np.zeros(len(t), dtype=np.uint64)
+            for k in range(n):
+                keys *= _MULT
+                keys += token_hash[grams[:, k]]
+            self._keys[n] = np.unique(keys)
+            bits = np.zeros(1 << _BITS, dtype=bool)
+            bits[self._keys[n] >> np.uint64(64 - _BITS)] = True
+            self._bits[n] = bits
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["_keys"], state["_bits"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._prepare_hashes()
+
+    # -- scanning -----------------------------------------------------------------------------------------
+    def scan_documents(self, documents: Iterable[str], *, batch_tokens: int = 1 << 18,
+                       progress: bool = False) -> ShardCounts:
+        """Count the indexed n-grams in documents: the per-shard function.
+
+        Use it as the body of a Spark ``mapPartitions`` (or any map step) and merge the shards' results
+        with ``+``; :meth:`finish` turns the merged result into :class:`OverlapCounts`.
+
+        Parameters
+        ----------
+        documents : iterable of str
+            The shard's documents.
+        batch_tokens : int, default 262144
+            Token ids processed per numpy batch (memory: about 40 bytes per token).
+        progress : bool, default False
+            Show a tqdm bar over documents.
+
+        Returns
+        -------
+        ShardCounts
+            Counts and corpus statistics of this shard.
+        """
+        if progress:
+            from tqdm.auto import tqdm
+
+            documents = tqdm(documents, desc="scan", unit="doc")
+        scanner = self.scanner(batch_tokens=batch_tokens)
+        for doc in documents:
+            scanner.add(doc)
+        return scanner.result()
+
+    def scanner(self, *, batch_tokens: int = 1 << 18) -> Scanner:
+        """A push-style consumer of documents: ``add(doc)`` for each, then ``result()``.
+
+        It lets several indexes share one read of a corpus.
+
+        Parameters
+        ----------
+        batch_tokens : int, default 262144
+            Token ids per numpy batch.
+
+        Returns
+        -------
+        Scanner
+        """
+        return Scanner(self, batch_tokens)
+
+    def _count_batch(self, hashes: list[int], tokens: list[str | None], counts: dict[int, dict[tuple[int, ...], int]]) -> None:
+        h1 = np.array(hashes, dtype=np.int64).view(np.uint64)
+        get = self._vocab.get
+        shift = np.uint64(64 - _BITS)
+        for n in self.n:
+            if h1.size < n:
+                continue
+            h = _window_hashes(h1, n)
+            cand = np.flatnonzero(self._bits[n][h >> shift])
+            if cand.size == 0:
+                continue
+            keys = self._keys[n]
+            hc = h[cand]
+            pos = np.searchsorted(keys, hc)
+            pos[pos == keys.size] = 0
+            hits = cand[keys[pos] == hc]
+            table, target = self._table[n], counts[n]
+            for p in hits.tolist():
+                gram = tuple([get(t, 0) for t in tokens[p:p + n]])  # exact check: a hash collision never counts
+                if gram in table:
+                    target[gram] = target.get(gram, 0) + 1
+
+    def finish(self, shard: ShardCounts) -> OverlapCounts:
+        """Wrap merged shard counts as :class:`OverlapCounts` of this index.
+
+        Parameters
+        ----------
+        shard : ShardCounts
+            The sum of the shards' results.
+
+        Returns
+        -------
+        OverlapCounts
+        """
+        return OverlapCounts(self, shard.counts, shard.stats)
+
+    def scan(self, corpus: Any, *, backend: str = "local", text_field: str = "text", errors: str = "strict",
+             lines: bool = True, batch_tokens: int = 1 << 18, progress: bool = False,
+             scheduler: Any = None, npartitions: int | None = None) -> OverlapCounts:
+        """Read the corpus once and count every indexed n-gram.
+
+        Parameters
+        ----------
+        corpus : path-like, list of Path, or iterable of str
+            See :func:`~train_test_overlap.iter_documents`.
+        backend : {"local", "dask"}, default "local"
+            ``"dask"`` maps shards (one per file, or ``npartitions`` slices of in-memory documents) with
+            ``dask.bag`` and sums the partial counts; pass ``scheduler`` (``"sync"``, ``"threads"``,
+            ``"processes"`` or a ``distributed.Client``).
+        text_field, errors, lines
+            Passed to :func:`~train_test_overlap.iter_documents`.
+        batch_tokens : int, default 262144
+            Token ids per numpy batch.
+        progress : bool, default False
+            tqdm bar over documents (local backend).
+        scheduler : optional
+            Dask scheduler (dask backend only).
+        npartitions : int, optional
+            Partitions for in-memory documents under dask (default: one per 1000 documents).
+
+        Returns
+        -------
+        OverlapCounts
+            The same counts for every backend, shard order and partitioning.
+        """
+        if isinstance(batch_tokens, bool) or not isinstance(batch_tokens, numbers.Integral) or batch_tokens < 1:
+            raise ValueError(f"batch_tokens must be a positive int, got {batch_tokens!r}")
+        if backend == "local":
+            docs = iter_documents(corpus, text_field=text_field, errors=errors, lines=lines)
+            return self.finish(self.scan_documents(docs, batch_tokens=batch_tokens, progress=progress))
+        if backend != "dask":
+            raise ValueError(f"backend must be 'local' or 'dask', got {backend!r}")
+        try:
+            import dask.bag as db
+        except ImportError as exc:  # pragma: no cover - depends on the install
+            raise ImportError("backend='dask' needs dask: pip install 'train-test-overlap[dask]'") from exc
+        opts = {"text_field": text_field, "errors": errors, "lines": lines}
+        if isinstance(corpus, (str, os.PathLike)) or (isinstance(corpus, (list, tuple)) and corpus
+                                                      and all(isinstance(c, os.PathLike) for c in corpus)):
+            files = [str(p) for p in corpus_files(corpus)]
+            bag = db.from_sequence(files, npartitions=max(1, len(files)))
+            parts = bag.map_partitions(_scan_files, self, opts, batch_tokens)
+        else:
+            docs = list(iter_documents(corpus))
+            bag = db.from_sequence(docs, npartitions=npartitions or max(1, len(docs) // 1000))
+            parts = bag.map_partitions(_scan_docs, self, batch_tokens)
+        shards = parts.compute(scheduler=scheduler) if scheduler is not None else parts.compute()
+        total = ShardCounts({n: {} for n in self.n})
+        for shard in shards:
+            total = total + shard
+        return self.finish(total)
+
+    # -- helpers used by OverlapCounts and metrics --------------------------------------------------------
+    def token_ids(self, tokens: list[str]) -> list[int]:
+        """Ids of tokens in the index vocabulary (0 for a token the test sets never contain)."""
+        get = self._vocab.get
+        return [get(t, 0) for t in tokens]
+
+    def tokens_of(self, gram: tuple[int, ...]) -> tuple[str, ...]:
+        """The tokens of an n-gram of ids."""
+        if self._inverse is None:
+            inverse = [""] * (len(self._vocab) + 1)
+            for t, i in self._vocab.items():
+                inverse[i] = t
+            self._inverse = inverse
+        return tuple(self._inverse[i] for i in gram)
+
+    def set_index(self, key: tuple[str, str] | TestSet) -> int:
+        """Position of a test set given its ``(name, split)`` key or the object."""
+        key = key.key if isinstance(key, TestSet) else tuple(key)
+        for s, ts in enumerate(self.test_sets):
+            if ts.key == key:
+                return s
+        raise KeyError(f"no test set {key}; known: {[ts.key for ts in self.test_sets]}")
+
+    def entry(self, s: int, i: int, part: str) -> int:
+        """Entry id of part ``part`` of instance ``i`` of test set ``s``."""
+        try:
+            return self._entry_of[(s, i, part)]
+        except KeyError:
+            raise ValueError(f"part {part!r} is not indexed; indexed parts: {self.parts}") from None
+
+
+class Scanner:
+    """Accumulates the counts of one index over documents pushed one at a time.
+
+    Parameters
+    ----------
+    index : OverlapIndex
+    batch_tokens : int
+        Token ids per numpy batch.
+    """
+
+    def __init__(self, index: OverlapIndex, batch_tokens: int = 1 << 18) -> None:
+        self.index = index
+        self.batch_tokens = batch_tokens
+        self.counts: dict[int, dict[tuple[int, ...], int]] = {n: {} for n in index.n}
+        self._hashes: list[int] = []
+        self._tokens_buf: list[str | None] = []
+        self._tok = index.tokenizer.tokenize
+        self._docs = self._tokens = self._bytes = 0
+
+    def add(self, doc: str) -> None:
+        """Count one document."""
+        if not isinstance(doc, str):
+            raise TypeError(f"document {self._docs} is {type(doc).__name__}, not str")
+        tokens = self._tok(doc)
+        self._docs += 1
+        self._tokens += len(tokens)
+        self._bytes += len(doc.encode("utf-8", "surrogatepass"))
+        self._hashes.extend(map(hash, tokens))
+        self._hashes.append(0)  # document boundary; its None token fails every exact check
+        self._tokens_buf.extend(tokens)
+        self._tokens_buf.append(None)
+        if len(self._hashes) >= self.batch_tokens:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._hashes:
+            self.index._count_batch(self._hashes, self._tokens_buf, self.counts)
+            self._hashes, self._tokens_buf = [], []
+
+    def result(self) -> ShardCounts:
+        """Flush the last batch and return the shard's counts."""
+        self._flush()
+        return ShardCounts(self.counts, CorpusStats(self._docs, self._tokens, self._bytes))
+
+
+def _scan_files(files: Iterable[str], index: OverlapIndex, opts: dict[str, Any], batch_tokens: int) -> list[ShardCounts]:
+    return [index.scan_documents(iter_documents(os.fspath(f), **opts), batch_tokens=batch_tokens) for f in files]
+
+
+def _scan_docs(docs: Iterable[str], index: OverlapIndex, batch_tokens: int) -> list[ShardCounts]:
+    return [index.scan_documents(docs, batch_tokens=batch_tokens)]
+
+
+class OverlapCounts:
+    """Result of a scan: the corpus count of every indexed n-gram, and views of it per test-set part.
+
+    Attributes
+    ----------
+    index : OverlapIndex
+        The index that was scanned (test sets, n, tokenizer, parts).
+    stats : CorpusStats
+        Documents, tokens and bytes read.
+    """
+
+    def __init__(self, index: OverlapIndex, counts: dict[int, dict[tuple[int, ...], int]], stats: CorpusStats) -> None:
+        self.index = index
+        self.stats = stats
+        self._counts = {n: dict(counts.get(n, {})) for n in index.n}
+        # entry -> {gram: count} for every entry with an overlapping n-gram, per n
+        self._by_entry: dict[int, dict[int, dict[tuple[int, ...], int]]] = {}
+        for n, c in self._counts.items():
+            table = index._table[n]
+            per = self._by_entry[n] = {}
+            for gram, k in c.items():
+                for e in table[gram]:
+                    per.setdefault(e, {})[gram] = k
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, OverlapCounts):
+            return NotImplemented
+        return self._counts == other._counts and self.stats == other.stats
+
+    def __add__(self, other: OverlapCounts) -> OverlapCounts:
+        if other.index is not self.index:
+            raise ValueError("only counts of the same OverlapIndex object can be added")
+        merged = ShardCounts(self._counts, self.stats) + ShardCounts(other._counts, other.stats)
+        return OverlapCounts(self.index, merged.counts, merged.stats)
+
+    def _check_n(self, n: int) -> None:
+        if n not in self.index.n:
+            raise ValueError(f"n={n!r} was not indexed; indexed n: {self.index.n}")
+
+    def gram_count(self, n: int, gram: tuple[int, ...], entry: int) -> int:
+        """Corpus count of an n-gram (ids) as seen by one entry: 0 unless the entry contains the n-gram."""
+        per = self._by_entry[n].get(entry)
+        return per.get(gram, 0) if per else 0
+
+    def entry_counts(self, n: int, entry: int) -> dict[tuple[int, ...], int]:
+        """Overlapping n-grams (ids) of one entry with their corpus counts."""
+        return self._by_entry[n].get(entry, {})
+
+    def ngram_counts(self, test_set: tuple[str, str] | TestSet, instance_id: str, part: str, n: int) -> dict[tuple[str, ...], int]:
+        """Overlapping n-grams of one instance part with their corpus counts.
+
+        Parameters
+        ----------
+        test_set : (name, split) or TestSet
+        instance_id : str
+        part : {"input", "references", "intersect"}
+        n : int
+
+        Returns
+        -------
+        dict of tuple of str to int
+            Only n-grams that occur in the corpus.
+        """
+        self._check_n(n)
+        s = self.index.set_index(test_set)
+        ids = [inst.id for inst in self.index.test_sets[s].instances]
+        if instance_id not in ids:
+            raise KeyError(f"no instance {instance_id!r} in test set {self.index.test_sets[s].key}")
+        e = self.index.entry(s, ids.index(instance_id), part)
+        return {self.index.tokens_of(g): k for g, k in self.entry_counts(n, e).items()}
+
+    def overlapping_ids(self, test_set: tuple[str, str] | TestSet, part: str, n: int) -> list[str]:
+        """Sorted ids of the instances whose ``part`` shares at least one n-gram with the corpus."""
+        self._check_n(n)
+        s = self.index.set_index(test_set)
+        out = []
+        for i, inst in enumerate(self.index.test_sets[s].instances):
+            if self._by_entry[n].get(self.index.entry(s, i, part)):
+                out.append(inst.id)
+        return sorted(out)
+
+    def summary(self) -> list[dict[str, Any]]:
+        """Per test set and n: instances, and how many (and what fraction) overlap in each indexed part."""
+        rows = []
+        for ts in self.index.test_sets:
+            for n in self.index.n:
+                row: dict[str, Any] = {"test_set": ts.name, "split": ts.split, "n": n, "num_instances": len(ts.instances)}
+                for part in self.index.parts:
+                    k = len(self.overlapping_ids(ts.key, part, n))
+                    row[f"num_overlapping_{part}"] = k
+                    row[f"overlapping_{part}_fraction"] = k / len(ts.instances) if ts.instances else float("nan")
+                rows.append(row)
+        return rows
+
+    def to_helm_stats(self) -> list[dict[str, Any]]:
+        """HELM's ``DataOverlapStats`` records (one per test set and n), as its script writes them.
+
+        Returns
+        -------
+        list of dict
+            ``data_overlap_stats_key``, ``num_instances`` and the sorted overlapping instance ids of each
+            part (``instance_ids_with_overlapping_input`` / ``_reference`` / ``_intersection``); a part
+            that was not indexed is left out.
+        """
+        names = {"input": "input", "references": "reference", "intersect": "intersection"}
+        out = []
+        for ts in self.index.test_sets:
+            for n in self.index.n:
+                rec: dict[str, Any] = {"data_overlap_stats_key": {"light_scenario_key": ts.helm_key(),
+                                                                  "overlap_protocol_spec": {"n": n}},
+                                       "num_instances": len(ts.instances)}
+                for part in PARTS:
+                    if part in self.index.parts:
+                        rec[f"instance_ids_with_overlapping_{names[part]}"] = self.overlapping_ids(ts.key, part, n)
+                out.append(rec)
+        return out
+
+    def to_helm_ngrams(self) -> list[dict[str, Any]]:
+        """HELM's ``EntryOverlapNgrams`` records: every part with an overlap and its n-gram counts.
+
+        Returns
+        -------
+        list of dict
+            ``entry_data_overlap_key`` (``stats_key``, ``part``, ``instance_id``) and
+            ``overlapping_ngram_counts`` as ``[[tokens...], count]`` pairs.
+        """
+        out = []
+        for n in self.index.n:
+            for e in sorted(self._by_entry[n]):
+                s, i, part = self.index._entries[e]
+                ts = self.index.test_sets[s]
+                grams = self._by_entry[n][e]
+                out.append({"entry_data_overlap_key": {
+                    "stats_key": {"light_scenario_key": ts.helm_key(), "overlap_protocol_spec": {"n": n}},
+                    "part": part, "instance_id": ts.instances[i].id},
+                    "overlapping_ngram_counts": [[list(self.index.tokens_of(g)), k] for g, k in grams.items()]})
+        return out

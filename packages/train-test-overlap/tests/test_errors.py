@@ -1,0 +1,83 @@
+"""Inputs that would give a silently wrong answer raise, naming what was wrong and what is accepted."""
+
+import gzip
+
+import pytest
+
+from train_test_overlap import Instance, OverlapIndex, TestSet, get_tokenizer, iter_documents, metrics
+
+TS = TestSet("t", "test", [Instance("q", "a b c", ["d"])])
+
+
+@pytest.mark.parametrize("n", [0, -1, 2.5, True, [], [3, 0], "5"])
+def test_bad_n(n):
+    with pytest.raises(ValueError, match="n must be an int >= 1"):
+        OverlapIndex(TS, n=n)
+
+
+def test_unknown_tokenizer_lists_accepted():
+    with pytest.raises(ValueError, match="accepted names: \\['helm-default', 'janitor', 'whitespace'\\]"):
+        get_tokenizer("bpe")
+
+
+def test_callable_tokenizer_must_return_list_of_str():
+    index = OverlapIndex(TS, n=1, tokenizer=lambda s: s.split())
+    assert index.tokenizer.name.endswith("<lambda>")
+    with pytest.raises(TypeError, match="list of str"):
+        OverlapIndex(TS, n=1, tokenizer=lambda s: [len(s)])
+
+
+def test_bare_string_references_and_bad_ids():
+    with pytest.raises(TypeError, match="single str"):
+        Instance("q", "a", "answer")
+    with pytest.raises(ValueError, match="non-empty str"):
+        Instance("", "a", [])
+    with pytest.raises(ValueError, match="occurs twice"):
+        TestSet("t", "test", [Instance("q", "a"), Instance("q", "b")])
+    with pytest.raises(ValueError, match="share name and split"):
+        OverlapIndex([TS, TestSet("t", "test", [])], n=1)
+
+
+def test_unknown_part_and_unindexed_n_and_bad_filter():
+    with pytest.raises(ValueError, match="parts must be"):
+        OverlapIndex(TS, n=1, parts=("inputs",))
+    counts = OverlapIndex(TS, n=2).scan(["a b"])
+    with pytest.raises(ValueError, match="n=13 was not indexed"):
+        metrics(counts, n=13)
+    with pytest.raises(ValueError, match="frequency_filter"):
+        metrics(counts, n=2, frequency_filter=0)
+    with pytest.raises(ValueError, match="part 'references' is not indexed"):
+        metrics(OverlapIndex(TS, n=2, parts=("input",)).scan(["a b"]), n=2)
+
+
+def test_jsonl_record_without_text_field_names_file_and_line(tmp_path):
+    path = tmp_path / "c.jsonl"
+    path.write_text('{"text": "a b"}\n{"content": "c"}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"c\.jsonl:2: record has no 'text' field \(fields: \['content'\]\)"):
+        list(iter_documents(path))
+
+
+def test_undecodable_bytes_raise_or_replace(tmp_path):
+    path = tmp_path / "c.txt.gz"
+    with gzip.open(path, "wb") as f:
+        f.write(b"good line\nbad \xff byte\n")
+    with pytest.raises(ValueError, match="not UTF-8.*errors='replace'"):
+        list(iter_documents(path))
+    assert list(iter_documents(path, errors="replace")) == ["good line", "bad \ufffd byte"]
+    with pytest.raises(ValueError, match="errors must be"):
+        list(iter_documents(path, errors="ignore"))
+
+
+def test_missing_path_and_unknown_suffix(tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        OverlapIndex(TS, n=1).scan(str(tmp_path / "nope.jsonl"))
+    (tmp_path / "c.csv").write_text("x", encoding="utf-8")
+    with pytest.raises(ValueError, match="unknown corpus format '.csv'"):
+        list(iter_documents(tmp_path / "c.csv"))
+
+
+def test_non_string_document_and_backend():
+    with pytest.raises(TypeError, match="document 1 is int"):
+        OverlapIndex(TS, n=1).scan(["a", 3])
+    with pytest.raises(ValueError, match="backend must be"):
+        OverlapIndex(TS, n=1).scan(["a"], backend="spark")

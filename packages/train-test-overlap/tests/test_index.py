@@ -1,0 +1,137 @@
+"""The scan engine against the HELM-faithful brute force, across batchings, backends, formats and edge cases."""
+
+import gzip
+import math
+import random
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from train_test_overlap import Instance, OverlapIndex, TestSet, iter_documents, metrics
+from train_test_overlap.index import ShardCounts
+
+WORDS = ["a", "b", "c", "d", "e", "A", "b.", "(c)", "é", "-", ""]
+
+
+def _random_text(rng, k):
+    return " ".join(rng.choice(WORDS) for _ in range(k)) + rng.choice(["", ".", " !", "?"])
+
+
+def _random_problem(seed):
+    rng = random.Random(seed)
+    sets = []
+    for s in range(2):
+        inst = [Instance(f"i{j}", _random_text(rng, rng.randint(0, 9)),
+                         [_random_text(rng, rng.randint(0, 6)) for _ in range(rng.randint(0, 3))]) for j in range(6)]
+        sets.append(TestSet(f"set{s}", "test", inst))
+    docs = [_random_text(rng, rng.randint(0, 40)) for _ in range(30)]
+    return sets, docs, rng
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_counts_and_metrics_equal_brute_force(ref, seed):
+    sets, docs, rng = _random_problem(seed)
+    ns = sorted(rng.sample([1, 2, 3, 4], 2))
+    index = OverlapIndex(sets, n=ns)
+    counts = index.scan(docs, batch_tokens=rng.choice([1, 7, 1 << 18]))
+    table = ref.build_index(sets, ns, index.tokenizer.tokenize)
+    brute = ref.scan(table, docs, index.tokenizer.tokenize)
+    mine = {}
+    for n in ns:
+        for ts in sets:
+            for inst in ts.instances:
+                for part in ("input", "references", "intersect"):
+                    got = counts.ngram_counts(ts.key, inst.id, part, n)
+                    if got:
+                        mine[(n, ts.key, inst.id, part)] = got
+    assert mine == {k: dict(v) for k, v in brute.items()}
+    f = rng.choice([1, 2, 10])
+    for n in ns:
+        for fil in (None, f):
+            for m in metrics(counts, n=n, frequency_filter=fil):
+                inst = next(i for i in sets[int(m.test_set[-1])].instances if i.id == m.instance_id)
+                text = inst.input if m.part == "input" else " ".join(inst.references)
+                tokens = index.tokenizer.tokenize(text)
+                if len(tokens) < n:
+                    assert math.isnan(m.jaccard) and m.binary == 0
+                    continue
+                expect = ref.metric_scores(tokens, brute.get((n, (m.test_set, "test"), m.instance_id, m.part), {}), n, fil or 0)
+                assert (m.binary, m.jaccard, m.weighted_jaccard, m.token, m.weighted_token) == pytest.approx(expect, rel=1e-12)
+
+
+def test_hash_collisions_never_count(monkeypatch):
+    import train_test_overlap.index as mod
+
+    ts = TestSet("t", "test", [Instance("q", "a b c", [])])
+    index = OverlapIndex(ts, n=3, parts=("input",))
+    # every window hashes to 0 and 0 is an indexed key: all windows collide, the exact check decides
+    monkeypatch.setattr(mod, "_window_hashes", lambda ids, n: np.zeros(ids.size - n + 1, dtype=np.uint64))
+    index._keys[3] = np.zeros(1, dtype=np.uint64)
+    index._bits[3][:] = True
+    counts = index.scan(["a b d a b c c b a", "x a b", "c"])
+    assert counts.ngram_counts(ts.key, "q", "input", 3) == {("a", "b", "c"): 1}
+
+
+def test_documents_never_join_across_boundaries():
+    ts = TestSet("t", "test", [Instance("q", "x y", [])])
+    counts = OverlapIndex(ts, n=2).scan(["a x", "y b", "x", "y"], batch_tokens=1 << 18)
+    assert counts.ngram_counts(ts.key, "q", "input", 2) == {}
+
+
+def test_shards_merge_in_any_order_to_the_single_pass():
+    sets, docs, _ = _random_problem(3)
+    index = OverlapIndex(sets, n=(2, 3))
+    whole = index.scan(docs)
+    shards = [index.scan_documents(docs[i::4]) for i in range(4)]
+    total = ShardCounts({})
+    for shard in reversed(shards):
+        total = total + shard
+    assert index.finish(total) == whole
+    assert whole.stats.documents == 30
+
+
+def test_dask_sync_and_shuffled_file_shards_equal_local(tmp_path):
+    pytest.importorskip("dask.bag")
+    sets, docs, _ = _random_problem(5)
+    index = OverlapIndex(sets, n=(2, 3))
+    local = index.scan(docs)
+    assert index.scan(docs, backend="dask", scheduler="sync", npartitions=3) == local
+    order = list(range(6))
+    random.Random(0).shuffle(order)
+    for k, i in enumerate(order):
+        (tmp_path / f"shard{k}.txt").write_text("\n".join(docs[i::6]) + "\n", encoding="utf-8")
+    by_files = index.scan(tmp_path, backend="dask", scheduler="sync")
+    assert by_files._counts == local._counts and by_files.stats.documents == local.stats.documents
+
+
+def test_jsonl_gz_zst_and_text_corpora_agree(tmp_path):
+    zstd = pytest.importorskip("zstandard")
+    docs = ["Alpha beta gamma.", "", "café — beta gamma delta", "line with\nnewline"]
+    import json
+    payload = "".join(json.dumps({"text": d, "meta": 1}) + "\n" for d in docs)
+    (tmp_path / "c.jsonl").write_text(payload, encoding="utf-8")
+    with gzip.open(tmp_path / "c.jsonl.gz", "wt", encoding="utf-8") as f:
+        f.write(payload)
+    (tmp_path / "c.jsonl.zst").write_bytes(zstd.ZstdCompressor().compress(payload.encode()))
+    for name in ("c.jsonl", "c.jsonl.gz", "c.jsonl.zst"):
+        assert list(iter_documents(tmp_path / name)) == docs
+    ts = TestSet("t", "test", [Instance("q", "beta gamma delta", [])])
+    index = OverlapIndex(ts, n=2)
+    assert index.scan(tmp_path / "c.jsonl.zst") == index.scan(docs)
+
+
+def test_helm_edge_tokens_match_across_punctuation():
+    # HELM keeps an empty token where text starts/ends with punctuation: "(x) y" and "... x y" share ("", "x")
+    ts = TestSet("t", "test", [Instance("q", "(x) y", [])])
+    counts = OverlapIndex(ts, n=2, parts=("input",)).scan(["... x y"])
+    assert counts.ngram_counts(ts.key, "q", "input", 2) == {("", "x"): 1, ("x", "y"): 1}
+
+
+def test_input_path_of_folder_is_sorted_and_recursive(tmp_path):
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "2.txt").write_text("two\n", encoding="utf-8")
+    (tmp_path / "1.txt").write_text("one\n", encoding="utf-8")
+    (tmp_path / ".hidden").write_text("no\n", encoding="utf-8")
+    assert list(iter_documents(tmp_path)) == ["one", "two"]
+    assert list(iter_documents([Path(tmp_path / "1.txt")])) == ["one"]
