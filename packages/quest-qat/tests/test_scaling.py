@@ -1,4 +1,4 @@
-"""The scaling analysis against closed forms and the scaling command."""
+"""The scaling analysis against closed forms, the scaling command, and the README tables against results/."""
 
 import json
 import math
@@ -9,6 +9,7 @@ import pytest
 import torch
 
 from quest.__main__ import main
+from quest.experiments import reproduction_table
 from quest.lm import TinyLlama, TinyLlamaConfig
 from quest.scaling import SCALING_BITS, _BF16Forward, _quantized_params, bits_params_at_equal_loss
 
@@ -107,3 +108,15 @@ def test_scaling_command_quick_stores_every_run_and_its_analysis(tmp_path):
         assert abs(np.mean([s[j] for s in losses["W8A8"]]) - np.mean([s[j] for s in losses["BF16"]])) < 0.02
     assert (tmp_path / "scaling.png").stat().st_size > 0 and "params per memory" in (tmp_path / "scaling.md").read_text()
 
+
+
+def test_readme_reproduction_table_is_rendered_from_the_stored_results():
+    results = PACKAGE / "results"
+    stored = {path.stem: json.loads(path.read_text()) for path in results.glob("*.json")}
+    assert not stored["scaling"].get("quick") and len(stored["scaling"]["init_seeds"]) == 3
+    readme = (PACKAGE / "README.md").read_text()
+    begin, end = "<!-- rendered from results/reproduce.json and results/scaling*.json -->\n", "<!-- end rendered -->"
+    assert readme.count(begin) == 1 and readme.count(end) == 1
+    in_readme = readme.split(begin, 1)[1].split(end, 1)[0].strip()
+    rendered = reproduction_table(stored["reproduce"], stored["scaling"], stored.get("scaling_seed1"))
+    assert in_readme == rendered.strip()

@@ -22,6 +22,7 @@ from quest.hadamard import block_hadamard
 from quest.layers import QuestConfig
 from quest.lm import TinyLlama, TinyLlamaConfig, stdlib_corpus
 from quest.quantizers import TrustQuantizer, grid_quantize
+from quest.scaling import PAPER_EFFECTIVE_PARAMS, PAPER_PARAMS_PER_MEMORY, run_scaling
 from quest.train import TrainConfig, make_splits, train_lm
 
 log = logging.getLogger(__name__)
@@ -266,8 +267,6 @@ def reproduce(ctx: RunContext) -> None:
 
 
 def _reproduce_scaling(ctx: RunContext) -> None:
-    from quest.scaling import run_scaling
-
     if ctx.quick:
         result = run_scaling(steps=3, batch_size=4, seq_len=32, n_seeds=2, corpus_bytes=100_000, eval_batches=1,
                              random_state=ctx.seed)
@@ -309,13 +308,16 @@ def _ci(values: Sequence[float], signed: bool = False, digits: int = 3) -> str:
     return f"{fmt.format(est)} [{fmt.format(low)}, {fmt.format(high)}]"
 
 
-def _sign_verdict(low: float, high: float, expected: int, n: int) -> str:
-    """One-line verdict: whether a paired difference has the paper's sign (``expected`` = +1 or -1)."""
-    if expected * low > 0:
-        return f"holds: same sign, 95% interval excludes 0 ({n} seeds)"
-    if expected * high < 0:
-        return f"does not hold: opposite sign, 95% interval excludes 0 ({n} seeds)"
-    return f"not resolved: 95% interval includes 0 ({n} seeds)"
+def _sign_verdict(diffs: Sequence[float], expected: int) -> str:
+    """One-line verdict: whether paired differences have the paper's sign (``expected`` = +1 or -1)."""
+    iv = t_interval(diffs)
+    agree = sum(expected * d > 0 for d in diffs)
+    counted = f"paper's sign on {agree} of {len(diffs)} seeds"
+    if expected * iv.low > 0:
+        return f"holds: {counted}, 95% interval excludes 0"
+    if expected * iv.high < 0:
+        return f"does not hold: {counted}, 95% interval excludes 0 on the other side"
+    return f"not resolved: {counted}, 95% interval includes 0"
 
 
 def scaling_table(result: Mapping[str, Any]) -> str:
@@ -336,9 +338,9 @@ def scaling_table(result: Mapping[str, Any]) -> str:
     mean_fit = analysis["mean"]
     widths, params = result["widths"], result["params"]
     head = " | ".join(f"d={w} (N={n:,})" for w, n in zip(widths, params, strict=True))
-    lines = [f"| precision | bits | {head} | slope per ln N | N for L* | params per memory vs BF16 "
-             "[per seed] | paper |", "|---|---|" + "---|" * len(widths) + "---|---|---|---|"]
-    paper = result["paper_params_per_memory"]
+    lines = [f"| precision | bits | {head} | slope per ln N | N for L* | N_BF16 / N (paper) | params per "
+             "memory vs BF16 [per seed] | paper |", "|---|---|" + "---|" * len(widths) + "---|---|---|---|---|"]
+    ref_needed = mean_fit["precisions"][analysis["reference"]]["params_needed"]
     for precision, bits in result["bits"].items():
         cells = []
         for row in result["gaps"][precision]:
@@ -349,8 +351,10 @@ def scaling_table(result: Mapping[str, Any]) -> str:
         needed_text = "never" if not math.isfinite(needed) else f"{needed:.3g}"
         if fit["extrapolated"] and math.isfinite(needed):
             needed_text += " (extrapolated)"
+        eff = ref_needed / needed if math.isfinite(needed) and math.isfinite(ref_needed) else 0.0
         lines.append(f"| {precision} | {bits} | {' | '.join(cells)} | {fit['slope']:+.3f} | {needed_text} | "
-                     f"**{fit['params_per_memory']:.2f}** [{seeds}] | {paper[precision]:g} |")
+                     f"{eff:.2f} ({PAPER_EFFECTIVE_PARAMS[precision]:g}) | **{fit['params_per_memory']:.2f}** "
+                     f"[{seeds}] | {PAPER_PARAMS_PER_MEMORY[precision]:g} |")
     best = ", ".join(analysis["per_seed_best"])
     lines += ["", f"Target loss L* = {mean_fit['target_loss']:.3f} (the BF16 fit at N = "
                   f"{analysis['target_params']:,.0f}); highest parameters per memory: {mean_fit['best']} "
@@ -358,7 +362,8 @@ def scaling_table(result: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def reproduction_table(reproduce: Mapping[str, Any], scaling: Mapping[str, Any]) -> str:
+def reproduction_table(reproduce: Mapping[str, Any], scaling: Mapping[str, Any],
+                       rerun: Mapping[str, Any] | None = None) -> str:
     """The README's reproduction section body, rendered from the stored results.
 
     Parameters
@@ -368,6 +373,8 @@ def reproduction_table(reproduce: Mapping[str, Any], scaling: Mapping[str, Any])
         W4A4 without Hadamard).
     scaling : mapping
         ``results/scaling.json``: :func:`quest.scaling.run_scaling` output.
+    rerun : mapping, optional
+        The same scaling run on fresh seeds (another ``random_state``); its verdict joins the 4-bit row.
 
     Returns
     -------
@@ -404,6 +411,8 @@ def reproduction_table(reproduce: Mapping[str, Any], scaling: Mapping[str, Any])
 
     largest = str(widths[-1])
     w4 = {row["width"]: row["gap_to_reference"] for row in gaps["W4A4"]}
+    w4_largest = [q - b for q, b in zip(scaling["runs"]["W4A4"][largest]["final_val_loss"],
+                                        scaling["runs"]["BF16"][largest]["final_val_loss"], strict=True)]
     w4_text = "; ".join(f"d={w}: {_ci(w4[w], signed=True)}" for w in widths)
     w1 = scaling["runs"]["W1A1"]
     w1_runs = [(f, last, d) for w in widths for f, last, d in zip(w1[str(w)]["first_train_loss"],
@@ -416,20 +425,43 @@ def reproduction_table(reproduce: Mapping[str, Any], scaling: Mapping[str, Any])
     analysis = scaling["analysis"]
     e = {p: analysis["mean"]["precisions"][p]["params_per_memory"] for p in scaling["bits"]}
     e_text = ", ".join(f"{p} {v:.2f}" for p, v in sorted(e.items(), key=lambda kv: -kv[1]))
-    paper_e = ", ".join(f"{p} {v:g}" for p, v in sorted(scaling["paper_params_per_memory"].items(),
+    paper_e = ", ".join(f"{p} {v:g}" for p, v in sorted(PAPER_PARAMS_PER_MEMORY.items(),
                                                          key=lambda kv: -kv[1]))
     extrapolated = [p for p, r in analysis["mean"]["precisions"].items() if r["extrapolated"]]
     gap_fp_w4 = runs["QuEST W4A4"]["gap_ci95"]
     lines += ["", "| paper claim | ours | verdict |", "|---|---|---|",
               f"| Hadamard helps W4A4 at a fixed (trust) estimator: 30M gap {paper_gap['trust W4A4 (no Hadamard)']:+.3f}"
               f" without vs {paper_gap['QuEST W4A4']:+.3f} with | without minus with, paired: {had_text} "
-              f"({reproduce['steps']} steps) | {_sign_verdict(had.low, had.high, +1, n_seeds)} |",
-              f"| QuEST W4A4 trains close to BF16 (30M: {paper_gap['QuEST W4A4']:+.3f}, shrinking with size) | "
+              f"({reproduce['steps']} steps) | {_sign_verdict(hadamard, +1)} |",
+              f"| QuEST W4A4 is a little worse than BF16 (30M: {paper_gap['QuEST W4A4']:+.3f}, shrinking with size) | "
               f"W4A4 minus BF16, scaling run: {w4_text}; {reproduce['steps']}-step ablation: "
-              f"{_ci(gap_fp_w4, signed=True)} | largest width: "
-              f"{_sign_verdict(w4[int(largest)][1], w4[int(largest)][2], +1, n_scaling)} |",
+              f"{_ci(gap_fp_w4, signed=True)} | d={largest}: {_sign_verdict(w4_largest, +1)} |",
               f"| W1A1 trains stably | {w1_text} | {'holds' if w1_ok else 'does not hold'} |",
               f"| 4-bit is Pareto-optimal: most parameters per unit of memory at equal loss ({paper_e}) | "
               f"{e_text}" + (f" ({', '.join(extrapolated)} extrapolated)" if extrapolated else "") +
-              f"; best per seed: {', '.join(analysis['per_seed_best'])} | {analysis['verdict']} |"]
+              f"; best per seed: {', '.join(analysis['per_seed_best'])}" + _rerun_text(rerun) +
+              f" | {analysis['verdict']}" + ("" if rerun is None else
+                                             f"; fresh seeds: {rerun['analysis']['verdict']}") +
+              _unresolved_gaps(gaps, analysis) + " |"]
     return "\n".join(lines)
+
+
+def _unresolved_gaps(gaps: Mapping[str, Any], analysis: Mapping[str, Any]) -> str:
+    """When no quantized precision is resolved from BF16 at any width, memory is decided by bits alone."""
+    rows = [row["gap_to_reference"] for p, per_width in gaps.items() if p != analysis["reference"]
+            for row in per_width]
+    if analysis["verdict"] == "holds" or any(low > 0 or high < 0 for _, low, high in rows):
+        return ""
+    largest = max(abs(est) for est, _, _ in rows)
+    return (f": no quantized loss differs from BF16 at any width (every 95% interval includes 0, mean gaps "
+            f"at most {largest:.3f}), so the fewest bits win")
+
+
+def _rerun_text(rerun: Mapping[str, Any] | None) -> str:
+    if rerun is None:
+        return ""
+    analysis = rerun["analysis"]
+    e = {p: r["params_per_memory"] for p, r in analysis["mean"]["precisions"].items()}
+    e_text = ", ".join(f"{p} {v:.2f}" for p, v in sorted(e.items(), key=lambda kv: -kv[1]))
+    return (f". Fresh seeds (`random_state={rerun['random_state']}`, new batches and inits): {e_text}; best per "
+            f"seed: {', '.join(analysis['per_seed_best'])}")

@@ -28,7 +28,7 @@ from quest.train import TrainConfig, make_splits, train_lm
 
 log = logging.getLogger(__name__)
 
-__all__ = ["PAPER_PARAMS_PER_MEMORY", "SCALING_BITS", "bits_params_at_equal_loss", "run_scaling"]
+__all__ = ["PAPER_EFFECTIVE_PARAMS", "PAPER_PARAMS_PER_MEMORY", "SCALING_BITS", "bits_params_at_equal_loss", "run_scaling"]
 
 SCALING_BITS: dict[str, int] = {"W1A1": 1, "W2A2": 2, "W4A4": 4, "W8A8": 8, "BF16": 16}
 """Precisions of the scaling run and the bits each parameter costs (BF16: 16)."""
@@ -36,6 +36,10 @@ SCALING_BITS: dict[str, int] = {"W1A1": 1, "W2A2": 2, "W4A4": 4, "W8A8": 8, "BF1
 PAPER_PARAMS_PER_MEMORY: dict[str, float] = {"W1A1": 1.3, "W2A2": 2.2, "W4A4": 3.18, "W8A8": 1.98, "BF16": 1.0}
 """Parameters per unit of memory relative to BF16, ``16 N_BF16 / (bits N_p)`` at equal C4 loss, from the
 official runs file (IST-DASLab/QuEST ``for_plots/runs_for_scaling.json``, 30M-800M Llama models)."""
+
+PAPER_EFFECTIVE_PARAMS: dict[str, float] = {"W1A1": 0.08, "W2A2": 0.279, "W4A4": 0.795, "W8A8": 0.99, "BF16": 1.0}
+"""Effective-parameter multiplier ``N_BF16 / N_p`` at equal C4 loss (median over sizes), from the same runs
+file; ``PAPER_PARAMS_PER_MEMORY`` is ``16 / bits`` times it."""
 
 
 class _BF16Forward(nn.Module):
