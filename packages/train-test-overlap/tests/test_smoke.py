@@ -67,3 +67,21 @@ def test_help_shows_the_paper(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     assert PAPER[:20] in capsys.readouterr().out
+
+
+def test_report_command_with_scores(tmp_path, helm_data):
+    scores = tmp_path / "scores.jsonl"
+    sets = [json.loads(line) for line in open(helm_data / "scenarios.jsonl")]
+    with open(scores, "w") as f:
+        for s in sets:
+            spec = s["scenario_key"]["scenario_spec"]
+            name = spec["class_name"] + "".join(f",{k}={v}" for k, v in sorted(spec["args"].items()))
+            for k, inst in enumerate(s["instances"]):
+                f.write(json.dumps({"test_set": name, "split": s["scenario_key"]["split"], "id": inst["id"], "score": k % 2}) + "\n")
+    code = main(["report", "--scenarios", str(helm_data / "scenarios.jsonl"), "--corpus", str(helm_data / "corpus.txt"),
+                 "--out", str(tmp_path), "--presets", "helm", "palm", "--scores", str(scores)])
+    assert code == 0
+    data = json.loads((tmp_path / "report.json").read_text())
+    helm_test = next(p for p in data["presets"] if p["preset"] == "helm" and p["split"] == "test")
+    # MMLU fixture: dirty at n=13 are id1, id10 (scores 0, 1); clean id2..id5 (scores 1, 0, 1, 0); all mean 0.5
+    assert helm_test["delta"]["clean_mean"] == 0.5 and helm_test["delta"]["all_mean"] == 0.5

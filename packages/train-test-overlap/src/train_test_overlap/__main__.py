@@ -1,4 +1,4 @@
-"""Command line: ``demo``, ``reproduce``, and ``scan`` / ``presets`` on your own scenarios and corpus.
+"""Command line: ``demo``, ``reproduce``, and ``scan`` / ``presets`` / ``report`` on your own scenarios and corpus.
 
 The experiments are imported only when a command runs, so that ``--help`` works in a base install.
 """
@@ -37,6 +37,12 @@ def _presets(argv: list[str]) -> int:
     return presets_main(argv)
 
 
+def _report(argv: list[str]) -> int:
+    from train_test_overlap.commands import report_main
+
+    return report_main(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run a command of the ``train-test-overlap`` command line.
 
@@ -51,7 +57,9 @@ def main(argv: list[str] | None = None) -> int:
         The exit code: 0 on success, 2 when the command's extra is not installed.
     """
     extra = {"scan": ExtraCommand("count test-set n-grams in a corpus; write HELM's stats, n-gram and metrics files", _scan),
-             "presets": ExtraCommand("label instances clean/dirty/ambiguous under developers' rules", _presets)}
+             "presets": ExtraCommand("label instances clean/dirty/ambiguous under developers' rules", _presets),
+             "report": ExtraCommand("write the overlap report (methodology card, statistics, rules; Markdown, JSON, PNG)",
+                                    _report)}
     return run_cli("train_test_overlap", demo=_demo, reproduce=_reproduce, argv=argv, description=__doc__, paper=PAPER,
                    extra_commands=extra, requires={"demo": "gpt4", "reproduce": "gpt4"})
 

@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-__all__ = ["presets_main", "scan_main"]
+__all__ = ["presets_main", "report_main", "scan_main"]
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -89,4 +89,50 @@ def presets_main(argv: list[str]) -> int:
     for r in results:
         print(f"{r.preset.name:8s} {r.test_set} [{r.split}]: dirty {r.fractions['dirty']:.3f}, "
               f"ambiguous {r.fractions['ambiguous']:.3f}")
+    return 0
+
+
+def report_main(argv: list[str]) -> int:
+    """``report``: the overlap report (Markdown, JSON, PNG) from one read of the corpus per tokenizer.
+
+    Parameters
+    ----------
+    argv : list of str
+        Options (see ``--help``).
+
+    Returns
+    -------
+    int
+        Exit code.
+    """
+    from train_test_overlap import OverlapIndex, OverlapReport, load_helm_scenarios
+    from train_test_overlap.presets import PRESETS, evaluate_presets
+
+    parser = argparse.ArgumentParser(prog="python -m train_test_overlap report",
+                                     description="Write the train-test overlap report: methodology, statistics, rules.")
+    _common(parser)
+    parser.add_argument("--n", type=int, nargs="+", default=[5, 9, 13], help="n-gram lengths (default 5 9 13)")
+    parser.add_argument("--metric-n", type=int, default=13, help="n of HELM's per-instance metrics (default 13)")
+    parser.add_argument("--presets", nargs="*", default=sorted(PRESETS), help=f"among {sorted(PRESETS)}")
+    parser.add_argument("--scores", help="JSONL of evaluation scores: {\"test_set\", \"split\", \"id\", \"score\"} per line")
+    parser.add_argument("--seed", type=int, default=0, help="gpt4 substring sampling and the bootstrap")
+    args = parser.parse_args(argv)
+    sets = load_helm_scenarios(args.scenarios)
+    corpus = [Path(c) for c in args.corpus]
+    scores: dict[tuple[str, str], dict[str, float]] | None = None
+    if args.scores:
+        scores = {}
+        with open(args.scores, encoding="utf-8") as f:
+            for lineno, line in enumerate(f, 1):
+                if line.strip():
+                    try:
+                        rec = json.loads(line)
+                        scores.setdefault((rec["test_set"], rec["split"]), {})[str(rec["id"])] = float(rec["score"])
+                    except (KeyError, TypeError, ValueError) as exc:
+                        raise SystemExit(f"{args.scores}:{lineno}: need test_set, split, id and a numeric score ({exc})") from None
+    counts = OverlapIndex(sets, n=args.n).scan(corpus, text_field=args.text_field, errors=args.errors)
+    results, _ = evaluate_presets(sets, corpus, presets=args.presets, scores=scores, random_state=args.seed,
+                                  text_field=args.text_field, errors=args.errors) if args.presets else ([], {})
+    files = OverlapReport(counts, results, scores=scores, n=args.metric_n, random_state=args.seed).save(Path(args.out) / "report")
+    print("wrote " + ", ".join(str(f) for f in files))
     return 0
