@@ -85,3 +85,14 @@ def test_report_command_with_scores(tmp_path, helm_data):
     helm_test = next(p for p in data["presets"] if p["preset"] == "helm" and p["split"] == "test")
     # MMLU fixture: dirty at n=13 are id1, id10 (scores 0, 1); clean id2..id5 (scores 1, 0, 1, 0); all mean 0.5
     assert helm_test["delta"]["clean_mean"] == 0.5 and helm_test["delta"]["all_mean"] == 0.5
+
+
+def test_sketch_command_build_and_query(tmp_path, helm_data, capsys):
+    pytest.importorskip("xxhash")
+    assert main(["sketch", "--corpus", str(helm_data / "corpus.txt"), "--n", "13", "--capacity", "1000",
+                 "--out", str(tmp_path / "s.npz")]) == 0
+    assert main(["sketch", "--load", str(tmp_path / "s.npz"), "--scenarios", str(helm_data / "scenarios.jsonl"),
+                 "--out", str(tmp_path / "q.json")]) == 0
+    out = capsys.readouterr().out
+    # exact 13-gram input overlap (golden_stats.jsonl): 2 of 6 and 2 of 4; a sketch can only add
+    assert "MMLUScenario,subject=anatomy [test]: 2/6" in out and "NaturalQAScenario [valid]: 2/4" in out

@@ -1,4 +1,4 @@
-"""Command line: ``demo``, ``reproduce``, and ``scan`` / ``presets`` / ``report`` on your own scenarios and corpus.
+"""Command line: ``demo``, ``reproduce``, and ``scan`` / ``presets`` / ``report`` / ``sketch`` on your own scenarios and corpus.
 
 The experiments are imported only when a command runs, so that ``--help`` works in a base install.
 """
@@ -43,6 +43,12 @@ def _report(argv: list[str]) -> int:
     return report_main(argv)
 
 
+def _sketch(argv: list[str]) -> int:
+    from train_test_overlap.commands import sketch_main
+
+    return sketch_main(argv)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run a command of the ``train-test-overlap`` command line.
 
@@ -59,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     extra = {"scan": ExtraCommand("count test-set n-grams in a corpus; write HELM's stats, n-gram and metrics files", _scan),
              "presets": ExtraCommand("label instances clean/dirty/ambiguous under developers' rules", _presets),
              "report": ExtraCommand("write the overlap report (methodology card, statistics, rules; Markdown, JSON, PNG)",
-                                    _report)}
+                                    _report),
+             "sketch": ExtraCommand("build a Bloom sketch of a corpus's n-grams (--corpus) or query one (--load)", _sketch)}
     return run_cli("train_test_overlap", demo=_demo, reproduce=_reproduce, argv=argv, description=__doc__, paper=PAPER,
                    extra_commands=extra, requires={"demo": "gpt4", "reproduce": "gpt4"})
 

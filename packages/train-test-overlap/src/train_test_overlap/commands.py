@@ -6,7 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
-__all__ = ["presets_main", "report_main", "scan_main"]
+__all__ = ["presets_main", "report_main", "scan_main", "sketch_main"]
 
 
 def _common(parser: argparse.ArgumentParser) -> None:
@@ -135,4 +135,53 @@ def report_main(argv: list[str]) -> int:
                                   text_field=args.text_field, errors=args.errors) if args.presets else ([], {})
     files = OverlapReport(counts, results, scores=scores, n=args.metric_n, random_state=args.seed).save(Path(args.out) / "report")
     print("wrote " + ", ".join(str(f) for f in files))
+    return 0
+
+
+def sketch_main(argv: list[str]) -> int:
+    """``sketch``: build a Bloom sketch of a corpus's n-grams, or query one with test sets.
+
+    Parameters
+    ----------
+    argv : list of str
+        Options (see ``--help``).
+
+    Returns
+    -------
+    int
+        Exit code.
+    """
+    from train_test_overlap import CorpusSketch, load_helm_scenarios
+
+    parser = argparse.ArgumentParser(prog="python -m train_test_overlap sketch",
+                                     description="Build (--corpus, --out) or query (--load, --scenarios) a corpus sketch.")
+    parser.add_argument("--corpus", nargs="+", help="corpus files or folders to sketch")
+    parser.add_argument("--out", help="where to write the sketch (.npz) or the query result (.json)")
+    parser.add_argument("--load", help="a sketch written by this command")
+    parser.add_argument("--scenarios", help="HELM light-scenario JSONL to query")
+    parser.add_argument("--n", type=int, default=13)
+    parser.add_argument("--tokenizer", default="helm-default", choices=["helm-default", "whitespace", "janitor"])
+    parser.add_argument("--capacity", type=int, default=10_000_000, help="distinct n-grams the filter is sized for")
+    parser.add_argument("--fp-rate", type=float, default=1e-3)
+    parser.add_argument("--text-field", default="text")
+    parser.add_argument("--errors", default="strict", choices=["strict", "replace"])
+    args = parser.parse_args(argv)
+    if args.corpus:
+        if not args.out:
+            parser.error("--corpus needs --out")
+        sketch = CorpusSketch(n=args.n, tokenizer=args.tokenizer, capacity=args.capacity, fp_rate=args.fp_rate)
+        sketch.add_corpus([Path(c) for c in args.corpus], text_field=args.text_field, errors=args.errors)
+        sketch.save(args.out)
+        print(f"sketched {sketch.documents} documents: m={sketch.m} bits, k={sketch.k}, fill {sketch.fill_ratio():.4f}; "
+              f"wrote {args.out}")
+        return 0
+    if not (args.load and args.scenarios):
+        parser.error("give --corpus and --out to build, or --load and --scenarios to query")
+    sketch = CorpusSketch.load(args.load)
+    result = sketch.overlap(load_helm_scenarios(args.scenarios))
+    for (name, split), fractions in result.items():
+        flagged = sum(1 for v in fractions.values() if v > 0)
+        print(f"{name} [{split}]: {flagged}/{len(fractions)} instances with a reported {sketch.n}-gram")
+    if args.out:
+        Path(args.out).write_text(json.dumps([{"test_set": k[0], "split": k[1], "fractions": v} for k, v in result.items()]))
     return 0
