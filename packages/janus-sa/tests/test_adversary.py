@@ -750,6 +750,15 @@ def test_client_whose_masked_vector_contradicts_its_commitments_is_excluded(kind
     assert isinstance(err, ExcludedError) and err.reason == "inconsistent upload"
     assert err.verify(client=cheat, s0=dep.keys0.public, s1=dep.keys1.public, session=dep.session) == \
         (1, tuple(sorted(ids[1:])))
+    # evidence whose two aggregates give different reasons is refused
+    from janus_sa.errors import ParticipantSetMismatchError
+    from janus_sa.protocol import check_exclusion
+
+    lie = encode(MsgType.AGGREGATE0, dep.session, 1, {**decode(err.aggregate0, max_bytes=10**6).body,
+                                                      "reasons": b"\x02"}, dep.keys0.sign)
+    with pytest.raises(ParticipantSetMismatchError, match="excluded"):
+        check_exclusion(lie, err.aggregate1, client=cheat, s0=dep.keys0.public, s1=dep.keys1.public,
+                        session=dep.session)
     # the points each server received for an honest client are the ones it computes itself: nothing new
     for cid in ids[1:]:
         assert dep.s0._check_value(cid) == dep.s1._check_value(cid)

@@ -7,7 +7,9 @@ Timeline (one S0 coordinator run of 5 rounds):
   round 4: S1 SIGKILLs itself after 5 uploads -> every client that saw the round fails cleanly (at least
            the 5 whose S1 upload was accepted), nobody accepts an aggregate; a client that was still
            between rounds when S1 died may skip round 4 entirely;
-  round 5: S1 restarted from its state directory -> verified aggregate over 19.
+  round 5: S1 restarted from its state directory; client 19 uploads y_i + 1 under honest commitments ->
+           both servers exclude it, the 18 others verify their exact sum and see client 19 named as
+           excluded ("inconsistent upload"), client 19 gets ExcludedError.
 """
 
 import json
@@ -63,7 +65,7 @@ def test_twenty_client_processes_with_client_and_s1_crashes(tmp_path, free_ports
                  "--settle", "3", "--gap", "0.2", "--linger", "3"], tmp_path / "s0.log", env)
     clients = []
     for i in range(N):
-        extra = ["--kill-after-s0-upload", "2"] if i == 0 else []
+        extra = {0: ["--kill-after-s0-upload", "2"], N - 1: ["--masked-plus-one-round", "5"]}.get(i, [])
         clients.append(_spawn(["client", "--deployment", dep, "--key", str(tmp_path / "c" / f"c{i}.key"),
                                "--roster", roster, "--s0", a0,
                                "--s1", a1, "--rounds", "9", "--last-round", "5", "--index", str(i), "--timeout", "200"] + extra,
@@ -87,17 +89,23 @@ def test_twenty_client_processes_with_client_and_s1_crashes(tmp_path, free_ports
     def expected(rnd, members):
         return sum(q.quantize(client_update(i, rnd, DIM)).astype(np.int64) for i in members).tolist()
 
-    survivors = range(1, N)
+    survivors, cheat = range(1, N), N - 1
+    key_of = {i: json.loads((tmp_path / "c" / f"c{i}.pub.json").read_text())["sign"] for i in (0, cheat)}
+    named = {2: {key_of[0]: "reached one server only"}, 5: {key_of[cheat]: "inconsistent upload"}}
     assert [ln["round"] for ln in lines[0]] == [1]  # killed during round 2, before printing it
     failed_in_4 = 0
     for i in survivors:
         by_round = {ln["round"]: ln for ln in lines[i]}
         assert sorted(by_round) in ([1, 2, 3, 4, 5], [1, 2, 3, 5]), lines[i]
-        for rnd, members in [(1, range(N)), (2, survivors), (3, survivors), (5, survivors)]:
+        for rnd, members in [(1, range(N)), (2, survivors), (3, survivors), (5, range(1, cheat))]:
             ln = by_round[rnd]
+            if i == cheat and rnd == 5:
+                assert not ln["ok"] and ln["error"] == "ExcludedError", ln
+                continue
             assert ln["ok"], (i, ln)
             assert ln["n"] == len(members)
             assert ln["sum_codes"] == expected(rnd, members)
+            assert ln["excluded"] == named.get(rnd, {}), ln
         if 4 in by_round:
             assert not by_round[4]["ok"] and by_round[4]["error"] in CLEAN_FAILURES, by_round[4]
             failed_in_4 += 1

@@ -14,11 +14,13 @@ from pathlib import Path
 
 import numpy as np
 
+from janus_sa import crypto
 from janus_sa.crypto import ServerKeys, ServerPublicKeys, SigningKey
 from janus_sa.errors import JanusError
 from janus_sa.net import NetworkClient, Remote, ServerNode, TLSConfig, make_server, start_server
-from janus_sa.protocol import JanusClient, JanusConfig, Roster
+from janus_sa.protocol import JanusClient, JanusConfig, Roster, Upload
 from janus_sa.quantize import Quantizer
+from janus_sa.wire import decode, encode
 
 COMMANDS = ("keygen", "bundle", "enroll", "serve", "client")
 
@@ -199,6 +201,25 @@ def client_update(index: int, rnd: int, dim: int) -> np.ndarray:
     return np.random.default_rng(seed).uniform(-1, 1, dim)
 
 
+def _masked_plus_one(jc: JanusClient):
+    """Fault injection: ``jc.upload`` that sends ``y_i + 1`` on coordinate 0 (re-signed; commitments kept)."""
+    honest = jc.upload
+
+    def upload(update: np.ndarray) -> Upload:
+        up = honest(update)
+        m = decode(up.to_s0, max_bytes=jc.config.max_message_bytes)
+        if jc.config.mode == "exact":
+            sc = crypto.words_to_scalars(m.body["masked"])
+            sc[0] = (sc[0] + 1) % crypto.GROUP_ORDER
+            masked = crypto.scalars_to_words(sc)
+        else:
+            masked = m.body["masked"].copy()
+            masked[0] += np.uint32(1)
+        return Upload(encode(m.type, m.session, m.round, {**m.body, "masked": masked}, jc.key), up.to_s1)
+
+    return upload
+
+
 def client(args: argparse.Namespace) -> int:
     """Take part in ``--rounds`` rounds; print one JSON line per round (verified sum or the error)."""
     dep, config, session = _load(args.deployment)
@@ -219,12 +240,16 @@ def client(args: argparse.Namespace) -> int:
         last = rnd
         line = {"round": rnd, "index": args.index}
         try:
+            jc.__dict__.pop("upload", None)
+            if args.masked_plus_one_round == rnd:  # fault injection: a malicious client for this round
+                jc.upload = _masked_plus_one(jc)
             if args.kill_after_s0_upload == rnd:  # fault injection: die between the two uploads
                 up = jc.upload(client_update(args.index, rnd, config.dim))
                 net.s0.call("Submit", up.to_s0)
                 os.kill(os.getpid(), signal.SIGKILL)
             res = net.participate(client_update(args.index, rnd, config.dim), timeout=args.timeout)
-            line.update(ok=True, n=res.n_participants, sum_codes=res.sum_codes.tolist())
+            line.update(ok=True, n=res.n_participants, sum_codes=res.sum_codes.tolist(),
+                        excluded={c.hex(): why for c, why in res.excluded.items()})
         except JanusError as err:
             line.update(ok=False, error=type(err).__name__)
         print(json.dumps(line), flush=True)
@@ -301,6 +326,7 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--after-round", type=int, default=0, help="skip rounds up to this number")
     c.add_argument("--last-round", type=int, help="stop after taking part in (or skipping past) round LAST_ROUND")
     c.add_argument("--kill-after-s0-upload", type=int, help=argparse.SUPPRESS)
+    c.add_argument("--masked-plus-one-round", type=int, help=argparse.SUPPRESS)
     return p
 
 

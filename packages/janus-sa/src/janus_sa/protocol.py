@@ -362,8 +362,9 @@ def check_exclusion(aggregate0: bytes, aggregate1: bytes, *, client: bytes, s0: 
     ------
     JanusError
         ``SignatureError``, ``WrongSessionError`` or a ``WireFormatError`` if a message is not the named
-        server's signed aggregate of this deployment, ``ParticipantSetMismatchError`` if the two differ in round, model or
-        list, or the list does not match its digest, ``VerificationError`` if ``client`` is in it.
+        server's signed aggregate of this deployment, ``ParticipantSetMismatchError`` if the two differ in round, model,
+        list or excluded clients and reasons, or the list does not match its digest, ``VerificationError`` if
+        ``client`` is in it.
     """
     keys = [getattr(k, "sign", k) for k in (s0, s1)]
     msgs = []
@@ -380,6 +381,7 @@ def check_exclusion(aggregate0: bytes, aggregate1: bytes, *, client: bytes, s0: 
     if (a0.round, a0.body["model_digest"], a0.body["participants_digest"], a0.body["n"], ids) != \
             (a1.round, a1.body["model_digest"], a1.body["participants_digest"], a1.body["n"], a1.body["ids"]):
         raise ParticipantSetMismatchError("the two aggregates are not of the same round, model and participant list")
+    _excluded(a0, a1)  # and the same excluded clients and reasons
     if participants_digest(ids) != a0.body["participants_digest"] or len(ids) != a0.body["n"]:
         raise ParticipantSetMismatchError("the aggregates' participant list does not match their digest and n")
     if client in ids:
