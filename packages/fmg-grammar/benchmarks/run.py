@@ -1,4 +1,4 @@
-"""Benchmark fmg.bootstrap_mean against the closed-form t-interval in one process.
+"""Benchmark: induction on the 54 DEG molecules, sampling, and indexed versus GraphMatcher-scan rule lookup.
 
 Writes JSON and prints a markdown table (sizes, versions, machine).
 """
@@ -6,30 +6,46 @@ Writes JSON and prints a markdown table (sizes, versions, machine).
 from __future__ import annotations
 
 import argparse
+import json
+import os
+import platform
+import time
+from importlib.metadata import version
 from pathlib import Path
 
-import numpy as np
-from icml25_shared.bench import BenchmarkReport, compare
-from icml25_shared.stats import t_interval
-
-from fmg import bootstrap_mean
+from fmg import FMG, HeuristicChemJudge, load_dataset
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=Path("out/fmg/benchmark.json"))
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--n", type=int, default=1000)
     args = parser.parse_args()
-    report = BenchmarkReport("fmg-grammar", packages=["fmg-grammar", "icml25-shared", "numpy"])
-    for n in (100, 1000):
-        x = np.random.default_rng(0).normal(size=n)
-        ours, peer = bootstrap_mean(x, random_state=0), t_interval(x)
-        report.add(compare(lambda x=x: bootstrap_mean(x, random_state=0), lambda x=x: t_interval(x),
-                           label=f"n={n}", ours_name="bootstrap_mean", peer_name="t_interval",
-                           repeats=args.repeats, sizes={"n": n, "n_resamples": 2000},
-                           metrics={"max_bound_diff": max(abs(ours.low - peer.low), abs(ours.high - peer.high))}))
-    report.write_json(args.out)
-    print(report.to_markdown())
+    sets = ("isocyanates", "acrylates", "chain_extenders")
+    start = time.perf_counter()
+    models = {name: FMG(HeuristicChemJudge()).fit(load_dataset(name)) for name in sets}
+    induction = time.perf_counter() - start
+    rows = [{"step": "induction, heuristic judge", "set": "all three (54 molecules)", "n": 54,
+             "seconds": round(induction, 2)}]
+    for name in sets:
+        t0 = time.perf_counter()
+        fast = models[name].sample(args.n, random_state=0)
+        t1 = time.perf_counter()
+        slow = models[name].sample(args.n, random_state=0, scan=True)
+        t2 = time.perf_counter()
+        rows.append({"step": "sample, index lookup", "set": name, "n": args.n, "seconds": round(t1 - t0, 2),
+                     "rules": models[name].grammar_.n_rules})
+        rows.append({"step": "sample, GraphMatcher scan", "set": name, "n": args.n, "seconds": round(t2 - t1, 2),
+                     "same draws": fast == slow, "speed-up": round((t2 - t1) / (t1 - t0), 1)})
+    meta = {"rdkit": version("rdkit"), "networkx": version("networkx"), "python": platform.python_version(),
+            "cpus": os.cpu_count(), "machine": platform.machine()}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"rows": rows, "meta": meta}, indent=2))
+    keys = ["step", "set", "n", "seconds", "rules", "same draws", "speed-up"]
+    print("| " + " | ".join(keys) + " |\n|" + "---|" * len(keys))
+    for r in rows:
+        print("| " + " | ".join(str(r.get(k, "")) for k in keys) + " |")
+    print(meta)
 
 
 if __name__ == "__main__":

@@ -1,119 +1,162 @@
 """The ``demo`` and ``reproduce`` commands.
 
-``demo`` puts the bootstrap interval beside the Student-t interval on the target of the synthetic
-``friedman1`` regression set (Friedman, 1991) at growing sample sizes; ``reproduce`` measures the coverage of both intervals
-over independent replications of a normal sample whose mean is known.
+``demo`` fits a grammar on the isocyanates with the heuristic judge, writes its rule card, samples and
+DEG's metrics. ``reproduce`` runs the paper's comparison at CPU scale: three DEG sets x {FMG, the three
+ablations, STONED} x seeds, with DEG's metrics.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 import numpy as np
 from icml25_shared.cli import RunContext, progress
-from icml25_shared.data import load
-from icml25_shared.random import check_random_state, spawn
-from icml25_shared.stats import t_interval, wilson_interval
 
-from fmg.method import bootstrap_mean
+from fmg.data import load_dataset
+from fmg.judges import HeuristicChemJudge
+from fmg.metrics import evaluate
+from fmg.model import FMG
 
-__all__ = ["coverage", "demo", "reproduce"]
+__all__ = ["CONFIGS", "SETS", "demo", "grammar_card", "reproduce", "stoned"]
 
-DEMO_SIZES = (25, 50, 100, 200, 400)
-REPRODUCE_SIZES = (10, 30, 100)
-
-
-def demo(ctx: RunContext) -> None:
-    """Bootstrap and t intervals of the ``friedman1`` target mean; writes a table, JSON and a PNG.
-
-    Parameters
-    ----------
-    ctx : RunContext
-        Output folder, seed and the quick flag (two sizes instead of five).
-    """
-    sizes = DEMO_SIZES[:2] if ctx.quick else DEMO_SIZES
-    data = load("friedman1", n_samples=max(sizes), seed=ctx.seed)
-    rows = []
-    # One independent resampling stream per size: adding a size never changes the others' intervals.
-    for n, rng in progress(zip(sizes, spawn(ctx.seed, len(sizes)), strict=True), desc="demo", total=len(sizes)):
-        boot, student = bootstrap_mean(data.y[:n], random_state=rng), t_interval(data.y[:n])
-        rows.append({"n": n, "mean": boot.estimate, "bootstrap low": boot.low, "bootstrap high": boot.high,
-                     "t low": student.low, "t high": student.high})
-    ctx.write_table(rows, headers=list(rows[0]))
-    ctx.write_json({"dataset": "friedman1", "seed": ctx.seed, "rows": rows})
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 3))
-    ns = np.array([r["n"] for r in rows], dtype=float)
-    ax.fill_between(ns, [r["t low"] for r in rows], [r["t high"] for r in rows], alpha=0.3, label="t interval")
-    ax.plot(ns, [r["bootstrap low"] for r in rows], "k--", label="bootstrap interval")
-    ax.plot(ns, [r["bootstrap high"] for r in rows], "k--")
-    ax.plot(ns, [r["mean"] for r in rows], "o-", label="mean")
-    ax.set_xscale("log")
-    ax.set_xlabel("n")
-    ax.set_ylabel("target mean")
-    ax.legend()
-    ctx.save_figure(fig)
+SETS = ("isocyanates", "acrylates", "chain_extenders")
+CONFIGS: dict[str, dict[str, Any]] = {
+    "FMG": {},
+    "no merge": {"merge": False},
+    "random root": {"root": "random"},
+    "max-spanning tree": {"tree": "max-spanning"},
+}
 
 
-def coverage(n: int, replications: int, *, confidence: float = 0.95, n_resamples: int = 1000,
-             random_state: int | np.random.Generator | None = None) -> dict[str, float]:
-    """Share of replications whose bootstrap and t intervals cover the true mean of a N(1, 1) sample.
+def grammar_card(model: FMG, top: int = 15) -> list[dict[str, Any]]:
+    """The most used rules: left-hand side, probability, count, right-hand side atoms and nonterminals."""
+    g = model.grammar_
+    p = g.probabilities()
+    order = sorted(range(g.n_rules), key=lambda i: (-g.counts[i], i))[:top]
+    return [{"rule": i, "lhs": "S" if not g.rules[i].lhs else str(list(g.rules[i].lhs)), "p": round(float(p[i]), 4),
+             "count": g.counts[i], "atoms": g.rules[i].smiles(), "nonterminals": len(g.rules[i].nonterminals)}
+            for i in order]
+
+
+def stoned(train: Sequence[str], n: int, *, random_state: int, n_mutations: int = 1) -> list[str]:
+    """STONED baseline (Nigam et al. 2021): random SELFIES token mutations of training molecules.
 
     Parameters
     ----------
+    train : sequence of str
+        Training SMILES.
     n : int
-        Sample size of each replication.
-    replications : int
-        Independent replications (each with its own data and resampling stream).
-    confidence : float, default 0.95
-        Nominal two-sided coverage of both intervals.
-    n_resamples : int, default 1000
-        Bootstrap resamples per replication.
-    random_state : None, int or numpy Generator, default None
-        Root of the replications' streams.
+        Samples.
+    random_state : int
+        Seed.
+    n_mutations : int, default 1
+        Token replacements, insertions or deletions per sample.
 
     Returns
     -------
-    dict of str to float
-        ``bootstrap`` and ``t``: the observed coverage of each interval.
+    list of str
+        Decoded SMILES (every SELFIES string decodes to a valid molecule).
     """
-    rng = check_random_state(random_state)
-    hits = {"bootstrap": 0, "t": 0}
-    for stream in spawn(rng, replications):
-        sample = stream.normal(1.0, 1.0, size=n)
-        hits["bootstrap"] += bootstrap_mean(sample, confidence=confidence, n_resamples=n_resamples,
-                                            random_state=stream).contains(1.0)
-        hits["t"] += t_interval(sample, confidence).contains(1.0)
-    return {name: count / replications for name, count in hits.items()}
+    import selfies as sf
+
+    rng = np.random.default_rng(random_state)
+    alphabet = sorted(sf.get_semantic_robust_alphabet())
+    encoded = [list(sf.split_selfies(sf.encoder(s))) for s in train]
+    out = []
+    for _ in range(n):
+        tokens = list(encoded[rng.integers(len(encoded))])
+        for _ in range(n_mutations):
+            kind = rng.integers(3)
+            pos = int(rng.integers(len(tokens) + (kind == 1)))
+            if kind == 0 and tokens:
+                tokens[min(pos, len(tokens) - 1)] = alphabet[rng.integers(len(alphabet))]
+            elif kind == 1:
+                tokens.insert(pos, alphabet[rng.integers(len(alphabet))])
+            elif len(tokens) > 1:
+                del tokens[min(pos, len(tokens) - 1)]
+        out.append(sf.decoder("".join(tokens)))
+    return out
 
 
-def reproduce(ctx: RunContext) -> None:
-    """Coverage of the 95% bootstrap and t intervals at n = 10, 30, 100; writes JSON, a table and a PNG.
+def _grid(smiles: Sequence[str], path: Any, n: int = 12) -> None:
+    from rdkit import Chem
+    from rdkit.Chem import Draw
+
+    mols = [Chem.MolFromSmiles(s) for s in smiles[:n]]
+    Draw.MolsToGridImage([m for m in mols if m is not None], molsPerRow=4, subImgSize=(250, 200)).save(path)
+
+
+def demo(ctx: RunContext) -> None:
+    """Grammar card, samples and metrics of a heuristic-judge grammar of the isocyanates.
 
     Parameters
     ----------
     ctx : RunContext
-        Output folder, seed and the quick flag (50 replications instead of 400).
+        Output folder, seed and the quick flag (100 samples instead of 500).
     """
-    replications = 50 if ctx.quick else 400
-    results = {}
-    streams = spawn(ctx.seed, len(REPRODUCE_SIZES))
-    for n, stream in progress(zip(REPRODUCE_SIZES, streams, strict=True), desc="reproduce", total=len(streams)):
-        rates = coverage(n, replications, random_state=stream)
-        results[str(n)] = {}
-        for name, rate in rates.items():
-            ci = wilson_interval(round(rate * replications), replications)
-            results[str(n)][name] = {"coverage": rate, "low": ci.low, "high": ci.high}
-    ctx.write_json({"confidence": 0.95, "replications": replications, "seed": ctx.seed, "coverage": results})
-    ctx.write_table([[n, name, c["coverage"], c["low"], c["high"]] for n, by in results.items()
-                     for name, c in by.items()], headers=["n", "interval", "coverage", "Wilson low", "Wilson high"])
+    train = load_dataset("isocyanates")
+    model = FMG(HeuristicChemJudge()).fit(train)
+    n = 100 if ctx.quick else 500
+    result = model.sample(n, random_state=ctx.seed, unique=True)  # distinct samples, as the official loop
+    metrics = evaluate(result.smiles, train, "isocyanates")
+    iid = model.sample(n, random_state=ctx.seed)  # independent draws, duplicates kept
+    iid_metrics = evaluate(iid.smiles, train, "isocyanates")
+    card = grammar_card(model)
+    ctx.write_table(card, "grammar_card")
+    ctx.write_table([{"sampling": label, **{k: (round(v, 4) if isinstance(v, float) else v) for k, v in m.as_dict().items()}}
+                     for label, m in (("distinct", metrics), ("independent", iid_metrics))])
+    ctx.write_json({"dataset": "isocyanates", "judge": "HeuristicChemJudge", "seed": ctx.seed, "n_samples": n,
+                    "n_rules": model.grammar_.n_rules, "n_rejected": result.n_rejected,
+                    "metrics": metrics.as_dict(), "iid_metrics": iid_metrics.as_dict(), "samples": result.smiles,
+                    "grammar_card": card})
+    path = ctx.path("demo.png")
+    _grid(sorted(set(result.smiles), key=result.smiles.index), path)
+    ctx._record(path)
+
+
+def reproduce(ctx: RunContext) -> None:
+    """DEG's metrics of FMG (heuristic judge), its three ablations and STONED on the three DEG sets.
+
+    Parameters
+    ----------
+    ctx : RunContext
+        Output folder, seed (the first of three consecutive sampling seeds) and the quick flag (one set,
+        one seed, 100 samples instead of three sets, three seeds and 500 samples). FMG's samples are
+        collected as distinct molecules (the official loop); STONED's are independent mutations.
+    """
+    sets = ("isocyanates",) if ctx.quick else ("isocyanates", "acrylates", "chain_extenders")
+    seeds = [ctx.seed] if ctx.quick else [ctx.seed, ctx.seed + 1000, ctx.seed + 2000]
+    n = 100 if ctx.quick else 500
+    rows, raw = [], []
+    jobs = [(s, c) for s in sets for c in [*CONFIGS, "STONED"]]
+    for dataset, config in progress(jobs, desc="reproduce"):
+        train = load_dataset(dataset)
+        per_seed = []
+        for seed in seeds:
+            if config == "STONED":
+                samples, n_rules = stoned(train, n, random_state=seed), None
+            else:
+                model = FMG(HeuristicChemJudge(), seeds=(seed,), **CONFIGS[config]).fit(train)
+                samples = model.sample(n, random_state=seed, unique=True).smiles
+                n_rules = model.grammar_.n_rules
+            m = evaluate(samples, train, dataset).as_dict()
+            m["n_rules"] = n_rules
+            per_seed.append(m)
+            raw.append({"dataset": dataset, "method": config, "seed": seed, **m})
+        mean = {k: float(np.mean([r[k] for r in per_seed])) for k in ("valid", "unique", "novelty", "diversity",
+                                                                       "membership", "sa_mean", "rs_proxy")}
+        rows.append({"dataset": dataset, "method": config, **{k: round(v, 3) for k, v in mean.items()}})
+    ctx.write_table(rows)
+    ctx.write_json({"judge": "HeuristicChemJudge", "seeds": seeds, "n_samples": n, "rows": rows, "runs": raw})
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(5, 3))
-    for name in ("bootstrap", "t"):
-        ax.plot(REPRODUCE_SIZES, [results[str(n)][name]["coverage"] for n in REPRODUCE_SIZES], "o-", label=name)
-    ax.axhline(0.95, color="grey", lw=0.8)
-    ax.set_xscale("log")
-    ax.set_xlabel("n")
-    ax.set_ylabel("coverage")
-    ax.legend()
+    fig, ax = plt.subplots(figsize=(6, 3))
+    methods = [*CONFIGS, "STONED"]
+    for k, dataset in enumerate(sets):
+        vals = [next(r["diversity"] for r in rows if r["dataset"] == dataset and r["method"] == m) for m in methods]
+        ax.bar(np.arange(len(methods)) + 0.25 * k, vals, width=0.25, label=dataset)
+    ax.set_xticks(np.arange(len(methods)) + 0.25, methods, rotation=20, fontsize=7)
+    ax.set_ylabel("Div")
+    ax.legend(fontsize=7)
     ctx.save_figure(fig)

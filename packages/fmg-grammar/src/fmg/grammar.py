@@ -1,0 +1,524 @@
+"""Hyperedge-replacement grammar over molecules (atoms are hyperedges, bonds are nodes).
+
+Extraction follows Aguinaga et al. (2018) on the motif tree: every tree node gives one production whose
+left-hand side is a nonterminal over the bonds it shares with its parent, and whose right-hand side holds
+the bag's bond nodes, the atoms the node owns and one nonterminal per child. A nonterminal's label is
+the sorted tuple of ``(bond order, atoms still to attach)`` of its nodes, so every complete derivation
+gives each bond exactly two atoms and every atom the valence it had in training.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import deque
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import networkx as nx
+import numpy as np
+from icml25_shared.random import RandomStateLike, check_random_state, spawn
+from rdkit import Chem
+
+from fmg.chem import atom_label, bond_order, build_molecule
+from fmg.decompose import Decomposition
+
+__all__ = ["Derivation", "Grammar", "Rule", "SampleResult"]
+
+Pair = tuple[int, int]
+AtomLabel = tuple[str, int, int, int]
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One production ``lhs -> rhs``.
+
+    Attributes
+    ----------
+    lhs : tuple of (int, int)
+        Sorted ``(bond order, atoms to attach)`` of the external nodes; ``()`` for the start symbol.
+    node_order : tuple of int
+        Bond order of each right-hand-side node ``0..n-1``.
+    external : tuple of int
+        The external nodes, in the order of ``lhs``.
+    atoms : tuple of (label, nodes)
+        Terminal atom hyperedges: ``(symbol, charge, hydrogens, isotope)`` and the nodes (bonds) they touch.
+    nonterminals : tuple of (nodes, supplies)
+        Nonterminal hyperedges: their nodes, sorted by ``(order, supply)``, and how many atoms each
+        node still needs from the nonterminal's expansion.
+    """
+
+    lhs: tuple[Pair, ...]
+    node_order: tuple[int, ...]
+    external: tuple[int, ...]
+    atoms: tuple[tuple[AtomLabel, tuple[int, ...]], ...]
+    nonterminals: tuple[tuple[tuple[int, ...], tuple[int, ...]], ...]
+
+    def nonterminal_label(self, k: int) -> tuple[Pair, ...]:
+        """Label of right-hand-side nonterminal ``k``."""
+        nodes, supplies = self.nonterminals[k]
+        return tuple((self.node_order[u], s) for u, s in zip(nodes, supplies, strict=True))
+
+    def graph(self) -> nx.Graph:
+        """Labelled bipartite graph of the right-hand side (for isomorphism tests and hashing)."""
+        g = nx.Graph()
+        ext = {u: s for u, (_, s) in zip(self.external, self.lhs, strict=True)}
+        for u, order in enumerate(self.node_order):
+            g.add_node(("n", u), label=f"n{order}|{ext.get(u, -1)}")
+        for k, (label, nodes) in enumerate(self.atoms):
+            g.add_node(("a", k), label="a" + ",".join(map(str, label)))
+            g.add_edges_from(((("a", k), ("n", u)) for u in nodes), label="-")
+        for k, (nodes, supplies) in enumerate(self.nonterminals):
+            g.add_node(("t", k), label="t" + str(self.nonterminal_label(k)))
+            for u, s in zip(nodes, supplies, strict=True):
+                g.add_edge(("t", k), ("n", u), label=str(s))
+        return g
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain-JSON form."""
+        return {"lhs": [list(p) for p in self.lhs], "node_order": list(self.node_order),
+                "external": list(self.external), "atoms": [[list(lab), list(n)] for lab, n in self.atoms],
+                "nonterminals": [[list(n), list(s)] for n, s in self.nonterminals]}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Rule:
+        """Inverse of ``to_json``."""
+        return cls(tuple(tuple(p) for p in d["lhs"]), tuple(d["node_order"]), tuple(d["external"]),
+                   tuple((tuple(lab), tuple(n)) for lab, n in d["atoms"]),
+                   tuple((tuple(n), tuple(s)) for n, s in d["nonterminals"]))
+
+    def smiles(self) -> str:
+        """SMILES-like text of the terminal atoms of the right-hand side (for grammar cards)."""
+        return ".".join(f"{lab[0]}H{lab[2]}" if lab[2] else lab[0] for lab, _ in self.atoms) or "(no atoms)"
+
+
+@dataclass(frozen=True)
+class Derivation:
+    """A derivation: rule indices and external-node assignments, in breadth-first expansion order.
+
+    Attributes
+    ----------
+    steps : tuple of (int, tuple of int)
+        ``(rule index, perm)``; ``perm[i]`` is the position, among the expanded nonterminal's nodes, that
+        the rule's external node ``i`` is glued to.
+    """
+
+    steps: tuple[tuple[int, tuple[int, ...]], ...]
+
+
+@dataclass(frozen=True)
+class SampleResult:
+    """Samples drawn from a grammar.
+
+    Attributes
+    ----------
+    smiles : list of str
+        Canonical SMILES of each sample, in draw order (duplicates kept).
+    n_rejected : int
+        Derivations rejected (not a molecule, several fragments, too many steps) and redrawn.
+    """
+
+    smiles: list[str]
+    n_rejected: int
+
+
+@dataclass
+class _Host:
+    node_order: dict[int, int] = field(default_factory=dict)
+    atoms: list[tuple[AtomLabel, tuple[int, ...]]] = field(default_factory=list)
+    queue: deque = field(default_factory=deque)  # (label, host nodes)
+    next_node: int = 0
+
+
+def _expand(host: _Host, nodes: Sequence[int], rule: Rule, perm: Sequence[int]) -> None:
+    local: dict[int, int] = {u: nodes[p] for u, p in zip(rule.external, perm, strict=True)}
+    for u, order in enumerate(rule.node_order):
+        if u not in local:
+            local[u] = host.next_node
+            host.node_order[host.next_node] = order
+            host.next_node += 1
+    for label, anodes in rule.atoms:
+        host.atoms.append((label, tuple(local[u] for u in anodes)))
+    for k, (tnodes, _) in enumerate(rule.nonterminals):
+        host.queue.append((rule.nonterminal_label(k), tuple(local[u] for u in tnodes)))
+
+
+def _rule_from_tree_node(dec: Decomposition, t: int, parent: int | None, children: Sequence[int],
+                         supply: dict[tuple[int, int], int]) -> tuple[Rule, list[int], list[int]]:
+    """Rule of tree node ``t``; also its local->bond map and its children in nonterminal order."""
+    mol = dec.mol
+    bag = dec.bags[t]
+    ext = sorted(bag & dec.bags[parent], key=lambda b: (bond_order(mol.GetBondWithIdx(b)), supply[(t, b)], b)) \
+        if parent is not None else []
+    rest = sorted(bag - set(ext))
+    bonds = ext + rest
+    local = {b: u for u, b in enumerate(bonds)}
+    node_order = tuple(bond_order(mol.GetBondWithIdx(b)) for b in bonds)
+    atoms = []
+    for a in mol.GetAtoms():
+        if dec.owner[a.GetIdx()] == t:
+            atoms.append((atom_label(a), tuple(sorted(local[b.GetIdx()] for b in a.GetBonds()))))
+    atoms.sort()
+    nts = []
+    for c in children:
+        shared = sorted(bag & dec.bags[c], key=lambda b: (bond_order(mol.GetBondWithIdx(b)), supply[(c, b)], b))
+        nts.append((tuple(local[b] for b in shared), tuple(supply[(c, b)] for b in shared), c))
+    nts.sort(key=lambda x: (tuple(node_order[u] for u in x[0]), x[1], x[0]))
+    lhs = tuple((node_order[local[b]], supply[(t, b)]) for b in ext)
+    rule = Rule(lhs, node_order, tuple(range(len(ext))), tuple(atoms), tuple((n, s) for n, s, _ in nts))
+    return rule, bonds, [c for _, _, c in nts]
+
+
+def extract_rules(dec: Decomposition) -> list[tuple[int, Rule, list[int], list[int]]]:
+    """Rules of every tree node in breadth-first expansion order: (node, rule, local->bond, children).
+
+    Parameters
+    ----------
+    dec : Decomposition
+        A motif tree.
+
+    Returns
+    -------
+    list of tuple
+        ``(tree node, rule, bonds of the rule's local nodes, children in nonterminal order)``, in the order a
+        breadth-first derivation expands them.
+    """
+    t = dec.tree
+    parent = {dec.root: None}
+    order = [dec.root]
+    for u, v in nx.bfs_edges(t, dec.root):
+        parent[v] = u
+        order.append(v)
+    # supply[(node, bond)] = atoms touching `bond` owned inside the subtree of `node`
+    subtree_atoms: dict[int, set[int]] = {k: set() for k in order}
+    for a, k in enumerate(dec.owner):
+        subtree_atoms[k].add(a)
+    for k in reversed(order[1:]):
+        subtree_atoms[parent[k]] |= subtree_atoms[k]
+    supply: dict[tuple[int, int], int] = {}
+    for k in order:
+        for b in dec.bags[k]:
+            bond = dec.mol.GetBondWithIdx(b)
+            supply[(k, b)] = (bond.GetBeginAtomIdx() in subtree_atoms[k]) + (bond.GetEndAtomIdx() in subtree_atoms[k])
+    children = {k: [v for v in t.neighbors(k) if v != parent[k]] for k in order}
+    made = {}
+    for k in order:
+        made[k] = _rule_from_tree_node(dec, k, parent[k], children[k], supply)
+    out = []
+    queue = deque([dec.root])
+    while queue:
+        k = queue.popleft()
+        rule, bonds, kids = made[k]
+        out.append((k, rule, bonds, kids))
+        queue.extend(kids)
+    return out
+
+
+def _matcher(a: nx.Graph, b: nx.Graph) -> nx.algorithms.isomorphism.GraphMatcher:
+    return nx.algorithms.isomorphism.GraphMatcher(
+        a, b, node_match=lambda x, y: x["label"] == y["label"], edge_match=lambda x, y: x["label"] == y["label"])
+
+
+class Grammar:
+    """Probabilistic hyperedge-replacement grammar with isomorphism-deduplicated rules.
+
+    Attributes
+    ----------
+    rules : list of Rule
+        The productions; ``rules[i]`` was used ``counts[i]`` times in the training derivations.
+    counts : list of float
+        Use counts (the probabilities are counts normalised per left-hand side).
+    """
+
+    def __init__(self) -> None:
+        self.rules: list[Rule] = []
+        self.counts: list[float] = []
+        self._buckets: dict[tuple[Any, str], list[int]] = {}
+        self._graphs: dict[int, nx.Graph] = {}
+        self._by_lhs: dict[tuple[Pair, ...], list[int]] = {}
+
+    # -- building ---------------------------------------------------------------------------------------
+    def _key(self, rule: Rule) -> tuple[Any, str]:
+        g = self._graph(rule)
+        return (rule.lhs, len(rule.node_order), len(rule.atoms), len(rule.nonterminals),
+                nx.weisfeiler_lehman_graph_hash(g, node_attr="label", edge_attr="label", iterations=3))
+
+    def _graph(self, rule: Rule, index: int | None = None) -> nx.Graph:
+        if index is not None and index in self._graphs:
+            return self._graphs[index]
+        g = rule.graph()
+        if index is not None:
+            self._graphs[index] = g
+        return g
+
+    def find(self, rule: Rule) -> tuple[int, dict[Any, Any]] | None:
+        """Index of the stored rule isomorphic to ``rule`` and the map of its graph nodes onto ``rule``'s.
+
+        Parameters
+        ----------
+        rule : Rule
+            A rule.
+
+        Returns
+        -------
+        (int, dict) or None
+            The index and the isomorphism (stored rule's graph nodes -> ``rule``'s), or None when absent.
+        """
+        g = rule.graph()
+        for i in self._buckets.get(self._key(rule), []):
+            m = _matcher(self._graph(self.rules[i], i), g)
+            if m.is_isomorphic():
+                return i, dict(m.mapping)
+        return None
+
+    def add(self, rule: Rule, count: float = 1.0) -> int:
+        """Add ``count`` uses of ``rule`` (merged with an isomorphic stored rule); returns its index."""
+        found = self.find(rule)
+        if found is not None:
+            self.counts[found[0]] += count
+            return found[0]
+        i = len(self.rules)
+        self.rules.append(rule)
+        self.counts.append(float(count))
+        self._buckets.setdefault(self._key(rule), []).append(i)
+        self._by_lhs.setdefault(rule.lhs, []).append(i)
+        return i
+
+    def add_decomposition(self, dec: Decomposition) -> Derivation:
+        """Add the rules of a motif tree (counting each use) and return the molecule's derivation."""
+        for _, rule, _, _ in extract_rules(dec):
+            self.add(rule)
+        return self.derivation(dec)
+
+    def combine(self, other: Grammar) -> Grammar:
+        """A new grammar with the rules of both and summed counts (isomorphic rules merged)."""
+        out = Grammar()
+        for g in (self, other):
+            for rule, count in zip(g.rules, g.counts, strict=True):
+                out.add(rule, count)
+        return out
+
+    # -- probabilities ----------------------------------------------------------------------------------
+    @property
+    def n_rules(self) -> int:
+        """Number of distinct rules."""
+        return len(self.rules)
+
+    def probabilities(self) -> np.ndarray:
+        """Probability of each rule among the rules sharing its left-hand side, shape (n_rules,)."""
+        p = np.zeros(len(self.rules))
+        for idx in self._by_lhs.values():
+            c = np.asarray([self.counts[i] for i in idx])
+            p[idx] = c / c.sum()
+        return p
+
+    def candidates(self, label: tuple[Pair, ...]) -> list[int]:
+        """Rules applicable to a nonterminal with this label (index lookup), ascending."""
+        return self._by_lhs.get(tuple(sorted(label)), [])
+
+    def candidates_scan(self, label: tuple[Pair, ...]) -> list[int]:
+        """The same candidates found by testing every rule's left-hand side with a GraphMatcher."""
+        def star(pairs: Iterable[Pair]) -> nx.Graph:
+            g = nx.Graph()
+            g.add_node("t", label="t")
+            for k, (order, s) in enumerate(pairs):
+                g.add_node(k, label=f"n{order}")
+                g.add_edge("t", k, label=str(s))
+            return g
+
+        host = star(label)
+        return [i for i, r in enumerate(self.rules) if len(r.lhs) == len(label) and _matcher(star(r.lhs), host).is_isomorphic()]
+
+    # -- derivations ------------------------------------------------------------------------------------
+    def derivation(self, dec: Decomposition) -> Derivation:
+        """The derivation of a decomposed molecule with this grammar's rules.
+
+        Raises
+        ------
+        ValueError
+            When a rule of the molecule is not in the grammar.
+        """
+        steps = []
+        attach: dict[int, tuple[int, ...]] = {dec.root: ()}  # tree node -> bonds of its nonterminal, host order
+        queue: deque[int] = deque([dec.root])
+        extracted = {k: (rule, bonds, kids) for k, rule, bonds, kids in extract_rules(dec)}
+        while queue:
+            k = queue.popleft()
+            rule, bonds, kids = extracted[k]
+            found = self.find(rule)
+            if found is None:
+                raise ValueError(f"molecule {dec.smiles!r}: the rule of motif {k} is not in the grammar")
+            i, iso = found
+            stored = self.rules[i]
+            perm = tuple(attach[k].index(bonds[iso[("n", u)][1]]) for u in stored.external)
+            steps.append((i, perm))
+            for j, (tnodes, _) in enumerate(stored.nonterminals):
+                child = kids[iso[("t", j)][1]]
+                attach[child] = tuple(bonds[iso[("n", u)][1]] for u in tnodes)
+                queue.append(child)
+        return Derivation(tuple(steps))
+
+    def replay(self, derivation: Derivation) -> str | None:
+        """Canonical SMILES of the molecule a derivation builds (None when it is not a molecule)."""
+        host = _Host()
+        host.queue.append(((), ()))
+        for i, perm in derivation.steps:
+            label, nodes = host.queue.popleft()
+            if self.rules[i].lhs != tuple(sorted(label)):
+                raise ValueError(f"rule {i} has left-hand side {self.rules[i].lhs}, not {label}")
+            _expand(host, nodes, self.rules[i], perm)
+        if host.queue:
+            raise ValueError(f"derivation leaves {len(host.queue)} nonterminals unexpanded")
+        return _to_smiles(host)
+
+    # -- sampling ---------------------------------------------------------------------------------------
+    def _sample_one(self, rng: np.random.Generator, probs: np.ndarray, max_steps: int, scan: bool) -> str | None:
+        host = _Host()
+        host.queue.append(((), ()))
+        steps = 0
+        while host.queue:
+            steps += 1
+            if steps > max_steps:
+                return None
+            label, nodes = host.queue.popleft()
+            cands = self.candidates_scan(label) if scan else self.candidates(label)
+            if not cands:
+                return None
+            p = probs[cands]
+            i = cands[int(rng.choice(len(cands), p=p / p.sum()))]
+            rule = self.rules[i]
+            perm = _random_perm(rule.lhs, label, rng)
+            _expand(host, nodes, rule, perm)
+        return _to_smiles(host)
+
+    def sample(self, n: int, *, random_state: RandomStateLike = None, max_steps: int = 500, max_tries: int = 100,
+               n_jobs: int = 1, scan: bool = False, unique: bool = False) -> SampleResult:
+        """Draw ``n`` valid molecules; invalid or fragmented derivations are redrawn.
+
+        Parameters
+        ----------
+        n : int
+            Number of molecules.
+        random_state : None, int or Generator
+            Root of the per-sample streams (sample ``i`` uses stream ``i``: results do not depend on
+            ``n_jobs``).
+        max_steps : int, default 500
+            Derivations longer than this are rejected.
+        max_tries : int, default 100
+            Draws per sample before giving up with a RuntimeError.
+        n_jobs : int, default 1
+            Worker processes.
+        scan : bool, default False
+            Find candidate rules by scanning every rule with a GraphMatcher instead of the index
+            (slower; the same draws).
+        unique : bool, default False
+            Keep drawing until ``n`` distinct molecules are collected (the official generation loop);
+            draw ``i`` still uses stream ``i``, so the result does not depend on ``n_jobs``.
+
+        Returns
+        -------
+        SampleResult
+            The samples' canonical SMILES and the number of rejected derivations.
+        """
+        if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 0:
+            raise ValueError(f"n must be a non-negative int, got {n!r}")
+        if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1:
+            raise ValueError(f"n_jobs must be a positive int, got {n_jobs!r}")
+        if () not in self._by_lhs:
+            raise ValueError("the grammar has no start rule: fit it on at least one molecule")
+        rng = check_random_state(random_state)
+        if not unique:
+            out = self._run([(s, max_steps, max_tries, scan) for s in spawn(rng, int(n))], n_jobs)
+            return SampleResult([s for s, _ in out], int(sum(r for _, r in out)))
+        root = np.random.SeedSequence(int(rng.integers(2**63)))
+        seen: dict[str, None] = {}
+        rejected = draws = 0
+        while len(seen) < n:
+            if draws >= max_tries * max(n, 1):
+                raise RuntimeError(f"only {len(seen)} distinct molecules in {draws} draws; the grammar may not "
+                                   f"generate {n} distinct molecules")
+            batch = max(n - len(seen), 8 * n_jobs)
+            args = [(np.random.default_rng(c), max_steps, max_tries, scan) for c in root.spawn(batch)]
+            for smi, r in self._run(args, n_jobs):
+                draws += 1
+                rejected += r
+                if len(seen) < n:
+                    seen.setdefault(smi, None)
+        return SampleResult(list(seen), rejected)
+
+    def _run(self, args: list[tuple[Any, ...]], n_jobs: int) -> list[tuple[str, int]]:
+        if n_jobs == 1 or len(args) < 2:
+            return [self._draw(*a) for a in args]
+        from concurrent.futures import ProcessPoolExecutor
+
+        with ProcessPoolExecutor(max_workers=n_jobs) as pool:
+            return list(pool.map(self._draw_packed, args, chunksize=max(1, len(args) // (4 * n_jobs))))
+
+    def _draw_packed(self, a: tuple[Any, ...]) -> tuple[str, int]:
+        return self._draw(*a)
+
+    def _draw(self, rng: np.random.Generator, max_steps: int, max_tries: int, scan: bool) -> tuple[str, int]:
+        probs = self.probabilities()
+        for tries in range(max_tries):
+            smi = self._sample_one(rng, probs, max_steps, scan)
+            if smi is not None:
+                return smi, tries
+        raise RuntimeError(f"no valid molecule in {max_tries} derivations; raise max_tries or max_steps")
+
+    # -- persistence ------------------------------------------------------------------------------------
+    def to_json(self) -> dict[str, Any]:
+        """Plain-JSON form (rules and counts)."""
+        return {"format": "fmg-grammar/1", "rules": [r.to_json() for r in self.rules], "counts": self.counts}
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Grammar:
+        """Inverse of ``to_json``."""
+        if d.get("format") != "fmg-grammar/1":
+            raise ValueError(f"not a saved fmg grammar (format {d.get('format')!r}; accepted: 'fmg-grammar/1')")
+        g = cls()
+        for r, c in zip(d["rules"], d["counts"], strict=True):
+            rule = Rule.from_json(r)
+            i = len(g.rules)
+            g.rules.append(rule)
+            g.counts.append(float(c))
+            g._buckets.setdefault(g._key(rule), []).append(i)
+            g._by_lhs.setdefault(rule.lhs, []).append(i)
+        return g
+
+    def save(self, path: str | Path) -> Path:
+        """Write the grammar as JSON; returns the path."""
+        path = Path(path)
+        path.write_text(json.dumps(self.to_json()))
+        return path
+
+    @classmethod
+    def load(cls, path: str | Path) -> Grammar:
+        """Read a grammar written by ``save``."""
+        return cls.from_json(json.loads(Path(path).read_text()))
+
+    def __getstate__(self) -> dict[str, Any]:
+        return self.to_json()
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(Grammar.from_json(state).__dict__)
+
+    def __repr__(self) -> str:
+        return f"Grammar(n_rules={self.n_rules}, n_nonterminal_labels={len(self._by_lhs)})"
+
+
+def _random_perm(lhs: Sequence[Pair], label: Sequence[Pair], rng: np.random.Generator) -> tuple[int, ...]:
+    """Random label-preserving assignment of the rule's external nodes to the nonterminal's nodes."""
+    slots: dict[Pair, list[int]] = {}
+    for pos, pair in enumerate(label):
+        slots.setdefault(tuple(pair), []).append(pos)
+    shuffled = {pair: [pos[i] for i in rng.permutation(len(pos))] if len(pos) > 1 else pos
+                for pair, pos in slots.items()}
+    return tuple(shuffled[tuple(pair)].pop() for pair in lhs)
+
+
+def _to_smiles(host: _Host) -> str | None:
+    mol = build_molecule(host.atoms, host.node_order)
+    if mol is None or len(Chem.GetMolFrags(mol)) != 1:
+        return None
+    return Chem.MolToSmiles(mol)

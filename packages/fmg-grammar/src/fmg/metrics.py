@@ -1,0 +1,170 @@
+"""DEG's generation metrics: validity, uniqueness, novelty, diversity, class membership, SA and an RS proxy."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from rdkit import Chem
+
+from fmg.chem import canonical_smiles
+
+__all__ = ["MEMBERSHIP", "Metrics", "diversity", "evaluate", "membership", "sa_scores"]
+
+# Class-membership SMARTS (minimum number of matches) that accept every molecule of the DEG training sets.
+MEMBERSHIP: dict[str, tuple[tuple[str, ...], int]] = {
+    "isocyanates": (("[NX2]=C=O",), 2),
+    "acrylates": (("[CH2]=[C;H1,$(C[CH3])]C(=O)O[C,c]",), 1),
+    "chain_extenders": (("[OX2H]", "[NX3;H2,H1;!$(NC=O)]"), 2),
+}
+
+
+def _mols(smiles: Sequence[str]) -> list[Chem.Mol]:
+    mols = []
+    for i, s in enumerate(smiles):
+        m = Chem.MolFromSmiles(s)
+        if m is None:
+            raise ValueError(f"molecule {i} {s!r}: RDKit cannot parse it")
+        mols.append(m)
+    return mols
+
+
+def diversity(smiles: Sequence[str], *, radius: int = 3, n_bits: int = 2048) -> float:
+    """DEG's internal diversity: 1 - mean pairwise Tanimoto similarity of Morgan fingerprints.
+
+    Parameters
+    ----------
+    smiles : sequence of str
+        At least two valid molecules (duplicates count as pairs with similarity 1).
+    radius : int, default 3
+        Morgan radius.
+    n_bits : int, default 2048
+        Fingerprint length.
+
+    Returns
+    -------
+    float
+        ``1 - sum_{i<j} T(i, j) / (n (n - 1) / 2)``.
+
+    Examples
+    --------
+    >>> from fmg.metrics import diversity
+    >>> round(diversity(["CCO", "CCO"]), 12)
+    0.0
+    """
+    from rdkit.Chem import rdFingerprintGenerator
+
+    if len(smiles) < 2:
+        raise ValueError(f"diversity needs at least two molecules, got {len(smiles)}")
+    gen = rdFingerprintGenerator.GetMorganGenerator(radius=radius, fpSize=n_bits)
+    x = np.stack([gen.GetFingerprintAsNumPy(m).astype(np.float64) for m in _mols(smiles)])
+    inter = x @ x.T
+    counts = x.sum(axis=1)
+    union = counts[:, None] + counts[None, :] - inter
+    sim = np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
+    n = len(smiles)
+    return float(1.0 - sim[np.triu_indices(n, 1)].sum() / (n * (n - 1) / 2))
+
+
+def membership(smiles: Sequence[str], monomer_class: str) -> np.ndarray:
+    """Whether each molecule belongs to a DEG monomer class (by the ``MEMBERSHIP`` SMARTS).
+
+    Parameters
+    ----------
+    smiles : sequence of str
+        Valid molecules.
+    monomer_class : {"isocyanates", "acrylates", "chain_extenders"}
+        The class.
+
+    Returns
+    -------
+    numpy.ndarray of bool, shape (n,)
+    """
+    if monomer_class not in MEMBERSHIP:
+        raise ValueError(f"unknown monomer class {monomer_class!r}; accepted: {', '.join(MEMBERSHIP)}")
+    patterns, minimum = MEMBERSHIP[monomer_class]
+    compiled = [Chem.MolFromSmarts(p) for p in patterns]
+    return np.array([sum(len(m.GetSubstructMatches(p)) for p in compiled) >= minimum for m in _mols(smiles)])
+
+
+def sa_scores(smiles: Sequence[str]) -> np.ndarray:
+    """Synthetic accessibility scores (Ertl and Schuffenhauer 2009, RDKit Contrib), 1 easy to 10 hard."""
+    from rdkit.Contrib.SA_Score import sascorer
+
+    return np.array([sascorer.calculateScore(m) for m in _mols(smiles)])
+
+
+@dataclass(frozen=True)
+class Metrics:
+    """DEG's metrics of a set of generated molecules.
+
+    Attributes
+    ----------
+    n : int
+        Number of generated strings.
+    valid : float
+        Share RDKit parses and sanitises.
+    unique : float
+        Distinct canonical SMILES among the valid ones, over the valid ones.
+    novelty : float
+        Share of the distinct valid ones not in the training set.
+    diversity : float
+        ``diversity`` of the valid ones (duplicates included), NaN for fewer than two.
+    membership : float
+        Share of the valid ones in ``monomer_class`` (NaN when no class is given).
+    sa_mean : float
+        Mean SA score of the valid ones.
+    rs_proxy : float
+        Share of valid ones with SA score <= ``sa_threshold``: a cheap proxy, not Retro*'s
+        retrosynthesis success rate.
+    """
+
+    n: int
+    valid: float
+    unique: float
+    novelty: float
+    diversity: float
+    membership: float
+    sa_mean: float
+    rs_proxy: float
+
+    def as_dict(self) -> dict[str, float]:
+        """The fields as a dict."""
+        return asdict(self)
+
+
+def evaluate(samples: Sequence[str], train: Sequence[str], monomer_class: str | None = None, *,
+             sa_threshold: float = 3.5) -> Metrics:
+    """Validity, uniqueness, novelty, diversity, membership, mean SA and the RS proxy of ``samples``.
+
+    Parameters
+    ----------
+    samples : sequence of str
+        Generated SMILES.
+    train : sequence of str
+        The training molecules (for novelty).
+    monomer_class : str, optional
+        A key of ``MEMBERSHIP`` for the membership share.
+    sa_threshold : float, default 3.5
+        SA score at or below which a molecule counts as synthesizable in the RS proxy.
+
+    Returns
+    -------
+    Metrics
+    """
+    if len(samples) == 0:
+        raise ValueError("samples is empty")
+    canon = [canonical_smiles(s) if isinstance(s, str) and s else None for s in samples]
+    valid = [c for c in canon if c is not None]
+    train_canon = {canonical_smiles(s) for s in train}
+    distinct = set(valid)
+    sa = sa_scores(valid) if valid else np.array([])
+    return Metrics(
+        n=len(samples), valid=len(valid) / len(samples),
+        unique=len(distinct) / len(valid) if valid else float("nan"),
+        novelty=len(distinct - train_canon) / len(distinct) if distinct else float("nan"),
+        diversity=diversity(valid) if len(valid) >= 2 else float("nan"),
+        membership=float(membership(valid, monomer_class).mean()) if monomer_class and valid else float("nan"),
+        sa_mean=float(sa.mean()) if valid else float("nan"),
+        rs_proxy=float((sa <= sa_threshold).mean()) if valid else float("nan"))

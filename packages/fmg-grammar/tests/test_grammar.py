@@ -1,0 +1,85 @@
+"""Grammar: exact round trips, normalised probabilities, valid and reproducible samples."""
+
+import numpy as np
+import pytest
+from rdkit import Chem
+
+from fmg import FMG, Grammar, HeuristicChemJudge, canonical_smiles, load_dataset
+from fmg.experiments import CONFIGS as ABLATIONS
+from fmg.experiments import SETS
+
+
+@pytest.mark.parametrize("ablation", list(ABLATIONS))
+def test_every_training_molecule_round_trips_exactly(fitted, datasets, ablation):
+    for name in SETS:
+        model = fitted[(name, ablation)]
+        for smiles in datasets[name]:
+            assert model.replay(model.derive(smiles)) == canonical_smiles(smiles), (name, smiles)
+
+
+def test_rule_counts_equal_tree_nodes_and_probabilities_sum_to_one(fitted):
+    for model in fitted.values():
+        g = model.grammar_
+        assert sum(g.counts) == sum(len(d.motifs) for d in model.decompositions_)
+        p = g.probabilities()
+        for lhs in {r.lhs for r in g.rules}:
+            idx = [i for i, r in enumerate(g.rules) if r.lhs == lhs]
+            assert abs(p[idx].sum() - 1.0) < 1e-12
+            counts = np.array([g.counts[i] for i in idx])
+            np.testing.assert_allclose(p[idx], counts / counts.sum(), rtol=0, atol=1e-15)
+
+
+def test_rules_are_deduplicated_up_to_isomorphism(fitted):
+    g = fitted[("isocyanates", "FMG")].grammar_
+    for i, r in enumerate(g.rules):
+        assert g.find(r)[0] == i
+    both = g.combine(g)
+    assert both.n_rules == g.n_rules and both.counts == [2 * c for c in g.counts]
+
+
+def test_save_load_keeps_rules_counts_and_derivations(fitted, tmp_path):
+    model = fitted[("acrylates", "FMG")]
+    loaded = Grammar.load(model.grammar_.save(tmp_path / "g.json"))
+    assert loaded.rules == model.grammar_.rules and loaded.counts == model.grammar_.counts
+    for smiles in load_dataset("acrylates")[:5]:
+        assert loaded.replay(model.derive(smiles)) == canonical_smiles(smiles)
+
+
+def test_samples_are_valid_single_molecules_and_reproducible(fitted):
+    model = fitted[("isocyanates", "FMG")]
+    first = model.sample(500, random_state=0)
+    assert len(first.smiles) == 500
+    for s in first.smiles:
+        mol = Chem.MolFromSmiles(s)
+        assert mol is not None and len(Chem.GetMolFrags(mol)) == 1 and canonical_smiles(s) == s
+    again = model.sample(500, random_state=0)
+    assert again == first
+    assert model.sample(500, random_state=1).smiles != first.smiles
+
+
+def test_samples_do_not_depend_on_n_jobs(fitted):
+    model = fitted[("chain_extenders", "FMG")]
+    assert model.sample(40, random_state=7, n_jobs=2) == model.sample(40, random_state=7)
+
+
+def test_index_lookup_draws_what_a_graphmatcher_scan_draws(fitted):
+    g = fitted[("acrylates", "FMG")].grammar_
+    for label in {r.lhs for r in g.rules} | {((1, 1), (2, 0))}:
+        assert g.candidates(label) == g.candidates_scan(label)
+    model = fitted[("acrylates", "FMG")]
+    assert model.sample(30, random_state=3) == model.sample(30, random_state=3, scan=True)
+
+
+def test_unique_collection_gives_distinct_samples(fitted):
+    model = fitted[("chain_extenders", "FMG")]
+    out = model.sample(60, random_state=0, unique=True)
+    assert len(set(out.smiles)) == 60
+
+
+def test_single_bond_molecule_and_small_training_set():
+    model = FMG(HeuristicChemJudge()).fit(["CO", "CCO"])
+    assert model.replay(model.derive("OC")) == "CO"
+    samples = model.sample(50, random_state=0).smiles
+    for s in samples:  # only the atoms and hydrogen counts of the training molecules
+        assert {a.GetSymbol() for a in Chem.MolFromSmiles(s).GetAtoms()} <= {"C", "O"}
+    assert {"CO", "CCO"} <= set(samples)

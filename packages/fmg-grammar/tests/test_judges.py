@@ -1,0 +1,177 @@
+"""MMFM judge: prompts, strict parsing, retries, fallbacks, cache, and an OpenAI-compatible server."""
+
+import base64
+import json
+import re
+import threading
+from http.server import BaseHTTPRequestHandler, HTTPServer
+
+import pytest
+
+from fmg import FMG, HeuristicChemJudge, MMFMJudge, OpenAICompatibleJudge, decompose, load_dataset
+from fmg.experiments import CONFIGS
+
+
+class ChemistMMFM:
+    """A deterministic stand-in for a foundation model: answers each of the four prompts from its text.
+
+    describe: one line per motif; merge: the first two motifs whose descriptions mention the same element
+    pair (here: never after ``max_merges``); root: the motif with the most highlighted atoms mentioned;
+    cycle: the last interaction. ``bad`` malformed answers are returned first for every question.
+    """
+
+    def __init__(self, bad=0, max_merges=1, bad_answer="I am not sure."):
+        self.bad, self.max_merges, self.bad_answer = bad, max_merges, bad_answer
+        self.prompts, self.images, self.merges = [], [], 0
+        self._seen = {}
+
+    def __call__(self, prompt, images):
+        self.prompts.append(prompt)
+        self.images.append(images)
+        self._seen[prompt] = self._seen.get(prompt, 0) + 1
+        if self._seen[prompt] <= self.bad:  # the first `bad` answers to every question are malformed
+            return self.bad_answer
+        found = re.search(r"into (\d+)", prompt)
+        n = int(found.group(1)) if found else None
+        if prompt.startswith("You are an expert chemist. The image shows"):
+            return "\n".join(f"Motif {k}: part number {k}" for k in range(n))
+        if "merged" in prompt:
+            if self.merges < self.max_merges and n > 2:
+                self.merges += 1
+                return "Merging the two first motifs makes a larger unit.\n0,1"
+            return "NONE"
+        if "root" in prompt:
+            return f"The most important motif is the last one.\n{n - 1}"
+        k = len(re.findall(r"Interaction \d+ features", prompt))
+        return f"{k - 1}"
+
+
+def test_prompts_carry_the_motif_images_and_descriptions():
+    mmfm = ChemistMMFM()
+    judge = MMFMJudge(mmfm)
+    dec = decompose("O=C=NCCCCCCN=C=O", judge)
+    assert len(dec.merges) == 1 and dec.root == len(dec.motifs) - 1
+    assert dec.descriptions[0] == "Motif 0: part number 0"
+    first = mmfm.images[0]  # describe: the combined view and one isolated view per motif
+    n_motifs = len(decompose("O=C=NCCCCCCN=C=O", HeuristicChemJudge(), merge=False).motifs)
+    assert len(first) == 1 + n_motifs and all(img.startswith(b"\x89PNG") for img in first)
+    assert "Motif 0: part number 0" in mmfm.prompts[1]  # descriptions inserted into the merge prompt
+    assert all(not r["fallback"] for r in judge.records)
+
+
+def test_text_only_sends_no_images_and_scheme_one_adds_an_example():
+    mmfm = ChemistMMFM()
+    decompose("NCCO", MMFMJudge(mmfm, text_only=True, scheme="one"))
+    assert all(images == [] for images in mmfm.images)
+    assert all(p.startswith("Example") for p in mmfm.prompts)
+
+
+@pytest.mark.parametrize("bad_answer", ["Motif 0: only one", "maybe 0 and 1", "the third one", "0,0", "99"])
+def test_malformed_answers_are_retried_then_the_fallback_is_recorded(bad_answer):
+    mmfm = ChemistMMFM(bad=3, bad_answer=bad_answer)
+    judge = MMFMJudge(mmfm, max_tries=3)
+    dec = decompose("OCCCO", judge)
+    # every question got 3 malformed answers: descriptions fall back, merge -> NONE, root -> 0
+    assert [r["step"] for r in judge.records][:3] == ["describe", "merge", "root"]
+    assert all(r["fallback"] and r["tries"] == 3 for r in judge.records)
+    assert dec.merges == () and dec.root == 0
+    assert judge.n_requests == 3 * len(judge.records)
+
+
+def test_answers_valid_on_a_retry_are_used():
+    mmfm = ChemistMMFM(bad=2)
+    judge = MMFMJudge(mmfm, max_tries=3)
+    dec = decompose("OCCCCO", judge)
+    assert dec.root == len(dec.motifs) - 1 and all(r["tries"] == 3 and not r["fallback"] for r in judge.records)
+
+
+def test_a_cached_rerun_sends_no_request(tmp_path):
+    first = MMFMJudge(ChemistMMFM(max_merges=0), cache_dir=tmp_path)
+    a = decompose("O=C=NCCCCCCN=C=O", first)
+    second_mmfm = ChemistMMFM(max_merges=0)
+    second = MMFMJudge(second_mmfm, cache_dir=tmp_path)
+    b = decompose("O=C=NCCCCCCN=C=O", second)
+    assert first.n_requests > 0 and second.n_requests == 0 and second_mmfm.prompts == []
+    assert (a.root, a.motifs, a.descriptions) == (b.root, b.motifs, b.descriptions)
+    assert all(r["cached"] for r in second.records)
+
+
+class BadJudge(HeuristicChemJudge):
+    def __init__(self, **answers):
+        self.answers = answers
+
+    def choose_root(self, view):
+        return self.answers.get("root", 0)
+
+    def choose_merge(self, view):
+        return self.answers.get("merge")
+
+
+@pytest.mark.parametrize(("answers", "match"), [({"root": 99}, r"root 99 names no motif; accepted: an int in \[0, "),
+                                                ({"merge": (0, 42)}, "merge index 42"),
+                                                ({"merge": (1, 1)}, "merge motif 1 with itself"),
+                                                ({"merge": "0,1"}, "not a pair")])
+def test_a_judge_naming_a_missing_motif_raises_naming_the_molecule(answers, match):
+    with pytest.raises(ValueError, match=match) as info:
+        decompose("OCCCO", BadJudge(**answers))
+    assert "OCCCO" in str(info.value)
+
+
+def test_each_ablation_changes_the_rule_count_on_some_set():
+    counts = {}
+    for name in ("isocyanates", "chain_extenders"):
+        for config, kw in CONFIGS.items():
+            model = FMG(MMFMJudge(ChemistMMFM(max_merges=1), text_only=True), **kw).fit(load_dataset(name))
+            counts[(name, config)] = model.grammar_.n_rules
+    for config in ("no merge", "random root", "max-spanning tree"):
+        assert any(counts[(n, config)] != counts[(n, "FMG")] for n in ("isocyanates", "chain_extenders")), counts
+
+
+class _Handler(BaseHTTPRequestHandler):
+    requests: list = []
+    answers: list = []
+
+    def do_POST(self):  # noqa: N802 (http.server API)
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        type(self).requests.append({"path": self.path, "auth": self.headers.get("Authorization"), "body": body})
+        answer = type(self).answers.pop(0) if type(self).answers else "NONE"
+        payload = json.dumps({"choices": [{"message": {"role": "assistant", "content": answer}}]}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, *args):
+        pass
+
+
+@pytest.fixture
+def server():
+    _Handler.requests, _Handler.answers = [], []
+    httpd = HTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{httpd.server_address[1]}/v1", _Handler
+    httpd.shutdown()
+    httpd.server_close()
+
+
+def test_openai_compatible_judge_against_a_local_server(server, tmp_path):
+    url, handler = server
+    n_motifs = len(decompose("OCCCO", HeuristicChemJudge(), merge=False).motifs)
+    descriptions = "\n".join(f"Motif {k}: hydroxyl chain part {k}" for k in range(n_motifs))
+    handler.answers = ["Motif 0: too few", descriptions, "the pair 0 and 1", "NONE", "not a number", "1"]
+    judge = OpenAICompatibleJudge("test-model", base_url=url, api_key="k", max_tries=3, cache_dir=tmp_path)
+    dec = decompose("OCCCO", judge)
+    assert dec.root == 1 and dec.merges == () and dec.descriptions[0] == "Motif 0: hydroxyl chain part 0"
+    assert len(handler.requests) == 6 and [r["tries"] for r in judge.records] == [2, 2, 2]
+    first = handler.requests[0]
+    assert first["path"] == "/v1/chat/completions" and first["auth"] == "Bearer k"
+    assert first["body"]["model"] == "test-model"
+    content = first["body"]["messages"][0]["content"]
+    assert content[0]["type"] == "text" and "OCCCO" in content[0]["text"]
+    pngs = [base64.b64decode(c["image_url"]["url"].split(",", 1)[1]) for c in content[1:]]
+    assert len(pngs) == 1 + n_motifs and all(p.startswith(b"\x89PNG") for p in pngs)
+    again = OpenAICompatibleJudge("test-model", base_url=url, max_tries=3, cache_dir=tmp_path)
+    assert decompose("OCCCO", again).root == 1 and len(handler.requests) == 6  # cached: no request sent
