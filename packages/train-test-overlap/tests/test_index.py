@@ -135,3 +135,21 @@ def test_input_path_of_folder_is_sorted_and_recursive(tmp_path):
     (tmp_path / ".hidden").write_text("no\n", encoding="utf-8")
     assert list(iter_documents(tmp_path)) == ["one", "two"]
     assert list(iter_documents([Path(tmp_path / "1.txt")])) == ["one"]
+
+
+@pytest.mark.slow
+def test_two_worker_local_cluster_with_shuffled_shards_equals_local(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    sets, docs, _ = _random_problem(7)
+    index = OverlapIndex(sets, n=(2, 3))
+    local = index.scan(docs)
+    order = list(range(5))
+    random.Random(1).shuffle(order)
+    for k, i in enumerate(order):
+        (tmp_path / f"shard{k}.txt").write_text("\n".join(docs[i::5]) + "\n", encoding="utf-8")
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        # workers are other processes: their str hashes differ, the index re-derives its hash keys there
+        on_cluster = index.scan(tmp_path, backend="dask", scheduler=client)
+    assert on_cluster._counts == local._counts and on_cluster.stats.documents == local.stats.documents
+    assert metrics(on_cluster, n=3) == metrics(local, n=3)
