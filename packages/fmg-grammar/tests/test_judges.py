@@ -6,9 +6,10 @@ import re
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
+import networkx as nx
 import pytest
 
-from fmg import FMG, HeuristicChemJudge, MMFMJudge, OpenAICompatibleJudge, decompose, load_dataset
+from fmg import FMG, HeuristicChemJudge, MMFMJudge, OpenAICompatibleJudge, ReplayJudge, decompose, load_dataset
 from fmg.experiments import CONFIGS
 
 
@@ -175,3 +176,23 @@ def test_openai_compatible_judge_against_a_local_server(server, tmp_path):
     assert len(pngs) == 1 + n_motifs and all(p.startswith(b"\x89PNG") for p in pngs)
     again = OpenAICompatibleJudge("test-model", base_url=url, max_tries=3, cache_dir=tmp_path)
     assert decompose("OCCCO", again).root == 1 and len(handler.requests) == 6  # cached: no request sent
+
+
+def test_replay_judge_reproduces_a_recorded_model_and_its_trees(tmp_path):
+    train = load_dataset("chain_extenders")
+    recorder = MMFMJudge(ChemistMMFM(bad=1, max_merges=3), text_only=True, max_tries=2)
+    recorded = FMG(recorder).fit(train)
+    path = recorder.save_transcript(tmp_path / "answers.json")
+    replayed = FMG(ReplayJudge(path, max_tries=2)).fit(train)
+    assert replayed.grammar_.rules == recorded.grammar_.rules and replayed.grammar_.counts == recorded.grammar_.counts
+    for a, b in zip(recorded.decompositions_, replayed.decompositions_, strict=True):
+        assert (a.motifs, a.root, a.merges, a.descriptions) == (b.motifs, b.root, b.merges, b.descriptions)
+        assert nx.is_tree(b.tree) and len(b.owner) == b.mol.GetNumAtoms()
+    for smiles in replayed.train_smiles_:
+        assert replayed.replay(replayed.derive(smiles)) == smiles
+    with pytest.raises(ValueError, match="no recorded answer .try 1. for the prompt starting 'You are an expert"):
+        FMG(ReplayJudge(path)).fit(["O=C=NCCCCCCN=C=O"])
+    bad = tmp_path / "bad.json"
+    bad.write_text("[1, 2]")
+    with pytest.raises(ValueError, match="not a transcript"):
+        ReplayJudge(bad)

@@ -9,7 +9,7 @@ from fmg.chem import canonical_smiles
 from fmg.data import DATASETS, load_dataset, load_smiles
 from fmg.decompose import Decomposition, decompose
 from fmg.grammar import Derivation, Grammar, Rule, SampleResult
-from fmg.judges import HeuristicChemJudge, MMFMJudge, MolecularJudge, MotifView, OpenAICompatibleJudge
+from fmg.judges import HeuristicChemJudge, MMFMJudge, MolecularJudge, MotifView, OpenAICompatibleJudge, ReplayJudge
 from fmg.metrics import Metrics, diversity, evaluate, membership
 from fmg.model import FMG
 from fmg.tournament import bradley_terry
@@ -20,6 +20,6 @@ except PackageNotFoundError:  # source tree without install
     __version__ = "0.0.0"
 
 __all__ = ["DATASETS", "FMG", "Decomposition", "Derivation", "Grammar", "HeuristicChemJudge", "MMFMJudge", "Metrics",
-           "MolecularJudge", "MotifView", "OpenAICompatibleJudge", "Rule", "SampleResult", "__version__",
+           "MolecularJudge", "MotifView", "OpenAICompatibleJudge", "ReplayJudge", "Rule", "SampleResult", "__version__",
            "bradley_terry", "canonical_smiles", "decompose", "diversity", "evaluate", "load_dataset", "load_smiles",
            "membership"]

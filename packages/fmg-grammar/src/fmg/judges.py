@@ -23,7 +23,7 @@ from typing import Any, Protocol, runtime_checkable
 from rdkit import Chem
 
 __all__ = ["FUNCTIONAL_GROUPS", "PROMPTS", "HeuristicChemJudge", "MMFMJudge", "MolecularJudge", "MotifView",
-           "OpenAICompatibleJudge"]
+           "OpenAICompatibleJudge", "ReplayJudge"]
 
 log = logging.getLogger(__name__)
 
@@ -261,6 +261,7 @@ class MMFMJudge:
         self.cache_dir = None if cache_dir is None else Path(cache_dir)
         self.records: list[dict[str, Any]] = []
         self.n_requests = 0
+        self._transcript: dict[str, list[str]] = {}
 
     # -- plumbing ---------------------------------------------------------------------------------------
     def _prompt(self, step: str, view: MotifView, **extra: str) -> str:
@@ -280,6 +281,23 @@ class MMFMJudge:
         return images
 
     def _call(self, prompt: str, images: list[bytes], attempt: int) -> tuple[str, bool]:
+        answer, cached = self._call_cached(prompt, images, attempt)
+        answers = self._transcript.setdefault(_prompt_key(prompt), [])
+        if len(answers) == attempt:
+            answers.append(answer)
+        return answer, cached
+
+    def transcript(self) -> dict[str, list[str]]:
+        """Every answer received so far: SHA-256 of the prompt -> the answers to its successive tries."""
+        return {k: list(v) for k, v in self._transcript.items()}
+
+    def save_transcript(self, path: str | Path) -> Path:
+        """Write ``transcript()`` as JSON, for ``ReplayJudge``; returns the path."""
+        path = Path(path)
+        path.write_text(json.dumps(self.transcript(), indent=1))
+        return path
+
+    def _call_cached(self, prompt: str, images: list[bytes], attempt: int) -> tuple[str, bool]:
         key = hashlib.sha256("\x00".join([prompt, str(attempt)] + [hashlib.sha256(i).hexdigest() for i in images])
                              .encode()).hexdigest()
         path = self.cache_dir / f"{key}.json" if self.cache_dir is not None else None
@@ -356,6 +374,53 @@ class MMFMJudge:
                             for k, (i, j) in enumerate(interactions))
         return self._ask("cycle", view, lambda a: _index(a, len(interactions)), 0,
                          self._images(view, isolated=False), interactions=listing)
+
+
+def _prompt_key(prompt: str) -> str:
+    return hashlib.sha256(prompt.encode()).hexdigest()
+
+
+class _Replay:
+    def __init__(self, answers: dict[str, list[str]]) -> None:
+        self.answers = answers
+        self.calls: dict[str, int] = {}
+
+    def __call__(self, prompt: str, images: list[bytes]) -> str:
+        key = _prompt_key(prompt)
+        k = self.calls.get(key, 0)
+        self.calls[key] = k + 1
+        if key not in self.answers or k >= len(self.answers[key]):
+            first = prompt.splitlines()[0][:120]
+            raise ValueError(f"no recorded answer (try {k + 1}) for the prompt starting {first!r}; the "
+                             "transcript holds the prompts of the molecules and options it was recorded with")
+        return self.answers[key][k]
+
+
+class ReplayJudge(MMFMJudge):
+    """``MMFMJudge`` that answers from a transcript saved by ``MMFMJudge.save_transcript``.
+
+    Replays a foundation model's answers offline (same prompts, parsing, retries and fallbacks); no
+    image is drawn.
+
+    Parameters
+    ----------
+    path : str or Path
+        The JSON transcript.
+    max_tries, scheme
+        As in ``MMFMJudge`` (use the values of the recording).
+
+    Raises
+    ------
+    ValueError
+        At the first question whose prompt the transcript does not hold.
+    """
+
+    def __init__(self, path: str | Path, *, max_tries: int = 10, scheme: str = "zero") -> None:
+        answers = json.loads(Path(path).read_text())
+        if not isinstance(answers, dict) or not all(isinstance(v, list) for v in answers.values()):
+            raise ValueError(f"{path}: not a transcript (expected a JSON object of prompt hash -> list of answers)")
+        super().__init__(_Replay(answers), max_tries=max_tries, text_only=True, scheme=scheme)
+        self.path = Path(path)
 
 
 def _last_line(answer: str) -> str:
