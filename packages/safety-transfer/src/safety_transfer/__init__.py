@@ -1,15 +1,64 @@
 """Activation-space mappers that carry steering interventions from a small language model to a larger one.
 
-The public API is listed in ``__all__``; nothing heavy is imported here.
+The public API is listed in ``__all__``; torch and transformers are imported when a name is first used.
 """
 
+from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
-
-from safety_transfer.method import BootstrapInterval, bootstrap_mean
+from typing import Any
 
 try:
     __version__ = version("safety-transfer")
 except PackageNotFoundError:  # source tree without install
     __version__ = "0.0.0"
 
-__all__ = ["BootstrapInterval", "__version__", "bootstrap_mean"]
+_WHERE = {
+    "ActivationPairs": "activations",
+    "ActivationShards": "activations",
+    "Activations": "activations",
+    "align_offsets": "activations",
+    "collect_activations": "activations",
+    "collect_pairs": "activations",
+    "SUPPORTED_ARCHITECTURES": "hooks",
+    "ablate_direction": "hooks",
+    "add_vector": "hooks",
+    "check_layer": "hooks",
+    "decoder_layers": "hooks",
+    "hidden_size": "hooks",
+    "num_layers": "hooks",
+    "read_layer": "hooks",
+    "replace_layer": "hooks",
+    "AffineMapper": "mappers",
+    "AutoEncoderMapper": "mappers",
+    "MappingMetrics": "mappers",
+    "load_mapper": "mappers",
+    "mapping_metrics": "mappers",
+    "SubstitutionMetrics": "metrics",
+    "generate": "metrics",
+    "lm_loss": "metrics",
+    "substitution_metrics": "metrics",
+    "trigger_rate": "metrics",
+    "bpe_tokenizer": "models",
+    "byte_tokenizer": "models",
+    "tiny_causal_lm": "models",
+    "SteeringVector": "steering",
+    "SweepResult": "steering",
+    "diff_in_means": "steering",
+    "pca_direction": "steering",
+    "steering_vector": "steering",
+    "sweep": "steering",
+    "SafetySwitch": "switch",
+    "check_mapper": "transfer",
+    "mapped_replacement": "transfer",
+    "mapped_vector": "transfer",
+    "pad_or_truncate": "transfer",
+    "random_like": "transfer",
+}
+
+__all__ = ["__version__", *sorted(_WHERE)]
+
+
+def __getattr__(name: str) -> Any:
+    if name in _WHERE:
+        return getattr(import_module(f"safety_transfer.{_WHERE[name]}"), name)
+    raise AttributeError(f"module 'safety_transfer' has no attribute {name!r}")

@@ -11,7 +11,7 @@ from typing import Any
 
 from icml25_shared.cli import run_cli
 
-PAPER = "N. Oozeer, D. Nathawani, N. Prakash, M. Lan, A. Harrasse, A. Abdullah (ICML 2025). Activation Space Interventions Can Be Transferred Between Large Language Models."
+PAPER = "N. Oozeer, D. Nathawani, N. Prakash, M. Lan, A. Harrasse, A. Abdullah (ICML 2025). Activation Space Interventions Can Be Transferred Between Large Language Models. arXiv:2503.04429."
 
 
 def _demo(ctx: Any) -> None:

@@ -1,0 +1,277 @@
+"""Decoder-layer locators and context managers that read, add to, replace or ablate a layer's output.
+
+Layer ``l`` means the residual stream after decoder layer ``l`` (0-based): entry ``l + 1`` of
+``output_hidden_states``. Every context manager removes its hooks on exit, so the model computes
+bitwise what it computed before; none of them changes a parameter.
+"""
+
+from __future__ import annotations
+
+import math
+import numbers
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+from torch import nn
+
+__all__ = ["SUPPORTED_ARCHITECTURES", "ablate_direction", "add_vector", "check_layer", "decoder_layers",
+           "hidden_size", "num_layers", "read_layer", "replace_layer"]
+
+# model_type -> attribute path of the decoder layers, from the *ForCausalLM or the bare model
+SUPPORTED_ARCHITECTURES = {"llama": "model.layers", "qwen2": "model.layers", "gemma2": "model.layers",
+                           "mistral": "model.layers", "gpt2": "transformer.h"}
+
+Tokens = slice | None
+
+
+class StopForward(Exception):
+    """Raised by a hook to end a forward pass after the layer it reads (caught by the package)."""
+
+
+def _model_type(model: nn.Module) -> str:
+    config = getattr(model, "config", None)
+    return str(getattr(config, "model_type", type(model).__name__))
+
+
+def decoder_layers(model: nn.Module) -> nn.ModuleList:
+    """The decoder layers of a Llama, Qwen2, Gemma2, Mistral or GPT-2 model.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        A causal LM (``*ForCausalLM``) or its bare trunk.
+
+    Returns
+    -------
+    torch.nn.ModuleList
+        The layers in order.
+
+    Raises
+    ------
+    ValueError
+        For any other architecture, naming the supported ones.
+    """
+    kind = _model_type(model)
+    if kind not in SUPPORTED_ARCHITECTURES:
+        raise ValueError(f"unsupported architecture {kind!r}: decoder layers are located for "
+                         f"{sorted(SUPPORTED_ARCHITECTURES)}")
+    path = SUPPORTED_ARCHITECTURES[kind]
+    trunk_name, layers_name = path.split(".")
+    trunk = getattr(model, trunk_name, model)
+    layers = getattr(trunk, layers_name, None)
+    if not isinstance(layers, nn.ModuleList):
+        raise ValueError(f"a {kind!r} model is expected to hold its decoder layers at `{path}`; "
+                         f"{type(model).__name__} does not")
+    return layers
+
+
+def num_layers(model: nn.Module) -> int:
+    """Number of decoder layers of ``model`` (see :func:`decoder_layers`)."""
+    return len(decoder_layers(model))
+
+
+def hidden_size(model: nn.Module) -> int:
+    """Residual-stream width ``d`` of ``model``."""
+    config = model.config
+    return int(getattr(config, "hidden_size", None) or config.n_embd)
+
+
+def check_layer(model: nn.Module, layer: Any, *, name: str = "layer") -> int:
+    """Validate a layer index against the model's decoder layers.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        The model the index refers to.
+    layer : int
+        0-based index; negative indices count from the end.
+    name : str, default "layer"
+        Argument name used in the error.
+
+    Returns
+    -------
+    int
+        The non-negative index.
+
+    Raises
+    ------
+    ValueError
+        When ``layer`` is not an int or is out of range, naming the layer count.
+    """
+    n = num_layers(model)
+    if isinstance(layer, bool) or not isinstance(layer, numbers.Integral):
+        raise ValueError(f"{name} must be an int, got {layer!r}")
+    if not -n <= int(layer) < n:
+        raise ValueError(f"{name} {layer} is out of range: the {_model_type(model)} model has {n} decoder layers "
+                         f"(valid 0..{n - 1} or -{n}..-1)")
+    return int(layer) % n
+
+
+def _check_alpha(alpha: Any) -> float:
+    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not math.isfinite(float(alpha)):
+        raise ValueError(f"alpha must be a finite real number, got {alpha!r}")
+    return float(alpha)
+
+
+def _check_vector(vector: Any, d: int, what: str) -> torch.Tensor:
+    v = torch.as_tensor(vector)
+    if not v.is_floating_point():
+        raise ValueError(f"{what} must be a floating-point vector, got dtype {v.dtype}")
+    if v.shape != (d,):
+        raise ValueError(f"{what} has shape {tuple(v.shape)} but the layer's hidden size is {d}: expected ({d},)")
+    if not torch.isfinite(v).all():
+        raise ValueError(f"{what} contains NaN or infinity")
+    return v.detach()
+
+
+@contextmanager
+def _output_hook(model: nn.Module, layer: int, fn: Callable[[torch.Tensor], torch.Tensor | None]) -> Iterator[None]:
+    module = decoder_layers(model)[check_layer(model, layer)]
+
+    def hook(_module: nn.Module, _inputs: Any, output: Any) -> Any:
+        hidden = output[0] if isinstance(output, tuple) else output
+        new = fn(hidden)
+        if new is None:
+            return None
+        return (new, *output[1:]) if isinstance(output, tuple) else new
+
+    handle = module.register_forward_hook(hook)
+    try:
+        yield
+    finally:
+        handle.remove()
+
+
+@contextmanager
+def read_layer(model: nn.Module, layer: int, *, stop: bool = False) -> Iterator[list[torch.Tensor]]:
+    """Record the output of decoder layer ``layer`` on every forward pass inside the block.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        A supported model.
+    layer : int
+        Decoder layer index.
+    stop : bool, default False
+        End each forward right after the layer (the call then raises :class:`StopForward`; the
+        package's collectors catch it).
+
+    Yields
+    ------
+    list of torch.Tensor
+        One detached ``(batch, seq, d)`` tensor per forward pass, appended as they happen.
+    """
+    records: list[torch.Tensor] = []
+
+    def fn(hidden: torch.Tensor) -> None:
+        records.append(hidden.detach())
+        if stop:
+            raise StopForward
+
+    with _output_hook(model, layer, fn):
+        yield records
+
+
+def _positions(tokens: Tokens) -> slice:
+    if tokens is None:
+        return slice(None)
+    if not isinstance(tokens, slice):
+        raise ValueError(f"tokens must be a slice of positions or None (all), got {tokens!r}")
+    return tokens
+
+
+@contextmanager
+def add_vector(model: nn.Module, layer: int, vector: torch.Tensor, *, alpha: float = 1.0,
+               tokens: Tokens = None) -> Iterator[None]:
+    """Add ``alpha * vector`` to the output of decoder layer ``layer`` at the token positions ``tokens``.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        A supported model.
+    layer : int
+        Decoder layer index.
+    vector : torch.Tensor, shape (d,)
+        Steering vector, cast to the activations' dtype.
+    alpha : float, default 1.0
+        Finite multiplier.
+    tokens : slice or None, default None
+        Sequence positions to steer (None: all of them).
+
+    Raises
+    ------
+    ValueError
+        When ``alpha`` is not finite, the vector's shape is not ``(d,)`` or the layer is out of range.
+    """
+    a = _check_alpha(alpha)
+    v = _check_vector(vector, hidden_size(model), "vector")
+    where = _positions(tokens)
+
+    def fn(hidden: torch.Tensor) -> torch.Tensor:
+        out = hidden.clone()
+        out[:, where] = hidden[:, where] + a * v.to(hidden.dtype)
+        return out
+
+    with _output_hook(model, layer, fn):
+        yield
+
+
+@contextmanager
+def replace_layer(model: nn.Module, layer: int, fn: Callable[[torch.Tensor], torch.Tensor], *,
+                  tokens: Tokens = None) -> Iterator[None]:
+    """Replace the output ``h`` of decoder layer ``layer`` by ``fn(h)`` at the positions ``tokens``.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        A supported model.
+    layer : int
+        Decoder layer index.
+    fn : callable
+        Maps a ``(batch, seq, d)`` tensor to one of the same shape.
+    tokens : slice or None, default None
+        Positions replaced (None: all).
+    """
+    where = _positions(tokens)
+
+    def hook(hidden: torch.Tensor) -> torch.Tensor:
+        new = fn(hidden)
+        if new.shape != hidden.shape:
+            raise ValueError(f"the replacement has shape {tuple(new.shape)}, the layer output {tuple(hidden.shape)}")
+        out = hidden.clone()
+        out[:, where] = new[:, where].to(hidden.dtype)
+        return out
+
+    with _output_hook(model, layer, hook):
+        yield
+
+
+@contextmanager
+def ablate_direction(model: nn.Module, layer: int, direction: torch.Tensor, *, tokens: Tokens = None) -> Iterator[None]:
+    """Project the direction out of layer ``layer``'s output: ``h - (h . r) r`` with ``r`` of unit norm.
+
+    Parameters
+    ----------
+    model : transformers.PreTrainedModel
+        A supported model.
+    layer : int
+        Decoder layer index.
+    direction : torch.Tensor, shape (d,)
+        Non-zero direction (normalised here).
+    tokens : slice or None, default None
+        Positions ablated (None: all).
+    """
+    r = _check_vector(direction, hidden_size(model), "direction")
+    norm = torch.linalg.vector_norm(r)
+    if norm == 0:
+        raise ValueError("direction has zero norm")
+    r = r / norm
+
+    def fn(hidden: torch.Tensor) -> torch.Tensor:
+        u = r.to(hidden.dtype)
+        return hidden - (hidden @ u)[..., None] * u
+
+    with replace_layer(model, layer, fn, tokens=tokens):
+        yield

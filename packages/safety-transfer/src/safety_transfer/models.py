@@ -1,0 +1,153 @@
+"""Tiny causal language models and tokenizers built in code, for tests, the demo and the reproduction.
+
+Nothing here downloads: the models are random ``transformers`` models of the supported families and the
+tokenizers are built with the ``tokenizers`` library (a byte-level one with no merges, and a small BPE
+trained on the texts given).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import torch
+from icml25_shared.random import RandomStateLike, check_random_state
+
+__all__ = ["FAMILIES", "bpe_tokenizer", "byte_tokenizer", "tiny_causal_lm"]
+
+FAMILIES = ("llama", "qwen2", "gemma2", "mistral", "gpt2")
+_SPECIAL = ("<pad>", "<eos>")
+
+
+def _wrap(tok: Any) -> Any:
+    from transformers import PreTrainedTokenizerFast
+
+    return PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", eos_token="<eos>", padding_side="right")
+
+
+def byte_tokenizer() -> Any:
+    """A byte-level tokenizer: one token per byte (258 ids: 256 bytes, ``<pad>`` = 256, ``<eos>`` = 257).
+
+    Returns
+    -------
+    transformers.PreTrainedTokenizerFast
+        Right-padding tokenizer with character offsets (``return_offsets_mapping=True``).
+
+    Examples
+    --------
+    >>> tok = byte_tokenizer()
+    >>> tok("hi!")["input_ids"], len(tok)
+    ([104, 105, 33], 258)
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers
+
+    alphabet = pre_tokenizers.ByteLevel.alphabet()
+    byte_to_char = {b: c for b, c in enumerate(_bytes_to_unicode())}
+    assert set(byte_to_char.values()) == set(alphabet)
+    vocab = {byte_to_char[b]: b for b in range(256)}
+    vocab.update({s: 256 + i for i, s in enumerate(_SPECIAL)})
+    tok = Tokenizer(models.BPE(vocab=vocab, merges=[]))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=False)
+    tok.decoder = decoders.ByteLevel()
+    tok.add_special_tokens(list(_SPECIAL))
+    return _wrap(tok)
+
+
+def _bytes_to_unicode() -> list[str]:
+    # GPT-2's printable mapping of the 256 bytes (the alphabet of the ByteLevel pre-tokenizer)
+    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("¡"), ord("¬") + 1)) + list(range(ord("®"), ord("ÿ") + 1))
+    cs = bs[:]
+    n = 0
+    for b in range(256):
+        if b not in bs:
+            bs.append(b)
+            cs.append(256 + n)
+            n += 1
+    return [chr(c) for _, c in sorted(zip(bs, cs, strict=True))]
+
+
+def bpe_tokenizer(texts: Sequence[str], *, vocab_size: int = 300) -> Any:
+    """A byte-level BPE tokenizer trained offline on ``texts``.
+
+    Parameters
+    ----------
+    texts : sequence of str
+        Training corpus.
+    vocab_size : int, default 300
+        Target vocabulary size (at least 258: the 256 bytes and two specials).
+
+    Returns
+    -------
+    transformers.PreTrainedTokenizerFast
+        Right-padding tokenizer with ``<pad>`` and ``<eos>``.
+    """
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+    tok = Tokenizer(models.BPE())
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=int(vocab_size), special_tokens=list(_SPECIAL), show_progress=False,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet())
+    tok.train_from_iterator(list(texts), trainer=trainer)
+    return _wrap(tok)
+
+
+def tiny_causal_lm(family: str, *, vocab_size: int = 258, hidden_size: int = 64, num_layers: int = 2,
+                   num_heads: int = 4, max_positions: int = 256, random_state: RandomStateLike = None) -> Any:
+    """A randomly initialised causal LM of one of the supported families.
+
+    Parameters
+    ----------
+    family : {"llama", "qwen2", "gemma2", "mistral", "gpt2"}
+        Architecture.
+    vocab_size : int, default 258
+        Vocabulary size (258 matches :func:`byte_tokenizer`).
+    hidden_size : int, default 64
+        Residual width ``d``; the MLP width is ``4 d``.
+    num_layers : int, default 2
+        Decoder layers.
+    num_heads : int, default 4
+        Attention heads (``hidden_size`` must be divisible by it).
+    max_positions : int, default 256
+        Longest sequence.
+    random_state : None, int or numpy Generator, default None
+        Seed of the weight initialisation.
+
+    Returns
+    -------
+    transformers.PreTrainedModel
+        The model in eval mode, float32, eager attention.
+
+    Raises
+    ------
+    ValueError
+        For an unknown family or a width not divisible by the heads.
+    """
+    import transformers as tf
+
+    if family not in FAMILIES:
+        raise ValueError(f"family must be one of {FAMILIES}, got {family!r}")
+    if hidden_size % num_heads:
+        raise ValueError(f"hidden_size {hidden_size} is not divisible by num_heads {num_heads}")
+    common = {"vocab_size": vocab_size, "pad_token_id": 256 if vocab_size > 256 else None,
+              "bos_token_id": None, "eos_token_id": 257 if vocab_size > 257 else None}
+    if family == "gpt2":
+        config = tf.GPT2Config(n_embd=hidden_size, n_layer=num_layers, n_head=num_heads, n_positions=max_positions,
+                               resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, **common)
+    else:
+        cls = {"llama": tf.LlamaConfig, "qwen2": tf.Qwen2Config, "gemma2": tf.Gemma2Config,
+               "mistral": tf.MistralConfig}[family]
+        extra: dict[str, Any] = {"head_dim": hidden_size // num_heads}
+        if family == "gemma2":
+            extra.update(sliding_window=max_positions, query_pre_attn_scalar=hidden_size // num_heads)
+        if family == "mistral":
+            extra.update(sliding_window=None)
+        config = cls(hidden_size=hidden_size, intermediate_size=4 * hidden_size, num_hidden_layers=num_layers,
+                     num_attention_heads=num_heads, num_key_value_heads=num_heads,
+                     max_position_embeddings=max_positions, tie_word_embeddings=False, **extra, **common)
+    config._attn_implementation = "eager"
+    seed = int(check_random_state(random_state).integers(2**31 - 1))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = tf.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
+    return model.eval()

@@ -1,0 +1,202 @@
+"""Carry a source model's steering vector to a target model through a mapper, with its controls.
+
+Two variants:
+
+- ``mapped_vector``: ``v_t = mean_x [M(h_s(x) + alpha v_s) - M(h_s(x))]`` over source activations, then added
+  to the target like any steering vector;
+- ``mapped_replacement``: while active, the target's layer output is replaced by ``M(h_s + alpha v_s)``,
+  with ``h_s`` the source's activations on the same token ids (the source runs inside the target's forward).
+
+Controls: :func:`random_like` (a random direction of equal norm) and :func:`pad_or_truncate` (the source
+vector zero-padded or cut to the target's width).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import torch
+from icml25_shared.random import RandomStateLike, check_random_state
+from torch import nn
+
+from safety_transfer.hooks import (
+    StopForward,
+    _check_alpha,
+    _check_vector,
+    check_layer,
+    hidden_size,
+    read_layer,
+    replace_layer,
+)
+
+__all__ = ["check_mapper", "mapped_replacement", "mapped_vector", "pad_or_truncate", "random_like"]
+
+
+def check_mapper(mapper: Any, source: nn.Module | int, target: nn.Module | int) -> None:
+    """Raise when the mapper's widths do not match the source and target hidden sizes.
+
+    Parameters
+    ----------
+    mapper : AffineMapper or AutoEncoderMapper
+        Fitted mapper.
+    source, target : model or int
+        The models (or their widths).
+
+    Raises
+    ------
+    ValueError
+        Naming both pairs of widths.
+    """
+    d_s = source if isinstance(source, int) else hidden_size(source)
+    d_t = target if isinstance(target, int) else hidden_size(target)
+    got = (getattr(mapper, "n_features_in_", None), getattr(mapper, "n_features_out_", None))
+    if got == (None, None):
+        from sklearn.exceptions import NotFittedError
+
+        raise NotFittedError("the mapper is not fitted yet: call fit(source, target) first")
+    if got != (d_s, d_t):
+        raise ValueError(f"the mapper maps width {got[0]} to {got[1]} but the models' hidden sizes are "
+                         f"{d_s} (source) and {d_t} (target)")
+
+
+def mapped_vector(mapper: Any, source_activations: Any, vector: Any, *, alpha: float = 1.0) -> torch.Tensor:
+    """The target-space vector ``mean_x [M(h_s(x) + alpha v_s) - M(h_s(x))]``.
+
+    Parameters
+    ----------
+    mapper : AffineMapper or AutoEncoderMapper
+        Fitted source-to-target mapper.
+    source_activations : torch.Tensor, shape (n, d_s)
+        Source activations ``h_s`` the difference is averaged over (e.g. the prompts to steer).
+    vector : torch.Tensor, shape (d_s,)
+        Source steering vector ``v_s``.
+    alpha : float, default 1.0
+        Strength applied in the source space before mapping.
+
+    Returns
+    -------
+    torch.Tensor, shape (d_t,)
+        For an affine mapper this is ``alpha W v_s`` whatever the activations.
+    """
+    a = _check_alpha(alpha)
+    d_s = mapper.n_features_in_
+    v = _check_vector(vector, d_s, "vector")
+    h = torch.as_tensor(source_activations)
+    if h.ndim != 2 or h.shape[0] == 0 or h.shape[1] != d_s:
+        raise ValueError(f"source_activations must be a non-empty (n, {d_s}) array, got shape {tuple(h.shape)}")
+    with torch.no_grad():
+        return (mapper.transform(h + a * v.to(h.dtype)) - mapper.transform(h)).mean(dim=0)
+
+
+@contextmanager
+def mapped_replacement(source: nn.Module, target: nn.Module, mapper: Any, *, source_layer: int, target_layer: int,
+                       vector: Any = None, alpha: float = 1.0, tokens: slice | None = None) -> Iterator[None]:
+    """While active, replace the target's layer output by ``M(h_s + alpha v_s)`` computed on the same ids.
+
+    Each target forward first runs the source (up to ``source_layer``) on the same ``input_ids`` and
+    ``attention_mask``; the two models must therefore share a tokenizer. Forwards with a KV cache are
+    refused (use ``generate(..., use_cache=False)``).
+
+    Parameters
+    ----------
+    source, target : transformers.PreTrainedModel
+        The models.
+    mapper : AffineMapper or AutoEncoderMapper
+        Fitted from the source layer to the target layer.
+    source_layer, target_layer : int
+        Layers read and replaced.
+    vector : torch.Tensor of shape (d_s,), optional
+        Source steering vector (None: pure substitution ``M(h_s)``).
+    alpha : float, default 1.0
+        Strength.
+    tokens : slice or None, default None
+        Positions replaced (None: all).
+
+    Raises
+    ------
+    ValueError
+        When the mapper does not match the widths, a layer is out of range or alpha is not finite.
+    """
+    check_mapper(mapper, source, target)
+    ls, lt = check_layer(source, source_layer, name="source_layer"), check_layer(target, target_layer,
+                                                                                  name="target_layer")
+    a = _check_alpha(alpha)
+    v = None if vector is None else _check_vector(vector, hidden_size(source), "vector")
+    if source.config.vocab_size != target.config.vocab_size:
+        raise ValueError(f"the source's vocabulary ({source.config.vocab_size}) differs from the target's "
+                         f"({target.config.vocab_size}): mapped replacement needs one shared tokenizer; use "
+                         "mapped_vector for models with different tokenizers")
+    seen: dict[str, Any] = {}
+
+    def grab(_module: nn.Module, args: tuple, kwargs: dict) -> None:
+        ids = kwargs.get("input_ids", args[0] if args else None)
+        if ids is None:
+            raise ValueError("mapped_replacement needs input_ids (not inputs_embeds)")
+        if kwargs.get("past_key_values") is not None and kwargs["past_key_values"].get_seq_length() > 0:
+            raise ValueError("mapped_replacement needs full-sequence forwards: call generate(..., use_cache=False)")
+        seen["ids"], seen["mask"] = ids, kwargs.get("attention_mask")
+
+    def fn(hidden: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad(), read_layer(source, ls, stop=True) as rec:
+            try:
+                source(input_ids=seen["ids"], attention_mask=seen["mask"], use_cache=False)
+            except StopForward:
+                pass
+        h_s = rec[-1]
+        if v is not None:
+            h_s = h_s + a * v.to(h_s.dtype)
+        return mapper.transform(h_s).to(hidden.dtype)
+
+    handle = target.register_forward_pre_hook(grab, with_kwargs=True)
+    try:
+        with replace_layer(target, lt, fn, tokens=tokens):
+            yield
+    finally:
+        handle.remove()
+
+
+def random_like(vector: Any, *, dim: int | None = None, random_state: RandomStateLike = None) -> torch.Tensor:
+    """A Gaussian random direction with the norm of ``vector`` (the equal-norm control).
+
+    Parameters
+    ----------
+    vector : torch.Tensor, shape (d,)
+        Reference vector.
+    dim : int, optional
+        Width of the result (default ``d``).
+    random_state : None, int or numpy Generator, default None
+        Source of the direction.
+
+    Returns
+    -------
+    torch.Tensor, shape (dim,)
+        Same dtype and norm as ``vector``.
+    """
+    v = torch.as_tensor(vector)
+    d = v.shape[-1] if dim is None else int(dim)
+    rng = check_random_state(random_state)
+    r = torch.from_numpy(rng.standard_normal(d)).to(torch.float64)
+    return (r / torch.linalg.vector_norm(r) * torch.linalg.vector_norm(v.double())).to(v.dtype)
+
+
+def pad_or_truncate(vector: Any, dim: int) -> torch.Tensor:
+    """The source vector cut to, or zero-padded up to, ``dim`` coordinates (the unmapped control).
+
+    Parameters
+    ----------
+    vector : torch.Tensor, shape (d_s,)
+        Source vector.
+    dim : int
+        Target width.
+
+    Returns
+    -------
+    torch.Tensor, shape (dim,)
+        ``vector[:dim]`` or ``vector`` followed by zeros.
+    """
+    v = torch.as_tensor(vector)
+    if v.shape[0] >= dim:
+        return v[:dim].clone()
+    return torch.cat([v, v.new_zeros(dim - v.shape[0])])
