@@ -18,7 +18,9 @@ def test_demo_quick_writes_card_metrics_and_grid(tmp_path):
     assert recomputed == pytest.approx(result["metrics"])
     assert result["metrics"]["valid"] == 1.0 and result["metrics"]["unique"] == 1.0
     assert result["iid_metrics"]["valid"] == 1.0 and result["iid_metrics"]["unique"] < 1.0
-    assert (tmp_path / "grammar_card.md").read_text().startswith("| rule | lhs | p |")
+    card = (tmp_path / "grammar_card.md").read_text()
+    assert card.startswith("| rule | lhs | p | count | motif |") and "isocyanate" in card
+    assert (tmp_path / "grammar_card.png").read_bytes().startswith(b"\x89PNG")
 
 
 @pytest.mark.slow

@@ -41,6 +41,8 @@ def test_save_load_keeps_rules_counts_and_derivations(fitted, tmp_path):
     model = fitted[("acrylates", "FMG")]
     loaded = Grammar.load(model.grammar_.save(tmp_path / "g.json"))
     assert loaded.rules == model.grammar_.rules and loaded.counts == model.grammar_.counts
+    assert loaded.descriptions == model.grammar_.descriptions and loaded.sources == model.grammar_.sources
+    assert all(d.startswith("Motif ") for d in loaded.descriptions) and all(loaded.sources)
     for smiles in load_dataset("acrylates")[:5]:
         assert loaded.replay(model.derive(smiles)) == canonical_smiles(smiles)
 

@@ -18,7 +18,7 @@ from fmg.judges import HeuristicChemJudge
 from fmg.metrics import evaluate
 from fmg.model import FMG
 
-__all__ = ["CONFIGS", "SETS", "demo", "grammar_card", "reproduce", "stoned"]
+__all__ = ["CONFIGS", "SETS", "demo", "draw_grammar_card", "grammar_card", "reproduce", "stoned"]
 
 SETS = ("isocyanates", "acrylates", "chain_extenders")
 CONFIGS: dict[str, dict[str, Any]] = {
@@ -35,8 +35,24 @@ def grammar_card(model: FMG, top: int = 15) -> list[dict[str, Any]]:
     p = g.probabilities()
     order = sorted(range(g.n_rules), key=lambda i: (-g.counts[i], i))[:top]
     return [{"rule": i, "lhs": "S" if not g.rules[i].lhs else str(list(g.rules[i].lhs)), "p": round(float(p[i]), 4),
-             "count": g.counts[i], "atoms": g.rules[i].smiles(), "nonterminals": len(g.rules[i].nonterminals)}
-            for i in order]
+             "count": g.counts[i], "motif": g.sources[i], "nonterminals": len(g.rules[i].nonterminals),
+             "description": g.descriptions[i].split(": ", 1)[-1]} for i in order]
+
+
+def draw_grammar_card(model: FMG, path: Any, top: int = 12) -> None:
+    """PNG grid of the most used rules' motifs, each captioned with its rule index, probability and description."""
+    from rdkit import Chem
+    from rdkit.Chem import Draw
+
+    mols, legends = [], []
+    for row in grammar_card(model, top):
+        mol = Chem.MolFromSmiles(row["motif"], sanitize=False)
+        if mol is None:
+            continue
+        mol.UpdatePropertyCache(strict=False)
+        mols.append(mol)
+        legends.append(f"rule {row['rule']} ({row['lhs']}) p={row['p']}: {row['description']}"[:60])
+    Draw.MolsToGridImage(mols, molsPerRow=4, subImgSize=(260, 200), legends=legends).save(path)
 
 
 def stoned(train: Sequence[str], n: int, *, random_state: int, n_mutations: int = 1) -> list[str]:
@@ -110,6 +126,9 @@ def demo(ctx: RunContext) -> None:
                     "n_rules": model.grammar_.n_rules, "n_rejected": result.n_rejected,
                     "metrics": metrics.as_dict(), "iid_metrics": iid_metrics.as_dict(), "samples": result.smiles,
                     "grammar_card": card})
+    card_path = ctx.path("grammar_card.png")
+    draw_grammar_card(model, card_path)
+    ctx._record(card_path)
     path = ctx.path("demo.png")
     _grid(sorted(set(result.smiles), key=result.smiles.index), path)
     ctx._record(path)

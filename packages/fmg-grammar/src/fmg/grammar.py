@@ -229,11 +229,17 @@ class Grammar:
         The productions; ``rules[i]`` was used ``counts[i]`` times in the training derivations.
     counts : list of float
         Use counts (the probabilities are counts normalised per left-hand side).
+    descriptions : list of str
+        The judge's description of the motif each rule was first extracted from ("" when unknown).
+    sources : list of str
+        SMILES fragment of that motif ("" when unknown).
     """
 
     def __init__(self) -> None:
         self.rules: list[Rule] = []
         self.counts: list[float] = []
+        self.descriptions: list[str] = []
+        self.sources: list[str] = []
         self._buckets: dict[tuple[Any, str], list[int]] = {}
         self._graphs: dict[int, nx.Graph] = {}
         self._by_lhs: dict[tuple[Pair, ...], list[int]] = {}
@@ -272,8 +278,11 @@ class Grammar:
                 return i, dict(m.mapping)
         return None
 
-    def add(self, rule: Rule, count: float = 1.0) -> int:
-        """Add ``count`` uses of ``rule`` (merged with an isomorphic stored rule); returns its index."""
+    def add(self, rule: Rule, count: float = 1.0, *, description: str = "", source: str = "") -> int:
+        """Add ``count`` uses of ``rule`` (merged with an isomorphic stored rule); returns its index.
+
+        ``description`` and ``source`` (the motif's text and SMILES fragment) are kept for a new rule.
+        """
         found = self.find(rule)
         if found is not None:
             self.counts[found[0]] += count
@@ -281,22 +290,24 @@ class Grammar:
         i = len(self.rules)
         self.rules.append(rule)
         self.counts.append(float(count))
+        self.descriptions.append(description)
+        self.sources.append(source)
         self._buckets.setdefault(self._key(rule), []).append(i)
         self._by_lhs.setdefault(rule.lhs, []).append(i)
         return i
 
     def add_decomposition(self, dec: Decomposition) -> Derivation:
         """Add the rules of a motif tree (counting each use) and return the molecule's derivation."""
-        for _, rule, _, _ in extract_rules(dec):
-            self.add(rule)
+        for k, rule, _, _ in extract_rules(dec):
+            self.add(rule, description=dec.descriptions[k], source=_fragment(dec, k))
         return self.derivation(dec)
 
     def combine(self, other: Grammar) -> Grammar:
         """A new grammar with the rules of both and summed counts (isomorphic rules merged)."""
         out = Grammar()
         for g in (self, other):
-            for rule, count in zip(g.rules, g.counts, strict=True):
-                out.add(rule, count)
+            for rule, count, d, src in zip(g.rules, g.counts, g.descriptions, g.sources, strict=True):
+                out.add(rule, count, description=d, source=src)
         return out
 
     # -- probabilities ----------------------------------------------------------------------------------
@@ -469,7 +480,8 @@ class Grammar:
     # -- persistence ------------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
         """Plain-JSON form (rules and counts)."""
-        return {"format": "fmg-grammar/1", "rules": [r.to_json() for r in self.rules], "counts": self.counts}
+        return {"format": "fmg-grammar/1", "rules": [r.to_json() for r in self.rules], "counts": self.counts,
+                "descriptions": self.descriptions, "sources": self.sources}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Grammar:
@@ -477,11 +489,15 @@ class Grammar:
         if d.get("format") != "fmg-grammar/1":
             raise ValueError(f"not a saved fmg grammar (format {d.get('format')!r}; accepted: 'fmg-grammar/1')")
         g = cls()
-        for r, c in zip(d["rules"], d["counts"], strict=True):
+        n = len(d["rules"])
+        for r, c, desc, src in zip(d["rules"], d["counts"], d.get("descriptions", [""] * n),
+                                   d.get("sources", [""] * n), strict=True):
             rule = Rule.from_json(r)
             i = len(g.rules)
             g.rules.append(rule)
             g.counts.append(float(c))
+            g.descriptions.append(str(desc))
+            g.sources.append(str(src))
             g._buckets.setdefault(g._key(rule), []).append(i)
             g._by_lhs.setdefault(rule.lhs, []).append(i)
         return g
@@ -505,6 +521,13 @@ class Grammar:
 
     def __repr__(self) -> str:
         return f"Grammar(n_rules={self.n_rules}, n_nonterminal_labels={len(self._by_lhs)})"
+
+
+def _fragment(dec: Decomposition, k: int) -> str:
+    atoms = sorted({a for b in dec.motifs[k] for a in (dec.mol.GetBondWithIdx(b).GetBeginAtomIdx(),
+                                                       dec.mol.GetBondWithIdx(b).GetEndAtomIdx())})
+    return Chem.MolFragmentToSmiles(dec.mol, atomsToUse=atoms, bondsToUse=sorted(dec.motifs[k]), kekuleSmiles=True,
+                                allHsExplicit=True)
 
 
 def _random_perm(lhs: Sequence[Pair], label: Sequence[Pair], rng: np.random.Generator) -> tuple[int, ...]:
