@@ -1,6 +1,7 @@
-"""Benchmark equigx.bootstrap_mean against the closed-form t-interval in one process.
+"""Time EquiGX against the coordinate-gradient baseline and GNNExplainer (100 epochs) in one process.
 
-Writes JSON and prints a markdown table (sizes, versions, machine).
+200 Shapes graphs, the Shapes TFN of ``equigx.experiments.SETTINGS`` (untrained: the cost does not depend
+on the weights). Writes JSON and prints a markdown table (sizes, versions, machine).
 """
 
 from __future__ import annotations
@@ -8,26 +9,35 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-import numpy as np
+import torch
 from icml25_shared.bench import BenchmarkReport, compare
-from icml25_shared.stats import t_interval
 
-from equigx import bootstrap_mean
+from equigx import TFN, EquiGX
+from equigx.baselines import CoordinateGradient, GNNExplainer
+from equigx.data import make_shapes
+from equigx.experiments import SETTINGS
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--out", type=Path, default=Path("out/equigx/benchmark.json"))
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--graphs", type=int, default=200)
     args = parser.parse_args()
-    report = BenchmarkReport("equigx", packages=["equigx", "icml25-shared", "numpy"])
-    for n in (100, 1000):
-        x = np.random.default_rng(0).normal(size=n)
-        ours, peer = bootstrap_mean(x, random_state=0), t_interval(x)
-        report.add(compare(lambda x=x: bootstrap_mean(x, random_state=0), lambda x=x: t_interval(x),
-                           label=f"n={n}", ours_name="bootstrap_mean", peer_name="t_interval",
-                           repeats=args.repeats, sizes={"n": n, "n_resamples": 2000},
-                           metrics={"max_bound_diff": max(abs(ours.low - peer.low), abs(ours.high - peer.high))}))
+    torch.manual_seed(0)
+    graphs = make_shapes(args.graphs, random_state=0)
+    model = TFN(**SETTINGS["shapes"]["model"]).eval()
+    sizes = {"graphs": graphs.n_graphs, "nodes": graphs.n_nodes, "mul": 4, "lmax": 2}
+    report = BenchmarkReport("equigx", packages=["equigx", "e3nn", "torch", "torch_geometric", "captum"])
+    for variant in ("node", "split"):
+        explainer = EquiGX(model, variant=variant)
+        report.add(compare(lambda e=explainer: e.explain(graphs), lambda: CoordinateGradient(model).explain(graphs),
+                           label=f"equigx-{variant} vs gradient", ours_name=f"equigx-{variant}", peer_name="gradient",
+                           repeats=args.repeats, sizes=sizes))
+    report.add(compare(lambda: EquiGX(model, variant="split").explain(graphs),
+                       lambda: GNNExplainer(model, epochs=100).explain(graphs), label="equigx-split vs gnnexplainer",
+                       ours_name="equigx-split", peer_name="gnnexplainer (100 epochs)", warmup=0, repeats=1,
+                       sizes=sizes))
     report.write_json(args.out)
     print(report.to_markdown())
 

@@ -1,15 +1,21 @@
-"""Layer-wise relevance propagation for equivariant graph networks (EquiGX) with geometric attributions and explanation benchmarks.
+"""EquiGX: layer-wise relevance propagation for e3nn equivariant graph networks (Ling et al., ICML 2025).
 
-The public API is listed in ``__all__``; nothing heavy is imported here.
+``EquiGX(model).explain(graphs)`` gives node, edge-direction and edge-distance relevance of an e3nn
+network built from the parts in :mod:`equigx.models`; :mod:`equigx.rules` holds the relevance rules,
+:mod:`equigx.baselines` the gradient-based explainers, :mod:`equigx.metrics` AUROC and fidelity and
+:mod:`equigx.data` the Shapes and Spiral Noise sets.
 """
 
 from importlib.metadata import PackageNotFoundError, version
 
-from equigx.method import BootstrapInterval, bootstrap_mean
+from equigx.explain import Attribution, EquiGX, Explanation
+from equigx.graphs import Geometry, Graphs, radius_graph
+from equigx.models import TFN, Convolution, SumPool
 
 try:
     __version__ = version("equigx")
 except PackageNotFoundError:  # source tree without install
     __version__ = "0.0.0"
 
-__all__ = ["BootstrapInterval", "__version__", "bootstrap_mean"]
+__all__ = ["TFN", "Attribution", "Convolution", "EquiGX", "Explanation", "Geometry", "Graphs", "SumPool",
+           "__version__", "radius_graph"]

@@ -1,119 +1,274 @@
 """The ``demo`` and ``reproduce`` commands.
 
-``demo`` puts the bootstrap interval beside the Student-t interval on the target of the synthetic
-``friedman1`` regression set (Friedman, 1991) at growing sample sizes; ``reproduce`` measures the coverage of both intervals
-over independent replications of a normal sample whose mean is known.
+``demo`` trains a small TFN on Shapes and compares EquiGX with the gradient baselines on held-out graphs
+(AUROC against the motif nodes), with a 3-D plot of one explanation. ``reproduce`` runs the protocol of
+``studies/reproduce-protocol.md``: Shapes and Spiral Noise, three seeds, every explainer, AUROC, fidelity
+and sparsity, plus the Spiral ablation that zeroes the ``l >= 1`` edge harmonics.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from typing import Any
+
 import numpy as np
+import torch
 from icml25_shared.cli import RunContext, progress
-from icml25_shared.data import load
-from icml25_shared.random import check_random_state, spawn
-from icml25_shared.stats import t_interval, wilson_interval
+from icml25_shared.random import spawn
 
-from equigx.method import bootstrap_mean
+from equigx.baselines import (
+    CoordinateGradient,
+    GNNExplainer,
+    GradCAM,
+    InputXGradient,
+    IntegratedGradients,
+    RandomExplainer,
+)
+from equigx.data import make_shapes, make_spiral
+from equigx.explain import Attribution, EquiGX
+from equigx.graphs import Graphs
+from equigx.metrics import explanation_auroc, fidelity, sparsity
+from equigx.models import TFN
+from equigx.train import accuracy, train
 
-__all__ = ["coverage", "demo", "reproduce"]
+__all__ = ["SETTINGS", "demo", "explainers", "fit_task", "reproduce", "run_seed"]
 
-DEMO_SIZES = (25, 50, 100, 200, 400)
-REPRODUCE_SIZES = (10, 30, 100)
-
-
-def demo(ctx: RunContext) -> None:
-    """Bootstrap and t intervals of the ``friedman1`` target mean; writes a table, JSON and a PNG.
-
-    Parameters
-    ----------
-    ctx : RunContext
-        Output folder, seed and the quick flag (two sizes instead of five).
-    """
-    sizes = DEMO_SIZES[:2] if ctx.quick else DEMO_SIZES
-    data = load("friedman1", n_samples=max(sizes), seed=ctx.seed)
-    rows = []
-    # One independent resampling stream per size: adding a size never changes the others' intervals.
-    for n, rng in progress(zip(sizes, spawn(ctx.seed, len(sizes)), strict=True), desc="demo", total=len(sizes)):
-        boot, student = bootstrap_mean(data.y[:n], random_state=rng), t_interval(data.y[:n])
-        rows.append({"n": n, "mean": boot.estimate, "bootstrap low": boot.low, "bootstrap high": boot.high,
-                     "t low": student.low, "t high": student.high})
-    ctx.write_table(rows, headers=list(rows[0]))
-    ctx.write_json({"dataset": "friedman1", "seed": ctx.seed, "rows": rows})
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 3))
-    ns = np.array([r["n"] for r in rows], dtype=float)
-    ax.fill_between(ns, [r["t low"] for r in rows], [r["t high"] for r in rows], alpha=0.3, label="t interval")
-    ax.plot(ns, [r["bootstrap low"] for r in rows], "k--", label="bootstrap interval")
-    ax.plot(ns, [r["bootstrap high"] for r in rows], "k--")
-    ax.plot(ns, [r["mean"] for r in rows], "o-", label="mean")
-    ax.set_xscale("log")
-    ax.set_xlabel("n")
-    ax.set_ylabel("target mean")
-    ax.legend()
-    ctx.save_figure(fig)
+#: per task and mode: data sizes, model and training settings
+SETTINGS: dict[str, dict[str, Any]] = {
+    "shapes": {"model": {"n_out": 5, "mul": 4, "lmax": 2, "r_max": 1.5}, "epochs": 15, "lr": 1e-2,
+               "n_train": {True: 300, False: 1000}, "n_test": {True: 60, False: 200}},
+    "spiral": {"model": {"mul": 4, "lmax": 2, "r_max": 1.6, "output": "pseudoscalar"}, "epochs": 15, "lr": 1e-2,
+               "n_train": {True: 300, False: 1000}, "n_test": {True: 60, False: 200}},
+}
 
 
-def coverage(n: int, replications: int, *, confidence: float = 0.95, n_resamples: int = 1000,
-             random_state: int | np.random.Generator | None = None) -> dict[str, float]:
-    """Share of replications whose bootstrap and t intervals cover the true mean of a N(1, 1) sample.
+def _equigx(model: TFN, variant: str) -> Callable[[Graphs], Attribution]:
+    def run(graphs: Graphs) -> Attribution:
+        exp = EquiGX(model, variant=variant).explain(graphs)
+        exp.node_relevance = exp.node_scores(geometry=True)  # node + half of each incident edge's geometry
+        return exp
+
+    return run
+
+
+def explainers(model: TFN, *, random_state: Any = 0, gnnexplainer: bool = True,
+               integrated_gradients: bool = True) -> dict[str, Callable[[Graphs], Attribution]]:
+    """Every explainer of the comparison, by name.
 
     Parameters
     ----------
-    n : int
-        Sample size of each replication.
-    replications : int
-        Independent replications (each with its own data and resampling stream).
-    confidence : float, default 0.95
-        Nominal two-sided coverage of both intervals.
-    n_resamples : int, default 1000
-        Bootstrap resamples per replication.
-    random_state : None, int or numpy Generator, default None
-        Root of the replications' streams.
+    model : TFN
+        The trained network.
+    random_state : None, int or numpy Generator
+        Seed of the random baseline.
+    gnnexplainer, integrated_gradients : bool, default True
+        Include the slow baselines.
 
     Returns
     -------
-    dict of str to float
-        ``bootstrap`` and ``t``: the observed coverage of each interval.
+    dict of str to callable
+        ``graphs -> Attribution``.
     """
-    rng = check_random_state(random_state)
-    hits = {"bootstrap": 0, "t": 0}
-    for stream in spawn(rng, replications):
-        sample = stream.normal(1.0, 1.0, size=n)
-        hits["bootstrap"] += bootstrap_mean(sample, confidence=confidence, n_resamples=n_resamples,
-                                            random_state=stream).contains(1.0)
-        hits["t"] += t_interval(sample, confidence).contains(1.0)
-    return {name: count / replications for name, count in hits.items()}
+    out: dict[str, Callable[[Graphs], Attribution]] = {
+        "equigx-node": _equigx(model, "node"), "equigx-split": _equigx(model, "split"),
+        "gradient": CoordinateGradient(model).explain, "gradcam": GradCAM(model).explain,
+        "input_x_gradient": InputXGradient(model).explain}
+    if integrated_gradients:
+        out["integrated_gradients"] = IntegratedGradients(model).explain
+    if gnnexplainer:
+        out["gnnexplainer"] = GNNExplainer(model).explain
+    out["random"] = RandomExplainer(model, random_state=random_state).explain
+    return out
+
+
+def fit_task(task: str, rng: np.random.Generator, *, quick: bool) -> tuple[TFN, Graphs, Graphs, float]:
+    """Generate a task's data, build and train its model.
+
+    Parameters
+    ----------
+    task : {"shapes", "spiral"}
+        The data set.
+    rng : numpy Generator
+        Source of the data, the initial weights and the shuffling.
+    quick : bool
+        Small sizes.
+
+    Returns
+    -------
+    tuple
+        ``(model, train_graphs, test_graphs, seconds)``.
+    """
+    cfg = SETTINGS[task]
+    make = make_shapes if task == "shapes" else make_spiral
+    data_rng, test_rng, init_rng, shuffle_rng = spawn(rng, 4)
+    train_graphs = make(cfg["n_train"][quick], random_state=data_rng)
+    test_graphs = make(cfg["n_test"][quick], random_state=test_rng)
+    torch.manual_seed(int(init_rng.integers(2**31 - 1)))
+    model = TFN(**cfg["model"])
+    start = time.perf_counter()
+    train(model, train_graphs, epochs=cfg["epochs"], lr=cfg["lr"], random_state=shuffle_rng)
+    return model.eval(), train_graphs, test_graphs, time.perf_counter() - start
+
+
+def _edge_direction_by_kind(model: TFN, graphs: Graphs) -> dict[str, float]:
+    exp = EquiGX(model, variant="split").explain(graphs)
+    mask = graphs.node_mask.numpy()
+    src, dst = exp.edge_index
+    real = src != dst
+    helix = real & mask[src] & mask[dst]
+    noise = real & ~(mask[src] & mask[dst])
+    return {"helix_edges": float(np.mean(np.abs(exp.edge_direction[helix]))),
+            "other_edges": float(np.mean(np.abs(exp.edge_direction[noise]))),
+            "direction_share": float(np.abs(exp.edge_direction).sum()
+                                     / (np.abs(exp.edge_sh_by_l).sum() + np.abs(exp.edge_distance).sum()
+                                        + np.abs(exp.node_relevance).sum()))}
+
+
+def run_seed(task: str, rng: np.random.Generator, *, quick: bool, slow_baselines: bool = True) -> dict[str, Any]:
+    """Train on one seed and score every explainer on the held-out graphs.
+
+    Parameters
+    ----------
+    task : {"shapes", "spiral"}
+        The data set.
+    rng : numpy Generator
+        The seed's stream.
+    quick : bool
+        Small sizes.
+    slow_baselines : bool, default True
+        Include integrated gradients and GNNExplainer.
+
+    Returns
+    -------
+    dict
+        Accuracy, training seconds and, per explainer, AUROC, Fid+, Fid-, sparsity and seconds.
+    """
+    model, _, test, train_s = fit_task(task, rng, quick=quick)
+    result: dict[str, Any] = {"test_accuracy": accuracy(model, test), "train_seconds": train_s,
+                              "n_test": test.n_graphs, "explainers": {}}
+    for name, explain in explainers(model, random_state=rng, gnnexplainer=slow_baselines,
+                                    integrated_gradients=slow_baselines).items():
+        start = time.perf_counter()
+        att = explain(test)
+        seconds = time.perf_counter() - start
+        fid = fidelity(model, test, att, fraction=0.1)
+        result["explainers"][name] = {
+            "auroc": explanation_auroc(att.node_relevance, test.node_mask, test.batch), "fid_plus": fid.fid_plus,
+            "fid_minus": fid.fid_minus, "accuracy_without_top": fid.accuracy_without_top,
+            "sparsity": sparsity(att.node_relevance, att.batch, fraction=0.1), "seconds": seconds}
+    if task == "spiral":
+        model.mask_sh_orders = tuple(range(1, model.lmax + 1))
+        result["accuracy_without_l_ge_1"] = accuracy(model, test)
+        model.mask_sh_orders = ()
+        result["edge_direction"] = _edge_direction_by_kind(model, test)
+    else:
+        leak = EquiGX(model, variant="split").explain(test).relative_leak
+        result["relative_leak_median"], result["relative_leak_max"] = float(np.median(leak)), float(leak.max())
+    return result
+
+
+def _mean_ci(values: list[float]) -> dict[str, float]:
+    from icml25_shared.stats import t_interval
+
+    v = np.asarray(values, dtype=float)
+    if len(v) < 2 or np.allclose(v, v[0]):
+        return {"mean": float(v.mean()), "low": float(v.min()), "high": float(v.max())}
+    ci = t_interval(v)
+    return {"mean": float(v.mean()), "low": float(ci.low), "high": float(ci.high)}
 
 
 def reproduce(ctx: RunContext) -> None:
-    """Coverage of the 95% bootstrap and t intervals at n = 10, 30, 100; writes JSON, a table and a PNG.
+    """Shapes and Spiral Noise, three seeds, every explainer; writes JSON, a table and a PNG.
 
     Parameters
     ----------
     ctx : RunContext
-        Output folder, seed and the quick flag (50 replications instead of 400).
+        Output folder, seed and the quick flag (300 training and 60 test graphs instead of 1000 and 200).
     """
-    replications = 50 if ctx.quick else 400
-    results = {}
-    streams = spawn(ctx.seed, len(REPRODUCE_SIZES))
-    for n, stream in progress(zip(REPRODUCE_SIZES, streams, strict=True), desc="reproduce", total=len(streams)):
-        rates = coverage(n, replications, random_state=stream)
-        results[str(n)] = {}
-        for name, rate in rates.items():
-            ci = wilson_interval(round(rate * replications), replications)
-            results[str(n)][name] = {"coverage": rate, "low": ci.low, "high": ci.high}
-    ctx.write_json({"confidence": 0.95, "replications": replications, "seed": ctx.seed, "coverage": results})
-    ctx.write_table([[n, name, c["coverage"], c["low"], c["high"]] for n, by in results.items()
-                     for name, c in by.items()], headers=["n", "interval", "coverage", "Wilson low", "Wilson high"])
+    tasks = ("shapes", "spiral")
+    n_seeds = 3
+    results: dict[str, Any] = {"seed": ctx.seed, "quick": ctx.quick, "settings": {
+        t: {k: (v[ctx.quick] if isinstance(v, dict) and ctx.quick in v else v) for k, v in SETTINGS[t].items()}
+        for t in tasks}}
+    start = time.perf_counter()
+    for task, task_rng in zip(tasks, spawn(ctx.seed, len(tasks)), strict=True):
+        runs = [run_seed(task, rng, quick=ctx.quick)
+                for rng in progress(spawn(task_rng, n_seeds), desc=task, total=n_seeds)]
+        names = list(runs[0]["explainers"])
+        summary = {name: {metric: _mean_ci([r["explainers"][name][metric] for r in runs])
+                          for metric in ("auroc", "fid_plus", "fid_minus", "sparsity", "seconds")} for name in names}
+        results[task] = {"runs": runs, "summary": summary,
+                         "test_accuracy": _mean_ci([r["test_accuracy"] for r in runs])}
+        if task == "spiral":
+            results[task]["accuracy_without_l_ge_1"] = _mean_ci([r["accuracy_without_l_ge_1"] for r in runs])
+    results["seconds"] = time.perf_counter() - start
+    ctx.write_json(results)
+    rows = []
+    for task in tasks:
+        for name, s in results[task]["summary"].items():
+            rows.append([task, name, s["auroc"]["mean"], s["auroc"]["low"], s["auroc"]["high"], s["fid_plus"]["mean"],
+                         s["fid_minus"]["mean"], s["sparsity"]["mean"], s["seconds"]["mean"]])
+    ctx.write_table(rows, headers=["task", "explainer", "AUROC", "low", "high", "Fid+ (10%)", "Fid- (10%)",
+                                   "sparsity", "seconds"])
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(5, 3))
-    for name in ("bootstrap", "t"):
-        ax.plot(REPRODUCE_SIZES, [results[str(n)][name]["coverage"] for n in REPRODUCE_SIZES], "o-", label=name)
-    ax.axhline(0.95, color="grey", lw=0.8)
-    ax.set_xscale("log")
-    ax.set_xlabel("n")
-    ax.set_ylabel("coverage")
-    ax.legend()
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.5))
+    for ax, task in zip(axes, tasks, strict=True):
+        summary = results[task]["summary"]
+        names = list(summary)
+        means = [summary[n]["auroc"]["mean"] for n in names]
+        err = [[m - summary[n]["auroc"]["low"] for n, m in zip(names, means, strict=True)],
+               [summary[n]["auroc"]["high"] - m for n, m in zip(names, means, strict=True)]]
+        ax.bar(range(len(names)), means, yerr=err, color=["C0" if n.startswith("equigx") else "C7" for n in names])
+        ax.set_xticks(range(len(names)), names, rotation=45, ha="right", fontsize=7)
+        ax.axhline(0.5, color="k", lw=0.6)
+        ax.set_ylim(0, 1)
+        ax.set_title(f"{task}: explanation AUROC (3 seeds)")
+    fig.tight_layout()
+    ctx.save_figure(fig)
+
+
+def demo(ctx: RunContext) -> None:
+    """Train a small TFN on Shapes; AUROC of EquiGX and baselines; a 3-D plot of one explanation.
+
+    Parameters
+    ----------
+    ctx : RunContext
+        Output folder, seed and the quick flag (fewer graphs and epochs).
+    """
+    rng = np.random.default_rng(ctx.seed)
+    data_rng, test_rng, init_rng, shuffle_rng = spawn(rng, 4)
+    n_train, epochs = (120, 6) if ctx.quick else (300, 12)
+    train_graphs = make_shapes(n_train, random_state=data_rng)
+    test = make_shapes(30, random_state=test_rng)
+    torch.manual_seed(int(init_rng.integers(2**31 - 1)))
+    model = TFN(**SETTINGS["shapes"]["model"])
+    train(model, train_graphs, epochs=epochs, lr=1e-2, random_state=shuffle_rng)
+    model.eval()
+    rows = []
+    scores = {}
+    for name, explain in explainers(model, random_state=rng, gnnexplainer=False, integrated_gradients=False).items():
+        att = explain(test)
+        scores[name] = att
+        rows.append({"explainer": name, "AUROC": explanation_auroc(att.node_relevance, test.node_mask, test.batch)})
+    ctx.write_table(rows, headers=list(rows[0]))
+    ctx.write_json({"seed": ctx.seed, "n_train": n_train, "epochs": epochs, "test_accuracy": accuracy(model, test),
+                    "rows": rows})
+    import matplotlib.pyplot as plt
+
+    fig = plt.figure(figsize=(10, 4))
+    ax = fig.add_subplot(1, 2, 1, projection="3d")
+    sel = test.batch.numpy() == 0
+    pos = test.pos.numpy()[sel]
+    rel = scores["equigx-split"].node_relevance[sel]
+    pts = ax.scatter(*pos.T, c=rel, cmap="coolwarm", s=60, edgecolors=np.where(test.node_mask.numpy()[sel], "k", "none"))
+    fig.colorbar(pts, ax=ax, shrink=0.6, label="EquiGX relevance (split)")
+    ax.set_title("graph 0: motif nodes outlined")
+    ax2 = fig.add_subplot(1, 2, 2)
+    ax2.bar([r["explainer"] for r in rows], [r["AUROC"] for r in rows])
+    ax2.tick_params(axis="x", rotation=45, labelsize=7)
+    ax2.set_ylim(0, 1)
+    ax2.set_ylabel("AUROC vs motif")
+    fig.tight_layout()
     ctx.save_figure(fig)
