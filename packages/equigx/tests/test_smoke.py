@@ -22,16 +22,18 @@ def test_demo_quick_writes_table_json_and_figure(tmp_path):
 def test_run_seed_reports_every_metric(monkeypatch):
     from equigx import experiments
 
-    small = {t: {**cfg, "epochs": 1, "n_train": {True: 8, False: 8}, "n_test": {True: 6, False: 6},
+    small = {t: {**cfg, "epochs": {True: 1}, "n_train": {True: 8}, "n_test": {True: 6},
+                 "gnnexplainer_graphs": {True: 3},
                  "model": {**cfg["model"], "mul": 2, "lmax": 1 if t == "shapes" else 2}}
              for t, cfg in experiments.SETTINGS.items()}
     monkeypatch.setattr(experiments, "SETTINGS", small)
     for task in ("shapes", "spiral"):
-        out = experiments.run_seed(task, np.random.default_rng(0), quick=True, slow_baselines=False)
+        out = experiments.run_seed(task, np.random.default_rng(0), quick=True, slow_baselines=task == "spiral")
         assert out["n_test"] == 6
         for name, row in out["explainers"].items():
             assert 0.0 <= row["auroc"] <= 1.0, name
             assert -1.0 <= row["fid_plus"] <= 1.0 and row["seconds"] >= 0
+            assert row["n_graphs"] == (3 if name == "gnnexplainer" else 6)
         if task == "spiral":
             assert 0.0 <= out["accuracy_without_l_ge_1"] <= 1.0
             assert out["edge_direction"]["direction_share"] > 0
