@@ -8,6 +8,7 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import networkx as nx
 import pytest
+from icml25_shared.random import spawn
 
 from fmg import FMG, HeuristicChemJudge, MMFMJudge, OpenAICompatibleJudge, ReplayJudge, decompose, load_dataset
 from fmg.experiments import CONFIGS
@@ -196,3 +197,46 @@ def test_replay_judge_reproduces_a_recorded_model_and_its_trees(tmp_path):
     bad.write_text("[1, 2]")
     with pytest.raises(ValueError, match="not a transcript"):
         ReplayJudge(bad)
+
+
+def test_tournament_keeps_the_bradley_terry_winner():
+    from fmg.decompose import decompose as dec_fn
+
+    train = load_dataset("chain_extenders")
+    heuristic = FMG(HeuristicChemJudge(), n_candidates=4).fit(train)
+    for smiles, d in zip(heuristic.train_smiles_, heuristic.decompositions_, strict=True):
+        assert heuristic.replay(heuristic.derive(smiles)) == smiles
+        own = dec_fn(smiles, HeuristicChemJudge())
+        judge = HeuristicChemJudge()
+        assert judge.compare(d, own) == 0  # the winner is at least as good as the judge's own tree
+
+    class PreferLater(HeuristicChemJudge):
+        def compare(self, a, b):
+            return 1  # the later candidate always wins: candidate 3 beats all
+
+    later = FMG(PreferLater(), n_candidates=4).fit(train[:3])
+    for i, s in enumerate(train[:3]):
+        stream = spawn(0, 3)[i]
+        for k in range(4):  # replay the candidates' draws: the first uses the judge's root
+            expected = dec_fn(s, PreferLater(), root="judge" if k == 0 else "random", random_state=stream, index=i)
+        assert later.decompositions_[i].root == expected.root and later.decompositions_[i].motifs == expected.motifs
+
+
+def test_mmfm_tournament_prompt_and_fallback():
+    answers = iter(["B", "maybe", "maybe", "A"] * 50)
+    seen = []
+
+    def mmfm(prompt, images):
+        if "Decomposition A" in prompt:
+            seen.append(prompt)
+            return next(answers)
+        return ChemistMMFM()(prompt, images)
+
+    judge = MMFMJudge(mmfm, text_only=True, max_tries=2)
+    a = decompose("OCCCO", HeuristicChemJudge())
+    b = decompose("OCCCO", HeuristicChemJudge(), root="random", random_state=1)
+    assert judge.compare(a, b) == 1 and judge.compare(a, b) == 0  # second: two malformed answers -> fallback A
+    assert judge.records[-1]["fallback"] and "root: Motif" in seen[0]
+    with pytest.raises(TypeError, match="needs a judge with compare"):
+        FMG(object.__new__(type("NoCompare", (), {k: (lambda *x: None) for k in (
+            "describe_motifs", "choose_merge", "choose_root", "break_cycle")})), n_candidates=2).fit(["CCO"])

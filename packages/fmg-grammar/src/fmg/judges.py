@@ -176,6 +176,14 @@ class HeuristicChemJudge:
         keys = [(max((len(g) for _, g in groups if g <= m), default=0), len(m), -k) for k, m in enumerate(view.motifs)]
         return -max(keys)[2]
 
+    def compare(self, a: Any, b: Any) -> int:
+        """0 when decomposition ``a`` is better: its root holds the larger functional group, then fewer motifs."""
+        def key(d: Any) -> tuple[int, int]:
+            groups = functional_groups(d.mol)
+            return (max((len(g) for _, g in groups if g <= d.motifs[d.root]), default=0), -len(d.motifs))
+
+        return 0 if key(a) >= key(b) else 1
+
     def break_cycle(self, view: MotifView, interactions: Sequence[tuple[int, int]]) -> int:
         """The interaction whose two motifs share the fewest bonds."""
         sizes = [len(view.motifs[i] & view.motifs[j]) for i, j in interactions]
@@ -209,6 +217,11 @@ PROMPTS: dict[str, str] = {
         "motifs form a tree:\n{interactions}\n"
         "Which interaction is the least important to the molecule's chemistry? Answer on the last line with "
         "the interaction's integer index."),
+    "compare": (
+        "You are an expert chemist. Two motif trees describe the molecule {smiles}.\n"
+        "Decomposition A:\n{tree_a}\nDecomposition B:\n{tree_b}\n"
+        "Which decomposition splits the molecule into more chemically meaningful motifs, with the most important "
+        "motif at the root? Answer on the last line with A or B."),
 }
 ONE_SHOT = {
     "describe": "Example: for O=C=NCCCCCCN=C=O with motifs 0 (N=C=O with its carbon) and 1 (an ethylene "
@@ -216,6 +229,7 @@ ONE_SHOT = {
     "merge": "Example: motifs 0 'C=O of an ester' and 1 'the ester oxygen' belong together: answer 0,1\n",
     "root": "Example: for a diisocyanate, an isocyanate motif is the root: answer 0\n",
     "cycle": "Example: if interaction 2 joins two chain fragments that share only one bond: answer 2\n",
+    "compare": "Example: a tree rooted at an isocyanate group beats one rooted at a methylene link: answer A\n",
 }
 
 
@@ -267,7 +281,8 @@ class MMFMJudge:
     def _prompt(self, step: str, view: MotifView, **extra: str) -> str:
         descriptions = "\n".join(view.descriptions) if view.descriptions else ""
         text = PROMPTS[step].format(smiles=view.smiles, n=len(view.motifs), last=len(view.motifs) - 1,
-                                    descriptions=descriptions, interactions=extra.get("interactions", ""))
+                                    descriptions=descriptions, interactions=extra.get("interactions", ""),
+                                    tree_a=extra.get("tree_a", ""), tree_b=extra.get("tree_b", ""))
         return (ONE_SHOT[step] + text) if self.scheme == "one" else text
 
     def _images(self, view: MotifView, isolated: bool) -> list[bytes]:
@@ -374,6 +389,21 @@ class MMFMJudge:
                             for k, (i, j) in enumerate(interactions))
         return self._ask("cycle", view, lambda a: _index(a, len(interactions)), 0,
                          self._images(view, isolated=False), interactions=listing)
+
+    def compare(self, a: Any, b: Any) -> int:
+        """0 when the model prefers decomposition ``a`` (answer A), 1 for B (text only); fallback A."""
+        view = MotifView(a.smiles, a.mol, a.motifs, a.descriptions)
+
+        def parse(answer: str) -> int | None:
+            return {"A": 0, "B": 1}.get(_last_line(answer).strip(" .*").upper())
+
+        return self._ask("compare", view, parse, 0, [], tree_a=_tree_text(a), tree_b=_tree_text(b))
+
+
+def _tree_text(d: Any) -> str:
+    lines = [f"root: {d.descriptions[d.root]}"]
+    lines += [f"{d.descriptions[u]} -- {d.descriptions[v]}" for u, v in sorted(d.tree.edges())]
+    return "\n".join(lines)
 
 
 def _prompt_key(prompt: str) -> str:

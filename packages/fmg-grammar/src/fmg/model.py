@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
+import numpy as np
 from icml25_shared.cli import progress as _progress
 from icml25_shared.random import spawn
 from sklearn.exceptions import NotFittedError
@@ -13,6 +14,7 @@ from fmg.chem import canonical_smiles, parse_molecule
 from fmg.decompose import Decomposition, decompose
 from fmg.grammar import Derivation, Grammar, SampleResult
 from fmg.judges import MolecularJudge
+from fmg.tournament import bradley_terry
 
 __all__ = ["FMG"]
 
@@ -33,6 +35,9 @@ class FMG:
         Root choice (``"random"``: the paper's random-root ablation).
     tree : {"judge", "max-spanning"}, default "judge"
         Cycle breaking (``"max-spanning"``: the paper's maximum-spanning-tree ablation).
+    n_candidates : int, default 1
+        Decompositions per molecule: the judge's own plus ``n_candidates - 1`` with random roots; the judge
+        compares every pair (its ``compare(a, b)`` method) and the Bradley-Terry winner is kept.
     seeds : sequence of int, default (0,)
         One decomposition of every molecule per seed (seeds matter for ``root="random"``); the rules of
         all seeds are pooled, counts summed.
@@ -59,11 +64,12 @@ class FMG:
     """
 
     def __init__(self, judge: MolecularJudge, *, merge: bool = True, root: str = "judge", tree: str = "judge",
-                 seeds: Sequence[int] = (0,), progress: bool = False) -> None:
+                 n_candidates: int = 1, seeds: Sequence[int] = (0,), progress: bool = False) -> None:
         self.judge = judge
         self.merge = merge
         self.root = root
         self.tree = tree
+        self.n_candidates = n_candidates
         self.seeds = seeds
         self.progress = progress
 
@@ -77,6 +83,11 @@ class FMG:
             raise ValueError(f"tree must be 'judge' or 'max-spanning', got {self.tree!r}")
         if not isinstance(self.merge, bool):
             raise ValueError(f"merge must be a bool, got {self.merge!r}")
+        if isinstance(self.n_candidates, bool) or not isinstance(self.n_candidates, int) or self.n_candidates < 1:
+            raise ValueError(f"n_candidates must be a positive int, got {self.n_candidates!r}")
+        if self.n_candidates > 1 and not callable(getattr(self.judge, "compare", None)):
+            raise TypeError(f"n_candidates={self.n_candidates} needs a judge with compare(a, b); "
+                            f"{type(self.judge).__name__} has none")
         seeds = list(self.seeds)
         if not seeds or any(isinstance(s, bool) or not isinstance(s, int) for s in seeds):
             raise ValueError(f"seeds must be a non-empty sequence of ints, got {self.seeds!r}")
@@ -110,8 +121,7 @@ class FMG:
             streams = spawn(seed, len(keep))
             items = _progress(list(enumerate(keep)), enabled=self.progress, desc=f"fmg seed {seed}")
             for i, s in items:
-                dec = decompose(s, self.judge, merge=self.merge, root=self.root, tree=self.tree,
-                                random_state=streams[i], index=i)
+                dec = self._decompose(s, streams[i], i)
                 grammar.add_decomposition(dec)
                 if s_index == 0:
                     decompositions.append(dec)
@@ -120,6 +130,25 @@ class FMG:
         self.train_smiles_ = canon
         log.info("fitted %d rules on %d molecules", grammar.n_rules, len(canon))
         return self
+
+    def _decompose(self, smiles: str, stream: np.random.Generator, index: int) -> Decomposition:
+        """The judge's decomposition, or the winner of a tournament among ``n_candidates`` of them."""
+        first = decompose(smiles, self.judge, merge=self.merge, root=self.root, tree=self.tree,
+                          random_state=stream, index=index)
+        if self.n_candidates == 1:
+            return first
+        candidates = [first] + [decompose(smiles, self.judge, merge=self.merge, root="random", tree=self.tree,
+                                          random_state=stream, index=index) for _ in range(self.n_candidates - 1)]
+        comparisons = []
+        for a in range(len(candidates)):
+            for b in range(a + 1, len(candidates)):
+                winner = self.judge.compare(candidates[a], candidates[b])
+                if winner not in (0, 1):
+                    raise ValueError(f"molecule {index} {smiles!r}: the judge's comparison answer {winner!r} is not "
+                                     "0 (first better) or 1 (second better)")
+                comparisons.append((a, b) if winner == 0 else (b, a))
+        strengths = bradley_terry(len(candidates), comparisons, alpha=0.1)
+        return candidates[int(np.argmax(strengths))]
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "grammar_"):
