@@ -16,6 +16,7 @@ from safety_transfer import (
     pad_or_truncate,
     random_like,
     read_layer,
+    refine_with_lm_loss,
     replace_layer,
     substitution_metrics,
     tiny_causal_lm,
@@ -137,3 +138,20 @@ def test_transfer_errors_name_the_cause(source_model, target_model, tok):
         SafetySwitch(source_model, tiny_causal_lm("gpt2", hidden_size=64), identity(64), layer=0)
     with pytest.raises(ValueError, match="maps width 64 to 128"):
         SafetySwitch(source_model, source_model, right, layer=0)
+
+
+def test_refining_with_the_lm_loss_lowers_the_substituted_loss_and_leaves_the_models(source_model, target_model,
+                                                                                      tok, corpus):
+    pairs = collect_pairs(source_model, target_model, corpus[:40], source_tokenizer=tok, source_layer=1,
+                          target_layer=2)
+    m = AffineMapper(solver="adam", epochs=2, lr=1e-2, random_state=0).fit(pairs)
+    before = substitution_metrics(source_model, target_model, m, tok, corpus[40:56], source_layer=1, target_layer=2)
+    weights = [p.clone() for p in target_model.parameters()]
+    losses = refine_with_lm_loss(m, source_model, target_model, tok, corpus[:40], source_layer=1, target_layer=2,
+                                 lm_weight=1.0, epochs=2, lr=3e-3, random_state=0)
+    after = substitution_metrics(source_model, target_model, m, tok, corpus[40:56], source_layer=1, target_layer=2)
+    # the LM term pulls the substituted loss down (on a random target, below the target's own loss)
+    assert len(losses) == 10 and losses[-1] < losses[0]
+    assert after.lm_loss_mapped < before.lm_loss_mapped - 0.1 and after.lm_loss == before.lm_loss
+    assert all(torch.equal(a, b) for a, b in zip(weights, target_model.parameters(), strict=True))
+    assert all(p.requires_grad for p in target_model.parameters())

@@ -53,6 +53,7 @@ _WHERE = {
     "mapped_vector": "transfer",
     "pad_or_truncate": "transfer",
     "random_like": "transfer",
+    "refine_with_lm_loss": "transfer",
 }
 
 __all__ = ["__version__", *sorted(_WHERE)]

@@ -31,7 +31,8 @@ from safety_transfer.hooks import (
     replace_layer,
 )
 
-__all__ = ["check_mapper", "mapped_replacement", "mapped_vector", "pad_or_truncate", "random_like"]
+__all__ = ["check_mapper", "mapped_replacement", "mapped_vector", "pad_or_truncate", "random_like",
+           "refine_with_lm_loss"]
 
 
 def check_mapper(mapper: Any, source: nn.Module | int, target: nn.Module | int) -> None:
@@ -200,3 +201,79 @@ def pad_or_truncate(vector: Any, dim: int) -> torch.Tensor:
     if v.shape[0] >= dim:
         return v[:dim].clone()
     return torch.cat([v, v.new_zeros(dim - v.shape[0])])
+
+
+def refine_with_lm_loss(mapper: Any, source: nn.Module, target: nn.Module, tokenizer: Any, texts: Any, *,
+                        source_layer: int, target_layer: int, lm_weight: float = 1.0, epochs: int = 1,
+                        lr: float = 1e-3, batch_size: int = 8, random_state: RandomStateLike = None) -> list[float]:
+    """Train a fitted mapper further on ``MSE + lm_weight * LM loss`` with the mapped activations patched in.
+
+    The target's next-token loss is computed with its ``target_layer`` output replaced by ``M(h_s)``; only
+    the mapper's parameters change (the models' ``requires_grad`` flags are restored on exit).
+
+    Parameters
+    ----------
+    mapper : AffineMapper or AutoEncoderMapper
+        Fitted mapper, updated in place.
+    source, target : transformers.PreTrainedModel
+        Models sharing ``tokenizer``.
+    tokenizer : transformers tokenizer
+        Shared tokenizer with a pad token.
+    texts : sequence of str
+        Training texts.
+    source_layer, target_layer : int
+        The mapper's layers.
+    lm_weight : float, default 1.0
+        Weight of the LM loss (nats per token) against the per-coordinate MSE.
+    epochs : int, default 1
+        Passes over ``texts``.
+    lr : float, default 1e-3
+        Adam learning rate.
+    batch_size : int, default 8
+        Texts per step.
+    random_state : None, int or numpy Generator, default None
+        Text order.
+
+    Returns
+    -------
+    list of float
+        The total loss of every step.
+    """
+    from safety_transfer.activations import _check_texts, _encode, _forward_layer
+
+    check_mapper(mapper, source, target)
+    texts = _check_texts(texts)
+    w = _check_alpha(lm_weight)
+    ls, lt = check_layer(source, source_layer, name="source_layer"), check_layer(target, target_layer,
+                                                                                  name="target_layer")
+    rng = check_random_state(random_state)
+    module = mapper.module_
+    module.requires_grad_(True)
+    opt = torch.optim.Adam(module.parameters(), lr=lr)
+    flags = [p.requires_grad for p in target.parameters()]
+    target.requires_grad_(False)
+    losses = []
+    try:
+        for _ in range(int(epochs)):
+            order = rng.permutation(len(texts))
+            for start in range(0, len(texts), batch_size):
+                batch = _encode(tokenizer, [texts[int(i)] for i in order[start:start + batch_size]])
+                h_s = _forward_layer(source, ls, batch, True)
+                h_t = _forward_layer(target, lt, batch, True)
+                mask = batch["attention_mask"].bool()
+                mapped = module(h_s.to(next(module.parameters()).dtype))
+                mse = torch.nn.functional.mse_loss(mapped[mask].float(), h_t[mask].float())
+                labels = batch["input_ids"].masked_fill(~mask, -100)
+                with replace_layer(target, lt, lambda h, mapped=mapped: mapped.to(h.dtype)):
+                    lm = target(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=labels,
+                                use_cache=False).loss
+                loss = mse + w * lm
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                losses.append(float(loss.detach()))
+    finally:
+        for p, flag in zip(target.parameters(), flags, strict=True):
+            p.requires_grad_(flag)
+        module.requires_grad_(False)
+    return losses
