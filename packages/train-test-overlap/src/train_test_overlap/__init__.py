@@ -8,6 +8,7 @@ from importlib.metadata import PackageNotFoundError, version
 from train_test_overlap.data import Instance, TestSet, iter_documents, load_helm_scenarios
 from train_test_overlap.index import PARTS, CorpusStats, OverlapCounts, OverlapIndex, ShardCounts
 from train_test_overlap.metrics import InstanceMetrics, helm_metric_records, metrics
+from train_test_overlap.neardup import NearDuplicate, near_duplicates
 from train_test_overlap.presets import PRESETS, Preset, PresetResult, evaluate_presets, get_preset
 from train_test_overlap.report import OverlapReport
 from train_test_overlap.sketch import CorpusSketch
@@ -19,6 +20,6 @@ except PackageNotFoundError:  # source tree without install
     __version__ = "0.0.0"
 
 __all__ = ["PARTS", "PRESETS", "CorpusSketch", "CorpusStats", "HelmTokenizer", "Instance", "InstanceMetrics", "JanitorTokenizer",
-           "OverlapCounts", "OverlapIndex", "OverlapReport", "Preset", "PresetResult", "ShardCounts", "TestSet",
+           "NearDuplicate", "OverlapCounts", "OverlapIndex", "OverlapReport", "Preset", "PresetResult", "ShardCounts", "TestSet",
            "WhitespaceTokenizer", "__version__", "evaluate_presets", "get_preset", "get_tokenizer", "helm_metric_records",
-           "iter_documents", "load_helm_scenarios", "metrics"]
+           "iter_documents", "load_helm_scenarios", "metrics", "near_duplicates"]
