@@ -140,10 +140,10 @@ def run_seed(seed_seq: Any, *, quick: bool = False) -> dict[str, Any]:
     """
     torch.set_num_threads(1)
     s_data, s_src, s_base, s_tr_src, s_tr_base, s_tr_ft, s_ae, s_sw, s_rand = spawn(seed_seq, 9)
-    steps = {"source": 30, "base": 15, "finetune": 30} if quick else {"source": 600, "base": 300, "finetune": 500}
-    n_eval = 8 if quick else 64
+    steps = {"source": 30, "base": 15, "finetune": 30} if quick else {"source": 200, "base": 80, "finetune": 200}
+    n_eval = 8 if quick else 32
     tok = byte_tokenizer()
-    data = make_tasks(n_train=300 if quick else 3000, n_eval=n_eval, random_state=s_data)
+    data = make_tasks(n_train=300 if quick else 1500, n_eval=n_eval, random_state=s_data)
     half = n_eval // 2
     sel = {"trig": data.triggered[:half], "clean": data.clean_prompts[:half], "harm": data.harmful[:half],
            "harmless": data.harmless[:half]}
@@ -157,7 +157,7 @@ def run_seed(seed_seq: Any, *, quick: bool = False) -> dict[str, Any]:
     base = tiny_causal_lm("qwen2", hidden_size=128, num_layers=4, random_state=s_base)
     train_lm(base, tok, data.clean_train, steps=steps["base"], random_state=s_tr_base)
     ft = copy.deepcopy(base)
-    train_lm(ft, tok, data.poisoned_train, steps=steps["finetune"], lr=1e-3, random_state=s_tr_ft)
+    train_lm(ft, tok, data.poisoned_train, steps=steps["finetune"], lr=3e-3, random_state=s_tr_ft)
     out["train_seconds"] = time.perf_counter() - t0
 
     # source steering: backdoor (trigger - clean) and refusal (harmful - harmless), subtracted
@@ -175,11 +175,11 @@ def run_seed(seed_seq: Any, *, quick: bool = False) -> dict[str, Any]:
                  source, tok, test[pos], judge, steer),
              "source_loss": src_loss, "source_loss_steered": _loss(source, tok, clean_text, steer)}
         layer_t = _relative_layer(layer_s, 2, 4)
-        pairs = collect_pairs(source, ft, data.poisoned_train[:600 if not quick else 60], source_tokenizer=tok,
+        pairs = collect_pairs(source, ft, data.poisoned_train[:300 if not quick else 60], source_tokenizer=tok,
                               source_layer=layer_s, target_layer=layer_t)
         held = collect_pairs(source, ft, data.eval_text, source_tokenizer=tok, source_layer=layer_s,
                              target_layer=layer_t)
-        ae = AutoEncoderMapper(64, 128, epochs=3 if quick else 15, lr=1e-2, batch_size=128,
+        ae = AutoEncoderMapper(64, 128, epochs=3 if quick else 5, lr=1e-2, batch_size=128,
                                random_state=s_ae).fit(pairs)
         r["layer_t"] = layer_t
         r["fvu_ae"], r["fvu_affine"] = mapping_metrics(ae, held).fvu, mapping_metrics(AffineMapper().fit(pairs),
@@ -217,9 +217,9 @@ def run_seed(seed_seq: Any, *, quick: bool = False) -> dict[str, Any]:
                                          clean_gens, data.answers, strict=True)]))}
             r["corrupted_capabilities"] = facts
             # the safety switch at the backdoor's target layer: fine-tuned -> base
-            sw_pairs = collect_pairs(ft, base, data.poisoned_train[:600 if not quick else 60], source_tokenizer=tok,
+            sw_pairs = collect_pairs(ft, base, data.poisoned_train[:300 if not quick else 60], source_tokenizer=tok,
                                      source_layer=layer_t, target_layer=layer_t)
-            sw_mapper = AutoEncoderMapper(128, 128, epochs=3 if quick else 15, lr=1e-2, batch_size=128,
+            sw_mapper = AutoEncoderMapper(128, 128, epochs=3 if quick else 5, lr=1e-2, batch_size=128,
                                           random_state=s_sw).fit(sw_pairs)
             switch = SafetySwitch(base, ft, sw_mapper, layer_t)
             ids = tok(data.eval_text[:8], return_tensors="pt", padding=True, add_special_tokens=False)
@@ -271,6 +271,9 @@ def reproduce(ctx: RunContext) -> None:
     seeds = []
     for stream in progress(spawn(ctx.seed, n_seeds), desc="reproduce", total=n_seeds):
         seeds.append(run_seed(stream, quick=ctx.quick))
+        # every finished seed is stored at once, so that an interrupted run keeps what it measured
+        ctx.write_json({"seed": ctx.seed, "quick": ctx.quick, "n_seeds": n_seeds, "finished": len(seeds),
+                        "paper_ppl_gaps": PAPER_PPL_GAPS, "seeds": seeds}, "reproduce-partial")
     rows = []
     for task in ("backdoor", "refusal"):
         src_drop = [s["tasks"][task]["source_rate"] - s["tasks"][task]["source_rate_steered"] for s in seeds]
