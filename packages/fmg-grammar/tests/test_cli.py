@@ -40,3 +40,17 @@ def test_help_shows_the_paper(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     assert PAPER[:40] in capsys.readouterr().out
+
+
+def test_reproduce_judge_option_builds_the_named_judge():
+    from fmg import HeuristicChemJudge, OpenAICompatibleJudge
+    from fmg.experiments import make_judge
+
+    assert isinstance(make_judge({}), HeuristicChemJudge)
+    judge = make_judge({"judge": "openai", "model": "local-model", "base_url": "http://127.0.0.1:1/v1"})
+    assert isinstance(judge, OpenAICompatibleJudge) and judge.model == "local-model"
+    assert judge.base_url == "http://127.0.0.1:1/v1"
+    with pytest.raises(ValueError, match="unknown judge 'gemini'; accepted: heuristic, openai"):
+        make_judge({"judge": "gemini"})
+    with pytest.raises(SystemExit):
+        main(["reproduce", "--judge", "gemini"])

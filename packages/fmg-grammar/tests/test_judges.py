@@ -240,3 +240,18 @@ def test_mmfm_tournament_prompt_and_fallback():
     with pytest.raises(TypeError, match="needs a judge with compare"):
         FMG(object.__new__(type("NoCompare", (), {k: (lambda *x: None) for k in (
             "describe_motifs", "choose_merge", "choose_root", "break_cycle")})), n_candidates=2).fit(["CCO"])
+
+
+@pytest.mark.parametrize("config", list(CONFIGS))
+def test_replay_judge_gives_tree_decompositions_under_every_ablation(tmp_path, config):
+    train = load_dataset("chain_extenders")
+    recorder = MMFMJudge(ChemistMMFM(max_merges=2), text_only=True)
+    recorded = FMG(recorder, **CONFIGS[config]).fit(train)
+    replayed = FMG(ReplayJudge(recorder.save_transcript(tmp_path / "t.json")), **CONFIGS[config]).fit(train)
+    assert replayed.grammar_.rules == recorded.grammar_.rules
+    for d in replayed.decompositions_:
+        assert nx.is_tree(d.tree) and len(d.owner) == d.mol.GetNumAtoms()
+        for atom in d.mol.GetAtoms():
+            assert {b.GetIdx() for b in atom.GetBonds()} <= d.bags[d.owner[atom.GetIdx()]]
+    for smiles in replayed.train_smiles_:
+        assert replayed.replay(replayed.derive(smiles)) == smiles

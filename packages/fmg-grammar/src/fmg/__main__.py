@@ -26,6 +26,15 @@ def _reproduce(ctx: Any) -> None:
     reproduce(ctx)
 
 
+def _reproduce_options(parser: Any) -> None:
+    parser.add_argument("--judge", choices=("heuristic", "openai"), default="heuristic",
+                        help="heuristic: the offline SMARTS judge; openai: an OpenAI-compatible endpoint "
+                             "(key from OPENAI_API_KEY)")
+    parser.add_argument("--model", default="gpt-4o", help="model name for --judge openai")
+    parser.add_argument("--base-url", default=None, help="endpoint root for --judge openai")
+    parser.add_argument("--cache-dir", default=None, help="answer cache folder for --judge openai")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run a command of the ``fmg-grammar`` command line.
 
@@ -40,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
         The exit code: 0 on success, 2 when the command's extra is not installed.
     """
     return run_cli("fmg", demo=_demo, reproduce=_reproduce, argv=argv, description=__doc__, paper=PAPER,
-                   requires={})
+                   reproduce_options=_reproduce_options, requires={"reproduce": "selfies"})
 
 
 if __name__ == "__main__":

@@ -18,7 +18,7 @@ from fmg.judges import HeuristicChemJudge
 from fmg.metrics import evaluate
 from fmg.model import FMG
 
-__all__ = ["CONFIGS", "SETS", "demo", "draw_grammar_card", "grammar_card", "reproduce", "stoned"]
+__all__ = ["CONFIGS", "SETS", "demo", "draw_grammar_card", "grammar_card", "make_judge", "reproduce", "stoned"]
 
 SETS = ("isocyanates", "acrylates", "chain_extenders")
 CONFIGS: dict[str, dict[str, Any]] = {
@@ -134,8 +134,23 @@ def demo(ctx: RunContext) -> None:
     ctx._record(path)
 
 
+def make_judge(options: dict[str, Any]) -> Any:
+    """The judge named by the ``reproduce`` options (``judge``, ``model``, ``base_url``, ``cache_dir``)."""
+    name = options.get("judge", "heuristic")
+    if name == "heuristic":
+        return HeuristicChemJudge()
+    if name == "openai":
+        import os
+
+        from fmg.judges import OpenAICompatibleJudge
+
+        return OpenAICompatibleJudge(options.get("model") or "gpt-4o", base_url=options.get("base_url"),
+                                     api_key=os.environ.get("OPENAI_API_KEY"), cache_dir=options.get("cache_dir"))
+    raise ValueError(f"unknown judge {name!r}; accepted: heuristic, openai")
+
+
 def reproduce(ctx: RunContext) -> None:
-    """DEG's metrics of FMG (heuristic judge), its three ablations and STONED on the three DEG sets.
+    """DEG's metrics of FMG (heuristic judge, or ``--judge openai``), its ablations and STONED on the DEG sets.
 
     Parameters
     ----------
@@ -156,7 +171,7 @@ def reproduce(ctx: RunContext) -> None:
             if config == "STONED":
                 samples, n_rules = stoned(train, n, random_state=seed), None
             else:
-                model = FMG(HeuristicChemJudge(), seeds=(seed,), **CONFIGS[config]).fit(train)
+                model = FMG(make_judge(ctx.options), seeds=(seed,), **CONFIGS[config]).fit(train)
                 samples = model.sample(n, random_state=seed, unique=True).smiles
                 n_rules = model.grammar_.n_rules
             m = evaluate(samples, train, dataset).as_dict()
@@ -167,7 +182,7 @@ def reproduce(ctx: RunContext) -> None:
                                                                        "membership", "sa_mean", "rs_proxy")}
         rows.append({"dataset": dataset, "method": config, **{k: round(v, 3) for k, v in mean.items()}})
     ctx.write_table(rows)
-    ctx.write_json({"judge": "HeuristicChemJudge", "seeds": seeds, "n_samples": n, "rows": rows, "runs": raw})
+    ctx.write_json({"judge": type(make_judge(ctx.options)).__name__, "options": ctx.options, "seeds": seeds, "n_samples": n, "rows": rows, "runs": raw})
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 3))
