@@ -126,3 +126,54 @@ def test_rdp_epsilon_below_order_floor_raises_value_error(sampling):
     assert floor == pytest.approx(0.10287, rel=1e-4)
     with pytest.raises(ValueError, match="smallest epsilon"):
         dsi.sigma_from_epsilon(0.1, 1e-5, accountant="rdp", sample_rate=0.5, sampling=sampling)
+
+
+def test_trainer_minibatch_sampling_epsilon_is_the_accountants_and_groups_join_at_the_rate():
+    torch = pytest.importorskip("torch")
+    torch.manual_seed(1)
+    n_groups, per_group, rounds, q, c = 30, 3, 12, 0.3, 1.5
+    x, y = torch.randn(n_groups * per_group + 10, 4), torch.randint(0, 2, (n_groups * per_group + 10,))
+    groups = np.concatenate([np.repeat(np.arange(n_groups), per_group), np.full(10, -1)])
+    budgets = np.tile([0.5, 1.0, 2.0], n_groups // 3)
+    for sampling in ("poisson", "fixed"):
+        tr = dsi.DSITrainer(
+            torch.nn.Linear(4, 2),
+            lr=0.5,
+            rounds=rounds,
+            noise_multiplier=c,
+            budgets=budgets,
+            accountant="rdp",
+            sample_rate=q,
+            sampling=sampling,
+            random_state=3,
+        ).fit(x, y, groups)
+        rate = round(q * n_groups) / n_groups if sampling == "fixed" else q
+        assert tr.sample_rate_ == rate
+        # epsilon_ per group is the subsampled-Gaussian RDP accountant called directly with that group's budget
+        for b in (0.5, 1.0, 2.0):
+            rdp = rdp_subsampled_gaussian(rate, c, DEFAULT_ORDERS, steps=rounds, budget=b, sampling=sampling)
+            direct = epsilon_from_rdp(rdp, DEFAULT_ORDERS, 1e-5)[0]
+            np.testing.assert_allclose(tr.epsilon_[budgets == b], direct, rtol=1e-12)
+            assert direct < dsi.epsilon_from_sigma(c, 1e-5, steps=rounds, budget=b, accountant="rdp")
+        counts = np.array([rec.n_differences for rec in tr.history_])
+        if sampling == "fixed":  # exactly round(q n) groups per round, each with a non-zero difference
+            assert np.all(counts == round(q * n_groups))
+        else:  # Poisson: 9 expected per round; the total over 12 rounds within 4 standard errors
+            mean, sd = rounds * n_groups * q, np.sqrt(rounds * n_groups * q * (1 - q))
+            assert abs(counts.sum() - mean) < 4 * sd and counts.std() > 0
+    # the same with mini-batches inside each round: a group only has a difference if a batch held it
+    tr = dsi.DSITrainer(
+        torch.nn.Linear(4, 2),
+        lr=0.5,
+        rounds=6,
+        local_steps=2,
+        batch_size=8,
+        noise_multiplier=c,
+        accountant="rdp",
+        sample_rate=q,
+        random_state=4,
+    ).fit(x, y, groups)
+    rdp = rdp_subsampled_gaussian(q, c, DEFAULT_ORDERS, steps=6)
+    np.testing.assert_allclose(tr.epsilon_, epsilon_from_rdp(rdp, DEFAULT_ORDERS, 1e-5)[0], rtol=1e-12)
+    assert all(rec.n_differences <= 2 * 8 for rec in tr.history_)
+    assert np.isfinite(tr.model.weight.detach().numpy()).all()
