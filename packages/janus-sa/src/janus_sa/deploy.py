@@ -241,7 +241,7 @@ def client(args: argparse.Namespace) -> int:
         line = {"round": rnd, "index": args.index}
         try:
             jc.__dict__.pop("upload", None)
-            if args.masked_plus_one_round == rnd:  # fault injection: a malicious client for this round
+            if args.masked_plus_one_round == rnd:  # fault injection: a malicious client in the named round
                 jc.upload = _masked_plus_one(jc)
             if args.kill_after_s0_upload == rnd:  # fault injection: die between the two uploads
                 up = jc.upload(client_update(args.index, rnd, config.dim))
