@@ -153,3 +153,17 @@ def test_two_worker_local_cluster_with_shuffled_shards_equals_local(tmp_path):
         on_cluster = index.scan(tmp_path, backend="dask", scheduler=client)
     assert on_cluster._counts == local._counts and on_cluster.stats.documents == local.stats.documents
     assert metrics(on_cluster, n=3) == metrics(local, n=3)
+
+
+@pytest.mark.slow
+def test_a_local_transformers_tokenizer_indexes_its_own_tokens():
+    tokenizers = pytest.importorskip("tokenizers")
+    transformers = pytest.importorskip("transformers")
+    tk = tokenizers.Tokenizer(tokenizers.models.WordLevel({"[UNK]": 0, "the": 1, "cat": 2, "sat": 3}, unk_token="[UNK]"))
+    tk.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
+    hf = transformers.PreTrainedTokenizerFast(tokenizer_object=tk, unk_token="[UNK]")
+    ts = TestSet("t", "test", [Instance("q", "the cat sat")])
+    index = OverlapIndex(ts, n=2, tokenizer=hf, parts=("input",))
+    assert index.tokenizer.name == f"hf:{type(hf).__name__}"
+    counts = index.scan(["a dog and the cat sat", "the dog sat"])  # unknown words become [UNK]
+    assert counts.ngram_counts(ts.key, "q", "input", 2) == {("the", "cat"): 1, ("cat", "sat"): 1}

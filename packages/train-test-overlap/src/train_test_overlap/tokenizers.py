@@ -202,7 +202,7 @@ def get_tokenizer(tokenizer: str | Tokenizer | Callable[[str], list[str]] | Any)
                              "a Tokenizer object, a transformers tokenizer or a function str -> list[str]")
         return _NAMED[tokenizer]()
     if hasattr(tokenizer, "tokenize") and hasattr(tokenizer, "name_or_path"):  # transformers
-        return CallableTokenizer(tokenizer.tokenize, f"hf:{tokenizer.name_or_path}")
+        return CallableTokenizer(tokenizer.tokenize, f"hf:{tokenizer.name_or_path or type(tokenizer).__name__}")
     if isinstance(tokenizer, Tokenizer):
         return tokenizer
     if callable(tokenizer):
