@@ -4,7 +4,17 @@ import pytest
 import torch
 from torch import nn
 
-from crossclass_at import FGSM, PGD, DigitsCNN, DigitsMLP, Normalized, TradesKL, bn_mode, robust_accuracy
+from crossclass_at import (
+    FGSM,
+    PGD,
+    DigitsCNN,
+    DigitsMLP,
+    Normalized,
+    TradesKL,
+    autoattack_accuracy,
+    bn_mode,
+    robust_accuracy,
+)
 
 
 @pytest.fixture
@@ -134,3 +144,22 @@ def test_inputs_outside_the_unit_box_raise(batch):
         FGSM(eps=-1)
     with pytest.raises(ValueError, match="steps"):
         TradesKL(steps=0)
+
+
+def test_autoattack_breaks_everything_pgd_breaks(torchattacks, digits_model):
+    model, split = digits_model
+    x, y = split.x_test[:40], split.y_test[:40]
+    pgd = robust_accuracy(model, x, y, PGD(eps=0.2, steps=20), generator=torch.Generator().manual_seed(0))
+    assert autoattack_accuracy(model, x, y, eps=0.2) <= pgd < 0.1
+    with pytest.raises(ValueError, match="norm must be"):
+        autoattack_accuracy(model, x, y, eps=0.2, norm="l1")
+
+
+@pytest.mark.slow
+def test_autoattack_is_at_least_as_strong_as_pgd20(torchattacks, digits_model):
+    model, split = digits_model
+    x, y = split.x_test[:40], split.y_test[:40]
+    clean = robust_accuracy(model, x, y)
+    pgd = robust_accuracy(model, x, y, PGD(eps=0.1, steps=20), generator=torch.Generator().manual_seed(0))
+    aa = autoattack_accuracy(model, x, y, eps=0.1)
+    assert aa <= pgd < clean  # measured: clean 0.950, PGD-20 0.225, AutoAttack 0.200

@@ -7,7 +7,7 @@ matrix and CAS (:mod:`crossclass_at.attribution`) and small models with a linear
 
 from importlib.metadata import PackageNotFoundError, version
 
-from crossclass_at.attacks import FGSM, PGD, Normalized, TradesKL, bn_mode, robust_accuracy
+from crossclass_at.attacks import FGSM, PGD, Normalized, TradesKL, autoattack_accuracy, bn_mode, robust_accuracy
 from crossclass_at.attribution import CASMonitor, cas, class_attribution, correlation_matrix, find_head
 from crossclass_at.losses import Distillation, LabelSmoothing, SelfDistillation, ema_update, trades_loss
 from crossclass_at.models import DigitsCNN, DigitsMLP, PreActResNet18
@@ -32,6 +32,7 @@ __all__ = [
     "PreActResNet18",
     "TradesKL",
     "__version__",
+    "autoattack_accuracy",
     "bn_mode",
     "cas",
     "class_attribution",

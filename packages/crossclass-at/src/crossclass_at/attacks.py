@@ -25,7 +25,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["FGSM", "PGD", "BN_MODES", "Normalized", "TradesKL", "bn_mode", "check_unit_range", "robust_accuracy"]
+__all__ = ["FGSM", "PGD", "BN_MODES", "Normalized", "TradesKL", "autoattack_accuracy", "bn_mode", "check_unit_range",
+           "robust_accuracy"]
 
 BN_MODES = ("eval", "train", "keep")
 NORMS = ("linf", "l2")
@@ -428,4 +429,61 @@ def robust_accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor, attack: 
             xb = attack(model, xb, yb, generator=generator)
         with bn_mode(model, "eval"), torch.no_grad():
             correct += int((model(xb).argmax(1) == yb).sum())
+    return correct / len(x)
+
+
+def autoattack_accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, eps: float, norm: str = "linf",
+                        version: str = "standard", seed: int = 0, batch_size: int = 256) -> float:
+    """Accuracy under AutoAttack (Croce and Hein, 2020), run by torchattacks with the model in eval mode.
+
+    Parameters
+    ----------
+    model : nn.Module
+        The classifier over inputs in ``[0, 1]``; its number of classes is read from one forward pass.
+    x : Tensor, shape (n, ...)
+        Inputs in ``[0, 1]``.
+    y : Tensor of int64, shape (n,)
+        Labels.
+    eps : float
+        Radius.
+    norm : {"linf", "l2"}, default "linf"
+        The ball.
+    version : {"standard", "plus", "rand"}, default "standard"
+        torchattacks' AutoAttack suite (standard: APGD-CE, APGD-T, FAB-T, Square with 5000 queries).
+    seed : int, default 0
+        torchattacks' seed.
+    batch_size : int, default 256
+        Samples per call.
+
+    Returns
+    -------
+    float
+        Accuracy in ``[0, 1]``.
+
+    Raises
+    ------
+    ImportError
+        When torchattacks is missing (the ``peers`` extra).
+    """
+    try:
+        import torchattacks
+    except ImportError as err:  # pragma: no cover - exercised in a venv without the extra
+        raise ImportError("autoattack_accuracy needs torchattacks: pip install 'crossclass-at[peers]' "
+                          "(or pip install --no-deps 'torchattacks>=3.5')") from err
+    _check_batch(model, x, y)
+    _check_eps(eps)
+    if norm not in NORMS:
+        raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")
+    device = next((p.device for p in model.parameters()), x.device)
+    with bn_mode(model, "eval"), torch.no_grad():
+        n_classes = int(model(x[:1].to(device)).shape[1])
+    attack = torchattacks.AutoAttack(model, norm="Linf" if norm == "linf" else "L2", eps=float(eps), version=version,
+                                     n_classes=n_classes, seed=seed)
+    correct = 0
+    with bn_mode(model, "eval"):
+        for start in range(0, len(x), batch_size):
+            xb, yb = x[start:start + batch_size].to(device), y[start:start + batch_size].to(device)
+            adv = attack(xb, yb)
+            with torch.no_grad():
+                correct += int((model(adv).argmax(1) == yb).sum())
     return correct / len(x)
