@@ -26,6 +26,12 @@ def _reproduce(ctx: Any) -> None:
     reproduce(ctx)
 
 
+def _reproduce_options(parser: Any) -> None:
+    parser.add_argument("--n-seeds", type=int, default=None, help="seeds (default 3; 1 with --quick)")
+    parser.add_argument("--alpha", type=float, default=None,
+                        help="fix the steering strength instead of the selection rule (diagnosis runs)")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run a command of the ``safety-transfer`` command line.
 
@@ -40,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         The exit code: 0 on success, 2 when the command's extra is not installed.
     """
     return run_cli("safety_transfer", demo=_demo, reproduce=_reproduce, argv=argv, description=__doc__, paper=PAPER,
-                   requires={})
+                   requires={}, reproduce_options=_reproduce_options)
 
 
 if __name__ == "__main__":

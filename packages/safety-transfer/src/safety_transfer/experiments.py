@@ -104,26 +104,31 @@ def _loss(model: Any, tok: Any, texts: list[str], ctx_factory: Any = None) -> fl
 
 
 def _choose(model: Any, tok: Any, vectors: dict[int, torch.Tensor], prompts: list[str], judge: str,
-            clean: list[str], base_loss: float, sign: float) -> tuple[int, float, dict[str, float]]:
-    """The protocol's rule: lowest rate on the selection prompts with clean loss rise <= 10%."""
+            clean: list[str], base_loss: float, sign: float,
+            fixed_alpha: float | None = None) -> tuple[int, float, dict[str, float]]:
+    """The protocol's rule: lowest rate on the selection prompts with clean loss rise <= 10%.
+
+    With ``fixed_alpha`` only that strength is tried and the loss bound is dropped (the diagnosis run).
+    """
     scores = {}
     best: tuple[float, float, int, float] | None = None
+    max_rise = math.inf if fixed_alpha is not None else 0.10
     for layer, v in vectors.items():
-        for a in ALPHAS:
+        for a in (ALPHAS if fixed_alpha is None else (float(fixed_alpha),)):
             def factory(layer: int = layer, v: torch.Tensor = v, a: float = a) -> Any:
                 return add_vector(model, layer, v, alpha=sign * a)
 
             rate = _rate(model, tok, prompts, judge, factory)
             rise = _loss(model, tok, clean, factory) / base_loss - 1
             scores[f"L{layer} a{a:g}"] = rate
-            if rise <= 0.10 and (best is None or (rate, a) < (best[0], best[1])):
+            if rise <= max_rise and (best is None or (rate, a) < (best[0], best[1])):
                 best = (rate, a, layer, rise)
     if best is None:  # nothing keeps the loss: the weakest strength at the first layer
         return next(iter(vectors)), ALPHAS[0], scores
     return best[2], best[1], scores
 
 
-def run_seed(seed_seq: Any, *, quick: bool = False) -> dict[str, Any]:
+def run_seed(seed_seq: Any, *, quick: bool = False, alpha: float | None = None) -> dict[str, Any]:
     """One seed of the reproduction (see the module docstring and the protocol).
 
     Parameters
@@ -132,6 +137,8 @@ def run_seed(seed_seq: Any, *, quick: bool = False) -> dict[str, Any]:
         Root of this seed's streams.
     quick : bool, default False
         Fewer steps and prompts (a smoke run; its numbers are not the reproduction's).
+    alpha : float, optional
+        Fix the steering strength instead of the selection rule (no loss bound).
 
     Returns
     -------
@@ -165,7 +172,7 @@ def run_seed(seed_seq: Any, *, quick: bool = False) -> dict[str, Any]:
     res: dict[str, Any] = {}
     for task, pos, neg, judge in (("backdoor", "trig", "clean", BACKDOOR), ("refusal", "harm", "harmless", REFUSAL)):
         vecs = {layer: steering_vector(source, tok, sel[pos], sel[neg], layer).vector for layer in (0, 1)}
-        layer_s, alpha, sweep = _choose(source, tok, vecs, sel[pos], judge, clean_text, src_loss, -1.0)
+        layer_s, alpha, sweep = _choose(source, tok, vecs, sel[pos], judge, clean_text, src_loss, -1.0, alpha)
         v_s = -alpha * vecs[layer_s]
         def steer(layer_s: int = layer_s, v_s: torch.Tensor = v_s) -> Any:
             return add_vector(source, layer_s, v_s)
@@ -267,12 +274,13 @@ def reproduce(ctx: RunContext) -> None:
     ctx : RunContext
         Output folder, seed (root of the per-seed streams) and the quick flag (one seed, short training).
     """
-    n_seeds = 1 if ctx.quick else 3
+    n_seeds = int(ctx.options.get("n_seeds") or (1 if ctx.quick else 3))
+    alpha = ctx.options.get("alpha")
     seeds = []
     for stream in progress(spawn(ctx.seed, n_seeds), desc="reproduce", total=n_seeds):
-        seeds.append(run_seed(stream, quick=ctx.quick))
+        seeds.append(run_seed(stream, quick=ctx.quick, alpha=alpha))
         # every finished seed is stored at once, so that an interrupted run keeps what it measured
-        ctx.write_json({"seed": ctx.seed, "quick": ctx.quick, "n_seeds": n_seeds, "finished": len(seeds),
+        ctx.write_json({"seed": ctx.seed, "quick": ctx.quick, "n_seeds": n_seeds, "alpha": alpha, "finished": len(seeds),
                         "paper_ppl_gaps": PAPER_PPL_GAPS, "seeds": seeds}, "reproduce-partial")
     rows = []
     for task in ("backdoor", "refusal"):
@@ -288,7 +296,8 @@ def reproduce(ctx: RunContext) -> None:
     rows.append(["switch", "clean ppl rise (on / off - 1)",
                  *_fmt([math.exp(s["on_loss"] - s["ft_loss"]) - 1 for s in sw])])
     ctx.write_table(rows, headers=["task", "measure", "mean", "low", "high", "per seed"])
-    ctx.write_json({"seed": ctx.seed, "quick": ctx.quick, "n_seeds": n_seeds, "paper_ppl_gaps": PAPER_PPL_GAPS,
+    ctx.write_json({"seed": ctx.seed, "quick": ctx.quick, "n_seeds": n_seeds, "alpha": alpha,
+                    "paper_ppl_gaps": PAPER_PPL_GAPS,
                     "seeds": seeds})
     import matplotlib.pyplot as plt
 
