@@ -255,3 +255,30 @@ def test_replay_judge_gives_tree_decompositions_under_every_ablation(tmp_path, c
             assert {b.GetIdx() for b in atom.GetBonds()} <= d.bags[d.owner[atom.GetIdx()]]
     for smiles in replayed.train_smiles_:
         assert replayed.replay(replayed.derive(smiles)) == smiles
+
+
+def test_concurrent_judge_gives_the_sequential_grammar():
+    import time as _time
+
+    class Slow:
+        def __init__(self):
+            self.inner, self.active, self.peak, self.lock = ChemistMMFM(max_merges=0), 0, 0, threading.Lock()
+
+        def __call__(self, prompt, images):
+            with self.lock:
+                self.active += 1
+                self.peak = max(self.peak, self.active)
+            _time.sleep(0.002)
+            with self.lock:
+                self.active -= 1
+                return self.inner(prompt, images)
+
+    train = load_dataset("chain_extenders")
+    sequential = FMG(MMFMJudge(Slow(), text_only=True)).fit(train)
+    slow = Slow()
+    judge = MMFMJudge(slow, text_only=True)
+    judge.max_concurrency = 4
+    parallel = FMG(judge).fit(train)
+    assert parallel.grammar_.rules == sequential.grammar_.rules and parallel.grammar_.counts == sequential.grammar_.counts
+    assert [d.root for d in parallel.decompositions_] == [d.root for d in sequential.decompositions_]
+    assert slow.peak > 1

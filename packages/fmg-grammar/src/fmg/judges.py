@@ -13,6 +13,7 @@ import hashlib
 import json
 import logging
 import re
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Sequence
@@ -276,6 +277,8 @@ class MMFMJudge:
         self.records: list[dict[str, Any]] = []
         self.n_requests = 0
         self._transcript: dict[str, list[str]] = {}
+        self._lock = threading.Lock()
+        self.max_concurrency = 1
 
     # -- plumbing ---------------------------------------------------------------------------------------
     def _prompt(self, step: str, view: MotifView, **extra: str) -> str:
@@ -297,9 +300,10 @@ class MMFMJudge:
 
     def _call(self, prompt: str, images: list[bytes], attempt: int) -> tuple[str, bool]:
         answer, cached = self._call_cached(prompt, images, attempt)
-        answers = self._transcript.setdefault(_prompt_key(prompt), [])
-        if len(answers) == attempt:
-            answers.append(answer)
+        with self._lock:
+            answers = self._transcript.setdefault(_prompt_key(prompt), [])
+            if len(answers) == attempt:
+                answers.append(answer)
         return answer, cached
 
     def transcript(self) -> dict[str, list[str]]:
@@ -318,7 +322,8 @@ class MMFMJudge:
         path = self.cache_dir / f"{key}.json" if self.cache_dir is not None else None
         if path is not None and path.exists():
             return json.loads(path.read_text())["answer"], True
-        self.n_requests += 1
+        with self._lock:
+            self.n_requests += 1
         answer = self.mmfm(prompt, images)
         if not isinstance(answer, str):
             answer = ""
@@ -509,6 +514,9 @@ class OpenAICompatibleJudge(MMFMJudge):
         Bearer token; read it from your environment yourself, none is read here.
     max_tries, text_only, scheme, cache_dir
         As in ``MMFMJudge``.
+    max_concurrency : int, default 8
+        Molecules ``FMG.fit`` decomposes at once in threads (requests in flight); results do not depend on it,
+        the order of ``records`` does.
     timeout : float, default 120
         Seconds per HTTP request.
     backoff : float, default 1.0
@@ -517,8 +525,12 @@ class OpenAICompatibleJudge(MMFMJudge):
 
     def __init__(self, model: str = "gpt-4o", *, base_url: str | None = None, api_key: str | None = None,
                  max_tries: int = 10, text_only: bool = False, scheme: str = "zero",
-                 cache_dir: str | Path | None = None, timeout: float = 120.0, backoff: float = 1.0) -> None:
+                 cache_dir: str | Path | None = None, max_concurrency: int = 8, timeout: float = 120.0,
+                 backoff: float = 1.0) -> None:
         chat = _OpenAIChat(model, base_url or "https://api.openai.com/v1", api_key, timeout, backoff)
         super().__init__(chat, max_tries=max_tries, text_only=text_only, scheme=scheme, cache_dir=cache_dir)
+        if isinstance(max_concurrency, bool) or not isinstance(max_concurrency, int) or max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be a positive int, got {max_concurrency!r}")
         self.model = model
         self.base_url = chat.base_url
+        self.max_concurrency = max_concurrency

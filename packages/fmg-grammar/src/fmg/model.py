@@ -119,9 +119,17 @@ class FMG:
         decompositions: list[Decomposition] = []
         for s_index, seed in enumerate(self.seeds):
             streams = spawn(seed, len(keep))
-            items = _progress(list(enumerate(keep)), enabled=self.progress, desc=f"fmg seed {seed}")
-            for i, s in items:
-                dec = self._decompose(s, streams[i], i)
+            workers = int(getattr(self.judge, "max_concurrency", 1) or 1)
+            if workers > 1:  # a remote judge: molecules in parallel threads, results kept in input order
+                from concurrent.futures import ThreadPoolExecutor
+
+                with ThreadPoolExecutor(max_workers=workers) as pool:
+                    decs = list(_progress(pool.map(self._decompose, keep, streams, range(len(keep))),
+                                          enabled=self.progress, desc=f"fmg seed {seed}", total=len(keep)))
+            else:
+                decs = [self._decompose(s, streams[i], i) for i, s in
+                        _progress(list(enumerate(keep)), enabled=self.progress, desc=f"fmg seed {seed}")]
+            for dec in decs:
                 grammar.add_decomposition(dec)
                 if s_index == 0:
                     decompositions.append(dec)
