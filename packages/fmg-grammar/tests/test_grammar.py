@@ -85,3 +85,16 @@ def test_single_bond_molecule_and_small_training_set():
     for s in samples:  # only the atoms and hydrogen counts of the training molecules
         assert {a.GetSymbol() for a in Chem.MolFromSmiles(s).GetAtoms()} <= {"C", "O"}
     assert {"CO", "CCO"} <= set(samples)
+
+
+@pytest.mark.slow
+def test_readme_isocyanate_numbers(fitted, datasets):
+    from fmg import evaluate
+
+    model = fitted[("isocyanates", "FMG")]
+    distinct = evaluate(model.sample(500, random_state=0, unique=True).smiles, datasets["isocyanates"], "isocyanates")
+    assert distinct.valid == 1.0 and distinct.unique == 1.0
+    assert distinct.diversity > 0.727 and round(distinct.diversity, 3) == 0.779
+    assert distinct.membership >= 0.8 and round(distinct.membership, 3) == 0.848
+    independent = evaluate(model.sample(500, random_state=0).smiles, datasets["isocyanates"], "isocyanates")
+    assert independent.valid == 1.0 and round(independent.unique, 2) == 0.22
