@@ -144,7 +144,7 @@ def test_rdp_order_range_and_rdp_values():
         epsilon_from_rdp([1.0], [0.5], 1e-5)
 
 
-@pytest.mark.parametrize("epsilon", [1e4, 1e8])
+@pytest.mark.parametrize("epsilon", [1e4, 1e8, 1e300])
 def test_rdp_sigma_at_large_epsilon(epsilon):
     sigma = dsi.sigma_from_epsilon(epsilon, 1e-5, accountant="rdp", sample_rate=0.5)
     back = dsi.epsilon_from_sigma(sigma, 1e-5, accountant="rdp", sample_rate=0.5)

@@ -643,8 +643,23 @@ def sigma_from_epsilon(
         if not below:
             break
         lo *= 0.5
-    root = optimize.brentq(lambda s: math.log(max(eps_at(s), 1e-300) / epsilon), lo, hi, xtol=1e-9, rtol=1e-7)
-    return float(root) if eps_at(root) <= epsilon else float(root) * (1 + 1e-7)
+    # the absolute xtol is 1e-9 (as before) or relative 1e-9 for multipliers below 1
+    root = float(
+        optimize.brentq(
+            lambda s: math.log(max(eps_at(s), 1e-300) / epsilon), lo, hi, xtol=min(1e-9, 1e-9 * lo), rtol=1e-7
+        )
+    )
+    if eps_at(root) <= epsilon:
+        return root
+    step = 1e-7
+    for _ in range(60):  # move to the safe side of the root
+        candidate = root * (1 + step)
+        if eps_at(candidate) <= epsilon:
+            return candidate
+        step *= 2.0
+    raise ValueError(
+        f"no noise multiplier near {root:.6g} certifies epsilon={epsilon!r} with accountant={accountant!r}"
+    )
 
 
 def compose(rhos: Any) -> float:
