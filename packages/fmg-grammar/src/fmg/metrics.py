@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import Any
 
 import numpy as np
 from rdkit import Chem
@@ -90,9 +91,25 @@ def membership(smiles: Sequence[str], monomer_class: str) -> np.ndarray:
 
 def sa_scores(smiles: Sequence[str]) -> np.ndarray:
     """Synthetic accessibility scores (Ertl and Schuffenhauer 2009, RDKit Contrib), 1 easy to 10 hard."""
-    from rdkit.Contrib.SA_Score import sascorer
+    return np.array([_sascorer().calculateScore(m) for m in _mols(smiles)])
 
-    return np.array([sascorer.calculateScore(m) for m in _mols(smiles)])
+
+def _sascorer() -> Any:
+    try:
+        from rdkit.Contrib.SA_Score import sascorer
+    except ImportError:  # wheels whose Contrib folder is not a package
+        import importlib.util
+        import os
+
+        from rdkit import RDConfig
+
+        path = os.path.join(RDConfig.RDContribDir, "SA_Score", "sascorer.py")
+        spec = importlib.util.spec_from_file_location("sascorer", path)
+        if spec is None or spec.loader is None:
+            raise ImportError(f"RDKit's SA_Score contribution is missing (looked for {path})") from None
+        sascorer = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(sascorer)
+    return sascorer
 
 
 @dataclass(frozen=True)
