@@ -98,3 +98,12 @@ def test_readme_isocyanate_numbers(fitted, datasets):
     assert distinct.membership >= 0.8 and round(distinct.membership, 3) == 0.848
     independent = evaluate(model.sample(500, random_state=0).smiles, datasets["isocyanates"], "isocyanates")
     assert independent.valid == 1.0 and round(independent.unique, 2) == 0.22
+
+
+@pytest.mark.slow
+def test_polymers_117_round_trip():
+    model = FMG(HeuristicChemJudge()).fit(load_dataset("polymers_117"))
+    assert len(model.train_smiles_) == 117
+    for smiles in model.train_smiles_:
+        assert model.replay(model.derive(smiles)) == smiles
+    assert all(Chem.MolFromSmiles(s) is not None for s in model.sample(50, random_state=0).smiles)
