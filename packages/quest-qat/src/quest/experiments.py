@@ -440,9 +440,8 @@ def reproduction_table(reproduce: Mapping[str, Any], scaling: Mapping[str, Any],
               f"| 4-bit is Pareto-optimal: most parameters per unit of memory at equal loss ({paper_e}) | "
               f"{e_text}" + (f" ({', '.join(extrapolated)} extrapolated)" if extrapolated else "") +
               f"; best per seed: {', '.join(analysis['per_seed_best'])}" + _rerun_text(rerun) +
-              f" | {analysis['verdict']}" + ("" if rerun is None else
-                                             f"; fresh seeds: {rerun['analysis']['verdict']}") +
-              _unresolved_gaps(gaps, analysis) + " |"]
+              f" | {analysis['verdict']}" + _unresolved_gaps(gaps, analysis) +
+              ("" if rerun is None else f"; fresh seeds: {rerun['analysis']['verdict']}") + " |"]
     return "\n".join(lines)
 
 
