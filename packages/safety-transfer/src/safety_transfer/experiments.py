@@ -37,7 +37,7 @@ from safety_transfer.transfer import mapped_replacement, mapped_vector, pad_or_t
 __all__ = ["demo", "reproduce", "run_seed"]
 
 ALPHAS = (1.0, 2.0, 4.0, 8.0)
-PAPER_PPL_GAPS = {"pile": (15.78, 16.50), "alpaca": (7.26, 8.32)}  # target vs mapped completions, a review's figures
+PAPER_PPL_GAPS = {"pile": (15.78, 16.50), "alpaca": (7.26, 8.32)}  # target vs mapped completions, as quoted in the paper's public discussion
 
 
 def demo(ctx: RunContext) -> None:
