@@ -1,4 +1,4 @@
-"""Offline data: scikit-learn's 8 x 8 digits as image tensors in ``[0, 1]``, split into train / val / test."""
+"""Offline data: scikit-learn's digits as image tensors in ``[0, 1]``; a Gaussian mixture with cross-class features."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from icml25_shared.random import RandomStateLike, check_random_state
 
-__all__ = ["DigitsSplit", "load_digits_split"]
+__all__ = ["CrossClassMixture", "DigitsSplit", "cross_class_mixture", "load_digits_split"]
 
 
 @dataclass(frozen=True)
@@ -69,3 +69,82 @@ def load_digits_split(*, train: float = 0.6, val: float = 0.2, n_train: int | No
             idx = idx[:n_train]
         out[f"x_{name}"], out[f"y_{name}"] = torch.from_numpy(x[idx]), torch.from_numpy(y[idx])
     return DigitsSplit(**out)
+
+
+@dataclass(frozen=True)
+class CrossClassMixture:
+    """Samples of :func:`cross_class_mixture`.
+
+    Attributes
+    ----------
+    x : Tensor of float32, shape (n, d)
+        Inputs mapped to ``[0, 1]`` (``0.5 + z / (2 * scale)``, clipped).
+    y : Tensor of int64, shape (n,)
+        Labels.
+    shared : Tensor of bool, shape (d,)
+        Coordinates whose mean is shared by two classes (cross-class features).
+    specific : Tensor of bool, shape (d,)
+        Coordinates whose mean belongs to one class.
+    scale : float
+        The map's half-width: a perturbation ``e`` of ``z`` is ``e / (2 * scale)`` of ``x``.
+    """
+
+    x: torch.Tensor
+    y: torch.Tensor
+    shared: torch.Tensor
+    specific: torch.Tensor
+    scale: float
+
+
+def cross_class_mixture(n: int, *, n_classes: int = 4, d_specific: int = 4, d_shared: int = 2,
+                        mu_specific: float = 1.0, mu_shared: float = 1.0, sigma: float = 1.0, scale: float = 5.0,
+                        random_state: RandomStateLike = 0) -> CrossClassMixture:
+    """Gaussian mixture with class-specific and cross-class (shared) feature coordinates.
+
+    ``z = m_y + sigma * N(0, I)``: every class ``k`` owns ``d_specific`` coordinates with mean ``mu_specific``,
+    and every pair of classes ``{k, l}`` shares ``d_shared`` coordinates with mean ``mu_shared`` for both (0
+    for the other classes). A shared coordinate separates its two classes from the rest, so a robust
+    classifier can use it. The paper's exact data model was not available; this is a reconstruction after
+    its description (features shared by several classes vs features of one class).
+
+    Parameters
+    ----------
+    n : int
+        Samples (classes balanced up to rounding, drawn uniformly).
+    n_classes : int, default 4
+        ``K >= 2``.
+    d_specific, d_shared : int, default 4 and 2
+        Coordinates per class and per pair of classes (``d = K d_specific + K (K - 1) / 2 d_shared``).
+    mu_specific, mu_shared, sigma : float, default 1.0
+        Means and noise level.
+    scale : float, default 5.0
+        ``x = clip(0.5 + z / (2 scale), 0, 1)``.
+    random_state : None, int or numpy Generator, default 0
+        Source of the labels and the noise.
+
+    Returns
+    -------
+    CrossClassMixture
+        The samples and the coordinate masks.
+    """
+    if n < 1 or n_classes < 2 or d_specific < 0 or d_shared < 0 or d_specific + d_shared == 0:
+        raise ValueError(f"need n >= 1, n_classes >= 2 and some coordinates, got n={n}, n_classes={n_classes}, "
+                         f"d_specific={d_specific}, d_shared={d_shared}")
+    if sigma <= 0 or scale <= 0:
+        raise ValueError(f"sigma and scale must be > 0, got {sigma}, {scale}")
+    rng = check_random_state(random_state)
+    pairs = [(k, m) for k in range(n_classes) for m in range(k + 1, n_classes)]
+    d = n_classes * d_specific + len(pairs) * d_shared
+    means = np.zeros((n_classes, d))
+    specific = np.zeros(d, dtype=bool)
+    specific[: n_classes * d_specific] = True
+    for k in range(n_classes):
+        means[k, k * d_specific:(k + 1) * d_specific] = mu_specific
+    for p, (k, m) in enumerate(pairs):
+        cols = slice(n_classes * d_specific + p * d_shared, n_classes * d_specific + (p + 1) * d_shared)
+        means[[k, m], cols] = mu_shared
+    y = rng.integers(0, n_classes, size=n)
+    z = means[y] + sigma * rng.standard_normal((n, d))
+    x = np.clip(0.5 + z / (2 * scale), 0.0, 1.0).astype(np.float32)
+    return CrossClassMixture(torch.from_numpy(x), torch.from_numpy(y.astype(np.int64)),
+                             torch.from_numpy(~specific), torch.from_numpy(specific), float(scale))
