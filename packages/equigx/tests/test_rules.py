@@ -168,3 +168,27 @@ def test_unsupported_module_is_named(tfn64, shapes64):
         EquiGX(model).explain(shapes64)
     with pytest.raises(TypeError, match="Odd"):
         find_rule(Odd())
+
+
+def test_gate_rule_sends_relevance_to_scalars_and_gated_blocks_only():
+    from e3nn.nn import Gate
+
+    from equigx.rules import RULES
+
+    gate = Gate("2x0e+1x0o", [torch.relu, torch.tanh], "3x0e", [torch.sigmoid], "1x1o+2x2e")
+    x = torch.randn(4, gate.irreps_in.dim)
+    y = gate(x)
+    rel = torch.randn(4, gate.irreps_out.num_irreps)
+    r = RULES[Gate](gate, x, y, rel, None)
+    assert r.shape == (4, gate.irreps_in.num_irreps)
+    torch.testing.assert_close(r.sum(1), rel.sum(1))
+    # brute force: a block of the input receives relevance iff perturbing it moves the matching output block
+    xr = x.clone().requires_grad_(True)
+    gated_out = gate(xr)[:, 3:]  # output: 2x0e+1x0o (scalars) then 1x1o+2x2e (gated)
+    (g,) = torch.autograd.grad(gated_out.sum(), xr)
+    in_blocks = block_dot(g, torch.ones_like(g), gate.irreps_in)
+    scalar_in = [i for i, (mul, ir) in enumerate(gate.irreps_in) if ir.l == 0]
+    assert scalar_in  # the gates are 0e inputs; their relevance is zero
+    n_zero = int((r == 0).all(0).sum())
+    assert n_zero == 3  # exactly the three gate blocks
+    assert torch.all(in_blocks[:, (r == 0).all(0)] != 0)  # and they do influence the gated outputs
