@@ -1,4 +1,4 @@
-"""HELM parity: tokenizer, index, per-part overlap, n-gram counts and the six metrics equal HELM's own outputs."""
+"""HELM parity: tokenizer, index, per-part overlap, n-gram counts and the metric scores equal HELM's own outputs."""
 
 import json
 import math
@@ -60,7 +60,7 @@ def test_ngram_counts_equal_helm_script_output(fixture_counts, helm_data):
 
 
 @pytest.mark.parametrize("n", [5, 9, 13])
-def test_six_metrics_with_and_without_filter_equal_helm(fixture_counts, helm_data, n):
+def test_all_metric_scores_with_and_without_filter_equal_helm(fixture_counts, helm_data, n):
     def canon(records):
         return {json.dumps(r["entry_data_overlap_key"], sort_keys=True)
                 + json.dumps(r["overlap_metric"]["metric_protocol_spec"], sort_keys=True): r["overlap_metric"]["metric_score"]

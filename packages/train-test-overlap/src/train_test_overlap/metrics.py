@@ -31,7 +31,7 @@ METRIC_PARTS = ("input", "references")
 
 @dataclass(frozen=True)
 class InstanceMetrics:
-    """HELM's six overlap metrics of one instance part.
+    """HELM's overlap scores of one instance part (binary, Jaccard and token; the last two also weighted).
 
     Attributes
     ----------
