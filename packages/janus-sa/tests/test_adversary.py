@@ -940,3 +940,90 @@ def test_shrink_by_s1_against_the_real_s0_coordinator():
             net.close()
         g0.stop(0)
         g1.stop(0)
+
+
+@pytest.mark.parametrize("role", [0, 1])
+def test_client_framed_as_inconsistent_learns_which_server_lied(role):
+    """A lying server sends a wrong consistency pair for an honest victim, so both servers sign
+    "inconsistent upload" against it. Both aggregates carry the two pairs the servers compared; the
+    victim recomputes both pairs from its own secrets and names the liar (``ExcludedError.blamed``).
+    The pairs reveal nothing to other clients: for the honest victim they are the points each server
+    computes itself (uniform, blinded by r_i and s_i). Aggregates that list different pairs are refused."""
+    from janus_sa.errors import ParticipantSetMismatchError
+    from janus_sa.protocol import check_exclusion
+
+    dep, ids, ups = _new(5)
+    victim = ids[0]
+    base = AggregationServer if role == 0 else MaskServer
+
+    class Liar(base):
+        def _check_value(self, cid):
+            real = super()._check_value(cid)
+            return crypto.point_add(real[:32], crypto.H) + real[32:] if cid == victim else real
+
+    _swap(dep, role, Liar)
+    report = dep.run_round(ups)
+    err = report.errors[victim]
+    assert isinstance(err, ExcludedError) and err.reason == "inconsistent upload"
+    assert err.blamed == (f"S{role}",)
+    a0, a1 = (decode(a, max_bytes=10**6) for a in (err.aggregate0, err.aggregate1))
+    assert a0.body["checks"] == a1.body["checks"] and len(a0.body["checks"]) == 128
+    honest = dep.s1 if role == 0 else dep.s0
+    pair0, pair1 = a0.body["checks"][:64], a0.body["checks"][64:]
+    assert (pair1 if role == 0 else pair0) == honest._check_value(victim)  # the honest server's own pair
+    # one server listing other pairs than the peer: the aggregates disagree and no client accepts them
+    forged = encode(MsgType.AGGREGATE0, dep.session, 1, {**a0.body, "checks": pair1 + pair1}, dep.keys0.sign)
+    with pytest.raises(ParticipantSetMismatchError, match="pairs"):
+        check_exclusion(forged, err.aggregate1, client=victim, s0=dep.keys0.public, s1=dep.keys1.public,
+                        session=dep.session)
+    with pytest.raises(ParticipantSetMismatchError):
+        dep.clients[ids[1]].finish_round(forged, err.aggregate1)
+
+
+def test_genuine_cheater_is_not_blamed_on_a_server_by_honest_clients_and_no_pairs_for_reason_2():
+    """A y_i + 1 client: both honest servers list the same pairs, which differ from each other (the
+    cheat); a client dropped because it reached S0 only has no pairs (nothing was compared)."""
+    dep, ids, ups = _new(5)
+    _cheating_client(dep.clients[ids[0]], CHEATS["y+1"][0])
+    report = dep.run_round(ups, drop_before_s1=[ids[1]])
+    a0 = decode(report.errors[ids[0]].aggregate0, max_bytes=10**6)
+    assert a0.body["reasons"] == (b"\x01\x02" if ids[0] < ids[1] else b"\x02\x01")
+    pairs = a0.body["checks"]
+    assert len(pairs) == 128 and pairs[:64] == dep.s0._check_value(ids[0]) and pairs[64:] == dep.s1._check_value(ids[0])
+    assert report.errors[ids[1]].blamed == ()
+
+
+def test_client_copying_anothers_masked_vector_and_commitments_is_excluded_not_the_victim():
+    """A malicious client uploads, under its own key, the victim's masked vector and commitments (the
+    victim's seed ciphertexts are bound to the victim's id: S1 cannot open them for another sender).
+    With its own pad the copy fails the check: the copier is excluded, the victim counted."""
+    from janus_sa.errors import DecryptionError
+    from janus_sa.protocol import Upload
+
+    dep, ids, ups = _new(5)
+    victim, copier = ids[0], ids[1]
+    a0, a1 = dep.s0.announce(1, bytes(32)), dep.s1.announce(1, bytes(32))
+    sent = {}
+    for cid in ids:
+        c = dep.clients[cid]
+        c.begin_round(a0, a1)
+        up = c.upload(ups[cid])
+        if cid == copier:
+            v0, v1 = (decode(m, max_bytes=10**6) for m in (sent[victim].to_s0, sent[victim].to_s1))
+            m0, m1 = (decode(m, max_bytes=10**6) for m in (up.to_s0, up.to_s1))
+            with pytest.raises(DecryptionError):
+                dep.s1.receive(encode(m1.type, dep.session, 1, {**m1.body, "seed_ct": v1.body["seed_ct"]}, c.key))
+            up = Upload(encode(m0.type, dep.session, 1, {**m0.body, "masked": v0.body["masked"],
+                                                         "commitment": v0.body["commitment"]}, c.key),
+                        encode(m1.type, dep.session, 1, {**m1.body, "commitment": v1.body["commitment"]}, c.key))
+        sent[cid] = up
+        dep.s0.receive(up.to_s0)
+        dep.s1.receive(up.to_s1)
+    dep.s0.agree(dep.s1.participants())
+    dep.s1.agree(dep.s0.participants())
+    assert dep.s0.inconsistent_ == dep.s1.inconsistent_ == (copier,)
+    agg0, agg1 = dep.s0.aggregate(), dep.s1.aggregate()
+    res = dep.clients[victim].finish_round(agg0, agg1)
+    q = dep.config.quantizer
+    assert res.included and res.n_participants == 4 and res.excluded == {copier: "inconsistent upload"}
+    np.testing.assert_array_equal(res.sum_codes, sum(q.quantize(ups[c]).astype(np.int64) for c in ids if c != copier))

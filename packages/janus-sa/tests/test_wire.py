@@ -106,7 +106,7 @@ def test_named_errors_for_each_defect():
 def test_scalar_above_group_order_is_rejected():
     agg = {"participants_digest": bytes(32), "n": 1, "model_digest": bytes(32), "value": np.zeros(8, np.uint32),
            "commitment": rbcl.crypto_core_ristretto255_random(), "randomness": bytes(32), "ids": [],
-           "excluded": [], "reasons": b""}
+           "excluded": [], "reasons": b"", "checks": b""}
     raw = encode(MsgType.AGGREGATE0, DEP.session, 1, agg, SigningKey())
     env = msgpack.unpackb(raw, raw=False)
     env[6][5] = GROUP_ORDER.to_bytes(32, "little")

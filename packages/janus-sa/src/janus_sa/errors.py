@@ -100,12 +100,17 @@ class ExcludedError(VerificationError):
     ``aggregate0`` and ``aggregate1`` are the two servers' signed aggregates, each naming the final
     list: evidence of the exclusion that anyone holding the servers' public keys can check. ``reason``
     is the reason both aggregates give (``"inconsistent upload"``: the upload failed the servers'
-    consistency check; ``"reached one server only"``).
+    consistency check; ``"reached one server only"``). ``blamed`` names the servers (``"S0"``, ``"S1"``)
+    whose consistency pair, as both aggregates list it, differs from the pair this client recomputes
+    from its own secrets: for an honest client excluded as inconsistent it names the server that lied
+    (empty for the other reason, or when both listed pairs are right).
     """
 
-    def __init__(self, message: str, *, aggregate0: bytes = b"", aggregate1: bytes = b"", reason: str = "") -> None:
+    def __init__(self, message: str, *, aggregate0: bytes = b"", aggregate1: bytes = b"", reason: str = "",
+                 blamed: tuple[str, ...] = ()) -> None:
         super().__init__(message)
         self.aggregate0, self.aggregate1, self.reason = aggregate0, aggregate1, reason
+        self.blamed = blamed
 
     def verify(self, *, client: bytes, s0: bytes, s1: bytes, session: bytes) -> tuple[int, tuple[bytes, ...]]:
         """Check the evidence as a third party: see :func:`janus_sa.protocol.check_exclusion`.

@@ -401,7 +401,26 @@ def _excluded(a0: Message, a1: Message) -> dict[bytes, str]:
         raise MalformedMessageError("the excluded list needs one known reason code per client")
     if set(ex) & set(a0.body["ids"]):
         raise ParticipantSetMismatchError("a client is named both as a participant and as excluded")
+    if a0.body["checks"] != a1.body["checks"]:
+        raise ParticipantSetMismatchError("S0 and S1 list different consistency pairs for the excluded clients")
+    if len(a0.body["checks"]) != CHECK_PAIRS_BYTES * why.count(1):
+        raise MalformedMessageError("the aggregates need both servers' consistency pairs (128 bytes) for each "
+                                    "client excluded as inconsistent")
     return {c: EXCLUSION_REASONS[b] for c, b in zip(ex, why, strict=True)}
+
+
+#: bytes of the two consistency pairs (S0's, then S1's) an aggregate lists per client excluded as inconsistent
+CHECK_PAIRS_BYTES = 4 * crypto.POINT_BYTES
+
+
+def _listed_pairs(a0: Message, client: bytes) -> tuple[bytes, bytes] | None:
+    """The (S0 pair, S1 pair) both aggregates list for ``client``, or None if it was not excluded as inconsistent."""
+    inconsistent = [c for c, b in zip(a0.body["excluded"], a0.body["reasons"], strict=True) if b == 1]
+    if client not in inconsistent:
+        return None
+    j = inconsistent.index(client)
+    blob = a0.body["checks"][CHECK_PAIRS_BYTES * j:CHECK_PAIRS_BYTES * (j + 1)]
+    return blob[:CHECK_PAIRS_BYTES // 2], blob[CHECK_PAIRS_BYTES // 2:]
 
 
 @dataclass(frozen=True)
@@ -479,8 +498,20 @@ class JanusClient:
             raise ReplayError(f"a different roster with the current version {checked.version}")
         self.roster_ = checked
 
+    def _blame(self, a0: Message) -> tuple[str, ...]:
+        """The servers whose listed consistency pair for this client differs from the one its secrets give."""
+        listed = _listed_pairs(a0, self.id)
+        sec = self._secrets
+        if listed is None or "y" not in sec:
+            return ()
+        y, k = crypto.msm(sec["y"]), crypto.msm(sec["pad"])
+        true0 = point_sub(sec["c0"], y) + point_add(y, point_mul(sec["s"], H))  # what an honest S0 computes
+        true1 = point_sub(point_mul(sec["r"], H), k) + point_add(sec["c1"], k)  # what an honest S1 computes
+        return tuple(name for name, got, want in (("S0", listed[0], true0), ("S1", listed[1], true1)) if got != want)
+
     def _decode(self, data: bytes, mtype: MsgType, server: bytes) -> Message:
-        extra = 35 * len(self.roster_.members) + 96 if self.roster_ is not None else 0
+        # participant and excluded ids (35 B each) and two consistency pairs per excluded id
+        extra = (35 + CHECK_PAIRS_BYTES) * len(self.roster_.members) + 96 if self.roster_ is not None else 0
         msg = decode(data, max_bytes=self.config.max_message_bytes + extra, max_dim=self.config.max_words,
                      session=self.session, expect=(mtype,))
         msg.verify(expected_sender=server)
@@ -538,14 +569,18 @@ class JanusClient:
         if cfg.mode == "exact":  # one-time pad on the packed scalars, in the commitment's own group
             packed = crypto.pack(codes, cfg.value_bits)
             pad = crypto.expand_scalars(seed1, b"mask-scalars", len(packed))
-            masked = crypto.scalars_to_words([(a + b) % crypto.GROUP_ORDER for a, b in zip(packed, pad, strict=True)])
+            ys = [(a + b) % crypto.GROUP_ORDER for a, b in zip(packed, pad, strict=True)]
+            masked = crypto.scalars_to_words(ys)
             m = crypto.msm(packed)
             c0, c1 = point_add(m, point_mul(r, H)), point_add(m, point_mul(s, H))
+            check_parts = {"y": ys, "pad": pad, "c0": c0, "c1": c1}
         else:
             modulus = cfg.quantizer.modulus_range
             mask = crypto.expand_mask(seed1, cfg.dim, modulus)
             masked = ((codes.astype(np.uint64) + mask) & np.uint64(modulus - 1)).astype(np.uint32)
         self._secrets = {"codes": codes, "r": r, "s": s}
+        if cfg.mode == "exact":
+            self._secrets.update(check_parts)
         rnd, sess = self.round_, self.session
         ct0 = crypto.seal_seed(self.s0.kem, seed0, _seed_context(sess, rnd, self.id, 0))
         ct1 = crypto.seal_seed(self.s1.kem, seed1, _seed_context(sess, rnd, self.id, 1))
@@ -623,9 +658,11 @@ class JanusClient:
         included = self.id in ids
         if self._secrets is not None and not included:
             why = excluded.get(self.id, "not named by the servers")
+            blamed = self._blame(a0)
+            liar = f"; the consistency pair of {' and '.join(blamed)} is false" if blamed else ""
             raise ExcludedError(f"this client uploaded but both servers' final participant list leaves it out "
-                                f"(reason both servers signed: {why})", aggregate0=bytes(aggregate0),
-                                aggregate1=bytes(aggregate1), reason=why)
+                                f"(reason both servers signed: {why}{liar})", aggregate0=bytes(aggregate0),
+                                aggregate1=bytes(aggregate1), reason=why, blamed=blamed)
         cfg.quantizer.check_capacity(n)
         y, k = a0.body["value"], a1.body["value"]
         challenge = None
@@ -751,6 +788,7 @@ class _Server(ABC):
         self.peer_seal_commit_msg_: bytes | None = None
         self._check_cache: dict[bytes, bytes] | None = None
         self.inconsistent_: tuple[bytes, ...] = ()
+        self._peer_checks: dict[bytes, bytes] = {}
         self.excluded_: tuple[tuple[bytes, int], ...] = ()
         self._value: np.ndarray | None = None
         self._randomness = 0
@@ -913,6 +951,7 @@ class _Server(ABC):
             own = self._checks()
             peer = {c: blob[width * j:width * (j + 1)] for j, c in enumerate(peer_ids)}
             self.inconsistent_ = tuple(sorted(c for c in both if own[c] != peer[c]))
+            self._peer_checks = {c: peer[c] for c in self.inconsistent_}
             if self.inconsistent_:
                 log.warning("round %d: %d uploads failed the consistency check (commitments disagree with each "
                             "other or with the masked vector); excluded", self.round_, len(self.inconsistent_))
@@ -985,11 +1024,16 @@ class _Server(ABC):
             if missing:
                 raise IncompleteRoundError(f"{len(missing)} participants have not sent their sketch commitment")
             commitment = crypto.point_sum(self.sketch_commits_[c] for c in agreed)
+        # the two pairs compared for each client excluded as inconsistent (S0's, then S1's): the client
+        # recomputes both from its secrets and sees which server's pair is false
+        pairs = [(self._checks()[c], self._peer_checks[c]) for c, b in self.excluded_ if b == 1]
+        checks = b"".join(own + peer if self.role == 0 else peer + own for own, peer in pairs)
         return encode(self.aggregate_type, self.session, self.round_,
                       {"participants_digest": participants_digest(agreed), "n": len(agreed),
                        "model_digest": self.model_digest_, "value": self._value, "commitment": commitment,
                        "randomness": crypto.scalar_bytes(self._randomness), "ids": agreed,
-                       "excluded": [c for c, _ in self.excluded_], "reasons": bytes(b for _, b in self.excluded_)},
+                       "excluded": [c for c, _ in self.excluded_], "reasons": bytes(b for _, b in self.excluded_),
+                       "checks": checks},
                       self.keys.sign)
 
     def _open_seed(self, msg: Message) -> bytes:

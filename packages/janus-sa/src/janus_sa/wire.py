@@ -63,7 +63,7 @@ class MsgType(IntEnum):
 # "blob" bytes of any length (bounded by the message limit)
 _AGG = [("participants_digest", ("b", 32)), ("n", ("int", 0, 2**32)), ("model_digest", ("b", 32)),
         ("value", "u32vec"), ("commitment", "point"), ("randomness", "scalar"), ("ids", "ids"),
-        ("excluded", "ids"), ("reasons", "blob")]
+        ("excluded", "ids"), ("reasons", "blob"), ("checks", "blob")]
 SCHEMAS: dict[MsgType, list[tuple[str, Any]]] = {
     MsgType.ANNOUNCE: [("model_digest", ("b", 32)), ("config_digest", ("b", 32)), ("roster_digest", ("b", 32))],
     MsgType.UPLOAD0: [("model_digest", ("b", 32)), ("masked", "u32vec"),
