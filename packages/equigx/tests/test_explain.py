@@ -179,3 +179,22 @@ def test_clear_errors(tfn64, shapes64, change, error, match):
         kwargs = {"variant": "edges"}
     with pytest.raises(error, match=match):
         EquiGX(tfn64, **kwargs).explain(graphs, target=target)
+
+
+def test_integrated_gradients_equals_a_midpoint_sum_and_gnnexplainer_runs(tfn64, shapes64):
+    pytest.importorskip("captum.attr")
+    pytest.importorskip("torch_geometric.explain")
+    from equigx.baselines import GNNExplainer, IntegratedGradients
+
+    graphs = shapes64.select([0, 1])
+    ig = IntegratedGradients(tfn64, n_steps=16, method="riemann_middle").explain(graphs, target=1)
+    # brute force: x times the mean gradient at the midpoints alpha_k = (k + 1/2) / 16 of the straight path
+    total = torch.zeros_like(graphs.node_attr)
+    for k in range(16):
+        x = ((k + 0.5) / 16 * graphs.node_attr).requires_grad_(True)
+        out = tfn64(Graphs(graphs.pos, x, graphs.batch, graphs.n_graphs))[:, 1].sum()
+        total += torch.autograd.grad(out, x)[0] / 16
+    np.testing.assert_allclose(ig.node_relevance, (graphs.node_attr * total).sum(1).numpy(), rtol=1e-8, atol=1e-12)
+    gx = GNNExplainer(tfn64, epochs=5).explain(graphs)
+    assert gx.node_relevance.shape == (graphs.n_nodes,)
+    assert ((gx.node_relevance >= 0) & (gx.node_relevance <= 1)).all() and gx.method == "gnnexplainer"

@@ -254,14 +254,17 @@ class IntegratedGradients(_Base):
     model : torch.nn.Module
         The network.
     n_steps : int, default 32
-        Riemann steps (Gauss-Legendre, Captum's default method).
+        Integration steps.
+    method : str, default "gausslegendre"
+        Captum's integration rule (``"riemann_middle"``, ``"riemann_trapezoid"``, ...).
     """
 
     name = "integrated_gradients"
 
-    def __init__(self, model: nn.Module, *, n_steps: int = 32) -> None:
+    def __init__(self, model: nn.Module, *, n_steps: int = 32, method: str = "gausslegendre") -> None:
         super().__init__(model)
         self.n_steps = n_steps
+        self.method = method
 
     def explain(self, graphs: Graphs, target: Any = None) -> Attribution:
         """Scores of each node.
@@ -282,7 +285,7 @@ class IntegratedGradients(_Base):
         geo, t, pred = self._setup(graphs, target)
         ig = attr.IntegratedGradients(graph_forward(self.model, graphs, t, geo))
         with torch.enable_grad():
-            a = ig.attribute(graphs.node_attr[None].detach(), n_steps=self.n_steps)
+            a = ig.attribute(graphs.node_attr[None].detach(), n_steps=self.n_steps, method=self.method)
         return self._result(a[0].sum(dim=1), graphs, t, pred)
 
 

@@ -249,7 +249,7 @@ def demo(ctx: RunContext) -> None:
     """
     rng = np.random.default_rng(ctx.seed)
     data_rng, test_rng, init_rng, shuffle_rng = spawn(rng, 4)
-    n_train, epochs = (120, 6) if ctx.quick else (300, 12)
+    n_train, epochs = (60, 4) if ctx.quick else (300, 12)
     train_graphs = make_shapes(n_train, random_state=data_rng)
     test = make_shapes(30, random_state=test_rng)
     torch.manual_seed(int(init_rng.integers(2**31 - 1)))
