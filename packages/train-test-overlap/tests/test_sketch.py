@@ -69,3 +69,20 @@ def test_queries_under_another_n_or_tokenizer_are_refused():
 def test_fp_rate_outside_the_unit_interval_is_refused(fp):
     with pytest.raises(ValueError, match=r"fp_rate must lie in \(0, 1\)"):
         CorpusSketch(fp_rate=fp)
+
+
+def test_localise_gives_the_exact_counts_of_flagged_instances(helm_data):
+    sets = load_helm_scenarios(helm_data / "scenarios.jsonl")
+    exact = OverlapIndex(sets, n=13, parts=("input",)).scan(helm_data / "corpus.txt")
+    # a tiny, overfull filter: many false positives, which localisation must remove
+    sketch = CorpusSketch(n=13, capacity=20, fp_rate=0.3).add_corpus(helm_data / "corpus.txt")
+    local = sketch.localise(sets, helm_data / "corpus.txt")
+    for ts in sets:
+        ids = [i.id for i in ts.instances]
+        kept = {ts2.key: [i.id for i in ts2.instances] for ts2 in local.index.test_sets}.get(ts.key, [])
+        assert set(exact.overlapping_ids(ts.key, "input", 13)) <= set(kept) <= set(ids)
+        assert local.overlapping_ids(ts.key, "input", 13) == exact.overlapping_ids(ts.key, "input", 13)
+        for i in kept:
+            assert local.ngram_counts(ts.key, i, "input", 13) == exact.ngram_counts(ts.key, i, "input", 13)
+    assert sum(len(t.instances) for t in local.index.test_sets) == 9 > 4  # 5 false positives removed
+    assert CorpusSketch(n=13, capacity=100).localise(sets, helm_data / "corpus.txt") is None

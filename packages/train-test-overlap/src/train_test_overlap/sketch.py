@@ -214,6 +214,39 @@ class CorpusSketch:
             out[ts.key] = res
         return out
 
+    def localise(self, test_sets: TestSet | Sequence[TestSet], corpus: Any, *, part: str = "input", **read: Any) -> Any:
+        """Exact counts for the instances the sketch flags: one exact scan restricted to them.
+
+        Whoever holds the corpus runs this after a sketch query: only instances with a reported n-gram
+        are indexed, so false positives are removed and the overlapping n-grams get their exact counts.
+
+        Parameters
+        ----------
+        test_sets : TestSet or sequence of TestSet
+        corpus : path-like, list of Path, or iterable of str
+            The corpus the sketch was built from (``read`` is passed to the reader).
+        part : {"input", "references"}, default "input"
+
+        Returns
+        -------
+        OverlapCounts
+            Of an index over the flagged instances only (test sets keep their names; a test set with no
+            flagged instance is left out). None when nothing is flagged.
+        """
+        from train_test_overlap.data import Instance
+        from train_test_overlap.index import OverlapIndex
+
+        sets = (test_sets,) if isinstance(test_sets, TestSet) else tuple(test_sets)
+        flags = self.overlap(sets, part=part)
+        kept = []
+        for ts in sets:
+            chosen = [inst for inst in ts.instances if flags[ts.key][inst.id] > 0]
+            if chosen:
+                kept.append(TestSet(ts.name, ts.split, [Instance(i.id, i.input, i.references) for i in chosen], spec=ts.spec))
+        if not kept:
+            return None
+        return OverlapIndex(kept, n=self.n, tokenizer=self.tokenizer, parts=(part,)).scan(corpus, **read)
+
     def fill_ratio(self) -> float:
         """Fraction of bits set (the expected false-positive rate is about ``fill_ratio ** k``)."""
         return float(np.unpackbits(self.bits)[: self.m].mean())
