@@ -112,3 +112,16 @@ def test_scores_must_cover_every_instance():
     ts = TestSet("t", "test", [Instance("a", "x y"), Instance("b", "y z")])
     with pytest.raises(ValueError, match="lack 1 instance ids"):
         evaluate_presets(ts, ["x y"], presets=["helm"], scores={("t", "test"): {"a": 1.0}})
+
+
+def test_two_substring_rules_with_different_lengths_keep_their_own_length():
+    import dataclasses
+
+    pytest.importorskip("ahocorasick")
+    ts = TestSet("t", "test", [Instance("q", "abcdefghij" * 10)])
+    corpus = ["abcdefghij" * 3]  # 30 normalised characters: a 20-character substring fits, a 50-character one cannot
+    short = dataclasses.replace(get_preset("gpt4"), name="gpt4-20", substring_length=20)
+    alone, _ = evaluate_presets(ts, corpus, presets=[short])
+    both, _ = evaluate_presets(ts, corpus, presets=["gpt4", short])
+    assert alone[0].labels["q"] == "dirty"
+    assert {r.preset.name: r.labels["q"] for r in both} == {"gpt4": "clean", "gpt4-20": "dirty"}

@@ -319,7 +319,7 @@ def evaluate_presets(test_sets: TestSet | Sequence[TestSet], corpus: Any, preset
     """Label every instance under every preset, reading the corpus once.
 
     One :class:`~train_test_overlap.OverlapIndex` is built per distinct tokenizer (with every n its
-    presets need) and one :class:`SubstringIndex` when a substring rule is asked for; each document is
+    presets need) and one :class:`SubstringIndex` per substring length and count asked for; each document is
     read once and given to all of them.
 
     Parameters
@@ -350,10 +350,12 @@ def evaluate_presets(test_sets: TestSet | Sequence[TestSet], corpus: Any, preset
             by_tok.setdefault(p.tokenizer, set()).add(p.n)  # type: ignore[arg-type]
     indexes = {tok: OverlapIndex(sets, n=sorted(ns), tokenizer=tok, parts=("input",)) for tok, ns in by_tok.items()}
     scanners = {tok: idx.scanner() for tok, idx in indexes.items()}
-    sub = None
-    if any(p.measure == "substring" for p in chosen):
-        sp = next(p for p in chosen if p.measure == "substring")
-        sub = SubstringIndex(sets, length=sp.substring_length, samples=sp.substrings, random_state=random_state)
+    # one substring index per (length, samples): two substring rules never share another's sampling
+    subs: dict[tuple[int, int], SubstringIndex] = {}
+    for p in chosen:
+        shape = (p.substring_length, p.substrings)
+        if p.measure == "substring" and shape not in subs:
+            subs[shape] = SubstringIndex(sets, length=shape[0], samples=shape[1], random_state=random_state)
     docs = iter_documents(corpus, text_field=text_field, errors=errors, lines=lines)
     if progress:
         from tqdm.auto import tqdm
@@ -362,7 +364,7 @@ def evaluate_presets(test_sets: TestSet | Sequence[TestSet], corpus: Any, preset
     for doc in docs:
         for sc in scanners.values():
             sc.add(doc)
-        if sub is not None:
+        for sub in subs.values():
             sub.add(doc)
     counts = {tok: indexes[tok].finish(sc.result()) for tok, sc in scanners.items()}
     results = []
@@ -371,7 +373,7 @@ def evaluate_presets(test_sets: TestSet | Sequence[TestSet], corpus: Any, preset
             labels, values = {}, {}
             for i, inst in enumerate(ts.instances):
                 if p.measure == "substring":
-                    assert sub is not None
+                    sub = subs[(p.substring_length, p.substrings)]
                     has = bool(sub.substrings[(s, i)])
                     hits, total = (int((s, i) in sub.hits), 1) if has else (0, 0)
                 else:
