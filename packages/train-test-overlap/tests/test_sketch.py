@@ -86,3 +86,18 @@ def test_localise_gives_the_exact_counts_of_flagged_instances(helm_data):
             assert local.ngram_counts(ts.key, i, "input", 13) == exact.ngram_counts(ts.key, i, "input", 13)
     assert sum(len(t.instances) for t in local.index.test_sets) == 9 > 4  # 5 false positives removed
     assert CorpusSketch(n=13, capacity=100).localise(sets, helm_data / "corpus.txt") is None
+
+
+def test_a_sketch_with_a_custom_tokenizer_loads_back_with_that_tokenizer(tmp_path):
+    def chars3(text):
+        return [text[j:j + 3] for j in range(0, len(text), 3)]
+
+    sketch = CorpusSketch(n=2, tokenizer=chars3, capacity=1000).add_documents(["abcdefghi"])
+    path = sketch.save(tmp_path / "s.npz")
+    with pytest.raises(ValueError, match="pass tokenizer="):
+        CorpusSketch.load(path)
+    with pytest.raises(ValueError, match=r"was saved with tokenizer '.*chars3'; the tokenizer passed is 'whitespace'"):
+        CorpusSketch.load(path, tokenizer="whitespace")
+    back = CorpusSketch.load(path, tokenizer=chars3)
+    assert np.array_equal(back.bits, sketch.bits) and back.documents == 1
+    assert back.contains([("abc", "def"), ("def", "abc")]).tolist() == [True, False]

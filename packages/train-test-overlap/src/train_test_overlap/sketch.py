@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from train_test_overlap.data import TestSet, iter_documents
-from train_test_overlap.tokenizers import Tokenizer, get_tokenizer
+from train_test_overlap.tokenizers import _NAMED, Tokenizer, get_tokenizer
 
 __all__ = ["CorpusSketch"]
 
@@ -45,7 +45,8 @@ class CorpusSketch:
     n : int, default 13
         n-gram length.
     tokenizer : str or Tokenizer, default "helm-default"
-        Must be a named tokenizer to be saved and queried later (its name is stored).
+        Its name is stored with a saved sketch; a sketch built with a function or a transformers
+        tokenizer is loaded back with ``load(path, tokenizer=...)``.
     capacity : int, default 10_000_000
         Distinct n-grams the filter is sized for; beyond it the false-positive rate grows.
     fp_rate : float, default 1e-3
@@ -262,14 +263,36 @@ class CorpusSketch:
         return path
 
     @classmethod
-    def load(cls, path: str | Path) -> CorpusSketch:
-        """Read a sketch written by :meth:`save`."""
+    def load(cls, path: str | Path, *, tokenizer: str | Tokenizer | Any = None) -> CorpusSketch:
+        """Read a sketch written by :meth:`save`.
+
+        Parameters
+        ----------
+        path : path-like
+            The ``.npz`` file.
+        tokenizer : str, Tokenizer or callable, optional
+            Needed when the sketch was built with a tokenizer that is not a named one (a function, a
+            transformers tokenizer): only its name is stored. Its name must equal the stored name.
+
+        Returns
+        -------
+        CorpusSketch
+        """
         with np.load(path) as z:
             meta = json.loads(bytes(z["meta"]).decode())
             bits = z["bits"]
         if meta.get("format") != 1:
             raise ValueError(f"{path}: not a CorpusSketch file of format 1")
-        sketch = cls(n=meta["n"], tokenizer=meta["tokenizer"], capacity=meta["capacity"], fp_rate=meta["fp_rate"],
+        stored = meta["tokenizer"]
+        if tokenizer is None:
+            if stored not in _NAMED:
+                raise ValueError(f"{path} was built with tokenizer {stored!r}, which is not a named one "
+                                 f"({sorted(_NAMED)}); pass tokenizer= with the same tokenizer")
+            tokenizer = stored
+        elif get_tokenizer(tokenizer).name != stored:
+            raise ValueError(f"{path} was saved with tokenizer {stored!r}; the tokenizer passed is "
+                             f"{get_tokenizer(tokenizer).name!r}")
+        sketch = cls(n=meta["n"], tokenizer=tokenizer, capacity=meta["capacity"], fp_rate=meta["fp_rate"],
                      seed=meta["seed"])
         if (sketch.m, sketch.k) != (meta["m"], meta["k"]) or bits.shape != sketch.bits.shape:
             raise ValueError(f"{path}: stored m, k or bit count disagree with its parameters")
