@@ -20,13 +20,19 @@ def profile(smiles):
                                                                   and m.GetNumHeavyAtoms() <= 6 for m in mols]))}
 
 
-train = load_dataset("chain_extenders")
-model = FMG(HeuristicChemJudge()).fit(train)
-out = {"train": {"div": diversity(train), **profile(train)}, "fresh seeds": {}}
-for seed in (5000, 6000, 7000):
-    samples = model.sample(500, random_state=seed, unique=True).smiles
-    m = evaluate(samples, train, "chain_extenders")
-    out["fresh seeds"][seed] = {"div": m.diversity, "membership": m.membership, **profile(samples)}
-path = Path(__file__).resolve().parents[1] / "results" / "chain_extenders_diversity.json"
-path.write_text(json.dumps(out, indent=2))
-print(json.dumps(out, indent=2))
+
+def main():
+    train = load_dataset("chain_extenders")
+    model = FMG(HeuristicChemJudge()).fit(train)
+    out = {"train": {"div": diversity(train), **profile(train)}, "fresh seeds": {}}
+    for seed in (5000, 6000, 7000):
+        samples = model.sample(500, random_state=seed, unique=True).smiles
+        m = evaluate(samples, train, "chain_extenders")
+        out["fresh seeds"][seed] = {"div": m.diversity, "membership": m.membership, **profile(samples)}
+    path = Path(__file__).resolve().parents[1] / "results" / "chain_extenders_diversity.json"
+    path.write_text(json.dumps(out, indent=2))
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()
