@@ -45,8 +45,11 @@ def check_unit_range(x: torch.Tensor, name: str = "x") -> None:
     Raises
     ------
     ValueError
-        When a value is below 0 or above 1 (normalised inputs must go through :class:`Normalized`).
+        When a value is NaN, below 0 or above 1 (normalised inputs must go through :class:`Normalized`).
     """
+    x = x.detach()
+    if x.numel() and bool(torch.isnan(x).any()):
+        raise ValueError(f"{name} contains NaN; attacks need inputs in [0, 1]")
     if x.numel() and (float(x.min()) < 0.0 or float(x.max()) > 1.0):
         raise ValueError(f"{name} must lie in [0, 1] (pixel scale), got values in [{float(x.min()):.4g}, "
                          f"{float(x.max()):.4g}]; for a model trained on normalised inputs wrap it as "
@@ -101,7 +104,11 @@ def _check_common(attack: PGD | FGSM | TradesKL) -> None:
         raise ValueError(f"bn_mode must be one of {BN_MODES}, got {attack.bn_mode!r}")
 
 
-def _check_batch(model: nn.Module, x: torch.Tensor, y: torch.Tensor | None) -> None:
+def _check_batch(model: nn.Module, x: torch.Tensor, y: torch.Tensor | None) -> torch.Tensor | None:
+    """Validate an attack's arguments; return ``y`` as int64 (None stays None)."""
+    if torch.is_inference_mode_enabled():
+        raise RuntimeError("attacks need gradients with respect to the input and cannot run under "
+                           "torch.inference_mode(); call them outside it (torch.no_grad() is fine)")
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if not torch.is_tensor(x) or not x.is_floating_point():
@@ -110,6 +117,18 @@ def _check_batch(model: nn.Module, x: torch.Tensor, y: torch.Tensor | None) -> N
     if y is not None and (not torch.is_tensor(y) or y.shape != x.shape[:1]):
         raise ValueError(f"y must be a tensor of shape ({x.shape[0]},), got "
                          f"{tuple(y.shape) if torch.is_tensor(y) else type(y).__name__}")
+    if y is None:
+        return None
+    if y.is_floating_point() or y.is_complex() or y.dtype == torch.bool:
+        raise TypeError(f"y must hold integer class labels (int64), got dtype {str(y.dtype).removeprefix('torch.')}; "
+                        f"convert integer-valued labels with y.long()")
+    return y.long()
+
+
+def _check_batch_size(batch_size: int) -> int:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
+        raise ValueError(f"batch_size must be an int >= 1, got {batch_size!r}")
+    return int(batch_size)
 
 
 def _per_sample(v: torch.Tensor, like: torch.Tensor) -> torch.Tensor:
@@ -191,8 +210,8 @@ class PGD:
         Tensor
             ``x_adv`` with the shape of ``x``.
         """
-        _check_batch(model, x, y)
-        with bn_mode(model, self.bn_mode):
+        y = _check_batch(model, x, y)
+        with bn_mode(model, self.bn_mode), torch.enable_grad():
             if self.norm == "linf":
                 return self._linf(model, x, y, generator)
             return self._l2(model, x, y, generator)
@@ -276,8 +295,8 @@ class FGSM:
         Tensor
             ``x_adv``.
         """
-        _check_batch(model, x, y)
-        with bn_mode(model, self.bn_mode):
+        y = _check_batch(model, x, y)
+        with bn_mode(model, self.bn_mode), torch.enable_grad():
             x = x.clone().detach()
             x.requires_grad = True
             cost = F.cross_entropy(model(x), y)
@@ -341,7 +360,7 @@ class TradesKL:
             ``x_adv``.
         """
         _check_batch(model, x, y)
-        with bn_mode(model, self.bn_mode):
+        with bn_mode(model, self.bn_mode), torch.enable_grad():
             x = x.clone().detach()
             with torch.no_grad():
                 p_clean = F.softmax(model(x), dim=1)
@@ -418,7 +437,8 @@ def robust_accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor, attack: 
     float
         Accuracy in ``[0, 1]``.
     """
-    _check_batch(model, x, y)
+    y = _check_batch(model, x, y)
+    batch_size = _check_batch_size(batch_size)
     if len(x) == 0:
         raise ValueError("x is empty")
     device = next((p.device for p in model.parameters()), x.device)
@@ -470,7 +490,8 @@ def autoattack_accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, e
     except ImportError as err:  # pragma: no cover - exercised in a venv without the extra
         raise ImportError("autoattack_accuracy needs torchattacks: pip install 'crossclass-at[peers]' "
                           "(or pip install --no-deps 'torchattacks>=3.5')") from err
-    _check_batch(model, x, y)
+    y = _check_batch(model, x, y)
+    batch_size = _check_batch_size(batch_size)
     _check_eps(eps)
     if norm not in NORMS:
         raise ValueError(f"norm must be one of {NORMS}, got {norm!r}")

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from crossclass_at.attacks import FGSM, PGD, TradesKL, _check_batch, bn_mode
+from crossclass_at.attacks import FGSM, PGD, TradesKL, _check_batch, _check_batch_size, bn_mode
 
 __all__ = ["CASMonitor", "cas", "class_attribution", "correlation_matrix", "find_head"]
 
@@ -127,7 +127,8 @@ def _attribution_pass(model: nn.Module, x: torch.Tensor, y: torch.Tensor, *, hea
     """``A`` and the accuracy on the attributed inputs (one attack per sample)."""
     if on not in ("adv", "clean"):
         raise ValueError(f"on must be 'adv' or 'clean', got {on!r}")
-    _check_batch(model, x, y)
+    y = _check_batch(model, x, y)
+    batch_size = _check_batch_size(batch_size)
     fc = find_head(model, head)
     k = fc.out_features
     y_cpu = y.detach().cpu().long()
