@@ -142,7 +142,11 @@ def model_target(logits: torch.Tensor, target: int | np.ndarray | torch.Tensor |
     pred = (logits[:, 0] > 0).long() if n_out == 1 else logits.argmax(dim=1)
     if target is None:
         return pred, pred
-    t = torch.as_tensor(np.asarray(target), dtype=torch.long).reshape(-1)
+    raw = target.detach().cpu().numpy() if isinstance(target, torch.Tensor) else np.asarray(target)
+    if raw.dtype == bool or not np.issubdtype(raw.dtype, np.integer):
+        raise ValueError(f"target must be an integer class or one integer per graph, got {target!r} "
+                         f"(dtype {raw.dtype})")
+    t = torch.as_tensor(raw, dtype=torch.long).reshape(-1)
     if t.numel() == 1:
         t = t.expand(n_graphs)
     if t.numel() != n_graphs:
@@ -224,7 +228,7 @@ class EquiGX:
             raise ValueError(f"root must be 'input' or 'zero', got {self.root!r}")
         if self.norm_rule not in ("rescale", "identity"):
             raise ValueError(f"norm_rule must be 'rescale' or 'identity', got {self.norm_rule!r}")
-        if not (isinstance(self.eps, float | int) and self.eps >= 0):
+        if isinstance(self.eps, bool) or not (isinstance(self.eps, float | int) and self.eps >= 0):
             raise ValueError(f"eps must be a non-negative float, got {self.eps!r}")
         for name in ("layers", "geometry", "run", "check_graphs"):
             if not hasattr(self.model, name):
@@ -253,12 +257,32 @@ class EquiGX:
         TypeError
             When a part of the model has no rule (the message names it).
         ValueError
-            On NaN or infinite coordinates, node features that do not match the model's irreps, a graph with
-            no edge within the cutoff, or a target out of range.
+            On NaN or infinite coordinates, node features that do not match the model's irreps or dtype, a
+            ``batch`` that does not match ``n_graphs``, a graph with no edge within the cutoff, or a target
+            out of range or not an integer.
+        RuntimeError
+            Under ``torch.inference_mode()``.
+
+        Notes
+        -----
+        The model is explained in eval mode (dropout off) and its train/eval mode is restored afterwards.
         """
         self._validate()
+        if torch.is_inference_mode_enabled():
+            raise RuntimeError("EquiGX.explain differentiates the tensor products and cannot run under "
+                               "torch.inference_mode(); call it outside (torch.no_grad() is fine)")
         model = self.model
         model.check_graphs(graphs)
+        modes = {m: m.training for m in model.modules()}
+        model.eval()  # dropout and other train-time randomness off: the explained logits are reproducible
+        try:
+            return self._explain(graphs, target)
+        finally:
+            for m, mode in modes.items():
+                m.training = mode
+
+    def _explain(self, graphs: Graphs, target: int | np.ndarray | torch.Tensor | None) -> Explanation:
+        model = self.model
         geo = model.geometry(graphs.pos, graphs.batch, graphs.n_graphs)
         record: list[torch.Tensor] = []
         with torch.no_grad():

@@ -294,13 +294,27 @@ class TFN(nn.Module):
         Raises
         ------
         ValueError
-            When ``node_attr`` has the wrong width or rows.
+            When ``node_attr`` has the wrong width or rows, ``batch`` does not match the nodes or ``n_graphs``,
+            or the coordinates' dtype is not the parameters' dtype.
         """
         if graphs.node_attr.ndim != 2 or graphs.node_attr.shape[1] != self.irreps_in.dim:
             raise ValueError(f"node_attr has shape {tuple(graphs.node_attr.shape)} but the model reads irreps "
                              f"{self.irreps_in} (width {self.irreps_in.dim})")
         if graphs.pos.ndim != 2 or graphs.pos.shape != (graphs.node_attr.shape[0], 3):
             raise ValueError(f"pos must have shape ({graphs.node_attr.shape[0]}, 3), got {tuple(graphs.pos.shape)}")
+        n_nodes = graphs.pos.shape[0]
+        if graphs.batch.ndim != 1 or graphs.batch.shape[0] != n_nodes:
+            raise ValueError(f"batch must have one graph index per node, shape ({n_nodes},), got "
+                             f"{tuple(graphs.batch.shape)}")
+        if n_nodes and (int(graphs.batch.min()) < 0 or int(graphs.batch.max()) >= graphs.n_graphs):
+            raise ValueError(f"batch holds graph indices {int(graphs.batch.min())}..{int(graphs.batch.max())} "
+                             f"but n_graphs={graphs.n_graphs} (indices must lie in 0..n_graphs - 1)")
+        dtype = next((p.dtype for p in self.parameters() if p.is_floating_point()), None)
+        for name in ("pos", "node_attr"):
+            got = getattr(graphs, name).dtype
+            if dtype is not None and got != dtype:
+                raise ValueError(f"graphs.{name} is {got} but the model's parameters are {dtype}; cast one of "
+                                 f"them (graphs.to({dtype}) or model.to({got}))")
 
     def run(self, node_attr: torch.Tensor, geometry: Geometry,
             record: list[torch.Tensor] | None = None) -> torch.Tensor:

@@ -79,10 +79,15 @@ def find_rule(module: nn.Module) -> Rule:
     Raises
     ------
     TypeError
-        When no rule is registered for the module's type or its bases; names the type.
+        When no rule is registered for the module's type or its bases, or when the module inherits a rule
+        from a base class but overrides its ``forward``; names the type.
     """
     for cls in type(module).__mro__:
         if cls in RULES:
+            if getattr(type(module), "forward", None) is not getattr(cls, "forward", None):
+                raise TypeError(f"module {type(module).__module__}.{type(module).__name__} subclasses "
+                                f"{cls.__name__} but overrides forward, so {cls.__name__}'s relevance rule may "
+                                "not describe it; register a rule for it with equigx.rules.register_rule")
             return RULES[cls]
     known = sorted(t.__name__ for t in RULES)
     raise TypeError(f"no relevance rule for module {type(module).__module__}.{type(module).__name__}; rules exist "
