@@ -1027,3 +1027,35 @@ def test_client_copying_anothers_masked_vector_and_commitments_is_excluded_not_t
     q = dep.config.quantizer
     assert res.included and res.n_participants == 4 and res.excluded == {copier: "inconsistent upload"}
     np.testing.assert_array_equal(res.sum_codes, sum(q.quantize(ups[c]).astype(np.int64) for c in ids if c != copier))
+
+
+@pytest.mark.parametrize("role", [0, 1])
+def test_keys_outside_the_roster_are_never_signed_as_excluded(role):
+    """A malicious server lists keys nobody enrolled in its PARTICIPANTS. Before, the honest server put
+    them in its signed excluded list ("reached one server only") and clients accepted the round with
+    them in ``RoundResult.excluded``, so one server could make the other sign claims about arbitrary keys
+    (and grow every aggregate past the clients' size limit). The honest server now names only roster
+    members, and a client refuses aggregates that name an excluded key outside the roster."""
+    from janus_sa.errors import ParticipantSetMismatchError
+
+    dep, ids, ups = _new(4)
+    _upload_all(dep, ups)
+    outsiders = sorted(crypto.SigningKey().public for _ in range(3))
+    liar, honest = (dep.s0, dep.s1) if role == 0 else (dep.s1, dep.s0)
+    ids_ = sorted(set(ids) | set(outsiders))
+    own = liar._checks()
+    fake = encode(MsgType.PARTICIPANTS, dep.session, 1,
+                  {"ids": ids_, "checks": b"".join(own.get(c, bytes(64)) for c in ids_)}, liar.keys.sign)
+    honest.agree(fake)
+    liar.agree(honest.participants())
+    assert honest.excluded_ == ()
+    res = dep.clients[ids[0]].finish_round(dep.s0.aggregate(), dep.s1.aggregate())
+    assert res.n_participants == 4 and res.excluded == {}
+    # both servers signing an outsider as excluded: the client refuses the aggregates
+    b0, b1 = (decode(a, max_bytes=10**6).body for a in (dep.s0.aggregate(), dep.s1.aggregate()))
+    g0 = encode(MsgType.AGGREGATE0, dep.session, 1, {**b0, "excluded": outsiders[:1], "reasons": b"\x02"},
+                dep.keys0.sign)
+    g1 = encode(MsgType.AGGREGATE1, dep.session, 1, {**b1, "excluded": outsiders[:1], "reasons": b"\x02"},
+                dep.keys1.sign)
+    with pytest.raises(ParticipantSetMismatchError, match="roster"):
+        dep.clients[ids[1]].finish_round(g0, g1)

@@ -652,6 +652,8 @@ class JanusClient:
         if not self._round_roster.member_set.issuperset(ids):
             raise ParticipantSetMismatchError("the participant list names a key outside the roster")
         excluded = _excluded(a0, a1)
+        if not self._round_roster.member_set.issuperset(excluded):
+            raise ParticipantSetMismatchError("the excluded list names a key outside the roster")
         if n < cfg.threshold:
             raise TooFewParticipantsError(f"the servers aggregated {n} clients; this deployment accepts no fewer "
                                           f"than min_participants={cfg.threshold}")
@@ -957,7 +959,8 @@ class _Server(ABC):
                             "other or with the masked vector); excluded", self.round_, len(self.inconsistent_))
             both -= set(self.inconsistent_)
         agreed = tuple(sorted(both))
-        one_side = (set(self.uploads_) | set(peer_ids)) - set(agreed) - set(self.inconsistent_)
+        # only roster members are named: a peer listing keys nobody enrolled gets no signed claim about them
+        one_side = ((set(self.uploads_) | set(peer_ids)) & self.members_) - set(agreed) - set(self.inconsistent_)
         self.excluded_ = tuple(sorted([(c, 1) for c in self.inconsistent_] + [(c, 2) for c in one_side]))
         if len(agreed) < self.config.threshold:
             raise TooFewParticipantsError(
