@@ -56,3 +56,33 @@ def test_local_smiles_file_and_duplicates(tmp_path):
     smiles = load_smiles(path)
     assert smiles == ["OCCO", "OCCCO", "C(O)CO"]
     assert FMG(HeuristicChemJudge()).fit(smiles).train_smiles_ == ["OCCO", "OCCCO"]
+
+
+def test_explicit_hydrogen_atoms_are_the_same_molecule(tmp_path):
+    # "[H]OCC" is ethanol: one training molecule, derivable under either spelling
+    model = FMG(HeuristicChemJudge()).fit(["CCO", "[H]OCC", "[H]C([H])([H])CO"])
+    assert model.train_smiles_ == ["CCO"]
+    assert model.replay(model.derive("[H]OCC")) == "CCO"
+    assert all("[H]" not in s for s in model.sample(20, random_state=0).smiles)
+    # hydrogen isotopes are atoms of their own and stay
+    assert FMG(HeuristicChemJudge()).fit(["[2H]OCC"]).train_smiles_ == ["[2H]OCC"]
+
+
+@pytest.mark.parametrize("smiles", ["C/C=C/C(=O)O", "C[C@H](N)C(=O)O"])
+def test_removed_stereochemistry_is_announced(smiles):
+    with pytest.warns(UserWarning, match=r"molecule 0 '.*': stereochemistry removed"):
+        model = FMG(HeuristicChemJudge()).fit([smiles])
+    assert "/" not in model.train_smiles_[0] and "@" not in model.train_smiles_[0]
+
+
+def test_charges_and_isotopes_round_trip_exactly():
+    train = ["C[N+](C)(C)CC(=O)[O-]", "O=[N+]([O-])c1ccccc1", "[13CH3]CO", "[O-]C1=CC=CC=[N+]1"]
+    import warnings
+
+    from rdkit import Chem
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no stereo here, so no warning
+        model = FMG(HeuristicChemJudge()).fit(train)
+    for s in train:
+        assert model.replay(model.derive(s)) == Chem.MolToSmiles(Chem.MolFromSmiles(s))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 
 from rdkit import Chem, RDLogger
@@ -25,7 +26,9 @@ def parse_molecule(smiles: str, *, index: int | None = None) -> Chem.Mol:
     -------
     rdkit.Chem.Mol
         Kekulised molecule (single, double and triple bonds only) whose hydrogens are stored as explicit
-        counts on the heavy atoms; stereochemistry removed.
+        counts on the heavy atoms (hydrogen atoms written in the SMILES, such as ``[H]OCC``, become counts;
+        isotopic hydrogens such as ``[2H]`` stay atoms); stereochemistry removed, with a ``UserWarning``
+        when the SMILES had any.
 
     Raises
     ------
@@ -41,9 +44,16 @@ def parse_molecule(smiles: str, *, index: int | None = None) -> Chem.Mol:
         raise ValueError(f"{where}{smiles!r}: RDKit cannot parse this SMILES")
     try:
         Chem.SanitizeMol(mol)
+        mol = Chem.RemoveHs(mol)  # "[H]OCC" is ethanol, as RDKit reads it by default
         Chem.Kekulize(mol, clearAromaticFlags=True)
     except Exception as exc:  # RDKit raises several exception types (AtomValenceException, KekulizeException)
         raise ValueError(f"{where}{smiles!r}: RDKit cannot sanitise or kekulise it ({exc})") from exc
+    Chem.AssignStereochemistry(mol, cleanIt=True, force=True)
+    if any(a.GetChiralTag() != Chem.ChiralType.CHI_UNSPECIFIED for a in mol.GetAtoms()) or \
+            any(b.GetStereo() != Chem.BondStereo.STEREONONE for b in mol.GetBonds()):
+        warnings.warn(f"{where}{smiles!r}: stereochemistry removed; the grammar keeps element, charge, "
+                      "hydrogen count and isotope of each atom, so its molecules are stereo-free",
+                      UserWarning, stacklevel=2)
     Chem.RemoveStereochemistry(mol)
     if len(Chem.GetMolFrags(mol)) > 1:
         raise ValueError(f"{where}{smiles!r}: has {len(Chem.GetMolFrags(mol))} fragments; one connected "

@@ -114,7 +114,8 @@ class FMG:
             c = canonical_smiles(m)
             if c not in canon:
                 canon.append(c)
-                keep.append(smiles[i])
+                # stereo was removed (and announced) above; decompose the stereo-free form so it is not again
+                keep.append(c if any(ch in smiles[i] for ch in "@/\\") else smiles[i])
         grammar = Grammar()
         decompositions: list[Decomposition] = []
         for s_index, seed in enumerate(self.seeds):
