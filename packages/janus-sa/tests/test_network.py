@@ -101,6 +101,8 @@ def test_twenty_client_processes_with_client_and_s1_crashes(tmp_path, free_ports
             ln = by_round[rnd]
             if i == cheat and rnd == 5:
                 assert not ln["ok"] and ln["error"] == "ExcludedError", ln
+                # its own (unshifted) y_i gives another S0 pair than the y_i + 1 S0 received and listed
+                assert ln["reason"] == "inconsistent upload" and ln["blamed"] == ["S0"], ln
                 continue
             assert ln["ok"], (i, ln)
             assert ln["n"] == len(members)

@@ -16,7 +16,7 @@ import numpy as np
 
 from janus_sa import crypto
 from janus_sa.crypto import ServerKeys, ServerPublicKeys, SigningKey
-from janus_sa.errors import JanusError
+from janus_sa.errors import ExcludedError, JanusError
 from janus_sa.net import NetworkClient, Remote, ServerNode, TLSConfig, make_server, start_server
 from janus_sa.protocol import JanusClient, JanusConfig, Roster, Upload
 from janus_sa.quantize import Quantizer
@@ -252,6 +252,8 @@ def client(args: argparse.Namespace) -> int:
                         excluded={c.hex(): why for c, why in res.excluded.items()})
         except JanusError as err:
             line.update(ok=False, error=type(err).__name__)
+            if isinstance(err, ExcludedError):  # the signed reason, and the server whose listed pair is false
+                line.update(reason=err.reason, blamed=list(err.blamed))
         print(json.dumps(line), flush=True)
     net.close()
     return 0
