@@ -1059,3 +1059,32 @@ def test_keys_outside_the_roster_are_never_signed_as_excluded(role):
                 dep.keys1.sign)
     with pytest.raises(ParticipantSetMismatchError, match="roster"):
         dep.clients[ids[1]].finish_round(g0, g1)
+
+
+def test_documented_gap_a_negative_code_passes_the_consistency_check():
+    """The out-of-range gap includes negative codes: a client whose packed scalar carries -5 on coordinate
+    0 (commitments and masked vector consistent with it) is not excluded, every client verifies, and the
+    sum has -5 in place of its code there. Only a range proof would catch it (README, threat model)."""
+    class Negative(JanusClient):
+        def upload(self, update):
+            pack = crypto.pack
+
+            def minus_five(values, bits):
+                out = pack(values, bits)
+                out[0] = (out[0] - int(values[0]) - 5) % crypto.GROUP_ORDER
+                return out
+
+            crypto.pack = minus_five
+            try:
+                return super().upload(update)
+            finally:
+                crypto.pack = pack
+
+    dep, ids, ups = _new(5)
+    dep.clients[ids[0]].__class__ = Negative
+    report = dep.run_round(ups)
+    q = dep.config.quantizer
+    want = sum(q.quantize(ups[c]).astype(np.int64) for c in ids)
+    want[0] -= q.quantize(ups[ids[0]])[0] + 5  # its code 0 replaced by -5, the rest counted as uploaded
+    assert set(report.results) == set(ids) and dep.s0.inconsistent_ == ()
+    np.testing.assert_array_equal(report.results[ids[1]].sum_codes, want)
