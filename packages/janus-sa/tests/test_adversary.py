@@ -1088,3 +1088,28 @@ def test_documented_gap_a_negative_code_passes_the_consistency_check():
     want[0] -= q.quantize(ups[ids[0]])[0] + 5  # its code 0 replaced by -5, the rest counted as uploaded
     assert set(report.results) == set(ids) and dep.s0.inconsistent_ == ()
     np.testing.assert_array_equal(report.results[ids[1]].sum_codes, want)
+
+
+def test_sketch_s0_restarted_from_a_stale_state_dir_does_not_reopen_an_old_round(tmp_path):
+    """S0 restarted from a copy of its state_dir taken in round 1 (agreed, unsealed) while S1 is already
+    agreed in round 2: ``resume`` lists round 1 failed, publishes no seal or aggregate for it, and leaves
+    S1's round 2 untouched (S1 refuses the round-1 seal commitment as a replay)."""
+    import shutil
+
+    dep = InProcessDeployment(config=JanusConfig(dim=DIM, mode="sketch"), state_dir=tmp_path)
+    ids = dep.add_clients(3)
+    ups = random_updates(DIM, ids, random_state=6)
+    _upload_all(dep, ups, rnd=1)
+    node1 = ServerNode(dep.s1)
+    dep.s0.agree(node1.Agree(dep.s0.participants()))
+    shutil.copytree(tmp_path / "s0", tmp_path / "stale")
+    _upload_all(dep, ups, rnd=2)
+    dep.s0.agree(node1.Agree(dep.s0.participants()))
+    s0 = AggregationServer(config=dep.config, keys=dep.keys0, session=dep.session, peer=dep.keys1.sign.public,
+                           state_dir=tmp_path / "stale")
+    node0 = ServerNode(s0, peer=_Local(node1))
+    assert s0.round_ == 1 and s0.participants_ is not None
+    assert node0.resume(timeout=0.5) is False and node0.failed == {1} and not node0.finished
+    assert dep.s1.round_ == 2 and dep.s1._peer_seal_commit is None and not node1.finished.get(2)
+    with pytest.raises(RoundFailedError):
+        node0.Seal(read_request("Seal", dep.session, 1, dep.clients[ids[0]].key))
