@@ -4,7 +4,17 @@ import pytest
 import torch
 from torch import nn
 
-from crossclass_at import FGSM, PGD, DigitsCNN, TradesKL, class_attribution, robust_accuracy
+from crossclass_at import (
+    FGSM,
+    PGD,
+    AdversarialTrainer,
+    CASMonitor,
+    DigitsCNN,
+    DigitsMLP,
+    TradesKL,
+    class_attribution,
+    robust_accuracy,
+)
 
 
 @pytest.fixture
@@ -87,3 +97,45 @@ def test_robust_accuracy_rejects_a_bad_batch_size(batch, batch_size):
     model, x, y = batch
     with pytest.raises(ValueError, match="batch_size"):
         robust_accuracy(model, x, y, batch_size=batch_size)
+
+
+@pytest.fixture
+def tiny():
+    torch.manual_seed(0)
+    return torch.rand(40, 1, 8, 8), torch.arange(40) % 10
+
+
+@pytest.mark.parametrize("method", ["standard", "pgd-at", "trades"])
+def test_trainer_label_dtypes(tiny, method):
+    x, y = tiny
+    def fit(labels):
+        torch.manual_seed(0)
+        trainer = AdversarialTrainer(DigitsMLP(hidden=8), method=method, eps=0.1, steps=2, epochs=1, random_state=0)
+        return trainer.fit(x, labels, x, labels).history_[-1]
+    with pytest.raises(TypeError, match="integer class labels"):
+        fit(y.float())
+    ref = fit(y)
+    got = fit(y.int())
+    assert got["train_loss"] == ref["train_loss"] and got["robust_accuracy"] == ref["robust_accuracy"]
+
+
+def test_trainer_with_a_frozen_model_says_so(tiny):
+    x, y = tiny
+    model = DigitsMLP(hidden=8)
+    for p in model.parameters():
+        p.requires_grad_(False)
+    with pytest.raises(ValueError, match="no trainable parameters"):
+        AdversarialTrainer(model, method="pgd-at", eps=0.1, steps=2, epochs=1, random_state=0).fit(x, y, x, y)
+
+
+def test_trainer_shape_probe_does_not_touch_batchnorm_statistics(tiny):
+    x, y = tiny
+    model = DigitsCNN(width=8)
+    AdversarialTrainer(model, method="standard", epochs=1, batch_size=40, random_state=0).fit(x, y, x, y)
+    assert int(model.body[1].num_batches_tracked) == 1  # one training batch; evaluation runs in eval mode
+
+
+def test_monitor_repr_shows_the_configuration_not_the_data(tiny):
+    x, y = tiny
+    text = repr(CASMonitor(x, y, attack=PGD(eps=0.1, steps=2)))
+    assert "PGD(eps=0.1" in text and "tensor(" not in text and len(text) < 300

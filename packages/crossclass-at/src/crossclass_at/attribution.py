@@ -249,15 +249,15 @@ class CASMonitor:
         Accuracy on the attributed inputs (the same adversarial examples; clean accuracy for ``on="clean"``).
     """
 
-    x: torch.Tensor
-    y: torch.Tensor
+    x: torch.Tensor = field(repr=False)
+    y: torch.Tensor = field(repr=False)
     attack: Any = None
     on: str = "adv"
     head: Any = None
     seed: int = 0
     every: int = 1
     epochs_: list[int] = field(default_factory=list, init=False)
-    matrices_: list[np.ndarray] = field(default_factory=list, init=False)
+    matrices_: list[np.ndarray] = field(default_factory=list, init=False, repr=False)
     cas_: list[float] = field(default_factory=list, init=False)
     robust_accuracy_: list[float] = field(default_factory=list, init=False)
 

@@ -23,7 +23,7 @@ from icml25_shared.random import RandomStateLike, check_random_state, spawn
 from sklearn.exceptions import NotFittedError
 from torch import nn
 
-from crossclass_at.attacks import BN_MODES, NORMS, PGD, TradesKL, check_unit_range, robust_accuracy
+from crossclass_at.attacks import BN_MODES, NORMS, PGD, TradesKL, bn_mode, check_unit_range, robust_accuracy
 from crossclass_at.losses import (
     Distillation,
     LabelSmoothing,
@@ -180,6 +180,9 @@ class AdversarialTrainer:
         if not torch.is_tensor(x) or not torch.is_tensor(y) or len(x) != len(y) or len(x) == 0:
             raise ValueError(f"{name}: x and y must be non-empty tensors of equal length")
         check_unit_range(x, f"x_{name}" if name != "train" else "x")
+        if y.is_floating_point() or y.is_complex() or y.dtype == torch.bool:
+            raise TypeError(f"{name} labels must be integer class labels (int64), got dtype "
+                            f"{str(y.dtype).removeprefix('torch.')}; convert integer-valued labels with y.long()")
         if n_classes is not None and (int(y.min()) < 0 or int(y.max()) >= n_classes):
             raise ValueError(f"{name} labels must lie in 0..{n_classes - 1} (the model's head has {n_classes} "
                              f"outputs), got {int(y.min())}..{int(y.max())}")
@@ -230,10 +233,14 @@ class AdversarialTrainer:
         model = self.model
         device = torch.device(self.device) if self.device is not None else next(model.parameters()).device
         model.to(device)
-        out = model(x[:2].to(device)) if len(x) else None
+        if not any(p.requires_grad for p in model.parameters()):
+            raise ValueError("the model has no trainable parameters (every requires_grad is False)")
+        with bn_mode(model, "eval"), torch.no_grad():  # a shape probe: no BatchNorm statistics change
+            out = model(x[:2].to(device)) if torch.is_tensor(x) and len(x) else None
         n_classes = int(out.shape[1]) if out is not None and out.dim() == 2 else None
         self._check_data(x, y, n_classes, "train")
         self._check_data(x_val, y_val, n_classes, "val")
+        y, y_val = y.long(), y_val.long()
         rng = check_random_state(self.random_state)
         seeds = [int(g.integers(2**62)) for g in spawn(rng, 3)]
         shuffle = torch.Generator().manual_seed(seeds[0])
