@@ -167,3 +167,25 @@ def test_a_local_transformers_tokenizer_indexes_its_own_tokens():
     assert index.tokenizer.name == f"hf:{type(hf).__name__}"
     counts = index.scan(["a dog and the cat sat", "the dog sat"])  # unknown words become [UNK]
     assert counts.ngram_counts(ts.key, "q", "input", 2) == {("the", "cat"): 1, ("cat", "sat"): 1}
+
+
+def test_shards_of_another_index_are_refused_not_misattributed():
+    import pickle
+
+    a = TestSet("a", "test", [Instance("q", "x y z")])
+    b = TestSet("b", "test", [Instance("r", "p q r")])
+    index = OverlapIndex([a, b], n=2, parts=("input",))
+    reordered = OverlapIndex([b, a], n=2, parts=("input",))  # same vocabulary size, other token ids
+    other_n = OverlapIndex([a, b], n=3, parts=("input",))
+    shard = reordered.scan_documents(["p q r"])
+    with pytest.raises(ValueError, match="another OverlapIndex"):
+        index.finish(shard)
+    with pytest.raises(ValueError, match="another OverlapIndex"):
+        index.scan_documents(["x y"]) + shard
+    with pytest.raises(ValueError, match="another OverlapIndex"):
+        index.finish(other_n.scan_documents(["x y z"]))
+    # a copy of the index (a worker's unpickled one) produces shards that merge with the original's
+    copy = pickle.loads(pickle.dumps(index))
+    merged = index.finish(copy.scan_documents(["p q r"]) + index.scan_documents(["x y"]))
+    assert merged.overlapping_ids(a.key, "input", 2) == ["q"] and merged.overlapping_ids(b.key, "input", 2) == ["r"]
+    assert reordered.finish(shard).overlapping_ids(b.key, "input", 2) == ["r"]

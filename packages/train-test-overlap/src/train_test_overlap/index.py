@@ -14,6 +14,7 @@ Memory is the index plus one batch of documents (``batch_tokens`` ids).
 
 from __future__ import annotations
 
+import hashlib
 import numbers
 import os
 from collections.abc import Iterable, Sequence
@@ -84,18 +85,27 @@ class ShardCounts:
         ``n -> {n-gram as a tuple of token ids: occurrences}``.
     stats : CorpusStats
         Documents, tokens and bytes read.
+    index_key : str or None
+        Fingerprint of the index that produced the counts (:attr:`OverlapIndex.key`); n-grams are
+        stored as token ids of that index, so shards of different indexes are refused. None for an
+        empty accumulator.
     """
 
     counts: dict[int, dict[tuple[int, ...], int]]
     stats: CorpusStats = field(default_factory=CorpusStats)
+    index_key: str | None = None
 
     def __add__(self, other: ShardCounts) -> ShardCounts:
+        if self.index_key is not None and other.index_key is not None and self.index_key != other.index_key:
+            raise ValueError("these shard counts come from another OverlapIndex (other test sets, order, n, "
+                             "tokenizer or parts): their token ids do not match; scan every shard with one index "
+                             "(or copies of it)")
         merged = {n: dict(c) for n, c in self.counts.items()}
         for n, c in other.counts.items():
             target = merged.setdefault(n, {})
             for gram, k in c.items():
                 target[gram] = target.get(gram, 0) + k
-        return ShardCounts(merged, self.stats + other.stats)
+        return ShardCounts(merged, self.stats + other.stats, self.index_key or other.index_key)
 
 
 class OverlapIndex:
@@ -122,6 +132,9 @@ class OverlapIndex:
     parts : tuple of str
     num_ngrams : dict of int to int
         Distinct indexed n-grams per n.
+    key : str
+        Fingerprint of the configuration (tokenizer name, n, parts, test sets in order): equal for copies
+        of the index in other processes; shard counts are only merged under one key.
 
     Examples
     --------
@@ -152,6 +165,11 @@ class OverlapIndex:
         self.tokenizer = get_tokenizer(tokenizer)
         self.parts = parts
         self._build()
+        digest = hashlib.sha256(repr((self.tokenizer.name, self.n, self.parts)).encode())
+        for ts in sets:
+            digest.update(repr((ts.name, ts.split, [(i.id, i.input, i.references) for i in ts.instances])).encode(
+                "utf-8", "surrogatepass"))
+        self.key = digest.hexdigest()[:32]
 
     # -- construction -------------------------------------------------------------------------------------
     def _build(self) -> None:
@@ -306,7 +324,15 @@ class OverlapIndex:
         Returns
         -------
         OverlapCounts
+
+        Raises
+        ------
+        ValueError
+            For counts produced by another index (their token ids would be read as this index's).
         """
+        if shard.index_key is not None and shard.index_key != self.key:
+            raise ValueError("these shard counts come from another OverlapIndex (other test sets, order, n, "
+                             "tokenizer or parts): their token ids do not match this index's")
         return OverlapCounts(self, shard.counts, shard.stats)
 
     def scan(self, corpus: Any, *, backend: str = "local", text_field: str = "text", errors: str = "strict",
@@ -360,7 +386,7 @@ class OverlapIndex:
             bag = db.from_sequence(docs, npartitions=npartitions or max(1, len(docs) // 1000))
             parts = bag.map_partitions(_scan_docs, self, batch_tokens)
         shards = parts.compute(scheduler=scheduler) if scheduler is not None else parts.compute()
-        total = ShardCounts({n: {} for n in self.n})
+        total = ShardCounts({n: {} for n in self.n}, index_key=self.key)
         for shard in shards:
             total = total + shard
         return self.finish(total)
@@ -438,7 +464,7 @@ class Scanner:
     def result(self) -> ShardCounts:
         """Flush the last batch and return the shard's counts."""
         self._flush()
-        return ShardCounts(self.counts, CorpusStats(self._docs, self._tokens, self._bytes))
+        return ShardCounts(self.counts, CorpusStats(self._docs, self._tokens, self._bytes), self.index.key)
 
 
 def _scan_files(files: Iterable[str], index: OverlapIndex, opts: dict[str, Any], batch_tokens: int) -> list[ShardCounts]:
@@ -481,7 +507,7 @@ class OverlapCounts:
     def __add__(self, other: OverlapCounts) -> OverlapCounts:
         if other.index is not self.index:
             raise ValueError("only counts of the same OverlapIndex object can be added")
-        merged = ShardCounts(self._counts, self.stats) + ShardCounts(other._counts, other.stats)
+        merged = ShardCounts(self._counts, self.stats, self.index.key) + ShardCounts(other._counts, other.stats, self.index.key)
         return OverlapCounts(self.index, merged.counts, merged.stats)
 
     def _check_n(self, n: int) -> None:
