@@ -81,3 +81,13 @@ def test_non_string_document_and_backend():
         OverlapIndex(TS, n=1).scan(["a", 3])
     with pytest.raises(ValueError, match="backend must be"):
         OverlapIndex(TS, n=1).scan(["a"], backend="spark")
+
+
+def test_a_corpus_folder_without_files_is_an_error_not_a_clean_result(tmp_path):
+    (tmp_path / "shards").mkdir()
+    (tmp_path / "shards" / ".part-0.crc").write_text("x", encoding="utf-8")  # hidden files are skipped
+    for corpus in (tmp_path / "shards", str(tmp_path / "shards")):
+        with pytest.raises(ValueError, match="no corpus files under"):
+            OverlapIndex(TS, n=2).scan(corpus)
+    (tmp_path / "shards" / "part-0.txt").write_text("", encoding="utf-8")  # an empty file is a corpus of 0 documents
+    assert OverlapIndex(TS, n=2).scan(tmp_path / "shards").stats.documents == 0

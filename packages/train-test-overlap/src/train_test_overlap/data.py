@@ -216,13 +216,24 @@ def corpus_files(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str
     -------
     list of Path
         Sorted within each folder; hidden files (names starting with ``.``) are skipped.
+
+    Raises
+    ------
+    FileNotFoundError
+        For a path that does not exist.
+    ValueError
+        For a folder without any (non-hidden) file.
     """
     items = [source] if isinstance(source, (str, os.PathLike)) else list(source)
     files: list[Path] = []
     for item in items:
         path = Path(item)
         if path.is_dir():
-            files.extend(sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith(".")))
+            found = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+            if not found:
+                raise ValueError(f"no corpus files under {path} (hidden files are skipped); an empty corpus "
+                                 "would report every instance as clean")
+            files.extend(found)
         elif path.is_file():
             files.append(path)
         else:
