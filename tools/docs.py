@@ -38,6 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
 LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^\s*(```|~~~)")
+CODE_SPAN = re.compile(r"(`+)[^`].*?\1", re.S)
 SECTIONS = ("Guide", "API", "Reproduction", "Changelog")
 
 
@@ -113,6 +114,25 @@ def _outside_fences(text: str):
         yield in_code, "".join(chunk)
 
 
+def _outside_code(text: str):
+    """Yield (is_code, piece) of markdown: fenced blocks and inline code spans are code."""
+    for fenced, chunk in _outside_fences(text):
+        if fenced:
+            yield True, chunk
+            continue
+        start = 0
+        for span in CODE_SPAN.finditer(chunk):
+            yield False, chunk[start:span.start()]
+            yield True, span.group(0)
+            start = span.end()
+        yield False, chunk[start:]
+
+
+def markdown_links(text: str) -> list[tuple[str, str, str]]:
+    """(bang, label, target) of every markdown link outside code, e.g. not a SMILES like `C[C@H](N)C`."""
+    return [link for code, piece in _outside_code(text) if not code for link in LINK.findall(piece)]
+
+
 class PageSet:
     """The generated files of the site: path inside docs -> bytes, with assets copied on demand."""
 
@@ -161,7 +181,7 @@ class PageSet:
             rel = os.path.relpath(site, page_dir).replace(os.sep, "/")
             return f"{bang}[{label}]({rel}{'#' + fragment if fragment else ''})"
 
-        return "".join(chunk if code else LINK.sub(fix, chunk) for code, chunk in _outside_fences(text))
+        return "".join(piece if code else LINK.sub(fix, piece) for code, piece in _outside_code(text))
 
     def copy(self, source: Path, site: str) -> None:
         """Put a repository file into the site (markdown rewritten, anything else as bytes)."""

@@ -35,14 +35,18 @@ def test_readme_links_resolve_inside_the_site():
         if not path.endswith(".md"):
             continue
         text = content.decode()
-        for code, chunk in docs._outside_fences(text):
-            if code:
+        for _, _, target in docs.markdown_links(text):
+            if target.startswith(("http://", "https://", "#", "mailto:")):
                 continue
-            for _, _, target in docs.LINK.findall(chunk):
-                if target.startswith(("http://", "https://", "#", "mailto:")):
-                    continue
-                resolved = os.path.normpath(os.path.join(os.path.dirname(path), target.split("#")[0]))
-                assert resolved in files, f"{path}: link {target} -> {resolved} is not in the site"
+            resolved = os.path.normpath(os.path.join(os.path.dirname(path), target.split("#")[0]))
+            assert resolved in files, f"{path}: link {target} -> {resolved} is not in the site"
+
+
+def test_code_spans_and_fences_hold_no_links():
+    text = "a `C[C@H](N)C(=O)O` b ``x [y](z) x`` [real](a.md)\n```\n[fenced](b.md)\n```\n"
+    assert docs.markdown_links(text) == [("", "real", "a.md")]
+    pages = docs.PageSet(ROOT, docs.doc_members(ROOT)[:1])
+    assert pages.rewrite("`[C@H](N)`", ROOT / "shared", "shared/index.md") == "`[C@H](N)`"
 
 
 def test_a_link_to_a_missing_file_is_left_for_the_strict_build():
