@@ -125,3 +125,10 @@ def test_two_substring_rules_with_different_lengths_keep_their_own_length():
     both, _ = evaluate_presets(ts, corpus, presets=["gpt4", short])
     assert alone[0].labels["q"] == "dirty"
     assert {r.preset.name: r.labels["q"] for r in both} == {"gpt4": "clean", "gpt4-20": "dirty"}
+
+
+def test_scores_for_a_test_set_that_was_not_scanned_are_refused():
+    # HELM scenario names carry their args ("mmlu,subject=x"): scores keyed by the bare name used to give nan deltas
+    ts = TestSet("mmlu,subject=x", "test", [Instance("a", "x y"), Instance("b", "y z")])
+    with pytest.raises(ValueError, match=r"scores name test sets that were not scanned: \[\('mmlu', 'test'\)\]"):
+        evaluate_presets(ts, ["x y"], presets=["helm"], scores={("mmlu", "test"): {"a": 1.0, "b": 0.0}})

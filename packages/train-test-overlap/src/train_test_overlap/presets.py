@@ -329,7 +329,8 @@ def evaluate_presets(test_sets: TestSet | Sequence[TestSet], corpus: Any, preset
         See :func:`~train_test_overlap.iter_documents`.
     presets : iterable of str or Preset, default ("helm", "gpt3")
     scores : mapping, optional
-        ``{(name, split): {instance id: evaluation score}}``: adds the mean score per label.
+        ``{(name, split): {instance id: evaluation score}}``: adds the mean score per label. Every key must
+        be a scanned test set's ``(name, split)`` (a test set without scores is allowed).
     random_state : None, int or Generator, default 0
         Substring sampling of the gpt4 rule.
     text_field, errors, lines, progress
@@ -343,6 +344,11 @@ def evaluate_presets(test_sets: TestSet | Sequence[TestSet], corpus: Any, preset
         What was read, per tokenizer name.
     """
     sets = (test_sets,) if isinstance(test_sets, TestSet) else tuple(test_sets)
+    if scores is not None:
+        unknown = [key for key in scores if tuple(key) not in {ts.key for ts in sets}]
+        if unknown:
+            raise ValueError(f"scores name test sets that were not scanned: {unknown[:5]}; scanned (name, split): "
+                             f"{[ts.key for ts in sets]}")
     chosen = [get_preset(p) for p in presets]
     by_tok: dict[str, set[int]] = {}
     for p in chosen:
