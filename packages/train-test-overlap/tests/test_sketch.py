@@ -63,6 +63,11 @@ def test_queries_under_another_n_or_tokenizer_are_refused():
         sketch.overlap([], tokenizer="janitor")
     with pytest.raises(ValueError, match="has 2 tokens"):
         sketch.contains([("a", "b")])
+    # a string is not an n-gram: "abc" would be read as the 3-gram ("a", "b", "c") and answer another question
+    three = CorpusSketch(n=3, capacity=100, tokenizer="whitespace").add_documents(["a b c"])
+    assert three.contains([("a", "b", "c")]).tolist() == [True]
+    with pytest.raises(TypeError, match="sequence of tokens, not a str"):
+        three.contains(["abc"])
 
 
 @pytest.mark.parametrize("fp", [0, 1, 1.5, -0.1])

@@ -172,6 +172,9 @@ class CorpusSketch:
         numpy.ndarray of bool
         """
         self._check(n, tokenizer)
+        if isinstance(grams, str) or any(isinstance(g, str) for g in grams):
+            raise TypeError("each n-gram must be a sequence of tokens, not a str (a str would be read as a "
+                            "sequence of characters); tokenize it first, e.g. sketch.tokenizer.tokenize(text)")
         if not len(grams):
             return np.zeros(0, dtype=bool)
         joined = [_SEP.join(g) for g in grams]
