@@ -139,3 +139,11 @@ def test_monitor_repr_shows_the_configuration_not_the_data(tiny):
     x, y = tiny
     text = repr(CASMonitor(x, y, attack=PGD(eps=0.1, steps=2)))
     assert "PGD(eps=0.1" in text and "tensor(" not in text and len(text) < 300
+
+
+@pytest.mark.parametrize("norm", ["linf", "l2"])
+@pytest.mark.parametrize("random_start", [False, True])
+def test_eps_zero_returns_the_inputs(batch, norm, random_start):
+    model, x, y = batch
+    adv = PGD(eps=0.0, steps=2, norm=norm, random_start=random_start)(model, x, y)
+    assert torch.equal(adv, x)  # l2 returned NaN (0 / 0 in the projection)

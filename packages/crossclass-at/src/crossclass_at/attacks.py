@@ -251,7 +251,8 @@ class PGD:
             adv = adv.detach() + self.step_size * grad
             delta = adv - x
             delta_norms = torch.norm(delta.view(n, -1), p=2, dim=1)
-            factor = torch.min(self.eps / delta_norms, torch.ones_like(delta_norms))
+            # min(eps / |delta|, 1) as torchattacks, value for value, without its 0 / 0 = NaN at eps = 0
+            factor = torch.where(delta_norms > self.eps, self.eps / delta_norms, torch.ones_like(delta_norms))
             delta = delta * _per_sample(factor, x)
             adv = torch.clamp(x + delta, min=0, max=1).detach()
         return adv
