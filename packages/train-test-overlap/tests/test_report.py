@@ -87,3 +87,10 @@ def test_results_of_other_test_sets_are_refused(setup):
     results, _ = evaluate_presets(other, ["p q r"], presets=["helm"])
     with pytest.raises(ValueError, match="has no test set in the counts"):
         OverlapReport(counts, results)
+
+
+def test_scores_of_a_test_set_not_in_the_counts_are_refused(setup):
+    _, counts, results, scores = setup
+    (ids,) = scores.values()
+    with pytest.raises(ValueError, match=r"scores name test sets that are not in the counts: \[\('toy', 'valid'\)\]"):
+        OverlapReport(counts, results, scores={("toy", "valid"): ids})

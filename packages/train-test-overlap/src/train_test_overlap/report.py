@@ -92,7 +92,7 @@ class OverlapReport:
         From :func:`~train_test_overlap.presets.evaluate_presets` on the same test sets.
     scores : mapping, optional
         ``{(name, split): {instance id: evaluation score}}``: adds each rule's clean-subset delta with a
-        bootstrap interval.
+        bootstrap interval. Every key must be a test set of the counts.
     n : int, default 13
         n of HELM's per-instance metrics in the report (must be indexed).
     frequency_filter : int or None, default None
@@ -112,6 +112,9 @@ class OverlapReport:
         for r in presets:
             if (r.test_set, r.split) not in keys:
                 raise ValueError(f"preset result for {(r.test_set, r.split)} has no test set in the counts; known: {sorted(keys)}")
+        unknown = [key for key in (scores or {}) if tuple(key) not in keys]
+        if unknown:
+            raise ValueError(f"scores name test sets that are not in the counts: {unknown[:5]}; known: {sorted(keys)}")
         rows = metrics(counts, n=n, frequency_filter=frequency_filter)
         from train_test_overlap import __version__  # the package is initialised before any report exists
 
