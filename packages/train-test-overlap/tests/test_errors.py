@@ -91,3 +91,17 @@ def test_a_corpus_folder_without_files_is_an_error_not_a_clean_result(tmp_path):
             OverlapIndex(TS, n=2).scan(corpus)
     (tmp_path / "shards" / "part-0.txt").write_text("", encoding="utf-8")  # an empty file is a corpus of 0 documents
     assert OverlapIndex(TS, n=2).scan(tmp_path / "shards").stats.documents == 0
+
+
+def test_a_list_of_file_names_as_str_is_refused_not_scanned_as_text(tmp_path):
+    (tmp_path / "a.txt").write_text("a b c\n", encoding="utf-8")
+    (tmp_path / "b.txt").write_text("a b c\n", encoding="utf-8")
+    names = [str(tmp_path / "a.txt"), str(tmp_path / "b.txt")]
+    with pytest.raises(ValueError, match="pass pathlib.Path objects"):
+        OverlapIndex(TS, n=2).scan(names)
+    from pathlib import Path
+
+    counts = OverlapIndex(TS, n=2).scan([Path(p) for p in names])
+    assert counts.ngram_counts(TS.key, "q", "input", 2) == {("a", "b"): 2, ("b", "c"): 2}
+    # documents that are not file names are read as documents
+    assert list(iter_documents(["a.txt is a name", "a b c"])) == ["a.txt is a name", "a b c"]

@@ -249,7 +249,8 @@ def iter_documents(source: str | os.PathLike[str] | Sequence[Any] | Iterable[str
     ----------
     source : path-like, list of Path, or iterable of str
         A file or folder of shards (a ``str`` is always a path), a list of ``pathlib.Path`` files/folders,
-        or any other iterable of the documents themselves. Files:
+        or any other iterable of the documents themselves (a list of str that all name existing files is
+        refused: pass them as ``Path`` objects). Files:
         JSONL (``.jsonl``, ``.json``, ``.ndjson``: one JSON object per line, the text in ``text_field``),
         text (``.txt`` or no suffix), either compressed with ``.gz`` or ``.zst``, and Parquet.
     text_field : str, default "text"
@@ -277,6 +278,9 @@ def iter_documents(source: str | os.PathLike[str] | Sequence[Any] | Iterable[str
         for path in corpus_files(source):  # type: ignore[arg-type]
             yield from _iter_file(path, text_field, errors, lines)
         return
+    if isinstance(source, (list, tuple)) and source and all(isinstance(s, str) and os.path.isfile(s) for s in source):
+        raise ValueError(f"the corpus is a list of {len(source)} str that all name existing files (e.g. {source[0]!r}); "
+                         "a list of str is read as the documents themselves: pass pathlib.Path objects to read the files")
     for i, doc in enumerate(source):
         if not isinstance(doc, str):
             raise TypeError(f"document {i} is {type(doc).__name__}, not str")
