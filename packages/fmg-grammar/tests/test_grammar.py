@@ -47,16 +47,17 @@ def test_save_load_keeps_rules_counts_and_derivations(fitted, tmp_path):
         assert loaded.replay(model.derive(smiles)) == canonical_smiles(smiles)
 
 
-def test_samples_are_valid_single_molecules_and_reproducible(fitted):
+def test_samples_are_valid_single_molecules_and_reproducible(fitted, isocyanate_draws):
     model = fitted[("isocyanates", "FMG")]
-    first = model.sample(500, random_state=0)
+    first = isocyanate_draws
     assert len(first.smiles) == 500
     for s in first.smiles:
         mol = Chem.MolFromSmiles(s)
         assert mol is not None and len(Chem.GetMolFrags(mol)) == 1 and canonical_smiles(s) == s
-    again = model.sample(500, random_state=0)
-    assert again == first
-    assert model.sample(500, random_state=1).smiles != first.smiles
+    # draw k has its own stream: a shorter run with the same seed repeats the first draws exactly
+    again = model.sample(100, random_state=0)
+    assert again.smiles == first.smiles[:100]
+    assert model.sample(100, random_state=1).smiles != first.smiles[:100]
 
 
 def test_samples_do_not_depend_on_n_jobs(fitted):
@@ -88,7 +89,7 @@ def test_single_bond_molecule_and_small_training_set():
 
 
 @pytest.mark.slow
-def test_readme_isocyanate_numbers(fitted, datasets):
+def test_readme_isocyanate_numbers(fitted, datasets, isocyanate_draws):
     from fmg import evaluate
 
     model = fitted[("isocyanates", "FMG")]
@@ -96,7 +97,7 @@ def test_readme_isocyanate_numbers(fitted, datasets):
     assert distinct.valid == 1.0 and distinct.unique == 1.0
     assert distinct.diversity > 0.727 and round(distinct.diversity, 3) == 0.779
     assert distinct.membership >= 0.8 and round(distinct.membership, 3) == 0.848
-    independent = evaluate(model.sample(500, random_state=0).smiles, datasets["isocyanates"], "isocyanates")
+    independent = evaluate(isocyanate_draws.smiles, datasets["isocyanates"], "isocyanates")
     assert independent.valid == 1.0 and round(independent.unique, 2) == 0.22
 
 
@@ -108,3 +109,14 @@ def test_polymers_117_round_trip():
     for smiles in model.train_smiles_:
         assert model.replay(model.derive(smiles)) == smiles
     assert all(Chem.MolFromSmiles(s) is not None for s in model.sample(50, random_state=0).smiles)
+
+
+def test_rule_choice_is_numpys_choice():
+    from fmg.grammar import _choose
+
+    gen = np.random.default_rng(11)
+    for _ in range(2000):
+        p = gen.integers(1, 30, size=int(gen.integers(1, 9))).astype(float)
+        seed = int(gen.integers(2**32))
+        a, b = np.random.default_rng(seed), np.random.default_rng(seed)
+        assert _choose(b, p) == int(a.choice(len(p), p=p / p.sum())) and a.random() == b.random()

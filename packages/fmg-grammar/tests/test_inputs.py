@@ -76,7 +76,8 @@ def test_removed_stereochemistry_is_announced(smiles):
 
 
 def test_charges_and_isotopes_round_trip_exactly():
-    train = ["C[N+](C)(C)CC(=O)[O-]", "O=[N+]([O-])c1ccccc1", "[13CH3]CO", "[O-]C1=CC=CC=[N+]1"]
+    train = ["C[N+](C)(C)CC(=O)[O-]", "O=[N+]([O-])c1ccccc1", "[13CH3]CO", "[O-]C1=CC=CC=[N+]1",
+             "c1ccncc1", "c1cc[nH]c1", "c1ccsc1", "C1CCCCCCCCCCCCCCCCCCCCC1", "C1CC2CCC1C2"]
     import warnings
 
     from rdkit import Chem

@@ -396,8 +396,7 @@ class Grammar:
             cands = self.candidates_scan(label) if scan else self.candidates(label)
             if not cands:
                 return None
-            p = probs[cands]
-            i = cands[int(rng.choice(len(cands), p=p / p.sum()))]
+            i = cands[_choose(rng, probs[cands])]
             rule = self.rules[i]
             perm = _random_perm(rule.lhs, label, rng)
             _expand(host, nodes, rule, perm)
@@ -528,6 +527,13 @@ def _fragment(dec: Decomposition, k: int) -> str:
                                                        dec.mol.GetBondWithIdx(b).GetEndAtomIdx())})
     return Chem.MolFragmentToSmiles(dec.mol, atomsToUse=atoms, bondsToUse=sorted(dec.motifs[k]), kekuleSmiles=True,
                                 allHsExplicit=True)
+
+
+def _choose(rng: np.random.Generator, p: np.ndarray) -> int:
+    """``rng.choice(len(p), p=p / p.sum())`` without its argument checks: the same draw, about 2x faster."""
+    cdf = np.cumsum(p / p.sum())
+    cdf /= cdf[-1]
+    return int(cdf.searchsorted(rng.random(), side="right"))
 
 
 def _random_perm(lhs: Sequence[Pair], label: Sequence[Pair], rng: np.random.Generator) -> tuple[int, ...]:
