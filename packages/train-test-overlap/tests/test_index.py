@@ -189,3 +189,15 @@ def test_shards_of_another_index_are_refused_not_misattributed():
     merged = index.finish(copy.scan_documents(["p q r"]) + index.scan_documents(["x y"]))
     assert merged.overlapping_ids(a.key, "input", 2) == ["q"] and merged.overlapping_ids(b.key, "input", 2) == ["r"]
     assert reordered.finish(shard).overlapping_ids(b.key, "input", 2) == ["r"]
+
+
+def test_a_scanner_result_is_a_snapshot_not_a_live_view():
+    ts = TestSet("t", "test", [Instance("q", "x y")])
+    index = OverlapIndex(ts, n=2, parts=("input",))
+    scanner = index.scanner()
+    scanner.add("x y")
+    first = scanner.result()
+    scanner.add("x y z")
+    second = scanner.result()
+    assert index.finish(first).ngram_counts(ts.key, "q", "input", 2) == {("x", "y"): 1} and first.stats.documents == 1
+    assert index.finish(second).ngram_counts(ts.key, "q", "input", 2) == {("x", "y"): 2} and second.stats.documents == 2

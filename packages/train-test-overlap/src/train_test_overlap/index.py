@@ -462,9 +462,12 @@ class Scanner:
             self._hashes, self._tokens_buf = [], []
 
     def result(self) -> ShardCounts:
-        """Flush the last batch and return the shard's counts."""
+        """Flush the last batch and return the shard's counts so far.
+
+        The result is a copy: documents added later do not change it.
+        """
         self._flush()
-        return ShardCounts(self.counts, CorpusStats(self._docs, self._tokens, self._bytes), self.index.key)
+        return ShardCounts({n: dict(c) for n, c in self.counts.items()}, CorpusStats(self._docs, self._tokens, self._bytes), self.index.key)
 
 
 def _scan_files(files: Iterable[str], index: OverlapIndex, opts: dict[str, Any], batch_tokens: int) -> list[ShardCounts]:
