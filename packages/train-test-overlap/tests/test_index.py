@@ -201,3 +201,15 @@ def test_a_scanner_result_is_a_snapshot_not_a_live_view():
     second = scanner.result()
     assert index.finish(first).ngram_counts(ts.key, "q", "input", 2) == {("x", "y"): 1} and first.stats.documents == 1
     assert index.finish(second).ngram_counts(ts.key, "q", "input", 2) == {("x", "y"): 2} and second.stats.documents == 2
+
+
+def test_counts_of_copies_of_one_index_add_and_of_another_index_are_refused():
+    import pickle
+
+    ts = TestSet("t", "test", [Instance("q", "x y z")])
+    index = OverlapIndex(ts, n=2, parts=("input",))
+    here = index.scan(["x y"])
+    there = pickle.loads(pickle.dumps(index.scan(["y z", "x y"])))  # e.g. returned by a worker process
+    assert (here + there).ngram_counts(ts.key, "q", "input", 2) == {("x", "y"): 2, ("y", "z"): 1}
+    with pytest.raises(ValueError, match="same OverlapIndex"):
+        here + OverlapIndex(ts, n=3, parts=("input",)).scan(["x y z"])

@@ -508,8 +508,8 @@ class OverlapCounts:
         return self._counts == other._counts and self.stats == other.stats
 
     def __add__(self, other: OverlapCounts) -> OverlapCounts:
-        if other.index is not self.index:
-            raise ValueError("only counts of the same OverlapIndex object can be added")
+        if other.index.key != self.index.key:
+            raise ValueError("only counts of the same OverlapIndex (or copies of it, equal key) can be added")
         merged = ShardCounts(self._counts, self.stats, self.index.key) + ShardCounts(other._counts, other.stats, self.index.key)
         return OverlapCounts(self.index, merged.counts, merged.stats)
 
