@@ -192,3 +192,29 @@ def test_gate_rule_sends_relevance_to_scalars_and_gated_blocks_only():
     n_zero = int((r == 0).all(0).sum())
     assert n_zero == 3  # exactly the three gate blocks
     assert torch.all(in_blocks[:, (r == 0).all(0)] != 0)  # and they do influence the gated outputs
+
+
+def test_gate_rule_routes_each_output_block_to_the_input_block_that_produced_it():
+    from e3nn.nn import Gate
+
+    from equigx.rules import RULES
+
+    gate = Gate("2x0e+1x0o", [torch.nn.functional.silu, torch.tanh], "3x0e", [torch.sigmoid], "1x1o+2x2e")
+    x = torch.randn(4, gate.irreps_in.dim, dtype=torch.float64)
+    y = gate(x)
+    n_out, n_in = gate.irreps_out.num_irreps, gate.irreps_in.num_irreps
+    for k in range(n_out):
+        rel = torch.zeros(1, n_out, dtype=torch.float64)
+        rel[0, k] = 1.0
+        r = RULES[Gate](gate, x[:1], y[:1], rel, None)
+        # brute force: the input blocks that move output block k (the gate of a gated block gets no relevance)
+        dims = [ir.dim for mul, ir in gate.irreps_out for _ in range(mul)]
+        lo = sum(dims[:k])
+        xr = x[:1].clone().requires_grad_(True)
+        (g,) = torch.autograd.grad(gate(xr)[0, lo:lo + dims[k]].pow(2).sum(), xr)
+        moved = block_dot(g, g, gate.irreps_in)[0] > 0
+        receiving = r[0] != 0
+        assert int(receiving.sum()) == 1 and bool(moved[receiving].all()), (k, r, moved)
+        assert float(r.sum()) == 1.0
+        assert int(moved.sum()) == (1 if k < 3 else 2)  # a scalar, or a gated block and its gate
+    assert n_in == 9
