@@ -2,7 +2,8 @@
 
 steering-vectors 0.12.2 declares ``transformers<5`` while this repository runs transformers 5, so it is
 not an installable extra here; its source runs unchanged on transformers 5.24 when placed on the path
-(``pip install --no-deps steering-vectors==0.12.2``). The parity tests run then and are skipped otherwise.
+(its wheel unpacked onto ``PYTHONPATH``). The live tests run then and are skipped otherwise; the stored
+outputs in ``test_steering_goldens.py`` are compared on every run.
 """
 
 import numpy as np
