@@ -298,9 +298,12 @@ class Grammar:
 
     def add_decomposition(self, dec: Decomposition) -> Derivation:
         """Add the rules of a motif tree (counting each use) and return the molecule's derivation."""
+        self._add_rules(dec)
+        return self.derivation(dec)
+
+    def _add_rules(self, dec: Decomposition) -> None:
         for k, rule, _, _ in extract_rules(dec):
             self.add(rule, description=dec.descriptions[k], source=_fragment(dec, k))
-        return self.derivation(dec)
 
     def combine(self, other: Grammar) -> Grammar:
         """A new grammar with the rules of both and summed counts (isomorphic rules merged)."""

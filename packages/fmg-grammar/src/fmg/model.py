@@ -131,7 +131,7 @@ class FMG:
                 decs = [self._decompose(s, streams[i], i) for i, s in
                         _progress(list(enumerate(keep)), enabled=self.progress, desc=f"fmg seed {seed}")]
             for dec in decs:
-                grammar.add_decomposition(dec)
+                grammar._add_rules(dec)  # derivations are built on demand by derive()
                 if s_index == 0:
                     decompositions.append(dec)
         self.grammar_ = grammar
