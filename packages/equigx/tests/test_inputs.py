@@ -105,3 +105,18 @@ def test_a_fresh_unbiased_model_conserves_to_its_own_forward_and_is_rotation_inv
                  (exp.edge_distance, exp2.edge_distance)):
         np.testing.assert_allclose(b, a, atol=1e-8 * scale)
     assert abs(exp.edge_direction).max() > 1e-3 * scale  # the directions are not trivially zero
+
+
+def test_baselines_explain_a_dropout_model_in_eval_mode_and_restore_it(tfn64, shapes64):
+    from equigx.baselines import CoordinateGradient, GradCAM, InputXGradient, Saliency
+
+    model = TFN(n_out=5, mul=2, lmax=2, r_max=1.6, n_basis=4, radial_hidden=8, n_scalars=6, head_hidden=6).double()
+    model.load_state_dict(tfn64.state_dict())
+    model.layers.insert(len(model.layers) - 1, torch.nn.Dropout(0.5))
+    model.train()
+    torch.manual_seed(4)
+    for cls in (CoordinateGradient, GradCAM, InputXGradient, Saliency):
+        ours = cls(model).explain(shapes64, target=1).node_relevance
+        reference = cls(tfn64).explain(shapes64, target=1).node_relevance
+        np.testing.assert_allclose(ours, reference, rtol=1e-10, atol=1e-14, err_msg=cls.__name__)
+        assert model.training and model.layers[-4].training

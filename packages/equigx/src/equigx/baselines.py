@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 import importlib
 from typing import Any
 
@@ -21,7 +22,7 @@ import torch
 from icml25_shared.random import RandomStateLike, check_random_state
 from torch import nn
 
-from equigx.explain import Attribution, model_target, target_output
+from equigx.explain import Attribution, eval_mode, model_target, target_output
 from equigx.graphs import Geometry, Graphs
 from equigx.models import Convolution
 
@@ -64,8 +65,24 @@ def graph_forward(model: nn.Module, graphs: Graphs, target: torch.Tensor, geomet
     return forward
 
 
+def _in_eval_mode(method: Any) -> Any:
+    @functools.wraps(method)
+    def wrapped(self: _Base, *args: Any, **kwargs: Any) -> Any:
+        with eval_mode(self.model):
+            return method(self, *args, **kwargs)
+
+    return wrapped
+
+
 class _Base:
     name = "base"
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        # every explainer explains the model in eval mode (dropout off) and restores its mode afterwards
+        super().__init_subclass__(**kwargs)
+        for name in ("explain", "attribute"):
+            if name in cls.__dict__:
+                setattr(cls, name, _in_eval_mode(cls.__dict__[name]))
 
     def __init__(self, model: nn.Module) -> None:
         self.model = model

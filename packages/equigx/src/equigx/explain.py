@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Literal
 
@@ -12,7 +14,7 @@ from torch import nn
 from equigx.graphs import Graphs, scatter_sum
 from equigx.rules import RuleContext, _blocks_by_l, find_rule
 
-__all__ = ["Attribution", "EquiGX", "Explanation", "model_target"]
+__all__ = ["Attribution", "EquiGX", "Explanation", "eval_mode", "model_target"]
 
 
 @dataclass
@@ -113,6 +115,29 @@ class Explanation(Attribution):
             for row in self.edge_index:
                 np.add.at(scores, row, 0.5 * edge)
         return scores
+
+
+@contextmanager
+def eval_mode(model: nn.Module) -> Iterator[nn.Module]:
+    """Put ``model`` in eval mode for the duration of a block, then restore each submodule's mode.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network.
+
+    Yields
+    ------
+    torch.nn.Module
+        The same model, in eval mode.
+    """
+    modes = [(m, m.training) for m in model.modules()]
+    model.eval()
+    try:
+        yield model
+    finally:
+        for m, mode in modes:
+            m.training = mode
 
 
 def model_target(logits: torch.Tensor, target: int | np.ndarray | torch.Tensor | None) -> tuple[torch.Tensor,
@@ -273,13 +298,8 @@ class EquiGX:
                                "torch.inference_mode(); call it outside (torch.no_grad() is fine)")
         model = self.model
         model.check_graphs(graphs)
-        modes = {m: m.training for m in model.modules()}
-        model.eval()  # dropout and other train-time randomness off: the explained logits are reproducible
-        try:
+        with eval_mode(model):  # dropout and other train-time randomness off: reproducible logits
             return self._explain(graphs, target)
-        finally:
-            for m, mode in modes.items():
-                m.training = mode
 
     def _explain(self, graphs: Graphs, target: int | np.ndarray | torch.Tensor | None) -> Explanation:
         model = self.model
