@@ -11,6 +11,7 @@ from crossclass_at import (
     CASMonitor,
     DigitsCNN,
     DigitsMLP,
+    Normalized,
     TradesKL,
     class_attribution,
     robust_accuracy,
@@ -147,3 +148,14 @@ def test_eps_zero_returns_the_inputs(batch, norm, random_start):
     model, x, y = batch
     adv = PGD(eps=0.0, steps=2, norm=norm, random_start=random_start)(model, x, y)
     assert torch.equal(adv, x)  # l2 returned NaN (0 / 0 in the projection)
+
+
+def test_normalized_keeps_the_batch_shape_and_checks_channels():
+    torch.manual_seed(0)
+    inner = nn.Linear(64, 10)
+    flat = torch.rand(6, 64)
+    out = Normalized(inner, mean=[0.3], std=[0.2])(flat)
+    assert out.shape == (6, 10) and torch.allclose(out, inner((flat - 0.3) / 0.2))  # was (1, 1, 6, 10)
+    rgb = Normalized(nn.Sequential(nn.Flatten(), nn.Linear(48, 10)), mean=[0.1, 0.2, 0.3], std=[0.2, 0.2, 0.2])
+    with pytest.raises(ValueError, match=r"3 channels.*shape \(2, 1, 4, 4\)"):
+        rgb(torch.rand(2, 1, 4, 4))  # broadcast to 3 channels silently before

@@ -401,15 +401,25 @@ class Normalized(nn.Module):
 
         Parameters
         ----------
-        x : Tensor, shape (batch, channels, H, W)
-            Inputs in pixel scale.
+        x : Tensor, shape (batch, channels, ...)
+            Inputs in pixel scale (``(batch, features)`` works with one statistic per feature or one in all).
 
         Returns
         -------
         Tensor
             The wrapped model's output.
+
+        Raises
+        ------
+        ValueError
+            When ``x`` has no channel dimension or a channel count other than the statistics'.
         """
-        return self.model((x - self.mean) / self.std)
+        k = self.mean.numel()
+        if x.dim() < 2 or (k != 1 and x.shape[1] != k):
+            raise ValueError(f"Normalized has statistics for {k} channels (dimension 1 of x), got "
+                             f"x of shape {tuple(x.shape)}")
+        shape = (1, -1) + (1,) * (x.dim() - 2)
+        return self.model((x - self.mean.view(shape)) / self.std.view(shape))
 
 
 def robust_accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor, attack: PGD | FGSM | TradesKL | None = None,
