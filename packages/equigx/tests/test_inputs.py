@@ -42,9 +42,17 @@ def test_integer_like_targets_are_accepted(tfn64, shapes64):
         assert (EquiGX(tfn64).explain(shapes64, target=target).target == 2).all()
 
 
-def test_bool_eps_is_refused(tfn64, shapes64):
-    with pytest.raises(ValueError, match="eps"):
-        EquiGX(tfn64, eps=True).explain(shapes64)
+@pytest.mark.parametrize("eps", [True, 0.0, 0, -1e-9, float("inf")])
+def test_eps_that_is_not_a_positive_float_is_refused(tfn64, shapes64, eps):
+    # eps = 0 divided the never-reached output blocks (0o, 1e, ... of the first convolution) by zero: NaN
+    with pytest.raises(ValueError, match="eps must be a positive"):
+        EquiGX(tfn64, eps=eps).explain(shapes64)
+
+
+def test_a_tiny_eps_gives_finite_relevance(tfn64, shapes64):
+    exp = EquiGX(tfn64, variant="split", eps=1e-300).explain(shapes64)
+    assert np.isfinite(exp.node_relevance).all() and np.isfinite(exp.edge_distance).all()
+    assert np.isfinite(exp.leak).all()
 
 
 def test_subclass_that_overrides_forward_is_refused_not_given_the_base_rule(tfn64, shapes64):

@@ -216,7 +216,7 @@ class EquiGX:
     root : {"input", "zero"}, default "input"
         Root point of the tensor-product Taylor expansion.
     eps : float, default 1e-9
-        Stabiliser of every rule.
+        Stabiliser of every rule (positive: output blocks that no path reaches are exactly zero).
     norm_rule : {"rescale", "identity"}, default "rescale"
         NormActivation rule.
 
@@ -253,8 +253,9 @@ class EquiGX:
             raise ValueError(f"root must be 'input' or 'zero', got {self.root!r}")
         if self.norm_rule not in ("rescale", "identity"):
             raise ValueError(f"norm_rule must be 'rescale' or 'identity', got {self.norm_rule!r}")
-        if isinstance(self.eps, bool) or not (isinstance(self.eps, float | int) and self.eps >= 0):
-            raise ValueError(f"eps must be a non-negative float, got {self.eps!r}")
+        if isinstance(self.eps, bool) or not (isinstance(self.eps, float | int) and 0 < self.eps < float("inf")):
+            raise ValueError(f"eps must be a positive finite float (e.g. 1e-9; 0 divides zero blocks by zero), got "
+                             f"{self.eps!r}")
         for name in ("layers", "geometry", "run", "check_graphs"):
             if not hasattr(self.model, name):
                 raise TypeError(f"model {type(self.model).__name__} has no '{name}'; EquiGX explains models shaped "
