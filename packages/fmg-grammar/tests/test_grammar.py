@@ -120,3 +120,21 @@ def test_rule_choice_is_numpys_choice():
         seed = int(gen.integers(2**32))
         a, b = np.random.default_rng(seed), np.random.default_rng(seed)
         assert _choose(b, p) == int(a.choice(len(p), p=p / p.sum())) and a.random() == b.random()
+
+
+@pytest.mark.parametrize(("edit", "match"), [
+    (lambda d: d["counts"].__setitem__(0, -5), r"count of rule 0 is -5; accepted: a finite number > 0"),
+    (lambda d: d["counts"].__setitem__(1, float("nan")), r"count of rule 1 is nan"),
+    (lambda d: d["counts"].pop(), r"2 counts for 3 rules"),
+])
+def test_a_corrupted_grammar_file_is_refused(tmp_path, edit, match):
+    import json
+
+    d = FMG(HeuristicChemJudge()).fit(["CCO", "OCCO"]).grammar_.to_json()
+    assert len(d["rules"]) == 3
+    edit(d)
+    (tmp_path / "g.json").write_text(json.dumps(d))
+    with pytest.raises(ValueError, match=match):
+        Grammar.load(tmp_path / "g.json")
+    with pytest.raises(ValueError, match="count must be a finite number > 0"):
+        Grammar().add(Grammar.from_json(FMG(HeuristicChemJudge()).fit(["CCO"]).grammar_.to_json()).rules[0], 0.0)

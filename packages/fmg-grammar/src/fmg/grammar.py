@@ -10,6 +10,7 @@ gives each bond exactly two atoms and every atom the valence it had in training.
 from __future__ import annotations
 
 import json
+import math
 from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -283,6 +284,8 @@ class Grammar:
 
         ``description`` and ``source`` (the motif's text and SMILES fragment) are kept for a new rule.
         """
+        if isinstance(count, bool) or not isinstance(count, int | float) or not math.isfinite(count) or count <= 0:
+            raise ValueError(f"count must be a finite number > 0, got {count!r}")
         found = self.find(rule)
         if found is not None:
             self.counts[found[0]] += count
@@ -492,6 +495,13 @@ class Grammar:
             raise ValueError(f"not a saved fmg grammar (format {d.get('format')!r}; accepted: 'fmg-grammar/1')")
         g = cls()
         n = len(d["rules"])
+        for key in ("counts", "descriptions", "sources"):
+            if key in d and len(d[key]) != n:
+                raise ValueError(f"not a consistent fmg grammar: {len(d[key])} {key} for {n} rules")
+        for k, c in enumerate(d["counts"]):
+            if isinstance(c, bool) or not isinstance(c, int | float) or not math.isfinite(c) or c <= 0:
+                raise ValueError(f"not a consistent fmg grammar: count of rule {k} is {c!r}; accepted: a "
+                                 "finite number > 0")
         for r, c, desc, src in zip(d["rules"], d["counts"], d.get("descriptions", [""] * n),
                                    d.get("sources", [""] * n), strict=True):
             rule = Rule.from_json(r)
