@@ -17,7 +17,7 @@ from typing import Any
 import torch
 from torch import nn
 
-from safety_transfer.hooks import StopForward, check_layer, hidden_size, read_layer
+from safety_transfer.hooks import StopForward, _eval_mode, check_layer, hidden_size, read_layer
 
 __all__ = ["ActivationPairs", "ActivationShards", "Activations", "align_offsets", "collect_activations",
            "collect_pairs"]
@@ -186,7 +186,7 @@ def _encode(tokenizer: Any, texts: list[str], *, offsets: bool = False) -> Any:
 
 def _forward_layer(model: nn.Module, layer: int, batch: Any, stop: bool) -> torch.Tensor:
     device = next(model.parameters()).device
-    with torch.no_grad(), read_layer(model, layer, stop=stop) as records:
+    with torch.no_grad(), _eval_mode(model), read_layer(model, layer, stop=stop) as records:
         try:
             model(input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device),
                   use_cache=False)
@@ -215,6 +215,7 @@ def collect_activations(model: nn.Module, tokenizer: Any, texts: Sequence[str], 
         A supported causal LM.
     tokenizer : transformers tokenizer
         With a pad token; texts are encoded without special tokens and right-padded.
+        The model runs in eval mode (dropout off) and gets back each module's own mode.
     texts : sequence of str
         At least one non-empty text.
     layer : int

@@ -109,6 +109,18 @@ def check_layer(model: nn.Module, layer: Any, *, name: str = "layer") -> int:
     return int(layer) % n
 
 
+@contextmanager
+def _eval_mode(model: nn.Module) -> Iterator[None]:
+    """Run the block with every module in eval mode (dropout off), then restore each module's own mode."""
+    modes = [(m, m.training) for m in model.modules()]
+    model.eval()
+    try:
+        yield
+    finally:
+        for m, training in modes:
+            m.training = training
+
+
 def _check_alpha(alpha: Any) -> float:
     if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not math.isfinite(float(alpha)):
         raise ValueError(f"alpha must be a finite real number, got {alpha!r}")

@@ -72,6 +72,15 @@ def _pair_source(source: Any, target: Any) -> tuple[Any, Any]:
     return source, target
 
 
+def _pair_layers(source: Any) -> tuple[int | None, int | None]:
+    """The (source, target) layers pairs were collected at, or (None, None) for bare arrays."""
+    if isinstance(source, ActivationPairs):
+        return int(source.source_layer), int(source.target_layer)
+    if isinstance(source, ActivationShards) and source.metadata.get("source_layer", "") != "":
+        return int(source.metadata["source_layer"]), int(source.metadata["target_layer"])
+    return None, None
+
+
 def mapping_metrics(mapper: Any, source: Any, target: Any = None) -> MappingMetrics:
     """FVU, cosine similarity and MSE of ``mapper(source)`` against ``target``.
 
@@ -161,7 +170,8 @@ class _Mapper:
         source_model, target_model : str, default ""
             Model names recorded in the metadata.
         source_layer, target_layer : int, optional
-            Layers recorded in the metadata.
+            Layers recorded in the metadata (default: those of the pairs the mapper was fitted on, which
+            a different value contradicts with a ValueError).
 
         Returns
         -------
@@ -171,6 +181,12 @@ class _Mapper:
         from safetensors.torch import save_file
 
         self._check_fitted()
+        fitted = (getattr(self, "source_layer_", None), getattr(self, "target_layer_", None))
+        given = (source_layer, target_layer)
+        for name, g, f in zip(("source", "target"), given, fitted, strict=True):
+            if g is not None and f is not None and int(g) != f:
+                raise ValueError(f"the mapper was fitted on {name} layer {f} but {name}_layer={g} was given")
+        source_layer, target_layer = (f if g is None else g for g, f in zip(given, fitted, strict=True))
         meta = {"class": type(self).__name__, "d_s": str(self.n_features_in_), "d_t": str(self.n_features_out_),
                 "hidden": str(getattr(self, "hidden_", 0)), "source_model": source_model,
                 "target_model": target_model, "source_layer": "" if source_layer is None else str(source_layer),
@@ -265,6 +281,9 @@ class AffineMapper(_Mapper):
     weight_ : torch.Tensor, shape (d_t, d_s)
     bias_ : torch.Tensor, shape (d_t,)
     n_features_in_, n_features_out_ : int
+    source_layer_, target_layer_ : int or None
+        Layers of the ``ActivationPairs`` (or pair shards) it was fitted on, None for bare arrays;
+        ``mapped_replacement``, ``refine_with_lm_loss`` and ``SafetySwitch`` refuse other layers.
     loss_curve_ : list of float
         Per-epoch training MSE (empty for the closed forms).
 
@@ -333,6 +352,7 @@ class AffineMapper(_Mapper):
         self.module_.requires_grad_(False)
         self.weight_, self.bias_ = self.module_.weight, self.module_.bias
         self.n_features_in_, self.n_features_out_ = d_s, d_t
+        self.source_layer_, self.target_layer_ = _pair_layers(source)
         return self
 
     @staticmethod
@@ -390,6 +410,9 @@ class AutoEncoderMapper(_Mapper):
         ``Linear(d_s, hidden) -> ReLU -> Linear(hidden, d_t)``.
     hidden_ : int
     n_features_in_, n_features_out_ : int
+    source_layer_, target_layer_ : int or None
+        Layers of the ``ActivationPairs`` (or pair shards) it was fitted on, None for bare arrays;
+        ``mapped_replacement``, ``refine_with_lm_loss`` and ``SafetySwitch`` refuse other layers.
     loss_curve_ : list of float
         Per-epoch training MSE.
     """
@@ -475,6 +498,7 @@ class AutoEncoderMapper(_Mapper):
         self.module_ = module
         self.hidden_ = self.hidden_size
         self.n_features_in_, self.n_features_out_ = self.d_s, self.d_t
+        self.source_layer_, self.target_layer_ = _pair_layers(source)
         return self
 
 
@@ -515,5 +539,7 @@ def load_mapper(path: str | Path) -> AffineMapper | AutoEncoderMapper:
     if isinstance(mapper, AffineMapper):
         mapper.weight_, mapper.bias_ = mapper.module_.weight, mapper.module_.bias
     mapper.n_features_in_, mapper.n_features_out_ = d_s, d_t
+    mapper.source_layer_, mapper.target_layer_ = (int(meta[k]) if meta.get(k, "") != "" else None
+                                                  for k in ("source_layer", "target_layer"))
     mapper.metadata_ = meta
     return mapper

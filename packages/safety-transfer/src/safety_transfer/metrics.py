@@ -11,13 +11,14 @@ import torch
 from torch import nn
 
 from safety_transfer.activations import _check_texts, _encode
+from safety_transfer.hooks import _eval_mode
 from safety_transfer.transfer import mapped_replacement
 
 __all__ = ["SubstitutionMetrics", "generate", "lm_loss", "substitution_metrics", "trigger_rate"]
 
 
 def _logits(model: nn.Module, batch: Any) -> torch.Tensor:
-    with torch.no_grad():
+    with torch.no_grad(), _eval_mode(model):
         return model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], use_cache=False).logits
 
 
@@ -128,6 +129,8 @@ def generate(model: nn.Module, tokenizer: Any, prompts: Sequence[str], *, max_ne
              batch_size: int = 16) -> list[str]:
     """Greedy continuations of ``prompts`` (full-sequence forwards, so every hook sees whole sequences).
 
+    The model runs in eval mode (dropout off) and gets back each module's own mode, as in :func:`lm_loss`.
+
     Parameters
     ----------
     model : transformers.PreTrainedModel
@@ -153,7 +156,7 @@ def generate(model: nn.Module, tokenizer: Any, prompts: Sequence[str], *, max_ne
                         add_special_tokens=False)
         ids, mask = enc["input_ids"], enc["attention_mask"]
         new = []
-        with torch.no_grad():
+        with torch.no_grad(), _eval_mode(model):
             for _ in range(max_new_tokens):
                 pos = (mask.cumsum(-1) - 1).clamp(min=0)
                 logits = model(input_ids=ids, attention_mask=mask, position_ids=pos, use_cache=False).logits[:, -1]

@@ -71,10 +71,12 @@ def pca_direction(positive: Any, negative: Any) -> torch.Tensor:
     Returns
     -------
     torch.Tensor, shape (d,)
-        Unit vector.
+        Unit vector, in the inputs' dtype (float16 / bfloat16 inputs are solved in float32).
     """
     pos, neg = _pair(positive, negative, True)
     deltas = pos - neg
+    if deltas.dtype in (torch.float16, torch.bfloat16):  # no half-precision SVD on CPU: solve in float32
+        return pca_direction(pos.float(), neg.float()).to(deltas.dtype)
     u = torch.linalg.svd(torch.cat([deltas, -deltas]).T, full_matrices=False).U[:, 0]
     return torch.sign(torch.mean(deltas @ u)) * u
 

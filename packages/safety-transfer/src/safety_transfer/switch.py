@@ -8,7 +8,7 @@ from typing import Any
 from torch import nn
 
 from safety_transfer.hooks import check_layer, hidden_size, num_layers, replace_layer
-from safety_transfer.transfer import check_mapper
+from safety_transfer.transfer import _check_mapper_layers, check_mapper
 
 __all__ = ["SafetySwitch"]
 
@@ -55,6 +55,7 @@ class SafetySwitch:
         self.finetuned = finetuned
         self.mapper = mapper
         self.layer = check_layer(finetuned, layer)
+        _check_mapper_layers(mapper, self.layer, self.layer)
         self.width = hidden_size(finetuned)
         self._stack: ExitStack | None = None
 

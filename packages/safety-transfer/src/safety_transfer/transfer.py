@@ -25,6 +25,7 @@ from safety_transfer.hooks import (
     StopForward,
     _check_alpha,
     _check_vector,
+    _eval_mode,
     check_layer,
     hidden_size,
     read_layer,
@@ -62,6 +63,29 @@ def check_mapper(mapper: Any, source: nn.Module | int, target: nn.Module | int) 
                          f"{d_s} (source) and {d_t} (target)")
 
 
+def _check_mapper_layers(mapper: Any, source_layer: int, target_layer: int) -> None:
+    """Raise when the mapper was fitted (or saved) on other layers than ``source_layer``, ``target_layer``.
+
+    Parameters
+    ----------
+    mapper : AffineMapper or AutoEncoderMapper
+        Fitted mapper; one fitted on bare arrays (``source_layer_`` None) is not checked.
+    source_layer, target_layer : int
+        Non-negative layer indices it is about to be used at.
+
+    Raises
+    ------
+    ValueError
+        Naming the layers the mapper was fitted on and those asked for.
+    """
+    fitted = (getattr(mapper, "source_layer_", None), getattr(mapper, "target_layer_", None))
+    for f, used in zip(fitted, (source_layer, target_layer), strict=True):
+        if f is not None and int(f) != int(used):
+            raise ValueError(f"the mapper was fitted on source layer {fitted[0]} and target layer {fitted[1]}, "
+                             f"not on source layer {source_layer} and target layer {target_layer}: fit one on "
+                             "pairs collected at these layers")
+
+
 def mapped_vector(mapper: Any, source_activations: Any, vector: Any, *, alpha: float = 1.0) -> torch.Tensor:
     """The target-space vector ``mean_x [M(h_s(x) + alpha v_s) - M(h_s(x))]``.
 
@@ -96,8 +120,8 @@ def mapped_replacement(source: nn.Module, target: nn.Module, mapper: Any, *, sou
                        vector: Any = None, alpha: float = 1.0, tokens: slice | None = None) -> Iterator[None]:
     """While active, replace the target's layer output by ``M(h_s + alpha v_s)`` computed on the same ids.
 
-    Each target forward first runs the source (up to ``source_layer``) on the same ``input_ids`` and
-    ``attention_mask``; the two models must therefore share a tokenizer. Forwards with a KV cache are
+    Each target forward first runs the source (up to ``source_layer``) on the same ``input_ids``,
+    ``attention_mask`` and ``position_ids``; the two models must therefore share a tokenizer. Forwards with a KV cache are
     refused (use ``generate(..., use_cache=False)``).
 
     Parameters
@@ -123,6 +147,7 @@ def mapped_replacement(source: nn.Module, target: nn.Module, mapper: Any, *, sou
     check_mapper(mapper, source, target)
     ls, lt = check_layer(source, source_layer, name="source_layer"), check_layer(target, target_layer,
                                                                                   name="target_layer")
+    _check_mapper_layers(mapper, ls, lt)
     a = _check_alpha(alpha)
     v = None if vector is None else _check_vector(vector, hidden_size(source), "vector")
     if source.config.vocab_size != target.config.vocab_size:
@@ -137,12 +162,12 @@ def mapped_replacement(source: nn.Module, target: nn.Module, mapper: Any, *, sou
             raise ValueError("mapped_replacement needs input_ids (not inputs_embeds)")
         if kwargs.get("past_key_values") is not None and kwargs["past_key_values"].get_seq_length() > 0:
             raise ValueError("mapped_replacement needs full-sequence forwards: call generate(..., use_cache=False)")
-        seen["ids"], seen["mask"] = ids, kwargs.get("attention_mask")
+        seen["ids"], seen["mask"], seen["pos"] = ids, kwargs.get("attention_mask"), kwargs.get("position_ids")
 
     def fn(hidden: torch.Tensor) -> torch.Tensor:
-        with torch.no_grad(), read_layer(source, ls, stop=True) as rec:
+        with torch.no_grad(), _eval_mode(source), read_layer(source, ls, stop=True) as rec:
             try:
-                source(input_ids=seen["ids"], attention_mask=seen["mask"], use_cache=False)
+                source(input_ids=seen["ids"], attention_mask=seen["mask"], position_ids=seen["pos"], use_cache=False)
             except StopForward:
                 pass
         h_s = rec[-1]
@@ -246,6 +271,7 @@ def refine_with_lm_loss(mapper: Any, source: nn.Module, target: nn.Module, token
     w = _check_alpha(lm_weight)
     ls, lt = check_layer(source, source_layer, name="source_layer"), check_layer(target, target_layer,
                                                                                   name="target_layer")
+    _check_mapper_layers(mapper, ls, lt)
     rng = check_random_state(random_state)
     module = mapper.module_
     module.requires_grad_(True)
