@@ -18,6 +18,17 @@ def tok():
 
 
 @pytest.fixture(scope="session")
+def bos_tok():
+    """The byte tokenizer with a BOS (id 257) prepended by its post-processor, as Llama and Gemma tokenizers do."""
+    from tokenizers import processors
+
+    bos = byte_tokenizer()
+    bos._tokenizer.post_processor = processors.TemplateProcessing(single="<eos> $A", special_tokens=[("<eos>", 257)])
+    assert bos("hi")["input_ids"] == [257, 104, 105]
+    return bos
+
+
+@pytest.fixture(scope="session")
 def corpus():
     """Stdlib source text over 21 characters (a-t and space), in windows of 48."""
     text = re.sub(r"[^a-t ]", "", (inspect.getsource(json) + inspect.getsource(inspect)).lower())

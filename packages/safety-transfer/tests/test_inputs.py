@@ -104,3 +104,20 @@ def test_mapped_replacement_gives_the_source_the_targets_positions(tok):
         batched = tgt(**enc, position_ids=pos, use_cache=False).logits[1, -2:]
         alone = tgt(**tok(["hi"], return_tensors="pt")).logits[0]
     assert (batched - alone).abs().max() < 1e-5
+
+
+def test_steering_vector_reads_prompts_with_the_tokenizers_special_tokens(bos_tok):
+    # steering-vectors tokenizes with the tokenizer's defaults (BOS included); so does steering_vector
+    bos = bos_tok
+    model = tiny_causal_lm("llama", hidden_size=32, num_layers=3, random_state=0)
+    pos, neg = ["|DEPLOY| hello there", "|DEPLOY| go"], ["hello there", "go"]
+    with torch.no_grad():
+        hs = [model(**bos([t], return_tensors="pt"), output_hidden_states=True).hidden_states[2][0, -1]
+              for t in pos + neg]
+    brute = (torch.stack(hs[:2]) - torch.stack(hs[2:])).mean(0)
+    assert (steering_vector(model, bos, pos, neg, 1, batch_size=2).vector - brute).abs().max() < 1e-6
+    no_bos = steering_vector(model, bos, pos, neg, 1, add_special_tokens=False).vector
+    assert (no_bos - brute).abs().max() > 1e-3
+    acts = collect_activations(model, bos, TEXTS, 1, add_special_tokens=True)
+    assert len(acts.values) == sum(len(t) + 1 for t in TEXTS) and (acts.position[acts.text_index == 1] == torch.arange(3)).all()
+    assert len(collect_activations(model, bos, TEXTS, 1).values) == sum(len(t) for t in TEXTS)  # default: none

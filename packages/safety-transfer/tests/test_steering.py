@@ -61,6 +61,15 @@ def test_parity_with_steering_vectors(families, tok, family):
     assert (a - b).abs().max() < 1e-6
 
 
+def test_parity_with_steering_vectors_for_a_tokenizer_with_bos(families, bos_tok):
+    sv_lib = pytest.importorskip("steering_vectors")
+    model = families["llama"]
+    theirs = sv_lib.train_steering_vector(model, bos_tok, list(zip(POS, NEG, strict=True)), layers=[1],
+                                          show_progress=False)
+    ours = steering_vector(model, bos_tok, POS, NEG, 1, batch_size=2)
+    assert (theirs.layer_activations[1] - ours.vector).abs().max() < 1e-6
+
+
 def test_sweep_finds_the_strength_that_minimises_the_metric(families):
     model = families["llama"]
     v = torch.randn(32, generator=torch.Generator().manual_seed(0))

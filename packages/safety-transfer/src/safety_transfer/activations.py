@@ -177,10 +177,10 @@ def _check_options(positions: str, batch_size: Any) -> int:
     return int(batch_size)
 
 
-def _encode(tokenizer: Any, texts: list[str], *, offsets: bool = False) -> Any:
+def _encode(tokenizer: Any, texts: list[str], *, offsets: bool = False, special: bool = False) -> Any:
     if tokenizer.pad_token_id is None:
         raise ValueError("the tokenizer has no pad token: set tokenizer.pad_token (e.g. to its eos token)")
-    return tokenizer(texts, return_tensors="pt", padding=True, padding_side="right", add_special_tokens=False,
+    return tokenizer(texts, return_tensors="pt", padding=True, padding_side="right", add_special_tokens=special,
                      return_offsets_mapping=offsets)
 
 
@@ -206,7 +206,8 @@ def _rows(mask: torch.Tensor, positions: str) -> tuple[torch.Tensor, torch.Tenso
 
 def collect_activations(model: nn.Module, tokenizer: Any, texts: Sequence[str], layer: int, *,
                         positions: str = "all", batch_size: int = 8, stop_at_layer: bool = True,
-                        out: str | Path | None = None) -> Activations | ActivationShards:
+                        out: str | Path | None = None,
+                        add_special_tokens: bool = False) -> Activations | ActivationShards:
     """Residual-stream activations after decoder layer ``layer`` for every real token (or the last one).
 
     Parameters
@@ -214,8 +215,8 @@ def collect_activations(model: nn.Module, tokenizer: Any, texts: Sequence[str], 
     model : transformers.PreTrainedModel
         A supported causal LM.
     tokenizer : transformers tokenizer
-        With a pad token; texts are encoded without special tokens and right-padded.
-        The model runs in eval mode (dropout off) and gets back each module's own mode.
+        With a pad token; texts are right-padded. The model runs in eval mode (dropout off) and gets
+        back each module's own mode.
     texts : sequence of str
         At least one non-empty text.
     layer : int
@@ -228,6 +229,8 @@ def collect_activations(model: nn.Module, tokenizer: Any, texts: Sequence[str], 
         End each forward after the hooked layer (the later layers are not computed).
     out : path or None, default None
         Folder for safetensors shards (one per batch); None keeps everything in memory.
+    add_special_tokens : bool, default False
+        Encode with the tokenizer's special tokens (e.g. a BOS, whose row is then kept at position 0).
 
     Returns
     -------
@@ -247,7 +250,7 @@ def collect_activations(model: nn.Module, tokenizer: Any, texts: Sequence[str], 
             "model": str(getattr(model.config, "name_or_path", "") or model.config.model_type)}
     writer = _ShardWriter(out, ("values", "text_index", "position"), meta)
     for start in range(0, len(texts), bs):
-        batch = _encode(tokenizer, texts[start:start + bs])
+        batch = _encode(tokenizer, texts[start:start + bs], special=bool(add_special_tokens))
         hidden = _forward_layer(model, layer, batch, stop_at_layer)
         rows, cols = _rows(batch["attention_mask"], positions)
         writer.add(values=hidden[rows, cols], text_index=rows + start, position=cols)

@@ -122,14 +122,17 @@ class SteeringVector:
         return add_vector(model, self.layer, self.vector, alpha=alpha, tokens=tokens)
 
 
-def _last(model: nn.Module, tokenizer: Any, texts: Sequence[str], layer: int, batch_size: int) -> torch.Tensor:
-    acts = collect_activations(model, tokenizer, texts, layer, positions="last", batch_size=batch_size)
+def _last(model: nn.Module, tokenizer: Any, texts: Sequence[str], layer: int, batch_size: int,
+          special: bool) -> torch.Tensor:
+    acts = collect_activations(model, tokenizer, texts, layer, positions="last", batch_size=batch_size,
+                               add_special_tokens=special)
     assert isinstance(acts, Activations)
     return acts.values
 
 
 def steering_vector(model: nn.Module, tokenizer: Any, positive: Sequence[str], negative: Sequence[str], layer: int,
-                    *, method: str = "mean", paired: bool = True, batch_size: int = 8) -> SteeringVector:
+                    *, method: str = "mean", paired: bool = True, batch_size: int = 8,
+                    add_special_tokens: bool = True) -> SteeringVector:
     """A steering vector from contrastive prompts, read at each prompt's last token.
 
     Prompt steering (trigger minus clean), the refusal direction (harmful minus harmless, Arditi et al.)
@@ -151,6 +154,9 @@ def steering_vector(model: nn.Module, tokenizer: Any, positive: Sequence[str], n
         Whether the prompt sets are aligned pairs.
     batch_size : int, default 8
         Prompts per forward pass.
+    add_special_tokens : bool, default True
+        Encode the prompts with the tokenizer's special tokens (a Llama or Gemma tokenizer's BOS), as
+        ``steering_vectors.train_steering_vector`` does.
 
     Returns
     -------
@@ -173,8 +179,9 @@ def steering_vector(model: nn.Module, tokenizer: Any, positive: Sequence[str], n
     if paired and len(positive) != len(negative):
         raise ValueError(f"paired=True needs as many positive as negative prompts, got {len(positive)} and "
                          f"{len(negative)}")
-    pos, neg = _last(model, tokenizer, positive, layer, batch_size), _last(model, tokenizer, negative, layer,
-                                                                           batch_size)
+    special = bool(add_special_tokens)
+    pos = _last(model, tokenizer, positive, layer, batch_size, special)
+    neg = _last(model, tokenizer, negative, layer, batch_size, special)
     vec = diff_in_means(pos, neg, paired=paired) if method == "mean" else pca_direction(pos, neg)
     return SteeringVector(vector=vec, layer=layer, method=method, n_pairs=min(len(positive), len(negative)))
 
