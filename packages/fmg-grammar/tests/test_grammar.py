@@ -126,6 +126,7 @@ def test_rule_choice_is_numpys_choice():
     (lambda d: d["counts"].__setitem__(0, -5), r"count of rule 0 is -5; accepted: a finite number > 0"),
     (lambda d: d["counts"].__setitem__(1, float("nan")), r"count of rule 1 is nan"),
     (lambda d: d["counts"].pop(), r"2 counts for 3 rules"),
+    (lambda d: d["rules"][2].pop("lhs"), r"rule 2 is malformed \(KeyError: 'lhs'\)"),
 ])
 def test_a_corrupted_grammar_file_is_refused(tmp_path, edit, match):
     import json

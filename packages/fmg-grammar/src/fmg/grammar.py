@@ -504,8 +504,12 @@ class Grammar:
                                  "finite number > 0")
         for r, c, desc, src in zip(d["rules"], d["counts"], d.get("descriptions", [""] * n),
                                    d.get("sources", [""] * n), strict=True):
-            rule = Rule.from_json(r)
             i = len(g.rules)
+            try:
+                rule = Rule.from_json(r)
+            except (KeyError, TypeError, ValueError) as exc:
+                raise ValueError(f"not a consistent fmg grammar: rule {i} is malformed ({type(exc).__name__}: "
+                                 f"{exc}); accepted: the output of Grammar.save") from exc
             g.rules.append(rule)
             g.counts.append(float(c))
             g.descriptions.append(str(desc))
