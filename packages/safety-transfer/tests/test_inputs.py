@@ -121,3 +121,38 @@ def test_steering_vector_reads_prompts_with_the_tokenizers_special_tokens(bos_to
     acts = collect_activations(model, bos, TEXTS, 1, add_special_tokens=True)
     assert len(acts.values) == sum(len(t) + 1 for t in TEXTS) and (acts.position[acts.text_index == 1] == torch.arange(3)).all()
     assert len(collect_activations(model, bos, TEXTS, 1).values) == sum(len(t) for t in TEXTS)  # default: none
+
+
+def test_a_nested_switch_stays_on_until_the_outer_block_ends(tok):
+    base = tiny_causal_lm("llama", hidden_size=32, num_layers=3, random_state=0)
+    ft = tiny_causal_lm("llama", hidden_size=32, num_layers=3, random_state=2)
+    pairs = collect_pairs(ft, base, ["the quick brown fox"[i:] + " x" for i in range(8)], source_tokenizer=tok,
+                          source_layer=1, target_layer=1)
+    switch = SafetySwitch(base, ft, AffineMapper().fit(pairs), 1)
+    ids = torch.tensor([[104, 101, 108]])
+    with torch.no_grad():
+        off = ft(input_ids=ids).logits
+        with switch:
+            on = ft(input_ids=ids).logits
+            with switch:
+                pass
+            assert switch.is_on and torch.equal(ft(input_ids=ids).logits, on)
+        assert not switch.is_on and torch.equal(ft(input_ids=ids).logits, off)
+        switch.on()
+        with switch:
+            pass
+        assert switch.is_on  # a block entered while on leaves it on
+        switch.off()
+
+
+def test_a_tokenizer_with_ids_beyond_the_models_vocabulary_is_named(tok):
+    from safety_transfer import bpe_tokenizer
+
+    texts = ["the quick brown fox"[i:] + " x" for i in range(8)]
+    bpe = bpe_tokenizer(texts * 3, vocab_size=300)
+    model = tiny_causal_lm("qwen2", hidden_size=32, num_layers=2, random_state=1)  # 258 embeddings
+    with pytest.raises(ValueError, match=r"token id \d+ but the qwen2 model embeds 258 ids"):
+        collect_activations(model, bpe, texts, 0)
+    with pytest.raises(ValueError, match="model embeds 258 ids"):
+        collect_pairs(model, model, texts, source_tokenizer=tok, target_tokenizer=bpe, source_layer=0,
+                      target_layer=0, align="offsets")

@@ -186,6 +186,11 @@ def _encode(tokenizer: Any, texts: list[str], *, offsets: bool = False, special:
 
 def _forward_layer(model: nn.Module, layer: int, batch: Any, stop: bool) -> torch.Tensor:
     device = next(model.parameters()).device
+    n_ids = model.get_input_embeddings().num_embeddings
+    top = int(batch["input_ids"].max())
+    if top >= n_ids:
+        raise ValueError(f"the tokenizer gave token id {top} but the {model.config.model_type} model embeds {n_ids} "
+                         "ids: give each model its own tokenizer (collect_pairs: target_tokenizer=, align='offsets')")
     with torch.no_grad(), _eval_mode(model), read_layer(model, layer, stop=stop) as records:
         try:
             model(input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device),

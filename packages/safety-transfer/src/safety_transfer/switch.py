@@ -16,7 +16,8 @@ __all__ = ["SafetySwitch"]
 class SafetySwitch:
     """Replace the fine-tuned model's output at ``layer`` by ``mapper(h)`` while the switch is on.
 
-    The mapper is fitted on pairs (fine-tuned activations, base activations) at ``layer`` (e.g.
+    ``with switch:`` turns it on for the block and back to its state before the block on exit (nested
+    blocks keep it on until the outermost one ends). The mapper is fitted on pairs (fine-tuned activations, base activations) at ``layer`` (e.g.
     ``collect_pairs(finetuned, base, ...)``). Off, no hook is registered: the fine-tuned model computes
     bitwise what it computed before.
 
@@ -58,6 +59,7 @@ class SafetySwitch:
         _check_mapper_layers(mapper, self.layer, self.layer)
         self.width = hidden_size(finetuned)
         self._stack: ExitStack | None = None
+        self._entered: list[bool] = []  # per open `with` block: whether the switch was on before it
 
     @property
     def is_on(self) -> bool:
@@ -80,7 +82,10 @@ class SafetySwitch:
         return self
 
     def __enter__(self) -> SafetySwitch:
+        self._entered.append(self.is_on)
         return self.on()
 
     def __exit__(self, *exc: object) -> None:
-        self.off()
+        # a block leaves the switch as it found it: nested blocks keep it on until the outer one ends
+        if not self._entered.pop():
+            self.off()
