@@ -9,6 +9,7 @@ A model here is a sequence of parts in ``model.layers`` that the relevance rules
 
 from __future__ import annotations
 
+import abc
 import math
 from typing import Literal
 
@@ -23,10 +24,11 @@ from equigx.graphs import Geometry, Graphs, radius_graph, scatter_sum
 __all__ = ["TFN", "Convolution", "GraphLayer", "SumPool"]
 
 
-class GraphLayer(nn.Module):
-    """Base of the parts that read the graph: ``forward(x, geometry)``."""
+class GraphLayer(nn.Module, abc.ABC):
+    """Base of the parts that read the graph: ``forward(x, geometry)``; a subclass must define it."""
 
-    def forward(self, x: torch.Tensor, geometry: Geometry) -> torch.Tensor:  # pragma: no cover - abstract
+    @abc.abstractmethod
+    def forward(self, x: torch.Tensor, geometry: Geometry) -> torch.Tensor:
         """Apply the layer.
 
         Parameters
@@ -41,7 +43,6 @@ class GraphLayer(nn.Module):
         torch.Tensor
             Output rows.
         """
-        raise NotImplementedError
 
 
 class Convolution(GraphLayer):
