@@ -1,6 +1,6 @@
 """Agreement with torchattacks 3.5.1 through stored outputs, so that it is checked where torchattacks is absent.
 
-``tests/data/make_torchattacks_goldens.py`` wrote the inputs, the model's weights and torchattacks' outputs
+``studies/make_torchattacks_goldens.py`` wrote the inputs, the model's weights and torchattacks' outputs
 (``tests/data/PROVENANCE.md``); here our attacks rerun the same settings from the same seeds.
 """
 

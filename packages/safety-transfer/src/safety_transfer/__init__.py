@@ -5,12 +5,59 @@ The public API is listed in ``__all__``; torch and transformers are imported whe
 
 from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 try:
     __version__ = version("safety-transfer")
 except PackageNotFoundError:  # source tree without install
     __version__ = "0.0.0"
+
+if TYPE_CHECKING:  # static imports for type checkers and the API docs; at run time __getattr__ imports lazily
+    from safety_transfer.activations import (
+        ActivationPairs,
+        Activations,
+        ActivationShards,
+        align_offsets,
+        collect_activations,
+        collect_pairs,
+    )
+    from safety_transfer.hooks import (
+        SUPPORTED_ARCHITECTURES,
+        ablate_direction,
+        add_vector,
+        check_layer,
+        decoder_layers,
+        hidden_size,
+        num_layers,
+        read_layer,
+        replace_layer,
+    )
+    from safety_transfer.mappers import (
+        AffineMapper,
+        AutoEncoderMapper,
+        MappingMetrics,
+        load_mapper,
+        mapping_metrics,
+    )
+    from safety_transfer.metrics import SubstitutionMetrics, generate, lm_loss, substitution_metrics, trigger_rate
+    from safety_transfer.models import bpe_tokenizer, byte_tokenizer, tiny_causal_lm
+    from safety_transfer.steering import (
+        SteeringVector,
+        SweepResult,
+        diff_in_means,
+        pca_direction,
+        steering_vector,
+        sweep,
+    )
+    from safety_transfer.switch import SafetySwitch
+    from safety_transfer.transfer import (
+        check_mapper,
+        mapped_replacement,
+        mapped_vector,
+        pad_or_truncate,
+        random_like,
+        refine_with_lm_loss,
+    )
 
 _WHERE = {
     "ActivationPairs": "activations",

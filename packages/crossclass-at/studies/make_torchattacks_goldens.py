@@ -22,7 +22,7 @@ import torchattacks
 
 from crossclass_at import DigitsMLP
 
-OUT = Path(__file__).with_name("torchattacks_goldens")
+OUT = Path(__file__).resolve().parents[1] / "tests" / "data" / "torchattacks_goldens"
 
 # case -> (torchattacks class, its keyword arguments, seed of the random start)
 CASES = {
