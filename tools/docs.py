@@ -114,23 +114,28 @@ def _outside_fences(text: str):
         yield in_code, "".join(chunk)
 
 
-def _outside_code(text: str):
-    """Yield (is_code, piece) of markdown: fenced blocks and inline code spans are code."""
-    for fenced, chunk in _outside_fences(text):
-        if fenced:
-            yield True, chunk
-            continue
-        start = 0
-        for span in CODE_SPAN.finditer(chunk):
-            yield False, chunk[start:span.start()]
-            yield True, span.group(0)
-            start = span.end()
-        yield False, chunk[start:]
+def _links_outside_code(chunk: str) -> list[re.Match]:
+    """LINK matches of a non-fenced chunk that do not start inside an inline code span.
+
+    A code span inside a link label stays a link (``[`x.py`](x.py)``); a SMILES such as
+    ``C[C@H](N)C`` inside a code span is not one.
+    """
+    spans = [m.span() for m in CODE_SPAN.finditer(chunk)]
+    return [m for m in LINK.finditer(chunk) if not any(a < m.start() < b for a, b in spans)]
 
 
 def markdown_links(text: str) -> list[tuple[str, str, str]]:
-    """(bang, label, target) of every markdown link outside code, e.g. not a SMILES like `C[C@H](N)C`."""
-    return [link for code, piece in _outside_code(text) if not code for link in LINK.findall(piece)]
+    """(bang, label, target) of every markdown link outside code blocks and inline code spans."""
+    return [m.groups() for code, chunk in _outside_fences(text) if not code for m in _links_outside_code(chunk)]
+
+
+def _sub_links(chunk: str, fix) -> str:
+    """``chunk`` with each link outside inline code replaced by ``fix(match)``."""
+    pieces, start = [], 0
+    for match in _links_outside_code(chunk):
+        pieces += [chunk[start:match.start()], fix(match)]
+        start = match.end()
+    return "".join(pieces) + chunk[start:]
 
 
 class PageSet:
@@ -181,7 +186,7 @@ class PageSet:
             rel = os.path.relpath(site, page_dir).replace(os.sep, "/")
             return f"{bang}[{label}]({rel}{'#' + fragment if fragment else ''})"
 
-        return "".join(piece if code else LINK.sub(fix, piece) for code, piece in _outside_code(text))
+        return "".join(chunk if code else _sub_links(chunk, fix) for code, chunk in _outside_fences(text))
 
     def copy(self, source: Path, site: str) -> None:
         """Put a repository file into the site (markdown rewritten, anything else as bytes)."""

@@ -43,8 +43,8 @@ def test_readme_links_resolve_inside_the_site():
 
 
 def test_code_spans_and_fences_hold_no_links():
-    text = "a `C[C@H](N)C(=O)O` b ``x [y](z) x`` [real](a.md)\n```\n[fenced](b.md)\n```\n"
-    assert docs.markdown_links(text) == [("", "real", "a.md")]
+    text = "a `C[C@H](N)C(=O)O` b ``x [y](z) x`` [real](a.md) [`code.py`](c.py)\n```\n[fenced](b.md)\n```\n"
+    assert docs.markdown_links(text) == [("", "real", "a.md"), ("", "`code.py`", "c.py")]
     pages = docs.PageSet(ROOT, docs.doc_members(ROOT)[:1])
     assert pages.rewrite("`[C@H](N)`", ROOT / "shared", "shared/index.md") == "`[C@H](N)`"
 
