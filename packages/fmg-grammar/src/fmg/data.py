@@ -8,6 +8,7 @@ from pathlib import Path
 __all__ = ["DATASETS", "load_dataset", "load_smiles"]
 
 DATASETS = ("isocyanates", "acrylates", "chain_extenders", "polymers_117")
+"""Names of the bundled training sets that ``load_dataset`` accepts."""
 
 
 def load_smiles(path: str | Path) -> list[str]:

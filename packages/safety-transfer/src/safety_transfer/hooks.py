@@ -22,6 +22,7 @@ __all__ = ["SUPPORTED_ARCHITECTURES", "ablate_direction", "add_vector", "check_l
 # model_type -> attribute path of the decoder layers, from the *ForCausalLM or the bare model
 SUPPORTED_ARCHITECTURES = {"llama": "model.layers", "qwen2": "model.layers", "gemma2": "model.layers",
                            "mistral": "model.layers", "gpt2": "transformer.h"}
+"""Supported ``model_type`` values and the attribute path of their decoder-layer list."""
 
 Tokens = slice | None
 

@@ -29,6 +29,8 @@ from train_test_overlap.tokenizers import Tokenizer, get_tokenizer
 __all__ = ["PARTS", "CorpusStats", "OverlapCounts", "OverlapIndex", "Scanner", "ShardCounts"]
 
 PARTS = ("input", "references", "intersect")
+"""Instance parts that can be indexed; ``intersect`` is HELM's join of the input's end with each reference's start."""
+
 _MULT = np.uint64(0x9E3779B97F4A7C15)
 _BITS = 22  # prefilter bitmap: 4 Mi booleans per n
 

@@ -155,6 +155,7 @@ PRESETS: dict[str, Preset] = {p.name: p for p in [
            rule="13-word n-grams; flag when at least half of the example's 13-grams occur in the corpus",
            source="marin-community/marin decontamination pipeline, per the package notes", verified=False),
 ]}
+"""The developers' overlap methodologies by name (``helm``, ``gpt3``, ...), each a :class:`Preset`."""
 
 
 def get_preset(name: str | Preset, **changes: Any) -> Preset:
