@@ -1,0 +1,47 @@
+"""Command line: ``python -m wmarkgpt demo`` and ``python -m wmarkgpt reproduce``.
+
+The experiments are imported only when a command runs, so that ``--help`` works in a base install. A
+command that needs an extra of this distribution names it in ``requires`` (e.g. ``{"demo": "demo"}``):
+without that extra it prints one line naming the ``pip install`` and exits 2.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from icml25_shared.cli import run_cli
+
+PAPER = "S. Tan et al. (ICML 2025). Watermarked Image Understanding via Multimodal Large Language Models."
+
+
+def _demo(ctx: Any) -> None:
+    from wmarkgpt.experiments import demo
+
+    demo(ctx)
+
+
+def _reproduce(ctx: Any) -> None:
+    from wmarkgpt.experiments import reproduce
+
+    reproduce(ctx)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run a command of the ``wmarkgpt`` command line.
+
+    Parameters
+    ----------
+    argv : list of str, optional
+        Arguments after the program name (default ``sys.argv[1:]``).
+
+    Returns
+    -------
+    int
+        The exit code: 0 on success, 2 when the command's extra is not installed.
+    """
+    return run_cli("wmarkgpt", demo=_demo, reproduce=_reproduce, argv=argv, description=__doc__, paper=PAPER,
+                   requires={})
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
