@@ -5,6 +5,7 @@ The experiments are imported only when a command runs, so that ``--help`` works 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from icml25_shared.cli import ExtraCommand, run_cli
@@ -25,28 +26,13 @@ def _reproduce(ctx: Any) -> None:
     reproduce(ctx)
 
 
-def _scan(argv: list[str]) -> int:
-    from train_test_overlap.commands import scan_main
+def _command(name: str) -> Callable[[list[str]], int]:
+    def run(argv: list[str]) -> int:
+        from train_test_overlap.commands import run_command
 
-    return scan_main(argv)
+        return run_command(name, argv)
 
-
-def _presets(argv: list[str]) -> int:
-    from train_test_overlap.commands import presets_main
-
-    return presets_main(argv)
-
-
-def _report(argv: list[str]) -> int:
-    from train_test_overlap.commands import report_main
-
-    return report_main(argv)
-
-
-def _sketch(argv: list[str]) -> int:
-    from train_test_overlap.commands import sketch_main
-
-    return sketch_main(argv)
+    return run
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,11 +48,11 @@ def main(argv: list[str] | None = None) -> int:
     int
         The exit code: 0 on success, 2 when the command's extra is not installed.
     """
-    extra = {"scan": ExtraCommand("count test-set n-grams in a corpus; write HELM's stats, n-gram and metrics files", _scan),
-             "presets": ExtraCommand("label instances clean/dirty/ambiguous under developers' rules", _presets),
+    extra = {"scan": ExtraCommand("count test-set n-grams in a corpus; write HELM's stats, n-gram and metrics files", _command("scan")),
+             "presets": ExtraCommand("label instances clean/dirty/ambiguous under developers' rules", _command("presets")),
              "report": ExtraCommand("write the overlap report (methodology card, statistics, rules; Markdown, JSON, PNG)",
-                                    _report),
-             "sketch": ExtraCommand("build a Bloom sketch of a corpus's n-grams (--corpus) or query one (--load)", _sketch)}
+                                    _command("report")),
+             "sketch": ExtraCommand("build a Bloom sketch of a corpus's n-grams (--corpus) or query one (--load)", _command("sketch"))}
     return run_cli("train_test_overlap", demo=_demo, reproduce=_reproduce, argv=argv, description=__doc__, paper=PAPER,
                    extra_commands=extra, requires={"demo": "gpt4", "reproduce": "gpt4"})
 

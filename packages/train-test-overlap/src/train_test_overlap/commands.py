@@ -1,44 +1,66 @@
-"""The ``scan`` and ``presets`` commands: HELM-format outputs and preset labels from the command line."""
+"""The ``scan``, ``presets``, ``report`` and ``sketch`` commands: HELM-format outputs, labels, reports, sketches."""
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from pathlib import Path
 
-__all__ = ["presets_main", "report_main", "scan_main", "sketch_main"]
+__all__ = ["COMMANDS", "run_command"]
+
+_TOKENIZERS = ["helm-default", "whitespace", "janitor"]
 
 
-def _common(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--scenarios", required=True, help="HELM light-scenario JSONL (one scenario per line)")
-    parser.add_argument("--corpus", required=True, nargs="+", help="corpus files or folders (.jsonl/.txt, .gz/.zst, .parquet)")
+def _corpus_args(parser: argparse.ArgumentParser, *, required: bool = True, out: str = "output folder") -> None:
+    if required:
+        parser.add_argument("--scenarios", required=True, help="HELM light-scenario JSONL (one scenario per line)")
+    parser.add_argument("--corpus", required=required, nargs="+",
+                        help="corpus files or folders (.jsonl/.txt, .gz/.zst, .parquet)")
     parser.add_argument("--text-field", default="text", help="JSONL field / Parquet column of the text (default: text)")
     parser.add_argument("--errors", default="strict", choices=["strict", "replace"], help="undecodable bytes")
-    parser.add_argument("--out", required=True, help="output folder")
+    parser.add_argument("--out", required=required, help=out)
 
 
-def scan_main(argv: list[str]) -> int:
-    """``scan``: HELM's stats, n-gram counts and metrics files for a corpus.
+def _scan_args(parser: argparse.ArgumentParser) -> None:
+    _corpus_args(parser)
+    parser.add_argument("--n", type=int, nargs="+", default=[5, 9, 13], help="n-gram lengths (default 5 9 13)")
+    parser.add_argument("--tokenizer", default="helm-default", choices=_TOKENIZERS)
+    parser.add_argument("--backend", default="local", choices=["local", "dask"])
 
-    Parameters
-    ----------
-    argv : list of str
-        Options (see ``--help``).
 
-    Returns
-    -------
-    int
-        Exit code.
-    """
+def _presets_args(parser: argparse.ArgumentParser) -> None:
+    from train_test_overlap.presets import PRESETS
+
+    _corpus_args(parser)
+    parser.add_argument("--presets", nargs="+", default=sorted(PRESETS), help=f"among {sorted(PRESETS)}")
+    parser.add_argument("--seed", type=int, default=0, help="substring sampling of the gpt4 rule")
+
+
+def _report_args(parser: argparse.ArgumentParser) -> None:
+    from train_test_overlap.presets import PRESETS
+
+    _corpus_args(parser)
+    parser.add_argument("--n", type=int, nargs="+", default=[5, 9, 13], help="n-gram lengths (default 5 9 13)")
+    parser.add_argument("--metric-n", type=int, default=13, help="n of HELM's per-instance metrics (default 13)")
+    parser.add_argument("--presets", nargs="*", default=sorted(PRESETS), help=f"among {sorted(PRESETS)}")
+    parser.add_argument("--scores", help="JSONL of evaluation scores: {\"test_set\", \"split\", \"id\", \"score\"} per line")
+    parser.add_argument("--seed", type=int, default=0, help="gpt4 substring sampling and the bootstrap")
+
+
+def _sketch_args(parser: argparse.ArgumentParser) -> None:
+    _corpus_args(parser, required=False, out="where to write the sketch (.npz) or the query result (.json)")
+    parser.add_argument("--load", help="a sketch written by this command")
+    parser.add_argument("--scenarios", help="HELM light-scenario JSONL to query")
+    parser.add_argument("--n", type=int, default=13)
+    parser.add_argument("--tokenizer", default="helm-default", choices=_TOKENIZERS)
+    parser.add_argument("--capacity", type=int, default=10_000_000, help="distinct n-grams the filter is sized for")
+    parser.add_argument("--fp-rate", type=float, default=1e-3)
+
+
+def _scan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from train_test_overlap import OverlapIndex, helm_metric_records, load_helm_scenarios
 
-    parser = argparse.ArgumentParser(prog="python -m train_test_overlap scan",
-                                     description="Count test-set n-grams in a corpus; write HELM's output files.")
-    _common(parser)
-    parser.add_argument("--n", type=int, nargs="+", default=[5, 9, 13], help="n-gram lengths (default 5 9 13)")
-    parser.add_argument("--tokenizer", default="helm-default", choices=["helm-default", "whitespace", "janitor"])
-    parser.add_argument("--backend", default="local", choices=["local", "dask"])
-    args = parser.parse_args(argv)
     index = OverlapIndex(load_helm_scenarios(args.scenarios), n=args.n, tokenizer=args.tokenizer)
     counts = index.scan([Path(c) for c in args.corpus], backend=args.backend, text_field=args.text_field, errors=args.errors)
     out = Path(args.out)
@@ -55,28 +77,10 @@ def scan_main(argv: list[str]) -> int:
     return 0
 
 
-def presets_main(argv: list[str]) -> int:
-    """``presets``: every instance's label under each developer's rule, in one pass.
-
-    Parameters
-    ----------
-    argv : list of str
-        Options (see ``--help``).
-
-    Returns
-    -------
-    int
-        Exit code.
-    """
+def _presets(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from train_test_overlap import load_helm_scenarios
-    from train_test_overlap.presets import PRESETS, evaluate_presets
+    from train_test_overlap.presets import evaluate_presets
 
-    parser = argparse.ArgumentParser(prog="python -m train_test_overlap presets",
-                                     description="Label instances clean/dirty/ambiguous under developers' rules.")
-    _common(parser)
-    parser.add_argument("--presets", nargs="+", default=sorted(PRESETS), help=f"among {sorted(PRESETS)}")
-    parser.add_argument("--seed", type=int, default=0, help="substring sampling of the gpt4 rule")
-    args = parser.parse_args(argv)
     results, stats = evaluate_presets(load_helm_scenarios(args.scenarios), [Path(c) for c in args.corpus],
                                       presets=args.presets, random_state=args.seed, text_field=args.text_field,
                                       errors=args.errors)
@@ -92,31 +96,10 @@ def presets_main(argv: list[str]) -> int:
     return 0
 
 
-def report_main(argv: list[str]) -> int:
-    """``report``: the overlap report (Markdown, JSON, PNG) from one read of the corpus per tokenizer.
-
-    Parameters
-    ----------
-    argv : list of str
-        Options (see ``--help``).
-
-    Returns
-    -------
-    int
-        Exit code.
-    """
+def _report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from train_test_overlap import OverlapIndex, OverlapReport, load_helm_scenarios
-    from train_test_overlap.presets import PRESETS, evaluate_presets
+    from train_test_overlap.presets import evaluate_presets
 
-    parser = argparse.ArgumentParser(prog="python -m train_test_overlap report",
-                                     description="Write the train-test overlap report: methodology, statistics, rules.")
-    _common(parser)
-    parser.add_argument("--n", type=int, nargs="+", default=[5, 9, 13], help="n-gram lengths (default 5 9 13)")
-    parser.add_argument("--metric-n", type=int, default=13, help="n of HELM's per-instance metrics (default 13)")
-    parser.add_argument("--presets", nargs="*", default=sorted(PRESETS), help=f"among {sorted(PRESETS)}")
-    parser.add_argument("--scores", help="JSONL of evaluation scores: {\"test_set\", \"split\", \"id\", \"score\"} per line")
-    parser.add_argument("--seed", type=int, default=0, help="gpt4 substring sampling and the bootstrap")
-    args = parser.parse_args(argv)
     sets = load_helm_scenarios(args.scenarios)
     corpus = [Path(c) for c in args.corpus]
     scores: dict[tuple[str, str], dict[str, float]] | None = None
@@ -138,34 +121,9 @@ def report_main(argv: list[str]) -> int:
     return 0
 
 
-def sketch_main(argv: list[str]) -> int:
-    """``sketch``: build a Bloom sketch of a corpus's n-grams, or query one with test sets.
-
-    Parameters
-    ----------
-    argv : list of str
-        Options (see ``--help``).
-
-    Returns
-    -------
-    int
-        Exit code.
-    """
+def _sketch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from train_test_overlap import CorpusSketch, load_helm_scenarios
 
-    parser = argparse.ArgumentParser(prog="python -m train_test_overlap sketch",
-                                     description="Build (--corpus, --out) or query (--load, --scenarios) a corpus sketch.")
-    parser.add_argument("--corpus", nargs="+", help="corpus files or folders to sketch")
-    parser.add_argument("--out", help="where to write the sketch (.npz) or the query result (.json)")
-    parser.add_argument("--load", help="a sketch written by this command")
-    parser.add_argument("--scenarios", help="HELM light-scenario JSONL to query")
-    parser.add_argument("--n", type=int, default=13)
-    parser.add_argument("--tokenizer", default="helm-default", choices=["helm-default", "whitespace", "janitor"])
-    parser.add_argument("--capacity", type=int, default=10_000_000, help="distinct n-grams the filter is sized for")
-    parser.add_argument("--fp-rate", type=float, default=1e-3)
-    parser.add_argument("--text-field", default="text")
-    parser.add_argument("--errors", default="strict", choices=["strict", "replace"])
-    args = parser.parse_args(argv)
     if args.corpus:
         if not args.out:
             parser.error("--corpus needs --out")
@@ -185,3 +143,40 @@ def sketch_main(argv: list[str]) -> int:
     if args.out:
         Path(args.out).write_text(json.dumps([{"test_set": k[0], "split": k[1], "fractions": v} for k, v in result.items()]))
     return 0
+
+
+COMMANDS: dict[str, tuple[str, Callable[[argparse.ArgumentParser], None], Callable[..., int]]] = {
+    "scan": ("Count test-set n-grams in a corpus; write HELM's stats, n-gram and metrics files.", _scan_args, _scan),
+    "presets": ("Label instances clean/dirty/ambiguous under developers' rules.", _presets_args, _presets),
+    "report": ("Write the train-test overlap report: methodology, statistics, rules.", _report_args, _report),
+    "sketch": ("Build (--corpus, --out) or query (--load, --scenarios) a corpus sketch.", _sketch_args, _sketch),
+}
+"""Command name -> (description, function adding its options to a parser, function running it)."""
+
+
+def run_command(command: str, argv: list[str]) -> int:
+    """Parse ``argv`` for one of :data:`COMMANDS` and run it.
+
+    Parameters
+    ----------
+    command : str
+        ``"scan"``, ``"presets"``, ``"report"`` or ``"sketch"``.
+    argv : list of str
+        The command's options (see ``python -m train_test_overlap <command> --help``).
+
+    Returns
+    -------
+    int
+        Exit code: 0 on success (argparse exits with 2 on bad options).
+
+    Raises
+    ------
+    ValueError
+        For an unknown command (the message lists the accepted ones).
+    """
+    if command not in COMMANDS:
+        raise ValueError(f"unknown command {command!r}; accepted: {sorted(COMMANDS)}")
+    description, add_arguments, run = COMMANDS[command]
+    parser = argparse.ArgumentParser(prog=f"python -m train_test_overlap {command}", description=description)
+    add_arguments(parser)
+    return run(parser.parse_args(argv), parser)

@@ -172,8 +172,18 @@ def _iter_file(path: Path, text_field: str, errors: str, lines: bool) -> Iterato
             import pyarrow.parquet as pq
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise ImportError(f"reading {path} needs pyarrow: pip install 'train-test-overlap[parquet]'") from exc
-        for batch in pq.ParquetFile(path).iter_batches(columns=[text_field]):
-            yield from (t if t is not None else "" for t in batch.column(0).to_pylist())
+        import pyarrow as pa
+
+        parquet = pq.ParquetFile(path)
+        schema = parquet.schema_arrow
+        if text_field not in schema.names:
+            raise ValueError(f"{path}: no column {text_field!r} (columns: {schema.names}); pass text_field=")
+        kind_of = schema.field(text_field).type
+        if not (pa.types.is_string(kind_of) or pa.types.is_large_string(kind_of)
+                or getattr(pa.types, "is_string_view", lambda _: False)(kind_of)):
+            raise ValueError(f"{path}: column {text_field!r} is {kind_of}, not a string column")
+        for batch in parquet.iter_batches(columns=[text_field]):
+            yield from (t if t is not None else "" for t in batch.column(0).to_pylist())  # null: empty document
         return
     try:
         with _open_text(path, errors) as f:
@@ -252,7 +262,8 @@ def iter_documents(source: str | os.PathLike[str] | Sequence[Any] | Iterable[str
         or any other iterable of the documents themselves (a list of str that all name existing files is
         refused: pass them as ``Path`` objects). Files:
         JSONL (``.jsonl``, ``.json``, ``.ndjson``: one JSON object per line, the text in ``text_field``),
-        text (``.txt`` or no suffix), either compressed with ``.gz`` or ``.zst``, and Parquet.
+        text (``.txt`` or no suffix), either compressed with ``.gz`` or ``.zst``, and Parquet (read in
+        record batches, one string column; a null value is an empty document).
     text_field : str, default "text"
         JSONL field / Parquet column that holds the document.
     errors : {"strict", "replace"}, default "strict"
@@ -268,8 +279,8 @@ def iter_documents(source: str | os.PathLike[str] | Sequence[Any] | Iterable[str
     Raises
     ------
     ValueError
-        A JSONL record without ``text_field`` or not JSON (file and line named), undecodable bytes under
-        ``errors="strict"``, an unknown suffix.
+        A JSONL record without ``text_field`` or not JSON (file and line named), a Parquet file without a
+        string column ``text_field``, undecodable bytes under ``errors="strict"``, an unknown suffix.
     """
     if errors not in ("strict", "replace"):
         raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
