@@ -49,7 +49,7 @@ if TYPE_CHECKING:  # static imports for type checkers and the API docs; at run t
         steering_vector,
         sweep,
     )
-    from safety_transfer.switch import SafetySwitch
+    from safety_transfer.switch import SafetySwitch, TriggerProbe
     from safety_transfer.transfer import (
         check_mapper,
         mapped_replacement,
@@ -95,6 +95,7 @@ _WHERE = {
     "steering_vector": "steering",
     "sweep": "steering",
     "SafetySwitch": "switch",
+    "TriggerProbe": "switch",
     "check_mapper": "transfer",
     "mapped_replacement": "transfer",
     "mapped_vector": "transfer",
@@ -116,6 +117,7 @@ __all__ = [
     "SteeringVector",
     "SubstitutionMetrics",
     "SweepResult",
+    "TriggerProbe",
     "ablate_direction",
     "add_vector",
     "align_offsets",

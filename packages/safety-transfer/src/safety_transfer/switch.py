@@ -1,16 +1,121 @@
-"""A safety switch: map a fine-tuned model's activations to its base model's at one layer, on demand."""
+"""A safety switch: map a fine-tuned model's activations to its base model's at one layer, on demand.
+
+Optionally gated: a :class:`TriggerProbe` (a logistic probe on the fine-tuned model's activations at the
+switch layer) decides at each token whether the mapping is applied, so that tokens without the trigger
+keep the fine-tuned model's own activations.
+"""
 
 from __future__ import annotations
 
+import numbers
+from collections.abc import Callable
 from contextlib import ExitStack
 from typing import Any
 
+import torch
+from icml25_shared.random import RandomStateLike, check_random_state
 from torch import nn
 
 from safety_transfer.hooks import check_layer, hidden_size, num_layers, replace_layer
 from safety_transfer.transfer import _check_mapper_layers, check_mapper
 
-__all__ = ["SafetySwitch"]
+__all__ = ["SafetySwitch", "TriggerProbe"]
+
+
+class TriggerProbe:
+    """Logistic probe on one layer's activations that flags tokens carrying a trigger (a switch's gate).
+
+    Parameters
+    ----------
+    threshold : float, default 0.5
+        Probability above which a token is flagged.
+    hard : bool, default True
+        The gate is 0 or 1 (``p > threshold``); False gives the probability itself.
+    C : float, default 1.0
+        Inverse L2 strength of scikit-learn's ``LogisticRegression`` (on standardised features).
+    random_state : None, int or numpy Generator, default None
+        Seed of the solver.
+
+    Attributes
+    ----------
+    coef_ : torch.Tensor, shape (d,)
+        Weights on the raw activations (the standardisation folded in).
+    intercept_ : float
+        Bias.
+    n_features_in_ : int
+        Width ``d``.
+
+    Examples
+    --------
+    >>> import torch
+    >>> g = torch.Generator().manual_seed(0)
+    >>> pos, neg = torch.randn(50, 4, generator=g) + 3, torch.randn(50, 4, generator=g)
+    >>> probe = TriggerProbe(random_state=0).fit(pos, neg)
+    >>> probe(torch.stack([pos[:2], neg[:2]])).tolist()
+    [[1.0, 1.0], [0.0, 0.0]]
+    """
+
+    def __init__(self, *, threshold: float = 0.5, hard: bool = True, C: float = 1.0,
+                 random_state: RandomStateLike = None) -> None:
+        self.threshold = threshold
+        self.hard = hard
+        self.C = C
+        self.random_state = random_state
+
+    def fit(self, positive: Any, negative: Any) -> TriggerProbe:
+        """Fit on activations of triggered tokens (``positive``) and clean tokens (``negative``).
+
+        Parameters
+        ----------
+        positive, negative : torch.Tensor, shapes (n, d) and (m, d)
+            Non-empty, same width, finite.
+
+        Returns
+        -------
+        TriggerProbe
+            ``self``.
+        """
+        from sklearn.linear_model import LogisticRegression
+
+        t = self.threshold
+        if isinstance(t, bool) or not isinstance(t, numbers.Real) or not 0 < float(t) < 1:
+            raise ValueError(f"threshold must be a number in (0, 1), got {t!r}")
+        if isinstance(self.C, bool) or not isinstance(self.C, numbers.Real) or not float(self.C) > 0:
+            raise ValueError(f"C must be a positive number, got {self.C!r}")
+        pos, neg = torch.as_tensor(positive), torch.as_tensor(negative)
+        for name, a in (("positive", pos), ("negative", neg)):
+            if a.ndim != 2 or a.shape[0] == 0:
+                raise ValueError(f"{name} must be a non-empty (n, d) array, got shape {tuple(a.shape)}")
+            if not torch.isfinite(a).all():
+                raise ValueError(f"{name} contains NaN or infinity")
+        if pos.shape[1] != neg.shape[1]:
+            raise ValueError(f"positive has width {pos.shape[1]} but negative has width {neg.shape[1]}")
+        x = torch.cat([pos, neg]).double().numpy()
+        y = [1] * len(pos) + [0] * len(neg)
+        mu, sd = x.mean(0), x.std(0) + 1e-8
+        seed = int(check_random_state(self.random_state).integers(2**31 - 1))
+        clf = LogisticRegression(C=float(self.C), max_iter=2000, random_state=seed).fit((x - mu) / sd, y)
+        w = clf.coef_[0] / sd
+        self.coef_ = torch.from_numpy(w)
+        self.intercept_ = float(clf.intercept_[0] - (w * mu).sum())
+        self.n_features_in_ = int(x.shape[1])
+        return self
+
+    def predict_proba(self, hidden: Any) -> torch.Tensor:
+        """Probability that each row (or token) carries the trigger: shape ``hidden.shape[:-1]``."""
+        if not hasattr(self, "coef_"):
+            from sklearn.exceptions import NotFittedError
+
+            raise NotFittedError("the probe is not fitted yet: call fit(positive, negative) first")
+        h = torch.as_tensor(hidden)
+        if h.shape[-1] != self.n_features_in_:
+            raise ValueError(f"the probe was fitted on width {self.n_features_in_}, got width {h.shape[-1]}")
+        return torch.sigmoid(h.double() @ self.coef_ + self.intercept_)
+
+    def __call__(self, hidden: torch.Tensor) -> torch.Tensor:
+        """The gate: ``(p > threshold)`` (hard) or ``p``, in the activations' dtype."""
+        p = self.predict_proba(hidden)
+        return ((p > self.threshold) if self.hard else p).to(torch.as_tensor(hidden).dtype)
 
 
 class SafetySwitch:
@@ -29,6 +134,9 @@ class SafetySwitch:
         Fitted from the fine-tuned width to the base width.
     layer : int
         Decoder layer.
+    gate : callable, optional
+        ``gate(h) -> g`` of shape ``(batch, seq)`` with values in [0, 1] (e.g. a fitted
+        :class:`TriggerProbe`); on, the layer output becomes ``h + g (mapper(h) - h)``. None maps every token.
 
     Examples
     --------
@@ -45,7 +153,8 @@ class SafetySwitch:
     False
     """
 
-    def __init__(self, base: nn.Module, finetuned: nn.Module, mapper: Any, layer: int) -> None:
+    def __init__(self, base: nn.Module, finetuned: nn.Module, mapper: Any, layer: int, *,
+                 gate: Callable[[torch.Tensor], torch.Tensor] | None = None) -> None:
         if type(base) is not type(finetuned):
             raise ValueError(f"base ({type(base).__name__}) and finetuned ({type(finetuned).__name__}) must share "
                              "one architecture")
@@ -58,6 +167,11 @@ class SafetySwitch:
         self.layer = check_layer(finetuned, layer)
         _check_mapper_layers(mapper, self.layer, self.layer)
         self.width = hidden_size(finetuned)
+        if gate is not None and not callable(gate):
+            raise ValueError(f"gate must be a callable h -> (batch, seq) weights or None, got {type(gate).__name__}")
+        if gate is not None and getattr(gate, "n_features_in_", self.width) != self.width:
+            raise ValueError(f"the gate was fitted on width {gate.n_features_in_} but the layer's width is {self.width}")
+        self.gate = gate
         self._stack: ExitStack | None = None
         self._entered: list[bool] = []  # per open `with` block: whether the switch was on before it
 
@@ -70,7 +184,7 @@ class SafetySwitch:
         """Register the hook (idempotent); returns ``self``."""
         if self._stack is None:
             stack = ExitStack()
-            stack.enter_context(replace_layer(self.finetuned, self.layer, self.mapper.transform))
+            stack.enter_context(replace_layer(self.finetuned, self.layer, self._map))
             self._stack = stack
         return self
 
@@ -80,6 +194,15 @@ class SafetySwitch:
             self._stack.close()
             self._stack = None
         return self
+
+    def _map(self, hidden: torch.Tensor) -> torch.Tensor:
+        mapped = self.mapper.transform(hidden).to(hidden.dtype)
+        if self.gate is None:
+            return mapped
+        g = torch.as_tensor(self.gate(hidden)).to(hidden.dtype)
+        if g.shape != hidden.shape[:-1]:
+            raise ValueError(f"the gate returned shape {tuple(g.shape)}, expected {tuple(hidden.shape[:-1])}")
+        return hidden + g[..., None] * (mapped - hidden)
 
     def __enter__(self) -> SafetySwitch:
         self._entered.append(self.is_on)
