@@ -1,15 +1,49 @@
-"""Red-team harness measuring whether combinations of individually safe models complete flagged tasks, with decomposition strategies, monitors and uplift statistics.
+"""combo-redteam: run benign flagged tasks through single models and multi-model decompositions.
 
-The public API is listed in ``__all__``; nothing heavy is imported here.
+The public API is listed in ``__all__``; nothing heavy is imported here (``TransformersChatModel``
+loads torch and transformers only when it is used).
 """
 
-from importlib.metadata import PackageNotFoundError, version
+from __future__ import annotations
 
-from combo_redteam.method import BootstrapInterval, bootstrap_mean
+from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING, Any
+
+from combo_redteam.families import FAMILIES, FLAG_PATTERN
+from combo_redteam.metrics import McNemarResult, Uplift, auroc, mcnemar_exact, paired_difference_interval, wilson
+from combo_redteam.models import (DEFAULT_POLICY, ChatModel, Completion, LatencyModel, ModelError, ModelTimeoutError,
+                                  RefusalDetector, StandInStrong, StandInWeak, Usage)
+from combo_redteam.monitors import (PLACEMENTS, JudgeMonitor, Monitor, PolicyMonitor, SequentialMonitor, Verdict,
+                                    related_request_score)
+from combo_redteam.openai_compat import OpenAICompatibleModel
+from combo_redteam.runner import EpisodeResult, RunResult, replay, run
+from combo_redteam.strategies import (AutomatedDecomposition, ManualDecomposition, PlanStep, SingleModel, Strategy,
+                                      strategy_from_spec)
+from combo_redteam.tasks import Grade, Task, TaskSuite, benign_suite, grade
+
+if TYPE_CHECKING:
+    from combo_redteam.transformers_model import TransformersChatModel
 
 try:
     __version__ = version("combo-redteam")
 except PackageNotFoundError:  # source tree without install
     __version__ = "0.0.0"
 
-__all__ = ["BootstrapInterval", "__version__", "bootstrap_mean"]
+
+def __getattr__(name: str) -> Any:
+    if name == "TransformersChatModel":
+        from combo_redteam.transformers_model import TransformersChatModel
+
+        return TransformersChatModel
+    raise AttributeError(f"module 'combo_redteam' has no attribute {name!r}")
+
+
+__all__ = [
+    "AutomatedDecomposition", "ChatModel", "Completion", "DEFAULT_POLICY", "EpisodeResult", "FAMILIES", "FLAG_PATTERN",
+    "Grade", "JudgeMonitor", "LatencyModel", "ManualDecomposition", "McNemarResult", "ModelError",
+    "ModelTimeoutError", "Monitor", "OpenAICompatibleModel", "PLACEMENTS", "PlanStep", "PolicyMonitor",
+    "RefusalDetector", "RunResult", "SequentialMonitor", "SingleModel", "StandInStrong", "StandInWeak", "Strategy",
+    "Task", "TaskSuite", "TransformersChatModel", "Uplift", "Usage", "Verdict", "__version__", "auroc",
+    "benign_suite", "grade", "mcnemar_exact", "paired_difference_interval", "related_request_score", "replay", "run",
+    "strategy_from_spec", "wilson",
+]

@@ -1,119 +1,221 @@
-"""The ``demo`` and ``reproduce`` commands.
+"""The ``demo`` and ``reproduce`` commands, on the deterministic stand-ins.
 
-``demo`` puts the bootstrap interval beside the Student-t interval on the target of the synthetic
-``friedman1`` regression set (Friedman, 1991) at growing sample sizes; ``reproduce`` measures the coverage of both intervals
-over independent replications of a normal sample whose mean is known.
+``demo`` runs 50 benign flagged tasks and their controls through the single models, the manual
+decomposition and the automated decomposition (k = 3), and writes a table, a bar chart and the audit
+log. ``reproduce`` compares single models with manual and automated (k in 1, 3, 5) decompositions for
+exact and for noisy stand-ins, sweeps a 4 x 4 grid of weak and strong capabilities, and places a policy
+monitor at every placement beside the sequential episode monitor. The stand-ins illustrate the harness;
+their numbers are not the paper's findings.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
-from icml25_shared.cli import RunContext, progress
-from icml25_shared.data import load
-from icml25_shared.random import check_random_state, spawn
-from icml25_shared.stats import t_interval, wilson_interval
+from icml25_shared.cli import RunContext
 
-from combo_redteam.method import bootstrap_mean
+from combo_redteam.models import DEFAULT_POLICY, StandInStrong, StandInWeak
+from combo_redteam.monitors import PLACEMENTS, PolicyMonitor, SequentialMonitor
+from combo_redteam.runner import RunResult, run
+from combo_redteam.strategies import AutomatedDecomposition, ManualDecomposition, SingleModel
+from combo_redteam.tasks import benign_suite
 
-__all__ = ["coverage", "demo", "reproduce"]
+__all__ = ["GRID_STRONG", "GRID_WEAK", "capability_grid", "demo", "monitor_study", "reproduce", "strategy_set"]
 
-DEMO_SIZES = (25, 50, 100, 200, 400)
-REPRODUCE_SIZES = (10, 30, 100)
+GRID_WEAK = (1, 2, 3, 4)
+"""Weak capabilities of the reproduce grid."""
+
+GRID_STRONG = (2, 4, 6, 8)
+"""Strong capabilities of the reproduce grid."""
+
+
+def strategy_set(strong: Any, weak: Any, ks: tuple[int, ...] = (3,)) -> list[Any]:
+    """Single strong, single weak, manual and automated(k) for each ``k``."""
+    return [SingleModel(strong), SingleModel(weak, role="weak"), ManualDecomposition.default(strong, weak),
+            *(AutomatedDecomposition(weak, strong, k) for k in ks)]
+
+
+def _rows(result: RunResult) -> list[dict[str, Any]]:
+    rows = []
+    for row in result.summary("flagged"):
+        extra: dict[str, Any] = {"control_success": result.success_rate(row["strategy"], "control").estimate
+                                 if result.select(row["strategy"], "control") else float("nan")}
+        if row["kind"] != "single":
+            up = result.uplift(row["strategy"])
+            extra.update(uplift=up.estimate, uplift_low=up.low, uplift_high=up.high, mcnemar_p=up.mcnemar.pvalue)
+        rows.append({**row, **extra})
+    return rows
+
+
+def _table(rows: list[dict[str, Any]], title: str) -> str:
+    lines = [f"### {title}", "", "| strategy | n | success [95% Wilson] | refusal | control success | uplift [95%] | "
+             "McNemar p | calls/success | tokens/success |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        up = (f"{r['uplift']:.3f} [{r['uplift_low']:.3f}, {r['uplift_high']:.3f}]" if "uplift" in r else "")
+        p = f"{r['mcnemar_p']:.2g}" if "mcnemar_p" in r else ""
+        lines.append(f"| {r['strategy']} | {r['n']} | {r['success']:.3f} [{r['low']:.3f}, {r['high']:.3f}] | "
+                     f"{r['refusal_rate']:.3f} | {r['control_success']:.3f} | {up} | {p} | "
+                     f"{r['calls_per_success']:.2f} | {r['tokens_per_success']:.1f} |")
+    return "\n".join(lines)
 
 
 def demo(ctx: RunContext) -> None:
-    """Bootstrap and t intervals of the ``friedman1`` target mean; writes a table, JSON and a PNG.
+    """Stand-ins on 50 flagged tasks and their controls; writes a table, a bar chart, JSON and the audit log.
 
     Parameters
     ----------
     ctx : RunContext
-        Output folder, seed and the quick flag (two sizes instead of five).
+        Output folder, seed and the quick flag (12 tasks instead of 50).
     """
-    sizes = DEMO_SIZES[:2] if ctx.quick else DEMO_SIZES
-    data = load("friedman1", n_samples=max(sizes), seed=ctx.seed)
-    rows = []
-    # One independent resampling stream per size: adding a size never changes the others' intervals.
-    for n, rng in progress(zip(sizes, spawn(ctx.seed, len(sizes)), strict=True), desc="demo", total=len(sizes)):
-        boot, student = bootstrap_mean(data.y[:n], random_state=rng), t_interval(data.y[:n])
-        rows.append({"n": n, "mean": boot.estimate, "bootstrap low": boot.low, "bootstrap high": boot.high,
-                     "t low": student.low, "t high": student.high})
-    ctx.write_table(rows, headers=list(rows[0]))
-    ctx.write_json({"dataset": "friedman1", "seed": ctx.seed, "rows": rows})
+    n = 12 if ctx.quick else 50
+    suite = benign_suite(n, random_state=ctx.seed)
+    strong, weak = StandInStrong(DEFAULT_POLICY, capability=10), StandInWeak(capability=2)
+    log = ctx.path("demo.audit.jsonl")
+    result = run(suite, strategy_set(strong, weak), seeds=[ctx.seed], log_path=log)
+    rows = _rows(result)
+    ctx.write_table(_table(rows, f"{n} benign flagged tasks, stand-ins (strong capability 10, weak 2), seed "
+                                 f"{ctx.seed}") + f"\n\nAudit log: `{log.name}`")
+    ctx.write_json({"n_tasks": n, "seed": ctx.seed, "models": [strong.name, weak.name], "rows": rows,
+                    "audit_log": log.name})
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(5, 3))
-    ns = np.array([r["n"] for r in rows], dtype=float)
-    ax.fill_between(ns, [r["t low"] for r in rows], [r["t high"] for r in rows], alpha=0.3, label="t interval")
-    ax.plot(ns, [r["bootstrap low"] for r in rows], "k--", label="bootstrap interval")
-    ax.plot(ns, [r["bootstrap high"] for r in rows], "k--")
-    ax.plot(ns, [r["mean"] for r in rows], "o-", label="mean")
-    ax.set_xscale("log")
-    ax.set_xlabel("n")
-    ax.set_ylabel("target mean")
-    ax.legend()
+    fig, ax = plt.subplots(figsize=(6, 3))
+    names = [r["strategy"] for r in rows]
+    ax.bar(names, [r["success"] for r in rows], yerr=[[r["success"] - r["low"] for r in rows],
+                                                       [r["high"] - r["success"] for r in rows]], capsize=3)
+    ax.set_ylabel("flagged-task success")
+    ax.set_ylim(0, 1.05)
+    ax.set_title("stand-ins: single models vs combinations")
     ctx.save_figure(fig)
 
 
-def coverage(n: int, replications: int, *, confidence: float = 0.95, n_resamples: int = 1000,
-             random_state: int | np.random.Generator | None = None) -> dict[str, float]:
-    """Share of replications whose bootstrap and t intervals cover the true mean of a N(1, 1) sample.
+def capability_grid(n_tasks: int, *, seed: int = 0, weak_caps: tuple[int, ...] = GRID_WEAK,
+                    strong_caps: tuple[int, ...] = GRID_STRONG, k: int = 3) -> dict[str, np.ndarray]:
+    """Flagged-task success of manual and automated(k) on a weak x strong capability grid.
 
     Parameters
     ----------
-    n : int
-        Sample size of each replication.
-    replications : int
-        Independent replications (each with its own data and resampling stream).
-    confidence : float, default 0.95
-        Nominal two-sided coverage of both intervals.
-    n_resamples : int, default 1000
-        Bootstrap resamples per replication.
-    random_state : None, int or numpy Generator, default None
-        Root of the replications' streams.
+    n_tasks : int
+        Flagged tasks (difficulty 2-8, marker placement difficulty 1-4).
+    seed : int, default 0
+        Suite seed.
+    weak_caps, strong_caps : tuple of int
+        The grid's axes.
+    k : int, default 3
+        Subtasks of the automated decomposition.
 
     Returns
     -------
-    dict of str to float
-        ``bootstrap`` and ``t``: the observed coverage of each interval.
+    dict of str to ndarray
+        ``manual`` and ``automated``: arrays of shape (len(weak_caps), len(strong_caps)).
     """
-    rng = check_random_state(random_state)
-    hits = {"bootstrap": 0, "t": 0}
-    for stream in spawn(rng, replications):
-        sample = stream.normal(1.0, 1.0, size=n)
-        hits["bootstrap"] += bootstrap_mean(sample, confidence=confidence, n_resamples=n_resamples,
-                                            random_state=stream).contains(1.0)
-        hits["t"] += t_interval(sample, confidence).contains(1.0)
-    return {name: count / replications for name, count in hits.items()}
+    suite = benign_suite(n_tasks, random_state=seed, difficulty=(2, 8), marker_difficulty=(1, 4),
+                         variants=("flagged",))
+    out = {"manual": np.zeros((len(weak_caps), len(strong_caps))),
+           "automated": np.zeros((len(weak_caps), len(strong_caps)))}
+    for i, w in enumerate(weak_caps):
+        for j, s in enumerate(strong_caps):
+            strong, weak = StandInStrong(capability=s), StandInWeak(capability=w)
+            result = run(suite, [ManualDecomposition.default(strong, weak), AutomatedDecomposition(weak, strong, k)],
+                         seeds=[seed])
+            out["manual"][i, j] = result.success_rate("manual").estimate
+            out["automated"][i, j] = result.success_rate(f"automated-k{k}").estimate
+    return out
+
+
+def monitor_study(n_tasks: int, *, seed: int = 0) -> list[dict[str, Any]]:
+    """A blocking policy monitor at each placement, beside the sequential episode monitor (flag only).
+
+    Parameters
+    ----------
+    n_tasks : int
+        Benign problems (each flagged and control).
+    seed : int, default 0
+        Suite and run seed.
+
+    Returns
+    -------
+    list of dict
+        Per placement and strategy: flagged success, TPR and FPR of the policy monitor, and the
+        sequential monitor's TPR, FPR and AUROC (positives: the strategy's flagged episodes; negatives:
+        control episodes sent to the strong model alone, as benign users do).
+    """
+    suite = benign_suite(n_tasks, random_state=seed)
+    strong, weak = StandInStrong(capability=10), StandInWeak(capability=2)
+    strategies = strategy_set(strong, weak, ks=(3,))
+    rows = []
+    for placement in PLACEMENTS:
+        policy = PolicyMonitor(DEFAULT_POLICY, placement=placement, action="block")
+        sequential = SequentialMonitor(action="flag")
+        result = run(suite, strategies, seeds=[seed], monitors=[policy, sequential])
+        for name, kind in result.strategies:
+            if name == "single-weak":
+                continue
+            pol = result.monitor_report(policy.name, name)
+            seq = result.monitor_report(sequential.name, name, negatives="single-strong")
+            rows.append({"placement": placement, "strategy": name, "kind": kind,
+                         "success": result.success_rate(name).estimate,
+                         "control_success": result.success_rate(name, "control").estimate,
+                         "policy_tpr": pol["tpr"], "policy_fpr": pol["fpr"], "sequential_tpr": seq["tpr"],
+                         "sequential_fpr": seq["fpr"], "sequential_auroc": seq["auroc"]})
+    return rows
 
 
 def reproduce(ctx: RunContext) -> None:
-    """Coverage of the 95% bootstrap and t intervals at n = 10, 30, 100; writes JSON, a table and a PNG.
+    """Single vs manual vs automated (k = 1, 3, 5), the capability grid and every monitor placement.
 
     Parameters
     ----------
     ctx : RunContext
-        Output folder, seed and the quick flag (50 replications instead of 400).
+        Output folder, seed and the quick flag (10 tasks, 2 seeds, 12 grid tasks instead of 50, 5, 48).
     """
-    replications = 50 if ctx.quick else 400
-    results = {}
-    streams = spawn(ctx.seed, len(REPRODUCE_SIZES))
-    for n, stream in progress(zip(REPRODUCE_SIZES, streams, strict=True), desc="reproduce", total=len(streams)):
-        rates = coverage(n, replications, random_state=stream)
-        results[str(n)] = {}
-        for name, rate in rates.items():
-            ci = wilson_interval(round(rate * replications), replications)
-            results[str(n)][name] = {"coverage": rate, "low": ci.low, "high": ci.high}
-    ctx.write_json({"confidence": 0.95, "replications": replications, "seed": ctx.seed, "coverage": results})
-    ctx.write_table([[n, name, c["coverage"], c["low"], c["high"]] for n, by in results.items()
-                     for name, c in by.items()], headers=["n", "interval", "coverage", "Wilson low", "Wilson high"])
+    n, seeds, n_grid = (10, [0, 1], 12) if ctx.quick else (50, [0, 1, 2, 3, 4], 48)
+    seeds = [ctx.seed + s for s in seeds]
+    suite = benign_suite(n, random_state=ctx.seed)
+    sections, out = [], {"n_tasks": n, "seeds": seeds, "grid_tasks": n_grid}
+    settings = {"exact": (StandInStrong(capability=10), StandInWeak(capability=2)),
+                "noisy": (StandInStrong(capability=10, refusal_rate=0.1, error_rate=0.3, random_state=ctx.seed),
+                          StandInWeak(capability=2))}
+    for label, (strong, weak) in settings.items():
+        result = run(suite, strategy_set(strong, weak, ks=(1, 3, 5)), seeds=seeds)
+        rows = _rows(result)
+        out[label] = {"models": [strong.name, weak.name], "rows": rows}
+        sections.append(_table(rows, f"{label} stand-ins: {strong.name} + {weak.name}, {n} tasks x {len(seeds)} "
+                                     "seeds"))
+    grid = capability_grid(n_grid, seed=ctx.seed)
+    out["grid"] = {"weak": list(GRID_WEAK), "strong": list(GRID_STRONG),
+                   **{k: v.tolist() for k, v in grid.items()}}
+    lines = ["### automated (k = 3) flagged success, weak capability (rows) x strong capability (columns)", "",
+             "| weak \\ strong | " + " | ".join(map(str, GRID_STRONG)) + " |", "|---" * (len(GRID_STRONG) + 1) + "|"]
+    lines += [f"| {w} | " + " | ".join(f"{v:.2f}" for v in grid["automated"][i]) + " |" for i, w in enumerate(GRID_WEAK)]
+    sections.append("\n".join(lines))
+    monitors = monitor_study(n, seed=ctx.seed)
+    out["monitors"] = monitors
+    lines = ["### monitors: a blocking policy monitor at each placement; sequential episode monitor (flag only)", "",
+             "| placement | strategy | flagged success | control success | policy TPR | policy FPR | sequential TPR | "
+             "sequential FPR | sequential AUROC |", "|---|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {r['placement']} | {r['strategy']} | {r['success']:.2f} | {r['control_success']:.2f} | "
+              f"{r['policy_tpr']:.2f} | {r['policy_fpr']:.2f} | {r['sequential_tpr']:.2f} | {r['sequential_fpr']:.2f} "
+              f"| {r['sequential_auroc']:.3f} |" for r in monitors]
+    sections.append("\n".join(lines))
+    ctx.write_table("\n\n".join(sections))
+    ctx.write_json(out)
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(5, 3))
-    for name in ("bootstrap", "t"):
-        ax.plot(REPRODUCE_SIZES, [results[str(n)][name]["coverage"] for n in REPRODUCE_SIZES], "o-", label=name)
-    ax.axhline(0.95, color="grey", lw=0.8)
-    ax.set_xscale("log")
-    ax.set_xlabel("n")
-    ax.set_ylabel("coverage")
-    ax.legend()
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.5))
+    for offset, label in ((-0.2, "exact"), (0.2, "noisy")):
+        rows = out[label]["rows"]
+        x = np.arange(len(rows)) + offset
+        ax1.bar(x, [r["success"] for r in rows], width=0.4, label=f"{label} stand-ins")
+    ax1.set_xticks(np.arange(len(out["exact"]["rows"])), [r["strategy"] for r in out["exact"]["rows"]], rotation=30)
+    ax1.set_ylabel("flagged-task success")
+    ax1.legend()
+    image = ax2.imshow(grid["automated"], origin="lower", vmin=0, vmax=1, cmap="viridis")
+    ax2.set_xticks(range(len(GRID_STRONG)), GRID_STRONG)
+    ax2.set_yticks(range(len(GRID_WEAK)), GRID_WEAK)
+    ax2.set_xlabel("strong capability")
+    ax2.set_ylabel("weak capability")
+    ax2.set_title("automated (k = 3) success")
+    fig.colorbar(image, ax=ax2)
     ctx.save_figure(fig)

@@ -1,0 +1,204 @@
+"""Statistics of a run: Wilson intervals, the exact McNemar test, uplift with a paired interval, AUROC.
+
+``wilson`` uses the same formula as statsmodels' ``proportion_confint(method="wilson")``;
+``mcnemar_exact`` is the two-sided exact binomial test on the discordant pairs (statsmodels'
+``mcnemar(table, exact=True)``); the uplift interval is Newcombe's (1998) hybrid score interval for a
+difference of paired proportions (his method 10, with his continuity-corrected phi).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from icml25_shared.stats import Interval, wilson_interval
+
+__all__ = ["McNemarResult", "Uplift", "auroc", "mcnemar_exact", "paired_difference_interval", "rates_at", "wilson"]
+
+
+def wilson(successes: int, n: int, confidence: float = 0.95) -> Interval:
+    """Wilson score interval of a binomial proportion.
+
+    Parameters
+    ----------
+    successes : int
+        Successes, ``0 <= successes <= n``.
+    n : int
+        Trials (> 0).
+    confidence : float, default 0.95
+        Two-sided coverage.
+
+    Returns
+    -------
+    Interval
+        ``estimate`` (successes / n), ``low``, ``high``.
+
+    Examples
+    --------
+    >>> ci = wilson(45, 50)
+    >>> round(ci.estimate, 2), round(ci.low, 4), round(ci.high, 4)
+    (0.9, 0.7864, 0.9565)
+    """
+    return wilson_interval(int(successes), int(n), confidence)
+
+
+@dataclass(frozen=True)
+class McNemarResult:
+    """Exact McNemar test of two paired binary outcomes.
+
+    Attributes
+    ----------
+    b : int
+        Pairs where only the first outcome is a success.
+    c : int
+        Pairs where only the second is.
+    statistic : int
+        ``min(b, c)``.
+    pvalue : float
+        Two-sided exact binomial p-value, ``min(1, 2 P(X <= min(b, c)))`` with X ~ Bin(b + c, 1/2).
+    """
+
+    b: int
+    c: int
+    statistic: int
+    pvalue: float
+
+
+def mcnemar_exact(first: Sequence[bool] | np.ndarray, second: Sequence[bool] | np.ndarray) -> McNemarResult:
+    """Exact McNemar test of paired successes (same tasks and seeds, two strategies).
+
+    Parameters
+    ----------
+    first, second : sequence of bool
+        Outcomes of the same pairs, aligned.
+
+    Returns
+    -------
+    McNemarResult
+        The discordant counts and the two-sided p-value (1.0 when there are no discordant pairs).
+
+    Examples
+    --------
+    >>> mcnemar_exact([1, 1, 1, 1, 0], [0, 0, 0, 0, 0]).pvalue
+    0.125
+    """
+    a, b_ = np.asarray(first, dtype=bool), np.asarray(second, dtype=bool)
+    if a.shape != b_.shape or a.ndim != 1:
+        raise ValueError(f"first and second must be 1-d and aligned, got shapes {a.shape} and {b_.shape}")
+    b, c = int(np.sum(a & ~b_)), int(np.sum(~a & b_))
+    n, k = b + c, min(b, c)
+    if n == 0:
+        return McNemarResult(b, c, k, 1.0)
+    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
+    return McNemarResult(b, c, k, min(1.0, 2.0 * tail))
+
+
+def paired_difference_interval(first: Sequence[bool] | np.ndarray, second: Sequence[bool] | np.ndarray,
+                               confidence: float = 0.95) -> Interval:
+    """Newcombe's hybrid score interval of ``mean(first) - mean(second)`` for paired binary outcomes.
+
+    Parameters
+    ----------
+    first, second : sequence of bool
+        Aligned paired outcomes.
+    confidence : float, default 0.95
+        Two-sided coverage.
+
+    Returns
+    -------
+    Interval
+        The difference of the success rates and its bounds (within [-1, 1]).
+    """
+    a, b_ = np.asarray(first, dtype=bool), np.asarray(second, dtype=bool)
+    if a.shape != b_.shape or a.ndim != 1 or a.size == 0:
+        raise ValueError(f"first and second must be non-empty, 1-d and aligned, got {a.shape} and {b_.shape}")
+    n = a.size
+    both, only1, only2, neither = (int(np.sum(a & b_)), int(np.sum(a & ~b_)), int(np.sum(~a & b_)),
+                                   int(np.sum(~a & ~b_)))
+    p1, p2 = (both + only1) / n, (both + only2) / n
+    w1, w2 = wilson(both + only1, n, confidence), wilson(both + only2, n, confidence)
+    denominator = (both + only1) * (only2 + neither) * (both + only2) * (only1 + neither)
+    cross = both * neither - only1 * only2
+    if cross > 0:  # Newcombe's continuity correction of phi (otherwise identical outcomes give a zero-width interval)
+        cross = max(cross - n / 2, 0.0)
+    phi = 0.0 if denominator == 0 else cross / math.sqrt(denominator)
+    d = p1 - p2
+    low = d - math.sqrt(max(0.0, (p1 - w1.low) ** 2 - 2 * phi * (p1 - w1.low) * (w2.high - p2) + (w2.high - p2) ** 2))
+    high = d + math.sqrt(max(0.0, (w1.high - p1) ** 2 - 2 * phi * (w1.high - p1) * (p2 - w2.low) + (p2 - w2.low) ** 2))
+    return Interval(d, max(-1.0, low), min(1.0, high), confidence, n)
+
+
+@dataclass(frozen=True)
+class Uplift:
+    """Success of a combination minus that of the best single model on the same paired episodes.
+
+    Attributes
+    ----------
+    combination : str
+        The combination strategy.
+    best_single : str
+        The single-model strategy with the highest success rate.
+    estimate, low, high : float
+        The uplift and Newcombe's paired interval.
+    combination_rate, single_rate : float
+        The two success rates.
+    mcnemar : McNemarResult
+        Exact McNemar test of the combination against the best single strategy.
+    n : int
+        Paired episodes.
+    """
+
+    combination: str
+    best_single: str
+    estimate: float
+    low: float
+    high: float
+    combination_rate: float
+    single_rate: float
+    mcnemar: McNemarResult
+    n: int
+
+
+def auroc(positive: Sequence[float] | np.ndarray, negative: Sequence[float] | np.ndarray) -> float:
+    """Area under the ROC curve: P(score of a positive > score of a negative), ties counting one half.
+
+    Parameters
+    ----------
+    positive, negative : sequence of float
+        Scores of positive (flagged) and negative (control) episodes; both non-empty.
+
+    Returns
+    -------
+    float
+        The AUROC in [0, 1].
+
+    Examples
+    --------
+    >>> auroc([0.9, 0.8, 0.4], [0.1, 0.4])
+    0.9166666666666666
+    """
+    pos, neg = np.asarray(positive, dtype=float), np.asarray(negative, dtype=float)
+    if pos.size == 0 or neg.size == 0:
+        raise ValueError(f"auroc needs positive and negative scores, got {pos.size} and {neg.size}")
+    greater = np.sum(pos[:, None] > neg[None, :])
+    ties = np.sum(pos[:, None] == neg[None, :])
+    return float((greater + 0.5 * ties) / (pos.size * neg.size))
+
+
+def rates_at(positive: Sequence[bool] | np.ndarray, negative: Sequence[bool] | np.ndarray) -> tuple[float, float]:
+    """(TPR, FPR) of binary monitor decisions on positive and negative episodes.
+
+    Parameters
+    ----------
+    positive, negative : sequence of bool
+        Flags raised on positive and on negative episodes.
+
+    Returns
+    -------
+    tuple of (float, float)
+        True-positive and false-positive rates (nan for an empty side).
+    """
+    pos, neg = np.asarray(positive, dtype=bool), np.asarray(negative, dtype=bool)
+    return (float(pos.mean()) if pos.size else math.nan, float(neg.mean()) if neg.size else math.nan)

@@ -1,0 +1,103 @@
+"""A local Hugging Face causal language model as a :class:`ChatModel` (extra ``transformers``).
+
+``TransformersChatModel(path)`` loads the tokenizer and model from a folder with
+``local_files_only=True``; nothing is downloaded. Chats are rendered with the tokenizer's chat
+template when it has one, otherwise as ``role: content`` lines followed by ``assistant:``.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from combo_redteam.models import Completion, RefusalDetector, Usage, check_messages
+
+__all__ = ["TransformersChatModel"]
+
+
+def _import() -> tuple[Any, Any]:
+    try:
+        import torch
+        import transformers
+    except ImportError as exc:  # pragma: no cover - exercised without the extra
+        raise ImportError("TransformersChatModel needs torch and transformers: "
+                          "pip install 'combo-redteam[transformers]'") from exc
+    return torch, transformers
+
+
+class TransformersChatModel:
+    """Chat with a local causal LM through ``transformers``.
+
+    Parameters
+    ----------
+    path : str or Path
+        Folder written by ``save_pretrained`` (model and tokenizer).
+    local_files_only : bool, default True
+        Passed to ``from_pretrained``; keep True to never reach a model hub.
+    device : str, default "cpu"
+        Torch device.
+    refusal_detector : RefusalDetector, optional
+        Decides ``Completion.refused`` (default patterns).
+    name : str, optional
+        Name in logs and cache keys (default ``transformers:<folder name>``).
+    """
+
+    def __init__(self, path: str | Path, *, local_files_only: bool = True, device: str = "cpu",
+                 refusal_detector: RefusalDetector | None = None, name: str | None = None) -> None:
+        path = Path(path)
+        if not path.is_dir():
+            raise FileNotFoundError(f"no model folder at {path} (TransformersChatModel loads local folders only)")
+        torch, transformers = _import()
+        self.path, self.device = path, device
+        self.tokenizer = transformers.AutoTokenizer.from_pretrained(path, local_files_only=local_files_only)
+        self.model = transformers.AutoModelForCausalLM.from_pretrained(path, local_files_only=local_files_only)
+        self.model.to(device).eval()
+        self.refusal_detector = refusal_detector or RefusalDetector()
+        self.name = name or f"transformers:{path.name}"
+        self._torch = torch
+        self._lock = threading.Lock()
+
+    def _render(self, chat: list[dict[str, str]]) -> str:
+        if getattr(self.tokenizer, "chat_template", None):
+            return str(self.tokenizer.apply_chat_template(chat, tokenize=False, add_generation_prompt=True))
+        return "".join(f"{m['role']}: {m['content']}\n" for m in chat) + "assistant:"
+
+    def complete(self, messages: Sequence[Mapping[str, str]], *, max_tokens: int = 1024, temperature: float = 0.0,
+                 seed: int | None = None) -> Completion:
+        """Generate up to ``max_tokens`` new tokens (greedy at temperature 0, else seeded sampling).
+
+        Parameters
+        ----------
+        messages : sequence of mapping
+            ``{"role", "content"}`` messages.
+        max_tokens : int, default 1024
+            New tokens at most.
+        temperature : float, default 0.0
+            0 decodes greedily.
+        seed : int, optional
+            Seeds torch before sampling.
+
+        Returns
+        -------
+        Completion
+            The decoded new tokens, refusal by the detector, token counts.
+        """
+        import time
+
+        chat = check_messages(messages)
+        start = time.perf_counter()
+        inputs = self.tokenizer(self._render(chat), return_tensors="pt").to(self.device)
+        kwargs: dict[str, Any] = {"max_new_tokens": int(max_tokens), "do_sample": temperature > 0}
+        if temperature > 0:
+            kwargs["temperature"] = float(temperature)
+        pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
+        with self._lock, self._torch.no_grad():  # generation state is not thread safe
+            if seed is not None:
+                self._torch.manual_seed(int(seed))
+            out = self.model.generate(**inputs, pad_token_id=pad, **kwargs)
+        new = out[0, inputs["input_ids"].shape[1]:]
+        text = self.tokenizer.decode(new, skip_special_tokens=True)
+        return Completion(text, self.refusal_detector(text), Usage(int(inputs["input_ids"].shape[1]), int(new.numel())),
+                          time.perf_counter() - start)
