@@ -21,8 +21,18 @@ import torch
 from icml25_shared.random import spawn
 from icml25_shared.stats import t_interval
 
-from safety_transfer import (AutoEncoderMapper, SafetySwitch, TriggerProbe, byte_tokenizer, collect_activations,
-                             collect_pairs, lm_loss, mapping_metrics, tiny_causal_lm, trigger_rate)
+from safety_transfer import (
+    AutoEncoderMapper,
+    SafetySwitch,
+    TriggerProbe,
+    byte_tokenizer,
+    collect_activations,
+    collect_pairs,
+    lm_loss,
+    mapping_metrics,
+    tiny_causal_lm,
+    trigger_rate,
+)
 from safety_transfer.tasks import BACKDOOR, CODE_TRIGGER, INSECURE, TRIGGER, make_tasks, train_lm
 
 LAYER = 1

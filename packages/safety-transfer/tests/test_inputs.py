@@ -118,9 +118,10 @@ def test_steering_vector_reads_prompts_with_the_tokenizers_special_tokens(bos_to
     assert (steering_vector(model, bos, pos, neg, 1, batch_size=2).vector - brute).abs().max() < 1e-6
     no_bos = steering_vector(model, bos, pos, neg, 1, add_special_tokens=False).vector
     assert (no_bos - brute).abs().max() > 1e-3
-    acts = collect_activations(model, bos, TEXTS, 1, add_special_tokens=True)
+    acts = collect_activations(model, bos, TEXTS, 1)  # default: the tokenizer's own, BOS included
     assert len(acts.values) == sum(len(t) + 1 for t in TEXTS) and (acts.position[acts.text_index == 1] == torch.arange(3)).all()
-    assert len(collect_activations(model, bos, TEXTS, 1).values) == sum(len(t) for t in TEXTS)  # default: none
+    bare = collect_activations(model, bos, TEXTS, 1, add_special_tokens=False)
+    assert len(bare.values) == sum(len(t) for t in TEXTS)
 
 
 def test_a_nested_switch_stays_on_until_the_outer_block_ends(tok):

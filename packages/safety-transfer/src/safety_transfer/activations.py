@@ -177,7 +177,7 @@ def _check_options(positions: str, batch_size: Any) -> int:
     return int(batch_size)
 
 
-def _encode(tokenizer: Any, texts: list[str], *, offsets: bool = False, special: bool = False) -> Any:
+def _encode(tokenizer: Any, texts: list[str], *, offsets: bool = False, special: bool = True) -> Any:
     if tokenizer.pad_token_id is None:
         raise ValueError("the tokenizer has no pad token: set tokenizer.pad_token (e.g. to its eos token)")
     return tokenizer(texts, return_tensors="pt", padding=True, padding_side="right", add_special_tokens=special,
@@ -212,7 +212,7 @@ def _rows(mask: torch.Tensor, positions: str) -> tuple[torch.Tensor, torch.Tenso
 def collect_activations(model: nn.Module, tokenizer: Any, texts: Sequence[str], layer: int, *,
                         positions: str = "all", batch_size: int = 8, stop_at_layer: bool = True,
                         out: str | Path | None = None,
-                        add_special_tokens: bool = False) -> Activations | ActivationShards:
+                        add_special_tokens: bool = True) -> Activations | ActivationShards:
     """Residual-stream activations after decoder layer ``layer`` for every real token (or the last one).
 
     Parameters
@@ -234,8 +234,9 @@ def collect_activations(model: nn.Module, tokenizer: Any, texts: Sequence[str], 
         End each forward after the hooked layer (the later layers are not computed).
     out : path or None, default None
         Folder for safetensors shards (one per batch); None keeps everything in memory.
-    add_special_tokens : bool, default False
-        Encode with the tokenizer's special tokens (e.g. a BOS, whose row is then kept at position 0).
+    add_special_tokens : bool, default True
+        Encode as the tokenizer does when called (its own default): a Llama or Gemma tokenizer prepends
+        its BOS, whose row is then kept at position 0. False encodes the bare text.
 
     Returns
     -------
@@ -296,7 +297,7 @@ def align_offsets(source_offsets: Sequence[tuple[int, int]],
 def collect_pairs(source: nn.Module, target: nn.Module, texts: Sequence[str], *, source_tokenizer: Any,
                   source_layer: int, target_layer: int, target_tokenizer: Any = None, align: str = "ids",
                   positions: str = "all", batch_size: int = 8, stop_at_layer: bool = True,
-                  out: str | Path | None = None) -> ActivationPairs | ActivationShards:
+                  out: str | Path | None = None, add_special_tokens: bool = True) -> ActivationPairs | ActivationShards:
     """Activations of two models on the same texts, paired token by token.
 
     Parameters
@@ -322,6 +323,9 @@ def collect_pairs(source: nn.Module, target: nn.Module, texts: Sequence[str], *,
         End each forward after the hooked layer.
     out : path or None, default None
         Folder for safetensors shards; None keeps the pairs in memory.
+    add_special_tokens : bool, default True
+        Encode with each tokenizer's special tokens, as the tokenizers do when called (see
+        :func:`collect_activations`); with ``align="offsets"`` special tokens (empty spans) are not paired.
 
     Returns
     -------
@@ -346,8 +350,8 @@ def collect_pairs(source: nn.Module, target: nn.Module, texts: Sequence[str], *,
     writer = _ShardWriter(out, ("source", "target", "text_index", "source_position", "target_position"), meta)
     for start in range(0, len(texts), bs):
         chunk = texts[start:start + bs]
-        enc_s = _encode(source_tokenizer, chunk, offsets=align == "offsets")
-        enc_t = _encode(tok_t, chunk, offsets=align == "offsets")
+        enc_s = _encode(source_tokenizer, chunk, offsets=align == "offsets", special=bool(add_special_tokens))
+        enc_t = _encode(tok_t, chunk, offsets=align == "offsets", special=bool(add_special_tokens))
         if align == "ids":
             for k, text in enumerate(chunk):
                 ids_s = enc_s["input_ids"][k][enc_s["attention_mask"][k].bool()]

@@ -187,12 +187,58 @@ def read_layer(model: nn.Module, layer: int, *, stop: bool = False) -> Iterator[
         yield records
 
 
-def _positions(tokens: Tokens) -> slice:
+def _positions(tokens: Tokens) -> slice | None:
     if tokens is None:
-        return slice(None)
+        return None
     if not isinstance(tokens, slice):
         raise ValueError(f"tokens must be a slice of positions or None (all), got {tokens!r}")
     return tokens
+
+
+@contextmanager
+def _token_mask(model: nn.Module, tokens: Tokens) -> Iterator[Callable[[torch.Tensor], torch.Tensor | None]]:
+    """Yield ``select(hidden) -> (batch, seq) bool`` marking the positions ``tokens`` picks in each row.
+
+    The slice indexes each row's real tokens (those of the forward's ``attention_mask``), so a left- or
+    right-padded batch steers the same tokens as each text alone. With a KV cache the layer sees only the
+    newest positions: they are the last columns of the mask. ``select`` returns None when every position is
+    picked (``tokens=None``).
+    """
+    where = _positions(tokens)
+    if where is None:
+        yield lambda hidden: None
+        return
+    seen: dict[str, Any] = {}
+
+    def grab(_module: nn.Module, args: tuple, kwargs: dict) -> None:
+        seen["mask"] = kwargs.get("attention_mask", args[1] if len(args) > 1 else None)
+
+    def clear(*_: Any) -> None:
+        seen.pop("mask", None)
+
+    def select(hidden: torch.Tensor) -> torch.Tensor:
+        batch, seq = hidden.shape[:2]
+        mask = seen.get("mask")
+        if mask is None:
+            real = torch.ones(batch, seq, dtype=torch.bool, device=hidden.device)
+        else:
+            if mask.ndim != 2 or mask.shape[0] != batch or mask.shape[1] < seq:
+                raise ValueError(f"tokens= needs a 2-D attention_mask of shape (batch, >= {seq}) to find each row's "
+                                 f"real tokens, got shape {tuple(mask.shape)}")
+            real = mask.bool().to(hidden.device)
+        chosen = torch.zeros_like(real)
+        for row in range(batch):
+            idx = torch.nonzero(real[row]).flatten()[where]
+            chosen[row, idx] = True
+        return chosen[:, chosen.shape[1] - seq:]
+
+    pre = model.register_forward_pre_hook(grab, with_kwargs=True)
+    post = model.register_forward_hook(clear, always_call=True)
+    try:
+        yield select
+    finally:
+        pre.remove()
+        post.remove()
 
 
 @contextmanager
@@ -211,7 +257,9 @@ def add_vector(model: nn.Module, layer: int, vector: torch.Tensor, *, alpha: flo
     alpha : float, default 1.0
         Finite multiplier.
     tokens : slice or None, default None
-        Sequence positions to steer (None: all of them).
+        Positions to steer among each row's real tokens (the forward's ``attention_mask``; padding is not
+        counted, whichever side it is on): ``slice(-1, None)`` is every text's last token. None: every
+        position, padding included.
 
     Raises
     ------
@@ -220,15 +268,16 @@ def add_vector(model: nn.Module, layer: int, vector: torch.Tensor, *, alpha: flo
     """
     a = _check_alpha(alpha)
     v = _check_vector(vector, hidden_size(model), "vector")
-    where = _positions(tokens)
+    _positions(tokens)
 
-    def fn(hidden: torch.Tensor) -> torch.Tensor:
-        out = hidden.clone()
-        out[:, where] = hidden[:, where] + a * v.to(hidden.dtype)
-        return out
+    with _token_mask(model, tokens) as select:
+        def fn(hidden: torch.Tensor) -> torch.Tensor:
+            steered = hidden + a * v.to(hidden.dtype)
+            chosen = select(hidden)
+            return steered if chosen is None else torch.where(chosen[..., None], steered, hidden)
 
-    with _output_hook(model, layer, fn):
-        yield
+        with _output_hook(model, layer, fn):
+            yield
 
 
 @contextmanager
@@ -245,20 +294,22 @@ def replace_layer(model: nn.Module, layer: int, fn: Callable[[torch.Tensor], tor
     fn : callable
         Maps a ``(batch, seq, d)`` tensor to one of the same shape.
     tokens : slice or None, default None
-        Positions replaced (None: all).
+        Positions replaced among each row's real tokens, as in :func:`add_vector` (None: all).
     """
-    where = _positions(tokens)
+    _positions(tokens)
 
-    def hook(hidden: torch.Tensor) -> torch.Tensor:
-        new = fn(hidden)
-        if new.shape != hidden.shape:
-            raise ValueError(f"the replacement has shape {tuple(new.shape)}, the layer output {tuple(hidden.shape)}")
-        out = hidden.clone()
-        out[:, where] = new[:, where].to(hidden.dtype)
-        return out
+    with _token_mask(model, tokens) as select:
+        def hook(hidden: torch.Tensor) -> torch.Tensor:
+            new = fn(hidden)
+            if new.shape != hidden.shape:
+                raise ValueError(f"the replacement has shape {tuple(new.shape)}, the layer output "
+                                 f"{tuple(hidden.shape)}")
+            new = new.to(hidden.dtype)
+            chosen = select(hidden)
+            return new if chosen is None else torch.where(chosen[..., None], new, hidden)
 
-    with _output_hook(model, layer, hook):
-        yield
+        with _output_hook(model, layer, hook):
+            yield
 
 
 @contextmanager
@@ -274,7 +325,7 @@ def ablate_direction(model: nn.Module, layer: int, direction: torch.Tensor, *, t
     direction : torch.Tensor, shape (d,)
         Non-zero direction (normalised here).
     tokens : slice or None, default None
-        Positions ablated (None: all).
+        Positions ablated among each row's real tokens, as in :func:`add_vector` (None: all).
     """
     r = _check_vector(direction, hidden_size(model), "direction")
     norm = torch.linalg.vector_norm(r)

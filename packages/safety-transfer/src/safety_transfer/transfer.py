@@ -230,11 +230,13 @@ def pad_or_truncate(vector: Any, dim: int) -> torch.Tensor:
 
 def refine_with_lm_loss(mapper: Any, source: nn.Module, target: nn.Module, tokenizer: Any, texts: Any, *,
                         source_layer: int, target_layer: int, lm_weight: float = 1.0, epochs: int = 1,
-                        lr: float = 1e-3, batch_size: int = 8, random_state: RandomStateLike = None) -> list[float]:
+                        lr: float = 1e-3, batch_size: int = 8, random_state: RandomStateLike = None,
+                        add_special_tokens: bool = True) -> list[float]:
     """Train a fitted mapper further on ``MSE + lm_weight * LM loss`` with the mapped activations patched in.
 
     The target's next-token loss is computed with its ``target_layer`` output replaced by ``M(h_s)``; only
-    the mapper's parameters change (the models' ``requires_grad`` flags are restored on exit).
+    the mapper's parameters change (the models' ``requires_grad`` flags are restored on exit). Both models
+    run in eval mode (dropout off) and get back each module's own mode on exit.
 
     Parameters
     ----------
@@ -258,13 +260,15 @@ def refine_with_lm_loss(mapper: Any, source: nn.Module, target: nn.Module, token
         Texts per step.
     random_state : None, int or numpy Generator, default None
         Text order.
+    add_special_tokens : bool, default True
+        Encode with the tokenizer's special tokens, as :func:`~safety_transfer.lm_loss`.
 
     Returns
     -------
     list of float
         The total loss of every step.
     """
-    from safety_transfer.activations import _check_texts, _encode, _forward_layer
+    from safety_transfer.activations import _check_texts
 
     check_mapper(mapper, source, target)
     texts = _check_texts(texts)
@@ -280,26 +284,38 @@ def refine_with_lm_loss(mapper: Any, source: nn.Module, target: nn.Module, token
     target.requires_grad_(False)
     losses = []
     try:
-        for _ in range(int(epochs)):
-            order = rng.permutation(len(texts))
-            for start in range(0, len(texts), batch_size):
-                batch = _encode(tokenizer, [texts[int(i)] for i in order[start:start + batch_size]])
-                h_s = _forward_layer(source, ls, batch, True)
-                h_t = _forward_layer(target, lt, batch, True)
-                mask = batch["attention_mask"].bool()
-                mapped = module(h_s.to(next(module.parameters()).dtype))
-                mse = torch.nn.functional.mse_loss(mapped[mask].float(), h_t[mask].float())
-                labels = batch["input_ids"].masked_fill(~mask, -100)
-                with replace_layer(target, lt, lambda h, mapped=mapped: mapped.to(h.dtype)):
-                    lm = target(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=labels,
-                                use_cache=False).loss
-                loss = mse + w * lm
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
-                losses.append(float(loss.detach()))
+        with _eval_mode(target), _eval_mode(source):
+            losses = _refine_epochs(module, opt, source, target, tokenizer, texts, ls, lt, w, int(epochs),
+                                    int(batch_size), rng, bool(add_special_tokens))
     finally:
         for p, flag in zip(target.parameters(), flags, strict=True):
             p.requires_grad_(flag)
         module.requires_grad_(False)
+    return losses
+
+
+def _refine_epochs(module: nn.Module, opt: torch.optim.Optimizer, source: nn.Module, target: nn.Module,
+                   tokenizer: Any, texts: list[str], ls: int, lt: int, w: float, epochs: int, batch_size: int,
+                   rng: Any, special: bool) -> list[float]:
+    from safety_transfer.activations import _encode, _forward_layer
+
+    losses = []
+    for _ in range(epochs):
+        order = rng.permutation(len(texts))
+        for start in range(0, len(texts), batch_size):
+            batch = _encode(tokenizer, [texts[int(i)] for i in order[start:start + batch_size]], special=special)
+            h_s = _forward_layer(source, ls, batch, True)
+            h_t = _forward_layer(target, lt, batch, True)
+            mask = batch["attention_mask"].bool()
+            mapped = module(h_s.to(next(module.parameters()).dtype))
+            mse = torch.nn.functional.mse_loss(mapped[mask].float(), h_t[mask].float())
+            labels = batch["input_ids"].masked_fill(~mask, -100)
+            with replace_layer(target, lt, lambda h, mapped=mapped: mapped.to(h.dtype)):
+                lm = target(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=labels,
+                            use_cache=False).loss
+            loss = mse + w * lm
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(float(loss.detach()))
     return losses

