@@ -101,3 +101,28 @@ def test_label_and_class_errors():
         class_attribution(model, x + 1.0, torch.tensor([0, 1, 2, 0, 1, 2]), on="clean")
     with pytest.raises(ValueError, match="all-zero"):
         correlation_matrix(np.array([[1.0, 2.0], [0.0, 0.0]]))
+
+
+def test_cas_refuses_matrices_that_are_not_cosine_matrices():
+    c = correlation_matrix(np.random.default_rng(5).normal(size=(4, 6)))
+    a_square = np.random.default_rng(6).random((4, 4)) + 0.1  # an attribution with n == K passed for C
+    with pytest.raises(ValueError, match=r"unit diagonal.*C\[\d, \d\] = .*pass correlation_matrix\(A\)"):
+        cas(a_square)
+    with pytest.raises(ValueError, match="unit diagonal"):
+        cas(np.cov(np.random.default_rng(7).normal(size=(4, 30))))
+    skew = c.copy()
+    skew[0, 1] += 0.2
+    with pytest.raises(ValueError, match=r"symmetric, but C\[0, 1\]"):
+        cas(skew)
+    out = np.full((3, 3), 1.5)
+    np.fill_diagonal(out, 1.0)
+    with pytest.raises(ValueError, match=r"cosines in \[-1, 1\]"):
+        cas(out)
+    nan = c.copy()
+    nan[1, 2] = nan[2, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        cas(nan)
+    with pytest.raises(ValueError, match="square"):
+        cas(np.ones((2, 3)))
+    # within the tolerance, float round-off is accepted
+    assert cas(c + 1e-9 * np.eye(4)) == pytest.approx(cas(c))

@@ -48,3 +48,28 @@ def test_help_shows_the_paper(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     assert PAPER[:40] in capsys.readouterr().out
+
+
+def test_the_heatmaps_draw_c_best_minus_c_last():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from crossclass_at.experiments import _heatmaps
+
+    rng = np.random.default_rng(0)
+    c_best, c_last = (np.corrcoef(rng.normal(size=(4, 9))) for _ in range(2))
+    run = {"monitor_epochs": [1, 2], "cas": [1.0, 2.0], "history": [{"epoch": 1, "robust_accuracy": 0.2},
+                                                                   {"epoch": 2, "robust_accuracy": 0.3}],
+           "best_epoch": 2, "C_best": c_best, "C_last": c_last}
+    figures = []
+
+    class Ctx:
+        def save_figure(self, fig, name=None):
+            figures.append(fig)
+
+    _heatmaps(Ctx(), run)
+    panels = [ax for ax in figures[0].axes if ax.get_title()]
+    diff = next(ax for ax in panels if ax.get_title() == "C_best - C_last")
+    assert np.allclose(diff.images[0].get_array(), c_best - c_last)
+    low, high = diff.images[0].get_clim()
+    assert low == -high == -np.abs(c_best - c_last).max()  # a symmetric scale: 0 is white

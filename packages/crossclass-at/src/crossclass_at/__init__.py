@@ -10,7 +10,7 @@ from importlib.metadata import PackageNotFoundError, version
 from crossclass_at.attacks import FGSM, PGD, Normalized, TradesKL, autoattack_accuracy, bn_mode, robust_accuracy
 from crossclass_at.attribution import CASMonitor, cas, class_attribution, correlation_matrix, find_head
 from crossclass_at.losses import Distillation, LabelSmoothing, SelfDistillation, ema_update, trades_loss
-from crossclass_at.models import DigitsCNN, DigitsMLP, PreActResNet18
+from crossclass_at.models import DigitsCNN, DigitsMLP, PreActResNet18, ResNet18, WideResNet
 from crossclass_at.trainer import AdversarialTrainer
 
 try:
@@ -30,7 +30,9 @@ __all__ = [
     "DigitsMLP",
     "Normalized",
     "PreActResNet18",
+    "ResNet18",
     "TradesKL",
+    "WideResNet",
     "__version__",
     "autoattack_accuracy",
     "bn_mode",

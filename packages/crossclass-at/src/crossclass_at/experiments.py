@@ -1,7 +1,8 @@
 """The ``demo`` and ``reproduce`` commands, on scikit-learn's digits.
 
 ``demo`` trains one PGD-AT model, records CAS per epoch (:class:`~crossclass_at.CASMonitor`) beside
-held-out robust accuracy, and draws the correlation matrices of the best and the last checkpoints.
+held-out robust accuracy, and draws the correlation matrices of the best and the last checkpoints and
+their difference ``C_best - C_last``.
 ``reproduce`` runs PGD-AT, TRADES, label smoothing and self-distillation for three seeds, long enough to
 overfit, and applies the rules fixed in ``studies/reproduce-protocol.md``.
 """
@@ -103,7 +104,7 @@ def run_variant(name: str, cfg: dict[str, Any], seed: int, *, split_seed: int = 
 def _heatmaps(ctx: RunContext, run: dict[str, Any], name: str | None = None) -> None:
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4))
+    fig, axes = plt.subplots(1, 4, figsize=(16, 3.4))
     ax = axes[0]
     ax.plot(run["monitor_epochs"], run["cas"], "o-", label="CAS (test, PGD-20)")
     ax.set_xlabel("epoch")
@@ -119,6 +120,11 @@ def _heatmaps(ctx: RunContext, run: dict[str, Any], name: str | None = None) -> 
         im = ax.imshow(run[key], cmap="Blues", vmin=0, vmax=1)
         ax.set_title(f"C, {title}")
         fig.colorbar(im, ax=ax)
+    diff = np.asarray(run["C_best"]) - np.asarray(run["C_last"])
+    top = max(float(np.abs(diff).max()), 1e-12)
+    im = axes[3].imshow(diff, cmap="RdBu_r", vmin=-top, vmax=top)
+    axes[3].set_title("C_best - C_last")
+    fig.colorbar(im, ax=axes[3])
     fig.tight_layout()
     ctx.save_figure(fig, name)
 

@@ -13,7 +13,7 @@ import copy
 import logging
 import numbers
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import torch
@@ -80,6 +80,9 @@ class AdversarialTrainer:
         Steps of the held-out PGD evaluation (step ``eps / 4`` in l-inf, ``eps / 8`` in l2, random start).
     attack_bn_mode : {"eval", "train", "keep"}, optional
         Mode of the model while the training attack runs; default ``"train"`` for PGD-AT, ``"eval"`` for TRADES.
+    augment : callable, optional
+        ``augment(x_batch, generator) -> x_batch`` applied to each training batch before the attack (e.g.
+        :func:`crossclass_at.cifar.cifar_augment`), drawing from its own random stream; must keep ``[0, 1]``.
     callbacks : sequence, default ()
         Objects with an ``on_epoch_end(trainer, record)`` method (e.g. :class:`~crossclass_at.CASMonitor`).
     device : str or torch.device, optional
@@ -119,7 +122,8 @@ class AdversarialTrainer:
                  alpha: float | None = None, steps: int = 10, norm: str = "linf", beta: float = 6.0,
                  epochs: int = 10, batch_size: int = 128, lr: float = 0.1, momentum: float = 0.9,
                  weight_decay: float = 5e-4, milestones: Sequence[float] = (0.5, 0.75), eval_steps: int = 20,
-                 attack_bn_mode: str | None = None, callbacks: Sequence[Any] = (),
+                 attack_bn_mode: str | None = None, augment: Callable[..., torch.Tensor] | None = None,
+                 callbacks: Sequence[Any] = (),
                  device: str | torch.device | None = None, progress: bool = False,
                  random_state: RandomStateLike = None) -> None:
         self.model = model
@@ -138,6 +142,7 @@ class AdversarialTrainer:
         self.milestones = milestones
         self.eval_steps = eval_steps
         self.attack_bn_mode = attack_bn_mode
+        self.augment = augment
         self.callbacks = callbacks
         self.device = device
         self.progress = progress
@@ -171,6 +176,8 @@ class AdversarialTrainer:
             raise ValueError(f"milestones must be fractions of the epochs in (0, 1], got {tuple(self.milestones)!r}")
         if self.attack_bn_mode is not None and self.attack_bn_mode not in BN_MODES:
             raise ValueError(f"attack_bn_mode must be one of {BN_MODES} or None, got {self.attack_bn_mode!r}")
+        if self.augment is not None and not callable(self.augment):
+            raise TypeError(f"augment must be None or a function (x, generator) -> x, got {type(self.augment).__name__}")
         for cb in self.callbacks:
             if not callable(getattr(cb, "on_epoch_end", None)):
                 raise TypeError(f"callback {cb!r} has no on_epoch_end(trainer, record) method")
@@ -242,9 +249,10 @@ class AdversarialTrainer:
         self._check_data(x_val, y_val, n_classes, "val")
         y, y_val = y.long(), y_val.long()
         rng = check_random_state(self.random_state)
-        seeds = [int(g.integers(2**62)) for g in spawn(rng, 3)]
+        seeds = [int(g.integers(2**62)) for g in spawn(rng, 3 if self.augment is None else 4)]
         shuffle = torch.Generator().manual_seed(seeds[0])
         attack_gen = torch.Generator(device=device).manual_seed(seeds[1])
+        augment_gen = torch.Generator(device=device).manual_seed(seeds[3]) if self.augment is not None else None
         attack, evaluator = self.train_attack(), self.eval_attack()
         opt = torch.optim.SGD(model.parameters(), lr=self.lr, momentum=self.momentum, weight_decay=self.weight_decay)
         steps_at = sorted({max(1, int(round(float(m) * self.epochs))) for m in self.milestones})
@@ -262,6 +270,8 @@ class AdversarialTrainer:
             lam = soft.weight(epoch) if isinstance(soft, SelfDistillation) else getattr(soft, "lam", 0.0)
             for idx in torch.randperm(len(x), generator=shuffle).split(self.batch_size):
                 xb, yb = x[idx].to(device), y[idx].to(device)
+                if self.augment is not None:
+                    xb = self.augment(xb, augment_gen)
                 inputs = xb if attack is None else attack(model, xb, yb, generator=attack_gen)
                 model.train()
                 if self.method == "trades":
