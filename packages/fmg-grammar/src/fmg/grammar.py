@@ -25,7 +25,12 @@ from rdkit import Chem
 from fmg.chem import atom_label, bond_order, build_molecule
 from fmg.decompose import Decomposition
 
-__all__ = ["Derivation", "Grammar", "Rule", "SampleResult"]
+__all__ = ["REJECTIONS", "WEIGHTS", "Derivation", "Grammar", "Rule", "SampleResult"]
+
+WEIGHTS = ("counts", "uniform")
+"""Accepted ``weights`` of ``Grammar.probabilities`` and ``Grammar.sample``."""
+REJECTIONS = ("derivation", "step")
+"""Accepted ``rejection`` modes of ``Grammar.sample``."""
 
 Pair = tuple[int, int]
 AtomLabel = tuple[str, int, int, int]
@@ -130,6 +135,33 @@ class _Host:
     atoms: list[tuple[AtomLabel, tuple[int, ...]]] = field(default_factory=list)
     queue: deque = field(default_factory=deque)  # (label, host nodes)
     next_node: int = 0
+    ends: dict[int, list[int]] = field(default_factory=dict)  # bond node -> atoms placed on it so far
+    pairs: set[tuple[int, int]] = field(default_factory=set)  # atom pairs already joined by a bond node
+
+
+def _fits(host: _Host, nodes: Sequence[int], rule: Rule, perm: Sequence[int]) -> bool:
+    """Whether applying ``rule`` keeps every bond node at most two distinct atoms and every atom pair one bond.
+
+    The official generator's per-step check: a step that would join an atom to itself, put a third atom
+    on a bond or a second bond between two atoms is refused before it is applied.
+    """
+    ext = {u: nodes[p] for u, p in zip(rule.external, perm, strict=True)}
+    base = len(host.atoms)
+    added: dict[Any, list[int]] = {}
+    for k, (_, anodes) in enumerate(rule.atoms):
+        for u in anodes:
+            added.setdefault(ext.get(u, ("new", u)), []).append(base + k)
+    new_pairs: set[tuple[int, int]] = set()
+    for node, atoms in added.items():
+        both = host.ends.get(node, []) + atoms if not isinstance(node, tuple) else atoms
+        if len(both) > 2 or (len(both) == 2 and both[0] == both[1]):
+            return False
+        if len(both) == 2:
+            pair = (min(both), max(both))
+            if pair in host.pairs or pair in new_pairs:
+                return False
+            new_pairs.add(pair)
+    return True
 
 
 def _expand(host: _Host, nodes: Sequence[int], rule: Rule, perm: Sequence[int]) -> None:
@@ -140,7 +172,13 @@ def _expand(host: _Host, nodes: Sequence[int], rule: Rule, perm: Sequence[int]) 
             host.node_order[host.next_node] = order
             host.next_node += 1
     for label, anodes in rule.atoms:
+        k = len(host.atoms)
         host.atoms.append((label, tuple(local[u] for u in anodes)))
+        for u in anodes:
+            placed = host.ends.setdefault(local[u], [])
+            placed.append(k)
+            if len(placed) == 2:
+                host.pairs.add((min(placed), max(placed)))
     for k, (tnodes, _) in enumerate(rule.nonterminals):
         host.queue.append((rule.nonterminal_label(k), tuple(local[u] for u in tnodes)))
 
@@ -322,11 +360,20 @@ class Grammar:
         """Number of distinct rules."""
         return len(self.rules)
 
-    def probabilities(self) -> np.ndarray:
-        """Probability of each rule among the rules sharing its left-hand side, shape (n_rules,)."""
+    def probabilities(self, weights: str = "counts") -> np.ndarray:
+        """Probability of each rule among the rules sharing its left-hand side, shape (n_rules,).
+
+        Parameters
+        ----------
+        weights : {"counts", "uniform"}, default "counts"
+            ``"counts"``: proportional to the rule's use in the training derivations (the probabilistic
+            grammar); ``"uniform"``: every rule of a left-hand side equally likely (DEG's choice among the
+            applicable rules, without its schedule favouring rules that end a derivation).
+        """
+        _check_choice("weights", weights, WEIGHTS)
         p = np.zeros(len(self.rules))
         for idx in self._by_lhs.values():
-            c = np.asarray([self.counts[i] for i in idx])
+            c = np.asarray([self.counts[i] for i in idx]) if weights == "counts" else np.ones(len(idx))
             p[idx] = c / c.sum()
         return p
 
@@ -390,7 +437,8 @@ class Grammar:
         return _to_smiles(host)
 
     # -- sampling ---------------------------------------------------------------------------------------
-    def _sample_one(self, rng: np.random.Generator, probs: np.ndarray, max_steps: int, scan: bool) -> str | None:
+    def _sample_one(self, rng: np.random.Generator, probs: np.ndarray, max_steps: int, scan: bool,
+                    rejection: str = "derivation") -> str | None:
         host = _Host()
         host.queue.append(((), ()))
         steps = 0
@@ -399,17 +447,29 @@ class Grammar:
             if steps > max_steps:
                 return None
             label, nodes = host.queue.popleft()
-            cands = self.candidates_scan(label) if scan else self.candidates(label)
+            cands = list(self.candidates_scan(label) if scan else self.candidates(label))
             if not cands:
                 return None
-            i = cands[_choose(rng, probs[cands])]
-            rule = self.rules[i]
-            perm = _random_perm(rule.lhs, label, rng)
+            if rejection == "derivation":
+                i = cands[_choose(rng, probs[cands])]
+                rule = self.rules[i]
+                perm = _random_perm(rule.lhs, label, rng)
+            else:  # "step": refuse a step that cannot be part of a molecule, draw among the other rules
+                while cands:
+                    j = _choose(rng, probs[cands])
+                    rule = self.rules[cands[j]]
+                    perm = _random_perm(rule.lhs, label, rng)
+                    if _fits(host, nodes, rule, perm):
+                        break
+                    cands.pop(j)
+                else:
+                    return None
             _expand(host, nodes, rule, perm)
         return _to_smiles(host)
 
     def sample(self, n: int, *, random_state: RandomStateLike = None, max_steps: int = 500, max_tries: int = 100,
-               n_jobs: int = 1, scan: bool = False, unique: bool = False) -> SampleResult:
+               n_jobs: int = 1, scan: bool = False, unique: bool = False, weights: str = "counts",
+               rejection: str = "derivation") -> SampleResult:
         """Draw ``n`` valid molecules; invalid or fragmented derivations are redrawn.
 
         Parameters
@@ -431,6 +491,15 @@ class Grammar:
         unique : bool, default False
             Keep drawing until ``n`` distinct molecules are collected (the official generation loop);
             draw ``i`` still uses stream ``i``, so the result does not depend on ``n_jobs``.
+        weights : {"counts", "uniform"}, default "counts"
+            Rule probabilities (see ``probabilities``).
+        rejection : {"derivation", "step"}, default "derivation"
+            ``"derivation"``: a derivation that is not a molecule is discarded whole and redrawn, so the
+            samples follow the grammar's distribution conditioned on being a molecule; long derivations fail
+            more often, which shifts samples toward small molecules. ``"step"``: as the official generator,
+            a step that would put a second bond between two atoms (or bond an atom to itself) is refused
+            and another rule of the same nonterminal is drawn from the remaining ones; only a nonterminal
+            with no acceptable rule, ``max_steps`` or a final sanitisation failure discards the derivation.
 
         Returns
         -------
@@ -441,11 +510,14 @@ class Grammar:
             raise ValueError(f"n must be a non-negative int, got {n!r}")
         if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1:
             raise ValueError(f"n_jobs must be a positive int, got {n_jobs!r}")
+        _check_choice("weights", weights, WEIGHTS)
+        _check_choice("rejection", rejection, REJECTIONS)
         if () not in self._by_lhs:
             raise ValueError("the grammar has no start rule: fit it on at least one molecule")
         rng = check_random_state(random_state)
+        opts = (max_steps, max_tries, scan, weights, rejection)
         if not unique:
-            out = self._run([(s, max_steps, max_tries, scan) for s in spawn(rng, int(n))], n_jobs)
+            out = self._run([(s, *opts) for s in spawn(rng, int(n))], n_jobs)
             return SampleResult([s for s, _ in out], int(sum(r for _, r in out)))
         root = np.random.SeedSequence(int(rng.integers(2**63)))
         seen: dict[str, None] = {}
@@ -455,7 +527,7 @@ class Grammar:
                 raise RuntimeError(f"only {len(seen)} distinct molecules in {draws} draws; the grammar may not "
                                    f"generate {n} distinct molecules")
             batch = max(n - len(seen), 8 * n_jobs)
-            args = [(np.random.default_rng(c), max_steps, max_tries, scan) for c in root.spawn(batch)]
+            args = [(np.random.default_rng(c), *opts) for c in root.spawn(batch)]
             for smi, r in self._run(args, n_jobs):
                 draws += 1
                 rejected += r
@@ -474,10 +546,11 @@ class Grammar:
     def _draw_packed(self, a: tuple[Any, ...]) -> tuple[str, int]:
         return self._draw(*a)
 
-    def _draw(self, rng: np.random.Generator, max_steps: int, max_tries: int, scan: bool) -> tuple[str, int]:
-        probs = self.probabilities()
+    def _draw(self, rng: np.random.Generator, max_steps: int, max_tries: int, scan: bool, weights: str = "counts",
+              rejection: str = "derivation") -> tuple[str, int]:
+        probs = self.probabilities(weights)
         for tries in range(max_tries):
-            smi = self._sample_one(rng, probs, max_steps, scan)
+            smi = self._sample_one(rng, probs, max_steps, scan, rejection)
             if smi is not None:
                 return smi, tries
         raise RuntimeError(f"no valid molecule in {max_tries} derivations; raise max_tries or max_steps")
@@ -537,6 +610,11 @@ class Grammar:
 
     def __repr__(self) -> str:
         return f"Grammar(n_rules={self.n_rules}, n_nonterminal_labels={len(self._by_lhs)})"
+
+
+def _check_choice(name: str, value: Any, accepted: Sequence[str]) -> None:
+    if not isinstance(value, str) or value not in accepted:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, accepted))}; got {value!r}")
 
 
 def _fragment(dec: Decomposition, k: int) -> str:

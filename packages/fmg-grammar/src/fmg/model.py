@@ -164,11 +164,17 @@ class FMG:
             raise NotFittedError("This FMG instance is not fitted yet; call fit(smiles) first")
 
     def sample(self, n: int, *, random_state: int | None = None, n_jobs: int = 1, max_tries: int = 100,
-               scan: bool = False, unique: bool = False) -> SampleResult:
-        """Draw ``n`` valid molecules from the grammar (see ``Grammar.sample``)."""
+               scan: bool = False, unique: bool = False, weights: str = "counts",
+               rejection: str = "derivation") -> SampleResult:
+        """Draw ``n`` valid molecules from the grammar (see ``Grammar.sample`` for every option).
+
+        ``unique=True`` collects distinct molecules (the official loop); ``weights`` picks count-based or
+        uniform (DEG-style) rule probabilities; ``rejection="step"`` refuses single invalid steps as the
+        official generator does instead of redrawing whole derivations.
+        """
         self._check_fitted()
         return self.grammar_.sample(n, random_state=random_state, n_jobs=n_jobs, max_tries=max_tries, scan=scan,
-                                    unique=unique)
+                                    unique=unique, weights=weights, rejection=rejection)
 
     def derive(self, smiles: str) -> Derivation:
         """Derivation of a training molecule with the fitted grammar.
