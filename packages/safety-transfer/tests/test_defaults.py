@@ -152,3 +152,48 @@ def test_a_probe_gated_switch_maps_only_flagged_tokens(tok):
         SafetySwitch(big, big, AffineMapper().fit(torch.randn(80, 64), torch.randn(80, 64)), 0, gate=probe)
     with pytest.raises(ValueError, match="threshold must be a number in"):
         TriggerProbe(threshold=1.5).fit(trig, clean)
+
+
+@pytest.mark.parametrize("family", ["llama", "qwen2", "gemma2"])
+def test_load_local_model_reads_a_saved_checkpoint_offline(tmp_path, tok, family):
+    from safety_transfer import load_local_model
+
+    model = tiny_causal_lm(family, hidden_size=32, num_layers=2, random_state=5)
+    model.save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+    loaded, loaded_tok = load_local_model(tmp_path, attn_implementation="eager")
+    enc = loaded_tok(TEXTS, return_tensors="pt", padding=True)
+    with torch.no_grad():
+        assert torch.equal(loaded(**enc).logits, model(**enc).logits)
+    assert not loaded.training and loaded_tok.padding_side == "right" and loaded_tok.pad_token_id == 256
+    half, _ = load_local_model(tmp_path, dtype=torch.bfloat16)
+    assert next(half.parameters()).dtype == torch.bfloat16
+
+
+def test_load_local_model_errors(tmp_path):
+    from transformers import GPTNeoXConfig
+
+    from safety_transfer import load_local_model
+
+    with pytest.raises(FileNotFoundError, match="holds no config.json"):
+        load_local_model(tmp_path / "missing")
+    GPTNeoXConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=64).save_pretrained(
+        tmp_path)
+    with pytest.raises(ValueError, match=r"unsupported architecture 'gpt_neox'.*'llama', 'qwen2', 'gemma2'"):
+        load_local_model(tmp_path)
+
+
+@pytest.mark.parametrize(("family", "d", "n"), [("llama", 4096, 32), ("qwen2", 3584, 28), ("gemma2", 3584, 42)])
+def test_seven_b_class_shapes_on_the_meta_device(family, d, n):
+    # the locators and the mapper widths for full-size configs (no weights: parameters on the meta device)
+    import transformers as tf
+
+    from safety_transfer import AutoEncoderMapper, decoder_layers, hidden_size
+
+    cls = {"llama": tf.LlamaConfig, "qwen2": tf.Qwen2Config, "gemma2": tf.Gemma2Config}[family]
+    config = cls(hidden_size=d, num_hidden_layers=n, num_attention_heads=32 if d == 4096 else 28 if family == "qwen2"
+                 else 16, intermediate_size=4 * d, vocab_size=1024)
+    with torch.device("meta"):
+        model = tf.AutoModelForCausalLM.from_config(config)
+    assert hidden_size(model) == d and len(decoder_layers(model)) == n
+    assert AutoEncoderMapper(2048, d).hidden_size == int((2048 * d) ** 0.5)

@@ -40,7 +40,7 @@ if TYPE_CHECKING:  # static imports for type checkers and the API docs; at run t
         mapping_metrics,
     )
     from safety_transfer.metrics import SubstitutionMetrics, generate, lm_loss, substitution_metrics, trigger_rate
-    from safety_transfer.models import bpe_tokenizer, byte_tokenizer, tiny_causal_lm
+    from safety_transfer.models import bpe_tokenizer, byte_tokenizer, load_local_model, tiny_causal_lm
     from safety_transfer.steering import (
         SteeringVector,
         SweepResult,
@@ -87,6 +87,7 @@ _WHERE = {
     "trigger_rate": "metrics",
     "bpe_tokenizer": "models",
     "byte_tokenizer": "models",
+    "load_local_model": "models",
     "tiny_causal_lm": "models",
     "SteeringVector": "steering",
     "SweepResult": "steering",
@@ -132,6 +133,7 @@ __all__ = [
     "generate",
     "hidden_size",
     "lm_loss",
+    "load_local_model",
     "load_mapper",
     "mapped_replacement",
     "mapped_vector",

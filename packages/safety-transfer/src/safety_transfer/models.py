@@ -1,21 +1,25 @@
-"""Tiny causal language models and tokenizers built in code, for tests, the demo and the reproduction.
+"""Models and tokenizers: tiny ones built in code, and full-size checkpoints loaded from a local folder.
 
-Nothing here downloads: the models are random ``transformers`` models of the supported families and the
+Nothing here downloads: the tiny models are random ``transformers`` models of the supported families, the
 tokenizers are built with the ``tokenizers`` library (a byte-level one with no merges, and a small BPE
-trained on the texts given).
+trained on the texts given), and :func:`load_local_model` reads a checkpoint folder with
+``local_files_only=True`` (e.g. a 7B-class Llama, Qwen2 or Gemma2 saved by ``save_pretrained`` or
+``huggingface-cli download``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import torch
 from icml25_shared.random import RandomStateLike, check_random_state
 
-__all__ = ["FAMILIES", "bpe_tokenizer", "byte_tokenizer", "tiny_causal_lm"]
+__all__ = ["FAMILIES", "bpe_tokenizer", "byte_tokenizer", "load_local_model", "tiny_causal_lm"]
 
 FAMILIES = ("llama", "qwen2", "gemma2", "mistral", "gpt2")
+"""Model families :func:`tiny_causal_lm` builds and :func:`load_local_model` accepts (``config.model_type``)."""
 _SPECIAL = ("<pad>", "<eos>")
 
 
@@ -151,3 +155,58 @@ def tiny_causal_lm(family: str, *, vocab_size: int = 258, hidden_size: int = 64,
         torch.manual_seed(seed)
         model = tf.AutoModelForCausalLM.from_config(config, attn_implementation="eager")
     return model.eval()
+
+
+def load_local_model(path: str | Path, *, dtype: Any = None, device: str | Any = "cpu",
+                     attn_implementation: str | None = None) -> tuple[Any, Any]:
+    """Load a causal LM and its tokenizer from a local checkpoint folder (no download).
+
+    The folder's ``config.json`` is read first and its ``model_type`` checked against the supported
+    families before any weight is loaded; the tokenizer gets its eos token as pad token when it has none.
+
+    Parameters
+    ----------
+    path : str or Path
+        Folder with ``config.json``, the weights (safetensors) and the tokenizer files.
+    dtype : torch.dtype or str, optional
+        Weight dtype (e.g. ``torch.bfloat16`` for a 7B model: about 15 GB); None keeps the checkpoint's.
+    device : str or torch.device, default "cpu"
+        Where the model is moved after loading.
+    attn_implementation : str, optional
+        Passed to ``from_pretrained`` (e.g. ``"eager"``, ``"sdpa"``); None lets transformers choose.
+
+    Returns
+    -------
+    (transformers.PreTrainedModel, transformers tokenizer)
+        The model in eval mode, and its tokenizer (right padding).
+
+    Raises
+    ------
+    FileNotFoundError
+        When the folder or its ``config.json`` is missing.
+    ValueError
+        For a ``model_type`` outside :data:`FAMILIES`, or a tokenizer with neither pad nor eos token.
+    """
+    import json
+
+    import transformers as tf
+
+    folder = Path(path)
+    if not (folder / "config.json").is_file():
+        raise FileNotFoundError(f"{folder} holds no config.json: give the folder of a saved checkpoint")
+    kind = json.loads((folder / "config.json").read_text()).get("model_type")
+    if kind not in FAMILIES:
+        raise ValueError(f"unsupported architecture {kind!r} in {folder}: supported model types are {list(FAMILIES)}")
+    kwargs: dict[str, Any] = {"local_files_only": True}
+    if dtype is not None:
+        kwargs["dtype"] = dtype
+    if attn_implementation is not None:
+        kwargs["attn_implementation"] = attn_implementation
+    model = tf.AutoModelForCausalLM.from_pretrained(str(folder), **kwargs).to(device).eval()
+    tokenizer = tf.AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    if tokenizer.pad_token_id is None:
+        if tokenizer.eos_token is None:
+            raise ValueError(f"the tokenizer in {folder} has neither a pad nor an eos token: set tokenizer.pad_token")
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "right"
+    return model, tokenizer
