@@ -6,6 +6,10 @@
   features (equal to Captum's ``InputXGradient`` and ``Saliency(abs=False)``).
 - :class:`IntegratedGradients`: Captum's, on node features from a zero baseline (needs ``captum``).
 - :class:`GNNExplainer`: torch_geometric's, a learned node mask (needs ``torch_geometric``).
+- :class:`PGExplainer`: a parametrised edge-mask explainer (Luo et al. 2020), implemented here: the
+  torch_geometric one needs ``MessagePassing`` layers to apply its mask.
+- :class:`LRIBernoulli`: learnable randomness injection with Bernoulli point masks (Miao et al. 2023), on
+  the frozen model (post hoc).
 - :class:`RandomExplainer`: uniform scores.
 
 ``z`` is the explained output of :func:`equigx.explain.target_output` (the target's logit).
@@ -13,21 +17,25 @@
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import functools
 import importlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import torch
 from icml25_shared.random import RandomStateLike, check_random_state
+from e3nn import o3
 from torch import nn
 
-from equigx.explain import Attribution, eval_mode, model_target, target_output
+from equigx.explain import Attribution, eval_mode, is_regression, model_geometry, model_target, target_output
 from equigx.graphs import Geometry, Graphs
 from equigx.models import Convolution
 
 __all__ = ["BASELINES", "CoordinateGradient", "GNNExplainer", "GradCAM", "InputXGradient", "IntegratedGradients",
-           "RandomExplainer", "Saliency", "graph_forward"]
+           "LRIBernoulli", "PGExplainer", "RandomExplainer", "Saliency", "graph_forward", "node_embeddings"]
 
 
 def _require(module: str, extra: str = "peers") -> Any:
@@ -60,7 +68,8 @@ def graph_forward(model: nn.Module, graphs: Graphs, target: torch.Tensor, geomet
         ``f(x) -> torch.Tensor`` of shape ``(B,)``.
     """
     def forward(x: torch.Tensor) -> torch.Tensor:
-        return torch.stack([target_output(model.run(xb, geometry), target).sum() for xb in x])
+        regression = is_regression(model)
+        return torch.stack([target_output(model.run(xb, geometry), target, regression=regression).sum() for xb in x])
 
     return forward
 
@@ -89,16 +98,19 @@ class _Base:
 
     def _setup(self, graphs: Graphs, target: Any) -> tuple[Geometry, torch.Tensor, torch.Tensor]:
         self.model.check_graphs(graphs)
-        geo = self.model.geometry(graphs.pos, graphs.batch, graphs.n_graphs)
+        geo = model_geometry(self.model, graphs)
         with torch.no_grad():
             logits = self.model.run(graphs.node_attr, geo)
-        t, pred = model_target(logits, target)
+        t, pred = model_target(logits, target, regression=is_regression(self.model))
         return geo, t, pred
+
+    def _output(self, logits: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
+        return target_output(logits, t, regression=is_regression(self.model))
 
     def _result(self, scores: torch.Tensor | np.ndarray, graphs: Graphs, t: torch.Tensor,
                 pred: torch.Tensor) -> Attribution:
         s = scores.detach().cpu().numpy() if isinstance(scores, torch.Tensor) else np.asarray(scores)
-        return Attribution(s.astype(np.float64), graphs.batch.numpy(), pred.numpy(), t.numpy(), self.name)
+        return Attribution(s.astype(np.float64), graphs.batch.numpy(), pred.cpu().numpy(), t.numpy(), self.name)
 
 
 class CoordinateGradient(_Base):
@@ -130,8 +142,8 @@ class CoordinateGradient(_Base):
         _, t, pred = self._setup(graphs, target)
         pos = graphs.pos.detach().clone().requires_grad_(True)
         with torch.enable_grad():
-            geo = self.model.geometry(pos, graphs.batch, graphs.n_graphs)
-            out = target_output(self.model.run(graphs.node_attr, geo), t).sum()
+            geo = model_geometry(self.model, graphs, pos=pos)
+            out = self._output(self.model.run(graphs.node_attr, geo), t).sum()
             (grad,) = torch.autograd.grad(out, pos)
         return self._result(grad.norm(dim=1), graphs, t, pred)
 
@@ -164,12 +176,12 @@ class GradCAM(_Base):
         """
         geo, t, pred = self._setup(graphs, target)
         acts: list[torch.Tensor] = []
-        hooks = [m.register_forward_hook(lambda _m, _i, o: acts.append(o)) for m in self.model.layers
+        hooks = [m.register_forward_hook(lambda _m, _i, o: acts.append(o)) for m in self.model.modules()
                  if isinstance(m, Convolution)]
         try:
             with torch.enable_grad():
                 x = graphs.node_attr.detach().clone().requires_grad_(True)
-                out = target_output(self.model.run(x, geo), t).sum()
+                out = self._output(self.model.run(x, geo), t).sum()
                 grads = torch.autograd.grad(out, acts)
         finally:
             for h in hooks:
@@ -210,7 +222,7 @@ class InputXGradient(_Base):
     def _grad(self, graphs: Graphs, geo: Geometry, t: torch.Tensor, *, times_input: bool) -> torch.Tensor:
         x = graphs.node_attr.detach().clone().requires_grad_(True)
         with torch.enable_grad():
-            out = target_output(self.model.run(x, geo), t).sum()
+            out = self._output(self.model.run(x, geo), t).sum()
             (grad,) = torch.autograd.grad(out, x)
         return x.detach() * grad if times_input else grad
 
@@ -403,5 +415,310 @@ class RandomExplainer(_Base):
         return self._result(rng.uniform(size=graphs.n_nodes), graphs, t, pred)
 
 
+def node_embeddings(model: nn.Module, graphs: Graphs, geometry: Geometry) -> torch.Tensor:
+    """Rotation-invariant node embeddings: the norm of every irrep block entering every convolution.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network (its :class:`equigx.models.Convolution` parts are read).
+    graphs : Graphs
+        The batch.
+    geometry : Geometry
+        Its geometry.
+
+    Returns
+    -------
+    torch.Tensor, shape (n_nodes, total blocks)
+        Block norms, convolutions in forward order.
+    """
+    from equigx.rules import block_dot
+
+    inputs: list[tuple[o3.Irreps, torch.Tensor]] = []
+    hooks = [m.register_forward_hook(lambda mod, args, _o: inputs.append((mod.irreps_in, args[0])))
+             for m in model.modules() if isinstance(m, Convolution)]
+    try:
+        with torch.no_grad():
+            model.run(graphs.node_attr, geometry)
+    finally:
+        for h in hooks:
+            h.remove()
+    return torch.cat([block_dot(x, x, irreps).clamp(min=0).sqrt() for irreps, x in inputs], dim=1)
+
+
+def _with_edge_weight(geo: Geometry, weight: torch.Tensor) -> Geometry:
+    towers, start = [], 0
+    for t in geo.towers:
+        n = t.edge_src.shape[0]
+        towers.append(dataclasses.replace(t, edge_weight=weight[start:start + n]))
+        start += n
+    return dataclasses.replace(geo, edge_weight=weight, towers=tuple(towers))
+
+
+def _edges_to_nodes(values: torch.Tensor, geo: Geometry) -> torch.Tensor:
+    """Mean of the values of the edges incident to each node (a self-loop counts once)."""
+    loop = geo.edge_src == geo.edge_dst
+    total = values.new_zeros(geo.n_nodes).index_add_(0, geo.edge_src, values)
+    total = total.index_add_(0, geo.edge_dst[~loop], values[~loop])
+    count = values.new_zeros(geo.n_nodes).index_add_(0, geo.edge_src, torch.ones_like(values))
+    count = count.index_add_(0, geo.edge_dst[~loop], torch.ones_like(values[~loop]))
+    return total / count.clamp(min=1)
+
+
+@contextlib.contextmanager
+def _frozen(model: nn.Module) -> Iterator[None]:
+    params = [(p, p.requires_grad) for p in model.parameters()]
+    for p, _ in params:
+        p.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for p, flag in params:
+            p.requires_grad_(flag)
+
+
+class _MaskExplainer(_Base):
+    """Shared training loop of the learned-mask explainers (frozen model, Adam on the mask network)."""
+
+    def __init__(self, model: nn.Module, *, epochs: int, lr: float, hidden: int,
+                 random_state: RandomStateLike) -> None:
+        super().__init__(model)
+        self.epochs, self.lr, self.hidden, self.random_state = epochs, lr, hidden, random_state
+
+    def _validate(self) -> None:
+        for name in ("epochs", "hidden"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if not (isinstance(self.lr, float | int) and self.lr > 0):
+            raise ValueError(f"lr must be positive, got {self.lr!r}")
+
+    def _fit_loss(self, logits: torch.Tensor, t: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
+        if is_regression(self.model):
+            return nn.functional.mse_loss(logits[:, 0], reference[:, 0])
+        if logits.shape[1] == 1:
+            return nn.functional.binary_cross_entropy_with_logits(logits[:, 0], t.to(logits))
+        return nn.functional.cross_entropy(logits, t)
+
+    def _train(self, graphs: Graphs, target: Any, n_in: int) -> tuple[Geometry, torch.Tensor, torch.Tensor,
+                                                                         torch.Tensor, nn.Module, torch.Generator]:
+        self._validate()
+        geo, t, pred = self._setup(graphs, target)
+        emb = node_embeddings(self.model, graphs, geo)
+        std = emb.std(dim=0, keepdim=True) if emb.shape[0] > 1 else torch.ones_like(emb[:1])
+        emb = torch.where(std > 1e-12, (emb - emb.mean(dim=0, keepdim=True)) / std.clamp(min=1e-12), 0.0)
+        rng = check_random_state(self.random_state)
+        gen = torch.Generator().manual_seed(int(rng.integers(2**63 - 1)))
+        with torch.random.fork_rng():
+            torch.manual_seed(int(rng.integers(2**63 - 1)))
+            net = nn.Sequential(nn.Linear(n_in * emb.shape[1], self.hidden), nn.ReLU(), nn.Linear(self.hidden, 1))
+        return geo, t, pred, emb, net.to(emb.dtype), gen
+
+
+class PGExplainer(_MaskExplainer):
+    """PGExplainer (Luo et al., NeurIPS 2020): an MLP on endpoint embeddings predicts an edge mask.
+
+    The MLP reads ``[h_src | h_dst]`` (:func:`node_embeddings`, rotation invariant), its logits are
+    sampled as binary-concrete variables with a temperature annealed from 5 to 2, and the sampled mask
+    weighs every message of every convolution. The loss is the cross-entropy of the masked model to the
+    explained class plus ``edge_size * sum(mask)`` and ``edge_ent * mean(entropy(mask))`` (torch_geometric's
+    constants). It is trained on the graphs it explains; a node's score is the mean mask of its edges.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network (frozen).
+    epochs : int, default 30
+        Passes over the batch.
+    lr : float, default 0.003
+        Adam learning rate.
+    hidden : int, default 64
+        Width of the mask MLP.
+    edge_size, edge_ent : float, default 0.05 and 1.0
+        Regulariser weights.
+    temperature : tuple of float, default (5.0, 2.0)
+        First and last temperature.
+    random_state : None, int or numpy Generator
+        Initialisation and sampling.
+    """
+
+    name = "pgexplainer"
+
+    def __init__(self, model: nn.Module, *, epochs: int = 30, lr: float = 0.003, hidden: int = 64,
+                 edge_size: float = 0.05, edge_ent: float = 1.0, temperature: tuple[float, float] = (5.0, 2.0),
+                 random_state: RandomStateLike = 0) -> None:
+        super().__init__(model, epochs=epochs, lr=lr, hidden=hidden, random_state=random_state)
+        self.edge_size, self.edge_ent, self.temperature = edge_size, edge_ent, temperature
+
+    def edge_mask(self, graphs: Graphs, target: Any = None) -> tuple[torch.Tensor, Geometry, torch.Tensor,
+                                                                     torch.Tensor]:
+        """Train the mask network on ``graphs`` and return the edge mask.
+
+        Parameters
+        ----------
+        graphs : Graphs
+            The batch.
+        target : None, int or array of int, optional
+            Class to explain (None: the prediction).
+
+        Returns
+        -------
+        tuple
+            ``(mask (n_edges,) in [0, 1], geometry, target, prediction)``.
+        """
+        geo, t, pred, emb, net, gen = self._train(graphs, target, 2)
+        pair = torch.cat([emb[geo.edge_src], emb[geo.edge_dst]], dim=1)
+        with torch.no_grad():
+            reference = self.model.run(graphs.node_attr, geo)
+        opt = torch.optim.Adam(net.parameters(), lr=self.lr)
+        t0, t1 = self.temperature
+        bias = 0.01
+        with torch.enable_grad(), _frozen(self.model):
+            for epoch in range(self.epochs):
+                temp = t0 * (t1 / t0) ** (epoch / self.epochs)
+                logits = net(pair)[:, 0]
+                u = (1 - 2 * bias) * torch.rand(logits.shape, generator=gen, dtype=logits.dtype) + bias
+                mask = ((u.log() - (1 - u).log() + logits) / temp).sigmoid()
+                out = self.model.run(graphs.node_attr, _with_edge_weight(geo, mask))
+                ent = -mask * (mask + 1e-15).log() - (1 - mask) * (1 - mask + 1e-15).log()
+                loss = (self._fit_loss(out, t, reference) + self.edge_size * mask.sum() / graphs.n_graphs
+                        + self.edge_ent * ent.mean())
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        with torch.no_grad():
+            return net(pair)[:, 0].sigmoid(), geo, t, pred
+
+    def explain(self, graphs: Graphs, target: Any = None) -> Attribution:
+        """Scores of each node (mean mask of its edges).
+
+        Parameters
+        ----------
+        graphs : Graphs
+            The batch.
+        target : None, int or array of int, optional
+            Class to explain (None: the prediction).
+
+        Returns
+        -------
+        Attribution
+            The scores.
+        """
+        mask, geo, t, pred = self.edge_mask(graphs, target)
+        return self._result(_edges_to_nodes(mask, geo), graphs, t, pred)
+
+
+class LRIBernoulli(_MaskExplainer):
+    """LRI-Bernoulli (Miao et al., ICML 2023) on a frozen model: learned point-wise keep probabilities.
+
+    An MLP on :func:`node_embeddings` gives each point a logit; binary-concrete samples ``m_i`` (temperature
+    1) weigh each message by ``m_src m_dst``. The loss is the cross-entropy of the masked model to the
+    explained class plus ``info_coef`` times the mean KL divergence of ``Bernoulli(p_i)`` from
+    ``Bernoulli(r)``, with ``r`` lowered from ``init_r`` by ``decay_r`` every ``decay_interval`` epochs down to
+    ``final_r``. The node score is ``p_i``. The paper trains the predictor together with the extractor; here the
+    model stays fixed, as for the other post-hoc explainers.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network (frozen).
+    epochs : int, default 30
+        Passes over the batch.
+    lr : float, default 0.003
+        Adam learning rate.
+    hidden : int, default 64
+        Width of the extractor MLP.
+    info_coef : float, default 1.0
+        Weight of the KL term.
+    init_r, final_r, decay_r : float, default 0.9, 0.7, 0.1
+        Prior keep probability schedule.
+    decay_interval : int, default 10
+        Epochs between prior decays.
+    temperature : float, default 1.0
+        Concrete temperature.
+    random_state : None, int or numpy Generator
+        Initialisation and sampling.
+    """
+
+    name = "lri_bernoulli"
+
+    def __init__(self, model: nn.Module, *, epochs: int = 30, lr: float = 0.003, hidden: int = 64,
+                 info_coef: float = 1.0, init_r: float = 0.9, final_r: float = 0.7, decay_r: float = 0.1,
+                 decay_interval: int = 10, temperature: float = 1.0, random_state: RandomStateLike = 0) -> None:
+        super().__init__(model, epochs=epochs, lr=lr, hidden=hidden, random_state=random_state)
+        self.info_coef, self.init_r, self.final_r, self.decay_r = info_coef, init_r, final_r, decay_r
+        self.decay_interval, self.temperature = decay_interval, temperature
+
+    def prior(self, epoch: int) -> float:
+        """Prior keep probability ``r`` at an epoch.
+
+        Parameters
+        ----------
+        epoch : int
+            Epoch (from 0).
+
+        Returns
+        -------
+        float
+            ``max(final_r, init_r - (epoch // decay_interval) * decay_r)``.
+        """
+        return max(self.final_r, self.init_r - (epoch // self.decay_interval) * self.decay_r)
+
+    @staticmethod
+    def info_loss(p: torch.Tensor, r: float) -> torch.Tensor:
+        """Mean KL divergence of ``Bernoulli(p)`` from ``Bernoulli(r)``.
+
+        Parameters
+        ----------
+        p : torch.Tensor
+            Keep probabilities in (0, 1).
+        r : float
+            Prior keep probability in (0, 1).
+
+        Returns
+        -------
+        torch.Tensor
+            A scalar.
+        """
+        return (p * (p / r + 1e-6).log() + (1 - p) * ((1 - p) / (1 - r) + 1e-6).log()).mean()
+
+    def explain(self, graphs: Graphs, target: Any = None) -> Attribution:
+        """Scores of each node (its learned keep probability).
+
+        Parameters
+        ----------
+        graphs : Graphs
+            The batch.
+        target : None, int or array of int, optional
+            Class to explain (None: the prediction).
+
+        Returns
+        -------
+        Attribution
+            The scores.
+        """
+        if not (0 < self.final_r <= self.init_r < 1):
+            raise ValueError(f"need 0 < final_r <= init_r < 1, got {self.final_r} and {self.init_r}")
+        geo, t, pred, emb, net, gen = self._train(graphs, target, 1)
+        with torch.no_grad():
+            reference = self.model.run(graphs.node_attr, geo)
+        opt = torch.optim.Adam(net.parameters(), lr=self.lr)
+        with torch.enable_grad(), _frozen(self.model):
+            for epoch in range(self.epochs):
+                logits = net(emb)[:, 0]
+                u = torch.empty(logits.shape, dtype=logits.dtype).uniform_(1e-10, 1 - 1e-10, generator=gen)
+                m = ((logits + u.log() - (1 - u).log()) / self.temperature).sigmoid()
+                out = self.model.run(graphs.node_attr, _with_edge_weight(geo, m[geo.edge_src] * m[geo.edge_dst]))
+                loss = (self._fit_loss(out, t, reference)
+                        + self.info_coef * self.info_loss(logits.sigmoid(), self.prior(epoch)))
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+        with torch.no_grad():
+            scores = net(emb)[:, 0].sigmoid()
+        return self._result(scores, graphs, t, pred)
+
+
 BASELINES: dict[str, type] = {c.name: c for c in (CoordinateGradient, GradCAM, InputXGradient, Saliency,
-                                                    IntegratedGradients, GNNExplainer, RandomExplainer)}
+                                                    IntegratedGradients, GNNExplainer, PGExplainer, LRIBernoulli,
+                                                    RandomExplainer)}

@@ -11,10 +11,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from equigx.graphs import Graphs, scatter_sum
+from equigx.graphs import Geometry, Graphs, scatter_sum
 from equigx.rules import RuleContext, _blocks_by_l, find_rule
 
-__all__ = ["Attribution", "EquiGX", "Explanation", "eval_mode", "model_target"]
+__all__ = ["Attribution", "EquiGX", "Explanation", "eval_mode", "is_regression", "model_geometry", "model_target",
+           "target_output"]
 
 
 @dataclass
@@ -74,6 +75,17 @@ class Explanation(Attribution):
         ``output`` minus everything attributed (absorbed by biases and stabilisers).
     logits : numpy.ndarray, shape (n_graphs, n_out)
         The model's output.
+    node_relevance_by_layer : numpy.ndarray, shape (n_convolutions, n_nodes)
+        Relevance of each convolution's input, per node, in forward order (the first row is
+        ``node_relevance`` for a plain :class:`equigx.TFN`).
+    layer_names : list of str
+        ``"index:type"`` of each part of ``model.layers``, in forward order.
+    layer_leak : numpy.ndarray, shape (n_layers, n_graphs)
+        Relevance each part did not pass on (its output total minus its input total, edge relevance
+        included); the rows sum to ``leak``.
+    layer_bias : numpy.ndarray, shape (n_layers, n_graphs)
+        The part of ``layer_leak`` that went to the part's biases (``b_j R_j / z_j`` summed over outputs);
+        the rest is the stabilisers' (``eps``) share.
     """
 
     node_relevance_by_l: np.ndarray | None = None
@@ -84,6 +96,10 @@ class Explanation(Attribution):
     output: np.ndarray | None = None
     leak: np.ndarray | None = None
     logits: np.ndarray | None = None
+    node_relevance_by_layer: np.ndarray | None = None
+    layer_names: list[str] | None = None
+    layer_leak: np.ndarray | None = None
+    layer_bias: np.ndarray | None = None
 
     @property
     def relative_leak(self) -> np.ndarray:
@@ -96,25 +112,27 @@ class Explanation(Attribution):
         """
         return np.abs(self.leak) / np.maximum(np.abs(self.output), 1e-300)
 
-    def node_scores(self, *, geometry: bool = True) -> np.ndarray:
+    def node_scores(self, *, geometry: bool = True, absolute: bool = False) -> np.ndarray:
         """Node relevance plus, with ``geometry``, half of each incident edge's direction and distance relevance.
 
         Parameters
         ----------
         geometry : bool, default True
             Add the edges' share (each edge gives half to each endpoint).
+        absolute : bool, default False
+            Return the magnitude: nodes with strong evidence against the class rank as important too.
 
         Returns
         -------
         numpy.ndarray, shape (n_nodes,)
-            Node scores; they sum to the graph's attributed total.
+            Node scores; signed, they sum to the graph's attributed total.
         """
         scores = self.node_relevance.copy()
         if geometry:
             edge = self.edge_sh_by_l.sum(axis=1) + self.edge_distance
             for row in self.edge_index:
                 np.add.at(scores, row, 0.5 * edge)
-        return scores
+        return np.abs(scores) if absolute else scores
 
 
 @contextmanager
@@ -140,8 +158,50 @@ def eval_mode(model: nn.Module) -> Iterator[nn.Module]:
             m.training = mode
 
 
-def model_target(logits: torch.Tensor, target: int | np.ndarray | torch.Tensor | None) -> tuple[torch.Tensor,
-                                                                                               torch.Tensor]:
+def is_regression(model: nn.Module) -> bool:
+    """Whether ``model`` predicts a value (``model.task == "regression"``) rather than class logits.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network.
+
+    Returns
+    -------
+    bool
+        True for a regression model.
+    """
+    return getattr(model, "task", "classification") == "regression"
+
+
+def model_geometry(model: nn.Module, graphs: Graphs, *, pos: torch.Tensor | None = None,
+                   require_edges: bool = True) -> Geometry:
+    """The model's geometry of a batch: ``model.graph_geometry`` when defined, else ``model.geometry``.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network.
+    graphs : Graphs
+        The batch.
+    pos : torch.Tensor, shape (n_nodes, 3), optional
+        Coordinates to use instead of ``graphs.pos``.
+    require_edges : bool, default True
+        Raise when a graph has no edge within the cutoff.
+
+    Returns
+    -------
+    Geometry
+        Edges and their attributes.
+    """
+    pos = graphs.pos if pos is None else pos
+    if hasattr(model, "graph_geometry"):
+        return model.graph_geometry(graphs, pos=pos, require_edges=require_edges)
+    return model.geometry(pos, graphs.batch, graphs.n_graphs, require_edges=require_edges)
+
+
+def model_target(logits: torch.Tensor, target: int | np.ndarray | torch.Tensor | None, *,
+                 regression: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """The class explained per graph and the predicted class.
 
     Parameters
@@ -151,18 +211,26 @@ def model_target(logits: torch.Tensor, target: int | np.ndarray | torch.Tensor |
     target : None, int or array of int
         None explains the prediction; an int or one int per graph names the class (for a single logit:
         0 or 1).
+    regression : bool, default False
+        The model predicts a value: the explained output is the prediction itself, ``target`` must be None
+        (the returned target is 0 and the prediction is the value).
 
     Returns
     -------
     tuple of torch.Tensor
-        ``(target, prediction)``, each int64 of shape (n_graphs,).
+        ``(target, prediction)``, each of shape (n_graphs,) (int64; the prediction of a regression model is
+        its value).
 
     Raises
     ------
     ValueError
-        When a target is out of range.
+        When a target is out of range, or given for a regression model.
     """
     n_graphs, n_out = logits.shape
+    if regression:
+        if target is not None:
+            raise ValueError("a regression model explains its predicted value; pass target=None")
+        return torch.zeros(n_graphs, dtype=torch.long), logits[:, 0].detach().clone()
     n_classes = 2 if n_out == 1 else n_out
     pred = (logits[:, 0] > 0).long() if n_out == 1 else logits.argmax(dim=1)
     if target is None:
@@ -182,7 +250,7 @@ def model_target(logits: torch.Tensor, target: int | np.ndarray | torch.Tensor |
     return t.clone(), pred
 
 
-def target_output(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+def target_output(logits: torch.Tensor, target: torch.Tensor, *, regression: bool = False) -> torch.Tensor:
     """The explained scalar per graph: the target's logit, or ``(2 t - 1) * z`` for a single logit ``z``.
 
     Parameters
@@ -191,12 +259,16 @@ def target_output(logits: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
         Model output.
     target : torch.Tensor of int64, shape (n_graphs,)
         Class per graph.
+    regression : bool, default False
+        The explained value is the single output itself.
 
     Returns
     -------
     torch.Tensor, shape (n_graphs,)
         The explained value.
     """
+    if regression:
+        return logits[:, 0]
     if logits.shape[1] == 1:
         return logits[:, 0] * (2 * target - 1).to(logits)
     return logits.gather(1, target[:, None])[:, 0]
@@ -208,7 +280,8 @@ class EquiGX:
     Parameters
     ----------
     model : equigx.models.TFN or compatible module
-        A module with ``layers`` (parts with a registered rule), ``geometry(pos, batch, n_graphs)``,
+        A module with ``layers`` (parts with a registered rule), ``graph_geometry(graphs, pos=...)`` or
+        ``geometry(pos, batch, n_graphs)``,
         ``run(node_attr, geometry, record)`` and ``check_graphs(graphs)``.
     variant : {"node", "split"}, default "node"
         ``"node"``: tensor-product relevance goes to node features only; ``"split"``: one third each to node
@@ -219,6 +292,10 @@ class EquiGX:
         Stabiliser of every rule (positive: output blocks that no path reaches are exactly zero).
     norm_rule : {"rescale", "identity"}, default "rescale"
         NormActivation rule.
+    head_rule : {"epsilon", "gamma"}, default "epsilon"
+        Rule of the head's ``torch.nn.Linear`` layers (LRP-epsilon, or LRP-gamma with ``gamma``).
+    gamma : float, default 0.25
+        Weight of positive parts in the gamma rule.
 
     Examples
     --------
@@ -239,25 +316,33 @@ class EquiGX:
 
     def __init__(self, model: nn.Module, *, variant: Literal["node", "split"] = "node",
                  root: Literal["input", "zero"] = "input", eps: float = 1e-9,
-                 norm_rule: Literal["rescale", "identity"] = "rescale") -> None:
+                 norm_rule: Literal["rescale", "identity"] = "rescale",
+                 head_rule: Literal["epsilon", "gamma"] = "epsilon", gamma: float = 0.25) -> None:
         self.model = model
         self.variant = variant
         self.root = root
         self.eps = eps
         self.norm_rule = norm_rule
+        self.head_rule = head_rule
+        self.gamma = gamma
 
     def _validate(self) -> None:
         if self.variant not in ("node", "split"):
             raise ValueError(f"variant must be 'node' or 'split', got {self.variant!r}")
         if self.root not in ("input", "zero"):
             raise ValueError(f"root must be 'input' or 'zero', got {self.root!r}")
+        if self.head_rule not in ("epsilon", "gamma"):
+            raise ValueError(f"head_rule must be 'epsilon' or 'gamma', got {self.head_rule!r}")
+        if isinstance(self.gamma, bool) or not (isinstance(self.gamma, float | int) and 0 <= self.gamma < float("inf")):
+            raise ValueError(f"gamma must be a non-negative finite float, got {self.gamma!r}")
         if self.norm_rule not in ("rescale", "identity"):
             raise ValueError(f"norm_rule must be 'rescale' or 'identity', got {self.norm_rule!r}")
         if isinstance(self.eps, bool) or not (isinstance(self.eps, float | int) and 0 < self.eps < float("inf")):
             raise ValueError(f"eps must be a positive finite float (e.g. 1e-9; 0 divides zero blocks by zero), got "
                              f"{self.eps!r}")
-        for name in ("layers", "geometry", "run", "check_graphs"):
-            if not hasattr(self.model, name):
+        for name in ("layers", "run", "check_graphs"):
+            if not hasattr(self.model, name) or not (hasattr(self.model, "geometry")
+                                                     or hasattr(self.model, "graph_geometry")):
                 raise TypeError(f"model {type(self.model).__name__} has no '{name}'; EquiGX explains models shaped "
                                 "like equigx.TFN")
         for layer in self.model.layers:
@@ -304,20 +389,32 @@ class EquiGX:
 
     def _explain(self, graphs: Graphs, target: int | np.ndarray | torch.Tensor | None) -> Explanation:
         model = self.model
-        geo = model.geometry(graphs.pos, graphs.batch, graphs.n_graphs)
+        geo = model_geometry(model, graphs)
         record: list[torch.Tensor] = []
         with torch.no_grad():
             logits = model.run(graphs.node_attr, geo, record)
-        t, pred = model_target(logits, target)
-        out = target_output(logits, t)
+        regression = is_regression(model)
+        t, pred = model_target(logits, target, regression=regression)
+        out = target_output(logits, t, regression=regression)
         if logits.shape[1] == 1:
             relevance = out[:, None].clone()
         else:
             relevance = torch.zeros_like(logits).scatter_(1, t[:, None], out[:, None])
-        ctx = RuleContext(geo, self.variant, self.root, float(self.eps), self.norm_rule)
-        for k in range(len(model.layers) - 1, -1, -1):
+        ctx = RuleContext(geo, self.variant, self.root, float(self.eps), self.norm_rule, head_rule=self.head_rule,
+                          gamma=float(self.gamma))
+        n_layers = len(model.layers)
+        layer_leak = out.new_zeros((n_layers, geo.n_graphs))
+        layer_bias = out.new_zeros((n_layers, geo.n_graphs))
+        before = _graph_total(relevance, ctx)
+        for k in range(n_layers - 1, -1, -1):
             layer = model.layers[k]
+            ctx.bias = None
             relevance = find_rule(layer)(layer, record[k], record[k + 1], relevance, ctx)
+            after = _graph_total(relevance, ctx)
+            layer_leak[k] = before - after
+            if ctx.bias is not None:
+                layer_bias[k] = _rows_to_graphs(ctx.bias, geo)
+            before = after
         node = relevance.sum(dim=1)
         n_edges = geo.edge_src.shape[0]
         lmax = int(model.irreps_sh.lmax) if hasattr(model, "irreps_sh") else 0
@@ -337,6 +434,33 @@ class EquiGX:
             method=f"equigx-{self.variant}", node_relevance_by_l=np64(by_l),
             edge_index=np64(torch.stack([geo.edge_src, geo.edge_dst])), edge_direction=np64(edge_sh[:, 1:].sum(dim=1)),
             edge_sh_by_l=np64(edge_sh), edge_distance=np64(edge_dist), output=np64(out),
-            leak=np64(out - attributed), logits=np64(logits))
+            node_relevance_by_layer=np64(torch.stack([r.sum(dim=1) for _, r in reversed(ctx.conv_inputs)])
+                                         if ctx.conv_inputs else node[None]),
+            leak=np64(out - attributed), logits=np64(logits),
+            layer_names=[f"{k}:{type(m).__name__}" for k, m in enumerate(model.layers)],
+            layer_leak=np64(layer_leak), layer_bias=np64(layer_bias))
+
+
+def _rows_to_graphs(values: torch.Tensor, geo: Geometry) -> torch.Tensor:
+    """Per-graph sums of per-row values, rows being nodes (``n_nodes`` rows) or graphs (``n_graphs``)."""
+    if values.shape[0] == geo.n_nodes:
+        return scatter_sum(values, geo.batch, geo.n_graphs)
+    if values.shape[0] == geo.n_graphs:
+        return values
+    raise ValueError(f"relevance has {values.shape[0]} rows; expected {geo.n_nodes} nodes or {geo.n_graphs} graphs")
+
+
+def _graph_total(relevance: torch.Tensor, ctx: RuleContext) -> torch.Tensor:
+    """Relevance held per graph: the current rows' plus the edges' attributed so far."""
+    geo = ctx.geometry
+    total = _rows_to_graphs(relevance.sum(dim=1), geo)
+    edge = None
+    if ctx.edge_sh is not None:
+        edge = ctx.edge_sh.sum(dim=1)
+    if ctx.edge_radial is not None:
+        edge = ctx.edge_radial if edge is None else edge + ctx.edge_radial
+    if edge is not None:
+        total = total + scatter_sum(edge, geo.batch[geo.edge_dst], geo.n_graphs)
+    return total
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -29,6 +29,9 @@ class Graphs:
         Labels (class indices, or 0/1 for a single-logit model).
     node_mask : torch.Tensor of bool, shape (n_nodes,), optional
         Ground-truth explanation (True on the motif's nodes).
+    node_part : torch.Tensor of int64, shape (n_nodes,), optional
+        Part of each node in a two-part graph (0 protein, 1 ligand), read by
+        :class:`equigx.models.ProteinLigandTFN`.
     """
 
     pos: torch.Tensor
@@ -37,12 +40,13 @@ class Graphs:
     n_graphs: int
     y: torch.Tensor | None = None
     node_mask: torch.Tensor | None = None
+    node_part: torch.Tensor | None = None
     _sizes: tuple[int, ...] = field(default=(), repr=False)
 
     @classmethod
     def from_list(cls, pos: Sequence[np.ndarray | torch.Tensor], node_attr: Sequence[np.ndarray | torch.Tensor], *,
-                  y: Sequence[int] | None = None, node_mask: Sequence[np.ndarray] | None = None,
-                  dtype: torch.dtype = torch.float32) -> Graphs:
+                  y: Sequence[float] | None = None, node_mask: Sequence[np.ndarray] | None = None,
+                  node_part: Sequence[np.ndarray] | None = None, dtype: torch.dtype = torch.float32) -> Graphs:
         """Batch graphs given one array per graph.
 
         Parameters
@@ -51,10 +55,12 @@ class Graphs:
             Coordinates of each graph.
         node_attr : sequence of array, each shape (n_i, n_features)
             Node features of each graph.
-        y : sequence of int, optional
-            One label per graph.
+        y : sequence of int or float, optional
+            One label per graph (integers: class labels, int64; otherwise regression targets in ``dtype``).
         node_mask : sequence of bool array, optional
             Ground-truth node masks.
+        node_part : sequence of int array, optional
+            Part of each node (0 protein, 1 ligand) for two-part graphs.
         dtype : torch.dtype, default torch.float32
             Floating dtype of ``pos`` and ``node_attr``.
 
@@ -71,10 +77,21 @@ class Graphs:
         x = torch.cat([torch.as_tensor(np.asarray(a), dtype=dtype).reshape(n, -1)
                        for a, n in zip(node_attr, sizes, strict=True)])
         batch = torch.repeat_interleave(torch.arange(len(sizes)), torch.tensor(sizes))
-        yt = None if y is None else torch.as_tensor(np.asarray(y), dtype=torch.long)
+        yt = None
+        if y is not None:
+            ya = np.asarray(y)
+            if len(ya) != len(sizes):
+                raise ValueError(f"y needs one value per graph ({len(sizes)}), got {len(ya)}")
+            integer = np.issubdtype(ya.dtype, np.integer) or np.issubdtype(ya.dtype, np.bool_)
+            yt = torch.as_tensor(ya, dtype=torch.long if integer else dtype)
         mask = None if node_mask is None else torch.cat([torch.as_tensor(np.asarray(m), dtype=torch.bool)
                                                           for m in node_mask])
-        return cls(p, x, batch, len(sizes), yt, mask)
+        part = None if node_part is None else torch.cat([torch.as_tensor(np.asarray(m), dtype=torch.long)
+                                                         for m in node_part])
+        for name, t in (("node_mask", mask), ("node_part", part)):
+            if t is not None and t.shape[0] != p.shape[0]:
+                raise ValueError(f"{name} has {t.shape[0]} entries but the graphs have {p.shape[0]} nodes")
+        return cls(p, x, batch, len(sizes), yt, mask, part)
 
     @property
     def n_nodes(self) -> int:
@@ -104,7 +121,8 @@ class Graphs:
         Graphs
             A new batch.
         """
-        return Graphs(self.pos.to(dtype), self.node_attr.to(dtype), self.batch, self.n_graphs, self.y, self.node_mask)
+        y = self.y.to(dtype) if self.y is not None and self.y.is_floating_point() else self.y
+        return replace(self, pos=self.pos.to(dtype), node_attr=self.node_attr.to(dtype), y=y)
 
     def subset_nodes(self, keep: torch.Tensor) -> Graphs:
         """Remove nodes: the batch restricted to the nodes where ``keep`` is True.
@@ -123,7 +141,8 @@ class Graphs:
         if torch.bincount(self.batch[keep], minlength=self.n_graphs).min() == 0:
             raise ValueError("subset_nodes would leave a graph with no node")
         mask = None if self.node_mask is None else self.node_mask[keep]
-        return Graphs(self.pos[keep], self.node_attr[keep], self.batch[keep], self.n_graphs, self.y, mask)
+        part = None if self.node_part is None else self.node_part[keep]
+        return Graphs(self.pos[keep], self.node_attr[keep], self.batch[keep], self.n_graphs, self.y, mask, part)
 
     def select(self, graphs: Sequence[int] | torch.Tensor) -> Graphs:
         """A batch of some of the graphs, renumbered in the given order.
@@ -144,7 +163,8 @@ class Graphs:
         batch = torch.repeat_interleave(torch.arange(len(parts)), torch.tensor([len(p) for p in parts]))
         return Graphs(self.pos[nodes], self.node_attr[nodes], batch, len(parts),
                       None if self.y is None else self.y[idx],
-                      None if self.node_mask is None else self.node_mask[nodes])
+                      None if self.node_mask is None else self.node_mask[nodes],
+                      None if self.node_part is None else self.node_part[nodes])
 
     def rotate(self, rotation: torch.Tensor, translation: torch.Tensor | None = None) -> Graphs:
         """Apply ``pos @ rotation.T + translation`` to every node.
@@ -164,7 +184,7 @@ class Graphs:
         pos = self.pos @ rotation.to(self.pos).T
         if translation is not None:
             pos = pos + translation.to(self.pos)
-        return Graphs(pos, self.node_attr, self.batch, self.n_graphs, self.y, self.node_mask)
+        return replace(self, pos=pos)
 
 
 @dataclass
@@ -185,6 +205,12 @@ class Geometry:
         Graph of each node.
     n_nodes, n_graphs : int
         Sizes.
+    node_mask : torch.Tensor of bool, shape (n_nodes,), optional
+        Nodes this geometry covers (one tower of a two-part graph); pooling sums these only.
+    edge_weight : torch.Tensor, shape (n_edges,), optional
+        A soft mask on the messages (edge-mask explainers); None for the model as trained.
+    towers : tuple of Geometry, optional
+        The geometries of the towers of a two-part graph (this geometry's edges are their concatenation).
     """
 
     edge_src: torch.Tensor
@@ -195,6 +221,9 @@ class Geometry:
     batch: torch.Tensor
     n_nodes: int
     n_graphs: int
+    node_mask: torch.Tensor | None = None
+    edge_weight: torch.Tensor | None = None
+    towers: tuple[Geometry, ...] = ()
 
 
 def radius_graph(pos: torch.Tensor, batch: torch.Tensor, r: float, *, self_loops: bool = True) -> torch.Tensor:

@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from equigx.explain import Attribution
+from equigx.explain import Attribution, model_geometry
 from equigx.graphs import Graphs
 
 __all__ = ["Fidelity", "explanation_auroc", "fidelity", "predict", "sparsity", "top_k_mask"]
@@ -96,7 +96,7 @@ def predict(model: nn.Module, graphs: Graphs) -> np.ndarray:
         Predictions (for a single logit: 1 when positive).
     """
     with torch.no_grad():
-        geo = model.geometry(graphs.pos, graphs.batch, graphs.n_graphs, require_edges=False)
+        geo = model_geometry(model, graphs, require_edges=False)
         logits = model.run(graphs.node_attr, geo)
     return ((logits[:, 0] > 0).long() if logits.shape[1] == 1 else logits.argmax(dim=1)).numpy()
 

@@ -21,7 +21,7 @@ from torch import nn
 
 from equigx.graphs import Geometry, Graphs, radius_graph, scatter_sum
 
-__all__ = ["TFN", "Convolution", "GraphLayer", "SumPool"]
+__all__ = ["TFN", "Convolution", "GraphLayer", "ProteinLigandTFN", "SumPool", "Towers"]
 
 
 class GraphLayer(nn.Module, abc.ABC):
@@ -103,7 +103,10 @@ class Convolution(GraphLayer):
         torch.Tensor, shape (n_nodes, irreps_out.dim)
             New node features.
         """
-        return scatter_sum(self.messages(x, geometry), geometry.edge_dst, geometry.n_nodes) * self.scale
+        messages = self.messages(x, geometry)
+        if geometry.edge_weight is not None:
+            messages = messages * geometry.edge_weight[:, None].to(messages)
+        return scatter_sum(messages, geometry.edge_dst, geometry.n_nodes) * self.scale
 
 
 class SumPool(GraphLayer):
@@ -137,13 +140,66 @@ class SumPool(GraphLayer):
         Returns
         -------
         torch.Tensor, shape (n_graphs, dim)
-            Graph features.
+            Graph features (the sum over ``geometry.node_mask``'s nodes when it is set).
         """
+        if geometry.node_mask is not None:
+            x = x * geometry.node_mask[:, None].to(x)
         return scatter_sum(x, geometry.batch, geometry.n_graphs) * self.scale
 
 
 def _hidden_irreps(mul: int, lmax: int) -> o3.Irreps:
     return o3.Irreps([(mul, (order, p)) for order in range(lmax + 1) for p in (1, -1)])
+
+
+def _body(irreps_in: o3.Irreps, irreps_sh: o3.Irreps, *, mul: int, lmax: int, n_layers: int, n_scalars: int,
+          parity: str, nonlinearity: str, conv: dict, typical_nodes: float) -> list[nn.Module]:
+    """Interaction blocks, a final convolution to ``n_scalars`` scalars of ``parity`` and a sum-pool."""
+    hidden = _hidden_irreps(mul, lmax)
+    layers: list[nn.Module] = []
+    irreps = irreps_in
+    for _ in range(n_layers):
+        if nonlinearity == "norm":
+            layers += [Convolution(irreps, irreps_sh, hidden, **conv), o3.Linear(hidden, hidden),
+                       NormActivation(hidden, torch.sigmoid)]
+            irreps = hidden
+        else:
+            scalars = o3.Irreps(f"{mul}x0e+{mul}x0o")
+            gated = o3.Irreps([(mul, (order, p)) for order in range(1, lmax + 1) for p in (1, -1)])
+            gates = o3.Irreps(f"{gated.num_irreps}x0e")
+            gate = Gate(scalars, [torch.nn.functional.silu, torch.tanh], gates, [torch.sigmoid], gated)
+            layers += [Convolution(irreps, irreps_sh, gate.irreps_in, **conv), gate]
+            irreps = gate.irreps_out
+    layers += [Convolution(irreps, irreps_sh, f"{n_scalars}x{parity}", **conv),
+               SumPool(f"{n_scalars}x{parity}", scale=1.0 / math.sqrt(typical_nodes))]
+    return layers
+
+
+def _check_positions(pos: torch.Tensor) -> None:
+    if not torch.isfinite(pos).all():
+        raise ValueError("pos holds NaN or infinite coordinates")
+
+
+def _edge_attributes(pos: torch.Tensor, src: torch.Tensor, dst: torch.Tensor, irreps_sh: o3.Irreps, r_max: float,
+                     n_basis: int, mask_orders: tuple[int, ...]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    vec = pos[dst] - pos[src]
+    sh = o3.spherical_harmonics(irreps_sh, vec, normalize=True, normalization="component")
+    if mask_orders:
+        keep = torch.tensor([ir.l not in mask_orders for _, ir in irreps_sh for _ in range(ir.dim)])
+        sh = sh * keep.to(sh)
+    radial = soft_one_hot_linspace(vec.norm(dim=1), 0.0, r_max, n_basis, basis="smooth_finite",
+                                   cutoff=True) * math.sqrt(n_basis)
+    return vec, sh, radial
+
+
+def _run_layers(layers: nn.ModuleList | list[nn.Module], x: torch.Tensor, geometry: Geometry,
+                record: list[torch.Tensor] | None = None) -> torch.Tensor:
+    for layer in layers:
+        if record is not None:
+            record.append(x)
+        x = layer(x, geometry) if isinstance(layer, GraphLayer) else layer(x)
+    if record is not None:
+        record.append(x)
+    return x
 
 
 class TFN(nn.Module):
@@ -185,13 +241,16 @@ class TFN(nn.Module):
         Typical graph size (pool normalisation).
     self_loops : bool, default True
         Whether each node sends a message to itself.
+    head_bias : bool, default True
+        Biases in the MLP head. Biases keep a share of the logit that no input receives (the ``leak`` of an
+        explanation); without them every rule conserves up to its stabiliser ``eps``.
     """
 
     def __init__(self, n_types: int = 1, *, lmax: int = 2, mul: int = 8, n_layers: int = 2, r_max: float = 2.5,
                  n_basis: int = 8, radial_hidden: int = 16, n_out: int = 2, n_scalars: int = 16,
                  head_hidden: int = 16, output: Literal["scalar", "pseudoscalar"] = "scalar",
                  nonlinearity: Literal["norm", "gate"] = "norm", num_neighbors: float = 8.0,
-                 typical_nodes: float = 20.0, self_loops: bool = True) -> None:
+                 typical_nodes: float = 20.0, self_loops: bool = True, head_bias: bool = True) -> None:
         super().__init__()
         for name, value in (("n_types", n_types), ("mul", mul), ("n_layers", n_layers), ("n_basis", n_basis),
                             ("radial_hidden", radial_hidden), ("n_out", n_out), ("n_scalars", n_scalars),
@@ -212,28 +271,13 @@ class TFN(nn.Module):
         self.mask_sh_orders: tuple[int, ...] = ()
         self.irreps_in = o3.Irreps(f"{n_types}x0e")
         self.irreps_sh = o3.Irreps.spherical_harmonics(lmax)
-        hidden = _hidden_irreps(mul, lmax)
         conv = {"n_basis": n_basis, "radial_hidden": radial_hidden, "num_neighbors": num_neighbors}
-        layers: list[nn.Module] = []
-        irreps = self.irreps_in
-        for _ in range(n_layers):
-            if nonlinearity == "norm":
-                layers += [Convolution(irreps, self.irreps_sh, hidden, **conv), o3.Linear(hidden, hidden),
-                           NormActivation(hidden, torch.sigmoid)]
-                irreps = hidden
-            else:
-                scalars = o3.Irreps(f"{mul}x0e+{mul}x0o")
-                gated = o3.Irreps([(mul, (order, p)) for order in range(1, lmax + 1) for p in (1, -1)])
-                gates = o3.Irreps(f"{gated.num_irreps}x0e")
-                gate = Gate(scalars, [torch.nn.functional.silu, torch.tanh], gates,
-                            [torch.sigmoid], gated)
-                layers += [Convolution(irreps, self.irreps_sh, gate.irreps_in, **conv), gate]
-                irreps = gate.irreps_out
         parity = "0e" if output == "scalar" else "0o"
-        layers += [Convolution(irreps, self.irreps_sh, f"{n_scalars}x{parity}", **conv),
-                   SumPool(f"{n_scalars}x{parity}", scale=1.0 / math.sqrt(typical_nodes))]
+        layers = _body(self.irreps_in, self.irreps_sh, mul=mul, lmax=lmax, n_layers=n_layers, n_scalars=n_scalars,
+                       parity=parity, nonlinearity=nonlinearity, conv=conv, typical_nodes=typical_nodes)
         if output == "scalar":
-            layers += [nn.Linear(n_scalars, head_hidden), nn.ReLU(), nn.Linear(head_hidden, n_out)]
+            layers += [nn.Linear(n_scalars, head_hidden, bias=head_bias), nn.ReLU(),
+                       nn.Linear(head_hidden, n_out, bias=head_bias)]
             self.n_out = n_out
         else:
             layers += [nn.Linear(n_scalars, 1, bias=False)]
@@ -265,8 +309,7 @@ class TFN(nn.Module):
         ValueError
             When a coordinate is NaN or infinite, or a graph has no edge within the cutoff.
         """
-        if not torch.isfinite(pos).all():
-            raise ValueError("pos holds NaN or infinite coordinates")
+        _check_positions(pos)
         src, dst = radius_graph(pos, batch, self.r_max, self_loops=self.self_loops)
         real = src != dst
         counts = torch.bincount(batch[src[real]], minlength=n_graphs)
@@ -274,14 +317,8 @@ class TFN(nn.Module):
             empty = torch.nonzero(counts == 0).reshape(-1).tolist()
             raise ValueError(f"graph(s) {empty[:5]} have no edge within the cutoff r_max={self.r_max}; "
                              "raise r_max or move the points closer")
-        vec = pos[dst] - pos[src]
-        sh = o3.spherical_harmonics(self.irreps_sh, vec, normalize=True, normalization="component")
-        if self.mask_sh_orders:
-            keep = torch.tensor([ir.l not in self.mask_sh_orders for _, ir in self.irreps_sh for _ in range(ir.dim)])
-            sh = sh * keep.to(sh)
-        length = vec.norm(dim=1)
-        radial = soft_one_hot_linspace(length, 0.0, self.r_max, self.n_basis, basis="smooth_finite",
-                                       cutoff=True) * math.sqrt(self.n_basis)
+        vec, sh, radial = _edge_attributes(pos, src, dst, self.irreps_sh, self.r_max, self.n_basis,
+                                           self.mask_sh_orders)
         return Geometry(src, dst, vec, sh, radial, batch, int(pos.shape[0]), int(n_graphs))
 
     def check_graphs(self, graphs: Graphs) -> None:
@@ -335,14 +372,7 @@ class TFN(nn.Module):
         torch.Tensor, shape (n_graphs, n_out)
             Logits.
         """
-        x = node_attr
-        for layer in self.layers:
-            if record is not None:
-                record.append(x)
-            x = layer(x, geometry) if isinstance(layer, GraphLayer) else layer(x)
-        if record is not None:
-            record.append(x)
-        return x
+        return _run_layers(self.layers, node_attr, geometry, record)
 
     def forward(self, graphs: Graphs) -> torch.Tensor:
         """Logits of each graph.
@@ -358,4 +388,234 @@ class TFN(nn.Module):
             Class logits (one column, the pseudoscalar logit, with ``output="pseudoscalar"``).
         """
         self.check_graphs(graphs)
-        return self.run(graphs.node_attr, self.geometry(graphs.pos, graphs.batch, graphs.n_graphs))
+        return self.run(graphs.node_attr, self.graph_geometry(graphs))
+
+    def graph_geometry(self, graphs: Graphs, *, pos: torch.Tensor | None = None,
+                       require_edges: bool = True) -> Geometry:
+        """:meth:`geometry` of a batch.
+
+        Parameters
+        ----------
+        graphs : Graphs
+            The batch.
+        pos : torch.Tensor, shape (n_nodes, 3), optional
+            Coordinates to use instead of ``graphs.pos`` (e.g. a copy that requires a gradient).
+        require_edges : bool, default True
+            Raise when a graph has no edge within the cutoff.
+
+        Returns
+        -------
+        Geometry
+            The edges and their attributes.
+        """
+        return self.geometry(graphs.pos if pos is None else pos, graphs.batch, graphs.n_graphs,
+                             require_edges=require_edges)
+
+
+class Towers(GraphLayer):
+    """Two stacks of graph parts run side by side, one per part of a two-part graph; outputs concatenated.
+
+    Each stack reads the geometry ``geometry.towers[k]`` (edges within its part only, pooling over its
+    part's nodes), so a node of the other part sends and receives nothing in it.
+
+    Parameters
+    ----------
+    protein, ligand : list of torch.nn.Module
+        The parts of each tower, ending with a :class:`SumPool`.
+    """
+
+    def __init__(self, protein: list[nn.Module], ligand: list[nn.Module]) -> None:
+        super().__init__()
+        self.protein, self.ligand = nn.ModuleList(protein), nn.ModuleList(ligand)
+        self.widths = (protein[-1].irreps_out.dim, ligand[-1].irreps_out.dim)
+
+    @property
+    def towers(self) -> tuple[nn.ModuleList, nn.ModuleList]:
+        """The two stacks, protein first."""
+        return self.protein, self.ligand
+
+    def forward(self, x: torch.Tensor, geometry: Geometry) -> torch.Tensor:
+        """Run both towers and concatenate their pooled outputs.
+
+        Parameters
+        ----------
+        x : torch.Tensor, shape (n_nodes, dim)
+            Node features of both parts.
+        geometry : Geometry
+            With ``towers`` (one geometry per tower).
+
+        Returns
+        -------
+        torch.Tensor, shape (n_graphs, sum of the towers' widths)
+            ``[protein embedding | ligand embedding]``.
+        """
+        if len(geometry.towers) != 2:
+            raise ValueError("Towers needs a geometry with two towers (ProteinLigandTFN.graph_geometry)")
+        return torch.cat([_run_layers(t, x, g) for t, g in zip(self.towers, geometry.towers, strict=True)], dim=1)
+
+
+class ProteinLigandTFN(nn.Module):
+    """Two-tower tensor-field network for protein-ligand complexes, with an MLP head on both embeddings.
+
+    A protein tower (edges between pocket residues within ``r_max_protein``) and a ligand tower (edges
+    between ligand atoms within ``r_max_ligand``) each end in a sum-pool; the head reads
+    ``[protein embedding | ligand embedding]``. Node features are one-hot types:
+    ``n_protein_types`` columns for residues, then ``n_ligand_types`` for ligand atoms
+    (:func:`equigx.structures.complex_graph` builds them), and ``Graphs.node_part`` says which part a node is in.
+
+    Parameters
+    ----------
+    n_protein_types : int, default 21
+        Residue types (20 amino acids and "other").
+    n_ligand_types : int, default 10
+        Ligand atom types (:data:`equigx.structures.LIGAND_ELEMENTS` and "other").
+    lmax, mul, n_layers, n_basis, radial_hidden, n_scalars, head_hidden, nonlinearity, num_neighbors, typical_nodes
+        As in :class:`TFN`, for both towers.
+    r_max_protein : float, default 10.0
+        Protein-tower cutoff (Angstrom; residues are represented by their C-alpha atoms).
+    r_max_ligand : float, default 5.0
+        Ligand-tower cutoff (Angstrom).
+    n_out : int, default 1
+        Outputs: 1 for regression (e.g. pK = -log10 of the affinity in M), or the number of classes.
+    task : {"regression", "classification"}, default "regression"
+        Regression explains the predicted value itself (``target`` must be None).
+    head_bias : bool, default True
+        Biases in the MLP head.
+    """
+
+    def __init__(self, n_protein_types: int = 21, n_ligand_types: int = 10, *, lmax: int = 2, mul: int = 8,
+                 n_layers: int = 2, r_max_protein: float = 10.0, r_max_ligand: float = 5.0, n_basis: int = 8,
+                 radial_hidden: int = 16, n_scalars: int = 16, head_hidden: int = 16, n_out: int = 1,
+                 task: Literal["regression", "classification"] = "regression",
+                 nonlinearity: Literal["norm", "gate"] = "norm", num_neighbors: float = 8.0,
+                 typical_nodes: float = 20.0, head_bias: bool = True) -> None:
+        super().__init__()
+        for name, value in (("n_protein_types", n_protein_types), ("n_ligand_types", n_ligand_types),
+                            ("mul", mul), ("n_layers", n_layers), ("n_basis", n_basis),
+                            ("radial_hidden", radial_hidden), ("n_out", n_out), ("n_scalars", n_scalars),
+                            ("head_hidden", head_hidden)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
+        if isinstance(lmax, bool) or not isinstance(lmax, int) or not 0 <= lmax <= 4:
+            raise ValueError(f"lmax must be an int in [0, 4], got {lmax!r}")
+        if not (r_max_protein > 0 and r_max_ligand > 0):
+            raise ValueError(f"cutoffs must be positive, got {r_max_protein!r} and {r_max_ligand!r}")
+        if task not in ("regression", "classification"):
+            raise ValueError(f"task must be 'regression' or 'classification', got {task!r}")
+        if task == "regression" and n_out != 1:
+            raise ValueError(f"a regression head has one output, got n_out={n_out}")
+        if nonlinearity not in ("norm", "gate"):
+            raise ValueError(f"nonlinearity must be 'norm' or 'gate', got {nonlinearity!r}")
+        self.task, self.n_out, self.lmax, self.n_basis = task, n_out, lmax, n_basis
+        self.r_max = (float(r_max_protein), float(r_max_ligand))
+        self.n_types = (n_protein_types, n_ligand_types)
+        self.mask_sh_orders: tuple[int, ...] = ()
+        self.irreps_in = o3.Irreps(f"{n_protein_types + n_ligand_types}x0e")
+        self.irreps_sh = o3.Irreps.spherical_harmonics(lmax)
+        conv = {"n_basis": n_basis, "radial_hidden": radial_hidden, "num_neighbors": num_neighbors}
+        body = {"mul": mul, "lmax": lmax, "n_layers": n_layers, "n_scalars": n_scalars, "parity": "0e",
+                "nonlinearity": nonlinearity, "conv": conv, "typical_nodes": typical_nodes}
+        towers = Towers(_body(self.irreps_in, self.irreps_sh, **body), _body(self.irreps_in, self.irreps_sh, **body))
+        self.layers = nn.ModuleList([towers, nn.Linear(2 * n_scalars, head_hidden, bias=head_bias), nn.ReLU(),
+                                     nn.Linear(head_hidden, n_out, bias=head_bias)])
+
+    def graph_geometry(self, graphs: Graphs, *, pos: torch.Tensor | None = None,
+                       require_edges: bool = True) -> Geometry:
+        """Per-tower radius graphs, spherical harmonics and radial bases.
+
+        Parameters
+        ----------
+        graphs : Graphs
+            The batch, with ``node_part`` (0 protein, 1 ligand).
+        pos : torch.Tensor, shape (n_nodes, 3), optional
+            Coordinates to use instead of ``graphs.pos``.
+        require_edges : bool, default True
+            Raise when a graph has no protein edge within ``r_max_protein``.
+
+        Returns
+        -------
+        Geometry
+            The concatenated edges (protein tower first) with ``towers`` set.
+
+        Raises
+        ------
+        ValueError
+            When ``node_part`` is missing or not 0/1, a graph lacks a protein or ligand node, coordinates are
+            not finite, or (``require_edges``) a graph's pocket has no edge.
+        """
+        pos = graphs.pos if pos is None else pos
+        _check_positions(pos)
+        part = graphs.node_part
+        if part is None or part.shape != graphs.batch.shape:
+            raise ValueError("ProteinLigandTFN needs graphs.node_part (0 protein, 1 ligand), one per node; build "
+                             "complexes with equigx.structures.complex_graph")
+        if part.numel() and (int(part.min()) < 0 or int(part.max()) > 1):
+            raise ValueError("graphs.node_part must hold 0 (protein) or 1 (ligand)")
+        n_nodes, n_graphs = int(pos.shape[0]), graphs.n_graphs
+        towers = []
+        for k, r_max in enumerate(self.r_max):
+            idx = torch.nonzero(part == k).reshape(-1)
+            present = torch.bincount(graphs.batch[idx], minlength=n_graphs)
+            if n_graphs and int(present.min()) == 0:
+                missing = torch.nonzero(present == 0).reshape(-1).tolist()
+                raise ValueError(f"graph(s) {missing[:5]} have no {('protein', 'ligand')[k]} node")
+            src, dst = radius_graph(pos[idx], graphs.batch[idx], r_max, self_loops=True)
+            src, dst = idx[src], idx[dst]
+            if k == 0 and require_edges:
+                counts = torch.bincount(graphs.batch[src[src != dst]], minlength=n_graphs)
+                if n_graphs and int(counts.min()) == 0:
+                    empty = torch.nonzero(counts == 0).reshape(-1).tolist()
+                    raise ValueError(f"graph(s) {empty[:5]} have no protein edge within r_max_protein={r_max}")
+            vec, sh, radial = _edge_attributes(pos, src, dst, self.irreps_sh, r_max, self.n_basis, self.mask_sh_orders)
+            towers.append(Geometry(src, dst, vec, sh, radial, graphs.batch, n_nodes, n_graphs, node_mask=part == k))
+        cat = [torch.cat([getattr(t, f) for t in towers]) for f in ("edge_src", "edge_dst", "edge_vec", "edge_sh",
+                                                                     "edge_radial")]
+        return Geometry(*cat, graphs.batch, n_nodes, n_graphs, towers=tuple(towers))
+
+    def check_graphs(self, graphs: Graphs) -> None:
+        """Raise when the batch does not match the model (see :meth:`TFN.check_graphs`).
+
+        Parameters
+        ----------
+        graphs : Graphs
+            The batch.
+        """
+        TFN.check_graphs(self, graphs)  # type: ignore[arg-type]
+        if graphs.node_part is None:
+            raise ValueError("ProteinLigandTFN needs graphs.node_part (0 protein, 1 ligand)")
+
+    def run(self, node_attr: torch.Tensor, geometry: Geometry,
+            record: list[torch.Tensor] | None = None) -> torch.Tensor:
+        """Apply ``layers`` to node features on a computed geometry (see :meth:`TFN.run`).
+
+        Parameters
+        ----------
+        node_attr : torch.Tensor, shape (n_nodes, irreps_in.dim)
+            One-hot node types.
+        geometry : Geometry
+            From :meth:`graph_geometry`.
+        record : list, optional
+            Receives the input of every layer, then the output.
+
+        Returns
+        -------
+        torch.Tensor, shape (n_graphs, n_out)
+            Predictions.
+        """
+        return _run_layers(self.layers, node_attr, geometry, record)
+
+    def forward(self, graphs: Graphs) -> torch.Tensor:
+        """Predictions of each complex.
+
+        Parameters
+        ----------
+        graphs : Graphs
+            Complexes with ``node_part``.
+
+        Returns
+        -------
+        torch.Tensor, shape (n_graphs, n_out)
+            The predicted affinity (regression) or class logits.
+        """
+        self.check_graphs(graphs)
+        return self.run(graphs.node_attr, self.graph_geometry(graphs))

@@ -34,9 +34,10 @@ from e3nn.nn import FullyConnectedNet, Gate, NormActivation
 from torch import nn
 
 from equigx.graphs import Geometry, scatter_sum
-from equigx.models import Convolution, SumPool
+from equigx.models import Convolution, GraphLayer, SumPool, Towers
 
-__all__ = ["RULES", "RuleContext", "block_dot", "epsilon_rule", "expand_blocks", "find_rule", "linear_rule", "normact_rule",
+__all__ = ["RULES", "RuleContext", "block_dot", "epsilon_rule", "expand_blocks", "find_rule", "gamma_rule", "linear_rule",
+           "normact_rule",
            "register_rule", "scatter_rule", "stabilize", "tensor_product_rule"]
 
 Rule = Callable[[nn.Module, torch.Tensor, torch.Tensor, torch.Tensor, "RuleContext"], torch.Tensor]
@@ -116,6 +117,13 @@ class RuleContext:
         Relevance of the edge lengths (split variant).
     conv_inputs : list of torch.Tensor
         Relevance of each convolution's input blocks, from the last convolution back.
+    head_rule : {"epsilon", "gamma"}
+        Rule of ``torch.nn.Linear`` layers.
+    gamma : float
+        Weight of the positive parts in the gamma rule.
+    bias : torch.Tensor or None
+        Relevance the current rule gave to its layer's biases, one number per row (set by the rules of
+        affine layers, read and cleared after each layer by :class:`equigx.EquiGX`).
     """
 
     geometry: Geometry
@@ -126,6 +134,9 @@ class RuleContext:
     edge_sh: torch.Tensor | None = None
     edge_radial: torch.Tensor | None = None
     conv_inputs: list[tuple[o3.Irreps, torch.Tensor]] = field(default_factory=list)
+    head_rule: Literal["epsilon", "gamma"] = "epsilon"
+    gamma: float = 0.25
+    bias: torch.Tensor | None = None
 
 
 def stabilize(z: torch.Tensor, eps: float) -> torch.Tensor:
@@ -380,6 +391,12 @@ def linear_rule(linear: o3.Linear, x: torch.Tensor, relevance: torch.Tensor, *, 
 @register_rule(o3.Linear)
 def _linear_rule(linear: o3.Linear, x: torch.Tensor, y: torch.Tensor, relevance: torch.Tensor,
                  ctx: RuleContext) -> torch.Tensor:
+    if any(ins.i_in < 0 for ins in linear.instructions):
+        with torch.no_grad():
+            yb, y0 = linear(x.detach()), linear(torch.zeros_like(x[:1]))  # y0: the biases' output
+        irreps = linear.irreps_out
+        share = block_dot(y0.expand_as(yb), yb, irreps) / (block_dot(yb, yb, irreps) + ctx.eps)
+        ctx.bias = (share * relevance).sum(dim=1)
     return linear_rule(linear, x, relevance, eps=ctx.eps)
 
 
@@ -446,8 +463,52 @@ def _gate_rule(gate: Gate, x: torch.Tensor, y: torch.Tensor, relevance: torch.Te
 def _pool_rule(pool: SumPool, x: torch.Tensor, y: torch.Tensor, relevance: torch.Tensor,
                ctx: RuleContext) -> torch.Tensor:
     geo = ctx.geometry
-    return scatter_rule(x.detach(), geo.batch, geo.n_graphs, relevance, pool.irreps_in, eps=ctx.eps,
-                        scale=pool.scale)
+    x = x.detach()
+    if geo.node_mask is not None:
+        x = x * geo.node_mask[:, None].to(x)
+    return scatter_rule(x, geo.batch, geo.n_graphs, relevance, pool.irreps_in, eps=ctx.eps, scale=pool.scale)
+
+
+@register_rule(Towers)
+def _towers_rule(towers: Towers, x: torch.Tensor, y: torch.Tensor, relevance: torch.Tensor,
+                 ctx: RuleContext) -> torch.Tensor:
+    geo = ctx.geometry
+    if len(geo.towers) != 2:
+        raise ValueError("Towers needs a geometry with two towers (ProteinLigandTFN.graph_geometry)")
+    x = x.detach()
+    node = relevance.new_zeros((x.shape[0], o3.Irreps(towers.protein[0].irreps_in).num_irreps))
+    sh, radial, bias, last_inputs = [], [], relevance.new_zeros(x.shape[0]), []
+    start = 0
+    lmax = max(int(layer.irreps_sh.lmax) for tower in towers.towers for layer in tower if isinstance(layer, Convolution))
+    for tower, tgeo, width in zip(towers.towers, geo.towers, towers.widths, strict=True):
+        sub = RuleContext(tgeo, ctx.variant, ctx.root, ctx.eps, ctx.norm_rule, head_rule=ctx.head_rule,
+                          gamma=ctx.gamma)
+        record: list[torch.Tensor] = []
+        h = x
+        with torch.no_grad():
+            for layer in tower:
+                record.append(h)
+                h = layer(h, tgeo) if isinstance(layer, GraphLayer) else layer(h)
+        record.append(h)
+        r = relevance[:, start:start + width]
+        start += width
+        for k in range(len(tower) - 1, -1, -1):
+            sub.bias = None
+            r = find_rule(tower[k])(tower[k], record[k], record[k + 1], r, sub)
+            if sub.bias is not None and sub.bias.shape[0] == x.shape[0]:
+                bias = bias + sub.bias
+        node = node + r
+        n_edges = tgeo.edge_src.shape[0]
+        sh.append(sub.edge_sh if sub.edge_sh is not None else r.new_zeros((n_edges, lmax + 1)))
+        radial.append(sub.edge_radial if sub.edge_radial is not None else r.new_zeros(n_edges))
+        last_inputs.append(sub.conv_inputs[0])
+    (irreps_a, ra), (irreps_b, rb) = last_inputs
+    ctx.conv_inputs.append((irreps_a, ra + rb) if irreps_a == irreps_b else (irreps_a, ra))
+    if ctx.variant == "split":
+        ctx.edge_sh = torch.cat(sh) if ctx.edge_sh is None else ctx.edge_sh + torch.cat(sh)
+        ctx.edge_radial = torch.cat(radial) if ctx.edge_radial is None else ctx.edge_radial + torch.cat(radial)
+    ctx.bias = bias
+    return node
 
 
 def epsilon_rule(linear: nn.Linear, x: torch.Tensor, relevance: torch.Tensor, *, eps: float = 1e-9) -> torch.Tensor:
@@ -478,7 +539,54 @@ def epsilon_rule(linear: nn.Linear, x: torch.Tensor, relevance: torch.Tensor, *,
 @register_rule(nn.Linear)
 def _epsilon_rule(linear: nn.Linear, x: torch.Tensor, y: torch.Tensor, relevance: torch.Tensor,
                   ctx: RuleContext) -> torch.Tensor:
+    if ctx.head_rule == "gamma":
+        weight, bias = _gamma_params(linear, ctx.gamma)
+    else:
+        weight, bias = linear.weight, linear.bias
+    if bias is not None:
+        with torch.no_grad():
+            z = nn.functional.linear(x.detach(), weight, bias)
+            ctx.bias = (bias * relevance / stabilize(z, ctx.eps)).sum(dim=1)
+    if ctx.head_rule == "gamma":
+        return gamma_rule(linear, x, relevance, gamma=ctx.gamma, eps=ctx.eps)
     return epsilon_rule(linear, x, relevance, eps=ctx.eps)
+
+
+def _gamma_params(linear: nn.Linear, gamma: float) -> tuple[torch.Tensor, torch.Tensor | None]:
+    w = linear.weight.detach()
+    b = None if linear.bias is None else linear.bias.detach()
+    return w + gamma * w.clamp(min=0), None if b is None else b + gamma * b.clamp(min=0)
+
+
+def gamma_rule(linear: nn.Linear, x: torch.Tensor, relevance: torch.Tensor, *, gamma: float = 0.25,
+               eps: float = 1e-9) -> torch.Tensor:
+    """LRP-gamma of ``torch.nn.Linear``: the epsilon rule with ``W + gamma W+`` and ``b + gamma b+``.
+
+    Favours positive contributions (Montavon et al. 2019); ``gamma=0`` is the epsilon rule.
+
+    Parameters
+    ----------
+    linear : torch.nn.Linear
+        The layer.
+    x : torch.Tensor, shape (rows, in_features)
+        Its input.
+    relevance : torch.Tensor, shape (rows, out_features)
+        Relevance of its outputs.
+    gamma : float, default 0.25
+        Weight of the positive parts.
+    eps : float, default 1e-9
+        Stabiliser.
+
+    Returns
+    -------
+    torch.Tensor, shape (rows, in_features)
+        Relevance of its inputs.
+    """
+    weight, bias = _gamma_params(linear, gamma)
+    x = x.detach()
+    with torch.no_grad():
+        z = nn.functional.linear(x, weight, bias)
+        return x * ((relevance / stabilize(z, eps)) @ weight)
 
 
 def _pass_through(module: Any, x: torch.Tensor, y: torch.Tensor, relevance: torch.Tensor,

@@ -23,7 +23,7 @@ class TrainResult:
     losses : list of float
         Mean loss per epoch.
     train_accuracy : float
-        Accuracy on the training graphs after the last epoch.
+        Accuracy on the training graphs after the last epoch (NaN for a regression model).
     """
 
     losses: list[float]
@@ -55,7 +55,8 @@ def train(model: nn.Module, graphs: Graphs, *, epochs: int = 20, lr: float = 1e-
     Parameters
     ----------
     model : torch.nn.Module
-        A network from :mod:`equigx.models` (one logit: logistic loss; several: cross-entropy).
+        A network from :mod:`equigx.models` (one logit: logistic loss; several: cross-entropy; a model
+        with ``task="regression"``: mean squared error against float ``graphs.y``).
     graphs : Graphs
         Training graphs with ``y``.
     epochs : int, default 20
@@ -74,6 +75,9 @@ def train(model: nn.Module, graphs: Graphs, *, epochs: int = 20, lr: float = 1e-
     """
     if graphs.y is None:
         raise ValueError("train needs labels: graphs.y is None")
+    regression = getattr(model, "task", "classification") == "regression"
+    if regression and not graphs.y.is_floating_point():
+        raise ValueError("a regression model needs float targets in graphs.y")
     rng = check_random_state(random_state)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     losses = []
@@ -83,7 +87,9 @@ def train(model: nn.Module, graphs: Graphs, *, epochs: int = 20, lr: float = 1e-
         for start in range(0, len(order), batch_size):
             part = graphs.select(order[start:start + batch_size])
             logits = model(part)
-            if logits.shape[1] == 1:
+            if regression:
+                loss = nn.functional.mse_loss(logits[:, 0], part.y.to(logits))
+            elif logits.shape[1] == 1:
                 loss = nn.functional.binary_cross_entropy_with_logits(logits[:, 0], part.y.to(logits))
             else:
                 loss = nn.functional.cross_entropy(logits, part.y)
@@ -92,6 +98,6 @@ def train(model: nn.Module, graphs: Graphs, *, epochs: int = 20, lr: float = 1e-
             opt.step()
             total += float(loss.detach()) * part.n_graphs
         losses.append(total / graphs.n_graphs)
-    return TrainResult(losses, accuracy(model, graphs))
+    return TrainResult(losses, float("nan") if regression else accuracy(model, graphs))
 
 

@@ -1,0 +1,137 @@
+"""PDB / SDF readers, complex graphs and the BioLiP and SCOP loaders on tiny files written here."""
+
+import numpy as np
+import pytest
+import torch
+
+from equigx.structures import (
+    complex_graph,
+    load_biolip,
+    load_complex,
+    load_scop,
+    make_complexes,
+    parse_affinity,
+    read_pdb,
+    read_sdf,
+)
+
+
+def _atom(serial, name, resname, chain, resseq, xyz, element, record="ATOM", altloc=" ", icode=" "):
+    return (f"{record:<6}{serial:>5} {name:<4}{altloc}{resname:>3} {chain}{resseq:>4}{icode}   "
+            f"{xyz[0]:>8.3f}{xyz[1]:>8.3f}{xyz[2]:>8.3f}{1.0:>6.2f}{0.0:>6.2f}          {element:>2}")
+
+
+RESIDUES = [("ALA", 1), ("PHE", 2), ("GLY", 3), ("TRP", 4), ("LYS", 5), ("SER", 6)]
+
+
+def _receptor(path, *, extra=()):
+    lines = ["HELIX    1   1 ALA A    1  PHE A    2  1                                   2",
+             "SHEET    1   A 2 TRP A   4  LYS A   5  0"]
+    serial = 1
+    for k, (res, num) in enumerate(RESIDUES):
+        ca = (3.8 * k, 0.0, 0.0)
+        lines.append(_atom(serial, "N", res, "A", num, (ca[0] - 1.0, 0.5, 0.0), "N"))
+        lines.append(_atom(serial + 1, "CA", res, "A", num, ca, "C"))
+        serial += 2
+    # an alternate location B of residue 2's C-alpha and a water: both ignored
+    lines.append(_atom(serial, "CA", "PHE", "A", 2, (50.0, 50.0, 50.0), "C", altloc="B"))
+    lines.append(_atom(serial + 1, "O", "HOH", "A", 99, (1.0, 1.0, 1.0), "O", record="HETATM"))
+    lines += list(extra)
+    lines += ["END"]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _sdf(path, atoms):
+    lines = ["lig", "  test", "", f"{len(atoms):>3}  0  0  0  0  0  0  0  0  0999 V2000"]
+    for el, (x, y, z) in atoms:
+        lines.append(f"{x:>10.4f}{y:>10.4f}{z:>10.4f} {el:<3} 0  0  0  0  0  0  0  0  0  0  0  0")
+    lines += ["M  END", "$$$$"]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def test_read_pdb_skips_water_and_alternate_locations_and_reads_ss_records(tmp_path):
+    _receptor(tmp_path / "r.pdb")
+    atoms = read_pdb(tmp_path / "r.pdb")
+    ca = atoms.calpha()
+    assert list(ca.resname) == [r for r, _ in RESIDUES]
+    np.testing.assert_allclose(ca.pos[:, 0], 3.8 * np.arange(6))
+    assert atoms.helix == [("A", 1, 2)] and atoms.sheet == [("A", 4, 5)]
+    assert "HOH" not in set(atoms.resname)
+
+
+def test_read_sdf_and_its_errors(tmp_path):
+    _sdf(tmp_path / "l.sdf", [("C", (0, 0, 0)), ("Cl", (1.7, 0, 0)), ("H", (0, 1, 0))])
+    el, pos = read_sdf(tmp_path / "l.sdf")
+    assert list(el) == ["C", "CL", "H"] and pos.shape == (3, 3)
+    (tmp_path / "v3.sdf").write_text("x\n\n\n  0  0  0     0  0            999 V3000\n")
+    with pytest.raises(ValueError, match="V3000"):
+        read_sdf(tmp_path / "v3.sdf")
+
+
+def test_parse_affinity_units_and_preference():
+    assert parse_affinity("Kd=1.5uM") == pytest.approx(1.5)
+    assert parse_affinity("IC50=3nM; Ki=250nM") == pytest.approx(0.25)
+    assert parse_affinity("Kd=2mM Ki=1nM") == pytest.approx(2000.0)  # Kd is preferred over Ki
+    assert parse_affinity("IC50=3nM") is None
+
+
+def test_complex_graph_pocket_and_hydrogens():
+    prot = np.array([[0.0, 0, 0], [5, 0, 0], [30, 0, 0]])
+    lig = np.array([[1.0, 1, 0], [1.5, 1, 0]])
+    part = complex_graph(prot, np.array([0, 13, 20]), lig, np.array([0, 9]), pocket_radius=10.0,
+                         protein_mask=np.array([True, False, True]), ligand_elements=["C", "H"])
+    assert part["pos"].shape == (3, 3)  # residue 3 is outside the pocket, the hydrogen is dropped
+    assert list(part["node_part"]) == [0, 0, 1] and list(part["node_mask"]) == [True, False, False]
+    assert part["node_attr"].sum(axis=1).tolist() == [1, 1, 1] and part["node_attr"][1, 13] == 1
+    with pytest.raises(ValueError, match="pocket"):
+        complex_graph(prot[2:], np.array([0]), lig, np.array([0, 0]), pocket_radius=5.0)
+    with pytest.raises(ValueError, match="finite"):
+        complex_graph(prot, np.zeros(3, int), lig * np.nan, np.zeros(2, int))
+
+
+def test_load_complex_and_biolip(tmp_path):
+    (tmp_path / "receptor").mkdir()
+    (tmp_path / "ligand").mkdir()
+    _receptor(tmp_path / "receptor" / "1abcA.pdb")
+    lig = [_atom(1, "C1", "LIG", "B", 1, (7.6, 3.0, 0.0), "C", record="HETATM"),
+           _atom(2, "O1", "LIG", "B", 1, (7.6, 4.2, 0.0), "O", record="HETATM")]
+    (tmp_path / "ligand" / "1abc_LIG_B_1.pdb").write_text("\n".join(lig) + "\nEND\n")
+    cols = ["1abc", "A", "1.8", "BS01", "LIG", "B", "1", "F2 W4 G9", "", "", "", "", "", "", "", "Kd=10nM", "", ""]
+    no_aff = ["1abc", "A", "1.8", "BS02", "LIG", "B", "1", "F2", "", "", "", "", "", "", "", "IC50=3nM", "", ""]
+    dna = ["1abc", "A", "1.8", "BS03", "dna", "C", "1", "F2", "", "", "", "", "", "", "", "Kd=1uM", "", ""]
+    gone = ["9xyz", "A", "1.8", "BS01", "LIG", "B", "1", "F2", "", "", "", "", "", "", "", "Kd=1uM", "", ""]
+    (tmp_path / "BioLiP.txt").write_text("\n".join("\t".join(c) for c in (cols, no_aff, dna, gone)) + "\n")
+    with pytest.raises(FileNotFoundError, match="9xyzA"):
+        load_biolip(tmp_path)
+    data = load_biolip(tmp_path, missing="skip", pocket_radius=None, dtype=torch.float64)
+    assert data.ids == ["1abc_A_LIG_B_1"] and data.skipped == {"no_affinity": 1, "nucleic_acid": 1,
+                                                               "missing_file": 1, "no_pocket": 0}
+    g = data.graphs
+    assert g.n_graphs == 1 and g.n_nodes == 8 and float(g.y[0]) == pytest.approx(8.0)  # 10 nM -> pK 8
+    # binding site F2 and W4 (G9 is absent from the file); ligand atoms are never in the mask
+    assert g.node_mask.tolist() == [False, True, False, True, False, False, False, False]
+    assert g.node_part.tolist() == [0] * 6 + [1] * 2
+    one = load_complex(tmp_path / "receptor" / "1abcA.pdb", tmp_path / "ligand" / "1abc_LIG_B_1.pdb",
+                       pocket_radius=5.0, affinity_pk=7.0)
+    assert one.node_part.tolist() == [0, 0, 0, 1, 1] and float(one.y[0]) == 7.0  # residues 2-4 within 5 A
+
+
+def test_load_scop_with_secondary_structure_records(tmp_path):
+    (tmp_path / "training").mkdir()
+    for name in ("d1", "d2"):
+        _receptor(tmp_path / "training" / f"{name}.pdb")
+    (tmp_path / "training.txt").write_text("d1\tx\ta.1\nd2\tx\tb.2\n")
+    data = load_scop(tmp_path, secondary="records")
+    assert data.classes == ["a.1", "b.2"] and data.graphs.y.tolist() == [0, 1] and data.source == "records"
+    assert data.graphs.node_mask.tolist()[:6] == [True, True, False, True, True, False]
+    (tmp_path / "training.txt").write_text("d1\tc.9\n")
+    with pytest.raises(ValueError, match="not among"):
+        load_scop(tmp_path, classes=["a.1"], secondary="records")
+
+
+def test_make_complexes_labels_follow_the_aromatic_contacts():
+    g = make_complexes(4, random_state=1)
+    for k in range(4):
+        nodes = g.batch == k
+        assert float(g.y[k]) == 4.0 + float(g.node_mask[nodes].sum())
+        assert not g.node_mask[nodes & (g.node_part == 1)].any()
