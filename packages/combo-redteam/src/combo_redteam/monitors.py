@@ -188,8 +188,10 @@ def related_request_score(prompts: Sequence[str]) -> float:
 
     Examples
     --------
-    >>> related_request_score(["add 2 then 3", "add 2 then 3 then 4"]) > 0.5
-    True
+    >>> related_request_score(["add 2 then 3", "add 2 then 3 then 4"])
+    0.5
+    >>> related_request_score(["add 2 then 3"])
+    0.0
     """
     sets = [_shingles(p) for p in prompts]
     total = 0.0
