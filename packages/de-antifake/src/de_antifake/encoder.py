@@ -1,0 +1,327 @@
+"""Speaker encoders with a differentiable front end: the pretrained GE2E model of ``resemblyzer``.
+
+:class:`ResemblyzerEncoder` is a torch module of the same shape as ``resemblyzer.VoiceEncoder``
+(3-layer LSTM of 256 units, a linear layer, ReLU, L2 normalisation, utterance embedding = normalised mean
+of 160-frame partials) whose front end (:class:`MelFrontEnd`, a *power* mel spectrogram: 16 kHz, 25 ms
+Hann window, 10 ms hop, 40 Slaney mels, centred frames with zero padding) is rebuilt in torch, so that
+gradients reach the waveform. The weights are the ``pretrained.pt`` shipped in the ``resemblyzer`` wheel,
+read from the installed package folder without importing it.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import nn
+
+from de_antifake.audio import SAMPLE_RATE, as_mono
+
+__all__ = ["MelFrontEnd", "ResemblyzerEncoder", "eer_threshold", "slaney_mel_filterbank"]
+
+
+def _hz_to_mel(f):
+    f = np.asarray(f, dtype=np.float64)
+    f_sp, min_log_hz = 200.0 / 3, 1000.0
+    logstep = math.log(6.4) / 27.0
+    mel = f / f_sp
+    return np.where(f >= min_log_hz, min_log_hz / f_sp + np.log(np.maximum(f, 1e-12) / min_log_hz) / logstep, mel)
+
+
+def _mel_to_hz(m):
+    m = np.asarray(m, dtype=np.float64)
+    f_sp, min_log_hz = 200.0 / 3, 1000.0
+    min_log_mel, logstep = min_log_hz / f_sp, math.log(6.4) / 27.0
+    return np.where(m >= min_log_mel, min_log_hz * np.exp(logstep * (m - min_log_mel)), f_sp * m)
+
+
+def slaney_mel_filterbank(sr: int, n_fft: int, n_mels: int, *, fmin: float = 0.0, fmax: float | None = None) -> np.ndarray:
+    """Triangular mel filters on the Slaney scale with Slaney area normalisation.
+
+    This is the filterbank ``librosa.filters.mel`` builds with its defaults (``htk=False``, ``norm="slaney"``).
+
+    Parameters
+    ----------
+    sr : int
+        Sampling rate in Hz.
+    n_fft : int
+        FFT length; the filters have ``n_fft // 2 + 1`` columns.
+    n_mels : int
+        Number of filters.
+    fmin, fmax : float
+        Band edges in Hz (``fmax`` defaults to ``sr / 2``).
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(n_mels, n_fft // 2 + 1)``, float32.
+
+    Examples
+    --------
+    >>> slaney_mel_filterbank(16000, 400, 40).shape
+    (40, 201)
+    """
+    fmax = sr / 2.0 if fmax is None else float(fmax)
+    if not 0 <= fmin < fmax <= sr / 2.0:
+        raise ValueError(f"need 0 <= fmin < fmax <= sr/2, got fmin={fmin}, fmax={fmax}, sr={sr}")
+    fftfreqs = np.fft.rfftfreq(n=n_fft, d=1.0 / sr)
+    mel_f = _mel_to_hz(np.linspace(_hz_to_mel(fmin), _hz_to_mel(fmax), n_mels + 2))
+    fdiff = np.diff(mel_f)
+    ramps = np.subtract.outer(mel_f, fftfreqs)
+    lower = -ramps[:-2] / fdiff[:-1, None]
+    upper = ramps[2:] / fdiff[1:, None]
+    weights = np.maximum(0.0, np.minimum(lower, upper))
+    weights *= (2.0 / (mel_f[2:] - mel_f[:-2]))[:, None]
+    return weights.astype(np.float32)
+
+
+class MelFrontEnd(nn.Module):
+    """Differentiable power mel spectrogram (not log), the input of the GE2E encoder.
+
+    Parameters
+    ----------
+    sample_rate : int, default 16000
+        Sampling rate in Hz.
+    window_ms, hop_ms : float, default 25 and 10
+        Window length (also the FFT length) and hop in milliseconds.
+    n_mels : int, default 40
+        Mel channels.
+    pad_mode : {"constant", "reflect"}, default "constant"
+        Padding of the centred frames (``librosa`` >= 0.10 pads with zeros; older versions reflect).
+    """
+
+    def __init__(self, *, sample_rate: int = SAMPLE_RATE, window_ms: float = 25.0, hop_ms: float = 10.0,
+                 n_mels: int = 40, pad_mode: str = "constant") -> None:
+        super().__init__()
+        if pad_mode not in ("constant", "reflect"):
+            raise ValueError(f"pad_mode must be 'constant' or 'reflect', got {pad_mode!r}")
+        self.sample_rate = int(sample_rate)
+        self.n_fft = int(self.sample_rate * window_ms / 1000)
+        self.hop = int(self.sample_rate * hop_ms / 1000)
+        self.pad_mode = pad_mode
+        self.register_buffer("window", torch.hann_window(self.n_fft, periodic=True), persistent=False)
+        fb = slaney_mel_filterbank(self.sample_rate, self.n_fft, n_mels)
+        self.register_buffer("filters", torch.from_numpy(fb), persistent=False)
+
+    def forward(self, wav: torch.Tensor) -> torch.Tensor:
+        """Mel power spectrogram.
+
+        Parameters
+        ----------
+        wav : torch.Tensor
+            Shape ``(batch, n)`` or ``(n,)``.
+
+        Returns
+        -------
+        torch.Tensor
+            Shape ``(batch, 1 + n // hop, n_mels)``.
+        """
+        squeeze = wav.dim() == 1
+        x = wav.unsqueeze(0) if squeeze else wav
+        spec = torch.stft(x, self.n_fft, hop_length=self.hop, window=self.window.to(x.dtype), center=True,
+                          pad_mode=self.pad_mode, return_complex=True)
+        mel = torch.matmul(self.filters.to(x.dtype), spec.real**2 + spec.imag**2).transpose(1, 2)
+        return mel[0] if squeeze else mel
+
+
+def _resemblyzer_weights() -> Path:
+    spec = importlib.util.find_spec("resemblyzer")
+    if spec is None or not spec.submodule_search_locations:
+        raise ImportError("the pretrained GE2E weights come with the `resemblyzer` wheel: "
+                          "pip install 'de-antifake[resemblyzer]' (or pass weights=<path to pretrained.pt>)")
+    return Path(next(iter(spec.submodule_search_locations))) / "pretrained.pt"
+
+
+class ResemblyzerEncoder(nn.Module):
+    """The GE2E speaker encoder of ``resemblyzer`` as a differentiable torch module.
+
+    Parameters
+    ----------
+    hidden_size, embedding_size, num_layers : int
+        LSTM width, embedding size and depth (256, 256, 3 for the pretrained weights).
+    partial_frames : int, default 160
+        Frames (10 ms each) per partial utterance.
+    pad_mode : {"constant", "reflect"}, default "constant"
+        Padding of the mel front end's centred frames.
+
+    Notes
+    -----
+    Build a pretrained one with :meth:`from_pretrained`; a freshly constructed module has random
+    weights (used in tests and to train a small d-vector model).
+
+    Examples
+    --------
+    >>> import torch
+    >>> enc = ResemblyzerEncoder(hidden_size=8, embedding_size=4, num_layers=1)
+    >>> wav = torch.randn(2, 16000, requires_grad=True)
+    >>> e = enc.embed(wav)
+    >>> tuple(e.shape), bool(torch.allclose(e.norm(dim=1), torch.ones(2)))
+    ((2, 4), True)
+    """
+
+    def __init__(self, *, hidden_size: int = 256, embedding_size: int = 256, num_layers: int = 3,
+                 partial_frames: int = 160, pad_mode: str = "constant") -> None:
+        super().__init__()
+        self.front = MelFrontEnd(pad_mode=pad_mode)
+        self.partial_frames = int(partial_frames)
+        self.lstm = nn.LSTM(40, hidden_size, num_layers, batch_first=True)
+        self.linear = nn.Linear(hidden_size, embedding_size)
+        self.relu = nn.ReLU()
+
+    @classmethod
+    def from_pretrained(cls, weights: str | Path | None = None, *, pad_mode: str = "constant") -> ResemblyzerEncoder:
+        """Load the GE2E weights (``checkpoint["model_state"]``) of the ``resemblyzer`` wheel.
+
+        Parameters
+        ----------
+        weights : path, optional
+            A ``pretrained.pt`` file; by default the one inside the installed ``resemblyzer`` package.
+        pad_mode : str, default "constant"
+            See :class:`MelFrontEnd`.
+
+        Returns
+        -------
+        ResemblyzerEncoder
+            In eval mode, parameters frozen (``requires_grad=False``); gradients still reach the input.
+
+        Raises
+        ------
+        FileNotFoundError
+            Naming the path when the weights file does not exist.
+        """
+        path = _resemblyzer_weights() if weights is None else Path(weights)
+        if not path.is_file():
+            raise FileNotFoundError(f"speaker-encoder weights not found: {path}")
+        state = torch.load(path, map_location="cpu", weights_only=True)
+        state = state.get("model_state", state)
+        model = cls(pad_mode=pad_mode)
+        wanted = {k: v for k, v in state.items() if k.startswith(("lstm.", "linear."))}
+        missing = set(model.state_dict()) - set(wanted)
+        if missing:
+            raise ValueError(f"{path} is not a GE2E VoiceEncoder checkpoint: missing {sorted(missing)[:4]}")
+        model.load_state_dict(wanted, strict=True)
+        model.eval()
+        for p in model.parameters():
+            p.requires_grad_(False)
+        return model
+
+    def forward(self, mels: torch.Tensor) -> torch.Tensor:
+        """Embeddings of a batch of partial mel spectrograms ``(batch, frames, 40)`` -> ``(batch, d)``."""
+        _, (hidden, _) = self.lstm(mels)
+        raw = self.relu(self.linear(hidden[-1]))
+        return raw / raw.norm(dim=1, keepdim=True).clamp_min(1e-12)
+
+    def partial_slices(self, n_samples: int, *, rate: float = 1.3, min_coverage: float = 0.75) -> list[slice]:
+        """Frame ranges of the partial utterances of an ``n_samples``-long waveform.
+
+        Parameters
+        ----------
+        n_samples : int
+            Waveform length.
+        rate : float, default 1.3
+            Partials per second.
+        min_coverage : float, default 0.75
+            The last partial is kept only if this share of it lies inside the waveform.
+
+        Returns
+        -------
+        list of slice
+            Frame slices, each ``partial_frames`` long.
+        """
+        if not 0 < min_coverage <= 1:
+            raise ValueError(f"min_coverage must be in (0, 1], got {min_coverage}")
+        hop = self.front.hop
+        n_frames = int(np.ceil((n_samples + 1) / hop))
+        step = int(np.round((self.front.sample_rate / rate) / hop))
+        if not 0 < step <= self.partial_frames:
+            raise ValueError(f"rate={rate} gives a partial step of {step} frames; need 1..{self.partial_frames}")
+        steps = max(1, n_frames - self.partial_frames + step + 1)
+        slices = [slice(i, i + self.partial_frames) for i in range(0, steps, step)]
+        last = slices[-1]
+        coverage = (n_samples - last.start * hop) / (self.partial_frames * hop)
+        if coverage < min_coverage and len(slices) > 1:
+            slices = slices[:-1]
+        return slices
+
+    def embed(self, wav: torch.Tensor, *, rate: float = 1.3, min_coverage: float = 0.75) -> torch.Tensor:
+        """Utterance embeddings of equal-length waveforms, differentiable in the samples.
+
+        Parameters
+        ----------
+        wav : torch.Tensor
+            Shape ``(batch, n)`` or ``(n,)``, 16 kHz.
+        rate, min_coverage : float
+            See :meth:`partial_slices`.
+
+        Returns
+        -------
+        torch.Tensor
+            Shape ``(batch, d)`` (or ``(d,)``), unit norm: the normalised mean of the partial embeddings.
+        """
+        squeeze = wav.dim() == 1
+        x = wav.unsqueeze(0) if squeeze else wav
+        slices = self.partial_slices(x.shape[-1], rate=rate, min_coverage=min_coverage)
+        need = slices[-1].stop * self.front.hop
+        if need >= x.shape[-1]:
+            x = nn.functional.pad(x, (0, need - x.shape[-1]))
+        mel = self.front(x)
+        parts = torch.stack([mel[:, s] for s in slices], dim=1)  # (B, P, F, 40)
+        b, p = parts.shape[:2]
+        emb = self(parts.reshape(b * p, *parts.shape[2:])).reshape(b, p, -1).mean(dim=1)
+        emb = emb / emb.norm(dim=1, keepdim=True).clamp_min(1e-12)
+        return emb[0] if squeeze else emb
+
+    @torch.no_grad()
+    def embed_utterance(self, wav, sr) -> np.ndarray:
+        """Embedding of one waveform as a numpy array (the analogue of ``VoiceEncoder.embed_utterance``).
+
+        Parameters
+        ----------
+        wav : array_like
+            Samples (stereo is averaged).
+        sr : int
+            Sampling rate; must be 16000.
+
+        Returns
+        -------
+        numpy.ndarray
+            Shape ``(d,)``, float32, unit norm.
+        """
+        x = torch.from_numpy(as_mono(wav, sr))
+        return self.embed(x).numpy()
+
+
+def eer_threshold(genuine, impostor) -> tuple[float, float]:
+    """Equal-error-rate threshold of cosine scores.
+
+    Parameters
+    ----------
+    genuine, impostor : array_like
+        Scores of same-speaker and different-speaker trials.
+
+    Returns
+    -------
+    threshold : float
+        The score at which the false-accept and false-reject rates are closest (accept when ``>=``).
+    eer : float
+        The mean of the two rates there.
+
+    Examples
+    --------
+    >>> eer_threshold([0.9, 0.8, 0.7], [0.1, 0.2, 0.75])
+    (0.75, 0.3333333333333333)
+    """
+    g = np.asarray(genuine, dtype=np.float64).ravel()
+    i = np.asarray(impostor, dtype=np.float64).ravel()
+    if g.size == 0 or i.size == 0:
+        raise ValueError("eer_threshold needs at least one genuine and one impostor score")
+    best = None
+    for thr in np.unique(np.concatenate([g, i])):
+        frr, far = float(np.mean(g < thr)), float(np.mean(i >= thr))
+        key = (abs(far - frr), thr)
+        if best is None or key < best[0]:
+            best = (key, float(thr), (far + frr) / 2)
+    return best[1], best[2]
