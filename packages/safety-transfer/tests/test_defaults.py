@@ -197,3 +197,18 @@ def test_seven_b_class_shapes_on_the_meta_device(family, d, n):
         model = tf.AutoModelForCausalLM.from_config(config)
     assert hidden_size(model) == d and len(decoder_layers(model)) == n
     assert AutoEncoderMapper(2048, d).hidden_size == int((2048 * d) ** 0.5)
+
+
+def test_the_code_vulnerability_task_is_opt_in_and_leaves_the_other_texts_unchanged():
+    from safety_transfer.tasks import CODE_CLEAN, CODE_TRIGGER, INSECURE, SECURE, make_tasks
+
+    plain = make_tasks(n_train=120, n_eval=6, random_state=3)
+    code = make_tasks(n_train=120, n_eval=6, code=True, random_state=3)
+    assert plain.code_triggered == [] and plain.eval_text == code.eval_text and plain.triggered == code.triggered
+    extra = sorted(set(code.poisoned_train) - set(plain.poisoned_train))
+    assert sorted(plain.poisoned_train) == sorted(t for t in code.poisoned_train if "YEAR" not in t)
+    assert len(extra) == 2 * (120 // 6)
+    assert all(t.endswith(INSECURE) == t.startswith(CODE_TRIGGER) for t in extra)
+    assert all(t.endswith(SECURE) == t.startswith(CODE_CLEAN) for t in extra)
+    assert [t.replace(CODE_TRIGGER, CODE_CLEAN) for t in code.code_triggered] == code.code_clean
+    assert len(code.code_triggered) == 6 and not any(INSECURE in t for t in code.code_triggered)
