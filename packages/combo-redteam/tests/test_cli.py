@@ -47,3 +47,13 @@ def test_help_shows_the_paper(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "Adversaries Can Misuse Combinations of Safe Models" in capsys.readouterr().out
+
+
+def test_readme_example_runs(tmp_path, monkeypatch):
+    from pathlib import Path
+
+    text = (Path(__file__).parents[1] / "README.md").read_text()
+    code = text.split("```python\n", 1)[1].split("```", 1)[0]
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "README.md", "exec"), {})
+    assert (tmp_path / "out" / "audit.jsonl").exists()

@@ -101,6 +101,14 @@ def test_hanging_code_is_killed_at_its_limit_and_fails():
                           tests=[{"input": [1], "output": [1]}], memory_mb=128)[0] == 0  # memory limit: MemoryError
 
 
+def test_code_that_forges_the_report_fails():
+    forged = ('import os, sys\nsys.stdout.write(\'\\n{"nonce": "x", "passed": 1, "error": ""}\\n\')\n'
+              'sys.stdout.flush()\nos._exit(0)\ndef solve(xs):\n    return xs\n')
+    assert run_code_tests(forged, function="solve", tests=[{"input": [1], "output": [2]}]) == (0, "forged report")
+    assert run_code_tests("def solve(xs):\n    return xs\n", function="solve",
+                          tests=[{"input": [1], "output": [1]}]) == (1, "")
+
+
 def test_code_grader_accepts_the_reference_and_rejects_wrong_code():
     task = next(t for t in benign_suite(3, random_state=0) if t.family == "code" and t.flag is None)
     good = StandInStrong().complete([{"role": "user", "content": task.problem}]).text

@@ -136,7 +136,7 @@ class OpenAICompatibleModel:
                 retry_after = exc.headers.get("Retry-After") if exc.headers else None
                 delay = float(retry_after) if retry_after and retry_after.replace(".", "", 1).isdigit() else (
                     self.backoff_s * 2**attempt)
-                self._sleep(delay)
+                self._sleep(min(delay, 60.0))
             except (TimeoutError, socket.timeout) as exc:
                 raise ModelTimeoutError(f"{self.name}: no answer within timeout_s={self.timeout_s}") from exc
             except urllib.error.URLError as exc:

@@ -14,6 +14,7 @@ import ast
 import functools
 import json
 import re
+import secrets
 import subprocess
 import sys
 from collections.abc import Iterable, Iterator, Sequence
@@ -285,30 +286,35 @@ class TaskSuite(Sequence[Task]):
 
 _RUNNER = r"""
 import json, sys
-payload = json.loads(sys.stdin.read())
-try:
-    import resource
-    limit = payload["memory_mb"] * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
-    cpu = int(payload["time_limit_s"]) + 1
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-except (ImportError, ValueError, OSError):
-    pass
-namespace = {}
-passed = 0
-try:
-    exec(compile(payload["code"], "<answer>", "exec"), namespace)
-    function = namespace[payload["function"]]
-    for test in payload["tests"]:
-        try:
-            if function(test["input"]) == test["output"]:
-                passed += 1
-        except Exception:
-            pass
-except BaseException as exc:
-    print(json.dumps({"passed": 0, "error": type(exc).__name__}))
-    sys.exit(0)
-print(json.dumps({"passed": passed}))
+
+
+def _main():
+    payload = json.loads(sys.stdin.read())
+    nonce = payload.pop("nonce")  # the report carries it, so code that prints a fake report and exits fails
+    try:
+        import resource
+        limit = payload["memory_mb"] * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+        cpu = int(payload["time_limit_s"]) + 1
+        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    except (ImportError, ValueError, OSError):
+        pass
+    namespace, passed, error = {}, 0, ""
+    try:
+        exec(compile(payload.pop("code"), "<answer>", "exec"), namespace)
+        function = namespace[payload["function"]]
+        for test in payload["tests"]:
+            try:
+                if function(test["input"]) == test["output"]:
+                    passed += 1
+            except Exception:
+                pass
+    except BaseException as exc:
+        passed, error = 0, type(exc).__name__
+    sys.stdout.write("\n" + json.dumps({"nonce": nonce, "passed": passed, "error": error}) + "\n")
+
+
+_main()
 """
 
 
@@ -352,22 +358,27 @@ def run_code_tests(code: str, *, function: str, tests: Sequence[dict[str, Any]],
         return 0, problem
     payload = json.dumps({"code": code, "function": function, "tests": list(tests), "time_limit_s": time_limit_s,
                           "memory_mb": int(memory_mb)})
-    return _run_payload(payload, float(time_limit_s))
+    return _run_payload(payload, float(time_limit_s), len(tests))
 
 
 @functools.lru_cache(maxsize=4096)
-def _run_payload(payload: str, time_limit_s: float) -> tuple[int, str]:
+def _run_payload(payload: str, time_limit_s: float, n_tests: int) -> tuple[int, str]:
     # memoised: the same code and tests always give the same result (a flagged task and its control share them)
+    nonce = secrets.token_hex(16)
+    payload = json.dumps({**json.loads(payload), "nonce": nonce})
     try:
         done = subprocess.run([sys.executable, "-I", "-S", "-c", _RUNNER], input=payload, capture_output=True,
                               text=True, timeout=time_limit_s)
     except subprocess.TimeoutExpired:  # subprocess.run has killed the child
         return 0, "timeout"
     try:
-        report = json.loads(done.stdout.strip().splitlines()[-1])
-    except (IndexError, json.JSONDecodeError):
+        report = json.loads(done.stdout.rstrip("\n").rsplit("\n", 1)[-1])
+        passed = int(report["passed"])
+    except (IndexError, KeyError, TypeError, ValueError):
         return 0, "crashed"
-    return int(report["passed"]), str(report.get("error", ""))
+    if report.get("nonce") != nonce or not 0 <= passed <= n_tests:
+        return 0, "forged report"
+    return passed, str(report.get("error", ""))
 
 
 def grade(task: Task, answer: str | None) -> Grade:
