@@ -10,6 +10,7 @@ from train_test_overlap.index import PARTS, CorpusStats, OverlapCounts, OverlapI
 from train_test_overlap.metrics import InstanceMetrics, helm_metric_records, metrics
 from train_test_overlap.neardup import NearDuplicate, near_duplicates
 from train_test_overlap.presets import PRESETS, Preset, PresetResult, evaluate_presets, get_preset
+from train_test_overlap.registry import Disclosure, load_registry
 from train_test_overlap.report import OverlapReport
 from train_test_overlap.sketch import CorpusSketch
 from train_test_overlap.tokenizers import HelmTokenizer, JanitorTokenizer, WhitespaceTokenizer, get_tokenizer
@@ -19,7 +20,7 @@ try:
 except PackageNotFoundError:  # source tree without install
     __version__ = "0.0.0"
 
-__all__ = ["PARTS", "PRESETS", "CorpusSketch", "CorpusStats", "HelmTokenizer", "Instance", "InstanceMetrics", "JanitorTokenizer",
+__all__ = ["PARTS", "PRESETS", "CorpusSketch", "CorpusStats", "Disclosure", "HelmTokenizer", "Instance", "InstanceMetrics", "JanitorTokenizer",
            "NearDuplicate", "OverlapCounts", "OverlapIndex", "OverlapReport", "Preset", "PresetResult", "ShardCounts", "TestSet",
            "WhitespaceTokenizer", "__version__", "evaluate_presets", "get_preset", "get_tokenizer", "helm_metric_records",
-           "iter_documents", "load_helm_scenarios", "metrics", "near_duplicates"]
+           "iter_documents", "load_helm_scenarios", "load_registry", "metrics", "near_duplicates"]

@@ -377,16 +377,21 @@ class OverlapIndex:
             import dask.bag as db
         except ImportError as exc:  # pragma: no cover - depends on the install
             raise ImportError("backend='dask' needs dask: pip install 'train-test-overlap[dask]'") from exc
+        from dask import delayed
+
         opts = {"text_field": text_field, "errors": errors, "lines": lines}
+        # One graph key for the index: each worker receives and unpickles it once (rebuilding its hash
+        # tables takes about a second), not once per shard.
+        index = delayed(self, name=f"overlap-index-{self.key}", traverse=False)
         if isinstance(corpus, (str, os.PathLike)) or (isinstance(corpus, (list, tuple)) and corpus
                                                       and all(isinstance(c, os.PathLike) for c in corpus)):
             files = [str(p) for p in corpus_files(corpus)]
             bag = db.from_sequence(files, npartitions=max(1, len(files)))
-            parts = bag.map_partitions(_scan_files, self, opts, batch_tokens)
+            parts = bag.map_partitions(_scan_files, index, opts, batch_tokens)
         else:
             docs = list(iter_documents(corpus))
             bag = db.from_sequence(docs, npartitions=npartitions or max(1, len(docs) // 1000))
-            parts = bag.map_partitions(_scan_docs, self, batch_tokens)
+            parts = bag.map_partitions(_scan_docs, index, batch_tokens)
         shards = parts.compute(scheduler=scheduler) if scheduler is not None else parts.compute()
         total = ShardCounts({n: {} for n in self.n}, index_key=self.key)
         for shard in shards:
