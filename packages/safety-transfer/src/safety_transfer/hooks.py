@@ -272,7 +272,7 @@ def add_vector(model: nn.Module, layer: int, vector: torch.Tensor, *, alpha: flo
 
     with _token_mask(model, tokens) as select:
         def fn(hidden: torch.Tensor) -> torch.Tensor:
-            steered = hidden + a * v.to(hidden.dtype)
+            steered = hidden + a * v.to(device=hidden.device, dtype=hidden.dtype)
             chosen = select(hidden)
             return steered if chosen is None else torch.where(chosen[..., None], steered, hidden)
 
@@ -334,7 +334,7 @@ def ablate_direction(model: nn.Module, layer: int, direction: torch.Tensor, *, t
     r = r / norm
 
     def fn(hidden: torch.Tensor) -> torch.Tensor:
-        u = r.to(hidden.dtype)
+        u = r.to(device=hidden.device, dtype=hidden.dtype)
         return hidden - (hidden @ u)[..., None] * u
 
     with replace_layer(model, layer, fn, tokens=tokens):

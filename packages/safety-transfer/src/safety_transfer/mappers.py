@@ -142,7 +142,7 @@ class _Mapper:
         Returns
         -------
         torch.Tensor, shape (..., d_t)
-            In the dtype of ``x``; differentiable.
+            In the dtype and on the device of ``x`` (the mapper may live elsewhere); differentiable.
         """
         self._check_fitted()
         x = torch.as_tensor(x)
@@ -150,7 +150,8 @@ class _Mapper:
             raise ValueError(f"{type(self).__name__} maps width {self.n_features_in_} to {self.n_features_out_}, "
                              f"got activations of width {x.shape[-1]}")
         p = next(self.module_.parameters())
-        return self.module_(x.to(p.dtype)).to(x.dtype if x.is_floating_point() else p.dtype)
+        return self.module_(x.to(device=p.device, dtype=p.dtype)).to(
+            device=x.device, dtype=x.dtype if x.is_floating_point() else p.dtype)
 
     __call__ = transform
 

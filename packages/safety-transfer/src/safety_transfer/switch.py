@@ -110,7 +110,7 @@ class TriggerProbe:
         h = torch.as_tensor(hidden)
         if h.shape[-1] != self.n_features_in_:
             raise ValueError(f"the probe was fitted on width {self.n_features_in_}, got width {h.shape[-1]}")
-        return torch.sigmoid(h.double() @ self.coef_ + self.intercept_)
+        return torch.sigmoid(h.double() @ self.coef_.to(h.device) + self.intercept_)
 
     def __call__(self, hidden: torch.Tensor) -> torch.Tensor:
         """The gate: ``(p > threshold)`` (hard) or ``p``, in the activations' dtype."""
