@@ -139,3 +139,50 @@ def test_a_corrupted_grammar_file_is_refused(tmp_path, edit, match):
         Grammar.load(tmp_path / "g.json")
     with pytest.raises(ValueError, match="count must be a finite number > 0"):
         Grammar().add(Grammar.from_json(FMG(HeuristicChemJudge()).fit(["CCO"]).grammar_.to_json()).rules[0], 0.0)
+
+
+def test_step_rejection_and_uniform_weights(fitted):
+    model = fitted[("isocyanates", "FMG")]
+    g = model.grammar_
+    uniform = g.probabilities("uniform")
+    for idx in g._by_lhs.values():
+        np.testing.assert_allclose(uniform[idx], 1 / len(idx), rtol=0, atol=1e-15)
+    step = model.sample(60, random_state=4, rejection="step")
+    for s in step.smiles:
+        mol = Chem.MolFromSmiles(s)
+        assert mol is not None and len(Chem.GetMolFrags(mol)) == 1 and canonical_smiles(s) == s
+    # the same draws again, with two workers and with the GraphMatcher scan
+    assert model.sample(60, random_state=4, rejection="step", n_jobs=2) == step
+    assert model.sample(20, random_state=4, rejection="step", scan=True).smiles == step.smiles[:20]
+    # refusing single steps keeps larger molecules than redrawing whole derivations
+    whole = model.sample(60, random_state=4)
+    assert step.n_rejected < whole.n_rejected
+    size = lambda smiles: np.mean([Chem.MolFromSmiles(s).GetNumAtoms() for s in smiles])  # noqa: E731
+    assert size(step.smiles) > size(whole.smiles)
+    assert len(set(model.sample(60, random_state=4, rejection="step", weights="uniform").smiles)) > len(set(whole.smiles))
+    with pytest.raises(ValueError, match="rejection must be one of 'derivation', 'step'; got 'rule'"):
+        model.sample(3, rejection="rule")
+    with pytest.raises(ValueError, match="weights must be one of 'counts', 'uniform'; got 'softmax'"):
+        g.probabilities("softmax")
+
+
+def test_step_check_refuses_a_second_bond_between_two_atoms():
+    from fmg.grammar import Rule, _expand, _fits, _Host
+
+    c3, c2 = ("C", 0, 3, 0), ("C", 0, 2, 0)
+    # start: CH3 (atom 0) - C (atom 1) on bond node 0; atom 1 also touches nodes 1 and 2, left to a nonterminal
+    start = Rule((), (1, 1, 1), (), ((c3, (0,)), (("C", 0, 1, 0), (0, 1, 2))), (((1, 2), (1, 1)),))
+    host = _Host()
+    _expand(host, (), start, ())
+    assert host.ends == {0: [0, 1], 1: [1], 2: [1]} and host.pairs == {(0, 1)}
+    one_atom_on_both = Rule(((1, 1), (1, 1)), (1, 1), (0, 1), ((c2, (0, 1)),), ())  # a second bond 1-2
+    one_atom_each = Rule(((1, 1), (1, 1)), (1, 1), (0, 1), ((c3, (0,)), (c3, (1,))), ())
+    two_on_one = Rule(((1, 1), (1, 1)), (1, 1), (0, 1), ((c3, (0,)), (c3, (0,)), (c3, (1,))), ())
+    assert not _fits(host, (1, 2), one_atom_on_both, (0, 1))
+    assert not _fits(host, (1, 2), two_on_one, (0, 1))  # three atoms on one bond
+    assert _fits(host, (1, 2), one_atom_each, (0, 1))
+    _expand(host, (1, 2), one_atom_each, (0, 1))
+    assert host.pairs == {(0, 1), (1, 2), (1, 3)}
+    from fmg.chem import build_molecule
+
+    assert Chem.MolToSmiles(build_molecule(host.atoms, host.node_order)) == "CC(C)C"

@@ -20,8 +20,12 @@ def test_bad_molecules_are_named_with_their_index(smiles, match):
 
 
 def test_unknown_dataset_and_class():
-    with pytest.raises(ValueError, match="unknown dataset 'hopv'; accepted: isocyanates, acrylates"):
+    with pytest.raises(ValueError, match="unknown dataset 'zinc'; accepted: isocyanates, acrylates.*hopv, ptc"):
+        load_dataset("zinc")
+    with pytest.raises(ValueError, match="dataset 'hopv' is not shipped: pass path="):
         load_dataset("hopv")
+    with pytest.raises(ValueError, match="dataset 'isocyanates' is shipped; path is only for hopv, ptc"):
+        load_dataset("isocyanates", path="x.txt")
     with pytest.raises(ValueError, match="unknown monomer class 'polymers'; accepted: isocyanates"):
         membership(["CCO"], "polymers")
     with pytest.raises(ValueError, match="unknown monomer class"):
@@ -87,3 +91,62 @@ def test_charges_and_isotopes_round_trip_exactly():
         model = FMG(HeuristicChemJudge()).fit(train)
     for s in train:
         assert model.replay(model.derive(s)) == Chem.MolToSmiles(Chem.MolFromSmiles(s))
+
+
+HOPV15 = """Cc1ccc(-c2ccc(C)s2)s1
+InChI=1S/C10H10S2/c1-7-3-5-9(11-7)10-6-4-8(2)12-10/h3-6H,1-2H3
+-5.2,-3.1,2.1,1.9,1.2,0.8,5.1,0.6
+Cc1ccc(-c2ccc(C)s2)s1
+1
+Conformer 1
+2
+C 0.0 0.0 0.0
+C 1.5 0.0 0.0
+c1ccc2c(c1)oc1ccccc12
+InChI=1S/C12H8O/c1-3-7-11-9(5-1)10-6-2-4-8-12(10)13-11/h1-8H
+-5.6,-2.4,3.2,3.0,0.4,0.5,1.1,0.3
+"""
+
+
+def test_hopv_and_ptc_local_files(tmp_path):
+    from rdkit import Chem
+
+    from fmg import load_hopv, load_ptc
+
+    raw = tmp_path / "HOPV_15_revised_2.data"
+    raw.write_text(HOPV15)
+    assert load_hopv(raw) == ["Cc1ccc(-c2ccc(C)s2)s1", "c1ccc2c(c1)oc1ccccc12"]
+    assert load_dataset("hopv", path=raw) == load_hopv(raw)
+    csv = tmp_path / "hopv.csv"
+    csv.write_text("smiles,HOMO,LUMO\nCc1ccc(-c2ccc(C)s2)s1,-5.2,-3.1\nc1ccsc1,-5.9,-1.0\n")
+    assert load_hopv(csv) == ["Cc1ccc(-c2ccc(C)s2)s1", "c1ccsc1"]
+    ptc_csv = tmp_path / "ptc.csv"
+    ptc_csv.write_text("id;SMILES;label\n1;ClCCl;1\n2;O=[N+]([O-])c1ccccc1;0\n")
+    assert load_ptc(ptc_csv) == ["ClCCl", "O=[N+]([O-])c1ccccc1"]
+    sdf = tmp_path / "ptc.sdf"
+    with Chem.SDWriter(str(sdf)) as w:
+        for s in ("ClCCl", "Nc1ccccc1"):
+            w.write(Chem.MolFromSmiles(s))
+    assert load_dataset("ptc", path=sdf) == ["ClCCl", "Nc1ccccc1"]
+    plain = tmp_path / "ptc.txt"
+    plain.write_text("ClCCl\nNc1ccccc1\n")
+    assert load_ptc(plain) == ["ClCCl", "Nc1ccccc1"]
+    model = FMG(HeuristicChemJudge()).fit(load_hopv(raw) + load_ptc(sdf))
+    for s in model.train_smiles_:
+        assert model.replay(model.derive(s)) == s
+
+
+def test_hopv_and_ptc_bad_files(tmp_path):
+    from fmg import load_hopv, load_ptc
+
+    with pytest.raises(FileNotFoundError, match="missing.data: no such file"):
+        load_hopv(tmp_path / "missing.data")
+    bad = tmp_path / "ptc.csv"
+    bad.write_text("id,structure\n1,CCO\n")
+    with pytest.raises(ValueError, match="no 'smiles' column \\(found 'id', 'structure'\\); pass smiles_column"):
+        load_ptc(bad)
+    assert load_ptc(bad, smiles_column="Structure") == ["CCO"]
+    sdf = tmp_path / "broken.sdf"
+    sdf.write_text("not a molecule\n$$$$\n")
+    with pytest.raises(ValueError, match="SDF record 0 cannot be read"):
+        load_ptc(sdf)

@@ -62,3 +62,29 @@ def test_bradley_terry_errors():
         bradley_terry(3, [(0, 1), (1, 0)])
     with pytest.raises(ValueError, match="comparison 0"):
         bradley_terry(2, [(0, 2)])
+
+
+def chamfer_loop(a, b):
+    """Brute force: BulkTanimotoSimilarity of every molecule of one set against the other, both ways."""
+    fa = [AllChem.GetMorganFingerprintAsBitVect(Chem.MolFromSmiles(s), 3, 2048) for s in a]
+    fb = [AllChem.GetMorganFingerprintAsBitVect(Chem.MolFromSmiles(s), 3, 2048) for s in b]
+    ab = sum(min(1 - t for t in DataStructs.BulkTanimotoSimilarity(x, fb)) for x in fa) / len(fa)
+    ba = sum(min(1 - t for t in DataStructs.BulkTanimotoSimilarity(y, fa)) for y in fb) / len(fb)
+    return ab + ba
+
+
+def test_chamfer_distance_equals_a_brute_force_loop():
+    from fmg import chamfer_distance
+
+    iso, acr, ext = (load_dataset(n) for n in ANCHORS)
+    for a, b in ((iso, acr), (acr, ext), (iso[:3], iso), (ext, ["CCO"])):
+        assert abs(chamfer_distance(a, b) - chamfer_loop(a, b)) < 1e-12
+        assert abs(chamfer_distance(a, b) - chamfer_distance(b, a)) < 1e-12  # symmetric
+    assert chamfer_distance(iso, list(reversed(iso))) == 0.0
+    assert 0 < chamfer_distance(iso[:3], iso) < chamfer_distance(acr, iso) <= 2
+    m = evaluate(["O=C=NCCN=C=O", "CCO"], iso, "isocyanates")
+    assert m.chamfer == pytest.approx(chamfer_loop(["O=C=NCCN=C=O", "CCO"], iso), abs=1e-12)
+    with pytest.raises(ValueError, match="two non-empty sets, got 0 and 11"):
+        chamfer_distance([], iso)
+    with pytest.raises(ValueError, match="molecule 1 'C1CC': RDKit cannot parse"):
+        chamfer_distance(["CCO", "C1CC"], iso)

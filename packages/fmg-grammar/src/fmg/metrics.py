@@ -11,7 +11,7 @@ from rdkit import Chem
 
 from fmg.chem import canonical_smiles
 
-__all__ = ["MEMBERSHIP", "Metrics", "diversity", "evaluate", "membership", "sa_scores"]
+__all__ = ["MEMBERSHIP", "Metrics", "chamfer_distance", "diversity", "evaluate", "membership", "sa_scores"]
 
 # Class-membership SMARTS (minimum number of matches) that accept every molecule of the DEG training sets.
 MEMBERSHIP: dict[str, tuple[tuple[str, ...], int]] = {
@@ -29,6 +29,55 @@ def _mols(smiles: Sequence[str]) -> list[Chem.Mol]:
             raise ValueError(f"molecule {i} {s!r}: RDKit cannot parse it")
         mols.append(m)
     return mols
+
+
+def _fingerprints(smiles: Sequence[str], radius: int, n_bits: int) -> np.ndarray:
+    from rdkit.Chem import rdFingerprintGenerator
+
+    gen = rdFingerprintGenerator.GetMorganGenerator(radius=radius, fpSize=n_bits)
+    return np.stack([gen.GetFingerprintAsNumPy(m).astype(np.float64) for m in _mols(smiles)])
+
+
+def _tanimoto(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    inter = x @ y.T
+    union = x.sum(axis=1)[:, None] + y.sum(axis=1)[None, :] - inter
+    return np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
+
+
+def chamfer_distance(samples: Sequence[str], reference: Sequence[str], *, radius: int = 3,
+                     n_bits: int = 2048) -> float:
+    """Chamfer distance between two molecule sets under the Tanimoto distance of Morgan fingerprints.
+
+    ``CD(A, B) = mean_{a in A} min_{b in B} d(a, b) + mean_{b in B} min_{a in A} d(a, b)`` with
+    ``d = 1 - Tanimoto`` (Morgan radius 3, 2048 bits, as ``diversity``). The first term is how far the
+    samples lie from the nearest reference molecule, the second how well the samples cover the reference
+    set; 0 when both sets hold the same fingerprints, at most 2.
+
+    Parameters
+    ----------
+    samples, reference : sequence of str
+        Non-empty sets of valid molecules (e.g. generated and training molecules).
+    radius : int, default 3
+        Morgan radius.
+    n_bits : int, default 2048
+        Fingerprint length.
+
+    Returns
+    -------
+    float
+
+    Examples
+    --------
+    >>> from fmg.metrics import chamfer_distance
+    >>> chamfer_distance(["CCO", "c1ccccc1"], ["c1ccccc1", "OCC"])
+    0.0
+    >>> round(chamfer_distance(["CCO"], ["CCO", "CCCO"]), 4)
+    0.2222
+    """
+    if len(samples) == 0 or len(reference) == 0:
+        raise ValueError(f"chamfer_distance needs two non-empty sets, got {len(samples)} and {len(reference)}")
+    dist = 1.0 - _tanimoto(_fingerprints(samples, radius, n_bits), _fingerprints(reference, radius, n_bits))
+    return float(dist.min(axis=1).mean() + dist.min(axis=0).mean())
 
 
 def diversity(smiles: Sequence[str], *, radius: int = 3, n_bits: int = 2048) -> float:
@@ -54,16 +103,10 @@ def diversity(smiles: Sequence[str], *, radius: int = 3, n_bits: int = 2048) -> 
     >>> round(diversity(["CCO", "CCO"]), 12)
     0.0
     """
-    from rdkit.Chem import rdFingerprintGenerator
-
     if len(smiles) < 2:
         raise ValueError(f"diversity needs at least two molecules, got {len(smiles)}")
-    gen = rdFingerprintGenerator.GetMorganGenerator(radius=radius, fpSize=n_bits)
-    x = np.stack([gen.GetFingerprintAsNumPy(m).astype(np.float64) for m in _mols(smiles)])
-    inter = x @ x.T
-    counts = x.sum(axis=1)
-    union = counts[:, None] + counts[None, :] - inter
-    sim = np.divide(inter, union, out=np.zeros_like(inter), where=union > 0)
+    x = _fingerprints(smiles, radius, n_bits)
+    sim = _tanimoto(x, x)
     n = len(smiles)
     return float(1.0 - sim[np.triu_indices(n, 1)].sum() / (n * (n - 1) / 2))
 
@@ -135,6 +178,11 @@ class Metrics:
     rs_proxy : float
         Share of valid ones with SA score <= ``sa_threshold``: a cheap proxy, not Retro*'s
         retrosynthesis success rate.
+    chamfer : float
+        ``chamfer_distance`` between the valid ones and the training set.
+    rs : float
+        Share of the valid ones a ``planner`` (e.g. ``fmg.retro.RetroPlanner``) finds a route for; NaN
+        when no planner is given.
     """
 
     n: int
@@ -145,6 +193,8 @@ class Metrics:
     membership: float
     sa_mean: float
     rs_proxy: float
+    chamfer: float = float("nan")
+    rs: float = float("nan")
 
     def as_dict(self) -> dict[str, float]:
         """The fields as a dict."""
@@ -152,7 +202,7 @@ class Metrics:
 
 
 def evaluate(samples: Sequence[str], train: Sequence[str], monomer_class: str | None = None, *,
-             sa_threshold: float = 3.5) -> Metrics:
+             sa_threshold: float = 3.5, planner: Any = None) -> Metrics:
     """Validity, uniqueness, novelty, diversity, membership, mean SA and the RS proxy of ``samples``.
 
     Parameters
@@ -165,6 +215,9 @@ def evaluate(samples: Sequence[str], train: Sequence[str], monomer_class: str | 
         A key of ``MEMBERSHIP`` for the membership share.
     sa_threshold : float, default 3.5
         SA score at or below which a molecule counts as synthesizable in the RS proxy.
+    planner : object with ``plan(smiles)``, optional
+        A retrosynthesis planner (``fmg.retro.RetroPlanner`` around your one-step model); its share of
+        solved molecules is ``rs``.
 
     Returns
     -------
@@ -184,4 +237,7 @@ def evaluate(samples: Sequence[str], train: Sequence[str], monomer_class: str | 
         diversity=diversity(valid) if len(valid) >= 2 else float("nan"),
         membership=float(membership(valid, monomer_class).mean()) if monomer_class and valid else float("nan"),
         sa_mean=float(sa.mean()) if valid else float("nan"),
-        rs_proxy=float((sa <= sa_threshold).mean()) if valid else float("nan"))
+        rs_proxy=float((sa <= sa_threshold).mean()) if valid else float("nan"),
+        chamfer=chamfer_distance(valid, sorted(train_canon)) if valid and train_canon else float("nan"),
+        rs=float(np.mean([planner.plan(s) is not None for s in valid])) if planner is not None and valid
+        else float("nan"))
