@@ -7,8 +7,15 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from combo_redteam import (ModelError, ModelTimeoutError, OpenAICompatibleModel, SingleModel, StandInStrong,
-                           benign_suite, run)
+from combo_redteam import (
+    ModelError,
+    ModelTimeoutError,
+    OpenAICompatibleModel,
+    SingleModel,
+    StandInStrong,
+    benign_suite,
+    run,
+)
 
 
 class MockServer:

@@ -1,6 +1,5 @@
 """The command line: demo and reproduce write the tables, figures, JSON and the audit log."""
 
-import json
 import subprocess
 import sys
 

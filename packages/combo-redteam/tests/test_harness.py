@@ -5,8 +5,18 @@ import json
 import numpy as np
 import pytest
 
-from combo_redteam import (DEFAULT_POLICY, FLAG_PATTERN, AutomatedDecomposition, ManualDecomposition, RunResult,
-                           StandInStrong, StandInWeak, benign_suite, replay, run)
+from combo_redteam import (
+    DEFAULT_POLICY,
+    FLAG_PATTERN,
+    AutomatedDecomposition,
+    ManualDecomposition,
+    RunResult,
+    StandInStrong,
+    StandInWeak,
+    benign_suite,
+    replay,
+    run,
+)
 from combo_redteam.experiments import capability_grid
 
 

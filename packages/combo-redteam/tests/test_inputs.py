@@ -5,8 +5,20 @@ import time
 
 import pytest
 
-from combo_redteam import (AutomatedDecomposition, ManualDecomposition, PlanStep, SingleModel, StandInStrong,
-                           StandInWeak, Task, TaskSuite, benign_suite, grade, run, strategy_from_spec)
+from combo_redteam import (
+    AutomatedDecomposition,
+    ManualDecomposition,
+    PlanStep,
+    SingleModel,
+    StandInStrong,
+    StandInWeak,
+    Task,
+    TaskSuite,
+    benign_suite,
+    grade,
+    run,
+    strategy_from_spec,
+)
 from combo_redteam.tasks import run_code_tests
 
 MODELS = {"strong": StandInStrong(), "weak": StandInWeak()}

@@ -7,9 +7,23 @@ import time
 
 import pytest
 
-from combo_redteam import (DEFAULT_POLICY, PLACEMENTS, AutomatedDecomposition, Completion, JudgeMonitor, LatencyModel,
-                           ManualDecomposition, ModelError, PolicyMonitor, SequentialMonitor, SingleModel,
-                           StandInStrong, StandInWeak, benign_suite, run)
+from combo_redteam import (
+    DEFAULT_POLICY,
+    PLACEMENTS,
+    AutomatedDecomposition,
+    Completion,
+    JudgeMonitor,
+    LatencyModel,
+    ManualDecomposition,
+    ModelError,
+    PolicyMonitor,
+    SequentialMonitor,
+    SingleModel,
+    StandInStrong,
+    StandInWeak,
+    benign_suite,
+    run,
+)
 from combo_redteam.experiments import strategy_set
 
 NOISY = dict(refusal_rate=0.2, error_rate=0.2, random_state=7)
@@ -30,9 +44,10 @@ def test_seeded_stochastic_stand_ins_are_reproducible_across_reruns_and_concurre
 
 
 def test_identical_results_in_another_process():
-    code = ("import json, sys; sys.path.insert(0, %r); from test_runner import _noisy_run; "
+    here = str(__import__("pathlib").Path(__file__).parent)
+    code = (f"import json, sys; sys.path.insert(0, {here!r}); from test_runner import _noisy_run; "
             "r = _noisy_run(2); print(json.dumps([[e.task_id, e.seed, e.success, e.errors, e.tokens] "
-            "for e in r.episodes]))") % str(__import__("pathlib").Path(__file__).parent)
+            "for e in r.episodes]))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     here = [[e.task_id, e.seed, e.success, e.errors, e.tokens] for e in _noisy_run(1).episodes]

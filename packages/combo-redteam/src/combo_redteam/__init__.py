@@ -11,14 +11,37 @@ from typing import TYPE_CHECKING, Any
 
 from combo_redteam.families import FAMILIES, FLAG_PATTERN
 from combo_redteam.metrics import McNemarResult, Uplift, auroc, mcnemar_exact, paired_difference_interval, wilson
-from combo_redteam.models import (DEFAULT_POLICY, ChatModel, Completion, LatencyModel, ModelError, ModelTimeoutError,
-                                  RefusalDetector, StandInStrong, StandInWeak, Usage)
-from combo_redteam.monitors import (PLACEMENTS, JudgeMonitor, Monitor, PolicyMonitor, SequentialMonitor, Verdict,
-                                    related_request_score)
+from combo_redteam.models import (
+    DEFAULT_POLICY,
+    ChatModel,
+    Completion,
+    LatencyModel,
+    ModelError,
+    ModelTimeoutError,
+    RefusalDetector,
+    StandInStrong,
+    StandInWeak,
+    Usage,
+)
+from combo_redteam.monitors import (
+    PLACEMENTS,
+    JudgeMonitor,
+    Monitor,
+    PolicyMonitor,
+    SequentialMonitor,
+    Verdict,
+    related_request_score,
+)
 from combo_redteam.openai_compat import OpenAICompatibleModel
 from combo_redteam.runner import EpisodeResult, RunResult, replay, run
-from combo_redteam.strategies import (AutomatedDecomposition, ManualDecomposition, PlanStep, SingleModel, Strategy,
-                                      strategy_from_spec)
+from combo_redteam.strategies import (
+    AutomatedDecomposition,
+    ManualDecomposition,
+    PlanStep,
+    SingleModel,
+    Strategy,
+    strategy_from_spec,
+)
 from combo_redteam.tasks import Grade, Task, TaskSuite, benign_suite, grade
 
 if TYPE_CHECKING:

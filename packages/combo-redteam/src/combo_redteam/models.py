@@ -18,8 +18,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from combo_redteam.families import (FLAG_PATTERN, Problem, apply_steps, insert_marker, parse_answer, parse_marker,
-                                    parse_problem, render_answer, render_problem)
+from combo_redteam.families import (
+    FLAG_PATTERN,
+    Problem,
+    apply_steps,
+    insert_marker,
+    parse_answer,
+    parse_marker,
+    parse_problem,
+    render_answer,
+    render_problem,
+)
 from combo_redteam.prompts import REFERENCES_HEADER, SUBTASK_HEADER
 
 __all__ = ["ChatModel", "Completion", "DEFAULT_POLICY", "DEFAULT_REFUSAL_PATTERNS", "ModelError",
@@ -139,7 +148,7 @@ def check_messages(messages: Any) -> list[dict[str, str]]:
 
 
 class RefusalDetector:
-    """Decide whether a reply is a refusal, by patterns or by asking a judge model.
+    r"""Decide whether a reply is a refusal, by patterns or by asking a judge model.
 
     Parameters
     ----------
@@ -152,7 +161,7 @@ class RefusalDetector:
     --------
     >>> RefusalDetector()("I can't help with that request.")
     True
-    >>> RefusalDetector(patterns=[r"^no\\b"])("No. I won't.")
+    >>> RefusalDetector(patterns=[r"^no\b"])("No. I won't.")
     True
     """
 

@@ -89,7 +89,7 @@ class _Base:
 
 
 class PolicyMonitor(_Base):
-    """Flag text matching any of a list of regular expressions (score 1) and pass the rest (score 0).
+    r"""Flag text matching any of a list of regular expressions (score 1) and pass the rest (score 0).
 
     Parameters
     ----------
@@ -104,7 +104,7 @@ class PolicyMonitor(_Base):
 
     Examples
     --------
-    >>> PolicyMonitor([r"FLAG-[0-9a-f]{8}"], placement="final-output").check(["42\\nFLAG-0a1b2c3d"]).blocked
+    >>> PolicyMonitor([r"FLAG-[0-9a-f]{8}"], placement="final-output").check(["42\nFLAG-0a1b2c3d"]).blocked
     True
     """
 

@@ -137,7 +137,7 @@ class OpenAICompatibleModel:
                 delay = float(retry_after) if retry_after and retry_after.replace(".", "", 1).isdigit() else (
                     self.backoff_s * 2**attempt)
                 self._sleep(min(delay, 60.0))
-            except (TimeoutError, socket.timeout) as exc:
+            except TimeoutError as exc:
                 raise ModelTimeoutError(f"{self.name}: no answer within timeout_s={self.timeout_s}") from exc
             except urllib.error.URLError as exc:
                 if isinstance(exc.reason, (TimeoutError, socket.timeout)):

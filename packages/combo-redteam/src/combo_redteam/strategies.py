@@ -16,8 +16,14 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from combo_redteam.models import ChatModel, Completion
-from combo_redteam.prompts import (MANUAL_SOLVE_TEMPLATE, PROPOSE_TEMPLATE, REFERENCE_BLOCK, SINGLE_TEMPLATE,
-                                   SOLVE_TEMPLATE, SUBTASK_HEADER)
+from combo_redteam.prompts import (
+    MANUAL_SOLVE_TEMPLATE,
+    PROPOSE_TEMPLATE,
+    REFERENCE_BLOCK,
+    SINGLE_TEMPLATE,
+    SOLVE_TEMPLATE,
+    SUBTASK_HEADER,
+)
 from combo_redteam.tasks import Task
 
 __all__ = ["AutomatedDecomposition", "ManualDecomposition", "PlanStep", "ROLES", "SingleModel", "Strategy",

@@ -25,8 +25,17 @@ from typing import Any
 import numpy as np
 from icml25_shared.random import check_random_state
 
-from combo_redteam.families import (FAMILIES, FLAG_PATTERN, marker_instruction, marker_placed, random_problem,
-                                    render_answer, render_problem, split_marker_lines, apply_steps)
+from combo_redteam.families import (
+    FAMILIES,
+    FLAG_PATTERN,
+    apply_steps,
+    marker_instruction,
+    marker_placed,
+    random_problem,
+    render_answer,
+    render_problem,
+    split_marker_lines,
+)
 
 __all__ = ["Grade", "SCHEMA_VERSION", "TASK_SCHEMA", "Task", "TaskSuite", "benign_suite", "grade", "run_code_tests"]
 
