@@ -42,7 +42,7 @@ from combo_redteam.strategies import (
     Strategy,
     strategy_from_spec,
 )
-from combo_redteam.tasks import Grade, Task, TaskSuite, benign_suite, grade
+from combo_redteam.tasks import TASK_SCHEMA, Grade, Task, TaskSuite, benign_suite, grade
 
 if TYPE_CHECKING:
     from combo_redteam.transformers_model import TransformersChatModel
@@ -66,7 +66,7 @@ __all__ = [
     "Grade", "JudgeMonitor", "LatencyModel", "ManualDecomposition", "McNemarResult", "ModelError",
     "ModelTimeoutError", "Monitor", "OpenAICompatibleModel", "PLACEMENTS", "PlanStep", "PolicyMonitor",
     "RefusalDetector", "RunResult", "SequentialMonitor", "SingleModel", "StandInStrong", "StandInWeak", "Strategy",
-    "Task", "TaskSuite", "TransformersChatModel", "Uplift", "Usage", "Verdict", "__version__", "auroc",
+    "TASK_SCHEMA", "Task", "TaskSuite", "TransformersChatModel", "Uplift", "Usage", "Verdict", "__version__", "auroc",
     "benign_suite", "grade", "mcnemar_exact", "paired_difference_interval", "related_request_score", "replay", "run",
     "strategy_from_spec", "wilson",
 ]

@@ -31,7 +31,7 @@ from combo_redteam.families import (
 )
 from combo_redteam.prompts import REFERENCES_HEADER, SUBTASK_HEADER
 
-__all__ = ["ChatModel", "Completion", "DEFAULT_POLICY", "DEFAULT_REFUSAL_PATTERNS", "ModelError",
+__all__ = ["ChatModel", "Completion", "DEFAULT_POLICY", "DEFAULT_REFUSAL_PATTERNS", "LatencyModel", "ModelError",
            "ModelTimeoutError", "RefusalDetector", "StandInStrong", "StandInWeak", "Usage", "check_messages"]
 
 DEFAULT_POLICY = (FLAG_PATTERN,)
