@@ -9,6 +9,7 @@ from importlib.metadata import PackageNotFoundError, version
 
 from crossclass_at.attacks import FGSM, PGD, Normalized, TradesKL, autoattack_accuracy, bn_mode, robust_accuracy
 from crossclass_at.attribution import CASMonitor, cas, class_attribution, correlation_matrix, find_head
+from crossclass_at.cifar import CifarPreset, cifar_preset, load_cifar
 from crossclass_at.losses import Distillation, LabelSmoothing, SelfDistillation, ema_update, trades_loss
 from crossclass_at.models import DigitsCNN, DigitsMLP, PreActResNet18, ResNet18, WideResNet
 from crossclass_at.trainer import AdversarialTrainer
@@ -26,6 +27,7 @@ __all__ = [
     "SelfDistillation",
     "PGD",
     "CASMonitor",
+    "CifarPreset",
     "DigitsCNN",
     "DigitsMLP",
     "Normalized",
@@ -37,9 +39,11 @@ __all__ = [
     "autoattack_accuracy",
     "bn_mode",
     "cas",
+    "cifar_preset",
     "class_attribution",
     "correlation_matrix",
     "find_head",
+    "load_cifar",
     "ema_update",
     "robust_accuracy",
     "trades_loss",
