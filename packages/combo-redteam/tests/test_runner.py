@@ -22,6 +22,7 @@ from combo_redteam import (
     StandInStrong,
     StandInWeak,
     benign_suite,
+    replay,
     run,
 )
 from combo_redteam.experiments import strategy_set
@@ -35,10 +36,15 @@ def _noisy_run(concurrency, suite=None):
     return run(suite, strategy_set(strong, weak, ks=(3,)), seeds=[0, 1, 2], concurrency=concurrency)
 
 
-def test_seeded_stochastic_stand_ins_are_reproducible_across_reruns_and_concurrency():
+def test_seeded_stochastic_stand_ins_are_reproducible_across_reruns_and_concurrency(tmp_path):
     first = _noisy_run(1)
     assert first == _noisy_run(1)
-    assert first == _noisy_run(4)
+    suite = benign_suite(8, random_state=1)
+    strong, weak = StandInStrong(capability=10, **NOISY), StandInWeak(capability=3, refusal_rate=0.1, random_state=7)
+    threaded = run(suite, strategy_set(strong, weak, ks=(3,)), seeds=[0, 1, 2], concurrency=4,
+                   log_path=tmp_path / "log.jsonl")
+    assert first == threaded
+    assert replay(tmp_path / "log.jsonl", suite) == first  # lines written in completion order still replay
     assert 0 < sum(e.errors > 0 for e in first.episodes) < len(first.episodes)  # the rates did act
     assert 0 < first.refusal_rate("manual", "control") < 1
 
@@ -86,6 +92,18 @@ def test_cache_makes_reruns_exact_and_silent(tmp_path):
     assert all(c["cached"] for c in calls if c["type"] == "call")
 
 
+def test_an_interrupted_run_resumes_from_the_cache(tmp_path):
+    suite = benign_suite(6, random_state=3)
+    first_half = type(suite)(list(suite)[:6], name=suite.name)
+    fresh = run(suite, [ManualDecomposition.default(StandInStrong(), StandInWeak())], seeds=[0, 1])
+    strong, weak = _Counting(StandInStrong()), _Counting(StandInWeak())
+    run(first_half, [ManualDecomposition.default(strong, weak)], seeds=[0, 1], cache_dir=tmp_path)
+    before = strong.calls + weak.calls
+    resumed = run(suite, [ManualDecomposition.default(strong, weak)], seeds=[0, 1], cache_dir=tmp_path)
+    assert strong.calls + weak.calls - before == before  # only the second half was asked
+    assert resumed == fresh
+
+
 def test_cache_key_includes_params(tmp_path):
     suite = benign_suite(2, random_state=2, variants=("control",))
     strong = _Counting(StandInStrong())
@@ -107,12 +125,14 @@ def test_final_output_and_weak_input_monitors_stop_every_combination(suite50, mo
             assert result.success_rate(name, "control").estimate == 1.0  # no false positive on 50 controls
 
 
-def test_strong_input_monitor_catches_no_decomposed_episode(suite50, models):
+def test_strong_input_monitor_catches_no_decomposed_episode(suite50, models, tmp_path):
     strong, weak = models
     per_call = PolicyMonitor(DEFAULT_POLICY, placement="strong-input")
     output = PolicyMonitor(DEFAULT_POLICY, placement="strong-output")
     sequential = SequentialMonitor(action="flag")
-    result = run(suite50, strategy_set(strong, weak, ks=(1, 3)), monitors=[per_call, output, sequential])
+    result = run(suite50, strategy_set(strong, weak, ks=(1, 3)), monitors=[per_call, output, sequential],
+                 log_path=tmp_path / "log.jsonl")
+    assert replay(tmp_path / "log.jsonl", suite50) == result  # blocked episodes and verdicts replay exactly
     for name in ("manual", "automated-k1", "automated-k3"):
         assert result.monitor_report(per_call.name, name)["tpr"] == 0.0
         assert result.monitor_report(output.name, name)["tpr"] == 0.0
