@@ -36,6 +36,9 @@ class MockServer:
                 with outer.lock:
                     outer.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
                     status = outer.script.pop(0) if outer.script else 200
+                if status == "drop":  # close without an answer
+                    self.close_connection = True
+                    return
                 if outer.delay_s:
                     time.sleep(outer.delay_s)
                 if status != 200:
@@ -105,6 +108,15 @@ def test_retries_on_429_and_500(monkeypatch):
     with MockServer(script=[400]) as server, pytest.raises(ModelError, match="HTTP 400 after 1 attempt"):
         _model(server, max_retries=2).complete([{"role": "user", "content": "hello"}])
     assert len(server.requests) == 1  # a 400 is not retried
+
+
+def test_dropped_connections_are_retried(monkeypatch):
+    monkeypatch.setenv("COMBO_TEST_KEY", "k")
+    with MockServer(script=["drop"]) as server:
+        assert _model(server, max_retries=1).complete([{"role": "user", "content": "hello"}]).text
+    assert len(server.requests) == 2
+    with MockServer(script=["drop", "drop"]) as server, pytest.raises(ModelError, match="RemoteDisconnected"):
+        _model(server, max_retries=1).complete([{"role": "user", "content": "hello"}])
 
 
 def test_timeout_raises_a_timeout_error(monkeypatch):

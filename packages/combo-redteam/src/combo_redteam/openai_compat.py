@@ -1,12 +1,13 @@
 """A chat model behind an OpenAI-compatible ``/chat/completions`` endpoint (hosted or local servers).
 
-Uses only the standard library (``urllib``). Retries on 429 and 5xx answers with exponential backoff
+Uses only the standard library (``urllib``). Retries on 429 and 5xx answers and dropped connections with exponential backoff
 (honouring ``Retry-After``), raises :class:`ModelTimeoutError` when a request runs past ``timeout_s``
 and :class:`ModelError` for other failures. Refusals are read by a :class:`RefusalDetector`.
 """
 
 from __future__ import annotations
 
+import http.client
 import json
 import os
 import socket
@@ -147,6 +148,10 @@ class OpenAICompatibleModel:
                 self._sleep(self.backoff_s * 2**attempt)
             except json.JSONDecodeError:
                 raise ModelError(f"{self.name}: the reply is not JSON") from None
+            except (ConnectionError, http.client.HTTPException) as exc:  # e.g. the server dropped the connection
+                if attempt == self.max_retries:
+                    raise ModelError(f"{self.name}: {type(exc).__name__}: {exc}") from None
+                self._sleep(self.backoff_s * 2**attempt)
         try:
             choice = payload["choices"][0]
             message = choice["message"]
