@@ -1,5 +1,6 @@
 """The command line: demo and reproduce write the tables, figures, JSON and the audit log."""
 
+import json
 import subprocess
 import sys
 
@@ -15,6 +16,8 @@ def test_demo_quick_writes_table_chart_and_audit_log(tmp_path):
     rows = {r["strategy"]: r for r in out.result["rows"]}
     assert set(rows) == {"single-strong", "single-weak", "manual", "automated-k3"}
     assert rows["single-strong"]["success"] == 0.0 and rows["single-strong"]["refusal_rate"] == 1.0
+    assert rows["single-strong"]["calls_per_success"] is None  # no success: null, not Infinity
+    json.loads((tmp_path / "demo.json").read_text(), parse_constant=lambda c: pytest.fail(f"non-standard {c}"))
     assert rows["automated-k3"]["success"] == 1.0 and rows["automated-k3"]["uplift"] == 1.0
     assert "| automated-k3 | 12 | 1.000" in out.table
     log = tmp_path / out.result["audit_log"]

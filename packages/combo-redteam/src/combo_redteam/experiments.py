@@ -48,6 +48,17 @@ def _rows(result: RunResult) -> list[dict[str, Any]]:
     return rows
 
 
+def _json_safe(value: Any) -> Any:
+    """Infinite or undefined numbers (e.g. calls per success with no success) as null: strict JSON."""
+    if isinstance(value, float) and not np.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    return value
+
+
 def _table(rows: list[dict[str, Any]], title: str) -> str:
     lines = [f"### {title}", "", "| strategy | n | success [95% Wilson] | refusal | control success | uplift [95%] | "
              "McNemar p | calls/success | tokens/success |", "|---|---|---|---|---|---|---|---|---|"]
@@ -76,8 +87,8 @@ def demo(ctx: RunContext) -> None:
     rows = _rows(result)
     ctx.write_table(_table(rows, f"{n} benign flagged tasks, stand-ins (strong capability 10, weak 2), seed "
                                  f"{ctx.seed}") + f"\n\nAudit log: `{log.name}`")
-    ctx.write_json({"n_tasks": n, "seed": ctx.seed, "models": [strong.name, weak.name], "rows": rows,
-                    "audit_log": log.name})
+    ctx.write_json(_json_safe({"n_tasks": n, "seed": ctx.seed, "models": [strong.name, weak.name], "rows": rows,
+                               "audit_log": log.name}))
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 3))
@@ -200,7 +211,7 @@ def reproduce(ctx: RunContext) -> None:
               f"| {r['sequential_auroc']:.3f} |" for r in monitors]
     sections.append("\n".join(lines))
     ctx.write_table("\n\n".join(sections))
-    ctx.write_json(out)
+    ctx.write_json(_json_safe(out))
     import matplotlib.pyplot as plt
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.5))
