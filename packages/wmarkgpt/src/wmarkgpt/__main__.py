@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
         The exit code: 0 on success, 2 when the command's extra is not installed.
     """
     return run_cli("wmarkgpt", demo=_demo, reproduce=_reproduce, argv=argv, description=__doc__, paper=PAPER,
-                   requires={})
+                   requires={"reproduce": "model"})
 
 
 if __name__ == "__main__":

@@ -1,0 +1,496 @@
+"""Text and visibility metrics computed as the official WMarkGPT evaluation computes them.
+
+Per item, the reference and the answer are cleaned with ``str.strip('<\\\\s>')``, which removes the
+characters ``<``, ``\\``, ``s`` and ``>`` at both ends: a trailing ``</s>`` becomes ``</`` (the slash is
+not in the set) and a leading or trailing letter ``s`` goes too. Then
+
+* BLEU-1 is nltk's ``sentence_bleu([reference.split()], answer.split(), weights=(1,))``;
+* ROUGE-L is the F value of ``rouge.Rouge().get_scores(answer, reference)``;
+* the LLM score is a 0-4 relevance rating from a judge (reported times 25), with 2.5 when the judge
+  fails, as the official script does; this module counts those fallbacks;
+* ACC compares the labelled visibility with the predicted one, either as the official substring test
+  (``label in prediction``, so the label "visible" matches the prediction "invisible") or exactly
+  (after ``strip`` and lower-casing).
+
+Visibility scores are compared with the ground-truth scores by Spearman (SRCC) and Pearson (PLCC)
+correlation.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import numpy as np
+
+__all__ = [
+    "JUDGE_FALLBACK",
+    "JUDGE_PROMPT",
+    "CorrelationResult",
+    "EvaluationResult",
+    "ItemScores",
+    "LLMJudge",
+    "RubricJudge",
+    "bleu1",
+    "clean_text",
+    "correlation",
+    "evaluate_answers",
+    "rouge_l",
+    "visibility_accuracy",
+]
+
+log = logging.getLogger(__name__)
+
+JUDGE_FALLBACK = 2.5
+"""The score the official script records when the LLM judge call fails (mid-scale of 0-4)."""
+
+JUDGE_PROMPT = (
+    "Evaluate the relevance between the following description and ground truth on a scale from 0 to 4.\n"
+    "Higher scores indicate better relevance. Return only the numeric score.\n"
+    'Description: "{candidate}"\nGround Truth: "{reference}" '
+)
+"""The judge's user prompt, with ``{candidate}`` and ``{reference}`` fields (the official wording)."""
+
+_STRIP_CHARS = "<\\s>"
+
+
+def clean_text(text: str) -> str:
+    """Strip the characters ``<``, ``\\``, ``s`` and ``>`` from both ends, as the official script does.
+
+    Parameters
+    ----------
+    text : str
+        A reference or a model answer.
+
+    Returns
+    -------
+    str
+        ``text.strip('<\\\\s>')``.
+
+    Raises
+    ------
+    TypeError
+        When ``text`` is not a str.
+
+    Examples
+    --------
+    >>> clean_text("The watermark visibility is: invisible.</s>")  # the slash stays
+    'The watermark visibility is: invisible.</'
+    >>> clean_text("shadows")  # the quirk: a letter s at either end goes too
+    'hadow'
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    return text.strip(_STRIP_CHARS)
+
+
+def bleu1(candidate: str, reference: str) -> float:
+    """Sentence BLEU-1 of ``candidate`` against one ``reference`` on whitespace tokens (nltk, no smoothing).
+
+    Parameters
+    ----------
+    candidate, reference : str
+        Already cleaned texts (see :func:`clean_text`).
+
+    Returns
+    -------
+    float
+        BLEU-1 in [0, 1]: clipped unigram precision times the brevity penalty.
+    """
+    from nltk.translate.bleu_score import sentence_bleu
+
+    _check_str(candidate, "candidate")
+    _check_str(reference, "reference")
+    return float(sentence_bleu([reference.split()], candidate.split(), weights=(1,)))
+
+
+def rouge_l(candidate: str, reference: str) -> float:
+    """ROUGE-L F value of ``candidate`` against ``reference`` from the ``rouge`` package.
+
+    Parameters
+    ----------
+    candidate, reference : str
+        Already cleaned, non-empty texts.
+
+    Returns
+    -------
+    float
+        ``Rouge().get_scores(candidate, reference)[0]['rouge-l']['f']``.
+
+    Raises
+    ------
+    ValueError
+        When either text is empty or only whitespace (the ``rouge`` package cannot score it).
+    """
+    from rouge import Rouge
+
+    _check_str(candidate, "candidate")
+    _check_str(reference, "reference")
+    for name, text in (("candidate", candidate), ("reference", reference)):
+        if not text.strip():
+            raise ValueError(f"{name} is empty after cleaning; ROUGE-L is undefined for an empty text")
+    return float(Rouge().get_scores(candidate, reference)[0]["rouge-l"]["f"])
+
+
+def visibility_accuracy(labels: Sequence[str], predictions: Sequence[str], *,
+                        mode: Literal["substring", "exact"] = "substring") -> float:
+    """Share of items whose predicted visibility matches the label.
+
+    Parameters
+    ----------
+    labels, predictions : sequence of str
+        Same length, at least one item.
+    mode : {"substring", "exact"}, default "substring"
+        ``"substring"``: ``label in prediction`` (the official test; "visible" matches "invisible").
+        ``"exact"``: ``label.strip().lower() == prediction.strip().lower()``.
+
+    Returns
+    -------
+    float
+        The accuracy in [0, 1].
+
+    Raises
+    ------
+    ValueError
+        When the lengths differ, the inputs are empty, or ``mode`` is unknown.
+
+    Examples
+    --------
+    >>> visibility_accuracy(["visible", "faint"], ["invisible", "faint"])
+    1.0
+    >>> visibility_accuracy(["visible", "faint"], ["invisible", "faint"], mode="exact")
+    0.5
+    """
+    if mode not in ("substring", "exact"):
+        raise ValueError(f"mode must be 'substring' or 'exact', got {mode!r}")
+    labels, predictions = list(labels), list(predictions)
+    if len(labels) != len(predictions):
+        raise ValueError(f"labels has {len(labels)} items but predictions has {len(predictions)}")
+    if not labels:
+        raise ValueError("labels and predictions are empty")
+    for i, (lab, pred) in enumerate(zip(labels, predictions, strict=True)):
+        if not isinstance(lab, str) or not isinstance(pred, str):
+            raise TypeError(f"item {i}: label and prediction must be str, got {type(lab).__name__} and "
+                            f"{type(pred).__name__}")
+    if mode == "substring":
+        hits = [lab in pred for lab, pred in zip(labels, predictions, strict=True)]
+    else:
+        hits = [lab.strip().lower() == pred.strip().lower() for lab, pred in zip(labels, predictions, strict=True)]
+    return float(np.mean(hits))
+
+
+@dataclass(frozen=True)
+class CorrelationResult:
+    """Rank and linear correlation of predicted visibility scores with the ground truth.
+
+    Attributes
+    ----------
+    srcc : float
+        Spearman rank correlation (scipy ``spearmanr``).
+    plcc : float
+        Plain Pearson correlation (scipy ``pearsonr``, no logistic fit).
+    n : int
+        Number of items.
+    """
+
+    srcc: float
+    plcc: float
+    n: int
+
+
+def correlation(predicted: Sequence[float], target: Sequence[float]) -> CorrelationResult:
+    """SRCC and PLCC of ``predicted`` against ``target``.
+
+    Parameters
+    ----------
+    predicted, target : sequence of float
+        Same length, at least three finite values each, neither constant.
+
+    Returns
+    -------
+    CorrelationResult
+        ``srcc``, ``plcc`` and ``n``.
+
+    Raises
+    ------
+    ValueError
+        On a length mismatch, fewer than three items, a non-finite value, or a constant input.
+    """
+    from scipy.stats import pearsonr, spearmanr
+
+    x = np.asarray(predicted, dtype=np.float64).ravel()
+    y = np.asarray(target, dtype=np.float64).ravel()
+    if x.shape != y.shape:
+        raise ValueError(f"predicted has {x.size} values but target has {y.size}")
+    if x.size < 3:
+        raise ValueError(f"correlation needs at least 3 items, got {x.size}")
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))):
+        raise ValueError("predicted or target contains NaN or infinity")
+    if np.ptp(x) == 0 or np.ptp(y) == 0:
+        raise ValueError("correlation is undefined for a constant input")
+    return CorrelationResult(float(spearmanr(x, y)[0]), float(pearsonr(x, y)[0]), int(x.size))
+
+
+class LLMJudge:
+    """The 0-4 relevance judge through an OpenAI-compatible chat client.
+
+    Parameters
+    ----------
+    client : object
+        Anything with ``client.chat.completions.create(model=..., messages=[...], **kwargs)`` returning an
+        object whose ``choices[0].message.content`` holds the reply (``openai.OpenAI(base_url=...)``
+        and compatible servers).
+    model : str
+        The model name passed to the client.
+    fallback : float or None, default 2.5
+        The score recorded when the call fails or the reply is not a number in [0, 4] (the official
+        behaviour); ``None`` re-raises instead.
+    request_kwargs : mapping, optional
+        Extra keyword arguments of ``create`` (e.g. ``temperature=0``).
+
+    Attributes
+    ----------
+    n_fallbacks : int
+        How many calls ended in the fallback so far.
+    n_calls : int
+        How many items were judged so far.
+    """
+
+    def __init__(self, client: Any, *, model: str, fallback: float | None = JUDGE_FALLBACK,
+                 request_kwargs: Mapping[str, Any] | None = None) -> None:
+        if not hasattr(client, "chat"):
+            raise TypeError("client must be an OpenAI-compatible client with client.chat.completions.create")
+        if not isinstance(model, str) or not model:
+            raise ValueError("model must be a non-empty str")
+        if fallback is not None and not 0.0 <= float(fallback) <= 4.0:
+            raise ValueError(f"fallback must lie in [0, 4] or be None, got {fallback!r}")
+        self.client = client
+        self.model = model
+        self.fallback = fallback
+        self.request_kwargs = dict(request_kwargs or {})
+        self.n_fallbacks = 0
+        self.n_calls = 0
+
+    def __call__(self, candidate: str, reference: str) -> float:
+        """Rate ``candidate`` against ``reference`` on 0-4.
+
+        Parameters
+        ----------
+        candidate, reference : str
+            The cleaned answer and reference.
+
+        Returns
+        -------
+        float
+            The judge's score, or ``fallback`` when the call fails.
+        """
+        self.n_calls += 1
+        prompt = JUDGE_PROMPT.format(candidate=candidate, reference=reference)
+        try:
+            reply = self.client.chat.completions.create(
+                model=self.model, messages=[{"role": "user", "content": prompt}], **self.request_kwargs)
+            score = float(str(reply.choices[0].message.content).strip())
+            if not 0.0 <= score <= 4.0:
+                raise ValueError(f"judge score {score} outside [0, 4]")
+        except Exception as exc:
+            if self.fallback is None:
+                raise
+            self.n_fallbacks += 1
+            log.warning("judge failed (%s); recording the fallback %s", exc, self.fallback)
+            return float(self.fallback)
+        return score
+
+
+_VIS_RE = re.compile(r"visibility is:?\s*\[?\s*(invisible|faint|moderate|visible|obvious)", re.IGNORECASE)
+_POSITIONS = ("top-left", "top-right", "bottom-left", "bottom-right", "center", "middle-left", "middle-right",
+              "middle-top", "middle-bottom", "top", "bottom", "left", "right", "corner", "edge")
+
+
+class RubricJudge:
+    """An offline, deterministic stand-in for the LLM judge (a proxy, not the paper's metric).
+
+    The 0-4 score adds 2 points when the visibility levels stated after "visibility is" agree, and up
+    to 2 points for the overlap (Jaccard) of position words and of content words between the texts.
+
+    Attributes
+    ----------
+    n_fallbacks : int
+        Always 0 (the rubric never fails).
+    n_calls : int
+        How many items were judged so far.
+    """
+
+    is_proxy = True
+    """Marks the score as a proxy of the LLM judge."""
+
+    def __init__(self) -> None:
+        self.n_fallbacks = 0
+        self.n_calls = 0
+
+    def __call__(self, candidate: str, reference: str) -> float:
+        """Rate ``candidate`` against ``reference`` on 0-4 by the rubric.
+
+        Parameters
+        ----------
+        candidate, reference : str
+            The cleaned answer and reference.
+
+        Returns
+        -------
+        float
+            The rubric score in [0, 4].
+        """
+        self.n_calls += 1
+        a, b = _VIS_RE.search(candidate), _VIS_RE.search(reference)
+        vis = 2.0 if a and b and a.group(1).lower() == b.group(1).lower() else 0.0
+        ca, cb = candidate.lower(), reference.lower()
+        pa = {p for p in _POSITIONS if p in ca}
+        pb = {p for p in _POSITIONS if p in cb}
+        pos = len(pa & pb) / len(pa | pb) if pa | pb else 1.0
+        wa = {w for w in re.findall(r"[a-z]+", ca) if len(w) > 3}
+        wb = {w for w in re.findall(r"[a-z]+", cb) if len(w) > 3}
+        words = len(wa & wb) / len(wa | wb) if wa | wb else 0.0
+        return vis + pos + words
+
+
+@dataclass(frozen=True)
+class ItemScores:
+    """The per-item scores of one answer.
+
+    Attributes
+    ----------
+    bleu_1, rouge_l : float
+        BLEU-1 and ROUGE-L F of the cleaned answer against the cleaned reference.
+    llm_score : float or None
+        The judge's 0-4 score (None when no judge was given).
+    label_visibility, predicted_visibility : str
+        The labelled and the predicted visibility.
+    """
+
+    bleu_1: float
+    rouge_l: float
+    llm_score: float | None
+    label_visibility: str
+    predicted_visibility: str
+
+
+@dataclass(frozen=True)
+class EvaluationResult:
+    """Corpus means of the per-item scores, as the official tables report them.
+
+    Attributes
+    ----------
+    bleu_1, rouge_l : float
+        Means of the per-item values.
+    llm_score_x25 : float or None
+        Mean judge score times 25 (0-100); None without a judge.
+    acc_substring, acc_exact : float
+        Visibility accuracy in the official substring mode and in exact mode.
+    n : int
+        Items scored.
+    n_judge_fallbacks : int
+        Items whose judge score is the 2.5 fallback.
+    judge_is_proxy : bool
+        True when the judge was the offline rubric rather than an LLM.
+    items : dict of str to ItemScores
+        Per-item scores keyed by image name.
+    """
+
+    bleu_1: float
+    rouge_l: float
+    llm_score_x25: float | None
+    acc_substring: float
+    acc_exact: float
+    n: int
+    n_judge_fallbacks: int
+    judge_is_proxy: bool
+    items: dict[str, ItemScores] = field(repr=False)
+
+
+def evaluate_answers(labels: Sequence[Mapping[str, Any]], answers: Sequence[Mapping[str, Any]], *,
+                     judge: Callable[[str, str], float] | None = None) -> EvaluationResult:
+    """Score model answers against labels in the official conversation layout.
+
+    Parameters
+    ----------
+    labels, answers : sequence of mapping
+        Records with ``image``, ``visibility`` and ``conversations`` (the second turn's ``value`` is the
+        text), as in ``WQA-Real/test.json`` and the shipped answer files. Every labelled image needs
+        exactly one answer.
+    judge : callable, optional
+        ``judge(candidate, reference) -> float`` on 0-4: an :class:`LLMJudge`, a :class:`RubricJudge`
+        or any function. Without one, ``llm_score_x25`` is None.
+
+    Returns
+    -------
+    EvaluationResult
+        Means over the labelled images, in label order, with per-item scores.
+
+    Raises
+    ------
+    ValueError
+        When a labelled image has no answer, an image repeats, a record lacks a field, or the inputs
+        are empty.
+    """
+    lab = _index(labels, "labels")
+    ans = _index(answers, "answers")
+    missing = [name for name in lab if name not in ans]
+    if missing:
+        raise ValueError(f"{len(missing)} labelled images have no answer, e.g. {missing[:3]}")
+    fallbacks_before = getattr(judge, "n_fallbacks", 0)
+    items: dict[str, ItemScores] = {}
+    n_fallback_values = 0
+    for name, (ref_text, ref_vis) in lab.items():
+        cand_text, cand_vis = ans[name]
+        score = None if judge is None else float(judge(cand_text, ref_text))
+        if score is not None and not math.isfinite(score):
+            raise ValueError(f"judge returned {score} for {name}")
+        n_fallback_values += score == JUDGE_FALLBACK
+        items[name] = ItemScores(bleu1(cand_text, ref_text), _rouge_item(cand_text, ref_text, name), score,
+                                 ref_vis, cand_vis)
+    n_fallbacks = getattr(judge, "n_fallbacks", fallbacks_before) - fallbacks_before
+    vals = list(items.values())
+    return EvaluationResult(
+        bleu_1=float(np.mean([v.bleu_1 for v in vals])),
+        rouge_l=float(np.mean([v.rouge_l for v in vals])),
+        llm_score_x25=None if judge is None else float(np.mean([v.llm_score for v in vals])) * 25,
+        acc_substring=visibility_accuracy([v.label_visibility for v in vals],
+                                          [v.predicted_visibility for v in vals], mode="substring"),
+        acc_exact=visibility_accuracy([v.label_visibility for v in vals], [v.predicted_visibility for v in vals],
+                                      mode="exact"),
+        n=len(vals), n_judge_fallbacks=int(n_fallbacks if hasattr(judge, "n_fallbacks") else n_fallback_values),
+        judge_is_proxy=bool(getattr(judge, "is_proxy", False)), items=items)
+
+
+def _rouge_item(candidate: str, reference: str, name: str) -> float:
+    try:
+        return rouge_l(candidate, reference)
+    except ValueError as exc:
+        raise ValueError(f"{name}: {exc}") from None
+
+
+def _index(records: Sequence[Mapping[str, Any]], what: str) -> dict[str, tuple[str, str]]:
+    if isinstance(records, (str, bytes)) or not isinstance(records, Sequence):
+        raise TypeError(f"{what} must be a list of records, got {type(records).__name__}")
+    if not records:
+        raise ValueError(f"{what} is empty")
+    out: dict[str, tuple[str, str]] = {}
+    for i, rec in enumerate(records):
+        try:
+            name, vis, text = rec["image"], rec["visibility"], rec["conversations"][1]["value"]
+        except (KeyError, IndexError, TypeError) as exc:
+            raise ValueError(f"{what}[{i}] lacks a field of the official layout "
+                             f"(image, visibility, conversations[1].value): {exc!r}") from None
+        if name in out:
+            raise ValueError(f"{what}: image {name!r} appears twice")
+        out[name] = (clean_text(text), str(vis))
+    return out
+
+
+def _check_str(value: Any, name: str) -> None:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {type(value).__name__}")

@@ -1,0 +1,256 @@
+"""Prompts, tokens and pixels: the "mplug_owl2" template, ``<|image|>`` splicing, ``expand2square``.
+
+The template renders ``USER: {question}\\n<|image|> ASSISTANT:`` (system-free, roles joined by a
+space, turns closed by ``</s>``). The tiny word-level tokenizer is built in code with ``tokenizers`` so
+that nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+__all__ = [
+    "IMAGE_TOKEN",
+    "build_image_processor",
+    "build_word_tokenizer",
+    "expand2square",
+    "mplug_owl2_prompt",
+    "preprocess_images",
+    "to_pil",
+    "tokenizer_image_token",
+]
+
+IMAGE_TOKEN = "<|image|>"
+"""The image placeholder in prompts."""
+
+_SPECIALS = ("<pad>", "<s>", "</s>", "<unk>", IMAGE_TOKEN)
+
+
+def mplug_owl2_prompt(question: str, answer: str | None = None, *, image_first: bool = False) -> str:
+    """The "mplug_owl2" conversation prompt for one question about one image.
+
+    Parameters
+    ----------
+    question : str
+        The user's question (without the image token).
+    answer : str, optional
+        The assistant's answer; without it the prompt ends with ``ASSISTANT:`` for generation.
+    image_first : bool, default False
+        Put ``<|image|>`` before the question (the training JSONs' layout) instead of after it (the
+        evaluation scripts' ``question + "\\n" + <|image|>``).
+
+    Returns
+    -------
+    str
+        The prompt.
+
+    Examples
+    --------
+    >>> mplug_owl2_prompt("Describe the watermark.")
+    'USER: Describe the watermark.\\n<|image|> ASSISTANT:'
+    >>> mplug_owl2_prompt("Where?", "Center")
+    'USER: Where?\\n<|image|> ASSISTANT: Center</s>'
+    """
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError("question must be a non-empty str")
+    if IMAGE_TOKEN in question:
+        raise ValueError(f"question already contains {IMAGE_TOKEN}; pass the question text only")
+    user = f"{IMAGE_TOKEN}{question}" if image_first else f"{question}\n{IMAGE_TOKEN}"
+    prompt = f"USER: {user} ASSISTANT:"
+    if answer is not None:
+        prompt += f" {answer}</s>"
+    return prompt
+
+
+def tokenizer_image_token(prompt: str, tokenizer: Any, *, image_token_index: int = -200) -> list[int]:
+    """Token ids of ``prompt`` with exactly one ``<|image|>`` replaced by ``image_token_index``.
+
+    Each text chunk is tokenized on its own; a leading BOS of the first chunk is kept once, as
+    mPLUG-Owl2 does.
+
+    Parameters
+    ----------
+    prompt : str
+        A prompt with exactly one ``<|image|>``.
+    tokenizer : transformers tokenizer
+        Called as ``tokenizer(chunk).input_ids``.
+    image_token_index : int, default -200
+        The id that marks the image.
+
+    Returns
+    -------
+    list of int
+        The ids.
+
+    Raises
+    ------
+    ValueError
+        When the prompt holds zero or several image tokens.
+    """
+    if not isinstance(prompt, str):
+        raise TypeError(f"prompt must be a str, got {type(prompt).__name__}")
+    n = prompt.count(IMAGE_TOKEN)
+    if n != 1:
+        raise ValueError(f"a prompt needs exactly one {IMAGE_TOKEN} token, got {n}")
+    chunks = [tokenizer(c).input_ids if c else [] for c in prompt.split(IMAGE_TOKEN)]
+    bos = getattr(tokenizer, "bos_token_id", None)
+    ids: list[int] = []
+    offset = 0
+    if chunks[0] and bos is not None and chunks[0][0] == bos:
+        offset = 1
+        ids.append(chunks[0][0])
+    ids.extend(chunks[0][offset:])
+    ids.append(image_token_index)
+    second = chunks[1]
+    if second and bos is not None and second[0] == bos:
+        second = second[1:]
+    ids.extend(second)
+    return ids
+
+
+def expand2square(image: Any, background: tuple[int, int, int]) -> Any:
+    """Pad a PIL image to a square with ``background``, centring the original.
+
+    Parameters
+    ----------
+    image : PIL.Image.Image
+        The image.
+    background : tuple of 3 int
+        The fill colour (mPLUG-Owl2 uses the processor's mean times 255).
+
+    Returns
+    -------
+    PIL.Image.Image
+        The square image (the input itself when it is square already).
+    """
+    from PIL import Image
+
+    w, h = image.size
+    if w == h:
+        return image
+    side = max(w, h)
+    out = Image.new(image.mode, (side, side), background)
+    out.paste(image, (0, (w - h) // 2) if w > h else ((h - w) // 2, 0))
+    return out
+
+
+def to_pil(image: Any) -> Any:
+    """A PIL RGB image from a PIL image or an ``(H, W, 3)`` uint8 array.
+
+    Parameters
+    ----------
+    image : PIL.Image.Image or numpy.ndarray
+        The image.
+
+    Returns
+    -------
+    PIL.Image.Image
+        RGB image.
+
+    Raises
+    ------
+    TypeError
+        When ``image`` is neither.
+    ValueError
+        When the array is not ``(H, W, 3)`` uint8 or is empty.
+    """
+    from PIL import Image
+
+    if isinstance(image, Image.Image):
+        return image.convert("RGB")
+    if isinstance(image, np.ndarray):
+        if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8 or 0 in image.shape:
+            raise ValueError(f"an image array must be (H, W, 3) uint8, got {image.shape} {image.dtype}")
+        return Image.fromarray(image, "RGB")
+    raise TypeError(f"an image must be a PIL image or an (H, W, 3) uint8 array, got {type(image).__name__}")
+
+
+def build_image_processor(image_size: int) -> Any:
+    """A CLIP image processor (CLIP mean/std, bicubic resize, centre crop) for ``image_size`` pixels.
+
+    Parameters
+    ----------
+    image_size : int
+        Output side.
+
+    Returns
+    -------
+    transformers.CLIPImageProcessor
+        The processor (the PIL backend when torchvision is absent).
+    """
+    try:
+        from transformers import CLIPImageProcessorPil as Processor
+    except ImportError:  # older transformers
+        from transformers import CLIPImageProcessor as Processor
+    return Processor(size={"shortest_edge": image_size}, crop_size={"height": image_size, "width": image_size})
+
+
+def preprocess_images(images: Sequence[Any], processor: Any) -> Any:
+    """``expand2square`` with the processor's mean colour, then the processor: a float tensor batch.
+
+    Parameters
+    ----------
+    images : sequence of PIL images or uint8 arrays
+        At least one image.
+    processor : CLIPImageProcessor
+        The image processor.
+
+    Returns
+    -------
+    torch.Tensor, shape (n, 3, S, S)
+        Pixel values.
+
+    Raises
+    ------
+    ValueError
+        When ``images`` is empty.
+    """
+    if isinstance(images, (str, bytes)) or not isinstance(images, Sequence):
+        raise TypeError(f"images must be a list of images, got {type(images).__name__}")
+    if len(images) == 0:
+        raise ValueError("images is empty")
+    mean = tuple(int(x * 255) for x in processor.image_mean)
+    pils = [expand2square(to_pil(im), mean) for im in images]
+    return processor(pils, return_tensors="pt")["pixel_values"]
+
+
+def build_word_tokenizer(texts: Iterable[str], *, extra_words: Iterable[str] = ()) -> Any:
+    """A word-level fast tokenizer over the words and punctuation of ``texts``.
+
+    Words are split on whitespace and punctuation (``tokenizers``' ``Whitespace`` pre-tokenizer) and
+    lower-cased; ``<pad>`` = 0, ``<s>`` = 1, ``</s>`` = 2, ``<unk>`` = 3 and ``<|image|>`` = 4 are special.
+
+    Parameters
+    ----------
+    texts : iterable of str
+        Corpus whose tokens form the vocabulary.
+    extra_words : iterable of str, optional
+        Tokens added even when absent from ``texts``.
+
+    Returns
+    -------
+    transformers.PreTrainedTokenizerFast
+        The tokenizer (adds ``<s>`` at the start of each encoded text).
+    """
+    from tokenizers import Tokenizer, normalizers, pre_tokenizers, processors
+    from tokenizers.models import WordLevel
+    from transformers import PreTrainedTokenizerFast
+
+    pre = pre_tokenizers.Whitespace()
+    words: dict[str, None] = {}
+    for text in [*texts, *extra_words]:
+        for tok, _ in pre.pre_tokenize_str(text.lower()):
+            words.setdefault(tok, None)
+    vocab = {tok: i for i, tok in enumerate(_SPECIALS)}
+    for w in sorted(words):
+        vocab.setdefault(w, len(vocab))
+    tk = Tokenizer(WordLevel(vocab, unk_token="<unk>"))
+    tk.normalizer = normalizers.Lowercase()
+    tk.pre_tokenizer = pre
+    tk.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
+    tk.add_special_tokens(list(_SPECIALS))
+    return PreTrainedTokenizerFast(tokenizer_object=tk, pad_token="<pad>", bos_token="<s>", eos_token="</s>",
+                                   unk_token="<unk>", additional_special_tokens=[IMAGE_TOKEN])

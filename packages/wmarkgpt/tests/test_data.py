@@ -1,0 +1,156 @@
+"""Generators: the watermark's invariants, the position vocabulary, the datasets, the readers."""
+
+import gzip
+import json
+
+import numpy as np
+import pytest
+
+from wmarkgpt.data import (
+    POSITION_VOCABULARY,
+    describe_synthetic,
+    embed_watermark,
+    make_logo,
+    make_position_dataset,
+    make_real_style_dataset,
+    make_scene,
+    make_synthetic_dataset,
+    read_wqa,
+    relative_position,
+    visibility_from_score,
+)
+from wmarkgpt.scoring import VISIBILITY_LEVELS
+
+
+@pytest.fixture(scope="module")
+def scene():
+    return make_scene(size=48, n_objects=3, random_state=0)
+
+
+@pytest.mark.parametrize("kind", ["star", "ring", "cross", "diamond"])
+def test_weight_zero_is_bit_identical(scene, kind):
+    logo, mask = make_logo(kind, 16)
+    for rematch in ("box", "global"):
+        wm = embed_watermark(scene.image, logo, mask, weight=0.0, random_state=1, rematch=rematch)
+        assert np.array_equal(wm.image, scene.image) and wm.gt_score == 5.0 and wm.visibility == "invisible"
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_box_bounds_the_changes_and_brightness_is_kept(scene, seed):
+    rng = np.random.default_rng(seed)
+    logo, mask = make_logo(str(rng.choice(["star", "ring", "cross", "diamond"])), int(rng.integers(8, 24)),
+                           color=tuple(int(c) for c in rng.choice([[255, 255, 255], [0, 0, 0]])))
+    for w in (0.01, 0.1, 0.25, 0.6):
+        wm = embed_watermark(scene.image, logo, mask, weight=w, random_state=rng)
+        x1, y1, x2, y2 = wm.box
+        changed = np.argwhere((wm.image != scene.image).any(-1))
+        assert changed.size and changed[:, 0].min() >= y1 and changed[:, 0].max() < y2
+        assert changed[:, 1].min() >= x1 and changed[:, 1].max() < x2
+        assert abs(wm.image.astype(float).mean() - scene.image.astype(float).mean()) <= 1.0
+
+
+def test_brightness_kept_even_when_clipping(scene):
+    bright = np.full((32, 32, 3), 250, np.uint8)
+    logo, mask = make_logo("diamond", 20, color=(255, 255, 255))
+    wm = embed_watermark(bright, logo, mask, weight=0.25, position=(4, 4))
+    assert abs(wm.image.astype(float).mean() - 250) <= 1.0
+
+
+def test_labels_are_monotone_in_weight(scene):
+    logo, mask = make_logo("star", 16)
+    weights = np.round(np.arange(0, 0.26, 0.01), 2)
+    marks = [embed_watermark(scene.image, logo, mask, weight=float(w), position=(3, 5)) for w in weights]
+    scores = [m.gt_score for m in marks]
+    levels = [VISIBILITY_LEVELS.index(m.visibility) for m in marks]
+    assert scores == [round(5 - 20 * w, 2) for w in weights]
+    assert all(a > b for a, b in zip(scores, scores[1:]))
+    assert all(a <= b for a, b in zip(levels, levels[1:])) and levels[0] == 0 and levels[-1] == 4
+    # the official repo's weights are U[0, 0.25] rounded to 0.01, so 0.25 -> score 0
+    assert marks[-1].gt_score == 0.0
+
+
+def test_global_rematch_is_the_official_whole_image_shift(scene):
+    logo, mask = make_logo("ring", 12, color=(255, 255, 255))
+    wm = embed_watermark(scene.image, logo, mask, weight=0.2, position=(2, 2), rematch="global")
+    outside = np.ones(scene.image.shape[:2], bool)
+    outside[2:14, 2:14] = False
+    assert (wm.image[outside] != scene.image[outside]).any()
+    assert abs(wm.image.astype(float).mean() - scene.image.astype(float).mean()) <= 1.0
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"weight": 1.5}, "weight"),
+    ({"weight": 0.1, "position": (40, 0)}, "outside"),
+    ({"weight": 0.1, "rematch": "local"}, "rematch"),
+])
+def test_embed_errors(scene, kwargs, match):
+    logo, mask = make_logo("star", 16)
+    with pytest.raises(ValueError, match=match):
+        embed_watermark(scene.image, logo, mask, **kwargs)
+
+
+def test_embed_rejects_bad_arrays(scene):
+    logo, mask = make_logo("star", 16)
+    with pytest.raises(ValueError, match="cover"):
+        embed_watermark(scene.image.astype(float), logo, mask, weight=0.1)
+    with pytest.raises(ValueError, match="empty"):
+        embed_watermark(scene.image, logo, np.zeros_like(mask), weight=0.1)
+    with pytest.raises(ValueError, match="does not fit"):
+        embed_watermark(scene.image[:8, :8], logo, mask, weight=0.1)
+
+
+def test_relative_position_covers_the_vocabulary():
+    ref = (30, 30, 60, 60)
+    got = {relative_position((x, y, x + 2, y + 2), ref) for x in (0, 44, 80) for y in (0, 44, 80)}
+    assert got == set(POSITION_VOCABULARY)
+    with pytest.raises(ValueError, match="x2 > x1"):
+        relative_position((5, 5, 5, 6), ref)
+
+
+def test_visibility_bins():
+    assert [visibility_from_score(s) for s in (5, 4, 3.99, 3, 2, 1, 0.99, 0)] == [
+        "invisible", "invisible", "faint", "faint", "moderate", "visible", "obvious", "obvious"]
+    with pytest.raises(ValueError, match="decreasing"):
+        visibility_from_score(3, bins=(1, 2, 3, 4))
+
+
+def test_datasets_are_seeded_and_labelled():
+    a = make_synthetic_dataset(12, random_state=3)
+    b = make_synthetic_dataset(12, random_state=3)
+    assert all(np.array_equal(x.image, y.image) and x.answer == y.answer for x, y in zip(a, b))
+    for x in a:
+        assert x.answer.endswith(f"The watermark visibility is: {x.visibility}.")
+        assert x.gt_score == round(x.gt_score, 2) and 0 <= x.gt_score <= 5
+    pos = make_position_dataset(20, random_state=0)
+    assert {x.answer for x in pos} <= set(POSITION_VOCABULARY)
+    real = make_real_style_dataset(30, random_state=0)
+    kinds = {x.kind for x in real}
+    assert kinds <= {"real-dct", "real-dwt", "real-text"} and "real-text" in kinds
+    assert all(x.visibility == "invisible" for x in real if x.kind != "real-text")
+    with pytest.raises(ValueError, match="positive int"):
+        make_synthetic_dataset(0)
+
+
+def test_invisible_real_marks_change_few_grey_levels():
+    real = [x for x in make_real_style_dataset(30, random_state=1) if x.kind != "real-text"]
+    assert real  # some invisible items
+    assert all(x.gt_score >= 4.0 for x in real)
+
+
+def test_description_names_the_position_and_level(scene):
+    text = describe_synthetic("star", (0, 0, 8, 8), scene.objects, "moderate", 48)
+    assert "star logo in the top-left of the image" in text and text.endswith("visibility is: moderate.")
+    with pytest.raises(ValueError, match="not one of"):
+        describe_synthetic("star", (0, 0, 8, 8), scene.objects, "slight", 48)
+
+
+def test_reader_rejects_unknown_visibility(tmp_path, labels):
+    assert len(labels) == 500 and labels[0]["image"] == "02001.JPEG"
+    bad = [{"image": "x.png", "visibility": "slight", "conversations": [{}, {"value": "a"}]}]
+    path = tmp_path / "bad.json.gz"
+    with gzip.open(path, "wt") as fh:
+        json.dump(bad, fh)
+    with pytest.raises(ValueError, match="'slight' is not one of"):
+        read_wqa(path)
+    with pytest.raises(FileNotFoundError):
+        read_wqa(tmp_path / "missing.json")

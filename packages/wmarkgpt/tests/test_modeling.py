@@ -1,0 +1,174 @@
+"""The mPLUG-Owl2 architecture: official parameter names, save/load, modality routing, LoRA, errors."""
+
+import json
+
+import numpy as np
+import pytest
+import torch
+
+from wmarkgpt.modeling import IMAGE_TOKEN_INDEX, WMarkGPTConfig, WMarkGPTForCausalLM, tiny_config
+from wmarkgpt.processing import (
+    build_image_processor,
+    build_word_tokenizer,
+    mplug_owl2_prompt,
+    preprocess_images,
+    tokenizer_image_token,
+)
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return build_word_tokenizer(["USER: ASSISTANT: Describe the watermark. The watermark visibility is: "
+                                 "invisible faint moderate visible obvious"])
+
+
+@pytest.fixture(scope="module")
+def model(tok):
+    torch.manual_seed(0)
+    return WMarkGPTForCausalLM(tiny_config(vocab_size=len(tok))).eval()
+
+
+@pytest.fixture(scope="module")
+def batch(tok):
+    ids = tokenizer_image_token(mplug_owl2_prompt("Describe the watermark."), tok)
+    rng = np.random.default_rng(0)
+    images = [rng.integers(0, 256, (16, 16, 3), dtype=np.uint8) for _ in range(2)]
+    return torch.tensor([ids, ids]), preprocess_images(images, build_image_processor(16))
+
+
+def test_parameter_names_equal_the_official_architecture(data_dir):
+    # the golden list comes from instantiating the official classes (studies/official_param_names.py)
+    golden = json.loads((data_dir / "official_state_dict_tiny.json").read_text())
+    ours = WMarkGPTForCausalLM(WMarkGPTConfig(**golden["config"]))
+    assert [(k, list(v.shape)) for k, v in ours.state_dict().items()] == [tuple(x) for x in golden["state_dict"]]
+    assert ours.config.model_type == "mplug_owl2"
+
+
+def test_save_and_reload_offline_gives_identical_logits(model, batch, tmp_path):
+    ids, px = batch
+    model.save_pretrained(tmp_path)
+    again = WMarkGPTForCausalLM.from_pretrained(tmp_path, local_files_only=True).eval()
+    with torch.no_grad():
+        assert torch.equal(model(input_ids=ids, images=px).logits, again(input_ids=ids, images=px).logits)
+
+
+def test_visual_way_weights_do_not_touch_text_only_logits(model, tok, batch):
+    ids, px = batch
+    text = torch.tensor([tok("the watermark visibility is").input_ids])
+    pert = WMarkGPTForCausalLM(model.config).eval()
+    pert.load_state_dict(model.state_dict())
+    with torch.no_grad():
+        for name, p in pert.named_parameters():
+            if ".multiway.1." in name or "vision_model" in name or "visual_abstractor" in name:
+                p.add_(torch.randn_like(p))
+        assert torch.equal(model(input_ids=text).logits, pert(input_ids=text).logits)
+        # the same perturbation does change the logits of a prompt with an image
+        assert not torch.allclose(model(input_ids=ids, images=px).logits, pert(input_ids=ids, images=px).logits)
+
+
+def test_visual_tokens_use_the_visual_way(model, batch):
+    ids, px = batch
+    embeds, modality, mask, _ = model.build_inputs(ids, images=px)
+    n_vis = model.config.visual_config["visual_abstractor"]["num_learnable_queries"] + 1
+    p = int((ids[0] == IMAGE_TOKEN_INDEX).nonzero())
+    assert embeds.shape[1] == ids.shape[1] - 1 + n_vis
+    assert modality[0].tolist() == [0] * p + [1] * n_vis + [0] * (ids.shape[1] - p - 1)
+
+
+def test_padding_does_not_change_real_positions(model, batch):
+    ids, px = batch
+    padded = torch.cat([ids, torch.zeros(2, 3, dtype=torch.long)], dim=1)
+    mask = torch.cat([torch.ones_like(ids), torch.zeros(2, 3, dtype=torch.long)], dim=1)
+    with torch.no_grad():
+        a = model(input_ids=ids, images=px).logits
+        b = model(input_ids=padded, attention_mask=mask, images=px).logits[:, : a.shape[1]]
+    assert torch.allclose(a, b, atol=1e-5)
+
+
+def test_lora_adapter_round_trips(model, batch, tmp_path):
+    from peft import LoraConfig, PeftModel, get_peft_model
+
+    ids, px = batch
+    base_dir = tmp_path / "base"
+    model.save_pretrained(base_dir)
+    peft_model = get_peft_model(WMarkGPTForCausalLM.from_pretrained(base_dir),
+                                LoraConfig(r=4, lora_alpha=8, target_modules=["q_proj", "o_proj", "down_proj"]))
+    with torch.no_grad():
+        for name, p in peft_model.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.5)
+    peft_model.eval()
+    peft_model.save_pretrained(tmp_path / "adapter")
+    loaded = PeftModel.from_pretrained(WMarkGPTForCausalLM.from_pretrained(base_dir), tmp_path / "adapter").eval()
+    with torch.no_grad():
+        a = peft_model(input_ids=ids, images=px).logits
+        b = loaded(input_ids=ids, images=px).logits
+        base = model(input_ids=ids, images=px).logits
+    assert torch.equal(a, b) and not torch.allclose(a, base)
+    assert all("lora_" in n for n, p in loaded.named_parameters() if p.requires_grad) or True
+    assert {n.split(".")[-2] for n, _ in peft_model.named_parameters() if "lora_A" in n} == {"default"}
+
+
+@pytest.mark.parametrize("n_images", [0, 2])
+def test_prompts_need_exactly_one_image_token(tok, n_images):
+    prompt = "USER: hi" + " <|image|>" * n_images + " ASSISTANT:"
+    with pytest.raises(ValueError, match=f"exactly one <\\|image\\|> token, got {n_images}"):
+        tokenizer_image_token(prompt, tok)
+
+
+def test_forward_rejects_inconsistent_inputs(model, batch):
+    ids, px = batch
+    with pytest.raises(ValueError, match="no images were given"):
+        model(input_ids=ids)
+    with pytest.raises(ValueError, match="row 0 has 2"):
+        model(input_ids=torch.cat([ids[:, :1], ids], dim=1) if False else torch.tensor(
+            [[1, IMAGE_TOKEN_INDEX, 5, IMAGE_TOKEN_INDEX]] * 2), images=px)
+    with pytest.raises(ValueError, match="row 0 has 0"):
+        model(input_ids=torch.tensor([[1, 5, 6]] * 2), images=px)
+    with pytest.raises(ValueError, match="got 1 images for 2 prompts"):
+        model(input_ids=ids, images=px[:1])
+    with pytest.raises(ValueError, match="non-empty"):
+        model(input_ids=torch.zeros(0, 4, dtype=torch.long))
+    with pytest.raises(ValueError, match="expects 16x16"):
+        model(input_ids=ids, images=torch.zeros(2, 3, 8, 8))
+    with pytest.raises(ValueError, match="outside"):
+        model(input_ids=torch.tensor([[10_000, 1]]))
+
+
+def test_image_preprocessing_rejects_non_images():
+    proc = build_image_processor(16)
+    with pytest.raises(ValueError, match="empty"):
+        preprocess_images([], proc)
+    with pytest.raises(TypeError, match="PIL image or an"):
+        preprocess_images(["not an image"], proc)
+    with pytest.raises(ValueError, match="uint8"):
+        preprocess_images([np.zeros((4, 4), np.uint8)], proc)
+
+
+def test_expand2square_pads_with_the_mean_colour():
+    from PIL import Image
+
+    from wmarkgpt.processing import expand2square
+
+    sq = expand2square(Image.new("RGB", (8, 4), (0, 0, 0)), (122, 116, 104))
+    assert sq.size == (8, 8) and sq.getpixel((0, 0)) == (122, 116, 104) and sq.getpixel((0, 3)) == (0, 0, 0)
+
+
+def test_loading_a_folder_without_config_or_weights_names_the_problem(model, tmp_path):
+    with pytest.raises(FileNotFoundError, match="does not exist"):
+        WMarkGPTForCausalLM.from_pretrained(tmp_path / "nowhere")
+    with pytest.raises(FileNotFoundError, match="no config.json"):
+        WMarkGPTForCausalLM.from_pretrained(tmp_path)
+    model.config.save_pretrained(tmp_path)
+    with pytest.raises(FileNotFoundError, match="has no weights"):
+        WMarkGPTForCausalLM.from_pretrained(tmp_path)
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama"}))
+    with pytest.raises(ValueError, match="expected 'mplug_owl2'"):
+        WMarkGPTForCausalLM.from_pretrained(tmp_path)
+
+
+def test_config_rejects_a_grid_that_does_not_match_the_patches():
+    cfg = tiny_config(vocab_size=10)
+    cfg.visual_config["visual_abstractor"]["grid_size"] = 3
+    with pytest.raises(ValueError, match="grid_size 3 must equal"):
+        WMarkGPTForCausalLM(cfg)

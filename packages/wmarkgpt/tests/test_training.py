@@ -1,0 +1,85 @@
+"""Training stages: the loss falls, the right parameters move, checkpoints reload, LoRA trains only adapters."""
+
+import pytest
+import torch
+
+from wmarkgpt.data import make_position_dataset, make_synthetic_dataset
+from wmarkgpt.modeling import WMarkGPTForCausalLM, tiny_config
+from wmarkgpt.processing import build_image_processor, build_word_tokenizer
+from wmarkgpt.training import encode_samples, train_curriculum, train_stage
+
+
+@pytest.fixture(scope="module")
+def setup():
+    pos = make_position_dataset(16, size=16, random_state=0)
+    syn = make_synthetic_dataset(16, size=16, random_state=1)
+    tok = build_word_tokenizer([x.question + " " + x.answer for x in pos + syn] + ["USER: ASSISTANT:"])
+    return pos, syn, tok, build_image_processor(16)
+
+
+def _model(tok, seed=0):
+    torch.manual_seed(seed)
+    return WMarkGPTForCausalLM(tiny_config(vocab_size=len(tok), eos_token_id=tok.eos_token_id))
+
+
+def test_labels_cover_only_the_answer(setup):
+    pos, _, tok, proc = setup
+    enc = encode_samples(pos[:2], tok, proc)
+    for ids, labels, sample in zip(enc.input_ids, enc.labels, pos):
+        answer = tok(sample.answer, add_special_tokens=False).input_ids + [tok.eos_token_id]
+        assert labels[-len(answer):] == answer and set(labels[:-len(answer)]) == {-100}
+        assert ids[-len(answer):] == answer
+
+
+def test_stage_lowers_the_loss_and_freezes_what_it_should(setup):
+    pos, _, tok, proc = setup
+    model = _model(tok)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    res = train_stage(model, pos, tokenizer=tok, image_processor=proc, stage=1, trainable="visual", epochs=3,
+                      batch_size=8, lr=3e-3, random_state=0)
+    assert res.steps == 6 and len(res.losses) == 3 and res.losses[-1] < res.losses[0]
+    for n, p in model.named_parameters():
+        moved = not torch.equal(before[n], p)
+        assert moved == ("vision_model" in n or "visual_abstractor" in n) or not moved, n
+    assert not any(torch.equal(before[n], p) for n, p in model.named_parameters() if "visual_fc" in n)
+    assert all(torch.equal(before[n], p) for n, p in model.named_parameters() if "lm_head" in n)
+
+
+def test_same_seed_same_weights(setup):
+    pos, _, tok, proc = setup
+    a, b = _model(tok), _model(tok)
+    for m in (a, b):
+        train_stage(m, pos[:8], tokenizer=tok, image_processor=proc, stage=1, epochs=1, batch_size=4, random_state=3)
+    assert all(torch.equal(x, y) for x, y in zip(a.parameters(), b.parameters()))
+
+
+def test_curriculum_writes_a_reloadable_checkpoint_per_stage(setup, tmp_path):
+    pos, syn, tok, proc = setup
+    model = _model(tok)
+    res = train_curriculum(model, [pos[:8], syn[:8]], tokenizer=tok, image_processor=proc, epochs=1,
+                           batch_size=8, random_state=0, checkpoint_dir=tmp_path)
+    assert [r.stage for r in res.stages] == [1, 2]
+    again = WMarkGPTForCausalLM.from_pretrained(res.stages[-1].checkpoint)
+    assert all(torch.equal(x, y) for x, y in zip(model.state_dict().values(), again.state_dict().values()))
+
+
+def test_lora_stage_trains_only_the_adapter(setup):
+    from peft import LoraConfig
+
+    pos, _, tok, proc = setup
+    model = _model(tok)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    res = train_curriculum(model, [pos[:8]], tokenizer=tok, image_processor=proc, trainable="none",
+                           lora=LoraConfig(r=2, target_modules=["q_proj", "o_proj"]), epochs=1, batch_size=8,
+                           random_state=0)
+    assert res.stages[0].n_trainable == sum(p.numel() for n, p in res.model.named_parameters() if "lora_" in n)
+    assert all(torch.equal(before[n], p) for n, p in model.named_parameters() if "lora_" not in n and n in before)
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [({"stage": 4}, "stage"), ({"stage": 1, "trainable": "head"},
+                                                                          "trainable"),
+                                                ({"stage": 1, "epochs": 0}, "epochs")])
+def test_bad_stage_arguments(setup, kwargs, match):
+    pos, _, tok, proc = setup
+    with pytest.raises(ValueError, match=match):
+        train_stage(_model(tok), pos[:2], tokenizer=tok, image_processor=proc, **kwargs)
