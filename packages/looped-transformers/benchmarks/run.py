@@ -81,24 +81,51 @@ def speed() -> dict:
             "ratio": best["looped"] / best["llama"]}
 
 
+@torch.no_grad()
+def flops() -> dict:
+    """Forward FLOPs (``torch.utils.flop_counter``) of the looped model (none and TMLT) vs the unrolled Llama."""
+    from torch.utils.flop_counter import FlopCounterMode
+
+    p = SIZES["speed"]
+    torch.manual_seed(0)
+    ids = torch.randint(0, p["vocab"], (p["batch"], p["seq"]), generator=torch.Generator().manual_seed(0))
+    out = {}
+    models = {"llama": LlamaForCausalLM(LlamaConfig(vocab_size=p["vocab"], hidden_size=p["d"],
+                                                    num_attention_heads=p["heads"], num_key_value_heads=p["heads"],
+                                                    intermediate_size=4 * p["d"], num_hidden_layers=p["loops"],
+                                                    max_position_embeddings=p["seq"]))}
+    for timestep in ("none", "tmlt"):
+        models[f"looped_{timestep}"] = LoopedForCausalLM(LoopedConfig(
+            vocab_size=p["vocab"], hidden_size=p["d"], num_attention_heads=p["heads"], n_loops=p["loops"],
+            block="llama", timestep=timestep, max_position_embeddings=p["seq"]))
+    for name, model in models.items():
+        with FlopCounterMode(display=False) as counter:
+            model.eval()(ids, use_cache=False)
+        out[name] = counter.get_total_flops()
+    return {**p, **out, "ratio_none": out["looped_none"] / out["llama"], "ratio_tmlt": out["looped_tmlt"] / out["llama"]}
+
+
 def main() -> None:
     """Run both measurements, print the table and write JSON."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("out/looped_transformers/benchmark.json"))
     args = parser.parse_args()
     torch.set_num_threads(1)
-    result = {"memory": memory(), "speed": speed(), "torch": torch.__version__,
+    result = {"memory": memory(), "speed": speed(), "flops": flops(), "torch": torch.__version__,
               "transformers": transformers.__version__, "machine": platform.machine(),
               "cpu": platform.processor() or "unknown", "threads": 1}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=2))
     m, s = result["memory"], result["speed"]
-    print("| measure | size | plain / llama | checkpointed / looped | ratio |")
+    print("| measure | size | without / Llama | with / looped | ratio |")
     print("|---|---|---|---|---|")
     print(f"| bytes saved for backward | r={m['loops']}, d={m['d']}, batch {m['batch']} x {m['seq']} | "
           f"{m['bytes_plain'] / 2**20:.1f} MiB | {m['bytes_checkpoint'] / 2**20:.1f} MiB | {m['ratio']:.3f} |")
     print(f"| forward seconds | r={s['loops']}, d={s['d']}, batch {s['batch']} x {s['seq']} | "
           f"{s['seconds_llama']:.4f} | {s['seconds_looped']:.4f} | {s['ratio']:.3f} |")
+    f = result["flops"]
+    print(f"| forward FLOPs (TMLT) | r={f['loops']}, d={f['d']}, batch {f['batch']} x {f['seq']} | "
+          f"{f['llama']:.3e} | {f['looped_tmlt']:.3e} | {f['ratio_tmlt']:.3f} |")
 
 
 if __name__ == "__main__":

@@ -4,7 +4,7 @@ import math
 
 import pytest
 import torch
-from transformers import AutoConfig, AutoModelForCausalLM
+from transformers import AutoConfig, AutoModelForCausalLM, LlamaConfig, LlamaForCausalLM
 
 from looped_transformers import LoopedConfig, LoopedForCausalLM, timestep_embedding, tmlt_extra_parameters
 
@@ -92,8 +92,6 @@ def test_sinusoid_equals_diffusers():
 
 @pytest.mark.parametrize("r", [1, 3])
 def test_llama_block_without_timestep_equals_transformers_llama_with_copied_layers(r):
-    from transformers import LlamaConfig, LlamaForCausalLM
-
     model = make(block="llama", n_loops=r, n_blocks=2, intermediate_size=48)
     with torch.no_grad():  # non-trivial norm weights
         for p in model.parameters():
@@ -357,3 +355,27 @@ def test_checkpoint_loops_at_32_loops_saves_at_most_a_quarter_of_the_bytes_for_b
 
     plain, ckpt = saved(False), saved(True)
     assert ckpt <= plain / 4, (plain, ckpt)
+
+
+def test_looped_forward_costs_at_most_1_15_times_the_unrolled_llama():
+    from torch.utils.flop_counter import FlopCounterMode
+
+    d, r = 64, 8
+    looped = LoopedForCausalLM(LoopedConfig(vocab_size=64, hidden_size=d, num_attention_heads=4, n_loops=r,
+                                            block="llama", max_position_embeddings=32)).eval()
+    llama = LlamaForCausalLM(LlamaConfig(vocab_size=64, hidden_size=d, num_attention_heads=4, num_key_value_heads=4,
+                                         intermediate_size=4 * d, num_hidden_layers=r,
+                                         max_position_embeddings=32)).eval()
+    ids = torch.randint(0, 64, (2, 32), generator=torch.Generator().manual_seed(0))
+    flops = {}
+    for name, model in (("looped", looped), ("llama", llama)):
+        with torch.no_grad(), FlopCounterMode(display=False) as counter:
+            model(ids, use_cache=False)
+        flops[name] = counter.get_total_flops()
+    assert flops["llama"] > 0 and flops["looped"] <= 1.15 * flops["llama"], flops
+    # the same count for TMLT adds only the per-loop modulation (a d x 4d matmul per loop and block)
+    tmlt = LoopedForCausalLM(LoopedConfig(vocab_size=64, hidden_size=d, num_attention_heads=4, n_loops=r,
+                                          block="llama", timestep="tmlt", max_position_embeddings=32)).eval()
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:
+        tmlt(ids, use_cache=False)
+    assert counter.get_total_flops() <= 1.15 * flops["llama"]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import sysconfig
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -24,8 +25,11 @@ __all__ = [
     "TASKS",
     "CharLMTask",
     "DPTask",
+    "DecisionTreeTask",
+    "InContextTask",
     "RegressionBatch",
     "RegressionTask",
+    "ReluNetTask",
     "TokenBatch",
     "edit_distance",
     "knapsack",
@@ -35,13 +39,17 @@ __all__ = [
     "regression_baselines",
     "stdlib_corpus",
     "subset_sum",
+    "xgboost_baseline",
 ]
 
 SPECIALS = ("<pad>", "<sep>", "|", "<eos>")
 LETTERS = tuple("abcdefghijklmnopqrstuvwxyz")
 DP_TASKS = ("ed", "lis", "lcs", "knapsack", "partial_sum")
-REGRESSION_TASKS = ("linear_regression", "sparse_linear_regression", "noisy_linear_regression")
+"""Names of the dynamic-programming tasks (:class:`DPTask`)."""
+REGRESSION_TASKS = ("linear_regression", "sparse_linear_regression", "noisy_linear_regression", "decision_tree",
+                    "relu_2nn_regression")
 TASKS = (*DP_TASKS, *REGRESSION_TASKS, "charlm")
+"""Every task name :func:`make_task` accepts."""
 
 
 def edit_distance(a: str, b: str, *, insert_delete: int = 2, substitute: int = 3) -> int:
@@ -489,16 +497,94 @@ class RegressionBatch:
     Attributes
     ----------
     xs : Tensor, shape (n, points, dims)
-        Inputs.
+        Inputs (coordinates beyond the active dimensions of a dimension curriculum are 0).
     ys : Tensor, shape (n, points)
         Targets.
+    scale : float, optional
+        Divisor of the squared error, so that predicting 0 scores about 1 (default: ``dims``).
     """
 
     xs: torch.Tensor
     ys: torch.Tensor
+    scale: float | None = None
+
+    @property
+    def error_scale(self) -> float:
+        """The divisor of squared errors: :attr:`scale`, or the dimension when it is unset."""
+        return float(self.xs.shape[-1] if self.scale is None else self.scale)
 
 
-class RegressionTask:
+def _check_size(name: str, value: Any, low: int, high: int | None = None) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low or (
+            high is not None and value > high):
+        bound = f"[{low}, {high}]" if high is not None else f">= {low}"
+        raise ValueError(f"{name} must be an int in {bound}, got {value!r}")
+
+
+class InContextTask(ABC):
+    """A family of functions learned in context (Garg et al., 2022): ``x ~ N(0, I)``, one function per prompt.
+
+    Parameters
+    ----------
+    n_dims : int, default 5
+        Input dimension (the model's read-in width).
+    n_points : int, default 11
+        Examples per prompt.
+
+    Notes
+    -----
+    :meth:`sample` accepts a smaller number of active dimensions and points, as a curriculum uses them: the
+    inputs keep ``n_dims`` coordinates, those beyond the active ones are 0, and the function only reads the
+    active ones.
+    """
+
+    name = "in_context"
+
+    def __init__(self, *, n_dims: int = 5, n_points: int = 11) -> None:
+        _check_size("n_dims", n_dims, 1)
+        _check_size("n_points", n_points, 1)
+        self.n_dims, self.n_points = int(n_dims), int(n_points)
+
+    @abstractmethod
+    def _targets(self, xs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """``ys`` of shape ``(n, points)`` for inputs ``xs`` of shape ``(n, points, active dims)``."""
+
+    def _scale(self, dims: int) -> float:
+        return float(dims)
+
+    def sample(self, n: int, random_state: RandomStateLike = None, *, n_dims: int | None = None,
+               n_points: int | None = None) -> RegressionBatch:
+        """``n`` prompts, each with its own function.
+
+        Parameters
+        ----------
+        n : int
+            Prompts.
+        random_state : None, int or numpy Generator
+            Source of the inputs and the functions.
+        n_dims : int, optional
+            Active dimensions (default all); the others are 0.
+        n_points : int, optional
+            Examples per prompt (default :attr:`n_points`).
+
+        Returns
+        -------
+        RegressionBatch
+            ``xs``, ``ys`` in float32 and the error scale.
+        """
+        d = self.n_dims if n_dims is None else n_dims
+        p = self.n_points if n_points is None else n_points
+        _check_size("n_dims", d, 1, self.n_dims)
+        _check_size("n_points", p, 1, self.n_points)
+        rng = check_random_state(random_state)
+        xs = rng.standard_normal((n, p, self.n_dims))
+        xs[:, :, d:] = 0.0
+        ys = self._targets(xs[:, :, :d], rng)
+        return RegressionBatch(torch.tensor(xs, dtype=torch.float32), torch.tensor(ys, dtype=torch.float32),
+                               self._scale(d))
+
+
+class RegressionTask(InContextTask):
     """In-context linear regression after Garg et al. (2022): ``y = <w, x> (+ noise)``, ``x, w ~ N(0, I)``.
 
     Parameters
@@ -517,48 +603,115 @@ class RegressionTask:
                  noise_std: float = 0.0) -> None:
         if n_dims < 1 or n_points < 1:
             raise ValueError(f"n_dims and n_points must be >= 1, got {n_dims}, {n_points}")
+        super().__init__(n_dims=n_dims, n_points=n_points)
         if sparsity is not None and not 1 <= sparsity <= n_dims:
             raise ValueError(f"sparsity must lie in [1, n_dims={n_dims}], got {sparsity}")
         if noise_std < 0:
             raise ValueError(f"noise_std must be >= 0, got {noise_std}")
-        self.n_dims, self.n_points, self.sparsity, self.noise_std = n_dims, n_points, sparsity, noise_std
+        self.sparsity, self.noise_std = sparsity, noise_std
         self.name = ("sparse_linear_regression" if sparsity else
                      "noisy_linear_regression" if noise_std else "linear_regression")
 
-    def sample(self, n: int, random_state: RandomStateLike = None) -> RegressionBatch:
-        """``n`` prompts, each with its own weight vector.
-
-        Parameters
-        ----------
-        n : int
-            Prompts.
-        random_state : None, int or numpy Generator
-            Source of ``x``, ``w`` and the noise.
-
-        Returns
-        -------
-        RegressionBatch
-            ``xs`` and ``ys`` in float32.
-        """
-        rng = check_random_state(random_state)
-        xs = rng.standard_normal((n, self.n_points, self.n_dims))
-        w = rng.standard_normal((n, self.n_dims))
+    def _targets(self, xs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        n, d = xs.shape[0], xs.shape[-1]
+        w = rng.standard_normal((n, self.n_dims))[:, :d]
         if self.sparsity is not None:
             keep = np.argsort(rng.random((n, self.n_dims)), axis=1)[:, : self.sparsity]
-            mask = np.zeros_like(w)
+            mask = np.zeros((n, self.n_dims))
             np.put_along_axis(mask, keep, 1.0, axis=1)
-            w = w * mask
+            w = w * mask[:, :d]
         ys = np.einsum("npd,nd->np", xs, w)
         if self.noise_std:
             ys = ys + self.noise_std * rng.standard_normal(ys.shape)
-        return RegressionBatch(torch.tensor(xs, dtype=torch.float32), torch.tensor(ys, dtype=torch.float32))
+        return ys
 
 
-def regression_baselines(batch: RegressionBatch, *, ridge: float = 0.1, k_neighbours: int = 3) -> dict[str, np.ndarray]:
+class DecisionTreeTask(InContextTask):
+    """Depth-``depth`` decision trees learned in context (Garg et al.).
+
+    Every internal node tests ``x_c > 0`` for a uniformly drawn active coordinate ``c``; leaf values are
+    standard normal.
+
+    Parameters
+    ----------
+    n_dims : int, default 5
+        Input dimension.
+    n_points : int, default 11
+        Examples per prompt.
+    depth : int, default 4
+        Tests on the path from the root to a leaf.
+
+    Notes
+    -----
+    The error is not divided by the dimension: leaf values have unit variance, so predicting 0 scores 1.
+
+    Examples
+    --------
+    >>> batch = DecisionTreeTask(n_dims=3, n_points=6, depth=2).sample(4, random_state=0)
+    >>> tuple(batch.xs.shape), tuple(batch.ys.shape), batch.error_scale
+    ((4, 6, 3), (4, 6), 1.0)
+    """
+
+    name = "decision_tree"
+
+    def __init__(self, *, n_dims: int = 5, n_points: int = 11, depth: int = 4) -> None:
+        super().__init__(n_dims=n_dims, n_points=n_points)
+        _check_size("depth", depth, 1, 16)
+        self.depth = int(depth)
+
+    def _targets(self, xs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        n, p, d = xs.shape
+        nodes = 2 ** (self.depth + 1) - 1
+        coords = rng.integers(0, d, size=(n, nodes))
+        values = rng.standard_normal((n, nodes))
+        rows = np.arange(n)[:, None]
+        node = np.zeros((n, p), dtype=np.int64)
+        for _ in range(self.depth):
+            c = coords[rows, node]
+            right = np.take_along_axis(xs, c[..., None], axis=2)[..., 0] > 0
+            node = 2 * node + 1 + right
+        return values[rows, node]
+
+    def _scale(self, dims: int) -> float:
+        return 1.0
+
+
+class ReluNetTask(InContextTask):
+    """Two-layer ReLU networks learned in context (Garg et al.).
+
+    ``y = sqrt(2 / hidden) * W2 relu(W1 x)`` with standard normal ``W1`` (``hidden x dims``) and ``W2``.
+
+    Parameters
+    ----------
+    n_dims : int, default 5
+        Input dimension.
+    n_points : int, default 11
+        Examples per prompt.
+    hidden : int, default 100
+        Hidden units.
+    """
+
+    name = "relu_2nn_regression"
+
+    def __init__(self, *, n_dims: int = 5, n_points: int = 11, hidden: int = 100) -> None:
+        super().__init__(n_dims=n_dims, n_points=n_points)
+        _check_size("hidden", hidden, 1)
+        self.hidden = int(hidden)
+
+    def _targets(self, xs: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        n, _, d = xs.shape
+        w1 = rng.standard_normal((n, d, self.hidden))
+        w2 = rng.standard_normal((n, self.hidden))
+        return np.einsum("nph,nh->np", np.maximum(np.einsum("npd,ndh->nph", xs, w1), 0.0), w2) * np.sqrt(
+            2.0 / self.hidden)
+
+
+def regression_baselines(batch: RegressionBatch, *, ridge: float = 0.1, k_neighbours: int = 3,
+                         lasso: float | None = None) -> dict[str, np.ndarray]:
     """Normalised squared error of the classical in-context predictors at every prompt length.
 
     The prediction for point ``i`` uses points ``0 .. i-1`` only (0 for ``i = 0``); errors are divided by
-    the dimension, as in Garg et al.
+    the batch's error scale (the dimension for linear regression), as in Garg et al.
 
     Parameters
     ----------
@@ -568,15 +721,35 @@ def regression_baselines(batch: RegressionBatch, *, ridge: float = 0.1, k_neighb
         Penalty of the ridge predictor.
     k_neighbours : int, default 3
         Neighbours of the k-NN predictor (fewer when fewer points are seen).
+    lasso : float, optional
+        Also score scikit-learn's ``Lasso(alpha=lasso, fit_intercept=False)`` fitted to every prefix of every
+        prompt (one fit each; needs scikit-learn, in the ``peers`` extra).
 
     Returns
     -------
     dict of str to ndarray, shape (points,)
-        ``least_squares`` (minimum-norm), ``ridge``, ``knn`` and ``averaging`` (``w = mean(y_j x_j)``).
+        ``least_squares`` (minimum-norm), ``ridge``, ``knn``, ``averaging`` (``w = mean(y_j x_j)``) and,
+        when asked, ``lasso``.
+
+    Raises
+    ------
+    ImportError
+        When ``lasso`` is given and scikit-learn is not installed.
+    ValueError
+        When ``lasso`` is not positive.
     """
     xs, ys = batch.xs.double().numpy(), batch.ys.double().numpy()
     n, p, d = xs.shape
-    preds = {name: np.zeros((n, p)) for name in ("least_squares", "ridge", "knn", "averaging")}
+    names = ("least_squares", "ridge", "knn", "averaging") + (() if lasso is None else ("lasso",))
+    if lasso is not None:
+        if not lasso > 0:
+            raise ValueError(f"lasso must be > 0, got {lasso!r}")
+        try:
+            from sklearn.linear_model import Lasso
+        except ImportError as err:  # pragma: no cover - depends on the environment
+            raise ImportError("the lasso baseline needs scikit-learn: pip install "
+                              "'looped-transformers[peers]'") from err
+    preds = {name: np.zeros((n, p)) for name in names}
     for i in range(1, p):
         x, y, q = xs[:, :i], ys[:, :i], xs[:, i]
         w_ls = np.einsum("nde,ne->nd", np.linalg.pinv(x), y)
@@ -584,15 +757,58 @@ def regression_baselines(batch: RegressionBatch, *, ridge: float = 0.1, k_neighb
         gram = np.einsum("nid,nie->nde", x, x) + ridge * np.eye(d)
         w_r = np.linalg.solve(gram, np.einsum("nid,ni->nd", x, y)[..., None])[..., 0]
         preds["ridge"][:, i] = np.einsum("nd,nd->n", w_r, q)
+        if lasso is not None:
+            for k in range(n):
+                fit = Lasso(alpha=lasso, fit_intercept=False, max_iter=100_000).fit(x[k], y[k])
+                preds["lasso"][k, i] = float(fit.coef_ @ q[k])
         dist = ((x - q[:, None]) ** 2).sum(-1)
         k = min(k_neighbours, i)
         nearest = np.argsort(dist, axis=1)[:, :k]
         preds["knn"][:, i] = np.take_along_axis(y, nearest, axis=1).mean(1)
         preds["averaging"][:, i] = np.einsum("nd,nd->n", (x * y[..., None]).mean(1), q)
-    return {name: ((pred - ys) ** 2).mean(0) / d for name, pred in preds.items()}
+    return {name: ((pred - ys) ** 2).mean(0) / batch.error_scale for name, pred in preds.items()}
 
 
-def make_task(name: str, **kwargs: Any) -> DPTask | RegressionTask | CharLMTask:
+def xgboost_baseline(batch: RegressionBatch, **params: Any) -> np.ndarray:
+    """Normalised squared error of gradient-boosted trees (XGBoost) fitted in context, at every prompt length.
+
+    For prompt ``k`` and length ``i >= 1`` an ``xgboost.XGBRegressor`` is fitted on points ``0 .. i-1`` and
+    predicts point ``i`` (0 at ``i = 0``); Garg et al.'s baseline for decision trees. Needs the ``xgboost``
+    extra.
+
+    Parameters
+    ----------
+    batch : RegressionBatch
+        The prompts (each length of each prompt is one fit: keep batches small).
+    **params
+        Keyword arguments of ``XGBRegressor`` (default: XGBoost's defaults, one thread, ``random_state=0``).
+
+    Returns
+    -------
+    ndarray, shape (points,)
+        Mean over prompts of the squared error divided by the batch's error scale.
+
+    Raises
+    ------
+    ImportError
+        When ``xgboost`` is not installed.
+    """
+    try:
+        from xgboost import XGBRegressor
+    except ImportError as err:  # pragma: no cover - depends on the environment
+        raise ImportError("xgboost_baseline needs xgboost: pip install 'looped-transformers[xgboost]'") from err
+    xs, ys = batch.xs.double().numpy(), batch.ys.double().numpy()
+    n, p, _ = xs.shape
+    pred = np.zeros((n, p))
+    options = {"n_jobs": 1, "random_state": 0, **params}
+    for k in range(n):
+        for i in range(1, p):
+            model = XGBRegressor(**options).fit(xs[k, :i], ys[k, :i])
+            pred[k, i] = float(model.predict(xs[k, i:i + 1])[0])
+    return ((pred - ys) ** 2).mean(0) / batch.error_scale
+
+
+def make_task(name: str, **kwargs: Any) -> DPTask | InContextTask | CharLMTask:
     """A task by name.
 
     Parameters
@@ -622,5 +838,9 @@ def make_task(name: str, **kwargs: Any) -> DPTask | RegressionTask | CharLMTask:
         return RegressionTask(**{"noise_std": 0.5, **kwargs})
     if name == "linear_regression":
         return RegressionTask(**kwargs)
+    if name == "decision_tree":
+        return DecisionTreeTask(**kwargs)
+    if name == "relu_2nn_regression":
+        return ReluNetTask(**kwargs)
     raise ValueError(f"unknown task {name!r}; accepted: {', '.join(TASKS)}")
 

@@ -1,28 +1,123 @@
-"""Training and evaluation: loss over the last T loops, AdamW with warmup and cosine decay, a loop curriculum.
+"""Training and evaluation: loss over the last T loops, AdamW schedule, curricula, data parallelism.
 
+AdamW with warmup and cosine decay; curricula over loops, dimensions and points; ``torchrun``.
 ``train(model, task, TrainConfig(...))`` trains a :class:`~looped_transformers.LoopedForCausalLM` on a
-token task (dynamic programming, char LM) or a :class:`LoopedRegressor` on an in-context regression task,
-drawing a fresh batch every step from ``random_state``.
+token task (dynamic programming, char LM, a token corpus) or a :class:`LoopedRegressor` on an in-context
+task, drawing a fresh batch every step from ``random_state``. Under ``torchrun`` (after
+:func:`init_distributed`) every process draws the same global batch, trains on its share of the rows, and
+``DistributedDataParallel`` averages the gradients: the step equals a one-process step on the whole batch.
 """
 
 from __future__ import annotations
 
 import math
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
+import torch.distributed as dist
 from icml25_shared.cli import progress
 from icml25_shared.random import RandomStateLike, check_random_state
 from torch import nn
+from torch.nn.parallel import DistributedDataParallel
 
 from looped_transformers.modeling import LoopedConfig, LoopedForCausalLM, LoopedModel
-from looped_transformers.tasks import CharLMTask, DPTask, RegressionBatch, RegressionTask
+from looped_transformers.tasks import CharLMTask, DPTask, InContextTask, RegressionBatch, TokenBatch
 
-__all__ = ["LoopedRegressor", "TrainConfig", "TrainResult", "answer_accuracy", "lm_loss", "regression_error",
-           "train"]
+__all__ = ["Curriculum", "LoopedRegressor", "TrainConfig", "TrainResult", "answer_accuracy", "init_distributed",
+           "lm_loss", "regression_error", "train"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Curriculum:
+    """A value that grows in steps during training (Garg et al.'s curriculum over dimensions, points, loops).
+
+    Parameters
+    ----------
+    start : int
+        Value at step 0.
+    end : int
+        Largest value (``>= start``).
+    increment : int, default 1
+        Added every ``interval`` steps.
+    interval : int, default 1
+        Steps between increments.
+
+    Examples
+    --------
+    >>> c = Curriculum(start=5, end=20, increment=1, interval=2000)
+    >>> [c.at(s) for s in (0, 1999, 2000, 10**6)]
+    [5, 5, 6, 20]
+    """
+
+    start: int
+    end: int
+    increment: int = 1
+    interval: int = 1
+
+    def __post_init__(self) -> None:
+        for name in ("start", "end", "increment", "interval"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"Curriculum {name} must be an int >= 1, got {value!r}")
+        if self.end < self.start:
+            raise ValueError(f"Curriculum end={self.end} is below start={self.start}")
+
+    def at(self, step: int) -> int:
+        """The value at ``step`` (0-based).
+
+        Parameters
+        ----------
+        step : int
+            The step.
+
+        Returns
+        -------
+        int
+            ``min(end, start + increment * (step // interval))``.
+        """
+        return min(self.end, self.start + self.increment * (step // self.interval))
+
+
+def init_distributed(backend: str | None = None) -> tuple[int, int]:
+    """Join the process group ``torchrun`` describes (``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``/``PORT``).
+
+    Parameters
+    ----------
+    backend : str, optional
+        ``"gloo"`` (CPU) or ``"nccl"``; default ``"nccl"`` when CUDA is available, else ``"gloo"``.
+
+    Returns
+    -------
+    tuple of int
+        ``(rank, world_size)``; ``(0, 1)`` without ``torchrun`` (no group is created).
+
+    Raises
+    ------
+    ValueError
+        When ``RANK`` is set without ``WORLD_SIZE``, or the backend is unknown.
+    """
+    if dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    if "RANK" not in os.environ:
+        return 0, 1
+    if "WORLD_SIZE" not in os.environ:
+        raise ValueError("RANK is set but WORLD_SIZE is not: start the processes with torchrun")
+    backend = backend or ("nccl" if torch.cuda.is_available() else "gloo")
+    if backend not in ("gloo", "nccl"):
+        raise ValueError(f"backend must be 'gloo' or 'nccl', got {backend!r}")
+    dist.init_process_group(backend=backend)
+    return dist.get_rank(), dist.get_world_size()
+
+
+def _world() -> tuple[int, int]:
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
 
 
 class LoopedRegressor(nn.Module):
@@ -99,8 +194,13 @@ class TrainConfig:
         Loops of every training forward (default: the model config's).
     loss_loops : int, default 1
         Average the loss of the last ``T`` loops (Yang et al.); capped by the loops of the step.
-    loop_curriculum : tuple of int, optional
-        ``(start, every)``: train with ``start`` loops, one more every ``every`` steps, up to ``n_loops``.
+    loop_curriculum : tuple of int or Curriculum, optional
+        ``(start, every)``: train with ``start`` loops, one more every ``every`` steps, up to ``n_loops``; a
+        :class:`Curriculum` sets the increment too (its ``end`` is capped by ``n_loops``).
+    dims_curriculum : Curriculum, optional
+        In-context tasks: active input dimensions per step (the others are 0), up to the task's ``n_dims``.
+    points_curriculum : Curriculum, optional
+        In-context tasks: examples per prompt per step, up to the task's ``n_points``.
     checkpoint_every : int, default 0
         Save the model every this many steps into ``checkpoint_dir`` (0: never).
     checkpoint_dir : str or Path, optional
@@ -118,7 +218,9 @@ class TrainConfig:
     grad_clip: float = 1.0
     n_loops: int | None = None
     loss_loops: int = 1
-    loop_curriculum: tuple[int, int] | None = None
+    loop_curriculum: tuple[int, int] | Curriculum | None = None
+    dims_curriculum: Curriculum | None = None
+    points_curriculum: Curriculum | None = None
     checkpoint_every: int = 0
     checkpoint_dir: str | Path | None = None
     progress: bool = False
@@ -137,10 +239,14 @@ class TrainConfig:
             raise ValueError("lr must be > 0, weight_decay, warmup_steps and grad_clip >= 0, min_lr_ratio in [0, 1]; "
                              f"got {self.lr}, {self.weight_decay}, {self.warmup_steps}, {self.grad_clip}, "
                              f"{self.min_lr_ratio}")
-        if self.loop_curriculum is not None:
-            start, every = self.loop_curriculum
-            if start < 1 or every < 1:
-                raise ValueError(f"loop_curriculum must be (start >= 1, every >= 1), got {self.loop_curriculum}")
+        if self.loop_curriculum is not None and not isinstance(self.loop_curriculum, Curriculum):
+            if len(self.loop_curriculum) != 2 or min(self.loop_curriculum) < 1:
+                raise ValueError(f"loop_curriculum must be (start >= 1, every >= 1) or a Curriculum, got "
+                                 f"{self.loop_curriculum}")
+        for name in ("dims_curriculum", "points_curriculum"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, Curriculum):
+                raise ValueError(f"{name} must be a Curriculum, got {value!r}")
         if self.checkpoint_every and self.checkpoint_dir is None:
             raise ValueError("checkpoint_every needs a checkpoint_dir")
 
@@ -180,6 +286,8 @@ class TrainConfig:
         """
         if self.loop_curriculum is None:
             return final
+        if isinstance(self.loop_curriculum, Curriculum):
+            return min(final, self.loop_curriculum.at(step))
         start, every = self.loop_curriculum
         return min(final, start + step // every)
 
@@ -192,84 +300,142 @@ class TrainResult:
     ----------
     losses : list of float
         The training loss of every step.
+    grad_norms : list of float
+        The global gradient norm of every step, before clipping (after the all-reduce under ``torchrun``).
     n_loops : int
         Loops at the last step.
+    n_dims, n_points : int or None
+        Active dimensions and points at the last step (in-context tasks).
     seconds : float
         Wall time.
     """
 
     losses: list[float] = field(default_factory=list)
+    grad_norms: list[float] = field(default_factory=list)
     n_loops: int = 0
+    n_dims: int | None = None
+    n_points: int | None = None
     seconds: float = 0.0
 
 
-def _step_loss(model: nn.Module, task: object, batch: object, r: int, t: int) -> torch.Tensor:
-    if isinstance(task, RegressionTask):
+def _shard(batch: TokenBatch | RegressionBatch, rank: int, world: int) -> TokenBatch | RegressionBatch:
+    if world == 1:
+        return batch
+    n = (batch.input_ids if isinstance(batch, TokenBatch) else batch.xs).shape[0] // world
+    rows = slice(rank * n, (rank + 1) * n)
+    if isinstance(batch, TokenBatch):
+        return TokenBatch(batch.input_ids[rows], batch.labels[rows], batch.answers[rows])
+    return RegressionBatch(batch.xs[rows], batch.ys[rows], batch.scale)
+
+
+def _step_loss(model: nn.Module, task: object, batch: Any, r: int, t: int, items: float | None) -> torch.Tensor:
+    if isinstance(task, InContextTask):
         preds = model(batch.xs, batch.ys, n_loops=r)
         return sum(((p - batch.ys) ** 2).mean() for p in preds[r - t:]) / t
-    return model(batch.input_ids, labels=batch.labels, n_loops=r, loss_loops=t, use_cache=False).loss
+    extra = {} if items is None else {"num_items_in_batch": items}
+    return model(batch.input_ids, labels=batch.labels, n_loops=r, loss_loops=t, use_cache=False, **extra).loss
 
 
-def train(model: nn.Module, task: DPTask | CharLMTask | RegressionTask, config: TrainConfig, *,
+def train(model: nn.Module, task: DPTask | CharLMTask | InContextTask, config: TrainConfig, *,
           random_state: RandomStateLike = None) -> TrainResult:
     """Train ``model`` on fresh batches of ``task``.
+
+    Under ``torchrun`` (a process group is initialised, see :func:`init_distributed`) the model is wrapped in
+    ``DistributedDataParallel``; every process must pass the same ``random_state`` and start from the same
+    weights: each draws the whole batch of ``config.batch_size`` rows and trains on its ``1 / world`` share,
+    with the token loss normalised by the labelled tokens of the whole batch, so a step equals a
+    one-process step on the whole batch. Checkpoints are written by rank 0.
 
     Parameters
     ----------
     model : LoopedForCausalLM or LoopedRegressor
-        The model (a regressor for regression tasks); trained in place.
-    task : DPTask, CharLMTask or RegressionTask
+        The model (a regressor for in-context tasks); trained in place.
+    task : DPTask, CharLMTask, TokenCorpusTask or InContextTask
         The data source.
     config : TrainConfig
-        Steps, optimiser and loop settings.
+        Steps, optimiser, loop, dimension and point settings.
     random_state : None, int or numpy Generator
         Source of the batches.
 
     Returns
     -------
     TrainResult
-        Per-step losses and the wall time.
+        Per-step losses (of the whole batch) and gradient norms, and the wall time.
 
     Raises
     ------
     ValueError
-        When the model and the task do not fit together.
+        When the model and the task do not fit together, a curriculum does not fit the task, or the batch
+        does not split evenly over the processes.
     """
-    if isinstance(task, RegressionTask) != isinstance(model, LoopedRegressor):
-        raise ValueError("regression tasks train a LoopedRegressor and token tasks a LoopedForCausalLM; got "
+    in_context = isinstance(task, InContextTask)
+    if in_context != isinstance(model, LoopedRegressor):
+        raise ValueError("in-context tasks train a LoopedRegressor and token tasks a LoopedForCausalLM; got "
                          f"{type(model).__name__} for {task.name!r}")
-    if not isinstance(task, RegressionTask):
+    if not in_context:
         if not isinstance(model, LoopedForCausalLM):
             raise ValueError(f"token tasks train a LoopedForCausalLM, got {type(model).__name__}")
         task.check_vocab(model.config.vocab_size)
         if task.max_sequence_length > model.config.max_position_embeddings:
             raise ValueError(f"task {task.name!r} needs {task.max_sequence_length} positions but the model has "
                              f"max_position_embeddings={model.config.max_position_embeddings}")
+        if config.dims_curriculum is not None or config.points_curriculum is not None:
+            raise ValueError(f"dims_curriculum and points_curriculum apply to in-context tasks, not {task.name!r}")
+    else:
+        if task.n_dims != model.n_dims:
+            raise ValueError(f"task {task.name!r} has n_dims={task.n_dims} but the model reads {model.n_dims}")
+        if 2 * task.n_points > model.config.max_position_embeddings:
+            raise ValueError(f"task {task.name!r} needs {2 * task.n_points} positions but the model has "
+                             f"max_position_embeddings={model.config.max_position_embeddings}")
+        for name, limit in (("dims_curriculum", task.n_dims), ("points_curriculum", task.n_points)):
+            cur = getattr(config, name)
+            if cur is not None and cur.end > limit:
+                raise ValueError(f"{name} ends at {cur.end} but the task has {name.split('_')[0]}={limit}")
     final = config.n_loops or model.config.n_loops
     if config.loss_loops > final:
         raise ValueError(f"loss_loops={config.loss_loops} exceeds n_loops={final}")
+    rank, world = _world()
+    if config.batch_size % world:
+        raise ValueError(f"batch_size={config.batch_size} does not split evenly over {world} processes")
     rng = check_random_state(random_state)
     decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and "embed" not in n]
     other = [p for n, p in model.named_parameters() if not (p.dim() >= 2 and "embed" not in n)]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": config.weight_decay},
                              {"params": other, "weight_decay": 0.0}], lr=config.lr, betas=(0.9, 0.95))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, config.lr_factor)
+    # the token embedding of a regressor's trunk is unused (inputs_embeds), so DDP must look for unused ones
+    runner = model if world == 1 else DistributedDataParallel(model, find_unused_parameters=in_context)
     result = TrainResult()
     start = time.perf_counter()
     model.train()
     r = final
-    for step in progress(range(config.steps), enabled=config.progress, desc="train"):
+    for step in progress(range(config.steps), enabled=config.progress and rank == 0, desc="train"):
         r = config.loops_at(step, final)
-        batch = task.sample(config.batch_size, rng)
-        loss = _step_loss(model, task, batch, r, min(config.loss_loops, r))
+        items = None
+        if in_context:
+            result.n_dims = None if config.dims_curriculum is None else config.dims_curriculum.at(step)
+            result.n_points = None if config.points_curriculum is None else config.points_curriculum.at(step)
+            batch = task.sample(config.batch_size, rng, n_dims=result.n_dims, n_points=result.n_points)
+        else:
+            batch = task.sample(config.batch_size, rng)
+            if world > 1:  # sum over this share / (tokens of the whole batch / world): DDP's mean is then exact
+                items = float((batch.labels[:, 1:] != -100).sum()) / world
+        loss = _step_loss(runner, task, _shard(batch, rank, world), r, min(config.loss_loops, r), items)
         opt.zero_grad(set_to_none=True)
         loss.backward()
+        grads = [p.grad for p in model.parameters() if p.grad is not None]
+        norm = float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads])))
         if config.grad_clip:
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
         opt.step()
         sched.step()
-        result.losses.append(float(loss.detach()))
-        if config.checkpoint_every and (step + 1) % config.checkpoint_every == 0:
+        value = loss.detach().clone()
+        if world > 1:
+            dist.all_reduce(value)
+            value /= world
+        result.losses.append(float(value))
+        result.grad_norms.append(norm)
+        if config.checkpoint_every and (step + 1) % config.checkpoint_every == 0 and rank == 0:
             folder = Path(config.checkpoint_dir) / f"step-{step + 1}"
             if isinstance(model, LoopedForCausalLM):
                 model.save_pretrained(folder)
@@ -278,6 +444,9 @@ def train(model: nn.Module, task: DPTask | CharLMTask | RegressionTask, config: 
                 torch.save(model.state_dict(), folder / "model.pt")
     model.eval()
     result.n_loops, result.seconds = r, time.perf_counter() - start
+    if in_context:
+        result.n_dims = result.n_dims or task.n_dims
+        result.n_points = result.n_points or task.n_points
     return result
 
 
@@ -369,8 +538,9 @@ def regression_error(model: LoopedRegressor, batch: RegressionBatch, *, n_loops:
     Returns
     -------
     ndarray, shape (points,)
-        Mean over prompts of ``(pred_i - y_i)^2 / n_dims``.
+        Mean over prompts of ``(pred_i - y_i)^2`` divided by the batch's error scale (the dimension for
+        linear regression, 1 for decision trees).
     """
     model.eval()
     pred = model(batch.xs, batch.ys, n_loops=n_loops)[-1]
-    return (((pred - batch.ys) ** 2).mean(0) / batch.xs.shape[-1]).double().numpy()
+    return (((pred - batch.ys) ** 2).mean(0) / batch.error_scale).double().numpy()
