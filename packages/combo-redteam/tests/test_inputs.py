@@ -95,6 +95,11 @@ def test_suite_round_trips_through_jsonl(tmp_path):
     suite = benign_suite(6, random_state=2)
     back = TaskSuite.from_jsonl(suite.to_jsonl(tmp_path / "s.jsonl"))
     assert list(back) == list(suite) and back.name == suite.name
+    flagged = suite.filter(variant="flagged")
+    assert len(flagged) == 6 and all(t.flag is not None for t in flagged)
+    assert [t.family for t in suite.filter(family="code")] == ["code"] * 4  # 2 problems x 2 variants
+    with pytest.raises(ValueError, match="variant must be"):
+        suite.filter(variant="both")
     with pytest.raises(ValueError, match="appears twice"):
         TaskSuite([suite[0], suite[0]])
 
