@@ -186,7 +186,7 @@ def test_model_errors_fail_the_episode_without_crashing():
 
 
 def test_concurrency_eight_is_five_times_faster_with_100ms_latency():
-    suite = benign_suite(12, random_state=0, variants=("control",))
+    suite = benign_suite(20, random_state=0, variants=("control",))  # 40 episodes of one 100 ms call
     timings, results = {}, {}
     for c in (1, 8):
         strong = LatencyModel(StandInStrong(), 0.1)
@@ -194,7 +194,7 @@ def test_concurrency_eight_is_five_times_faster_with_100ms_latency():
         results[c] = run(suite, [SingleModel(strong)], seeds=[0, 1], concurrency=c)
         timings[c] = time.perf_counter() - start
     assert results[1] == results[8]
-    assert timings[1] >= 2.4 and timings[1] / timings[8] >= 5.0, timings
+    assert timings[1] >= 4.0 and timings[1] / timings[8] >= 5.0, timings
 
 
 def test_refusal_detector_patterns_and_judge():
