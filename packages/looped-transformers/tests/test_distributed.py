@@ -53,8 +53,14 @@ def run():
         steps=3, batch_size=4, lr=1e-2, warmup_steps=1, loss_loops=2,
         dims_curriculum=Curriculum(start=2, end=3), points_curriculum=Curriculum(start=4, end=5)), random_state=1)
     flat = lambda m: torch.cat([p.detach().flatten() for p in m.parameters()]).tolist()
+    mismatch = None
+    if world > 1:  # a different seed per process would silently train on unrelated shards
+        try:
+            train(reg, RegressionTask(n_dims=3, n_points=5), TrainConfig(steps=1, batch_size=4), random_state=rank)
+        except ValueError as err:
+            mismatch = str(err)
     return {"rank": rank, "world": world, "lm": [a.losses, a.grad_norms, flat(lm)],
-            "reg": [b.losses, b.grad_norms, flat(reg)]}
+            "reg": [b.losses, b.grad_norms, flat(reg)], "mismatch": mismatch}
 
 
 if __name__ == "__main__":
@@ -75,6 +81,7 @@ def test_two_gloo_processes_under_torchrun_equal_one_process_on_the_whole_batch(
     assert done.returncode == 0, done.stderr[-3000:]
     ranks = [json.loads((tmp_path / f"rank{r}.json").read_text()) for r in (0, 1)]
     assert [r["world"] for r in ranks] == [2, 2]
+    assert all("drew different batches" in r["mismatch"] for r in ranks)
     for key in ("RANK", "WORLD_SIZE"):
         monkeypatch.delenv(key, raising=False)
     single = runpy.run_path(str(script))["run"]()  # the same code in this process: no group, whole batch

@@ -328,6 +328,18 @@ def _shard(batch: TokenBatch | RegressionBatch, rank: int, world: int) -> TokenB
     return RegressionBatch(batch.xs[rows], batch.ys[rows], batch.scale)
 
 
+def _check_same_batch(batch: TokenBatch | RegressionBatch) -> None:
+    """Raise on every process when the processes drew different batches (different ``random_state``)."""
+    data = batch.input_ids if isinstance(batch, TokenBatch) else batch.xs
+    weights = torch.arange(1, data.numel() + 1, dtype=torch.float64) / data.numel()
+    key = (data.double().flatten() * weights).sum()
+    both = torch.stack([key, -key])
+    dist.all_reduce(both, op=dist.ReduceOp.MAX)
+    if float(both[0]) != -float(both[1]):
+        raise ValueError("the processes drew different batches: pass every process the same random_state (each "
+                         "draws the whole batch and trains on its share)")
+
+
 def _step_loss(model: nn.Module, task: object, batch: Any, r: int, t: int, items: float | None) -> torch.Tensor:
     if isinstance(task, InContextTask):
         preds = model(batch.xs, batch.ys, n_loops=r)
@@ -420,6 +432,8 @@ def train(model: nn.Module, task: DPTask | CharLMTask | InContextTask, config: T
             batch = task.sample(config.batch_size, rng)
             if world > 1:  # sum over this share / (tokens of the whole batch / world): DDP's mean is then exact
                 items = float((batch.labels[:, 1:] != -100).sum()) / world
+        if world > 1 and step == 0:
+            _check_same_batch(batch)
         loss = _step_loss(runner, task, _shard(batch, rank, world), r, min(config.loss_loops, r), items)
         opt.zero_grad(set_to_none=True)
         loss.backward()
