@@ -221,7 +221,7 @@ def reproduce(ctx: RunContext) -> None:
         ax1.bar(x, [r["success"] for r in rows], width=0.4, label=f"{label} stand-ins")
     ax1.set_xticks(np.arange(len(out["exact"]["rows"])), [r["strategy"] for r in out["exact"]["rows"]], rotation=30)
     ax1.set_ylabel("flagged-task success")
-    ax1.legend()
+    ax1.legend(loc="center left", fontsize=8)  # over the single models, whose bars are empty
     image = ax2.imshow(grid["automated"], origin="lower", vmin=0, vmax=1, cmap="viridis")
     ax2.set_xticks(range(len(GRID_STRONG)), GRID_STRONG)
     ax2.set_yticks(range(len(GRID_WEAK)), GRID_WEAK)
