@@ -147,19 +147,19 @@ def test_step_rejection_and_uniform_weights(fitted):
     uniform = g.probabilities("uniform")
     for idx in g._by_lhs.values():
         np.testing.assert_allclose(uniform[idx], 1 / len(idx), rtol=0, atol=1e-15)
-    step = model.sample(60, random_state=4, rejection="step")
+    step = model.sample(30, random_state=4, rejection="step")
     for s in step.smiles:
         mol = Chem.MolFromSmiles(s)
         assert mol is not None and len(Chem.GetMolFrags(mol)) == 1 and canonical_smiles(s) == s
     # the same draws again, with two workers and with the GraphMatcher scan
-    assert model.sample(60, random_state=4, rejection="step", n_jobs=2) == step
-    assert model.sample(20, random_state=4, rejection="step", scan=True).smiles == step.smiles[:20]
+    assert model.sample(30, random_state=4, rejection="step", n_jobs=2) == step
+    assert model.sample(10, random_state=4, rejection="step", scan=True).smiles == step.smiles[:10]
     # refusing single steps keeps larger molecules than redrawing whole derivations
-    whole = model.sample(60, random_state=4)
+    whole = model.sample(30, random_state=4)
     assert step.n_rejected < whole.n_rejected
     size = lambda smiles: np.mean([Chem.MolFromSmiles(s).GetNumAtoms() for s in smiles])  # noqa: E731
     assert size(step.smiles) > size(whole.smiles)
-    assert len(set(model.sample(60, random_state=4, rejection="step", weights="uniform").smiles)) > len(set(whole.smiles))
+    assert len(set(model.sample(30, random_state=4, rejection="step", weights="uniform").smiles)) > len(set(whole.smiles))
     with pytest.raises(ValueError, match="rejection must be one of 'derivation', 'step'; got 'rule'"):
         model.sample(3, rejection="rule")
     with pytest.raises(ValueError, match="weights must be one of 'counts', 'uniform'; got 'softmax'"):

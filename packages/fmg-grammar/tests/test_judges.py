@@ -108,15 +108,28 @@ class BadJudge(HeuristicChemJudge):
     def choose_merge(self, view):
         return self.answers.get("merge")
 
+    def break_cycle(self, view, cycle):
+        return self.answers.get("cut", super().break_cycle(view, cycle))
+
+    def describe_motifs(self, view):
+        out = list(super().describe_motifs(view))
+        return out[:-1] if self.answers.get("short") else out
+
+
+PFP = "C=CC(=O)OC1=C(C(=C(C(=C1F)F)F)F)F"  # pentafluorophenyl acrylate: its clique graph has cycles to cut
+
 
 @pytest.mark.parametrize(("answers", "match"), [({"root": 99}, r"root 99 names no motif; accepted: an int in \[0, "),
+                                                ({"cut": 7}, r"interaction 7 names no interaction of the cycle; accepted: an int in \[0, "),
+                                                ({"cut": "1"}, r"interaction '1' names no interaction"),
+                                                ({"short": True}, r"descriptions for \d+ motifs"),
                                                 ({"merge": (0, 42)}, "merge index 42"),
                                                 ({"merge": (1, 1)}, "merge motif 1 with itself"),
                                                 ({"merge": "0,1"}, "not a pair")])
 def test_a_judge_naming_a_missing_motif_raises_naming_the_molecule(answers, match):
     with pytest.raises(ValueError, match=match) as info:
-        decompose("OCCCO", BadJudge(**answers))
-    assert "OCCCO" in str(info.value)
+        decompose(PFP, BadJudge(**answers))
+    assert "C=CC(=O)Oc1c(F)c(F)c(F)c(F)c1F" in str(info.value)
 
 
 def test_each_ablation_changes_the_rule_count_on_some_set():

@@ -135,9 +135,9 @@ def _clique_graph(motifs: Sequence[frozenset[int]]) -> nx.Graph:
     return g
 
 
-def _check_index(value: object, n: int, what: str, smiles: str) -> int:
+def _check_index(value: object, n: int, what: str, smiles: str, noun: str = "motif") -> int:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < n:
-        raise ValueError(f"molecule {smiles!r}: the judge's {what} {value!r} names no motif; accepted: an int in "
+        raise ValueError(f"molecule {smiles!r}: the judge's {what} {value!r} names no {noun}; accepted: an int in "
                          f"[0, {n - 1}]")
     return value
 
@@ -225,7 +225,8 @@ def decompose(smiles: str, judge: MolecularJudge, *, merge: bool = True, root: s
         t = cg.copy()
         while not nx.is_tree(t):
             cycle = [(min(u, v), max(u, v)) for u, v in nx.find_cycle(t, source=root_index)]
-            k = _check_index(judge.break_cycle(view(descriptions), cycle), len(cycle), "interaction", name)
+            k = _check_index(judge.break_cycle(view(descriptions), cycle), len(cycle), "interaction", name,
+                               "interaction of the cycle")
             t.remove_edge(*cycle[k])
             deleted.append(cycle[k])
     bags, n_repaired = _repair_running_intersection(t, motifs)

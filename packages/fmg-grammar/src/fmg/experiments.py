@@ -179,7 +179,8 @@ def reproduce(ctx: RunContext) -> None:
             per_seed.append(m)
             raw.append({"dataset": dataset, "method": config, "seed": seed, **m})
         mean = {k: float(np.mean([r[k] for r in per_seed])) for k in ("valid", "unique", "novelty", "diversity",
-                                                                       "membership", "sa_mean", "rs_proxy")}
+                                                                       "membership", "sa_mean", "rs_proxy",
+                                                                       "chamfer")}
         rows.append({"dataset": dataset, "method": config, **{k: round(v, 3) for k, v in mean.items()}})
     ctx.write_table(rows)
     ctx.write_json({"judge": type(make_judge(ctx.options)).__name__, "options": ctx.options, "seeds": seeds, "n_samples": n, "rows": rows, "runs": raw})
