@@ -170,6 +170,7 @@ def test_tiny_transformers_model_built_saved_and_reloaded(tmp_path):
     tokenizer.save_pretrained(tmp_path / "tiny")
 
     model = TransformersChatModel(tmp_path / "tiny")
+    assert model.name == f"transformers:{(tmp_path / 'tiny').resolve()}"
     chat = [{"role": "user", "content": "hello world add 2 3"}]
     reply = model.complete(chat, max_tokens=6)
     ids = tokenizer("user: hello world add 2 3\nassistant:", return_tensors="pt")

@@ -41,7 +41,8 @@ class TransformersChatModel:
     refusal_detector : RefusalDetector, optional
         Decides ``Completion.refused`` (default patterns).
     name : str, optional
-        Name in logs and cache keys (default ``transformers:<folder name>``).
+        Name in logs and cache keys (default ``transformers:<absolute folder path>``, so two models saved
+        under the same folder name never share cache entries).
     """
 
     def __init__(self, path: str | Path, *, local_files_only: bool = True, device: str = "cpu",
@@ -55,7 +56,7 @@ class TransformersChatModel:
         self.model = transformers.AutoModelForCausalLM.from_pretrained(path, local_files_only=local_files_only)
         self.model.to(device).eval()
         self.refusal_detector = refusal_detector or RefusalDetector()
-        self.name = name or f"transformers:{path.name}"
+        self.name = name or f"transformers:{path.resolve()}"
         self._torch = torch
         self._lock = threading.Lock()
 
