@@ -84,6 +84,10 @@ def test_chamfer_distance_equals_a_brute_force_loop():
     assert 0 < chamfer_distance(iso[:3], iso) < chamfer_distance(acr, iso) <= 2
     m = evaluate(["O=C=NCCN=C=O", "CCO"], iso, "isocyanates")
     assert m.chamfer == pytest.approx(chamfer_loop(["O=C=NCCN=C=O", "CCO"], iso), abs=1e-12)
+    with pytest.raises(ValueError, match="two sequences of SMILES, not a single string"):
+        chamfer_distance("CCO", iso)  # would otherwise compare the atoms C, C and O
+    with pytest.raises(ValueError, match="sequence of SMILES, not a single string"):
+        diversity("CCO")
     with pytest.raises(ValueError, match="two non-empty sets, got 0 and 11"):
         chamfer_distance([], iso)
     with pytest.raises(ValueError, match="molecule 1 'C1CC': RDKit cannot parse"):

@@ -74,6 +74,8 @@ def chamfer_distance(samples: Sequence[str], reference: Sequence[str], *, radius
     >>> round(chamfer_distance(["CCO"], ["CCO", "CCCO"]), 4)
     0.2222
     """
+    if isinstance(samples, str) or isinstance(reference, str):
+        raise ValueError("chamfer_distance takes two sequences of SMILES, not a single string")
     if len(samples) == 0 or len(reference) == 0:
         raise ValueError(f"chamfer_distance needs two non-empty sets, got {len(samples)} and {len(reference)}")
     dist = 1.0 - _tanimoto(_fingerprints(samples, radius, n_bits), _fingerprints(reference, radius, n_bits))
@@ -103,6 +105,8 @@ def diversity(smiles: Sequence[str], *, radius: int = 3, n_bits: int = 2048) -> 
     >>> round(diversity(["CCO", "CCO"]), 12)
     0.0
     """
+    if isinstance(smiles, str):
+        raise ValueError("diversity takes a sequence of SMILES, not a single string")
     if len(smiles) < 2:
         raise ValueError(f"diversity needs at least two molecules, got {len(smiles)}")
     x = _fingerprints(smiles, radius, n_bits)

@@ -105,6 +105,8 @@ class RetroPlanner:
     def _expand(self, product: str) -> list[tuple[tuple[str, ...], float]]:
         out = []
         answer = self.one_step(product)
+        if answer is None or isinstance(answer, str | bytes):
+            raise ValueError(f"one_step({product!r}) returned {answer!r}; expected a list of (reactants, score)")
         for k, item in enumerate(list(answer)[: self.top_k]):
             try:
                 reactants, score = item
