@@ -31,7 +31,7 @@ from safety_transfer.metrics import generate, lm_loss, substitution_metrics, tri
 from safety_transfer.models import byte_tokenizer, tiny_causal_lm
 from safety_transfer.steering import steering_vector
 from safety_transfer.switch import SafetySwitch
-from safety_transfer.tasks import BACKDOOR, REFUSAL, make_tasks, stdlib_text, train_lm
+from safety_transfer.tasks import BACKDOOR, INSECURE, REFUSAL, make_tasks, stdlib_text, train_lm
 from safety_transfer.transfer import mapped_replacement, mapped_vector, pad_or_truncate, random_like
 
 __all__ = ["demo", "reproduce", "run_seed"]
@@ -92,7 +92,8 @@ def _relative_layer(layer_s: int, n_s: int, n_t: int) -> int:
     return max(0, round((layer_s + 1) / n_s * n_t) - 1)
 
 
-def _rate(model: Any, tok: Any, prompts: list[str], judge: str, ctx_factory: Any = None, tokens: int = 12) -> float:
+def _rate(model: Any, tok: Any, prompts: list[str], judge: str, ctx_factory: Any = None) -> float:
+    tokens = 14 if judge == INSECURE else 12  # " EVAL(INPUT)" is 12 bytes: two to spare
     return trigger_rate(model, tok, prompts, judge=judge, max_new_tokens=tokens, intervention=ctx_factory)
 
 
@@ -128,7 +129,7 @@ def _choose(model: Any, tok: Any, vectors: dict[int, torch.Tensor], prompts: lis
     return best[2], best[1], scores
 
 
-def run_seed(seed_seq: Any, *, quick: bool = False, alpha: float | None = None) -> dict[str, Any]:
+def run_seed(seed_seq: Any, *, quick: bool = False, alpha: float | None = None, code: bool = False) -> dict[str, Any]:
     """One seed of the reproduction (see the module docstring and the protocol).
 
     Parameters
@@ -139,6 +140,9 @@ def run_seed(seed_seq: Any, *, quick: bool = False, alpha: float | None = None) 
         Fewer steps and prompts (a smoke run; its numbers are not the reproduction's).
     alpha : float, optional
         Fix the steering strength instead of the selection rule (no loss bound).
+    code : bool, default False
+        Add the code-vulnerability task (``make_tasks(code=True)``: more poisoned texts, so every model
+        differs from a run without it) and steer and transfer it like the backdoor (insecure-pattern rate).
 
     Returns
     -------
@@ -150,12 +154,17 @@ def run_seed(seed_seq: Any, *, quick: bool = False, alpha: float | None = None) 
     steps = {"source": 30, "base": 15, "finetune": 30} if quick else {"source": 200, "base": 80, "finetune": 200}
     n_eval = 8 if quick else 32
     tok = byte_tokenizer()
-    data = make_tasks(n_train=300 if quick else 1500, n_eval=n_eval, random_state=s_data)
+    data = make_tasks(n_train=300 if quick else 1500, n_eval=n_eval, code=code, random_state=s_data)
     half = n_eval // 2
     sel = {"trig": data.triggered[:half], "clean": data.clean_prompts[:half], "harm": data.harmful[:half],
            "harmless": data.harmless[:half]}
     test = {"trig": data.triggered[half:], "clean": data.clean_prompts[half:], "harm": data.harmful[half:],
             "harmless": data.harmless[half:]}
+    tasks = [("backdoor", "trig", "clean", BACKDOOR), ("refusal", "harm", "harmless", REFUSAL)]
+    if code:
+        sel.update(code_trig=data.code_triggered[:half], code_clean=data.code_clean[:half])
+        test.update(code_trig=data.code_triggered[half:], code_clean=data.code_clean[half:])
+        tasks.append(("code", "code_trig", "code_clean", INSECURE))
     clean_text = data.eval_text
     out: dict[str, Any] = {"steps": steps, "n_test_prompts": n_eval - half}
     t0 = time.perf_counter()
@@ -170,14 +179,15 @@ def run_seed(seed_seq: Any, *, quick: bool = False, alpha: float | None = None) 
     # source steering: backdoor (trigger - clean) and refusal (harmful - harmless), subtracted
     src_loss = lm_loss(source, tok, clean_text)
     res: dict[str, Any] = {}
-    for task, pos, neg, judge in (("backdoor", "trig", "clean", BACKDOOR), ("refusal", "harm", "harmless", REFUSAL)):
+    for task, pos, neg, judge in tasks:
         vecs = {layer: steering_vector(source, tok, sel[pos], sel[neg], layer).vector for layer in (0, 1)}
-        layer_s, alpha, sweep = _choose(source, tok, vecs, sel[pos], judge, clean_text, src_loss, -1.0, alpha)
-        v_s = -alpha * vecs[layer_s]
+        # each task gets its own strength: the rule's choice for one task does not fix the next one's
+        layer_s, a_task, sweep = _choose(source, tok, vecs, sel[pos], judge, clean_text, src_loss, -1.0, alpha)
+        v_s = -a_task * vecs[layer_s]
         def steer(layer_s: int = layer_s, v_s: torch.Tensor = v_s) -> Any:
             return add_vector(source, layer_s, v_s)
 
-        r = {"layer_s": layer_s, "alpha": alpha, "sweep": sweep,
+        r = {"layer_s": layer_s, "alpha": a_task, "sweep": sweep,
              "source_rate": _rate(source, tok, test[pos], judge), "source_rate_steered": _rate(
                  source, tok, test[pos], judge, steer),
              "source_loss": src_loss, "source_loss_steered": _loss(source, tok, clean_text, steer)}
