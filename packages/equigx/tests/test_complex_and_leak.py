@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from equigx import EquiGX, Graphs
-from equigx.baselines import CoordinateGradient, GradCAM, LRIBernoulli, PGExplainer
+from equigx.baselines import CoordinateGradient, GNNExplainer, GradCAM, LRIBernoulli, PGExplainer
 from equigx.data import random_rotation
 from equigx.models import TFN, ProteinLigandTFN
 from equigx.rules import epsilon_rule, gamma_rule
@@ -89,6 +89,10 @@ def test_complex_towers_have_no_cross_edges_and_explanations_conserve_and_are_in
     np.testing.assert_allclose(total + exp.leak, exp.output, rtol=1e-9, atol=1e-12)
     np.testing.assert_allclose(exp.layer_leak.sum(axis=0), exp.leak, rtol=1e-9, atol=1e-12)
     assert np.abs(exp.node_relevance[part.numpy() == 1]).sum() > 0  # the ligand tower is explained too
+    torch.manual_seed(3)
+    unbiased = ProteinLigandTFN(mul=2, lmax=2, n_basis=4, radial_hidden=8, n_scalars=4, head_hidden=5,
+                                head_bias=False).double()
+    assert EquiGX(unbiased, variant="split", eps=1e-14).explain(complexes).relative_leak.max() < 1e-6
     moved = complexes.rotate(torch.from_numpy(random_rotation(5)), torch.tensor([2.0, -7.0, 1.0], dtype=torch.float64))
     exp2 = EquiGX(pl_model, variant="split").explain(moved)
     scale = np.abs(exp.output).max()
@@ -107,14 +111,19 @@ def test_complex_model_errors(pl_model, complexes):
         pl_model(ligand_free)
     with pytest.raises(ValueError, match="one output"):
         ProteinLigandTFN(n_out=2)
+    with pytest.raises(ValueError, match="0 \\(protein\\) or 1"):
+        pl_model(dataclasses.replace(complexes, node_part=complexes.node_part * 2))
+    with pytest.raises(ValueError, match="one value per graph"):
+        Graphs.from_list([np.zeros((2, 3))], [np.ones((2, 1))], y=[1.0, 2.0])
 
 
 def test_complex_regressor_trains_and_gradient_baselines_run(complexes):
     torch.manual_seed(0)
     model = ProteinLigandTFN(mul=2, lmax=1, n_basis=4, radial_hidden=6, n_scalars=4, head_hidden=4).double()
-    result = train(model, complexes, epochs=6, lr=2e-2, random_state=0)
+    result = train(model, complexes, epochs=4, lr=2e-2, random_state=0)
     assert result.losses[-1] < result.losses[0] and np.isnan(result.train_accuracy)
-    for explainer in (CoordinateGradient(model), GradCAM(model)):
+    for explainer in (CoordinateGradient(model), GradCAM(model), GNNExplainer(model, epochs=1),
+                      PGExplainer(model, epochs=1, batch_size=3)):
         att = explainer.explain(complexes)
         assert att.node_relevance.shape == (complexes.n_nodes,) and np.isfinite(att.node_relevance).all()
         assert np.abs(att.node_relevance).sum() > 0
@@ -142,8 +151,8 @@ def test_lri_prior_schedule_and_info_loss():
 
 @pytest.mark.parametrize("cls", [PGExplainer, LRIBernoulli])
 def test_learned_mask_explainers_are_reproducible_bounded_and_leave_the_model_trainable(cls, tfn64, shapes64):
-    a = cls(tfn64, epochs=3, random_state=1).explain(shapes64)
-    b = cls(tfn64, epochs=3, random_state=1).explain(shapes64)
+    a = cls(tfn64, epochs=2, batch_size=2, random_state=1).explain(shapes64)
+    b = cls(tfn64, epochs=2, batch_size=2, random_state=1).explain(shapes64)
     np.testing.assert_array_equal(a.node_relevance, b.node_relevance)
     assert ((a.node_relevance >= 0) & (a.node_relevance <= 1)).all() and a.node_relevance.std() > 0
     assert all(p.requires_grad for p in tfn64.parameters())

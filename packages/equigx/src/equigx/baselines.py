@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 import torch
-from icml25_shared.random import RandomStateLike, check_random_state
 from e3nn import o3
+from icml25_shared.random import RandomStateLike, check_random_state
 from torch import nn
 
 from equigx.explain import Attribution, eval_mode, is_regression, model_geometry, model_target, target_output
@@ -365,16 +365,18 @@ class GNNExplainer(_Base):
         explain = _require("torch_geometric.explain")
         geo, t, pred = self._setup(graphs, target)
         wrapper = _PygModel(self.model, geo)
-        binary = self.model.n_out == 1
-        config = {"mode": "binary_classification" if binary else "multiclass_classification", "task_level": "graph",
-                  "return_type": "raw"}
+        regression = is_regression(self.model)
+        binary = self.model.n_out == 1 and not regression
+        mode = "regression" if regression else "binary_classification" if binary else "multiclass_classification"
+        config = {"mode": mode, "task_level": "graph", "return_type": "raw"}
         explainer = explain.Explainer(model=wrapper, algorithm=explain.GNNExplainer(epochs=self.epochs, lr=self.lr),
                                       explanation_type="phenomenon", node_mask_type="object", edge_mask_type=None,
                                       model_config=config)
         edge_index = torch.stack([geo.edge_src, geo.edge_dst])
         with torch.enable_grad():
-            result = explainer(graphs.node_attr.detach(), edge_index, target=t[:, None].to(graphs.node_attr)
-                               if binary else t)
+            target_values = (pred[:, None].to(graphs.node_attr) if regression
+                             else t[:, None].to(graphs.node_attr) if binary else t)
+            result = explainer(graphs.node_attr.detach(), edge_index, target=target_values)
         return self._result(result.node_mask[:, 0], graphs, t, pred)
 
 
@@ -480,13 +482,14 @@ def _frozen(model: nn.Module) -> Iterator[None]:
 class _MaskExplainer(_Base):
     """Shared training loop of the learned-mask explainers (frozen model, Adam on the mask network)."""
 
-    def __init__(self, model: nn.Module, *, epochs: int, lr: float, hidden: int,
+    def __init__(self, model: nn.Module, *, epochs: int, lr: float, hidden: int, batch_size: int,
                  random_state: RandomStateLike) -> None:
         super().__init__(model)
         self.epochs, self.lr, self.hidden, self.random_state = epochs, lr, hidden, random_state
+        self.batch_size = batch_size
 
     def _validate(self) -> None:
-        for name in ("epochs", "hidden"):
+        for name in ("epochs", "hidden", "batch_size"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
@@ -500,19 +503,32 @@ class _MaskExplainer(_Base):
             return nn.functional.binary_cross_entropy_with_logits(logits[:, 0], t.to(logits))
         return nn.functional.cross_entropy(logits, t)
 
-    def _train(self, graphs: Graphs, target: Any, n_in: int) -> tuple[Geometry, torch.Tensor, torch.Tensor,
-                                                                         torch.Tensor, nn.Module, torch.Generator]:
+    def _train(self, graphs: Graphs, target: Any, n_in: int) -> tuple[Any, ...]:
+        """Geometry, targets, standardised embeddings, the mask network, a generator and training chunks."""
         self._validate()
         geo, t, pred = self._setup(graphs, target)
         emb = node_embeddings(self.model, graphs, geo)
+        mean = emb.mean(dim=0, keepdim=True)
         std = emb.std(dim=0, keepdim=True) if emb.shape[0] > 1 else torch.ones_like(emb[:1])
-        emb = torch.where(std > 1e-12, (emb - emb.mean(dim=0, keepdim=True)) / std.clamp(min=1e-12), 0.0)
+
+        def standardise(e: torch.Tensor) -> torch.Tensor:
+            return torch.where(std > 1e-12, (e - mean) / std.clamp(min=1e-12), 0.0)
+
+        with torch.no_grad():
+            reference = self.model.run(graphs.node_attr, geo)
+        chunks = []
+        for start in range(0, graphs.n_graphs, self.batch_size):
+            idx = list(range(start, min(start + self.batch_size, graphs.n_graphs)))
+            sub = graphs.select(idx)
+            sub_geo = model_geometry(self.model, sub)
+            chunks.append((sub, sub_geo, standardise(node_embeddings(self.model, sub, sub_geo)), t[idx],
+                           reference[idx]))
         rng = check_random_state(self.random_state)
         gen = torch.Generator().manual_seed(int(rng.integers(2**63 - 1)))
         with torch.random.fork_rng():
             torch.manual_seed(int(rng.integers(2**63 - 1)))
             net = nn.Sequential(nn.Linear(n_in * emb.shape[1], self.hidden), nn.ReLU(), nn.Linear(self.hidden, 1))
-        return geo, t, pred, emb, net.to(emb.dtype), gen
+        return geo, t, pred, standardise(emb), net.to(emb.dtype), gen, chunks, rng
 
 
 class PGExplainer(_MaskExplainer):
@@ -521,8 +537,9 @@ class PGExplainer(_MaskExplainer):
     The MLP reads ``[h_src | h_dst]`` (:func:`node_embeddings`, rotation invariant), its logits are
     sampled as binary-concrete variables with a temperature annealed from 5 to 2, and the sampled mask
     weighs every message of every convolution. The loss is the cross-entropy of the masked model to the
-    explained class plus ``edge_size * sum(mask)`` and ``edge_ent * mean(entropy(mask))`` (torch_geometric's
-    constants). It is trained on the graphs it explains; a node's score is the mean mask of its edges.
+    explained class plus ``edge_size * sum(mask)`` per graph and ``edge_ent * mean(entropy(mask))``
+    (torch_geometric's constants). It is trained on the graphs it explains, one step per ``batch_size``
+    graphs, in random order each epoch; a node's score is the mean mask of its edges.
 
     Parameters
     ----------
@@ -538,16 +555,19 @@ class PGExplainer(_MaskExplainer):
         Regulariser weights.
     temperature : tuple of float, default (5.0, 2.0)
         First and last temperature.
+    batch_size : int, default 1
+        Graphs per optimisation step (torch_geometric steps once per graph).
     random_state : None, int or numpy Generator
-        Initialisation and sampling.
+        Initialisation, sampling and the order of the graphs.
     """
 
     name = "pgexplainer"
 
     def __init__(self, model: nn.Module, *, epochs: int = 30, lr: float = 0.003, hidden: int = 64,
                  edge_size: float = 0.05, edge_ent: float = 1.0, temperature: tuple[float, float] = (5.0, 2.0),
-                 random_state: RandomStateLike = 0) -> None:
-        super().__init__(model, epochs=epochs, lr=lr, hidden=hidden, random_state=random_state)
+                 batch_size: int = 1, random_state: RandomStateLike = 0) -> None:
+        super().__init__(model, epochs=epochs, lr=lr, hidden=hidden, batch_size=batch_size,
+                         random_state=random_state)
         self.edge_size, self.edge_ent, self.temperature = edge_size, edge_ent, temperature
 
     def edge_mask(self, graphs: Graphs, target: Any = None) -> tuple[torch.Tensor, Geometry, torch.Tensor,
@@ -566,26 +586,26 @@ class PGExplainer(_MaskExplainer):
         tuple
             ``(mask (n_edges,) in [0, 1], geometry, target, prediction)``.
         """
-        geo, t, pred, emb, net, gen = self._train(graphs, target, 2)
-        pair = torch.cat([emb[geo.edge_src], emb[geo.edge_dst]], dim=1)
-        with torch.no_grad():
-            reference = self.model.run(graphs.node_attr, geo)
+        geo, t, pred, emb, net, gen, chunks, rng = self._train(graphs, target, 2)
         opt = torch.optim.Adam(net.parameters(), lr=self.lr)
         t0, t1 = self.temperature
         bias = 0.01
         with torch.enable_grad(), _frozen(self.model):
             for epoch in range(self.epochs):
                 temp = t0 * (t1 / t0) ** (epoch / self.epochs)
-                logits = net(pair)[:, 0]
-                u = (1 - 2 * bias) * torch.rand(logits.shape, generator=gen, dtype=logits.dtype) + bias
-                mask = ((u.log() - (1 - u).log() + logits) / temp).sigmoid()
-                out = self.model.run(graphs.node_attr, _with_edge_weight(geo, mask))
-                ent = -mask * (mask + 1e-15).log() - (1 - mask) * (1 - mask + 1e-15).log()
-                loss = (self._fit_loss(out, t, reference) + self.edge_size * mask.sum() / graphs.n_graphs
-                        + self.edge_ent * ent.mean())
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
+                for k in rng.permutation(len(chunks)):
+                    sub, sub_geo, sub_emb, sub_t, sub_ref = chunks[k]
+                    logits = net(torch.cat([sub_emb[sub_geo.edge_src], sub_emb[sub_geo.edge_dst]], dim=1))[:, 0]
+                    u = (1 - 2 * bias) * torch.rand(logits.shape, generator=gen, dtype=logits.dtype) + bias
+                    mask = ((u.log() - (1 - u).log() + logits) / temp).sigmoid()
+                    out = self.model.run(sub.node_attr, _with_edge_weight(sub_geo, mask))
+                    ent = -mask * (mask + 1e-15).log() - (1 - mask) * (1 - mask + 1e-15).log()
+                    loss = (self._fit_loss(out, sub_t, sub_ref) + self.edge_size * mask.sum() / sub.n_graphs
+                            + self.edge_ent * ent.mean())
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
+        pair = torch.cat([emb[geo.edge_src], emb[geo.edge_dst]], dim=1)
         with torch.no_grad():
             return net(pair)[:, 0].sigmoid(), geo, t, pred
 
@@ -636,16 +656,20 @@ class LRIBernoulli(_MaskExplainer):
         Epochs between prior decays.
     temperature : float, default 1.0
         Concrete temperature.
+    batch_size : int, default 1
+        Graphs per optimisation step.
     random_state : None, int or numpy Generator
-        Initialisation and sampling.
+        Initialisation, sampling and the order of the graphs.
     """
 
     name = "lri_bernoulli"
 
     def __init__(self, model: nn.Module, *, epochs: int = 30, lr: float = 0.003, hidden: int = 64,
                  info_coef: float = 1.0, init_r: float = 0.9, final_r: float = 0.7, decay_r: float = 0.1,
-                 decay_interval: int = 10, temperature: float = 1.0, random_state: RandomStateLike = 0) -> None:
-        super().__init__(model, epochs=epochs, lr=lr, hidden=hidden, random_state=random_state)
+                 decay_interval: int = 10, temperature: float = 1.0, batch_size: int = 1,
+                 random_state: RandomStateLike = 0) -> None:
+        super().__init__(model, epochs=epochs, lr=lr, hidden=hidden, batch_size=batch_size,
+                         random_state=random_state)
         self.info_coef, self.init_r, self.final_r, self.decay_r = info_coef, init_r, final_r, decay_r
         self.decay_interval, self.temperature = decay_interval, temperature
 
@@ -699,21 +723,22 @@ class LRIBernoulli(_MaskExplainer):
         """
         if not (0 < self.final_r <= self.init_r < 1):
             raise ValueError(f"need 0 < final_r <= init_r < 1, got {self.final_r} and {self.init_r}")
-        geo, t, pred, emb, net, gen = self._train(graphs, target, 1)
-        with torch.no_grad():
-            reference = self.model.run(graphs.node_attr, geo)
+        geo, t, pred, emb, net, gen, chunks, rng = self._train(graphs, target, 1)
         opt = torch.optim.Adam(net.parameters(), lr=self.lr)
         with torch.enable_grad(), _frozen(self.model):
             for epoch in range(self.epochs):
-                logits = net(emb)[:, 0]
-                u = torch.empty(logits.shape, dtype=logits.dtype).uniform_(1e-10, 1 - 1e-10, generator=gen)
-                m = ((logits + u.log() - (1 - u).log()) / self.temperature).sigmoid()
-                out = self.model.run(graphs.node_attr, _with_edge_weight(geo, m[geo.edge_src] * m[geo.edge_dst]))
-                loss = (self._fit_loss(out, t, reference)
-                        + self.info_coef * self.info_loss(logits.sigmoid(), self.prior(epoch)))
-                opt.zero_grad()
-                loss.backward()
-                opt.step()
+                for k in rng.permutation(len(chunks)):
+                    sub, sub_geo, sub_emb, sub_t, sub_ref = chunks[k]
+                    logits = net(sub_emb)[:, 0]
+                    u = torch.empty(logits.shape, dtype=logits.dtype).uniform_(1e-10, 1 - 1e-10, generator=gen)
+                    m = ((logits + u.log() - (1 - u).log()) / self.temperature).sigmoid()
+                    out = self.model.run(sub.node_attr,
+                                         _with_edge_weight(sub_geo, m[sub_geo.edge_src] * m[sub_geo.edge_dst]))
+                    loss = (self._fit_loss(out, sub_t, sub_ref)
+                            + self.info_coef * self.info_loss(logits.sigmoid(), self.prior(epoch)))
+                    opt.zero_grad()
+                    loss.backward()
+                    opt.step()
         with torch.no_grad():
             scores = net(emb)[:, 0].sigmoid()
         return self._result(scores, graphs, t, pred)

@@ -23,6 +23,8 @@ from equigx.baselines import (
     GradCAM,
     InputXGradient,
     IntegratedGradients,
+    LRIBernoulli,
+    PGExplainer,
     RandomExplainer,
 )
 from equigx.data import make_shapes, make_spiral
@@ -65,7 +67,7 @@ def explainers(model: TFN, *, random_state: Any = 0, gnnexplainer: bool = True,
     random_state : None, int or numpy Generator
         Seed of the random baseline.
     gnnexplainer, integrated_gradients : bool, default True
-        Include the slow baselines.
+        Include the slow baselines (``gnnexplainer`` also adds PGExplainer and LRI-Bernoulli).
 
     Returns
     -------
@@ -80,6 +82,8 @@ def explainers(model: TFN, *, random_state: Any = 0, gnnexplainer: bool = True,
         out["integrated_gradients"] = IntegratedGradients(model).explain
     if gnnexplainer:
         out["gnnexplainer"] = GNNExplainer(model).explain
+        out["pgexplainer"] = PGExplainer(model, random_state=random_state).explain
+        out["lri_bernoulli"] = LRIBernoulli(model, random_state=random_state).explain
     out["random"] = RandomExplainer(model, random_state=random_state).explain
     return out
 
