@@ -63,8 +63,8 @@ def test_labels_are_monotone_in_weight(scene):
     scores = [m.gt_score for m in marks]
     levels = [VISIBILITY_LEVELS.index(m.visibility) for m in marks]
     assert scores == [round(5 - 20 * w, 2) for w in weights]
-    assert all(a > b for a, b in zip(scores, scores[1:]))
-    assert all(a <= b for a, b in zip(levels, levels[1:])) and levels[0] == 0 and levels[-1] == 4
+    assert all(a > b for a, b in zip(scores, scores[1:], strict=False))
+    assert all(a <= b for a, b in zip(levels, levels[1:], strict=False)) and levels[0] == 0 and levels[-1] == 4
     # the official repo's weights are U[0, 0.25] rounded to 0.01, so 0.25 -> score 0
     assert marks[-1].gt_score == 0.0
 
@@ -117,7 +117,7 @@ def test_visibility_bins():
 def test_datasets_are_seeded_and_labelled():
     a = make_synthetic_dataset(12, random_state=3)
     b = make_synthetic_dataset(12, random_state=3)
-    assert all(np.array_equal(x.image, y.image) and x.answer == y.answer for x, y in zip(a, b))
+    assert all(np.array_equal(x.image, y.image) and x.answer == y.answer for x, y in zip(a, b, strict=False))
     for x in a:
         assert x.answer.endswith(f"The watermark visibility is: {x.visibility}.")
         assert x.gt_score == round(x.gt_score, 2) and 0 <= x.gt_score <= 5

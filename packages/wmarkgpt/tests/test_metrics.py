@@ -111,7 +111,7 @@ class _FakeClient:
 
 def _records(texts, vis):
     return [{"image": f"{i}.png", "visibility": v, "conversations": [{"value": "q"}, {"value": t}]}
-            for i, (t, v) in enumerate(zip(texts, vis))]
+            for i, (t, v) in enumerate(zip(texts, vis, strict=False))]
 
 
 def test_llm_judge_scores_x25_and_counts_the_fallbacks():

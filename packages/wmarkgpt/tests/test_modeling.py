@@ -37,7 +37,7 @@ def batch(tok):
 
 
 def test_parameter_names_equal_the_official_architecture(data_dir):
-    # the golden list comes from instantiating the official classes (studies/official_param_names.py)
+    # the golden list comes from instantiating the official classes (studies/official_architecture_check.py)
     golden = json.loads((data_dir / "official_state_dict_tiny.json").read_text())
     ours = WMarkGPTForCausalLM(WMarkGPTConfig(**golden["config"]))
     assert [(k, list(v.shape)) for k, v in ours.state_dict().items()] == [tuple(x) for x in golden["state_dict"]]

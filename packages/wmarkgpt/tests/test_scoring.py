@@ -14,7 +14,7 @@ def test_recomputed_scores_match_the_stored_ones(data_dir, split, n, srcc, plcc)
     q = read_qscore(data_dir / f"WQA-{split}_wmarkgpt_qscore.json.gz")
     assert len(q) == n
     pred = [predict_score(v["logits"]) for v in q.values()]
-    assert max(abs(p - v["predict_score"]) for p, v in zip(pred, q.values())) < 1e-12
+    assert max(abs(p - v["predict_score"]) for p, v in zip(pred, q.values(), strict=False)) < 1e-12
     c = correlation(pred, [v["gt_score"] for v in q.values()])
     assert c.srcc == pytest.approx(srcc, abs=1e-3) and c.plcc == pytest.approx(plcc, abs=1e-3)
     batched = predict_score(np.array([[v["logits"][k] for k in VISIBILITY_LEVELS] for v in q.values()]))

@@ -25,7 +25,7 @@ def _model(tok, seed=0):
 def test_labels_cover_only_the_answer(setup):
     pos, _, tok, proc = setup
     enc = encode_samples(pos[:2], tok, proc)
-    for ids, labels, sample in zip(enc.input_ids, enc.labels, pos):
+    for ids, labels, sample in zip(enc.input_ids, enc.labels, pos, strict=False):
         answer = tok(sample.answer, add_special_tokens=False).input_ids + [tok.eos_token_id]
         assert labels[-len(answer):] == answer and set(labels[:-len(answer)]) == {-100}
         assert ids[-len(answer):] == answer
@@ -50,7 +50,7 @@ def test_same_seed_same_weights(setup):
     a, b = _model(tok), _model(tok)
     for m in (a, b):
         train_stage(m, pos[:8], tokenizer=tok, image_processor=proc, stage=1, epochs=1, batch_size=4, random_state=3)
-    assert all(torch.equal(x, y) for x, y in zip(a.parameters(), b.parameters()))
+    assert all(torch.equal(x, y) for x, y in zip(a.parameters(), b.parameters(), strict=False))
 
 
 def test_curriculum_writes_a_reloadable_checkpoint_per_stage(setup, tmp_path):
@@ -60,7 +60,7 @@ def test_curriculum_writes_a_reloadable_checkpoint_per_stage(setup, tmp_path):
                            batch_size=8, random_state=0, checkpoint_dir=tmp_path)
     assert [r.stage for r in res.stages] == [1, 2]
     again = WMarkGPTForCausalLM.from_pretrained(res.stages[-1].checkpoint)
-    assert all(torch.equal(x, y) for x, y in zip(model.state_dict().values(), again.state_dict().values()))
+    assert all(torch.equal(x, y) for x, y in zip(model.state_dict().values(), again.state_dict().values(), strict=False))
 
 
 def test_lora_stage_trains_only_the_adapter(setup):

@@ -204,8 +204,7 @@ def run_curriculum(settings: CurriculumSettings, *, seed: int, checkpoint_dir: s
     import torch
 
     from wmarkgpt.analyzer import WatermarkAnalyzer, parse_visibility
-    from wmarkgpt.data import (DESCRIBE_QUESTION, make_position_dataset, make_real_style_dataset,
-                               make_synthetic_dataset)
+    from wmarkgpt.data import DESCRIBE_QUESTION, make_position_dataset, make_real_style_dataset, make_synthetic_dataset
     from wmarkgpt.metrics import bleu1, correlation, rouge_l, visibility_accuracy
     from wmarkgpt.modeling import WMarkGPTForCausalLM, tiny_config
     from wmarkgpt.processing import build_image_processor, build_word_tokenizer

@@ -1,7 +1,7 @@
-"""Text and visibility metrics computed as the official WMarkGPT evaluation computes them.
+r"""Text and visibility metrics computed as the official WMarkGPT evaluation computes them.
 
-Per item, the reference and the answer are cleaned with ``str.strip('<\\\\s>')``, which removes the
-characters ``<``, ``\\``, ``s`` and ``>`` at both ends: a trailing ``</s>`` becomes ``</`` (the slash is
+Per item, the reference and the answer are cleaned with ``str.strip('<\\s>')``, which removes the
+characters ``<``, ``\``, ``s`` and ``>`` at both ends: a trailing ``</s>`` becomes ``</`` (the slash is
 not in the set) and a leading or trailing letter ``s`` goes too. Then
 
 * BLEU-1 is nltk's ``sentence_bleu([reference.split()], answer.split(), weights=(1,))``;
@@ -59,7 +59,7 @@ _STRIP_CHARS = "<\\s>"
 
 
 def clean_text(text: str) -> str:
-    """Strip the characters ``<``, ``\\``, ``s`` and ``>`` from both ends, as the official script does.
+    r"""Strip the characters ``<``, ``\``, ``s`` and ``>`` from both ends, as the official script does.
 
     Parameters
     ----------
@@ -69,7 +69,7 @@ def clean_text(text: str) -> str:
     Returns
     -------
     str
-        ``text.strip('<\\\\s>')``.
+        ``text.strip('<\\s>')``.
 
     Raises
     ------

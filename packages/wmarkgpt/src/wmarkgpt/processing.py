@@ -1,6 +1,6 @@
-"""Prompts, tokens and pixels: the "mplug_owl2" template, ``<|image|>`` splicing, ``expand2square``.
+r"""Prompts, tokens and pixels: the "mplug_owl2" template, ``<|image|>`` splicing, ``expand2square``.
 
-The template renders ``USER: {question}\\n<|image|> ASSISTANT:`` (system-free, roles joined by a
+The template renders ``USER: {question}\n<|image|> ASSISTANT:`` (system-free, roles joined by a
 space, turns closed by ``</s>``). The tiny word-level tokenizer is built in code with ``tokenizers`` so
 that nothing is downloaded.
 """
@@ -30,7 +30,7 @@ _SPECIALS = ("<pad>", "<s>", "</s>", "<unk>", IMAGE_TOKEN)
 
 
 def mplug_owl2_prompt(question: str, answer: str | None = None, *, image_first: bool = False) -> str:
-    """The "mplug_owl2" conversation prompt for one question about one image.
+    r"""The "mplug_owl2" conversation prompt for one question about one image.
 
     Parameters
     ----------
@@ -40,7 +40,7 @@ def mplug_owl2_prompt(question: str, answer: str | None = None, *, image_first: 
         The assistant's answer; without it the prompt ends with ``ASSISTANT:`` for generation.
     image_first : bool, default False
         Put ``<|image|>`` before the question (the training JSONs' layout) instead of after it (the
-        evaluation scripts' ``question + "\\n" + <|image|>``).
+        evaluation scripts' ``question + "\n" + <|image|>``).
 
     Returns
     -------
@@ -50,9 +50,9 @@ def mplug_owl2_prompt(question: str, answer: str | None = None, *, image_first: 
     Examples
     --------
     >>> mplug_owl2_prompt("Describe the watermark.")
-    'USER: Describe the watermark.\\n<|image|> ASSISTANT:'
+    'USER: Describe the watermark.\n<|image|> ASSISTANT:'
     >>> mplug_owl2_prompt("Where?", "Center")
-    'USER: Where?\\n<|image|> ASSISTANT: Center</s>'
+    'USER: Where?\n<|image|> ASSISTANT: Center</s>'
     """
     if not isinstance(question, str) or not question.strip():
         raise ValueError("question must be a non-empty str")

@@ -66,7 +66,7 @@ def predict_score(logits: Mapping[str, float] | Sequence[float] | np.ndarray) ->
     --------
     >>> predict_score([10.0, -1e9, -1e9, -1e9, -1e9])
     5.0
-    >>> predict_score({"invisible": 0.0, "faint": 0.0, "moderate": 0.0, "visible": 0.0, "obvious": 0.0})
+    >>> round(predict_score({"invisible": 0.0, "faint": 0.0, "moderate": 0.0, "visible": 0.0, "obvious": 0.0}), 12)
     3.0
     """
     if isinstance(logits, Mapping):
