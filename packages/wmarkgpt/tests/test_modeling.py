@@ -105,7 +105,6 @@ def test_lora_adapter_round_trips(model, batch, tmp_path):
         b = loaded(input_ids=ids, images=px).logits
         base = model(input_ids=ids, images=px).logits
     assert torch.equal(a, b) and not torch.allclose(a, base)
-    assert all("lora_" in n for n, p in loaded.named_parameters() if p.requires_grad) or True
     assert {n.split(".")[-2] for n, _ in peft_model.named_parameters() if "lora_A" in n} == {"default"}
 
 
@@ -121,8 +120,7 @@ def test_forward_rejects_inconsistent_inputs(model, batch):
     with pytest.raises(ValueError, match="no images were given"):
         model(input_ids=ids)
     with pytest.raises(ValueError, match="row 0 has 2"):
-        model(input_ids=torch.cat([ids[:, :1], ids], dim=1) if False else torch.tensor(
-            [[1, IMAGE_TOKEN_INDEX, 5, IMAGE_TOKEN_INDEX]] * 2), images=px)
+        model(input_ids=torch.tensor([[1, IMAGE_TOKEN_INDEX, 5, IMAGE_TOKEN_INDEX]] * 2), images=px)
     with pytest.raises(ValueError, match="row 0 has 0"):
         model(input_ids=torch.tensor([[1, 5, 6]] * 2), images=px)
     with pytest.raises(ValueError, match="got 1 images for 2 prompts"):
