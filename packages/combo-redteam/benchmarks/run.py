@@ -3,7 +3,7 @@
 1. 50 benign flagged tasks x 6 strategies (single strong, single weak, manual, automated k = 1, 3, 5)
    x 5 seeds with the deterministic stand-ins, one process (code answers graded in subprocesses).
 2. An OpenAI-compatible mock server on 127.0.0.1 that answers as the strong stand-in after sleeping
-   100 ms: 40 single-model episodes at concurrency 1 and 8, results compared for equality.
+   100 ms: 40 single-model episodes at concurrency 1 and 8 (median of the repeats), results compared.
 
 Writes results/benchmark.json and prints a markdown table (sizes, versions, machine).
 
@@ -75,11 +75,13 @@ def main() -> None:
     httpd, url = _server(0.1)
     controls = benign_suite(40, random_state=1, variants=("control",))
     model = OpenAICompatibleModel("mock", base_url=url, api_key_env=None)
-    timing, results = {}, {}
-    for concurrency in (1, 8):
-        start = time.perf_counter()
-        results[concurrency] = run(controls, [SingleModel(model)], concurrency=concurrency)
-        timing[concurrency] = time.perf_counter() - start
+    timing, results, samples = {}, {}, {1: [], 8: []}
+    for _ in range(args.repeats):
+        for concurrency in (1, 8):
+            start = time.perf_counter()
+            results[concurrency] = run(controls, [SingleModel(model)], concurrency=concurrency)
+            samples[concurrency].append(time.perf_counter() - start)
+    timing = {c: statistics.median(v) for c, v in samples.items()}
     httpd.shutdown()
     httpd.server_close()
 
@@ -88,6 +90,7 @@ def main() -> None:
                       "seconds": times, "median_s": statistics.median(times), "success": rates},
         "mock_backend": {"latency_s": 0.1, "episodes": 40, "seconds_concurrency_1": timing[1],
                          "seconds_concurrency_8": timing[8], "speedup": timing[1] / timing[8],
+                         "samples_concurrency_1": samples[1], "samples_concurrency_8": samples[8],
                          "identical_results": results[1] == results[8]},
         "environment": environment(["combo-redteam", "icml25-shared", "numpy", "jsonschema"]),
     }
@@ -98,8 +101,10 @@ def main() -> None:
     print(f"| stand-ins, every strategy | 50 tasks x 6 strategies x 5 seeds = {s['episodes']} episodes | "
           f"{s['median_s']:.2f} s (median of {args.repeats}) | success: " +
           ", ".join(f"{k} {v:.2f}" for k, v in rates.items()) + " |")
-    print(f"| mock backend, 100 ms per call | 40 episodes, concurrency 1 | {m['seconds_concurrency_1']:.2f} s | |")
-    print(f"| mock backend, 100 ms per call | 40 episodes, concurrency 8 | {m['seconds_concurrency_8']:.2f} s | "
+    print(f"| mock backend, 100 ms per call | 40 episodes, concurrency 1 | {m['seconds_concurrency_1']:.2f} s "
+          f"(median of {args.repeats}) | |")
+    print(f"| mock backend, 100 ms per call | 40 episodes, concurrency 8 | {m['seconds_concurrency_8']:.2f} s "
+          f"(median of {args.repeats}) | "
           f"{m['speedup']:.1f}x faster, identical results: {m['identical_results']} |")
 
 
