@@ -307,11 +307,11 @@ def synthesize(phones, durations, speaker: SpeakerParams, *, random_state=None) 
 
 def _draw_speaker(rng) -> SpeakerParams:
     high = rng.random() < 0.5
-    f0 = rng.uniform(175, 260) if high else rng.uniform(85, 150)
-    scale = rng.uniform(1.05, 1.25) if high else rng.uniform(0.85, 1.05)
-    return SpeakerParams(f0=float(f0), formant_scale=float(scale), tilt=float(rng.uniform(0.6, 0.95)),
-                         jitter=float(rng.uniform(0.005, 0.03)), shimmer=float(rng.uniform(0.01, 0.08)),
-                         breathiness=float(rng.uniform(0.0, 0.3)))
+    f0 = rng.uniform(175, 280) if high else rng.uniform(75, 155)
+    scale = rng.uniform(1.0, 1.3) if high else rng.uniform(0.78, 1.08)
+    return SpeakerParams(f0=float(f0), formant_scale=float(scale), tilt=float(rng.uniform(0.4, 0.97)),
+                         jitter=float(rng.uniform(0.0, 0.04)), shimmer=float(rng.uniform(0.0, 0.1)),
+                         breathiness=float(rng.uniform(0.0, 0.4)))
 
 
 @dataclass

@@ -212,7 +212,7 @@ class ResemblyzerEncoder(nn.Module):
         """Embeddings of a batch of partial mel spectrograms ``(batch, frames, 40)`` -> ``(batch, d)``."""
         _, (hidden, _) = self.lstm(mels)
         raw = self.relu(self.linear(hidden[-1]))
-        return raw / raw.norm(dim=1, keepdim=True).clamp_min(1e-12)
+        return raw / (raw.pow(2).sum(dim=1, keepdim=True) + 1e-24).sqrt()  # finite gradient at 0
 
     def partial_slices(self, n_samples: int, *, rate: float = 1.3, min_coverage: float = 0.75) -> list[slice]:
         """Frame ranges of the partial utterances of an ``n_samples``-long waveform.
@@ -271,7 +271,7 @@ class ResemblyzerEncoder(nn.Module):
         parts = torch.stack([mel[:, s] for s in slices], dim=1)  # (B, P, F, 40)
         b, p = parts.shape[:2]
         emb = self(parts.reshape(b * p, *parts.shape[2:])).reshape(b, p, -1).mean(dim=1)
-        emb = emb / emb.norm(dim=1, keepdim=True).clamp_min(1e-12)
+        emb = emb / (emb.pow(2).sum(dim=1, keepdim=True) + 1e-24).sqrt()
         return emb[0] if squeeze else emb
 
     @torch.no_grad()

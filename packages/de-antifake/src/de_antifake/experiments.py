@@ -1,119 +1,237 @@
-"""The ``demo`` and ``reproduce`` commands.
+"""The ``demo`` and ``reproduce`` commands: protect -> purify -> clone -> verify on the synthetic corpus.
 
-``demo`` puts the bootstrap interval beside the Student-t interval on the target of the synthetic
-``friedman1`` regression set (Friedman, 1991) at growing sample sizes; ``reproduce`` measures the coverage of both intervals
-over independent replications of a normal sample whose mean is known.
+``reproduce`` follows ``studies/reproduce_protocol.md``: per seed it synthesises a corpus, enrols the
+speakers with the pretrained GE2E encoder (threshold at the clean EER), fits the cloner, protects one
+reference per speaker with :func:`~de_antifake.protect.attackvc`, trains the tiny stage-1 DiffWave and
+the two refiners, purifies the protected references with every purifier and reports the SV success and
+SIM of the clones. ``demo`` runs every purifier on 4 protected clips with the weights ``reproduce``
+saved (or, when absent, weights trained for a few steps) and draws their spectrograms.
 """
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
 import numpy as np
+import torch
 from icml25_shared.cli import RunContext, progress
-from icml25_shared.data import load
-from icml25_shared.random import check_random_state, spawn
-from icml25_shared.stats import t_interval, wilson_interval
 
-from de_antifake.method import bootstrap_mean
+from de_antifake.audio import snr_db
+from de_antifake.clone import ParameterCloner, SpeakerVerifier, embed_batch
+from de_antifake.corpus import WORDS, make_corpus, plan_utterance, synthesize
+from de_antifake.diffusion import (DiffWaveConfig, DiffWavePurifier, load_purification_pkl, save_purification_pkl,
+                                   train_diffwave)
+from de_antifake.encoder import ResemblyzerEncoder
+from de_antifake.phoneme import PhonemeSpectra
+from de_antifake.protect import attackvc
+from de_antifake.purifiers import LowPassPurifier, available_codecs
+from de_antifake.refiner import PhonemeGuidedRefiner, PhonePuRe, load_refinement_ckpt, save_refinement_ckpt
 
-__all__ = ["coverage", "demo", "reproduce"]
+__all__ = ["ChainSizes", "demo", "reproduce", "run_chain"]
 
-DEMO_SIZES = (25, 50, 100, 200, 400)
-REPRODUCE_SIZES = (10, 30, 100)
+STAGE1 = DiffWaveConfig(res_channels=32, skip_channels=32, num_res_layers=8, dilation_cycle=8,
+                        diffusion_step_embed_dim_in=32, diffusion_step_embed_dim_mid=64, diffusion_step_embed_dim_out=64)
+"""The tiny stage-1 DiffWave used at CPU scale."""
 
 
-def demo(ctx: RunContext) -> None:
-    """Bootstrap and t intervals of the ``friedman1`` target mean; writes a table, JSON and a PNG.
+@dataclass(frozen=True)
+class ChainSizes:
+    """Sizes of one protect -> purify -> clone -> verify run (quick values by default)."""
+
+    n_speakers: int = 8
+    n_utterances: int = 6
+    attack_iters: int = 30
+    diffwave_steps: int = 200
+    refiner_steps: int = 150
+    refiner_N: int = 30
+
+
+FULL = ChainSizes(n_speakers=20, n_utterances=20, attack_iters=150, diffwave_steps=2000, refiner_steps=1500)
+"""The protocol's full sizes."""
+
+
+def _coverage(corpus, enrol, rng):
+    """The enrolment speakers reading the whole vocabulary, so every phoneme has an average spectrum."""
+    speakers = sorted({corpus.utterances[i].speaker for i in enrol})
+    out = []
+    for j in range(0, len(WORDS), 3):
+        voice = corpus.speakers[speakers[(j // 3) % len(speakers)]]
+        phones, durs = plan_utterance(WORDS[j:j + 3], random_state=rng)
+        out.append((synthesize(phones, durs, voice, random_state=rng), list(zip(phones, durs, strict=True))))
+    return out
+
+
+def _models(corpus, enrol, rng, sizes):
+    w = corpus.waveforms()[enrol]
+    dw = train_diffwave(w, config=STAGE1, steps=sizes.diffwave_steps, max_t=10, lr=1e-3, segment=4000, random_state=rng)
+    noisy = w + 0.005 * rng.standard_normal(w.shape).astype(np.float32)
+    stage1_t5 = DiffWavePurifier(dw, t=5, random_state=rng)
+    y = np.stack([stage1_t5.purify(x, 16000) for x in noisy])
+    align = [corpus.utterances[i].alignment for i in enrol]
+    spectra = PhonemeSpectra().fit([*zip(w, align), *_coverage(corpus, enrol, rng)])
+    kw = dict(channels=8, layers=3, N=sizes.refiner_N)
+    guided = PhonemeGuidedRefiner(use_text=True, random_state=rng, **kw).fit(
+        w, y, alignments=align, spectra=spectra, steps=sizes.refiner_steps)
+    plain = PhonemeGuidedRefiner(use_text=False, random_state=rng, **kw).fit(w, y, steps=sizes.refiner_steps)
+    return dw, guided, plain
+
+
+def run_chain(seed: int, sizes: ChainSizes = ChainSizes(), *, encoder=None, save_to: Path | None = None) -> dict:
+    """One seed of the reproduction; returns per-row SV success, SIM and SNR.
 
     Parameters
     ----------
-    ctx : RunContext
-        Output folder, seed and the quick flag (two sizes instead of five).
-    """
-    sizes = DEMO_SIZES[:2] if ctx.quick else DEMO_SIZES
-    data = load("friedman1", n_samples=max(sizes), seed=ctx.seed)
-    rows = []
-    # One independent resampling stream per size: adding a size never changes the others' intervals.
-    for n, rng in progress(zip(sizes, spawn(ctx.seed, len(sizes)), strict=True), desc="demo", total=len(sizes)):
-        boot, student = bootstrap_mean(data.y[:n], random_state=rng), t_interval(data.y[:n])
-        rows.append({"n": n, "mean": boot.estimate, "bootstrap low": boot.low, "bootstrap high": boot.high,
-                     "t low": student.low, "t high": student.high})
-    ctx.write_table(rows, headers=list(rows[0]))
-    ctx.write_json({"dataset": "friedman1", "seed": ctx.seed, "rows": rows})
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 3))
-    ns = np.array([r["n"] for r in rows], dtype=float)
-    ax.fill_between(ns, [r["t low"] for r in rows], [r["t high"] for r in rows], alpha=0.3, label="t interval")
-    ax.plot(ns, [r["bootstrap low"] for r in rows], "k--", label="bootstrap interval")
-    ax.plot(ns, [r["bootstrap high"] for r in rows], "k--")
-    ax.plot(ns, [r["mean"] for r in rows], "o-", label="mean")
-    ax.set_xscale("log")
-    ax.set_xlabel("n")
-    ax.set_ylabel("target mean")
-    ax.legend()
-    ctx.save_figure(fig)
-
-
-def coverage(n: int, replications: int, *, confidence: float = 0.95, n_resamples: int = 1000,
-             random_state: int | np.random.Generator | None = None) -> dict[str, float]:
-    """Share of replications whose bootstrap and t intervals cover the true mean of a N(1, 1) sample.
-
-    Parameters
-    ----------
-    n : int
-        Sample size of each replication.
-    replications : int
-        Independent replications (each with its own data and resampling stream).
-    confidence : float, default 0.95
-        Nominal two-sided coverage of both intervals.
-    n_resamples : int, default 1000
-        Bootstrap resamples per replication.
-    random_state : None, int or numpy Generator, default None
-        Root of the replications' streams.
+    seed : int
+        Root of every random stream of the run.
+    sizes : ChainSizes
+        Problem sizes.
+    encoder : ResemblyzerEncoder, optional
+        The pretrained GE2E by default.
+    save_to : path, optional
+        Folder for the trained weights (``purification.pkl``, ``refinement.ckpt``, ``refinement_unguided.ckpt``).
 
     Returns
     -------
-    dict of str to float
-        ``bootstrap`` and ``t``: the observed coverage of each interval.
+    dict
+        ``rows`` (name -> ``success``, ``sim``, ``snr_db``), ``threshold``, ``eer``, ``seconds``.
     """
-    rng = check_random_state(random_state)
-    hits = {"bootstrap": 0, "t": 0}
-    for stream in spawn(rng, replications):
-        sample = stream.normal(1.0, 1.0, size=n)
-        hits["bootstrap"] += bootstrap_mean(sample, confidence=confidence, n_resamples=n_resamples,
-                                            random_state=stream).contains(1.0)
-        hits["t"] += t_interval(sample, confidence).contains(1.0)
-    return {name: count / replications for name, count in hits.items()}
+    start = time.perf_counter()
+    torch.set_num_threads(1)
+    ss = np.random.SeedSequence(seed)
+    r_corpus, r_train, r_attack, r_eval = (np.random.default_rng(s) for s in ss.spawn(4))
+    enc = encoder or ResemblyzerEncoder.from_pretrained()
+    corpus = make_corpus(n_speakers=sizes.n_speakers, n_utterances=sizes.n_utterances, seconds=2.0,
+                         random_state=int(r_corpus.integers(2**31)))
+    lab = corpus.labels
+    refs = np.array([i for i in range(len(lab)) if i % sizes.n_utterances == 0])
+    enrol = np.array([i for i in range(len(lab)) if i % sizes.n_utterances != 0])
+    wavs = corpus.waveforms()
+    emb = embed_batch(enc, wavs)
+    verifier = SpeakerVerifier().fit(emb[enrol], lab[enrol])
+    cloner = ParameterCloner(enc).fit(emb[enrol], [corpus.speakers[k] for k in lab[enrol]])
+    groups = np.array([corpus.speakers[k].group for k in range(sizes.n_speakers)])
+    targets = []
+    for i in refs:
+        other = np.flatnonzero(groups != groups[lab[i]])
+        pick = other if len(other) else np.flatnonzero(np.arange(sizes.n_speakers) != lab[i])
+        targets.append(verifier.centroids_[r_attack.choice(pick)])
+    protected = attackvc(wavs[refs], np.array(targets), eps=0.01, encoder=enc, iters=sizes.attack_iters,
+                         random_state=int(r_attack.integers(2**31)))
+    dw, guided, plain = _models(corpus, enrol, r_train, sizes)
+    if save_to is not None:
+        save_purification_pkl(dw, Path(save_to) / "purification.pkl")
+        save_refinement_ckpt(guided, Path(save_to) / "refinement.ckpt")
+        save_refinement_ckpt(plain, Path(save_to) / "refinement_unguided.ckpt")
+    stage1 = DiffWavePurifier(dw, t=3, random_state=r_eval)
+    purifiers = {"protected (none)": lambda x, i: x, "LPF": LowPassPurifier().purify,
+                 "AudioPure t=5": DiffWavePurifier(dw, t=5, random_state=r_eval).purify,
+                 "stage 1 (t=3)": stage1.purify,
+                 "unguided refiner": lambda x, i: PhonePuRe(stage1, plain).purify(x, 16000),
+                 "PhonePuRe": lambda x, i: PhonePuRe(stage1, guided).purify(
+                     x, 16000, alignment=corpus.utterances[i].alignment)}
+    words = [list(r_eval.choice(WORDS, 3, replace=False)) for _ in refs]
+    rows = {}
+
+    def score(name, ref_wavs):
+        clone_seeds = np.random.SeedSequence([seed, 7]).spawn(len(refs))
+        e = embed_batch(enc, ref_wavs)
+        clones = np.stack([cloner.clone_from_embedding(e[j], words[j], random_state=np.random.default_rng(clone_seeds[j]))
+                           for j in range(len(refs))])
+        ce = embed_batch(enc, clones)
+        rows[name] = {"success": float(verifier.accept(ce, lab[refs]).mean()),
+                      "sim": float(verifier.scores(ce, lab[refs]).mean()),
+                      "snr_db": float(np.mean([snr_db(wavs[i], w) for i, w in zip(refs, ref_wavs, strict=True)]))}
+
+    score("clean reference", wavs[refs])
+    for name, fn in purifiers.items():
+        score(name, np.stack([fn(protected[j], i) if name in ("protected (none)", "PhonePuRe", "unguided refiner")
+                              else fn(protected[j], 16000) for j, i in enumerate(refs)]))
+    return {"seed": seed, "rows": rows, "threshold": verifier.threshold_, "eer": verifier.eer_,
+            "seconds": time.perf_counter() - start}
 
 
 def reproduce(ctx: RunContext) -> None:
-    """Coverage of the 95% bootstrap and t intervals at n = 10, 30, 100; writes JSON, a table and a PNG.
-
-    Parameters
-    ----------
-    ctx : RunContext
-        Output folder, seed and the quick flag (50 replications instead of 400).
-    """
-    replications = 50 if ctx.quick else 400
-    results = {}
-    streams = spawn(ctx.seed, len(REPRODUCE_SIZES))
-    for n, stream in progress(zip(REPRODUCE_SIZES, streams, strict=True), desc="reproduce", total=len(streams)):
-        rates = coverage(n, replications, random_state=stream)
-        results[str(n)] = {}
-        for name, rate in rates.items():
-            ci = wilson_interval(round(rate * replications), replications)
-            results[str(n)][name] = {"coverage": rate, "low": ci.low, "high": ci.high}
-    ctx.write_json({"confidence": 0.95, "replications": replications, "seed": ctx.seed, "coverage": results})
-    ctx.write_table([[n, name, c["coverage"], c["low"], c["high"]] for n, by in results.items()
-                     for name, c in by.items()], headers=["n", "interval", "coverage", "Wilson low", "Wilson high"])
+    """The ordering over seeds 0, 1, 2 (``--quick``: quick sizes); writes JSON, a table and a PNG."""
+    sizes = ChainSizes() if ctx.quick else FULL
+    enc = ResemblyzerEncoder.from_pretrained()
+    runs = []
+    for seed in progress([0, 1, 2], desc="reproduce"):
+        runs.append(run_chain(seed, sizes, encoder=enc, save_to=ctx.out / "weights" if seed == 0 else None))
+    names = list(runs[0]["rows"])
+    table = []
+    for n in names:
+        s = np.array([r["rows"][n]["success"] for r in runs])
+        m = np.array([r["rows"][n]["sim"] for r in runs])
+        table.append([n, f"{s.mean():.3f} +- {s.std(ddof=1):.3f}", f"{m.mean():.3f} +- {m.std(ddof=1):.3f}",
+                      f"{np.mean([r['rows'][n]['snr_db'] for r in runs]):.1f}"])
+    mean = {n: float(np.mean([r["rows"][n]["success"] for r in runs])) for n in names}
+    sim = {n: float(np.mean([r["rows"][n]["sim"] for r in runs])) for n in names}
+    verdict = {"PhonePuRe >= stage 1 >= LPF": mean["PhonePuRe"] >= mean["stage 1 (t=3)"] >= mean["LPF"],
+               "PhonePuRe within 0.15 of clean": mean["clean reference"] - mean["PhonePuRe"] <= 0.15,
+               "guided SIM > unguided SIM": sim["PhonePuRe"] > sim["unguided refiner"]}
+    ctx.write_json({"sizes": sizes.__dict__, "runs": runs, "mean_success": mean, "mean_sim": sim, "verdict": verdict,
+                    "codecs": available_codecs()})
+    ctx.write_table(table, headers=["reference", "SV success (mean +- sd, 3 seeds)", "SIM", "SNR dB"])
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(5, 3))
-    for name in ("bootstrap", "t"):
-        ax.plot(REPRODUCE_SIZES, [results[str(n)][name]["coverage"] for n in REPRODUCE_SIZES], "o-", label=name)
-    ax.axhline(0.95, color="grey", lw=0.8)
-    ax.set_xscale("log")
-    ax.set_xlabel("n")
-    ax.set_ylabel("coverage")
-    ax.legend()
+    fig, ax = plt.subplots(figsize=(6, 3))
+    ax.barh(names, [mean[n] for n in names])
+    ax.set_xlabel("SV success of clones")
+    fig.tight_layout()
+    ctx.save_figure(fig)
+
+
+def demo(ctx: RunContext) -> None:
+    """Every purifier on 4 protected clips: SNR and embedding SIM table, spectrogram PNG."""
+    torch.set_num_threads(1)
+    enc = ResemblyzerEncoder.from_pretrained()
+    corpus = make_corpus(n_speakers=4, n_utterances=2, seconds=2.0, random_state=ctx.seed)
+    wavs = corpus.waveforms()
+    idx = np.arange(0, 8, 2)
+    shipped = Path(__file__).resolve().parents[2] / "results" / "weights"
+    if (shipped / "purification.pkl").is_file():
+        dw, _ = load_purification_pkl(shipped / "purification.pkl")
+        guided = load_refinement_ckpt(shipped / "refinement.ckpt", random_state=ctx.seed)
+        plain = load_refinement_ckpt(shipped / "refinement_unguided.ckpt", random_state=ctx.seed)
+        source = str(shipped)
+    else:
+        rng = np.random.default_rng(ctx.seed)
+        dw, guided, plain = _models(corpus, np.arange(8), rng, ChainSizes(diffwave_steps=5, refiner_steps=3, refiner_N=5))
+        source = "trained for a few steps (run reproduce to make real weights)"
+    emb = embed_batch(enc, wavs)
+    protected = attackvc(wavs[idx], emb[idx[::-1]], eps=0.01, encoder=enc, iters=3 if ctx.quick else 20)
+    stage1 = DiffWavePurifier(dw, t=3, random_state=ctx.seed)
+    from de_antifake.purifiers import (AveragePurifier, BandPassPurifier, DownsamplePurifier, MedianPurifier)
+
+    purifiers = {p.name: p.purify for p in (AveragePurifier(), MedianPurifier(), DownsamplePurifier(), LowPassPurifier(),
+                                            BandPassPurifier())}
+    purifiers["AudioPure t=5"] = DiffWavePurifier(dw, t=5, random_state=ctx.seed).purify
+    purifiers["stage 1 (t=3)"] = stage1.purify
+    purifiers["unguided"] = PhonePuRe(stage1, plain).purify
+    rows, outputs = [], {}
+    for name, fn in purifiers.items():
+        out = []
+        for j, i in enumerate(idx):
+            out.append(fn(protected[j], 16000))
+        outputs[name] = np.stack(out)
+    outputs["PhonePuRe"] = np.stack([PhonePuRe(stage1, guided).purify(protected[j], 16000,
+                                     alignment=corpus.utterances[i].alignment) for j, i in enumerate(idx)])
+    clean_e = emb[idx]
+    for name, out in {"protected": protected, **outputs}.items():
+        e = embed_batch(enc, out)
+        rows.append([name, float(np.mean(np.sum(e * clean_e, axis=1))),
+                     float(np.mean([snr_db(wavs[i], o) for i, o in zip(idx, out, strict=True)]))])
+    ctx.write_table(rows, headers=["purifier", "SIM to clean reference", "SNR vs clean (dB)"])
+    ctx.write_json({"weights": source, "rows": rows, "codecs": available_codecs()})
+    import matplotlib.pyplot as plt
+
+    show = ["protected", "LPF", "stage 1 (t=3)", "PhonePuRe"]
+    fig, axes = plt.subplots(1, len(show), figsize=(12, 3))
+    for ax, name in zip(axes, show, strict=True):
+        x = protected[0] if name == "protected" else outputs[name][0]
+        ax.specgram(x, NFFT=510, Fs=16000, noverlap=382)
+        ax.set_title(name)
+    fig.tight_layout()
     ctx.save_figure(fig)

@@ -1,0 +1,133 @@
+"""The cloning stand-in and the verification metrics: reference -> embedding -> voice -> new text.
+
+:class:`ParameterCloner` regresses the synthesiser's :class:`~de_antifake.corpus.SpeakerParams` from a
+speaker embedding (ridge regression on standardised embeddings, fitted on clean data) and speaks new
+text with the regressed voice: the causal chain of a zero-shot VC system (reference audio -> speaker
+embedding -> cloned voice). Real VC systems plug in through the :class:`VoiceCloner` protocol.
+:class:`SpeakerVerifier` enrols speakers (centroid of clean embeddings) and accepts a trial when its
+cosine with the claimed speaker's centroid reaches the clean-trial EER threshold.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+import torch
+from icml25_shared.random import check_random_state
+
+from de_antifake.audio import as_mono
+from de_antifake.corpus import SpeakerParams, plan_utterance, synthesize
+from de_antifake.encoder import eer_threshold
+
+__all__ = ["ParameterCloner", "SpeakerVerifier", "VoiceCloner", "embed_batch"]
+
+
+@runtime_checkable
+class VoiceCloner(Protocol):
+    """A voice-cloning system: speak ``words`` in the voice of ``reference``."""
+
+    def clone(self, reference, sr: int, words, *, random_state=None) -> np.ndarray:
+        """Return 16 kHz samples of ``words`` in the reference speaker's voice."""
+        ...
+
+
+@torch.no_grad()
+def embed_batch(encoder, waveforms, *, batch_size: int = 16) -> np.ndarray:
+    """Embeddings ``(n, d)`` of equal-length waveforms ``(n, samples)``."""
+    x = torch.as_tensor(np.asarray(waveforms, dtype=np.float32))
+    return torch.cat([encoder.embed(x[i:i + batch_size]) for i in range(0, len(x), batch_size)]).numpy()
+
+
+class ParameterCloner:
+    """Embedding -> synthesiser parameters (ridge) -> new text.
+
+    Parameters
+    ----------
+    encoder : module
+        Speaker encoder with ``embed``.
+    alpha : float, default 1.0
+        Ridge penalty on standardised embeddings.
+    n_frames : int, default 250
+        Length of the cloned utterances in 128-sample frames (2 s).
+    """
+
+    def __init__(self, encoder, *, alpha: float = 1.0, n_frames: int = 250) -> None:
+        self.encoder = encoder
+        self.alpha = alpha
+        self.n_frames = n_frames
+
+    def fit(self, embeddings, params) -> ParameterCloner:
+        """Fit on clean embeddings ``(n, d)`` and their speakers' ``SpeakerParams`` (or vectors ``(n, 6)``)."""
+        e = np.asarray(embeddings, dtype=np.float64)
+        y = np.stack([p.to_vector() if isinstance(p, SpeakerParams) else np.asarray(p, float) for p in params])
+        if len(e) != len(y) or len(e) < 2:
+            raise ValueError(f"need >= 2 matching rows, got {len(e)} embeddings and {len(y)} targets")
+        self.mean_, self.scale_ = e.mean(0), e.std(0) + 1e-8
+        z = (e - self.mean_) / self.scale_
+        self.y_mean_ = y.mean(0)
+        a = z.T @ z + self.alpha * np.eye(z.shape[1])
+        self.coef_ = np.linalg.solve(a, z.T @ (y - self.y_mean_))
+        return self
+
+    def predict_params(self, embeddings) -> list[SpeakerParams]:
+        """Regressed voices of embeddings ``(n, d)``."""
+        if not hasattr(self, "coef_"):
+            from sklearn.exceptions import NotFittedError
+
+            raise NotFittedError("ParameterCloner is not fitted: call fit first")
+        z = (np.atleast_2d(np.asarray(embeddings, float)) - self.mean_) / self.scale_
+        return [SpeakerParams.from_vector(v) for v in z @ self.coef_ + self.y_mean_]
+
+    def clone(self, reference, sr: int, words, *, random_state=None) -> np.ndarray:
+        """Speak ``words`` with the voice regressed from ``reference``."""
+        emb = embed_batch(self.encoder, as_mono(reference, sr)[None])
+        return self.clone_from_embedding(emb[0], words, random_state=random_state)
+
+    def clone_from_embedding(self, embedding, words, *, random_state=None) -> np.ndarray:
+        """Speak ``words`` with the voice regressed from an embedding."""
+        rng = check_random_state(random_state)
+        voice = self.predict_params(embedding)[0]
+        phones, durs = plan_utterance(words, n_frames=self.n_frames, random_state=rng)
+        return synthesize(phones, durs, voice, random_state=rng)
+
+
+class SpeakerVerifier:
+    """Centroid enrolment and a threshold at the equal-error rate of clean trials.
+
+    Attributes
+    ----------
+    centroids_ : numpy.ndarray
+        ``(n_speakers, d)`` unit-norm enrolment centroids.
+    threshold_ : float
+        Accept a trial when its cosine with the claimed centroid is ``>=`` this.
+    eer_ : float
+        EER of the enrolment trials (each utterance against every centroid, its own left out).
+    """
+
+    def fit(self, embeddings, labels) -> SpeakerVerifier:
+        """Enrol speakers from clean embeddings ``(n, d)`` with integer labels ``0..k-1``."""
+        e = np.asarray(embeddings, dtype=np.float64)
+        lab = np.asarray(labels)
+        k = int(lab.max()) + 1
+        self.centroids_ = np.stack([e[lab == j].mean(0) for j in range(k)])
+        self.centroids_ /= np.linalg.norm(self.centroids_, axis=1, keepdims=True)
+        genuine, impostor = [], []
+        for i in range(len(e)):
+            others = e[(lab == lab[i]) & (np.arange(len(e)) != i)]
+            if len(others):
+                c = others.mean(0)
+                genuine.append(float(e[i] @ c / np.linalg.norm(c)))
+            impostor.extend(float(e[i] @ self.centroids_[j]) for j in range(k) if j != lab[i])
+        self.threshold_, self.eer_ = eer_threshold(genuine, impostor)
+        return self
+
+    def scores(self, embeddings, speakers) -> np.ndarray:
+        """Cosine of each embedding with its claimed speaker's centroid (SIM)."""
+        e = np.atleast_2d(np.asarray(embeddings, dtype=np.float64))
+        e = e / np.linalg.norm(e, axis=1, keepdims=True)
+        return np.einsum("nd,nd->n", e, self.centroids_[np.asarray(speakers)])
+
+    def accept(self, embeddings, speakers) -> np.ndarray:
+        """Boolean SV decisions (``score >= threshold_``)."""
+        return self.scores(embeddings, speakers) >= self.threshold_

