@@ -129,6 +129,15 @@ def test_load_scop_with_secondary_structure_records(tmp_path):
         load_scop(tmp_path, classes=["a.1"], secondary="records")
 
 
+def test_make_complexes_refuses_impossible_sizes_instead_of_looping_forever():
+    with pytest.raises(ValueError, match="fewer residues"):
+        make_complexes(1, n_residues=(400, 400), random_state=0)
+    with pytest.raises(ValueError, match="inclusive range"):
+        make_complexes(1, n_ligand=(5, 2))
+    with pytest.raises(ValueError, match="ligand_elements"):
+        complex_graph(np.zeros((1, 3)), np.zeros(1, int), np.ones((2, 3)), np.zeros(2, int), ligand_elements=["C"])
+
+
 def test_make_complexes_labels_follow_the_aromatic_contacts():
     g = make_complexes(4, random_state=1)
     for k in range(4):

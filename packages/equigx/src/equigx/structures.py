@@ -307,6 +307,8 @@ def complex_graph(protein_pos: np.ndarray, residue_types: np.ndarray, ligand_pos
     mask = np.zeros(len(protein_pos), bool) if protein_mask is None else np.asarray(protein_mask, bool)
     if len(mask) != len(protein_pos):
         raise ValueError("protein_mask needs one entry per residue")
+    if ligand_elements is not None and len(ligand_elements) != len(ligand_pos):
+        raise ValueError(f"ligand_elements has {len(ligand_elements)} entries for {len(ligand_pos)} ligand atoms")
     if not hydrogens and ligand_elements is not None:
         heavy = np.array([str(e).upper() not in ("H", "D") for e in ligand_elements])
         ligand_pos, ligand_types = ligand_pos[heavy], ligand_types[heavy]
@@ -684,6 +686,9 @@ def make_complexes(n: int, *, n_residues: tuple[int, int] = (12, 20), n_ligand: 
     """
     if isinstance(n, bool) or not isinstance(n, int) or n < 1:
         raise ValueError(f"n must be a positive int, got {n!r}")
+    for name, (low, high) in (("n_residues", n_residues), ("n_ligand", n_ligand)):
+        if not 1 <= low <= high:
+            raise ValueError(f"{name} must be an inclusive range (low, high) with 1 <= low <= high, got {(low, high)}")
     rng = check_random_state(random_state)
     parts, ys = [], []
     for _ in range(n):
@@ -694,11 +699,16 @@ def make_complexes(n: int, *, n_residues: tuple[int, int] = (12, 20), n_ligand: 
         lig -= lig.mean(axis=0)
         n_r = int(rng.integers(n_residues[0], n_residues[1] + 1))
         res: list[np.ndarray] = []
-        while len(res) < n_r:
+        for _attempt in range(20_000):
+            if len(res) == n_r:
+                break
             d = rng.normal(size=3)
             p = d / np.linalg.norm(d) * rng.uniform(4.0, 9.0)
             if all(np.linalg.norm(p - q) >= 3.8 for q in res) and np.linalg.norm(lig - p, axis=1).min() >= 3.0:
                 res.append(p)
+        if len(res) < n_r:
+            raise ValueError(f"could not place {n_r} residues 3.8 A apart in the 4-9 A shell around the ligand; "
+                             "ask for fewer residues")
         res_pos = np.asarray(res)
         types = rng.integers(0, len(AMINO_ACIDS), size=n_r)
         near = np.linalg.norm(res_pos[:, None] - lig[None], axis=-1).min(axis=1) < contact
