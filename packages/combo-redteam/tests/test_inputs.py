@@ -121,7 +121,7 @@ def test_hanging_code_is_killed_at_its_limit_and_fails():
 def test_code_that_forges_the_report_fails():
     forged = ('import os, sys\nsys.stdout.write(\'\\n{"nonce": "x", "passed": 1, "error": ""}\\n\')\n'
               'sys.stdout.flush()\nos._exit(0)\ndef solve(xs):\n    return xs\n')
-    assert run_code_tests(forged, function="solve", tests=[{"input": [1], "output": [2]}]) == (0, "forged report")
+    assert run_code_tests(forged, function="solve", tests=[{"input": [1], "output": [2]}]) == (0, "crashed")
     assert run_code_tests("def solve(xs):\n    return xs\n", function="solve",
                           tests=[{"input": [1], "output": [1]}]) == (1, "")
 

@@ -13,10 +13,12 @@ from __future__ import annotations
 import ast
 import functools
 import json
+import os
 import re
-import secrets
+import signal
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -299,32 +301,36 @@ import json, sys
 
 def _main():
     payload = json.loads(sys.stdin.read())
-    nonce = payload.pop("nonce")  # the report carries it, so code that prints a fake report and exits fails
     try:
         import resource
         limit = payload["memory_mb"] * 1024 * 1024
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
         cpu = int(payload["time_limit_s"]) + 1
         resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-    except (ImportError, ValueError, OSError):
+        size = payload["output_mb"] * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
+        resource.setrlimit(resource.RLIMIT_NPROC, (0, 0))  # no fork (ignored for root: the group is killed)
+    except (ImportError, ValueError, OSError, AttributeError):
         pass
-    namespace, passed, error = {}, 0, ""
+    namespace, results, error = {}, [], ""
     try:
         exec(compile(payload.pop("code"), "<answer>", "exec"), namespace)
         function = namespace[payload["function"]]
-        for test in payload["tests"]:
+        for value in payload.pop("inputs"):
             try:
-                if function(test["input"]) == test["output"]:
-                    passed += 1
+                results.append(json.dumps(function(value)))
             except Exception:
-                pass
+                results.append(None)
     except BaseException as exc:
-        passed, error = 0, type(exc).__name__
-    sys.stdout.write("\n" + json.dumps({"nonce": nonce, "passed": passed, "error": error}) + "\n")
+        results, error = [], type(exc).__name__
+    sys.stdout.write("\n" + json.dumps({"results": results, "error": error}) + "\n")
 
 
 _main()
 """
+
+_OUTPUT_MB = 16
+"""Most output (MB) a graded answer may write; more kills it (POSIX file-size limit)."""
 
 
 def _defines(code: str, function: str) -> str:
@@ -337,12 +343,28 @@ def _defines(code: str, function: str) -> str:
     return "" if function in names else f"no function {function!r}"
 
 
+def _same(got: Any, expected: Any) -> bool:
+    """Equality of JSON values that also tells apart bools, ints and floats (``True != 1``)."""
+    if isinstance(expected, bool) or isinstance(got, bool):
+        return type(got) is type(expected) and got == expected
+    if isinstance(expected, list):
+        return isinstance(got, list) and len(got) == len(expected) and all(map(_same, got, expected))
+    if isinstance(expected, dict):
+        return (isinstance(got, dict) and got.keys() == expected.keys()
+                and all(_same(got[k], expected[k]) for k in expected))
+    return type(got) in (int, float, str, type(None)) and type(expected) in (int, float, str, type(None)) and (
+        isinstance(got, str) == isinstance(expected, str)) and got == expected
+
+
 def run_code_tests(code: str, *, function: str, tests: Sequence[dict[str, Any]], time_limit_s: float = 5.0,
                    memory_mb: int = 256) -> tuple[int, str]:
     """Run unit tests of ``function`` defined by ``code`` in a fresh, isolated Python subprocess.
 
-    The child sets its address-space and CPU limits (POSIX) before running the code; the parent kills
-    it when ``time_limit_s`` of wall time has passed.
+    The child gets only the code and the test inputs: it sets its address-space, CPU, output-size and
+    process limits (POSIX), calls the function on each input and reports each result as JSON. The
+    parent compares the decoded results with the expected outputs, so neither an object that claims
+    to equal everything nor a forged report can pass a test it does not solve. The parent kills the
+    child's whole process group when ``time_limit_s`` of wall time has passed or the child has exited.
 
     Parameters
     ----------
@@ -351,7 +373,8 @@ def run_code_tests(code: str, *, function: str, tests: Sequence[dict[str, Any]],
     function : str
         Name of the function under test; each test calls it with ``test["input"]``.
     tests : sequence of dict
-        ``{"input": ..., "output": ...}`` (JSON values).
+        ``{"input": ..., "output": ...}`` (JSON values); a result passes when its JSON encoding decodes
+        to ``output`` (lists and tuples alike; ``True`` is not ``1``).
     time_limit_s : float, default 5.0
         Wall-clock limit of the whole run.
     memory_mb : int, default 256
@@ -365,29 +388,57 @@ def run_code_tests(code: str, *, function: str, tests: Sequence[dict[str, Any]],
     problem = _defines(code, function)
     if problem:
         return 0, problem
-    payload = json.dumps({"code": code, "function": function, "tests": list(tests), "time_limit_s": time_limit_s,
-                          "memory_mb": int(memory_mb)})
-    return _run_payload(payload, float(time_limit_s), len(tests))
+    tests = list(tests)
+    payload = json.dumps({"code": code, "function": function, "inputs": [t["input"] for t in tests],
+                          "time_limit_s": time_limit_s, "memory_mb": int(memory_mb), "output_mb": _OUTPUT_MB})
+    results, error = _run_payload(payload, float(time_limit_s))
+    if len(results) not in (0, len(tests)):
+        return 0, "crashed"
+    passed = 0
+    for got, test in zip(results, tests, strict=False):
+        if got is None:
+            continue
+        try:
+            value = json.loads(got)
+        except (TypeError, ValueError):
+            continue
+        passed += _same(value, test["output"])
+    return passed, error
+
+
+def _kill_group(pid: int) -> None:
+    if os.name == "posix":
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
 
 
 @functools.lru_cache(maxsize=4096)
-def _run_payload(payload: str, time_limit_s: float, n_tests: int) -> tuple[int, str]:
-    # memoised: the same code and tests always give the same result (a flagged task and its control share them)
-    nonce = secrets.token_hex(16)
-    payload = json.dumps({**json.loads(payload), "nonce": nonce})
+def _run_payload(payload: str, time_limit_s: float) -> tuple[tuple[str | None, ...], str]:
+    # memoised: the same code and inputs always give the same results (a flagged task and its control share them)
+    with tempfile.TemporaryFile() as out:
+        process = subprocess.Popen([sys.executable, "-I", "-S", "-c", _RUNNER], stdin=subprocess.PIPE, stdout=out,
+                                   stderr=subprocess.DEVNULL, start_new_session=os.name == "posix")
+        try:
+            process.communicate(payload.encode(), timeout=time_limit_s)
+        except subprocess.TimeoutExpired:
+            _kill_group(process.pid)
+            process.kill()
+            process.wait()
+            return (), "timeout"
+        finally:
+            _kill_group(process.pid)  # forked children die with the run
+        size = out.seek(0, os.SEEK_END)
+        out.seek(max(0, size - (_OUTPUT_MB + 1) * 1024 * 1024))
+        tail = out.read().decode("utf-8", errors="replace")
     try:
-        done = subprocess.run([sys.executable, "-I", "-S", "-c", _RUNNER], input=payload, capture_output=True,
-                              text=True, timeout=time_limit_s)
-    except subprocess.TimeoutExpired:  # subprocess.run has killed the child
-        return 0, "timeout"
-    try:
-        report = json.loads(done.stdout.rstrip("\n").rsplit("\n", 1)[-1])
-        passed = int(report["passed"])
-    except (IndexError, KeyError, TypeError, ValueError):
-        return 0, "crashed"
-    if report.get("nonce") != nonce or not 0 <= passed <= n_tests:
-        return 0, "forged report"
-    return passed, str(report.get("error", ""))
+        report = json.loads(tail.rstrip("\n").rsplit("\n", 1)[-1])
+        results = tuple(None if r is None else str(r) for r in report["results"])
+        error = str(report.get("error", ""))
+    except (IndexError, KeyError, TypeError, ValueError, AttributeError):
+        return (), "crashed"
+    return results, error
 
 
 def grade(task: Task, answer: str | None) -> Grade:
