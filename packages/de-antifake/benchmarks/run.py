@@ -21,8 +21,13 @@ def main() -> None:
     from de_antifake.diffusion import DiffWavePurifier, load_purification_pkl
     from de_antifake.encoder import ResemblyzerEncoder
     from de_antifake.protect import attackvc
-    from de_antifake.purifiers import (AveragePurifier, BandPassPurifier, DownsamplePurifier, LowPassPurifier,
-                                       MedianPurifier)
+    from de_antifake.purifiers import (
+        AveragePurifier,
+        BandPassPurifier,
+        DownsamplePurifier,
+        LowPassPurifier,
+        MedianPurifier,
+    )
     from de_antifake.refiner import PhonePuRe, load_refinement_ckpt
 
     parser = argparse.ArgumentParser(description=__doc__)
@@ -38,7 +43,7 @@ def main() -> None:
     wavs = corpus.waveforms()[: args.clips]
     target = np.roll(np.stack([enc.embed_utterance(w, 16000) for w in wavs]), 1, axis=0)
     batched = lambda: attackvc(wavs, target, eps=0.01, encoder=enc, iters=args.iters)  # noqa: E731
-    looped = lambda: [attackvc(w, t, eps=0.01, encoder=enc, iters=args.iters) for w, t in zip(wavs, target)]  # noqa: E731
+    looped = lambda: [attackvc(w, t, eps=0.01, encoder=enc, iters=args.iters) for w, t in zip(wavs, target, strict=True)]  # noqa: E731
     report.add(compare(batched, looped, label=f"PGD {len(wavs)} x 2 s clips", ours_name="batched", peer_name="per-clip",
                        warmup=0, repeats=1, sizes={"clips": len(wavs), "seconds": 2.0, "iters": args.iters}))
     purifiers = {p.name: p for p in (AveragePurifier(), MedianPurifier(), DownsamplePurifier(), LowPassPurifier(),

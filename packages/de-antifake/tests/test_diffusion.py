@@ -6,8 +6,14 @@ import numpy as np
 import pytest
 import torch
 
-from de_antifake.diffusion import (DiffusionSchedule, DiffWave, DiffWaveConfig, DiffWavePurifier, load_purification_pkl,
-                                   save_purification_pkl)
+from de_antifake.diffusion import (
+    DiffusionSchedule,
+    DiffWave,
+    DiffWaveConfig,
+    DiffWavePurifier,
+    load_purification_pkl,
+    save_purification_pkl,
+)
 
 TINY = DiffWaveConfig(res_channels=8, skip_channels=8, num_res_layers=3, dilation_cycle=2, diffusion_step_embed_dim_in=16,
                       diffusion_step_embed_dim_mid=16, diffusion_step_embed_dim_out=16)

@@ -4,8 +4,16 @@ import numpy as np
 import pytest
 import torch
 
-from de_antifake.purifiers import (AveragePurifier, BandPassPurifier, CodecPurifier, DownsamplePurifier, LowPassPurifier,
-                                   MedianPurifier, Purifier, available_codecs)
+from de_antifake.purifiers import (
+    AveragePurifier,
+    BandPassPurifier,
+    CodecPurifier,
+    DownsamplePurifier,
+    LowPassPurifier,
+    MedianPurifier,
+    Purifier,
+    available_codecs,
+)
 
 BASELINES = [AveragePurifier(), MedianPurifier(), DownsamplePurifier(), LowPassPurifier(), BandPassPurifier()]
 

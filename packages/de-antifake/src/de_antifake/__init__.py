@@ -11,8 +11,31 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from de_antifake.audio import SAMPLE_RATE, as_mono, snr_db
+    from de_antifake.clone import ParameterCloner, SpeakerVerifier, VoiceCloner, embed_batch
     from de_antifake.corpus import Corpus, SpeakerParams, Utterance, make_corpus, pronounce, read_textgrid, synthesize
+    from de_antifake.diffusion import (
+        DiffusionSchedule,
+        DiffWave,
+        DiffWaveConfig,
+        DiffWavePurifier,
+        load_purification_pkl,
+        save_purification_pkl,
+        train_diffwave,
+    )
     from de_antifake.encoder import MelFrontEnd, ResemblyzerEncoder, eer_threshold
+    from de_antifake.phoneme import PhonemeSpectra, alignment_from_intervals, alignment_from_words
+    from de_antifake.protect import attackvc
+    from de_antifake.purifiers import (
+        AveragePurifier,
+        BandPassPurifier,
+        CodecPurifier,
+        DownsamplePurifier,
+        LowPassPurifier,
+        MedianPurifier,
+        Purifier,
+        available_codecs,
+    )
+    from de_antifake.refiner import PhonemeGuidedRefiner, PhonePuRe, load_refinement_ckpt, save_refinement_ckpt
 
 try:
     __version__ = version("de-antifake")
@@ -24,9 +47,62 @@ _EXPORTS = {
     "Corpus": "corpus", "SpeakerParams": "corpus", "Utterance": "corpus", "make_corpus": "corpus",
     "pronounce": "corpus", "read_textgrid": "corpus", "synthesize": "corpus",
     "MelFrontEnd": "encoder", "ResemblyzerEncoder": "encoder", "eer_threshold": "encoder",
+    "ParameterCloner": "clone", "SpeakerVerifier": "clone", "VoiceCloner": "clone", "embed_batch": "clone",
+    "DiffusionSchedule": "diffusion", "DiffWave": "diffusion", "DiffWaveConfig": "diffusion",
+    "DiffWavePurifier": "diffusion", "load_purification_pkl": "diffusion", "save_purification_pkl": "diffusion",
+    "train_diffwave": "diffusion",
+    "PhonemeSpectra": "phoneme", "alignment_from_intervals": "phoneme", "alignment_from_words": "phoneme",
+    "attackvc": "protect",
+    "AveragePurifier": "purifiers", "BandPassPurifier": "purifiers", "CodecPurifier": "purifiers",
+    "DownsamplePurifier": "purifiers", "LowPassPurifier": "purifiers", "MedianPurifier": "purifiers",
+    "Purifier": "purifiers", "available_codecs": "purifiers",
+    "PhonemeGuidedRefiner": "refiner", "PhonePuRe": "refiner", "load_refinement_ckpt": "refiner",
+    "save_refinement_ckpt": "refiner",
 }
 
-__all__ = sorted([*_EXPORTS, "__version__"])
+__all__ = [
+    "AveragePurifier",
+    "BandPassPurifier",
+    "CodecPurifier",
+    "Corpus",
+    "DiffWave",
+    "DiffWaveConfig",
+    "DiffWavePurifier",
+    "DiffusionSchedule",
+    "DownsamplePurifier",
+    "LowPassPurifier",
+    "MedianPurifier",
+    "MelFrontEnd",
+    "ParameterCloner",
+    "PhonePuRe",
+    "PhonemeGuidedRefiner",
+    "PhonemeSpectra",
+    "Purifier",
+    "ResemblyzerEncoder",
+    "SAMPLE_RATE",
+    "SpeakerParams",
+    "SpeakerVerifier",
+    "Utterance",
+    "VoiceCloner",
+    "__version__",
+    "alignment_from_intervals",
+    "alignment_from_words",
+    "as_mono",
+    "attackvc",
+    "available_codecs",
+    "eer_threshold",
+    "embed_batch",
+    "load_purification_pkl",
+    "load_refinement_ckpt",
+    "make_corpus",
+    "pronounce",
+    "read_textgrid",
+    "save_purification_pkl",
+    "save_refinement_ckpt",
+    "snr_db",
+    "synthesize",
+    "train_diffwave",
+]
 
 
 def __getattr__(name: str):

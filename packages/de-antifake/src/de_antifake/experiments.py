@@ -21,8 +21,13 @@ from icml25_shared.cli import RunContext, progress
 from de_antifake.audio import snr_db
 from de_antifake.clone import ParameterCloner, SpeakerVerifier, embed_batch
 from de_antifake.corpus import WORDS, make_corpus, plan_utterance, synthesize
-from de_antifake.diffusion import (DiffWaveConfig, DiffWavePurifier, load_purification_pkl, save_purification_pkl,
-                                   train_diffwave)
+from de_antifake.diffusion import (
+    DiffWaveConfig,
+    DiffWavePurifier,
+    load_purification_pkl,
+    save_purification_pkl,
+    train_diffwave,
+)
 from de_antifake.encoder import ResemblyzerEncoder
 from de_antifake.phoneme import PhonemeSpectra
 from de_antifake.protect import attackvc
@@ -70,7 +75,7 @@ def _models(corpus, enrol, rng, sizes):
     stage1_t5 = DiffWavePurifier(dw, t=5, random_state=rng)
     y = np.stack([stage1_t5.purify(x, 16000) for x in noisy])
     align = [corpus.utterances[i].alignment for i in enrol]
-    spectra = PhonemeSpectra().fit([*zip(w, align), *_coverage(corpus, enrol, rng)])
+    spectra = PhonemeSpectra().fit([*zip(w, align, strict=True), *_coverage(corpus, enrol, rng)])
     kw = dict(channels=8, layers=3, N=sizes.refiner_N)
     guided = PhonemeGuidedRefiner(use_text=True, random_state=rng, **kw).fit(
         w, y, alignments=align, spectra=spectra, steps=sizes.refiner_steps)
@@ -203,7 +208,7 @@ def demo(ctx: RunContext) -> None:
     emb = embed_batch(enc, wavs)
     protected = attackvc(wavs[idx], emb[idx[::-1]], eps=0.01, encoder=enc, iters=3 if ctx.quick else 20)
     stage1 = DiffWavePurifier(dw, t=3, random_state=ctx.seed)
-    from de_antifake.purifiers import (AveragePurifier, BandPassPurifier, DownsamplePurifier, MedianPurifier)
+    from de_antifake.purifiers import AveragePurifier, BandPassPurifier, DownsamplePurifier, MedianPurifier
 
     purifiers = {p.name: p.purify for p in (AveragePurifier(), MedianPurifier(), DownsamplePurifier(), LowPassPurifier(),
                                             BandPassPurifier())}
@@ -213,7 +218,7 @@ def demo(ctx: RunContext) -> None:
     rows, outputs = [], {}
     for name, fn in purifiers.items():
         out = []
-        for j, i in enumerate(idx):
+        for j in range(len(idx)):
             out.append(fn(protected[j], 16000))
         outputs[name] = np.stack(out)
     outputs["PhonePuRe"] = np.stack([PhonePuRe(stage1, guided).purify(protected[j], 16000,
