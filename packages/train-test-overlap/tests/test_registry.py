@@ -72,3 +72,11 @@ def test_schema_refuses_broken_entries():
     with pytest.raises(ValueError, match="listed twice"):
         validate_registry(bad)
     assert registry_schema()["properties"]["entries"]["items"]["required"][0] == "model"
+
+
+def test_score_refuses_a_mapping_without_one_of_the_three_fields():
+    # a misspelt key ("open-data") used to read as None and score 0 without a word
+    with pytest.raises(KeyError, match="open_data"):
+        score({"open-data": True, "publishes_stats": None, "publishes_method": None})
+    with pytest.raises(KeyError, match="publishes_method"):
+        score({"open_data": False, "publishes_stats": True})

@@ -73,6 +73,13 @@ def score(entry: Disclosure | Mapping[str, Any]) -> int:
     entry : Disclosure or mapping
         With ``open_data``, ``publishes_stats`` and ``publishes_method`` (bool or None; None counts as no).
 
+    Raises
+    ------
+    KeyError
+        For a mapping without one of the three fields (a misspelt key would otherwise score 0).
+    TypeError
+        For a value that is not a bool or None.
+
     Returns
     -------
     int
@@ -85,8 +92,14 @@ def score(entry: Disclosure | Mapping[str, Any]) -> int:
     >>> score({"open_data": None, "publishes_stats": True, "publishes_method": False})
     0
     """
-    get = entry.get if isinstance(entry, Mapping) else lambda k: getattr(entry, k)
-    values = {k: get(k) for k in ("open_data", "publishes_stats", "publishes_method")}
+    keys = ("open_data", "publishes_stats", "publishes_method")
+    if isinstance(entry, Mapping):
+        absent = [k for k in keys if k not in entry]
+        if absent:
+            raise KeyError(f"entry lacks {absent} (it has {sorted(entry)}); give each as true, false or null")
+        values = {k: entry[k] for k in keys}
+    else:
+        values = {k: getattr(entry, k) for k in keys}
     for k, v in values.items():
         if v is not None and not isinstance(v, bool):
             raise TypeError(f"{k} must be true, false or null, got {v!r}")
