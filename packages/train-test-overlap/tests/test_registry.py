@@ -80,3 +80,12 @@ def test_score_refuses_a_mapping_without_one_of_the_three_fields():
         score({"open-data": True, "publishes_stats": None, "publishes_method": None})
     with pytest.raises(KeyError, match="publishes_method"):
         score({"open_data": False, "publishes_stats": True})
+
+
+def test_schema_refuses_a_blank_source_or_model():
+    data = raw()
+    for fld in ("source", "model", "developer"):
+        bad = copy.deepcopy(data)
+        bad["entries"][0][fld] = "   "
+        with pytest.raises(jsonschema.ValidationError):
+            validate_registry(bad)
