@@ -45,3 +45,13 @@ def test_a_folder_of_parquet_shards_scans_like_the_documents(tmp_path):
     ts = TestSet("t", "test", [Instance("q", "beta gamma delta", [])])
     index = OverlapIndex(ts, n=2)
     assert index.scan(tmp_path) == index.scan(DOCS)
+
+
+def test_parquet_dictionary_encoded_string_column_is_read(tmp_path):
+    # pandas categorical columns are stored as dictionary<string>: the same documents, not a refusal
+    docs = ["a b c", None, "b c d", "a b c"]
+    pq.write_table(pa.table({"text": pa.array(docs).dictionary_encode()}), tmp_path / "c.parquet", row_group_size=2)
+    assert list(iter_documents(tmp_path / "c.parquet")) == ["a b c", "", "b c d", "a b c"]
+    pq.write_table(pa.table({"text": pa.array([1, 2]).dictionary_encode()}), tmp_path / "d.parquet")
+    with pytest.raises(ValueError, match="not a string column"):
+        list(iter_documents(tmp_path / "d.parquet"))

@@ -179,8 +179,9 @@ def _iter_file(path: Path, text_field: str, errors: str, lines: bool) -> Iterato
         if text_field not in schema.names:
             raise ValueError(f"{path}: no column {text_field!r} (columns: {schema.names}); pass text_field=")
         kind_of = schema.field(text_field).type
-        if not (pa.types.is_string(kind_of) or pa.types.is_large_string(kind_of)
-                or getattr(pa.types, "is_string_view", lambda _: False)(kind_of)):
+        values_of = kind_of.value_type if pa.types.is_dictionary(kind_of) else kind_of  # pandas categoricals
+        if not (pa.types.is_string(values_of) or pa.types.is_large_string(values_of)
+                or getattr(pa.types, "is_string_view", lambda _: False)(values_of)):
             raise ValueError(f"{path}: column {text_field!r} is {kind_of}, not a string column")
         for batch in parquet.iter_batches(columns=[text_field]):
             yield from (t if t is not None else "" for t in batch.column(0).to_pylist())  # null: empty document
@@ -263,7 +264,7 @@ def iter_documents(source: str | os.PathLike[str] | Sequence[Any] | Iterable[str
         refused: pass them as ``Path`` objects). Files:
         JSONL (``.jsonl``, ``.json``, ``.ndjson``: one JSON object per line, the text in ``text_field``),
         text (``.txt`` or no suffix), either compressed with ``.gz`` or ``.zst``, and Parquet (read in
-        record batches, one string column; a null value is an empty document).
+        record batches, one string column, dictionary-encoded or not; a null value is an empty document).
     text_field : str, default "text"
         JSONL field / Parquet column that holds the document.
     errors : {"strict", "replace"}, default "strict"
