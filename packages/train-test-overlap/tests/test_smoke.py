@@ -96,3 +96,20 @@ def test_sketch_command_build_and_query(tmp_path, helm_data, capsys):
     out = capsys.readouterr().out
     # exact 13-gram input overlap (golden_stats.jsonl): 2 of 6 and 2 of 4; a sketch can only add
     assert "MMLUScenario,subject=anatomy [test]: 2/6" in out and "NaturalQAScenario [valid]: 2/4" in out
+
+
+def test_report_command_refuses_a_duplicated_score_and_an_unindexed_metric_n(tmp_path, helm_data):
+    first = json.loads(open(helm_data / "scenarios.jsonl").readline())
+    spec = first["scenario_key"]["scenario_spec"]
+    name = spec["class_name"] + "".join(f",{k}={v}" for k, v in sorted(spec["args"].items()))
+    rec = {"test_set": name, "split": first["scenario_key"]["split"], "id": first["instances"][0]["id"]}
+    scores = tmp_path / "scores.jsonl"
+    # two scores for one instance: the second used to replace the first without a word
+    scores.write_text(json.dumps(dict(rec, score=0.0)) + "\n" + json.dumps(dict(rec, score=1.0)) + "\n")
+    args = ["report", "--scenarios", str(helm_data / "scenarios.jsonl"), "--corpus", str(helm_data / "corpus.txt"),
+            "--out", str(tmp_path), "--presets", "helm"]
+    with pytest.raises(SystemExit, match=r"scores\.jsonl:2: .*scored twice"):
+        main(args + ["--scores", str(scores)])
+    with pytest.raises(SystemExit) as exc:  # refused before the corpus is read
+        main(args + ["--n", "5", "9"])
+    assert exc.value.code == 2

@@ -100,6 +100,8 @@ def _report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from train_test_overlap import OverlapIndex, OverlapReport, load_helm_scenarios
     from train_test_overlap.presets import evaluate_presets
 
+    if args.metric_n not in args.n:
+        parser.error(f"--metric-n {args.metric_n} must be one of --n {args.n}")
     sets = load_helm_scenarios(args.scenarios)
     corpus = [Path(c) for c in args.corpus]
     scores: dict[tuple[str, str], dict[str, float]] | None = None
@@ -110,9 +112,14 @@ def _report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
                 if line.strip():
                     try:
                         rec = json.loads(line)
-                        scores.setdefault((rec["test_set"], rec["split"]), {})[str(rec["id"])] = float(rec["score"])
+                        per_set = scores.setdefault((rec["test_set"], rec["split"]), {})
+                        key, value = str(rec["id"]), float(rec["score"])
                     except (KeyError, TypeError, ValueError) as exc:
                         raise SystemExit(f"{args.scores}:{lineno}: need test_set, split, id and a numeric score ({exc})") from None
+                    if key in per_set:
+                        raise SystemExit(f"{args.scores}:{lineno}: instance {key!r} of {rec['test_set']} [{rec['split']}] "
+                                         "is scored twice")
+                    per_set[key] = value
     counts = OverlapIndex(sets, n=args.n).scan(corpus, text_field=args.text_field, errors=args.errors)
     results, _ = evaluate_presets(sets, corpus, presets=args.presets, scores=scores, random_state=args.seed,
                                   text_field=args.text_field, errors=args.errors) if args.presets else ([], {})
