@@ -92,3 +92,30 @@ def test_chamfer_distance_equals_a_brute_force_loop():
         chamfer_distance([], iso)
     with pytest.raises(ValueError, match="molecule 1 'C1CC': RDKit cannot parse"):
         chamfer_distance(["CCO", "C1CC"], iso)
+
+
+def test_empty_smiles_is_not_a_molecule_in_the_metrics():
+    # RDKit reads "" as a molecule with no atoms (an all-zero fingerprint): it must not count as a sample
+    from fmg import chamfer_distance, diversity
+    from fmg.metrics import membership, sa_scores
+
+    with pytest.raises(ValueError, match="molecule 0 '': RDKit reads no atom"):
+        chamfer_distance(["", "CCO"], ["CCO"])
+    with pytest.raises(ValueError, match="molecule 1 '': RDKit reads no atom"):
+        diversity(["CCO", ""])
+    with pytest.raises(ValueError, match="molecule 0 '  ': RDKit"):
+        membership(["  "], "isocyanates")
+    with pytest.raises(ValueError, match="molecule 0 None: expected a SMILES string"):
+        sa_scores([None])
+    for kw, match in (({"n_bits": 0}, "n_bits must be a positive int"), ({"radius": -1}, "radius must be")):
+        with pytest.raises(ValueError, match=match):
+            chamfer_distance(["CCO"], ["CCN"], **kw)
+        with pytest.raises(ValueError, match=match):
+            diversity(["CCO", "CCN"], **kw)
+
+
+def test_evaluate_names_an_invalid_training_molecule():
+    m = evaluate(["CCO", ".", " ", "CCN"], ["CCO"])  # "." parses to a molecule without atoms
+    assert m.valid == 0.5 and m.novelty == 0.5
+    with pytest.raises(ValueError, match="train molecule 1 'C1CC': RDKit cannot parse"):
+        evaluate(["CCO", "CCN"], ["CCO", "C1CC"])

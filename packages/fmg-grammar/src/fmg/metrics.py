@@ -24,15 +24,24 @@ MEMBERSHIP: dict[str, tuple[tuple[str, ...], int]] = {
 def _mols(smiles: Sequence[str]) -> list[Chem.Mol]:
     mols = []
     for i, s in enumerate(smiles):
+        if not isinstance(s, str):
+            raise ValueError(f"molecule {i} {s!r}: expected a SMILES string")
         m = Chem.MolFromSmiles(s)
         if m is None:
             raise ValueError(f"molecule {i} {s!r}: RDKit cannot parse it")
+        if m.GetNumAtoms() == 0:  # "" parses to an empty molecule, whose fingerprint is all zeros
+            raise ValueError(f"molecule {i} {s!r}: RDKit reads no atom in it")
         mols.append(m)
     return mols
 
 
 def _fingerprints(smiles: Sequence[str], radius: int, n_bits: int) -> np.ndarray:
     from rdkit.Chem import rdFingerprintGenerator
+
+    for name, value, low in (("radius", radius, 0), ("n_bits", n_bits, 1)):
+        if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < low:
+            kind = "a positive int" if low else "an int >= 0"
+            raise ValueError(f"{name} must be {kind}, got {value!r}")
 
     gen = rdFingerprintGenerator.GetMorganGenerator(radius=radius, fpSize=n_bits)
     return np.stack([gen.GetFingerprintAsNumPy(m).astype(np.float64) for m in _mols(smiles)])
@@ -214,7 +223,7 @@ def evaluate(samples: Sequence[str], train: Sequence[str], monomer_class: str | 
     samples : sequence of str
         Generated SMILES.
     train : sequence of str
-        The training molecules (for novelty).
+        The training molecules (for novelty and Chamfer); each must be a valid molecule.
     monomer_class : str, optional
         A key of ``MEMBERSHIP`` for the membership share.
     sa_threshold : float, default 3.5
@@ -229,9 +238,14 @@ def evaluate(samples: Sequence[str], train: Sequence[str], monomer_class: str | 
     """
     if len(samples) == 0:
         raise ValueError("samples is empty")
-    canon = [canonical_smiles(s) if isinstance(s, str) and s else None for s in samples]
-    valid = [c for c in canon if c is not None]
-    train_canon = {canonical_smiles(s) for s in train}
+    canon = [canonical_smiles(s) if isinstance(s, str) and s.strip() else None for s in samples]
+    valid = [c for c in canon if c]  # "." and the like parse to a molecule with no atom: not valid
+    train_canon = set()
+    for i, s in enumerate(train):
+        c = canonical_smiles(s) if isinstance(s, str) and s.strip() else None
+        if not c:
+            raise ValueError(f"train molecule {i} {s!r}: RDKit cannot parse or sanitise it")
+        train_canon.add(c)
     distinct = set(valid)
     sa = sa_scores(valid) if valid else np.array([])
     return Metrics(
