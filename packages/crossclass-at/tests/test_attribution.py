@@ -126,3 +126,19 @@ def test_cas_refuses_matrices_that_are_not_cosine_matrices():
         cas(np.ones((2, 3)))
     # within the tolerance, float round-off is accepted
     assert cas(c + 1e-9 * np.eye(4)) == pytest.approx(cas(c))
+
+
+def test_cas_accepts_a_float32_cosine_matrix_and_checks_its_tolerance():
+    # cosines computed in float32 over long attribution vectors carry ~3e-6 of round-off on the diagonal;
+    # such a valid matrix used to be refused as "not a unit diagonal"
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(30, 100_000, generator=g) * torch.rand(30, 1, generator=g) * 10 + torch.randn(1, 100_000, generator=g)
+    u = torch.nn.functional.normalize(a, dim=1)
+    c32 = (u @ u.T).numpy()
+    assert c32.dtype == np.float32 and np.abs(np.diag(c32) - 1).max() > 1e-6
+    assert cas(c32) == pytest.approx(cas(correlation_matrix(a.double().numpy())), abs=1e-3)
+    for bad in (-1.0, float("nan"), float("inf")):
+        with pytest.raises(ValueError, match="atol"):
+            cas(c32, atol=bad)
+    with pytest.raises(ValueError, match="unit diagonal"):  # a tighter tolerance still catches the round-off
+        cas(c32, atol=1e-7)

@@ -199,7 +199,7 @@ def correlation_matrix(attribution: np.ndarray) -> np.ndarray:
     return np.clip(c, -1.0, 1.0)
 
 
-def cas(correlation: np.ndarray, *, atol: float = 1e-6) -> float:
+def cas(correlation: np.ndarray, *, atol: float = 1e-4) -> float:
     """Cross-class score: ``sum(clamp(C, 0, 1)) - K``, the sum of the positive off-diagonal cosines.
 
     Parameters
@@ -207,8 +207,9 @@ def cas(correlation: np.ndarray, *, atol: float = 1e-6) -> float:
     correlation : array-like, shape (K, K)
         A correlation matrix with unit diagonal (:func:`correlation_matrix`).
 
-    atol : float, default 1e-6
-        Tolerance of the checks below.
+    atol : float, default 1e-4
+        Tolerance of the checks below (cosines computed in float32 over long vectors are off by a few 1e-6;
+        a covariance or ``A`` itself is off by far more).
 
     Returns
     -------
@@ -222,6 +223,8 @@ def cas(correlation: np.ndarray, *, atol: float = 1e-6) -> float:
         infinite entries, a diagonal other than 1 (e.g. the attribution ``A`` itself passed for ``C``, or
         a covariance matrix), not symmetric, or entries outside ``[-1, 1]``.
     """
+    if not (isinstance(atol, (int, float)) and np.isfinite(atol) and atol >= 0):
+        raise ValueError(f"atol must be a finite number >= 0, got {atol!r}")
     c = np.asarray(correlation, dtype=np.float64)
     if c.ndim != 2 or c.shape[0] != c.shape[1] or c.shape[0] < 1:
         raise ValueError(f"correlation must be a square (K, K) matrix, got shape {c.shape}")
@@ -231,12 +234,12 @@ def cas(correlation: np.ndarray, *, atol: float = 1e-6) -> float:
     if np.max(np.abs(diag - 1.0)) > atol:
         i = int(np.argmax(np.abs(diag - 1.0)))
         raise ValueError(f"correlation must have a unit diagonal (each class's cosine with itself), but C[{i}, {i}] = "
-                         f"{diag[i]:.6g}; pass correlation_matrix(A), not A or a covariance")
+                         f"{diag[i]:.9g}; pass correlation_matrix(A), not A or a covariance")
     asym = np.abs(c - c.T)
     if np.max(asym) > atol:
         i, j = np.unravel_index(int(np.argmax(asym)), c.shape)
-        raise ValueError(f"correlation must be symmetric, but C[{i}, {j}] = {c[i, j]:.6g} and C[{j}, {i}] = "
-                         f"{c[j, i]:.6g}")
+        raise ValueError(f"correlation must be symmetric, but C[{i}, {j}] = {c[i, j]:.9g} and C[{j}, {i}] = "
+                         f"{c[j, i]:.9g}")
     if c.min() < -1.0 - atol or c.max() > 1.0 + atol:
         raise ValueError(f"correlation entries are cosines in [-1, 1], got entries in [{c.min():.6g}, {c.max():.6g}]")
     return float(np.clip(c, 0.0, 1.0).sum() - c.shape[0])
