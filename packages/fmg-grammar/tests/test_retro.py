@@ -71,3 +71,29 @@ def test_cost_scores_and_bad_answers():
         RetroPlanner(toy, ["CCO"], scores="logit")
     with pytest.raises(TypeError, match="one_step must be callable"):
         RetroPlanner({}, ["CCO"])
+
+
+def test_a_route_found_within_the_budget_is_returned():
+    # one call shows a complete route (cost -log 0.5) and a cheaper open branch that needs a second call
+    table = {"CCOC(C)=O": [(("CCOC(C)=N",), 0.9), (("CC(=O)O", "CCO"), 0.5)]}
+    planner = RetroPlanner(lambda s: table.get(s, []), ["CC(=O)O", "CCO"], max_iterations=1)
+    route = planner.plan("CCOC(C)=O")
+    assert route is not None and route.cost == pytest.approx(-math.log(0.5))
+    assert route.starting_materials == {"CC(=O)O", "CCO"}
+
+
+def test_the_budget_bounds_the_search_when_molecules_recur():
+    # twelve molecules that all make each other, none purchasable: without a bound on expansions the
+    # search would walk every chain of up to max_depth steps (10^10 partial routes)
+    import time
+
+    pool = ["C" * k + "O" for k in range(1, 13)]
+    calls = []
+
+    def model(s):
+        calls.append(s)
+        return [((m,), 0.5) for m in pool if m != s][:10]
+
+    start = time.perf_counter()
+    assert RetroPlanner(model, ["N"], max_iterations=200).plan("CO") is None
+    assert time.perf_counter() - start < 5 and len(calls) <= 12

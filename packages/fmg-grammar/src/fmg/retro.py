@@ -69,7 +69,9 @@ class RetroPlanner:
     building_blocks : iterable of str
         Purchasable molecules: a route is complete when every open molecule is one of them.
     max_iterations : int, default 500
-        One-step model calls per target (Retro*'s iteration budget).
+        Expansions per target (Retro*'s iteration budget): each expands one open molecule of one partial
+        route; the model is called once per distinct molecule, so at most this many calls. A route
+        completed by the expansions made is returned even when the budget is spent.
     max_depth : int, default 10
         Longest chain of steps from the target.
     top_k : int, default 10
@@ -147,17 +149,18 @@ class RetroPlanner:
         heap: list[tuple[float, int, tuple, tuple]] = [(0.0, 0, start, ())]
         cache: dict[str, list[tuple[tuple[str, ...], float]]] = {}
         tie = 1
+        expansions = 0
         while heap:
             cost, _, open_, steps = heapq.heappop(heap)
             open_ = tuple(m for m in open_ if m[0] not in self.building_blocks)
             if not open_:
                 return Route(target, steps, cost)
             product, depth, above = open_[0]
-            if depth >= self.max_depth:
+            # budget spent: no more expansions, but a complete route already in the heap is still returned
+            if depth >= self.max_depth or expansions >= self.max_iterations:
                 continue
+            expansions += 1
             if product not in cache:
-                if len(cache) >= self.max_iterations:
-                    return None
                 cache[product] = self._expand(product)
             for reactants, step_cost in cache[product]:
                 if product in reactants or any(r in above for r in reactants):
