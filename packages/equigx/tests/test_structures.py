@@ -1,5 +1,7 @@
 """PDB / SDF readers, complex graphs and the BioLiP and SCOP loaders on tiny files written here."""
 
+import shutil
+
 import numpy as np
 import pytest
 import torch
@@ -124,6 +126,10 @@ def test_load_scop_with_secondary_structure_records(tmp_path):
     data = load_scop(tmp_path, secondary="records")
     assert data.classes == ["a.1", "b.2"] and data.graphs.y.tolist() == [0, 1] and data.source == "records"
     assert data.graphs.node_mask.tolist()[:6] == [True, True, False, True, True, False]
+    if shutil.which("mkdssp") is None and shutil.which("dssp") is None:
+        with pytest.raises(ValueError, match="mkdssp"):
+            load_scop(tmp_path, secondary="dssp")
+        assert load_scop(tmp_path).source == "records"  # "auto" falls back to the records
     (tmp_path / "training.txt").write_text("d1\tc.9\n")
     with pytest.raises(ValueError, match="not among"):
         load_scop(tmp_path, classes=["a.1"], secondary="records")

@@ -16,6 +16,8 @@ Nothing is downloaded: every loader reads files the user already has.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import re
 import shutil
 from collections.abc import Sequence
@@ -541,11 +543,16 @@ def secondary_structure_records(atoms: PDBAtoms) -> np.ndarray:
     return out
 
 
-def _dssp_labels(path: Path, ca: PDBAtoms, executable: str) -> np.ndarray:
-    from Bio.PDB import DSSP, PDBParser
+_BIOPYTHON = "Bio.PDB"  # distribution biopython, extra "bio"
 
-    model = PDBParser(QUIET=True).get_structure("domain", str(path))[0]
-    dssp = DSSP(model, str(path), dssp=executable)
+
+def _dssp_labels(path: Path, ca: PDBAtoms, executable: str) -> np.ndarray:
+    try:
+        bio = importlib.import_module(_BIOPYTHON)
+    except ImportError as err:
+        raise ImportError("DSSP labels need Biopython: pip install 'equigx[bio]'") from err
+    model = bio.PDBParser(QUIET=True).get_structure("domain", str(path))[0]
+    dssp = bio.DSSP(model, str(path), dssp=executable)
     codes = {(key[0], key[1][1], key[1][2].strip()): dssp[key][2] for key in dssp.keys()}
     return np.array([codes.get((c, int(n), str(i)), "-") in ("H", "G", "I", "E", "B")
                      for c, n, i in zip(ca.chain, ca.resseq, ca.icode, strict=True)])
@@ -619,12 +626,7 @@ def load_scop(root: str | Path, *, split: str = "training", labels: str = "{spli
     if secondary not in ("auto", "dssp", "records"):
         raise ValueError(f"secondary must be 'auto', 'dssp' or 'records', got {secondary!r}")
     executable = shutil.which("mkdssp") or shutil.which("dssp")
-    try:
-        import Bio.PDB  # noqa: F401
-
-        has_bio = True
-    except ImportError:
-        has_bio = False
+    has_bio = importlib.util.find_spec("Bio") is not None
     use_dssp = secondary == "dssp" or (secondary == "auto" and executable is not None and has_bio)
     if use_dssp and (executable is None or not has_bio):
         raise ValueError("secondary='dssp' needs mkdssp on the PATH and Biopython (pip install biopython)")
