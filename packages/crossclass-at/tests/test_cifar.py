@@ -133,3 +133,22 @@ def test_trainer_refuses_a_non_callable_augment():
     with pytest.raises(TypeError, match="augment must be None or a function"):
         AdversarialTrainer(ResNet18(width=2), augment="flip", epochs=1).fit(torch.rand(4, 3, 32, 32), torch.arange(4),
                                                                              torch.rand(2, 3, 32, 32), torch.arange(2))
+
+
+@pytest.mark.parametrize("data, labels, match", [
+    (np.random.default_rng(0).random((2, 3072)), [0, 1], "bytes in 0..255"),  # pixels already / 255: read as zeros
+    (np.full((2, 3072), 300), [0, 1], "bytes in 0..255"),  # wrapped modulo 256
+    (np.full((2, 3072), -1), [0, 1], "bytes in 0..255"),  # wrapped to 255
+    (np.zeros((2, 3072), np.uint8), [0.7, 1.9], "labels must be integers"),  # truncated to 0, 1
+])
+def test_load_cifar_refuses_values_it_would_cast_silently(tmp_path, data, labels, match):
+    _write(tmp_path / "cifar-100-python" / "test", data, labels, "fine_labels")
+    with pytest.raises(ValueError, match=match):
+        load_cifar(tmp_path, dataset="cifar100", train=False)
+
+
+def test_load_cifar_accepts_integer_pixels_of_another_dtype_and_a_list(tmp_path):
+    rows = np.random.default_rng(1).integers(0, 256, size=(2, 3072))
+    _write(tmp_path / "cifar-100-python" / "test", rows.tolist(), np.array([3, 4]), "fine_labels")
+    x, y = load_cifar(tmp_path, dataset="cifar100", train=False)
+    assert torch.equal(x, torch.from_numpy(rows.reshape(2, 3, 32, 32)).float() / 255) and y.tolist() == [3, 4]

@@ -49,8 +49,8 @@ def load_cifar(root: str | Path, *, dataset: str = "cifar10", train: bool = True
     Raises
     ------
     ValueError
-        For an unknown ``dataset``, a batch whose data is not n x 3072 bytes, labels that do not match the
-        data's length or lie outside ``0..K-1``.
+        For an unknown ``dataset``, a batch whose data is not n x 3072 integers in ``0..255``, labels that
+        are not integers, do not match the data's length or lie outside ``0..K-1``.
     FileNotFoundError
         When a batch file is missing (the message names it).
     """
@@ -69,8 +69,15 @@ def load_cifar(root: str | Path, *, dataset: str = "cifar10", train: bool = True
             entry: dict[str, Any] = pickle.load(f, encoding="latin1")
         if "data" not in entry or label_key not in entry:
             raise ValueError(f"{path}: expected the keys 'data' and {label_key!r}, got {sorted(entry)}")
-        data = np.asarray(entry["data"], dtype=np.uint8)
-        labels = np.asarray(entry[label_key], dtype=np.int64)
+        raw, raw_labels = np.asarray(entry["data"]), np.asarray(entry[label_key])
+        # a cast would wrap or truncate without a word: pixels already divided by 255 would read as zeros
+        if raw.dtype.kind not in "iub" or (raw.size and (raw.min() < 0 or raw.max() > 255)):
+            raise ValueError(f"{path}: data must hold integer bytes in 0..255, got dtype {raw.dtype}"
+                             + (f" with values in {raw.min()}..{raw.max()}" if raw.size and raw.dtype.kind in "iufb" else ""))
+        if raw_labels.size and raw_labels.dtype.kind not in "iu":
+            raise ValueError(f"{path}: labels must be integers, got dtype {raw_labels.dtype}")
+        data = raw.astype(np.uint8)
+        labels = raw_labels.astype(np.int64)
         if data.ndim != 2 or data.shape[1] != 3 * 32 * 32:
             raise ValueError(f"{path}: data must be (n, 3072) uint8 rows, got shape {data.shape}")
         if labels.shape != (len(data),):
