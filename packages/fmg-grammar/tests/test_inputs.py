@@ -150,3 +150,42 @@ def test_hopv_and_ptc_bad_files(tmp_path):
     sdf.write_text("not a molecule\n$$$$\n")
     with pytest.raises(ValueError, match="SDF record 0 cannot be read"):
         load_ptc(sdf)
+
+
+def test_local_files_in_other_encodings_and_layouts(tmp_path):
+    from fmg import load_hopv, load_ptc, load_smiles
+
+    cases = {  # a file written by Excel or Windows tools: byte-order marks, UTF-16, Latin-1 names
+        "bom.txt": "\ufeffCCO\nCCN\n".encode(),
+        "bom.csv": "\ufeffsmiles,name\nCCO,ethanol\nCCN,ethylamine\n".encode(),
+        "latin1.csv": "smiles,name\nCCO,\xe9thanol\nCCN,\xe9thylamine\n".encode("latin-1"),
+        "utf16.csv": "smiles\tname\r\nCCO\tethanol\r\nCCN\tethylamine\r\n".encode("utf-16"),
+        "tab.txt": b"SMILES\tname\nCCO\tethanol\nCCN\tethylamine\n",
+        "header.smi": b"smiles name\nCCO ethanol\nCCN ethylamine\n",
+        # an InChI column first: its lines start with "InChI=" but the file is a CSV, not HOPV15 raw
+        "inchi.csv": b"inchi,smiles\n\"InChI=1S/C2H6O/c1-2-3/h3H,2H2,1H3\",CCO\n\"InChI=1S/C2H7N/c1-2-3/h2-3H2,1H3\",CCN\n",
+    }
+    for name, data in cases.items():
+        (tmp_path / name).write_bytes(data)
+        assert load_ptc(tmp_path / name) == ["CCO", "CCN"], name
+        assert load_hopv(tmp_path / name) == ["CCO", "CCN"], name
+    assert load_smiles(tmp_path / "bom.txt") == ["CCO", "CCN"]
+    assert load_smiles(tmp_path / "header.smi") == ["CCO", "CCN"]
+
+
+def test_malformed_hopv_and_empty_files_are_named(tmp_path):
+    from fmg import load_hopv, load_ptc
+
+    raw = tmp_path / "HOPV_15_revised_2.data"
+    # the second record lost its SMILES line: it must not vanish silently
+    raw.write_text("CCO\nInChI=1S/C2H6O/c1-2-3/h3H,2H2,1H3\n1,2\nCCO\n1\n\nInChI=1S/CH4O/c1-2/h2H,1H3\n")
+    with pytest.raises(ValueError, match="line 7: an InChI line without the SMILES line before it"):
+        load_hopv(raw)
+    shifted = tmp_path / "shifted.csv"  # unquoted InChI: its commas split it into several fields
+    shifted.write_text("inchi,smiles\nInChI=1S/C2H6O/c1-2-3/h3H,2H2,1H3,CCO\n")
+    with pytest.raises(ValueError, match="line 2: 4 fields, the header has 2"):
+        load_hopv(shifted)
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    with pytest.raises(ValueError, match="empty.csv: the file is empty"):
+        load_ptc(empty)

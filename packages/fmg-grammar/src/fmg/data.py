@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import codecs
+import re
 from importlib.resources import files
 from pathlib import Path
 
@@ -13,13 +15,31 @@ LOCAL_DATASETS = ("hopv", "ptc")
 """Sets that are not shipped: ``load_dataset(name, path=...)`` reads a local copy."""
 
 
+def _read_text(path: Path) -> str:
+    """Text of a local file: UTF-8 (with or without a byte-order mark), UTF-16 with its mark, else Latin-1."""
+    raw = path.read_bytes()
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        return raw.decode("utf-16")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:  # e.g. a Latin-1 name column; SMILES themselves are ASCII
+        return raw.decode("latin-1")
+
+
+def _is_header(line: str, column: str = "smiles") -> bool:
+    fields = re.split(r"[,;\t ]", line.strip(), maxsplit=1)
+    return bool(fields) and fields[0].strip().strip("'\"").lower() == column.lower()
+
+
 def load_smiles(path: str | Path) -> list[str]:
     """SMILES strings of a text file, one per line (first whitespace-separated field; blank lines skipped).
 
     Parameters
     ----------
     path : str or Path
-        A local file, e.g. a HOPV or PTC export.
+        A local file, e.g. a HOPV or PTC export: UTF-8 (a byte-order mark is dropped), UTF-16 with its
+        mark, or Latin-1. Lines starting with ``#`` and a first line whose first field is ``smiles``
+        (a header, any case) are skipped.
 
     Returns
     -------
@@ -31,8 +51,11 @@ def load_smiles(path: str | Path) -> list[str]:
     ValueError
         When the file holds no SMILES.
     """
-    lines = Path(path).read_text().splitlines()
-    out = [line.split()[0] for line in lines if line.strip() and not line.lstrip().startswith("#")]
+    lines = [line for line in _read_text(Path(path)).splitlines()
+             if line.strip() and not line.lstrip().startswith("#")]
+    if lines and _is_header(lines[0]):
+        lines = lines[1:]
+    out = [line.split()[0] for line in lines]
     if not out:
         raise ValueError(f"{path}: no SMILES found (expected one per line)")
     return out
@@ -41,6 +64,8 @@ def load_smiles(path: str | Path) -> list[str]:
 def _csv_smiles(path: Path, text: str, column: str) -> list[str]:
     import csv
 
+    if not text.strip():
+        raise ValueError(f"{path}: the file is empty")
     sample = text[:4096]
     try:
         dialect: type[csv.Dialect] | csv.Dialect = csv.Sniffer().sniff(sample, delimiters=",;\t")
@@ -53,7 +78,11 @@ def _csv_smiles(path: Path, text: str, column: str) -> list[str]:
         raise ValueError(f"{path}: no {column!r} column (found {', '.join(map(repr, header))}); pass "
                          "smiles_column=<name>")
     k = lower.index(column.lower())
-    out = [row[k].strip() for row in rows[1:] if len(row) > k and row[k].strip()]
+    for i, row in enumerate(rows[1:], start=2):
+        if row and len(row) != len(header):  # an unquoted comma (InChI, names) shifts the columns
+            raise ValueError(f"{path}, line {i}: {len(row)} fields, the header has {len(header)}; quote fields "
+                             "that hold the delimiter")
+    out = [row[k].strip() for row in rows[1:] if row and row[k].strip()]
     if not out:
         raise ValueError(f"{path}: the {header[k]!r} column holds no SMILES")
     return out
@@ -78,17 +107,25 @@ def _local(path: str | Path, smiles_column: str, hopv15: bool) -> list[str]:
         raise FileNotFoundError(f"{path}: no such file")
     if path.suffix.lower() in (".sdf", ".mol"):
         return _sdf_smiles(path)
-    text = path.read_text()
+    text = _read_text(path)
+    if not text.strip():
+        raise ValueError(f"{path}: the file is empty")
     lines = [line.strip() for line in text.splitlines()]
+    first = next((line for line in lines if line and not line.startswith("#")), "")
+    # a table first: a CSV whose InChI column comes first also has lines starting with "InChI="
+    fields = [f.strip().strip("'\"").lower() for f in re.split(r"[,;\t]", first)]
+    if path.suffix.lower() in (".csv", ".tsv") or (len(fields) > 1 and smiles_column.lower() in fields):
+        return _csv_smiles(path, text, smiles_column)
     if hopv15 and any(line.startswith("InChI=") for line in lines):
         # HOPV15 (Lopez et al. 2016) raw file: each record opens with its SMILES, then its InChI line
-        out = [lines[i - 1] for i, line in enumerate(lines) if line.startswith("InChI=") and i > 0 and lines[i - 1]]
-        if not out:
-            raise ValueError(f"{path}: InChI lines without a SMILES line before them")
+        out = []
+        for i, line in enumerate(lines):
+            if line.startswith("InChI="):
+                if i == 0 or not lines[i - 1]:
+                    raise ValueError(f"{path}, line {i + 1}: an InChI line without the SMILES line before it "
+                                     "(HOPV15 records open with SMILES, then InChI)")
+                out.append(lines[i - 1])
         return out
-    first = next((line for line in lines if line and not line.startswith("#")), "")
-    if path.suffix.lower() in (".csv", ".tsv") or smiles_column.lower() in first.lower().replace(";", ",").split(","):
-        return _csv_smiles(path, text, smiles_column)
     return load_smiles(path)
 
 
