@@ -183,6 +183,26 @@ def test_load_local_model_errors(tmp_path):
         load_local_model(tmp_path)
 
 
+@pytest.mark.parametrize("family", ["qwen2", "gpt2"])
+def test_load_local_model_refuses_a_folder_without_tokenizer_files(tmp_path, monkeypatch, family):
+    # AutoTokenizer builds an empty Qwen2 / GPT-2 tokenizer from config.json alone: every text -> no tokens
+    import transformers as tf
+
+    from safety_transfer import load_local_model
+
+    tiny_causal_lm(family, hidden_size=32, num_layers=2, random_state=5).save_pretrained(tmp_path)
+    (tmp_path / "tokenizer_config.json").write_text("{}")
+    loads = []
+    monkeypatch.setattr(tf.AutoModelForCausalLM, "from_pretrained", lambda *a, **k: loads.append(a))
+    with pytest.raises(FileNotFoundError, match="holds no tokenizer files"):
+        load_local_model(tmp_path)
+    (tmp_path / "vocab.json").write_text("{}")
+    (tmp_path / "merges.txt").write_text("#version: 0.2\n")
+    with pytest.raises(ValueError, match="encodes text to no tokens"):
+        load_local_model(tmp_path)
+    assert loads == []  # refused before any weight was read
+
+
 @pytest.mark.parametrize(("family", "d", "n"), [("llama", 4096, 32), ("qwen2", 3584, 28), ("gemma2", 3584, 42)])
 def test_seven_b_class_shapes_on_the_meta_device(family, d, n):
     # the locators and the mapper widths for full-size configs (no weights: parameters on the meta device)

@@ -21,6 +21,8 @@ __all__ = ["FAMILIES", "bpe_tokenizer", "byte_tokenizer", "load_local_model", "t
 FAMILIES = ("llama", "qwen2", "gemma2", "mistral", "gpt2")
 """Model families :func:`tiny_causal_lm` builds and :func:`load_local_model` accepts (``config.model_type``)."""
 _SPECIAL = ("<pad>", "<eos>")
+# files from which AutoTokenizer builds a vocabulary (fast serialisation, sentencepiece, byte-level BPE)
+_TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model")
 
 
 def _wrap(tok: Any) -> Any:
@@ -162,7 +164,8 @@ def load_local_model(path: str | Path, *, dtype: Any = None, device: str | Any =
     """Load a causal LM and its tokenizer from a local checkpoint folder (no download).
 
     The folder's ``config.json`` is read first and its ``model_type`` checked against the supported
-    families before any weight is loaded; the tokenizer gets its eos token as pad token when it has none.
+    families, and the tokenizer is loaded and checked (it must encode text to tokens), before any weight
+    is loaded; the tokenizer gets its eos token as pad token when it has none.
 
     Parameters
     ----------
@@ -183,9 +186,10 @@ def load_local_model(path: str | Path, *, dtype: Any = None, device: str | Any =
     Raises
     ------
     FileNotFoundError
-        When the folder or its ``config.json`` is missing.
+        When the folder, its ``config.json`` or its tokenizer files are missing (checked before the weights load).
     ValueError
-        For a ``model_type`` outside :data:`FAMILIES`, or a tokenizer with neither pad nor eos token.
+        For a ``model_type`` outside :data:`FAMILIES`, a tokenizer that encodes text to no tokens, or one with
+        neither pad nor eos token.
     """
     import json
 
@@ -197,16 +201,24 @@ def load_local_model(path: str | Path, *, dtype: Any = None, device: str | Any =
     kind = json.loads((folder / "config.json").read_text()).get("model_type")
     if kind not in FAMILIES:
         raise ValueError(f"unsupported architecture {kind!r} in {folder}: supported model types are {list(FAMILIES)}")
+    if not any((folder / name).is_file() for name in _TOKENIZER_FILES):
+        raise FileNotFoundError(f"{folder} holds no tokenizer files (one of {list(_TOKENIZER_FILES)}): save the "
+                                "tokenizer next to the weights (tokenizer.save_pretrained)")
+    # the tokenizer first: a folder whose tokenizer cannot encode fails before gigabytes of weights load
+    tokenizer = tf.AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
+    special = set(tokenizer.all_special_ids)
+    if not [i for i in tokenizer("hello world", add_special_tokens=False)["input_ids"] if i not in special]:
+        raise ValueError(f"the tokenizer loaded from {folder} encodes text to no tokens (a vocabulary of "
+                         f"{len(tokenizer)}): its vocabulary files are missing or unreadable")
+    if tokenizer.pad_token_id is None:
+        if tokenizer.eos_token is None:
+            raise ValueError(f"the tokenizer in {folder} has neither a pad nor an eos token: set tokenizer.pad_token")
+        tokenizer.pad_token = tokenizer.eos_token
+    tokenizer.padding_side = "right"
     kwargs: dict[str, Any] = {"local_files_only": True}
     if dtype is not None:
         kwargs["dtype"] = dtype
     if attn_implementation is not None:
         kwargs["attn_implementation"] = attn_implementation
     model = tf.AutoModelForCausalLM.from_pretrained(str(folder), **kwargs).to(device).eval()
-    tokenizer = tf.AutoTokenizer.from_pretrained(str(folder), local_files_only=True)
-    if tokenizer.pad_token_id is None:
-        if tokenizer.eos_token is None:
-            raise ValueError(f"the tokenizer in {folder} has neither a pad nor an eos token: set tokenizer.pad_token")
-        tokenizer.pad_token = tokenizer.eos_token
-    tokenizer.padding_side = "right"
     return model, tokenizer
