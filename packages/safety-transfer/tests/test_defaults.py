@@ -93,14 +93,39 @@ def test_token_slices_index_each_rows_real_tokens(llama, tok, op, side, tokens):
     assert moved >= 2  # the slice steered real tokens
 
 
-def test_token_slices_follow_cached_generation(llama, tok):
-    # with a KV cache each step sees one new token: slice(-1, None) steers it, as it steers the last token
+def _cached_and_full(llama, tok, v, tokens, full_tokens):
+    # greedy cached generation under `tokens`, and full-sequence forwards of the same sequences under `full_tokens`
+    enc = tok(["the cat sat", "go"], return_tensors="pt", padding=True, padding_side="left", add_special_tokens=False)
+    with torch.no_grad(), add_vector(llama, 1, v, alpha=3.0, tokens=tokens):
+        out = llama.generate(**enc, max_new_tokens=5, do_sample=False, use_cache=True, pad_token_id=256,
+                             output_scores=True, return_dict_in_generate=True)
+    n0 = enc["input_ids"].shape[1]
+    mask = torch.cat([enc["attention_mask"], torch.ones(2, 5, dtype=torch.long)], 1)
+    gaps = []
+    for t, scores in enumerate(out.scores):
+        m = mask[:, :n0 + t]
+        with torch.no_grad(), add_vector(llama, 1, v, alpha=3.0, tokens=full_tokens(t)):
+            full = llama(input_ids=out.sequences[:, :n0 + t], attention_mask=m,
+                         position_ids=(m.cumsum(-1) - 1).clamp(min=0)).logits[:, -1]
+        gaps.append(float((full - scores).abs().max()))
+    return gaps
+
+
+@pytest.mark.parametrize("tokens", [slice(0, 2), slice(None, None, 2), slice(5, 100), slice(-100, None)])
+def test_start_anchored_slices_in_cached_generation_equal_full_forwards(llama, tok, tokens):
     v = torch.randn(32, generator=torch.Generator().manual_seed(4))
-    enc = tok(["the cat sat"], return_tensors="pt", add_special_tokens=False)
-    with torch.no_grad(), add_vector(llama, 1, v, alpha=3.0, tokens=slice(-1, None)):
-        cached = llama.generate(**enc, max_new_tokens=4, do_sample=False, use_cache=True, pad_token_id=256)
-        full = generate(llama, tok, ["the cat sat"], max_new_tokens=4)
-    assert tok.decode(cached[0, enc["input_ids"].shape[1]:]) == full[0]
+    assert max(_cached_and_full(llama, tok, v, tokens, lambda t: tokens)) < 1e-5
+
+
+def test_end_anchored_slices_in_cached_generation_keep_each_steps_choice(llama, tok):
+    # with a KV cache a position is steered (or not) once, when it is computed: slice(-1, None) steers the
+    # last prompt token and then every new token, which stay steered in the cache; a full-sequence forward
+    # (generate) steers only the current last token
+    v = torch.randn(32, generator=torch.Generator().manual_seed(4))
+    steered_since_prompt = _cached_and_full(llama, tok, v, slice(-1, None), lambda t: slice(-1 - t, None))
+    assert max(steered_since_prompt) < 1e-5
+    only_last = _cached_and_full(llama, tok, v, slice(-1, None), lambda t: slice(-1, None))
+    assert max(only_last[1:]) > 1e-4
 
 
 def test_token_slices_need_a_two_dimensional_mask(llama, tok):

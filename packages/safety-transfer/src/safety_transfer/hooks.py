@@ -201,8 +201,9 @@ def _token_mask(model: nn.Module, tokens: Tokens) -> Iterator[Callable[[torch.Te
 
     The slice indexes each row's real tokens (those of the forward's ``attention_mask``), so a left- or
     right-padded batch steers the same tokens as each text alone. With a KV cache the layer sees only the
-    newest positions: they are the last columns of the mask. ``select`` returns None when every position is
-    picked (``tokens=None``).
+    newest positions: they are the last columns of the mask, picked by the slice over the whole sequence so
+    far (earlier positions keep their cached values). ``select`` returns None when every position is picked
+    (``tokens=None``).
     """
     where = _positions(tokens)
     if where is None:
@@ -259,7 +260,10 @@ def add_vector(model: nn.Module, layer: int, vector: torch.Tensor, *, alpha: flo
     tokens : slice or None, default None
         Positions to steer among each row's real tokens (the forward's ``attention_mask``; padding is not
         counted, whichever side it is on): ``slice(-1, None)`` is every text's last token. None: every
-        position, padding included.
+        position, padding included. With a KV cache each position is steered or not once, when it is
+        computed, and keeps that in the cache: slices anchored at the start (``slice(0, 2)``, steps) act as
+        on full sequences, but ``slice(-1, None)`` steers the last prompt token and every generated one,
+        where a full-sequence forward (:func:`~safety_transfer.generate`) steers only the current last token.
 
     Raises
     ------
