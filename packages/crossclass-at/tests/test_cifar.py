@@ -152,3 +152,18 @@ def test_load_cifar_accepts_integer_pixels_of_another_dtype_and_a_list(tmp_path)
     _write(tmp_path / "cifar-100-python" / "test", rows.tolist(), np.array([3, 4]), "fine_labels")
     x, y = load_cifar(tmp_path, dataset="cifar100", train=False)
     assert torch.equal(x, torch.from_numpy(rows.reshape(2, 3, 32, 32)).float() / 255) and y.tolist() == [3, 4]
+
+
+@pytest.mark.parametrize("augment, match", [
+    (lambda xb, g: (xb - 0.5) / 0.25, r"augment returned values in \["),  # a Normalize step: trains off [0, 1]
+    (lambda xb, g: xb[:, :, :16, :16], "augment must return a tensor of the batch's shape"),
+    (lambda xb, g: xb.numpy(), "augment must return a tensor of the batch's shape"),
+])
+@pytest.mark.parametrize("method", ["standard", "pgd-at"])
+def test_trainer_checks_what_augment_returns(augment, match, method):
+    # standard training used to fit normalised inputs silently while evaluating on [0, 1] ones
+    x, y = torch.rand(4, 3, 32, 32), torch.arange(4)
+    trainer = AdversarialTrainer(ResNet18(4, width=2), method=method, augment=augment, epochs=1, steps=1, eval_steps=1,
+                                 batch_size=4, random_state=0)
+    with pytest.raises(ValueError, match=match):
+        trainer.fit(x, y, x[:2], y[:2])

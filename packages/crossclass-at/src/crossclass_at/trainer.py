@@ -82,7 +82,7 @@ class AdversarialTrainer:
         Mode of the model while the training attack runs; default ``"train"`` for PGD-AT, ``"eval"`` for TRADES.
     augment : callable, optional
         ``augment(x_batch, generator) -> x_batch`` applied to each training batch before the attack (e.g.
-        :func:`crossclass_at.cifar.cifar_augment`), drawing from its own random stream; must keep ``[0, 1]``.
+        :func:`crossclass_at.cifar.cifar_augment`), drawing from its own random stream; must return the batch's shape in ``[0, 1]`` (checked).
     callbacks : sequence, default ()
         Objects with an ``on_epoch_end(trainer, record)`` method (e.g. :class:`~crossclass_at.CASMonitor`).
     device : str or torch.device, optional
@@ -194,6 +194,17 @@ class AdversarialTrainer:
             raise ValueError(f"{name} labels must lie in 0..{n_classes - 1} (the model's head has {n_classes} "
                              f"outputs), got {int(y.min())}..{int(y.max())}")
 
+    def _augmented(self, xb: torch.Tensor, generator: torch.Generator | None) -> torch.Tensor:
+        out = self.augment(xb, generator)  # type: ignore[misc]
+        if not torch.is_tensor(out) or out.shape != xb.shape:
+            raise ValueError(f"augment must return a tensor of the batch's shape {tuple(xb.shape)}, got "
+                             f"{tuple(out.shape) if torch.is_tensor(out) else type(out).__name__}")
+        lo, hi = float(out.min()), float(out.max())
+        if lo < 0.0 or hi > 1.0 or lo != lo or hi != hi:
+            raise ValueError(f"augment returned values in [{lo:.4g}, {hi:.4g}]; it must keep inputs in [0, 1] (put a "
+                             "normalisation inside the model, e.g. Normalized(model, mean, std))")
+        return out
+
     def train_attack(self) -> PGD | TradesKL | None:
         """The attack that crafts training inputs (None for standard training).
 
@@ -271,7 +282,7 @@ class AdversarialTrainer:
             for idx in torch.randperm(len(x), generator=shuffle).split(self.batch_size):
                 xb, yb = x[idx].to(device), y[idx].to(device)
                 if self.augment is not None:
-                    xb = self.augment(xb, augment_gen)
+                    xb = self._augmented(xb, augment_gen)
                 inputs = xb if attack is None else attack(model, xb, yb, generator=attack_gen)
                 model.train()
                 if self.method == "trades":
