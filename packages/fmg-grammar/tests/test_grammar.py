@@ -63,6 +63,10 @@ def test_samples_are_valid_single_molecules_and_reproducible(fitted, isocyanate_
 def test_samples_do_not_depend_on_n_jobs(fitted):
     model = fitted[("chain_extenders", "FMG")]
     assert model.sample(40, random_state=7, n_jobs=2) == model.sample(40, random_state=7)
+    # collecting distinct molecules: the same molecules and the same count of rejected derivations
+    # (the batches of two workers draw further ahead; draws past the n-th distinct one do not count)
+    one = model.sample(40, random_state=3, unique=True)
+    assert one == model.sample(40, random_state=3, unique=True, n_jobs=2) and one.n_rejected > 0
 
 
 def test_index_lookup_draws_what_a_graphmatcher_scan_draws(fitted):
@@ -186,3 +190,14 @@ def test_step_check_refuses_a_second_bond_between_two_atoms():
     from fmg.chem import build_molecule
 
     assert Chem.MolToSmiles(build_molecule(host.atoms, host.node_order)) == "CC(C)C"
+
+
+def test_sampling_gives_up_with_a_named_error(fitted):
+    model = fitted[("chain_extenders", "FMG")]
+    for kw in ({}, {"unique": True}, {"n_jobs": 2}):
+        with pytest.raises(RuntimeError, match="no valid molecule in 3 derivations; raise max_tries or max_steps"):
+            model.grammar_.sample(4, random_state=0, max_steps=1, max_tries=3, **kw)
+    ethane = FMG(HeuristicChemJudge()).fit(["CC"])  # one molecule only
+    for n_jobs in (1, 2):
+        with pytest.raises(RuntimeError, match="only 1 distinct molecules in 4 draws"):
+            ethane.sample(2, random_state=0, unique=True, max_tries=2, n_jobs=n_jobs)

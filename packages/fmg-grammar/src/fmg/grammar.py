@@ -518,24 +518,31 @@ class Grammar:
         opts = (max_steps, max_tries, scan, weights, rejection)
         if not unique:
             out = self._run([(s, *opts) for s in spawn(rng, int(n))], n_jobs)
+            if any(s is None for s, _ in out):
+                raise RuntimeError(_NO_MOLECULE.format(max_tries))
             return SampleResult([s for s, _ in out], int(sum(r for _, r in out)))
         root = np.random.SeedSequence(int(rng.integers(2**63)))
         seen: dict[str, None] = {}
         rejected = draws = 0
         while len(seen) < n:
-            if draws >= max_tries * max(n, 1):
-                raise RuntimeError(f"only {len(seen)} distinct molecules in {draws} draws; the grammar may not "
-                                   f"generate {n} distinct molecules")
             batch = max(n - len(seen), 8 * n_jobs)
             args = [(np.random.default_rng(c), *opts) for c in root.spawn(batch)]
+            # draws are consumed in stream order and only until the n-th distinct molecule, so the result,
+            # the rejection count and the errors do not depend on n_jobs (whose batches draw further ahead)
             for smi, r in self._run(args, n_jobs):
+                if len(seen) >= n:
+                    break
+                if draws >= max_tries * max(n, 1):
+                    raise RuntimeError(f"only {len(seen)} distinct molecules in {draws} draws; the grammar may "
+                                       f"not generate {n} distinct molecules")
+                if smi is None:
+                    raise RuntimeError(_NO_MOLECULE.format(max_tries))
                 draws += 1
                 rejected += r
-                if len(seen) < n:
-                    seen.setdefault(smi, None)
+                seen.setdefault(smi, None)
         return SampleResult(list(seen), rejected)
 
-    def _run(self, args: list[tuple[Any, ...]], n_jobs: int) -> list[tuple[str, int]]:
+    def _run(self, args: list[tuple[Any, ...]], n_jobs: int) -> list[tuple[str | None, int]]:
         if n_jobs == 1 or len(args) < 2:
             return [self._draw(*a) for a in args]
         from concurrent.futures import ProcessPoolExecutor
@@ -543,17 +550,18 @@ class Grammar:
         with ProcessPoolExecutor(max_workers=n_jobs) as pool:
             return list(pool.map(self._draw_packed, args, chunksize=max(1, len(args) // (4 * n_jobs))))
 
-    def _draw_packed(self, a: tuple[Any, ...]) -> tuple[str, int]:
+    def _draw_packed(self, a: tuple[Any, ...]) -> tuple[str | None, int]:
         return self._draw(*a)
 
     def _draw(self, rng: np.random.Generator, max_steps: int, max_tries: int, scan: bool, weights: str = "counts",
-              rejection: str = "derivation") -> tuple[str, int]:
+              rejection: str = "derivation") -> tuple[str | None, int]:
+        """One sample and its rejected derivations; ``(None, max_tries)`` when every try failed."""
         probs = self.probabilities(weights)
         for tries in range(max_tries):
             smi = self._sample_one(rng, probs, max_steps, scan, rejection)
             if smi is not None:
                 return smi, tries
-        raise RuntimeError(f"no valid molecule in {max_tries} derivations; raise max_tries or max_steps")
+        return None, max_tries
 
     # -- persistence ------------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
@@ -610,6 +618,9 @@ class Grammar:
 
     def __repr__(self) -> str:
         return f"Grammar(n_rules={self.n_rules}, n_nonterminal_labels={len(self._by_lhs)})"
+
+
+_NO_MOLECULE = "no valid molecule in {} derivations; raise max_tries or max_steps"
 
 
 def _check_choice(name: str, value: Any, accepted: Sequence[str]) -> None:
