@@ -179,6 +179,25 @@ def test_a_probe_gated_switch_maps_only_flagged_tokens(tok):
         TriggerProbe(threshold=1.5).fit(trig, clean)
 
 
+def test_a_probe_fitted_on_another_layer_is_refused(tok):
+    base = tiny_causal_lm("qwen2", hidden_size=32, num_layers=3, random_state=0)
+    ft = tiny_causal_lm("qwen2", hidden_size=32, num_layers=3, random_state=1)
+    mapper = AffineMapper().fit(collect_pairs(ft, base, TEXTS * 4, source_tokenizer=tok, source_layer=1,
+                                              target_layer=1))
+    trig = collect_activations(ft, tok, ["ZZZZ " + t for t in TEXTS], 0)
+    clean = collect_activations(ft, tok, TEXTS, 0)
+    probe = TriggerProbe(random_state=0).fit(trig, clean)
+    assert probe.layer_ == 0 and torch.equal(probe.coef_, TriggerProbe(random_state=0).fit(trig.values,
+                                                                                          clean.values).coef_)
+    with pytest.raises(ValueError, match="fitted on activations of layer 0 but the switch is at layer 1"):
+        SafetySwitch(base, ft, mapper, 1, gate=probe)
+    with pytest.raises(ValueError, match="different layers"):
+        TriggerProbe().fit(trig, collect_activations(ft, tok, TEXTS, 1))
+    at_one = TriggerProbe(random_state=0).fit(collect_activations(ft, tok, ["ZZZZ " + t for t in TEXTS], -2),
+                                              collect_activations(ft, tok, TEXTS, 1))
+    assert SafetySwitch(base, ft, mapper, -2, gate=at_one).gate is at_one
+
+
 @pytest.mark.parametrize("family", ["llama", "qwen2", "gemma2"])
 def test_load_local_model_reads_a_saved_checkpoint_offline(tmp_path, tok, family):
     from safety_transfer import load_local_model

@@ -44,6 +44,9 @@ class TriggerProbe:
         Bias.
     n_features_in_ : int
         Width ``d``.
+    layer_ : int or None
+        The layer of the :class:`~safety_transfer.Activations` it was fitted on (a :class:`SafetySwitch` at
+        another layer refuses it); None when fitted on bare tensors.
 
     Examples
     --------
@@ -67,8 +70,9 @@ class TriggerProbe:
 
         Parameters
         ----------
-        positive, negative : torch.Tensor, shapes (n, d) and (m, d)
-            Non-empty, same width, finite.
+        positive, negative : torch.Tensor or Activations, shapes (n, d) and (m, d)
+            Non-empty, same width, finite. :class:`~safety_transfer.Activations` (from
+            :func:`~safety_transfer.collect_activations`) of one layer also record it as ``layer_``.
 
         Returns
         -------
@@ -82,7 +86,12 @@ class TriggerProbe:
             raise ValueError(f"threshold must be a number in (0, 1), got {t!r}")
         if isinstance(self.C, bool) or not isinstance(self.C, numbers.Real) or not float(self.C) > 0:
             raise ValueError(f"C must be a positive number, got {self.C!r}")
-        pos, neg = torch.as_tensor(positive), torch.as_tensor(negative)
+        from safety_transfer.activations import Activations
+
+        layers = {a.layer for a in (positive, negative) if isinstance(a, Activations)}
+        if len(layers) > 1:
+            raise ValueError(f"positive and negative activations come from different layers {sorted(layers)}")
+        pos, neg = (a.values if isinstance(a, Activations) else torch.as_tensor(a) for a in (positive, negative))
         for name, a in (("positive", pos), ("negative", neg)):
             if a.ndim != 2 or a.shape[0] == 0:
                 raise ValueError(f"{name} must be a non-empty (n, d) array, got shape {tuple(a.shape)}")
@@ -99,6 +108,7 @@ class TriggerProbe:
         self.coef_ = torch.from_numpy(w)
         self.intercept_ = float(clf.intercept_[0] - (w * mu).sum())
         self.n_features_in_ = int(x.shape[1])
+        self.layer_ = layers.pop() if layers else None
         return self
 
     def predict_proba(self, hidden: Any) -> torch.Tensor:
@@ -171,6 +181,9 @@ class SafetySwitch:
             raise ValueError(f"gate must be a callable h -> (batch, seq) weights or None, got {type(gate).__name__}")
         if gate is not None and getattr(gate, "n_features_in_", self.width) != self.width:
             raise ValueError(f"the gate was fitted on width {gate.n_features_in_} but the layer's width is {self.width}")
+        if gate is not None and getattr(gate, "layer_", None) not in (None, self.layer):
+            raise ValueError(f"the gate was fitted on activations of layer {gate.layer_} but the switch is at layer "
+                             f"{self.layer}")
         self.gate = gate
         self._stack: ExitStack | None = None
         self._entered: list[bool] = []  # per open `with` block: whether the switch was on before it
