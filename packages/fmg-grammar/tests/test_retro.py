@@ -97,3 +97,12 @@ def test_the_budget_bounds_the_search_when_molecules_recur():
     start = time.perf_counter()
     assert RetroPlanner(model, ["N"], max_iterations=200).plan("CO") is None
     assert time.perf_counter() - start < 5 and len(calls) <= 12
+
+
+def test_top_k_keeps_the_cheapest_answers_in_any_order():
+    # the model lists its answers worst first: top_k=1 must keep the probable one, not the first listed
+    table = {"CCOC(C)=O": [(("CCOC(C)=N",), 0.1), (("CC(=O)O", "CCO"), 0.8)]}
+    route = RetroPlanner(lambda s: table.get(s, []), ["CC(=O)O", "CCO"], top_k=1).plan("CCOC(C)=O")
+    assert route is not None and route.cost == pytest.approx(-math.log(0.8))
+    with pytest.raises(ValueError, match="not a single string"):
+        RetroPlanner(toy, ["CCO"]).success_rate("CCO")  # would plan the atoms C, C and O

@@ -64,7 +64,7 @@ class RetroPlanner:
     ----------
     one_step : callable
         ``one_step(smiles) -> [(reactants, score), ...]``: candidate reactant sets of a product, best
-        first. ``score`` is a probability in (0, 1] (``scores="probability"``, cost ``-log p``) or a cost
+        first (they are sorted by cost here before ``top_k`` keeps the cheapest). ``score`` is a probability in (0, 1] (``scores="probability"``, cost ``-log p``) or a cost
         >= 0 (``scores="cost"``).
     building_blocks : iterable of str
         Purchasable molecules: a route is complete when every open molecule is one of them.
@@ -109,7 +109,7 @@ class RetroPlanner:
         answer = self.one_step(product)
         if answer is None or isinstance(answer, str | bytes):
             raise ValueError(f"one_step({product!r}) returned {answer!r}; expected a list of (reactants, score)")
-        for k, item in enumerate(list(answer)[: self.top_k]):
+        for k, item in enumerate(list(answer)):
             try:
                 reactants, score = item
                 score = float(score)
@@ -129,7 +129,8 @@ class RetroPlanner:
                                      ">= 0")
                 cost = score
             out.append((tuple(_canon(r, f"one_step({product!r}) answer {k}: reactant") for r in reactants), cost))
-        return out
+        # the top_k cheapest, whatever order the model lists them in (stable: ties keep the model's order)
+        return sorted(out, key=lambda x: x[1])[: self.top_k]
 
     def plan(self, smiles: str) -> Route | None:
         """The least-cost route of ``smiles`` within the budget, or None when none is found.
@@ -172,6 +173,8 @@ class RetroPlanner:
 
     def success_rate(self, smiles: Sequence[str]) -> float:
         """Share of ``smiles`` with a route (RS)."""
+        if isinstance(smiles, str):
+            raise ValueError("success_rate takes a sequence of SMILES, not a single string")
         if len(smiles) == 0:
             raise ValueError("smiles is empty")
         return sum(self.plan(s) is not None for s in smiles) / len(smiles)
