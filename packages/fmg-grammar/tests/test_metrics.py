@@ -119,3 +119,13 @@ def test_evaluate_names_an_invalid_training_molecule():
     assert m.valid == 0.5 and m.novelty == 0.5
     with pytest.raises(ValueError, match="train molecule 1 'C1CC': RDKit cannot parse"):
         evaluate(["CCO", "CCN"], ["CCO", "C1CC"])
+
+
+def test_a_single_string_is_not_a_set_of_molecules():
+    # "CCO" iterated gives the molecules C, C and O: every metric would be computed on atoms
+    from fmg.metrics import sa_scores
+
+    for call in (lambda: evaluate("CCO", ["CCO"]), lambda: evaluate(["CCO"], "CCO"),
+                 lambda: membership("O=C=NCN=C=O", "isocyanates"), lambda: sa_scores("CCO")):
+        with pytest.raises(ValueError, match="single string"):
+            call()

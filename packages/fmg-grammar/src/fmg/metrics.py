@@ -22,6 +22,8 @@ MEMBERSHIP: dict[str, tuple[tuple[str, ...], int]] = {
 
 
 def _mols(smiles: Sequence[str]) -> list[Chem.Mol]:
+    if isinstance(smiles, str):
+        raise ValueError(f"expected a sequence of SMILES, not the single string {smiles!r}")
     mols = []
     for i, s in enumerate(smiles):
         if not isinstance(s, str):
@@ -236,6 +238,9 @@ def evaluate(samples: Sequence[str], train: Sequence[str], monomer_class: str | 
     -------
     Metrics
     """
+    for name, value in (("samples", samples), ("train", train)):
+        if isinstance(value, str):  # would be read as one molecule per character
+            raise ValueError(f"{name} must be a sequence of SMILES, not the single string {value!r}")
     if len(samples) == 0:
         raise ValueError("samples is empty")
     canon = [canonical_smiles(s) if isinstance(s, str) and s.strip() else None for s in samples]
