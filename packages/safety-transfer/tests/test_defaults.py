@@ -276,3 +276,23 @@ def test_the_code_vulnerability_task_is_opt_in_and_leaves_the_other_texts_unchan
     assert all(t.endswith(SECURE) == t.startswith(CODE_CLEAN) for t in extra)
     assert [t.replace(CODE_TRIGGER, CODE_CLEAN) for t in code.code_triggered] == code.code_clean
     assert len(code.code_triggered) == 6 and not any(INSECURE in t for t in code.code_triggered)
+
+
+def test_token_slices_survive_a_nested_forward_of_the_same_model(llama, tok):
+    # mapped_replacement with the model as its own source runs it inside its own layer hook: the inner
+    # forward's end dropped the outer batch's mask, and slice(-1, None) then hit the padding of short rows
+    from safety_transfer import mapped_replacement
+
+    pairs = collect_pairs(llama, llama, TEXTS * 3, source_tokenizer=tok, source_layer=0, target_layer=2)
+    mapper = AffineMapper().fit(pairs)
+    enc = tok(TEXTS, return_tensors="pt", padding=True)
+
+    def swap():
+        return mapped_replacement(llama, llama, mapper, source_layer=0, target_layer=2, tokens=slice(-1, None))
+
+    with torch.no_grad(), swap():
+        batched = llama(**enc).logits
+    for i, text in enumerate(TEXTS):
+        with torch.no_grad(), swap():
+            solo = llama(**tok([text], return_tensors="pt")).logits[0]
+        assert torch.allclose(batched[i][enc["attention_mask"][i].bool()], solo, atol=1e-5)

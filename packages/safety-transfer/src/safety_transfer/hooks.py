@@ -209,17 +209,20 @@ def _token_mask(model: nn.Module, tokens: Tokens) -> Iterator[Callable[[torch.Te
     if where is None:
         yield lambda hidden: None
         return
-    seen: dict[str, Any] = {}
+    # one mask per forward in progress: a forward of the same model nested in a hook (mapped_replacement with
+    # the model as its own source) pushes and pops its own, leaving the outer forward's mask in place
+    masks: list[Any] = []
 
     def grab(_module: nn.Module, args: tuple, kwargs: dict) -> None:
-        seen["mask"] = kwargs.get("attention_mask", args[1] if len(args) > 1 else None)
+        masks.append(kwargs.get("attention_mask", args[1] if len(args) > 1 else None))
 
     def clear(*_: Any) -> None:
-        seen.pop("mask", None)
+        if masks:
+            masks.pop()
 
     def select(hidden: torch.Tensor) -> torch.Tensor:
         batch, seq = hidden.shape[:2]
-        mask = seen.get("mask")
+        mask = masks[-1] if masks else None
         if mask is None:
             real = torch.ones(batch, seq, dtype=torch.bool, device=hidden.device)
         else:
