@@ -74,3 +74,25 @@ def test_corpus_errors(tmp_path):
         TokenCorpusTask(tmp_path, seq_len=16)
     with pytest.raises(ValueError, match="split must be"):
         TokenCorpusTask(tmp_path, seq_len=2).sample(1, split="test")
+
+
+def test_a_tokenizer_returning_non_integers_raises_instead_of_truncating(tmp_path):
+    (tmp_path / "wiki.train.tokens").write_text("abc\n")
+    (tmp_path / "wiki.valid.tokens").write_text("abc\n")
+    with pytest.raises(ValueError, match="integer ids"):  # 1.9 would silently become id 1
+        prepare_corpus(tmp_path, lambda text: [0.7, 1.9, 3.2])
+    with pytest.raises(ValueError, match="flat list"):  # a batch of sequences is not one sequence
+        prepare_corpus(tmp_path, lambda text: [[1, 2], [3, 4]])
+    prepare_corpus(tmp_path, lambda text: np.array([1, 2, 3], dtype=np.int32))  # numpy integers are fine
+    assert np.fromfile(tmp_path / "train.bin", dtype=np.uint16).tolist() == [1, 2, 3]
+
+
+def test_an_empty_split_raises_a_clear_error(tmp_path):
+    (tmp_path / "wiki.train.tokens").write_text("")
+    (tmp_path / "wiki.valid.tokens").write_text("abc\n")
+    with pytest.raises(ValueError, match="no tokens"):
+        prepare_corpus(tmp_path, byte_tokenizer)
+    (tmp_path / "train.bin").write_bytes(b"")  # e.g. written by another tool
+    (tmp_path / "val.bin").write_bytes(np.arange(8, dtype=np.uint16).tobytes())
+    with pytest.raises(ValueError, match="holds 0 tokens"):
+        TokenCorpusTask(tmp_path, seq_len=4)

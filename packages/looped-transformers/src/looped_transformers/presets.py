@@ -133,6 +133,16 @@ def _text_file(folder: Path, split: str) -> Path | None:
     return None
 
 
+def _as_ids(ids: Any) -> np.ndarray:
+    """The tokenizer's output as a flat int64 array; non-integer or nested output raises (no silent casts)."""
+    arr = np.asarray(ids)
+    if arr.ndim != 1:
+        raise ValueError(f"the tokenizer must return a flat list of ids, got an array of shape {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise ValueError(f"the tokenizer must return integer ids, got dtype {arr.dtype}")
+    return arr.astype(np.int64)
+
+
 def prepare_corpus(folder: str | Path, tokenizer: Callable[[str], list[int]] | Any, *,
                    chunk_lines: int = 10_000) -> dict[str, Path]:
     """Tokenise a local WikiText folder into ``train.bin`` and ``val.bin`` (``uint16`` ids).
@@ -157,7 +167,8 @@ def prepare_corpus(folder: str | Path, tokenizer: Callable[[str], list[int]] | A
     FileNotFoundError
         When a split's text file is missing.
     ValueError
-        When the tokenizer returns an id outside ``[0, 65535]``.
+        When the tokenizer returns an id outside ``[0, 65535]``, non-integer or nested ids, or no ids for a
+        split.
     """
     folder = Path(folder)
     encode = tokenizer if callable(tokenizer) and not hasattr(tokenizer, "encode") else tokenizer.encode
@@ -173,12 +184,14 @@ def prepare_corpus(folder: str | Path, tokenizer: Callable[[str], list[int]] | A
             for line in fh:
                 lines.append(line)
                 if len(lines) == chunk_lines:
-                    ids.append(np.asarray(encode("".join(lines)), dtype=np.int64))
+                    ids.append(_as_ids(encode("".join(lines))))
                     lines = []
             if lines:
-                ids.append(np.asarray(encode("".join(lines)), dtype=np.int64))
+                ids.append(_as_ids(encode("".join(lines))))
         flat = np.concatenate(ids) if ids else np.zeros(0, dtype=np.int64)
-        if flat.size and (flat.min() < 0 or flat.max() > np.iinfo(np.uint16).max):
+        if not flat.size:
+            raise ValueError(f"{path} gave no tokens: the {split} split would be empty")
+        if flat.min() < 0 or flat.max() > np.iinfo(np.uint16).max:
             raise ValueError(f"the tokenizer returned ids in [{flat.min()}, {flat.max()}]; uint16 files hold "
                              "[0, 65535]")
         out[split] = folder / f"{split}.bin"
@@ -224,9 +237,10 @@ class TokenCorpusTask:
             if not path.is_file():
                 raise FileNotFoundError(f"{path} is missing: tokenise the text with prepare_corpus({str(folder)!r}, "
                                         "tokenizer) first")
+            size = path.stat().st_size // np.dtype(np.uint16).itemsize
+            if size < seq_len + 1:  # checked before mapping: an empty file cannot be memory-mapped
+                raise ValueError(f"{path} holds {size} tokens, fewer than seq_len + 1 = {seq_len + 1}")
             data = np.memmap(path, dtype=np.uint16, mode="r")
-            if len(data) < seq_len + 1:
-                raise ValueError(f"{path} holds {len(data)} tokens, fewer than seq_len + 1 = {seq_len + 1}")
             self.data[split] = data
         self.vocab_size = int(max(int(d.max()) for d in self.data.values())) + 1
 
