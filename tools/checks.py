@@ -57,6 +57,7 @@ KNOWN_IMPORT_NAMES = {
     "torch": {"torch", "torchgen", "functorch"},
     "rdkit": {"rdkit"},
     "pynacl": {"nacl"},
+    "biopython": {"Bio"},
 }
 
 

@@ -543,12 +543,9 @@ def secondary_structure_records(atoms: PDBAtoms) -> np.ndarray:
     return out
 
 
-_BIOPYTHON = "Bio.PDB"  # distribution biopython, extra "bio"
-
-
 def _dssp_labels(path: Path, ca: PDBAtoms, executable: str) -> np.ndarray:
     try:
-        bio = importlib.import_module(_BIOPYTHON)
+        from Bio import PDB as bio
     except ImportError as err:
         raise ImportError("DSSP labels need Biopython: pip install 'equigx[bio]'") from err
     model = bio.PDBParser(QUIET=True).get_structure("domain", str(path))[0]
