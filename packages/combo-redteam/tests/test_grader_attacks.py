@@ -41,12 +41,15 @@ def test_code_reading_the_graders_frame_cannot_forge_a_report(shape):
     assert run_code_tests(code, function="solve", tests=TESTS)[0] == 0
 
 
+@pytest.mark.skipif(not os.path.exists("/proc/self/status"), reason="reads the peak memory from /proc")
 def test_endless_output_fails_without_filling_the_graders_memory():
     code = "import sys\ndef solve(xs):\n    return xs\nline = 'x' * (1 << 20)\nwhile True:\n    sys.stdout.write(line)\n"
-    probe = ("import resource, sys\nfrom combo_redteam.tasks import run_code_tests\n"
+    # VmHWM: this process image's peak resident memory (ru_maxrss would include the forking parent's)
+    probe = ("import re\nfrom combo_redteam.tasks import run_code_tests\n"
              f"r = run_code_tests({code!r}, function='solve', tests=[{{'input': [1], 'output': [1]}}], "
              "time_limit_s=2.0)\n"
-             "print(r[0], resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024)\n")
+             "peak = re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read()).group(1)\n"
+             "print(r[0], int(peak) // 1024)\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     passed, peak_mb = map(int, done.stdout.split())
     assert passed == 0
