@@ -11,6 +11,7 @@ from combo_redteam import (
     ModelError,
     ModelTimeoutError,
     OpenAICompatibleModel,
+    RefusalDetector,
     SingleModel,
     StandInStrong,
     benign_suite,
@@ -186,3 +187,19 @@ def test_tiny_transformers_model_built_saved_and_reloaded(tmp_path):
     assert result.episodes[0].strong_calls == 1 and not result.episodes[0].success
     with pytest.raises(FileNotFoundError, match="no model folder"):
         TransformersChatModel(tmp_path / "absent")
+
+
+def test_a_different_refusal_detector_does_not_reuse_cached_refusals(tmp_path, monkeypatch):
+    # the cache stores Completion.refused, which the detector decides: same server and model, other detector
+    monkeypatch.setenv("COMBO_TEST_KEY", "k")
+    suite = benign_suite(3, random_state=0, variants=("control",))
+    strict = RefusalDetector(patterns=[r"\d"])  # calls every numeric answer a refusal
+    with MockServer() as server:
+        plain = run(suite, [SingleModel(_model(server))], cache_dir=tmp_path)
+        judged = run(suite, [SingleModel(_model(server, refusal_detector=strict))], cache_dir=tmp_path)
+        assert len(server.requests) == 6  # the second model asked the server itself
+    assert plain.refusal_rate("single-strong", "control") == 0.0
+    assert judged.refusal_rate("single-strong", "control") > 0.0
+    assert _model(server).name == f"openai:mock-1@{server.url}"
+    assert _model(server, refusal_detector=RefusalDetector()).name == _model(server).name
+    assert _model(server, refusal_detector=strict).name != _model(server).name

@@ -172,6 +172,14 @@ class RefusalDetector:
         self._regexes = [re.compile(p, re.IGNORECASE) for p in self.patterns]
         self.judge = judge
 
+    @property
+    def tag(self) -> str:
+        """"" for the default patterns without a judge, else ``[refusal=<digest>]`` (part of model names)."""
+        if self.judge is None and self.patterns == DEFAULT_REFUSAL_PATTERNS:
+            return ""
+        blob = json.dumps({"patterns": list(self.patterns), "judge": None if self.judge is None else self.judge.name})
+        return f"[refusal={hashlib.sha256(blob.encode()).hexdigest()[:8]}]"
+
     def __call__(self, text: str) -> bool:
         """True when ``text`` is a refusal."""
         if self.judge is not None:

@@ -45,7 +45,8 @@ class OpenAICompatibleModel:
     refusal_detector : RefusalDetector, optional
         Decides ``Completion.refused`` (default patterns).
     name : str, optional
-        Name in logs and cache keys (default ``openai:<model>@<base_url>``).
+        Name in logs and cache keys (default ``openai:<model>@<base_url>``, followed by the detector's
+        :attr:`RefusalDetector.tag` when it is not the default: the cache stores the refusal decision).
     sleep : callable, optional
         The sleep function used between retries (``time.sleep``).
 
@@ -71,7 +72,7 @@ class OpenAICompatibleModel:
         self.model, self.base_url, self.api_key_env = model, base_url.rstrip("/"), api_key_env
         self.timeout_s, self.max_retries, self.backoff_s = float(timeout_s), max_retries, float(backoff_s)
         self.refusal_detector = refusal_detector or RefusalDetector()
-        self.name = name or f"openai:{model}@{self.base_url}"
+        self.name = name or f"openai:{model}@{self.base_url}{self.refusal_detector.tag}"
         self._sleep = sleep or time.sleep
 
     def _headers(self) -> dict[str, str]:

@@ -42,7 +42,8 @@ class TransformersChatModel:
         Decides ``Completion.refused`` (default patterns).
     name : str, optional
         Name in logs and cache keys (default ``transformers:<absolute folder path>``, so two models saved
-        under the same folder name never share cache entries).
+        under the same folder name never share cache entries, followed by the detector's
+        :attr:`RefusalDetector.tag` when it is not the default: the cache stores the refusal decision).
     """
 
     def __init__(self, path: str | Path, *, local_files_only: bool = True, device: str = "cpu",
@@ -56,7 +57,7 @@ class TransformersChatModel:
         self.model = transformers.AutoModelForCausalLM.from_pretrained(path, local_files_only=local_files_only)
         self.model.to(device).eval()
         self.refusal_detector = refusal_detector or RefusalDetector()
-        self.name = name or f"transformers:{path.resolve()}"
+        self.name = name or f"transformers:{path.resolve()}{self.refusal_detector.tag}"
         self._torch = torch
         self._lock = threading.Lock()
 
