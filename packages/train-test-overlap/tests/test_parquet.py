@@ -55,3 +55,14 @@ def test_parquet_dictionary_encoded_string_column_is_read(tmp_path):
     pq.write_table(pa.table({"text": pa.array([1, 2]).dictionary_encode()}), tmp_path / "d.parquet")
     with pytest.raises(ValueError, match="not a string column"):
         list(iter_documents(tmp_path / "d.parquet"))
+
+
+def test_a_spark_or_dask_parquet_folder_skips_its_underscore_metadata_files(tmp_path):
+    # _SUCCESS and _common_metadata / _metadata sit beside the shards; the metadata used to be read as a
+    # binary text file (an error, or junk documents under errors="replace")
+    table = pa.table({"text": ["a b c", "d e f"]})
+    pq.write_table(table, tmp_path / "part-0.parquet")
+    pq.write_metadata(table.schema, tmp_path / "_common_metadata")
+    (tmp_path / "_SUCCESS").write_bytes(b"")
+    assert list(iter_documents(tmp_path)) == ["a b c", "d e f"]
+    assert list(iter_documents(tmp_path, errors="replace")) == ["a b c", "d e f"]

@@ -226,7 +226,8 @@ def corpus_files(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str
     Returns
     -------
     list of Path
-        Sorted within each folder; hidden files (names starting with ``.``) are skipped.
+        Sorted within each folder; hidden files (names starting with ``.``) and, as Spark, Hadoop and
+        pyarrow do, names starting with ``_`` (``_SUCCESS``, ``_metadata``) are skipped inside folders.
 
     Raises
     ------
@@ -240,9 +241,9 @@ def corpus_files(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str
     for item in items:
         path = Path(item)
         if path.is_dir():
-            found = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+            found = sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith((".", "_")))
             if not found:
-                raise ValueError(f"no corpus files under {path} (hidden files are skipped); an empty corpus "
+                raise ValueError(f"no corpus files under {path} (hidden and _-prefixed files are skipped); an empty corpus "
                                  "would report every instance as clean")
             files.extend(found)
         elif path.is_file():
