@@ -106,3 +106,5 @@ def test_top_k_keeps_the_cheapest_answers_in_any_order():
     assert route is not None and route.cost == pytest.approx(-math.log(0.8))
     with pytest.raises(ValueError, match="not a single string"):
         RetroPlanner(toy, ["CCO"]).success_rate("CCO")  # would plan the atoms C, C and O
+    with pytest.raises(ValueError, match="not the single string 'CCO'"):
+        RetroPlanner(toy, "CCO")  # would stock C and O

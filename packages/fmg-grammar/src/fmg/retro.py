@@ -97,6 +97,9 @@ class RetroPlanner:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
         if scores not in ("probability", "cost"):
             raise ValueError(f"scores must be 'probability' or 'cost', got {scores!r}")
+        if isinstance(building_blocks, str):  # would be read as one building block per character
+            raise ValueError(f"building_blocks must be an iterable of SMILES, not the single string "
+                             f"{building_blocks!r}")
         self.one_step = one_step
         self.building_blocks = frozenset(_canon(s, f"building block {i}") for i, s in enumerate(building_blocks))
         self.max_iterations = max_iterations
