@@ -94,3 +94,18 @@ def test_scores_of_a_test_set_not_in_the_counts_are_refused(setup):
     (ids,) = scores.values()
     with pytest.raises(ValueError, match=r"scores name test sets that are not in the counts: \[\('toy', 'valid'\)\]"):
         OverlapReport(counts, results, scores={("toy", "valid"): ids})
+
+
+def test_non_finite_scores_are_refused_not_written_as_nan_into_the_json():
+    # a NaN score (a failed evaluation) used to give NaN means and a report.json that is not valid JSON
+    ts = TestSet("t", "test", [Instance("a", "x y z w v u", []), Instance("b", "p q r s t o", [])])
+    corpus = ["x y z w v u"]
+    for bad in (float("nan"), float("inf")):
+        scores = {("t", "test"): {"a": bad, "b": 1.0}}
+        with pytest.raises(ValueError, match=r"score of 'a' in \('t', 'test'\) is not finite"):
+            evaluate_presets(ts, corpus, presets=["helm"], scores=scores)
+        counts = OverlapIndex(ts, n=5).scan(corpus)
+        with pytest.raises(ValueError, match="not finite"):
+            OverlapReport(counts, scores=scores, n=5)
+        with pytest.raises(ValueError, match="not finite"):
+            clean_delta({"a": "clean", "b": "dirty"}, {"a": bad, "b": 1.0})

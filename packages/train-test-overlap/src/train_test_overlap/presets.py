@@ -308,6 +308,14 @@ def _unit_counts(preset: Preset, counts: OverlapCounts, s: int, i: int) -> tuple
     return int(covered.sum()), len(ids)
 
 
+def _check_finite_scores(scores: Mapping[tuple[str, str], Mapping[str, float]]) -> None:
+    """Raise ``ValueError`` for an evaluation score that is not a finite number (NaN would spread to every mean)."""
+    for key, per_id in scores.items():
+        for i, v in per_id.items():
+            if not math.isfinite(float(v)):
+                raise ValueError(f"score of {i!r} in {tuple(key)} is not finite ({v!r}); drop or fix that instance")
+
+
 def label_scores(preset: Preset, hits: int, total: int) -> tuple[str, float]:
     """The label and score of one instance (score nan when ``total == 0``)."""
     return preset.label(hits, total), (hits / total if total else math.nan)
@@ -346,6 +354,7 @@ def evaluate_presets(test_sets: TestSet | Sequence[TestSet], corpus: Any, preset
     """
     sets = (test_sets,) if isinstance(test_sets, TestSet) else tuple(test_sets)
     if scores is not None:
+        _check_finite_scores(scores)
         unknown = [key for key in scores if tuple(key) not in {ts.key for ts in sets}]
         if unknown:
             raise ValueError(f"scores name test sets that were not scanned: {unknown[:5]}; scanned (name, split): "

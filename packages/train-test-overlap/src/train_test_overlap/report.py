@@ -19,7 +19,7 @@ from icml25_shared.random import RandomStateLike, check_random_state
 
 from train_test_overlap.index import OverlapCounts
 from train_test_overlap.metrics import metrics
-from train_test_overlap.presets import PresetResult
+from train_test_overlap.presets import PresetResult, _check_finite_scores
 
 __all__ = ["OverlapReport", "clean_delta", "report_schema"]
 
@@ -63,6 +63,9 @@ def clean_delta(labels: Mapping[str, str], scores: Mapping[str, float], *, confi
     if missing:
         raise ValueError(f"scores lack {len(missing)} labelled instance ids, e.g. {missing[:3]}")
     y = np.array([float(scores[i]) for i in ids])
+    if not np.all(np.isfinite(y)):
+        bad = ids[int(np.argmin(np.isfinite(y)))]
+        raise ValueError(f"score of {bad!r} is not finite ({scores[bad]!r})")
     clean = np.array([labels[i] == "clean" for i in ids])
     out: dict[str, Any] = {"all_mean": float(y.mean()), "confidence": confidence, "n_resamples": int(n_resamples),
                            "num_clean": int(clean.sum()), "clean_mean": None, "clean_minus_all": None, "low": None, "high": None}
@@ -112,6 +115,8 @@ class OverlapReport:
         for r in presets:
             if (r.test_set, r.split) not in keys:
                 raise ValueError(f"preset result for {(r.test_set, r.split)} has no test set in the counts; known: {sorted(keys)}")
+        if scores is not None:
+            _check_finite_scores(scores)
         unknown = [key for key in (scores or {}) if tuple(key) not in keys]
         if unknown:
             raise ValueError(f"scores name test sets that are not in the counts: {unknown[:5]}; known: {sorted(keys)}")
