@@ -144,6 +144,7 @@ def load_hopv(path: str | Path, *, smiles_column: str = "smiles") -> list[str]:
     Returns
     -------
     list of str
+        The SMILES in file order, duplicates kept (``FMG.fit`` drops repeats by canonical SMILES).
     """
     return _local(path, smiles_column, hopv15=True)
 
@@ -161,6 +162,7 @@ def load_ptc(path: str | Path, *, smiles_column: str = "smiles") -> list[str]:
     Returns
     -------
     list of str
+        The SMILES in file order, duplicates kept (``FMG.fit`` drops repeats by canonical SMILES).
     """
     return _local(path, smiles_column, hopv15=False)
 
