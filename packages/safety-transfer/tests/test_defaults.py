@@ -296,3 +296,20 @@ def test_token_slices_survive_a_nested_forward_of_the_same_model(llama, tok):
         with torch.no_grad(), swap():
             solo = llama(**tok([text], return_tensors="pt")).logits[0]
         assert torch.allclose(batched[i][enc["attention_mask"][i].bool()], solo, atol=1e-5)
+
+
+def test_gate_weights_are_exact_at_0_and_1_and_checked(tok):
+    base = tiny_causal_lm("qwen2", hidden_size=32, num_layers=2, random_state=0)
+    ft = tiny_causal_lm("qwen2", hidden_size=32, num_layers=2, random_state=1)
+    mapper = AffineMapper().fit(collect_pairs(ft, base, TEXTS * 4, source_tokenizer=tok, source_layer=0,
+                                              target_layer=0))
+    ids = tok(TEXTS, return_tensors="pt", padding=True)
+    with torch.no_grad():
+        with SafetySwitch(base, ft, mapper, 0):
+            ungated = ft(**ids).logits
+        with SafetySwitch(base, ft, mapper, 0, gate=lambda h: torch.ones(h.shape[:-1])):
+            assert torch.equal(ft(**ids).logits, ungated)  # an open gate is the ungated switch, bitwise
+        for bad in (2.0, -0.5, float("nan")):
+            with pytest.raises(ValueError, match=r"outside \[0, 1\]"), \
+                    SafetySwitch(base, ft, mapper, 0, gate=lambda h, b=bad: torch.full(h.shape[:-1], b)):
+                ft(**ids)

@@ -146,7 +146,8 @@ class SafetySwitch:
         Decoder layer.
     gate : callable, optional
         ``gate(h) -> g`` of shape ``(batch, seq)`` with values in [0, 1] (e.g. a fitted
-        :class:`TriggerProbe`); on, the layer output becomes ``h + g (mapper(h) - h)``. None maps every token.
+        :class:`TriggerProbe`); on, the layer output becomes ``h + g (mapper(h) - h)`` (exactly ``h`` where
+        ``g = 0`` and ``mapper(h)`` where ``g = 1``; other values raise). None maps every token.
 
     Examples
     --------
@@ -212,10 +213,14 @@ class SafetySwitch:
         mapped = self.mapper.transform(hidden).to(hidden.dtype)
         if self.gate is None:
             return mapped
-        g = torch.as_tensor(self.gate(hidden)).to(hidden.dtype)
+        g = torch.as_tensor(self.gate(hidden)).to(device=hidden.device, dtype=hidden.dtype)
         if g.shape != hidden.shape[:-1]:
             raise ValueError(f"the gate returned shape {tuple(g.shape)}, expected {tuple(hidden.shape[:-1])}")
-        return hidden + g[..., None] * (mapped - hidden)
+        if not bool(((g >= 0) & (g <= 1)).all()):
+            raise ValueError("the gate returned weights outside [0, 1] (or NaN): it must give g(h) in [0, 1] per token")
+        g = g[..., None]
+        # a closed gate keeps h and an open one gives M(h), bitwise (h + 1 (M(h) - h) rounds; 0 * inf is NaN)
+        return torch.where(g == 0, hidden, torch.where(g == 1, mapped, hidden + g * (mapped - hidden)))
 
     def __enter__(self) -> SafetySwitch:
         self._entered.append(self.is_on)
