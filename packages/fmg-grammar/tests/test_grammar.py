@@ -197,6 +197,9 @@ def test_sampling_gives_up_with_a_named_error(fitted):
     for kw in ({}, {"unique": True}, {"n_jobs": 2}):
         with pytest.raises(RuntimeError, match="no valid molecule in 3 derivations; raise max_tries or max_steps"):
             model.grammar_.sample(4, random_state=0, max_steps=1, max_tries=3, **kw)
+    for kw in ({"max_tries": 0}, {"max_steps": -1}, {"n_jobs": 0}):
+        with pytest.raises(ValueError, match=f"{next(iter(kw))} must be a positive int"):
+            model.grammar_.sample(4, random_state=0, **kw)
     ethane = FMG(HeuristicChemJudge()).fit(["CC"])  # one molecule only
     for n_jobs in (1, 2):
         with pytest.raises(RuntimeError, match="only 1 distinct molecules in 4 draws"):

@@ -508,8 +508,9 @@ class Grammar:
         """
         if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 0:
             raise ValueError(f"n must be a non-negative int, got {n!r}")
-        if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or n_jobs < 1:
-            raise ValueError(f"n_jobs must be a positive int, got {n_jobs!r}")
+        for name, value in (("n_jobs", n_jobs), ("max_steps", max_steps), ("max_tries", max_tries)):
+            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
+                raise ValueError(f"{name} must be a positive int, got {value!r}")
         _check_choice("weights", weights, WEIGHTS)
         _check_choice("rejection", rejection, REJECTIONS)
         if () not in self._by_lhs:
