@@ -142,3 +142,14 @@ def test_cas_accepts_a_float32_cosine_matrix_and_checks_its_tolerance():
             cas(c32, atol=bad)
     with pytest.raises(ValueError, match="unit diagonal"):  # a tighter tolerance still catches the round-off
         cas(c32, atol=1e-7)
+
+
+@pytest.mark.parametrize("scale", [1e200, 1e160, 1e-200, 1e-300])
+def test_correlation_matrix_does_not_depend_on_the_scale_of_the_attribution(scale):
+    # row norms overflowed to inf above ~1e154 (every cosine read 0, CAS 0) and underflowed to 0 below
+    # ~1e-154 (refused as an all-zero attribution)
+    a = np.random.default_rng(0).normal(size=(4, 50))
+    scaled = a * scale
+    with np.errstate(over="raise", invalid="raise", divide="raise"):
+        c = correlation_matrix(scaled)
+    assert np.allclose(c, correlation_matrix(a), atol=1e-12) and cas(c) == pytest.approx(cas(correlation_matrix(a)))

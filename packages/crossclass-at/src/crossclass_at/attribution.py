@@ -189,10 +189,11 @@ def correlation_matrix(attribution: np.ndarray) -> np.ndarray:
         raise ValueError(f"attribution must be a 2-D array (K, n), got shape {a.shape}")
     if not np.all(np.isfinite(a)):
         raise ValueError("attribution contains NaN or infinity")
-    norms = np.linalg.norm(a, axis=1)
-    if np.any(norms == 0):
-        raise ValueError(f"class {int(np.argmin(norms))} has an all-zero attribution; its cosine is undefined")
-    unit = a / norms[:, None]
+    peak = np.abs(a).max(axis=1)
+    if np.any(peak == 0):
+        raise ValueError(f"class {int(np.argmin(peak))} has an all-zero attribution; its cosine is undefined")
+    a = a / peak[:, None]  # each row's largest entry becomes 1: its norm cannot overflow or underflow
+    unit = a / np.linalg.norm(a, axis=1)[:, None]
     c = unit @ unit.T
     c = (c + c.T) / 2
     np.fill_diagonal(c, 1.0)
