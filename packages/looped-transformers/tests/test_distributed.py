@@ -110,3 +110,29 @@ def test_uneven_batches_and_a_bad_environment_raise(monkeypatch):
     with pytest.raises(ValueError, match="backend must be"):
         init_distributed("mpi")
     assert not torch.distributed.is_initialized()
+
+
+def test_the_default_backend_fits_the_cpu_training_loop_on_a_cuda_machine(monkeypatch):
+    from looped_transformers import train as train_module
+
+    seen = {}
+    monkeypatch.setattr(train_module.dist, "is_initialized", lambda: "backend" in seen)
+    monkeypatch.setattr(train_module.dist, "init_process_group", lambda backend: seen.update(backend=backend))
+    monkeypatch.setattr(train_module.dist, "get_rank", lambda: 0)
+    monkeypatch.setattr(train_module.dist, "get_world_size", lambda: 2)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    # train() keeps its batches on the CPU: nccl alone cannot reduce CPU tensors, so CPU collectives use gloo
+    assert train_module.init_distributed() == (0, 2) and seen["backend"] == "cpu:gloo,cuda:nccl"
+    seen.clear()
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert train_module.init_distributed() == (0, 2) and seen["backend"] == "gloo"
+
+
+def test_an_unknown_backend_raises_outside_torchrun_too(monkeypatch):
+    from looped_transformers.train import init_distributed
+
+    monkeypatch.delenv("RANK", raising=False)
+    with pytest.raises(ValueError, match="backend must be"):
+        init_distributed("mpi")

@@ -83,13 +83,17 @@ class Curriculum:
         return min(self.end, self.start + self.increment * (step // self.interval))
 
 
+_BACKENDS = ("gloo", "nccl", "cpu:gloo,cuda:nccl")
+
+
 def init_distributed(backend: str | None = None) -> tuple[int, int]:
     """Join the process group ``torchrun`` describes (``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``/``PORT``).
 
     Parameters
     ----------
     backend : str, optional
-        ``"gloo"`` (CPU) or ``"nccl"``; default ``"nccl"`` when CUDA is available, else ``"gloo"``.
+        ``"gloo"`` (CPU), ``"nccl"`` (CUDA tensors only) or ``"cpu:gloo,cuda:nccl"``; default
+        ``"cpu:gloo,cuda:nccl"`` when CUDA is available (:func:`train` reduces CPU tensors), else ``"gloo"``.
 
     Returns
     -------
@@ -101,15 +105,15 @@ def init_distributed(backend: str | None = None) -> tuple[int, int]:
     ValueError
         When ``RANK`` is set without ``WORLD_SIZE``, or the backend is unknown.
     """
+    if backend is not None and backend not in _BACKENDS:
+        raise ValueError(f"backend must be one of {', '.join(map(repr, _BACKENDS))}, got {backend!r}")
     if dist.is_initialized():
         return dist.get_rank(), dist.get_world_size()
     if "RANK" not in os.environ:
         return 0, 1
     if "WORLD_SIZE" not in os.environ:
         raise ValueError("RANK is set but WORLD_SIZE is not: start the processes with torchrun")
-    backend = backend or ("nccl" if torch.cuda.is_available() else "gloo")
-    if backend not in ("gloo", "nccl"):
-        raise ValueError(f"backend must be 'gloo' or 'nccl', got {backend!r}")
+    backend = backend or ("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
     dist.init_process_group(backend=backend)
     return dist.get_rank(), dist.get_world_size()
 
