@@ -131,3 +131,15 @@ def test_bad_in_context_tasks_raise():
         TrainConfig(dims_curriculum=(2, 5))
     assert isinstance(make_task("decision_tree", n_dims=3), DecisionTreeTask)
     assert isinstance(make_task("relu_2nn_regression"), ReluNetTask)
+
+
+def test_no_baseline_sees_the_label_it_predicts_or_a_later_one():
+    batch = DecisionTreeTask(n_dims=3, n_points=8, depth=2).sample(3, random_state=4)
+    moved = type(batch)(batch.xs, batch.ys.clone(), batch.scale)
+    moved.ys[:, 5:] += 100.0  # the label of point 5 and every later one
+    before = {**regression_baselines(batch, lasso=0.05), "xgboost": xgboost_baseline(batch, n_estimators=5)}
+    after = {**regression_baselines(moved, lasso=0.05), "xgboost": xgboost_baseline(moved, n_estimators=5)}
+    for name in before:
+        assert np.array_equal(before[name][:5], after[name][:5]), name  # earlier predictions are untouched
+        # point 5 is predicted from points 0-4 only: the shifted label is missed by about 100
+        assert after[name][5] > 0.5 * 100.0 ** 2, (name, after[name][5])
