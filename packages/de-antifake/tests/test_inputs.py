@@ -22,6 +22,15 @@ def test_waveform_needs_sr_and_finite_samples():
         as_mono(np.zeros((3, 10)), 16000)
 
 
+def test_integer_pcm_is_refused_not_read_as_huge_amplitudes():
+    pcm = (np.sin(np.arange(1600) / 5) * 16000).astype(np.int16)
+    with pytest.raises(ValueError, match="int16"):
+        as_mono(pcm, 16000)
+    with pytest.raises(ValueError, match="integer"):
+        as_mono(pcm.astype(np.int32), 16000)
+    assert as_mono(pcm.astype(np.float32) / 32768, 16000).max() < 1
+
+
 def test_stereo_is_averaged_on_either_axis():
     left, right = np.linspace(0, 1, 8), np.linspace(1, 0, 8)
     np.testing.assert_allclose(as_mono(np.stack([left, right]), 16000), 0.5)

@@ -36,8 +36,8 @@ def as_mono(wav, sr, *, name: str = "wav") -> np.ndarray:
     Raises
     ------
     ValueError
-        When ``sr`` is missing or not 16000, the samples contain NaN or inf, or the array is empty
-        or has more than two axes.
+        When ``sr`` is missing or not 16000, the samples are integers (PCM, e.g. ``int16``: scale
+        them to [-1, 1] first), contain NaN or inf, or the array is empty or has more than two axes.
 
     Examples
     --------
@@ -51,7 +51,12 @@ def as_mono(wav, sr, *, name: str = "wav") -> np.ndarray:
         raise ValueError(f"{name}: sr must be an integer number of Hz, got {sr!r}")
     if int(sr) != SAMPLE_RATE:
         raise ValueError(f"{name}: sr={sr} Hz but the models work at {SAMPLE_RATE} Hz; resample first")
-    arr = np.asarray(wav, dtype=np.float64)
+    raw = np.asarray(wav)
+    if raw.dtype.kind in "iub":
+        raise ValueError(f"{name}: integer samples (dtype {raw.dtype}) would be read as amplitudes up to "
+                         f"{np.iinfo(raw.dtype).max if raw.dtype.kind != 'b' else 1}; scale PCM to [-1, 1] first, "
+                         "e.g. wav.astype(np.float32) / 32768 for int16")
+    arr = raw.astype(np.float64)
     if arr.ndim == 2:
         if min(arr.shape) > 2:
             raise ValueError(f"{name}: shape {arr.shape} is neither mono (n,) nor stereo (2, n) / (n, 2)")
