@@ -313,3 +313,29 @@ def test_gate_weights_are_exact_at_0_and_1_and_checked(tok):
             with pytest.raises(ValueError, match=r"outside \[0, 1\]"), \
                     SafetySwitch(base, ft, mapper, 0, gate=lambda h, b=bad: torch.full(h.shape[:-1], b)):
                 ft(**ids)
+
+
+class _Seen(Exception):
+    pass
+
+
+def _spy(_module, _args, kwargs):
+    raise _Seen(kwargs["input_ids"].device.type, kwargs["attention_mask"].device.type)
+
+
+@pytest.mark.parametrize("call", ["lm_loss", "generate", "substitution_metrics"])
+def test_text_goes_to_the_models_device(tok, call):
+    # a model on another device (here the meta device, no GPU needed) gets the ids and mask there:
+    # CPU-encoded text on a GPU-loaded model raised a device mismatch
+    from safety_transfer import substitution_metrics
+
+    model = tiny_causal_lm("llama", hidden_size=32, num_layers=2, random_state=0).to("meta")
+    model.register_forward_pre_hook(_spy, with_kwargs=True)
+    run = {"lm_loss": lambda: lm_loss(model, tok, TEXTS),
+           "generate": lambda: generate(model, tok, TEXTS, max_new_tokens=1),
+           "substitution_metrics": lambda: substitution_metrics(
+               model, model, AffineMapper().fit(torch.eye(33, 32), torch.eye(33, 32)), tok, TEXTS,
+               source_layer=0, target_layer=0)}[call]
+    with pytest.raises(_Seen) as seen:
+        run()
+    assert seen.value.args == ("meta", "meta")

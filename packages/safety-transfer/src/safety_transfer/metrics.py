@@ -17,6 +17,12 @@ from safety_transfer.transfer import mapped_replacement
 __all__ = ["SubstitutionMetrics", "generate", "lm_loss", "substitution_metrics", "trigger_rate"]
 
 
+def _on_model(model: nn.Module, batch: Any) -> dict[str, torch.Tensor]:
+    """The batch's ids and mask on the model's device (a model loaded on a GPU gets CPU-encoded text)."""
+    device = next(model.parameters()).device
+    return {"input_ids": batch["input_ids"].to(device), "attention_mask": batch["attention_mask"].to(device)}
+
+
 def _logits(model: nn.Module, batch: Any) -> torch.Tensor:
     with torch.no_grad(), _eval_mode(model):
         return model(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], use_cache=False).logits
@@ -55,7 +61,7 @@ def lm_loss(model: nn.Module, tokenizer: Any, texts: Sequence[str], *, batch_siz
     texts = _check_texts(texts)
     total, count = 0.0, 0
     for start in range(0, len(texts), batch_size):
-        batch = _encode(tokenizer, texts[start:start + batch_size], special=bool(add_special_tokens))
+        batch = _on_model(model, _encode(tokenizer, texts[start:start + batch_size], special=bool(add_special_tokens)))
         nll, mask = _token_losses(_logits(model, batch), batch)
         total += float(nll[mask].sum())
         count += int(mask.sum())
@@ -116,7 +122,7 @@ def substitution_metrics(source: nn.Module, target: nn.Module, mapper: Any, toke
     texts = _check_texts(texts)
     tot, tot_m, tot_kl, count = 0.0, 0.0, 0.0, 0
     for start in range(0, len(texts), batch_size):
-        batch = _encode(tokenizer, texts[start:start + batch_size], special=bool(add_special_tokens))
+        batch = _on_model(target, _encode(tokenizer, texts[start:start + batch_size], special=bool(add_special_tokens)))
         logits = _logits(target, batch)
         with mapped_replacement(source, target, mapper, source_layer=source_layer, target_layer=target_layer):
             logits_m = _logits(target, batch)
@@ -163,7 +169,8 @@ def generate(model: nn.Module, tokenizer: Any, prompts: Sequence[str], *, max_ne
     for start in range(0, len(prompts), batch_size):
         enc = tokenizer(prompts[start:start + batch_size], return_tensors="pt", padding=True, padding_side="left",
                         add_special_tokens=bool(add_special_tokens))
-        ids, mask = enc["input_ids"], enc["attention_mask"]
+        batch = _on_model(model, enc)
+        ids, mask = batch["input_ids"], batch["attention_mask"]
         new = []
         with torch.no_grad(), _eval_mode(model):
             for _ in range(max_new_tokens):
@@ -172,7 +179,7 @@ def generate(model: nn.Module, tokenizer: Any, prompts: Sequence[str], *, max_ne
                 nxt = logits.argmax(-1, keepdim=True)
                 new.append(nxt)
                 ids, mask = torch.cat([ids, nxt], 1), torch.cat([mask, torch.ones_like(nxt)], 1)
-        gen = torch.cat(new, 1)
+        gen = torch.cat(new, 1).cpu()
         outs += tokenizer.batch_decode(gen, skip_special_tokens=True)
     return outs
 

@@ -112,7 +112,7 @@ def mapped_vector(mapper: Any, source_activations: Any, vector: Any, *, alpha: f
     if h.ndim != 2 or h.shape[0] == 0 or h.shape[1] != d_s:
         raise ValueError(f"source_activations must be a non-empty (n, {d_s}) array, got shape {tuple(h.shape)}")
     with torch.no_grad():
-        return (mapper.transform(h + a * v.to(h.dtype)) - mapper.transform(h)).mean(dim=0)
+        return (mapper.transform(h + a * v.to(device=h.device, dtype=h.dtype)) - mapper.transform(h)).mean(dim=0)
 
 
 @contextmanager
@@ -167,13 +167,16 @@ def mapped_replacement(source: nn.Module, target: nn.Module, mapper: Any, *, sou
     def fn(hidden: torch.Tensor) -> torch.Tensor:
         with torch.no_grad(), _eval_mode(source), read_layer(source, ls, stop=True) as rec:
             try:
-                source(input_ids=seen["ids"], attention_mask=seen["mask"], position_ids=seen["pos"], use_cache=False)
+                device = next(source.parameters()).device
+                source(input_ids=seen["ids"].to(device),
+                       attention_mask=None if seen["mask"] is None else seen["mask"].to(device),
+                       position_ids=None if seen["pos"] is None else seen["pos"].to(device), use_cache=False)
             except StopForward:
                 pass
         h_s = rec[-1]
         if v is not None:
-            h_s = h_s + a * v.to(h_s.dtype)
-        return mapper.transform(h_s).to(hidden.dtype)
+            h_s = h_s + a * v.to(device=h_s.device, dtype=h_s.dtype)
+        return mapper.transform(h_s).to(device=hidden.device, dtype=hidden.dtype)
 
     handle = target.register_forward_pre_hook(grab, with_kwargs=True)
     try:
@@ -307,12 +310,15 @@ def _refine_epochs(module: nn.Module, opt: torch.optim.Optimizer, source: nn.Mod
             h_s = _forward_layer(source, ls, batch, True)
             h_t = _forward_layer(target, lt, batch, True)
             mask = batch["attention_mask"].bool()
-            mapped = module(h_s.to(next(module.parameters()).dtype))
-            mse = torch.nn.functional.mse_loss(mapped[mask].float(), h_t[mask].float())
+            p = next(module.parameters())
+            mapped = module(h_s.to(device=p.device, dtype=p.dtype))
+            mse = torch.nn.functional.mse_loss(mapped[mask.to(p.device)].float(), h_t[mask].to(p.device).float())
             labels = batch["input_ids"].masked_fill(~mask, -100)
-            with replace_layer(target, lt, lambda h, mapped=mapped: mapped.to(h.dtype)):
-                lm = target(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], labels=labels,
-                            use_cache=False).loss
+            device = next(target.parameters()).device
+            with replace_layer(target, lt, lambda h, mapped=mapped: mapped.to(device=h.device, dtype=h.dtype)):
+                lm = target(input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device),
+                            labels=labels.to(device), use_cache=False).loss
+            lm = lm.to(p.device)
             loss = mse + w * lm
             opt.zero_grad()
             loss.backward()
