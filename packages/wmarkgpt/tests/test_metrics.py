@@ -153,3 +153,21 @@ def test_evaluate_answers_rejects_missing_and_malformed_records():
         evaluate_answers(labels, labels + labels)
     with pytest.raises(ValueError, match="empty"):
         evaluate_answers([], labels)
+
+
+def test_empty_or_missing_visibility_label_is_an_error_not_a_match(labels, data_dir):
+    # "" is a substring of every prediction and None used to become the string "None"
+    with pytest.raises(ValueError, match="empty"):
+        visibility_accuracy(["", "faint"], ["obvious", "faint"])
+    with pytest.raises(ValueError, match="empty"):
+        visibility_accuracy(["  "], ["obvious"], mode="exact")
+    answers = read_wqa(data_dir / "WQA-Real_wmarkgpt-7b.json.gz")
+    for bad in (None, "", 3):
+        lab = [dict(x) for x in labels[:5]]
+        lab[0]["visibility"] = bad
+        with pytest.raises((TypeError, ValueError), match="visibility"):
+            evaluate_answers(lab, answers)
+    ans = [dict(x) for x in answers]
+    ans[[a["image"] for a in ans].index(labels[0]["image"])]["visibility"] = None
+    with pytest.raises(TypeError, match="visibility"):
+        evaluate_answers(labels[:5], ans)

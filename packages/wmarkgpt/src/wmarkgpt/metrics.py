@@ -156,7 +156,10 @@ def visibility_accuracy(labels: Sequence[str], predictions: Sequence[str], *,
     Raises
     ------
     ValueError
-        When the lengths differ, the inputs are empty, or ``mode`` is unknown.
+        When the lengths differ, the inputs are empty, a label is empty (in substring mode it would match
+        every prediction), or ``mode`` is unknown.
+    TypeError
+        When a label or prediction is not a str.
 
     Examples
     --------
@@ -176,6 +179,8 @@ def visibility_accuracy(labels: Sequence[str], predictions: Sequence[str], *,
         if not isinstance(lab, str) or not isinstance(pred, str):
             raise TypeError(f"item {i}: label and prediction must be str, got {type(lab).__name__} and "
                             f"{type(pred).__name__}")
+        if not lab.strip():
+            raise ValueError(f"item {i}: the visibility label is empty (it would match every prediction)")
     if mode == "substring":
         hits = [lab in pred for lab, pred in zip(labels, predictions, strict=True)]
     else:
@@ -487,7 +492,9 @@ def _index(records: Sequence[Mapping[str, Any]], what: str) -> dict[str, tuple[s
                              f"(image, visibility, conversations[1].value): {exc!r}") from None
         if name in out:
             raise ValueError(f"{what}: image {name!r} appears twice")
-        out[name] = (clean_text(text), str(vis))
+        if not isinstance(vis, str):
+            raise TypeError(f"{what}[{i}] ({name!r}): visibility must be a str, got {type(vis).__name__}")
+        out[name] = (clean_text(text), vis)
     return out
 
 
