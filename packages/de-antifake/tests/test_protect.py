@@ -22,6 +22,38 @@ def test_budget_snr_and_effect(small_corpus, ge2e):
     assert (after > before).all()
 
 
+def _tiny_encoder():
+    from de_antifake.encoder import ResemblyzerEncoder
+
+    torch.manual_seed(0)
+    return ResemblyzerEncoder(hidden_size=8, embedding_size=4, num_layers=1)
+
+
+def test_protected_audio_stays_inside_full_scale():
+    x = np.clip(np.random.default_rng(0).normal(0, 0.5, 16000), -1, 1).astype(np.float32)
+    x[:200], x[200:400] = 0.999, -0.9995
+
+    class MeanUp:  # an "encoder" whose target is reached by raising every sample
+        def embed(self, wav):
+            e = torch.stack([wav.mean(dim=-1), torch.full_like(wav[..., 0], 0.01)], dim=-1)
+            return e / e.norm(dim=-1, keepdim=True)
+
+    adv = attackvc(x, np.array([1.0, 0.0]), eps=0.01, encoder=MeanUp(), iters=20, lr=0.5, min_snr_db=0.0)
+    assert adv[:200].min() > 0.999 - 1e-6 and adv[200:400].max() > -0.9995  # pushed up, to the ceiling
+    assert np.abs(adv).max() <= 1.0
+    assert np.abs(adv.astype(np.float64) - x).max() <= 0.01
+    assert np.abs(adv - x).max() > 1e-3  # the attack did move the samples
+
+
+def test_non_finite_target_and_channels_last_audio_are_refused():
+    enc, x = _tiny_encoder(), np.zeros(8000, np.float32) + 0.01
+    for bad in (np.full(4, np.nan), np.array([0.5, np.inf, 0.5, 0.5])):
+        with pytest.raises(ValueError, match="NaN or inf"):
+            attackvc(x, bad, eps=0.01, encoder=enc, iters=1)
+    with pytest.raises(ValueError, match="channels"):
+        attackvc(np.zeros((8000, 2), np.float32), np.ones(4) / 2, eps=0.01, encoder=enc, iters=1)
+
+
 def test_batched_equals_per_clip():
     from de_antifake.encoder import ResemblyzerEncoder
 

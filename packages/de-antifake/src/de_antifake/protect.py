@@ -39,11 +39,13 @@ def attackvc(wav, target, *, eps: float, encoder, sr: int = 16000, iters: int = 
     Parameters
     ----------
     wav : array_like
-        One waveform ``(n,)`` or a batch ``(batch, n)`` of equal-length waveforms, 16 kHz.
+        One waveform ``(n,)`` or a batch ``(batch, n)`` of equal-length waveforms, 16 kHz (a 2-D array is
+        a batch, never stereo: average the channels first; an ``(n, 2)`` array is refused).
     target : array_like
         Target embedding(s): ``(d,)`` shared or ``(batch, d)``.
     eps : float
-        L-infinity budget (> 0); the result satisfies ``max |protected - wav| <= eps`` exactly in float32.
+        L-infinity budget (> 0); the result satisfies ``max |protected - wav| <= eps`` exactly in float32,
+        and stays inside [-1, 1] wherever ``wav`` does (so writing it to PCM does not clip it).
     encoder : module or sequence of modules
         Speaker encoder(s) with a differentiable ``embed(wav) -> (batch, d)``; a sequence is an ensemble.
     sr : int, default 16000
@@ -91,10 +93,19 @@ def attackvc(wav, target, *, eps: float, encoder, sr: int = 16000, iters: int = 
     if adaptive == "eot" and not hasattr(purifier, "purify_tensor"):
         raise ValueError("EOT needs a differentiable purifier with purify_tensor (use adaptive='bpda')")
     arr = np.asarray(wav)
+    if arr.ndim == 2 and arr.shape[1] < arr.shape[0]:
+        raise ValueError(f"wav of shape {arr.shape} looks like (n, channels) audio; attackvc reads a 2-D array as "
+                         "(batch, n): average the channels (as_mono) or transpose")
+    if arr.ndim not in (1, 2):
+        raise ValueError(f"wav must be (n,) or (batch, n), got shape {arr.shape}")
     single = arr.ndim == 1
     x = np.stack([as_mono(w, sr) for w in (arr[None] if single else arr)])
     encoders = list(encoder) if isinstance(encoder, Sequence) else [encoder]
-    tgt = torch.as_tensor(np.asarray(target, dtype=np.float32))
+    tgt_np = np.asarray(target, dtype=np.float32)
+    if tgt_np.ndim not in (1, 2) or not np.isfinite(tgt_np).all():
+        raise ValueError(f"target must be finite embedding(s) of shape (d,) or (batch, d), got shape {tgt_np.shape}"
+                         + ("" if np.isfinite(tgt_np).all() else " with NaN or inf"))
+    tgt = torch.as_tensor(tgt_np)
     if tgt.ndim == 1:
         tgt = tgt.expand(len(x), -1)
     if tgt.shape[0] != len(x):
@@ -130,6 +141,8 @@ def attackvc(wav, target, *, eps: float, encoder, sr: int = 16000, iters: int = 
         opt.step()
     with torch.no_grad():
         adv = (xt.double() + eps * torch.tanh(w.double())).numpy()
-    adv = np.clip(adv, x.astype(np.float64) - eps, x.astype(np.float64) + eps)
+    x64 = x.astype(np.float64)
+    # inside the budget and inside [-1, 1] (a sample already outside keeps its own value as the bound)
+    adv = np.clip(adv, np.maximum(x64 - eps, np.minimum(-1.0, x64)), np.minimum(x64 + eps, np.maximum(1.0, x64)))
     out = _float32_within(adv, x, eps)
     return out[0] if single else out
