@@ -167,3 +167,18 @@ def test_trainer_checks_what_augment_returns(augment, match, method):
                                  batch_size=4, random_state=0)
     with pytest.raises(ValueError, match=match):
         trainer.fit(x, y, x[:2], y[:2])
+
+
+def test_preset_attribution_attack_carries_the_presets_norm():
+    # attribution_eps alone is 128/255 for the l2 presets: PGD(eps=attribution_eps) would be an l-inf attack of
+    # radius 0.5 (any image); the preset's attack keeps the norm
+    from crossclass_at import PGD
+
+    l2, linf = cifar_preset("cifar10-resnet18-pgd-at-l2"), cifar_preset("cifar100-wrn34-10-trades-linf")
+    a2, ainf = l2.attribution_attack(), linf.attribution_attack()
+    assert isinstance(a2, PGD) and (a2.norm, a2.eps, a2.steps) == ("l2", pytest.approx(128 / 255), 20)
+    assert (ainf.norm, ainf.eps, ainf.steps) == ("linf", pytest.approx(8 / 255), 20)
+    x, y = torch.rand(4, 3, 32, 32), torch.arange(4)
+    model = l2.model(10, width=2)
+    delta = (a2(model, x, y, generator=torch.Generator().manual_seed(0)) - x).flatten(1)
+    assert float(delta.norm(dim=1).max()) <= 128 / 255 + 1e-5

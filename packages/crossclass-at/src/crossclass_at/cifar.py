@@ -145,7 +145,8 @@ class CifarPreset:
     trainer : dict
         Keyword arguments of :class:`~crossclass_at.AdversarialTrainer` (augmentation included).
     attribution_eps : float
-        The radius of the attribution attack (PGD-20 at ``eps / 4``).
+        The radius of the attribution attack, in the preset's norm (``trainer["norm"]``); use
+        :meth:`attribution_attack`, which carries that norm.
     """
 
     name: str
@@ -158,6 +159,19 @@ class CifarPreset:
     def n_classes(self) -> int:
         """Classes of the dataset."""
         return 10 if self.dataset == "cifar10" else 100
+
+    def attribution_attack(self) -> Any:
+        """The attack of :func:`~crossclass_at.class_attribution` and :class:`~crossclass_at.CASMonitor` for this preset.
+
+        Returns
+        -------
+        PGD
+            PGD-20 at ``attribution_eps`` in the preset's norm, PGD's default step (``eps / 4`` in l-inf,
+            ``eps / 8`` in l2), random start.
+        """
+        from crossclass_at.attacks import PGD
+
+        return PGD(eps=self.attribution_eps, steps=20, norm=self.trainer["norm"])
 
 
 def _recipe(method: str, norm: str) -> dict[str, Any]:
