@@ -121,8 +121,8 @@ def test_the_default_backend_fits_the_cpu_training_loop_on_a_cuda_machine(monkey
     monkeypatch.setattr(train_module.dist, "get_rank", lambda: 0)
     monkeypatch.setattr(train_module.dist, "get_world_size", lambda: 2)
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
-    monkeypatch.setenv("RANK", "0")
-    monkeypatch.setenv("WORLD_SIZE", "2")
+    for key, value in (("RANK", "0"), ("WORLD_SIZE", "2"), ("MASTER_ADDR", "127.0.0.1"), ("MASTER_PORT", "29500")):
+        monkeypatch.setenv(key, value)
     # train() keeps its batches on the CPU: nccl alone cannot reduce CPU tensors, so CPU collectives use gloo
     assert train_module.init_distributed() == (0, 2) and seen["backend"] == "cpu:gloo,cuda:nccl"
     seen.clear()
@@ -136,3 +136,19 @@ def test_an_unknown_backend_raises_outside_torchrun_too(monkeypatch):
     monkeypatch.delenv("RANK", raising=False)
     with pytest.raises(ValueError, match="backend must be"):
         init_distributed("mpi")
+
+
+def test_a_world_of_one_without_a_rendezvous_address_needs_no_group(monkeypatch):
+    from looped_transformers.train import init_distributed
+
+    for key in ("MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(key, raising=False)
+    monkeypatch.setenv("RANK", "0")
+    monkeypatch.setenv("WORLD_SIZE", "1")
+    assert init_distributed() == (0, 1) and not torch.distributed.is_initialized()
+    monkeypatch.setenv("WORLD_SIZE", "2")
+    with pytest.raises(ValueError, match="MASTER_ADDR and MASTER_PORT not"):
+        init_distributed()
+    monkeypatch.setenv("MASTER_ADDR", "127.0.0.1")
+    with pytest.raises(ValueError, match="but MASTER_PORT not"):
+        init_distributed()

@@ -98,12 +98,14 @@ def init_distributed(backend: str | None = None) -> tuple[int, int]:
     Returns
     -------
     tuple of int
-        ``(rank, world_size)``; ``(0, 1)`` without ``torchrun`` (no group is created).
+        ``(rank, world_size)``; ``(0, 1)`` without ``torchrun``, or with ``WORLD_SIZE=1`` and no rendezvous
+        address (no group is created).
 
     Raises
     ------
     ValueError
-        When ``RANK`` is set without ``WORLD_SIZE``, or the backend is unknown.
+        When ``RANK`` is set without ``WORLD_SIZE``, a world of several processes lacks ``MASTER_ADDR`` or
+        ``MASTER_PORT``, or the backend is unknown.
     """
     if backend is not None and backend not in _BACKENDS:
         raise ValueError(f"backend must be one of {', '.join(map(repr, _BACKENDS))}, got {backend!r}")
@@ -113,6 +115,12 @@ def init_distributed(backend: str | None = None) -> tuple[int, int]:
         return 0, 1
     if "WORLD_SIZE" not in os.environ:
         raise ValueError("RANK is set but WORLD_SIZE is not: start the processes with torchrun")
+    missing = [key for key in ("MASTER_ADDR", "MASTER_PORT") if key not in os.environ]
+    if missing and os.environ["WORLD_SIZE"].strip() == "1":  # a single process needs no group
+        return 0, 1
+    if missing:
+        raise ValueError(f"RANK and WORLD_SIZE are set but {' and '.join(missing)} not: start the processes with "
+                         "torchrun")
     backend = backend or ("cpu:gloo,cuda:nccl" if torch.cuda.is_available() else "gloo")
     dist.init_process_group(backend=backend)
     return dist.get_rank(), dist.get_world_size()
