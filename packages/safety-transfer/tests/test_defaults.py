@@ -339,3 +339,11 @@ def test_text_goes_to_the_models_device(tok, call):
     with pytest.raises(_Seen) as seen:
         run()
     assert seen.value.args == ("meta", "meta")
+
+
+@pytest.mark.parametrize("bad", [slice(None, None, 0), slice(0.5, 2), slice("a", None)])
+def test_a_malformed_slice_is_refused_on_entry(llama, bad):
+    # before, the error came from inside the hook, at the first forward (or never, without one)
+    with pytest.raises(ValueError, match="non-zero step"):
+        with add_vector(llama, 1, torch.zeros(32), tokens=bad):
+            pass

@@ -192,6 +192,10 @@ def _positions(tokens: Tokens) -> slice | None:
         return None
     if not isinstance(tokens, slice):
         raise ValueError(f"tokens must be a slice of positions or None (all), got {tokens!r}")
+    try:
+        range(0)[tokens]  # the checks a tensor index makes, before any forward runs
+    except (TypeError, ValueError) as err:
+        raise ValueError(f"tokens must be a slice of int positions with a non-zero step, got {tokens!r}") from err
     return tokens
 
 
