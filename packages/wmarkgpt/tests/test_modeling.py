@@ -170,3 +170,16 @@ def test_config_rejects_a_grid_that_does_not_match_the_patches():
     cfg.visual_config["visual_abstractor"]["grid_size"] = 3
     with pytest.raises(ValueError, match="grid_size 3 must equal"):
         WMarkGPTForCausalLM(cfg)
+
+
+def test_left_padding_is_rejected_not_silently_shifted(model, batch):
+    # positions count from the first token, so a left-padded row would be scored at shifted positions
+    ids, px = batch
+    padded = torch.cat([torch.zeros(2, 2, dtype=torch.long), ids], dim=1)
+    mask = torch.cat([torch.zeros(2, 2, dtype=torch.long), torch.ones_like(ids)], dim=1)
+    with pytest.raises(ValueError, match="right padding"):
+        model(input_ids=padded, attention_mask=mask, images=px)
+    with pytest.raises(ValueError, match="right padding"):
+        model(input_ids=padded[:, :5].clamp(min=0), attention_mask=mask[:, :5])
+    with pytest.raises(ValueError, match="0 or 1"):
+        model(input_ids=ids, attention_mask=torch.full_like(ids, 2), images=px)

@@ -616,7 +616,8 @@ class WMarkGPTForCausalLM(PreTrainedModel):
         ------
         ValueError
             When a row has no or several image ids with ``images`` given, image ids appear without
-            ``images``, the number of images differs from the batch size, or the shapes disagree.
+            ``images``, the number of images differs from the batch size, the shapes disagree, or
+            ``attention_mask`` is not a 0/1 right-padding mask.
         """
         if not isinstance(input_ids, torch.Tensor) or input_ids.ndim != 2 or input_ids.shape[0] == 0:
             raise ValueError("input_ids must be a non-empty 2-D LongTensor (batch, seq)")
@@ -625,6 +626,11 @@ class WMarkGPTForCausalLM(PreTrainedModel):
             attention_mask = torch.ones_like(input_ids)
         if attention_mask.shape != input_ids.shape or (labels is not None and labels.shape != input_ids.shape):
             raise ValueError("attention_mask and labels must have the shape of input_ids")
+        if bool(((attention_mask != 0) & (attention_mask != 1)).any()):
+            raise ValueError("attention_mask must hold 0 or 1")
+        if bool((attention_mask[:, 1:] > attention_mask[:, :-1]).any()):
+            raise ValueError("attention_mask must describe right padding (ones, then zeros): positions count "
+                             "from the first token, so left padding would shift every position")
         counts = (input_ids == IMAGE_TOKEN_INDEX).sum(dim=1)
         embed = self.model.embed_tokens
         if images is None:
