@@ -41,6 +41,9 @@ def wilson(successes: int, n: int, confidence: float = 0.95) -> Interval:
     >>> round(ci.estimate, 2), round(ci.low, 4), round(ci.high, 4)
     (0.9, 0.7864, 0.9565)
     """
+    for label, value in (("successes", successes), ("n", n)):
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+            raise ValueError(f"{label} must be an int, got {value!r}")
     return wilson_interval(int(successes), int(n), confidence)
 
 
@@ -66,6 +69,14 @@ class McNemarResult:
     pvalue: float
 
 
+def _binary(values: Sequence[bool] | np.ndarray, label: str) -> np.ndarray:
+    array = np.asarray(values)
+    if array.dtype != bool and (array.dtype.kind not in "iuf" or not np.isin(array, (0, 1)).all()):
+        raise ValueError(f"{label} must hold paired successes (bool or 0/1), got values such as "
+                         f"{np.unique(array)[:5].tolist()}")
+    return array.astype(bool)
+
+
 def mcnemar_exact(first: Sequence[bool] | np.ndarray, second: Sequence[bool] | np.ndarray) -> McNemarResult:
     """Exact McNemar test of paired successes (same tasks and seeds, two strategies).
 
@@ -84,14 +95,18 @@ def mcnemar_exact(first: Sequence[bool] | np.ndarray, second: Sequence[bool] | n
     >>> mcnemar_exact([1, 1, 1, 1, 0], [0, 0, 0, 0, 0]).pvalue
     0.125
     """
-    a, b_ = np.asarray(first, dtype=bool), np.asarray(second, dtype=bool)
+    a, b_ = _binary(first, "first"), _binary(second, "second")
     if a.shape != b_.shape or a.ndim != 1:
         raise ValueError(f"first and second must be 1-d and aligned, got shapes {a.shape} and {b_.shape}")
     b, c = int(np.sum(a & ~b_)), int(np.sum(~a & b_))
     n, k = b + c, min(b, c)
     if n == 0:
         return McNemarResult(b, c, k, 1.0)
-    tail = sum(math.comb(n, i) for i in range(k + 1)) / 2**n
+    total, term = 0, 1  # sum of comb(n, i) for i <= k, each term from the previous one (exact integers)
+    for i in range(k + 1):
+        total += term
+        term = term * (n - i) // (i + 1)
+    tail = total / 2**n
     return McNemarResult(b, c, k, min(1.0, 2.0 * tail))
 
 
@@ -111,7 +126,7 @@ def paired_difference_interval(first: Sequence[bool] | np.ndarray, second: Seque
     Interval
         The difference of the success rates and its bounds (within [-1, 1]).
     """
-    a, b_ = np.asarray(first, dtype=bool), np.asarray(second, dtype=bool)
+    a, b_ = _binary(first, "first"), _binary(second, "second")
     if a.shape != b_.shape or a.ndim != 1 or a.size == 0:
         raise ValueError(f"first and second must be non-empty, 1-d and aligned, got {a.shape} and {b_.shape}")
     n = a.size
@@ -182,6 +197,8 @@ def auroc(positive: Sequence[float] | np.ndarray, negative: Sequence[float] | np
     pos, neg = np.asarray(positive, dtype=float), np.asarray(negative, dtype=float)
     if pos.size == 0 or neg.size == 0:
         raise ValueError(f"auroc needs positive and negative scores, got {pos.size} and {neg.size}")
+    if np.isnan(pos).any() or np.isnan(neg).any():
+        raise ValueError("auroc scores must not be NaN (a NaN compares neither above, below nor equal)")
     greater = np.sum(pos[:, None] > neg[None, :])
     ties = np.sum(pos[:, None] == neg[None, :])
     return float((greater + 0.5 * ties) / (pos.size * neg.size))
