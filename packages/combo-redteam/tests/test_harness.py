@@ -136,3 +136,12 @@ def test_run_result_errors_name_the_accepted_values(run50):
 def test_a_judge_policy_variant_changes_the_strong_name():
     assert StandInStrong(policy=["secret"]).name != StandInStrong().name
     assert ManualDecomposition.default(StandInStrong(), StandInWeak()).name == "manual"
+
+
+def test_replay_refuses_a_suite_the_log_was_not_written_for(run50, suite50):
+    result, log = run50
+    other = benign_suite(50, random_state=1)  # same ids and name, other problems and tokens
+    assert [t.id for t in other] == [t.id for t in suite50] and other.name == suite50.name
+    with pytest.raises(ValueError, match="another suite"):
+        replay(log, other)  # was re-graded against the wrong answers without a word
+    assert replay(log, suite50) == result

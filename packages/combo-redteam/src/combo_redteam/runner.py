@@ -130,7 +130,8 @@ def _episode_result(meta: Mapping[str, Any], calls: Sequence[Mapping[str, Any]],
 
 
 def _rows(episodes: Sequence[EpisodeResult], strategy: str, variant: str) -> dict[tuple[str, int], EpisodeResult]:
-    return {(e.pair or e.task_id, e.seed): e for e in episodes if e.strategy == strategy and e.variant == variant}
+    # task ids are unique in a suite; pair labels need not be (several flagged tasks may share one)
+    return {(e.task_id, e.seed): e for e in episodes if e.strategy == strategy and e.variant == variant}
 
 
 @dataclass(frozen=True)
@@ -192,7 +193,7 @@ class RunResult:
         return sum(e.calls for e in rows) / wins, sum(e.tokens for e in rows) / wins
 
     def paired(self, first: str, second: str, variant: str = "flagged") -> tuple[np.ndarray, np.ndarray]:
-        """Success arrays of two strategies aligned on (task pair, seed)."""
+        """Success arrays of two strategies aligned on (task id, seed)."""
         self._check(first, variant)
         self._check(second, variant)
         a, b = _rows(self.episodes, first, variant), _rows(self.episodes, second, variant)
@@ -385,6 +386,11 @@ class _Grader:
         return result
 
 
+def _suite_digest(suite: TaskSuite) -> str:
+    """sha256 of the suite's task records: a log remembers which tasks (tokens, expected answers) it graded."""
+    return hashlib.sha256(json.dumps([t.to_dict() for t in suite], sort_keys=True).encode()).hexdigest()
+
+
 def _check_run_args(suite: Any, strategies: Any, seeds: Any, monitors: Any, concurrency: Any
                     ) -> tuple[list[Strategy], list[int], dict[str, list[Monitor]]]:
     if not isinstance(suite, TaskSuite) or len(suite) == 0:
@@ -474,6 +480,8 @@ def run(suite: TaskSuite, strategies: Sequence[Strategy], *, seeds: Sequence[int
     strategies, seed_list, by_placement = _check_run_args(suite, strategies, seeds, monitors, concurrency)
     if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
         raise ValueError(f"max_tokens must be an int >= 1, got {max_tokens!r}")
+    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 <= temperature < float("inf"):
+        raise ValueError(f"temperature must be a finite float >= 0, got {temperature!r}")
     cache, grader = _Cache(cache_dir), _Grader()
     params = {"max_tokens": max_tokens, "temperature": float(temperature)}
     jobs = [(s, t, seed) for s in strategies for t in suite for seed in seed_list]
@@ -485,7 +493,8 @@ def run(suite: TaskSuite, strategies: Sequence[Strategy], *, seeds: Sequence[int
         log = open(log_path, "w")  # noqa: SIM115 - closed in the finally below
         log.write(json.dumps({"type": "header", "format": LOG_FORMAT, "version": 1, "suite": suite.name,
                               "strategies": [[s.name, s.kind] for s in strategies], "seeds": seed_list,
-                              "monitors": monitor_meta, "params": params, "n_episodes": len(jobs)}) + "\n")
+                              "suite_digest": _suite_digest(suite), "monitors": monitor_meta, "params": params,
+                              "n_episodes": len(jobs)}) + "\n")
 
     def one(index: int) -> EpisodeResult:
         strategy, task, seed = jobs[index]
@@ -546,7 +555,7 @@ def replay(log_path: str | Path, suite: TaskSuite | None = None) -> RunResult:
     Raises
     ------
     ValueError
-        When the log is not a combo-redteam log or is incomplete.
+        When the log is not a combo-redteam log, is incomplete, or was written for another suite than ``suite``.
     """
     lines = [json.loads(line) for line in Path(log_path).read_text().splitlines() if line.strip()]
     if not lines or lines[0].get("type") != "header" or lines[0].get("format") != LOG_FORMAT:
@@ -564,6 +573,9 @@ def replay(log_path: str | Path, suite: TaskSuite | None = None) -> RunResult:
         missing = sorted(set(range(expected)) - set(finals))
         raise ValueError(f"{log_path}: {len(missing)} of {expected} episodes are missing (an interrupted run?), "
                          f"e.g. {missing[:5]}")
+    if suite is not None and "suite_digest" in header and header["suite_digest"] != _suite_digest(suite):
+        raise ValueError(f"{log_path}: the log was written for another suite than {suite.name!r} (its tasks, tokens "
+                         "or expected answers differ; suites of the same size share task ids)")
     grader = _Grader()
     episodes = []
     for index in range(expected):
