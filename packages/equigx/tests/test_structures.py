@@ -150,3 +150,32 @@ def test_make_complexes_labels_follow_the_aromatic_contacts():
         nodes = g.batch == k
         assert float(g.y[k]) == 4.0 + float(g.node_mask[nodes].sum())
         assert not g.node_mask[nodes & (g.node_part == 1)].any()
+
+
+def test_read_pdb_keeps_the_first_alternate_location_even_when_it_is_not_a(tmp_path):
+    # residue 1 only has altlocs B and C (A was deposited elsewhere): it must not vanish from the chain
+    lines = [_atom(1, "CA", "ALA", "A", 1, (1.0, 2.0, 3.0), "C", altloc="B"),
+             _atom(2, "CA", "ALA", "A", 1, (9.0, 9.0, 9.0), "C", altloc="C"),
+             _atom(3, "CA", "GLY", "A", 2, (4.0, 5.0, 6.0), "C", altloc="A"),
+             _atom(4, "CA", "GLY", "A", 2, (7.0, 7.0, 7.0), "C", altloc="B"),
+             _atom(5, "CA", "SER", "A", 2, (0.0, 0.0, 0.0), "C", icode="A")]
+    (tmp_path / "alt.pdb").write_text("\n".join(lines) + "\n")
+    ca = read_pdb(tmp_path / "alt.pdb").calpha()
+    assert list(ca.resseq) == [1, 2, 2] and list(ca.icode) == ["", "", "A"]
+    np.testing.assert_allclose(ca.pos, [[1, 2, 3], [4, 5, 6], [0, 0, 0]])
+
+
+@pytest.mark.parametrize("line", ["ATOM      1  CA", "HELIX    1   1 ALA A    x  PHE A    2"])
+def test_read_pdb_malformed_lines_are_a_clear_error_with_the_line_number(tmp_path, line):
+    text = _atom(1, "CA", "ALA", "A", 1, (0.0, 0.0, 0.0), "C") + "\n" + line + "\n"
+    (tmp_path / "bad.pdb").write_text(text)
+    with pytest.raises(ValueError, match="line 2"):
+        read_pdb(tmp_path / "bad.pdb")
+
+
+def test_parse_affinity_bounds_and_malformed_numbers_are_not_values():
+    assert parse_affinity("Kd<10nM") is None and parse_affinity("Ki>100uM") is None
+    assert parse_affinity("Kd>=5nM") is None and parse_affinity("IC50=5nM") is None
+    assert parse_affinity("Kd=1.5.3uM") is None  # not a number: no value rather than a crash
+    assert parse_affinity("Kd~5uM") == 5.0 and parse_affinity("Kd=1e-9M") == pytest.approx(1e-3)
+    assert parse_affinity("Ki=2pM") == pytest.approx(2e-6) and parse_affinity("Kd=3mM") == 3e3

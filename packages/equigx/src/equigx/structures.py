@@ -113,7 +113,7 @@ class PDBAtoms:
 
 
 def _element(line: str, name: str) -> str:
-    element = line[76:78].strip().upper() if len(line) >= 78 else ""
+    element = line[76:78].strip().upper()
     if element:
         return element
     letters = re.sub(r"[^A-Za-z]", "", name)
@@ -122,6 +122,10 @@ def _element(line: str, name: str) -> str:
 
 def read_pdb(path: str | Path) -> PDBAtoms:
     """Read the ATOM/HETATM records of the first model of a PDB file (water skipped).
+
+    Of an atom with alternate locations, the first one listed is kept (whatever its letter). HETATM
+    records are read (``hetatm`` says which); :meth:`PDBAtoms.calpha` keeps standard ``ATOM`` residues only,
+    so modified residues such as MSE written as HETATM are not C-alpha nodes.
 
     Parameters
     ----------
@@ -136,35 +140,38 @@ def read_pdb(path: str | Path) -> PDBAtoms:
     Raises
     ------
     ValueError
-        When the file has no atom, or a coordinate is not a number.
+        When the file has no atom, or a coordinate, residue number or HELIX/SHEET range is not a number
+        (the message names the line).
     """
     rows: list[tuple] = []
     helix: list[tuple[str, int, int]] = []
     sheet: list[tuple[str, int, int]] = []
+    first_altloc: dict[tuple[str, int, str, str], str] = {}
     text = Path(path).read_text()
-    for number, line in enumerate(text.splitlines(), 1):
+    for number, raw in enumerate(text.splitlines(), 1):
+        line = raw.ljust(80)  # fixed columns: a short line reads as blanks, then fails below if it lacks fields
         record = line[:6]
         if record.startswith("ENDMDL"):
             break
-        if record == "HELIX ":
-            helix.append((line[19], int(line[21:25]), int(line[33:37])))
-        elif record == "SHEET ":
-            sheet.append((line[21], int(line[22:26]), int(line[33:37])))
-        elif record in ("ATOM  ", "HETATM"):
-            if line[16] not in (" ", "A", "1"):
-                continue  # a later alternate location
-            resname = line[17:20].strip()
-            if resname in ("HOH", "WAT", "DOD"):
-                continue
-            name = line[12:16].strip()
-            try:
-                xyz = (float(line[30:38]), float(line[38:46]), float(line[46:54]))
+        try:
+            if record == "HELIX ":
+                helix.append((line[19], int(line[21:25]), int(line[33:37])))
+            elif record == "SHEET ":
+                sheet.append((line[21], int(line[22:26]), int(line[33:37])))
+            elif record in ("ATOM  ", "HETATM"):
+                resname = line[17:20].strip()
+                if resname in ("HOH", "WAT", "DOD"):
+                    continue
+                name, altloc, chain, icode = line[12:16].strip(), line[16], line[21], line[26].strip()
                 resseq = int(line[22:26])
-            except ValueError as err:
-                raise ValueError(f"{path}, line {number}: cannot read coordinates or residue number "
-                                 f"from {line!r}") from err
-            rows.append((name, resname, line[21], resseq, line[26].strip(), _element(line, name),
-                         record == "HETATM", xyz))
+                # keep the first alternate location of each atom, whatever its letter (a blank one wins)
+                if first_altloc.setdefault((chain, resseq, icode, name), altloc) != altloc and altloc != " ":
+                    continue
+                xyz = (float(line[30:38]), float(line[38:46]), float(line[46:54]))
+                rows.append((name, resname, chain, resseq, icode, _element(line, name), record == "HETATM", xyz))
+        except ValueError as err:
+            raise ValueError(f"{path}, line {number}: cannot read coordinates or residue numbers "
+                             f"from {raw!r}") from err
     if not rows:
         raise ValueError(f"{path} holds no ATOM or HETATM record")
     cols = list(zip(*rows, strict=True))
@@ -384,10 +391,11 @@ def parse_affinity(text: str, *, kinds: Sequence[str] = ("Kd", "Ki")) -> float |
     Returns
     -------
     float or None
-        Micromolar, or None when no accepted measurement is present.
+        Micromolar, or None when no accepted measurement is present. ``=`` and ``~`` are read as values;
+        bounds (``<``, ``>``, ``<=``, ``>=``), other units and malformed numbers are not values (None).
     """
     for kind in kinds:
-        match = re.search(rf"\b{kind}\s*[=~]\s*([0-9.]+(?:[eE][-+]?[0-9]+)?)\s*(pM|nM|uM|mM|M)\b", text)
+        match = re.search(rf"\b{kind}\s*[=~]\s*([0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?)\s*(pM|nM|uM|mM|M)\b", text)
         if match:
             return float(match.group(1)) * _UNITS[match.group(2)]
     return None
