@@ -177,6 +177,8 @@ def test_a_probe_gated_switch_maps_only_flagged_tokens(tok):
         SafetySwitch(big, big, AffineMapper().fit(torch.randn(80, 64), torch.randn(80, 64)), 0, gate=probe)
     with pytest.raises(ValueError, match="threshold must be a number in"):
         TriggerProbe(threshold=1.5).fit(trig, clean)
+    with pytest.raises(ValueError, match="hard must be True or False"):
+        TriggerProbe(hard="False").fit(trig, clean)  # a truthy string made a hard gate
 
 
 def test_a_probe_fitted_on_another_layer_is_refused(tok):

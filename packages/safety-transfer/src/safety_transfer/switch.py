@@ -84,6 +84,8 @@ class TriggerProbe:
         t = self.threshold
         if isinstance(t, bool) or not isinstance(t, numbers.Real) or not 0 < float(t) < 1:
             raise ValueError(f"threshold must be a number in (0, 1), got {t!r}")
+        if not isinstance(self.hard, bool):
+            raise ValueError(f"hard must be True or False, got {self.hard!r}")
         if isinstance(self.C, bool) or not isinstance(self.C, numbers.Real) or not float(self.C) > 0:
             raise ValueError(f"C must be a positive number, got {self.C!r}")
         from safety_transfer.activations import Activations
