@@ -55,11 +55,21 @@ def test_dictionary_is_identical_across_runs_for_a_fixed_seed():
 def test_alignment_longer_than_audio_and_unknown_phone(spectra):
     with pytest.raises(ValueError, match="only 10"):
         spectra.text_spec_for([("sil", 20)], 10)
-    assert spectra.text_spec_for([("sil", 4)], 10).shape == (256, 10)
+    assert spectra.text_spec_for([("sil", 8)], 10).shape == (256, 10)
+    # an alignment that stops well before the end of the audio (e.g. 10 ms frames read as 8 ms) is refused
+    with pytest.raises(ValueError, match="does not reach the end"):
+        spectra.text_spec_for([("sil", 4)], 10)
     with pytest.raises(KeyError, match="ZZ"):
         spectra.text_spec([("ZZ", 3)])
     with pytest.raises(ValueError, match="whole frames"):
         spectra.text_spec([("sil", 0)])
+
+
+def test_fit_refuses_an_alignment_that_stops_early(small_corpus):
+    u = small_corpus.utterances[0]
+    PhonemeSpectra().fit([(u.wav, u.alignment)])  # exact alignment: one extra centred frame
+    with pytest.raises(ValueError, match="does not reach the end"):
+        PhonemeSpectra().fit([(u.wav, u.alignment[:-2])])
 
 
 def test_unfitted_raises():

@@ -15,7 +15,13 @@ import torch
 
 from de_antifake.corpus import HOP, pronounce
 
-__all__ = ["N_BINS", "N_FFT", "PhonemeSpectra", "alignment_from_intervals", "alignment_from_words", "stft"]
+__all__ = ["MAX_UNCOVERED", "N_BINS", "N_FFT", "PhonemeSpectra", "alignment_from_intervals", "alignment_from_words",
+           "stft"]
+
+MAX_UNCOVERED = 2
+"""STFT frames at the end of an utterance an alignment may leave uncovered (rounding of interval ends and the
+extra centred frame); an alignment that stops earlier is refused, since its phones would not match the audio
+(e.g. 10 ms alignment frames read as 128-sample frames)."""
 
 N_FFT = 510
 """FFT length of the refiner's STFT."""
@@ -78,8 +84,14 @@ class PhonemeSpectra:
     def fit(self, data: Iterable[tuple[np.ndarray, Sequence[tuple[str, int]]]]) -> PhonemeSpectra:
         """Average the STFT magnitude frames of each phone over ``(wav, alignment)`` pairs.
 
-        Each phone owns the frames ``[start, start + frames)`` of its alignment; the one extra centred
-        frame at the end belongs to the last phone.
+        Each phone owns the frames ``[start, start + frames)`` of its alignment; the extra centred
+        frame at the end (at most :data:`MAX_UNCOVERED` frames) belongs to the last phone.
+
+        Raises
+        ------
+        ValueError
+            When an alignment is longer than its audio or stops more than :data:`MAX_UNCOVERED` frames
+            before its end.
         """
         sums: dict[str, np.ndarray] = {}
         counts: dict[str, int] = {}
@@ -89,6 +101,9 @@ class PhonemeSpectra:
             mag = stft(torch.as_tensor(np.asarray(wav, dtype=np.float64))).abs().numpy()
             if total > mag.shape[1]:
                 raise ValueError(f"alignment covers {total} frames but the audio has {mag.shape[1]}")
+            if mag.shape[1] - total > MAX_UNCOVERED:
+                raise ValueError(f"alignment covers {total} frames of {HOP} samples but the audio has {mag.shape[1]}: "
+                                 "it does not reach the end of the audio (frames must be 128-sample frames)")
             start = 0
             for i, (p, d) in enumerate(align):
                 stop = mag.shape[1] if i == len(align) - 1 else start + d
@@ -128,11 +143,15 @@ class PhonemeSpectra:
         Raises
         ------
         ValueError
-            When the alignment is longer than the audio.
+            When the alignment is longer than the audio, or stops more than :data:`MAX_UNCOVERED` frames
+            before its end.
         """
         spec = self.text_spec(alignment)
         if spec.shape[1] > n_frames:
             raise ValueError(f"the alignment covers {spec.shape[1]} frames but the audio has only {n_frames}")
+        if n_frames - spec.shape[1] > MAX_UNCOVERED:
+            raise ValueError(f"the alignment covers {spec.shape[1]} frames of {HOP} samples but the audio has "
+                             f"{n_frames}: it does not reach the end of the audio (frames must be 128-sample frames)")
         fill = self.spectra_.get("sil", spec[:, -1])
         if spec.shape[1] < n_frames:
             spec = np.concatenate([spec, np.repeat(fill[:, None], n_frames - spec.shape[1], axis=1)], axis=1)
