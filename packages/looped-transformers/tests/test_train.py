@@ -113,3 +113,11 @@ def test_mismatched_model_and_task_raise():
                                            max_position_embeddings=16))
     with pytest.raises(ValueError, match="needs 31 positions"):
         train(short, task, TrainConfig(steps=1))
+
+
+@pytest.mark.parametrize("shape", [(4, 1), (6,), (4, 6, 1), (3, 6)])
+def test_regressor_targets_of_another_shape_raise_instead_of_broadcasting(shape):
+    model = LoopedRegressor(LoopedConfig(vocab_size=1, hidden_size=16, num_attention_heads=2, n_loops=1,
+                                         max_position_embeddings=12), 3)
+    with pytest.raises(ValueError, match=r"ys must have shape \(n, points\) = \(4, 6\)"):
+        model(torch.zeros(4, 6, 3), torch.zeros(shape))

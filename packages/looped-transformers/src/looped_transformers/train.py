@@ -171,10 +171,17 @@ class LoopedRegressor(nn.Module):
         -------
         tuple of Tensor, shape (n, points)
             One prediction per loop, last loop last.
+
+        Raises
+        ------
+        ValueError
+            When ``xs`` has another width than ``n_dims`` or ``ys`` another shape than ``xs.shape[:2]``.
         """
         n, p, d = xs.shape
         if d != self.n_dims:
             raise ValueError(f"xs has {d} dimensions but the model reads {self.n_dims}")
+        if tuple(ys.shape) != (n, p):  # a (n, 1) or (points,) tensor would broadcast into every prompt
+            raise ValueError(f"ys must have shape (n, points) = {(n, p)} like xs, got {tuple(ys.shape)}")
         z = torch.zeros(n, 2 * p, d, dtype=xs.dtype, device=xs.device)
         z[:, 0::2] = xs
         z[:, 1::2, 0] = ys
