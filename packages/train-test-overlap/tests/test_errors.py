@@ -105,3 +105,17 @@ def test_a_list_of_file_names_as_str_is_refused_not_scanned_as_text(tmp_path):
     assert counts.ngram_counts(TS.key, "q", "input", 2) == {("a", "b"): 2, ("b", "c"): 2}
     # documents that are not file names are read as documents
     assert list(iter_documents(["a.txt is a name", "a b c"])) == ["a.txt is a name", "a b c"]
+
+
+def test_a_corpus_file_listed_twice_is_refused_not_counted_twice(tmp_path):
+    # a folder and a file inside it (or one file twice) used to double every count of that file
+    from train_test_overlap.data import corpus_files
+
+    (tmp_path / "shards").mkdir()
+    (tmp_path / "shards" / "a.txt").write_text("alpha beta\n", encoding="utf-8")
+    (tmp_path / "shards" / "b.txt").write_text("gamma delta\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"a\.txt is listed twice"):
+        corpus_files([tmp_path / "shards", tmp_path / "shards" / "a.txt"])
+    with pytest.raises(ValueError, match="listed twice"):
+        list(iter_documents([tmp_path / "shards" / "b.txt", tmp_path / "shards" / ".." / "shards" / "b.txt"]))
+    assert len(corpus_files([tmp_path / "shards"])) == 2

@@ -234,7 +234,7 @@ def corpus_files(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str
     FileNotFoundError
         For a path that does not exist.
     ValueError
-        For a folder without any (non-hidden) file.
+        For a folder without any (non-hidden) file, or a file reached twice (e.g. a folder and a file in it).
     """
     items = [source] if isinstance(source, (str, os.PathLike)) else list(source)
     files: list[Path] = []
@@ -250,6 +250,12 @@ def corpus_files(source: str | os.PathLike[str] | Sequence[str | os.PathLike[str
             files.append(path)
         else:
             raise FileNotFoundError(f"corpus path {path} does not exist")
+    seen: dict[Path, Path] = {}
+    for f in files:
+        real = f.resolve()
+        if real in seen:
+            raise ValueError(f"corpus file {f} is listed twice (also as {seen[real]}); it would be counted twice")
+        seen[real] = f
     return files
 
 
