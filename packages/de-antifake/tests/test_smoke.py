@@ -1,5 +1,6 @@
 """The command line: help and lazy imports."""
 
+import importlib.util
 import subprocess
 import sys
 
@@ -19,3 +20,13 @@ def test_help_shows_the_paper(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "Rethinking the Protective Perturbations" in capsys.readouterr().out
+
+
+def test_the_pretrained_encoder_never_imports_resemblyzer_or_webrtcvad():
+    if importlib.util.find_spec("resemblyzer") is None:
+        pytest.skip("the resemblyzer wheel (its pretrained.pt) is not installed")
+    code = ("import sys; from de_antifake.encoder import ResemblyzerEncoder; ResemblyzerEncoder.from_pretrained(); "
+            "bad = [m for m in ('resemblyzer', 'webrtcvad', 'pkg_resources') if m in sys.modules]; "
+            "assert not bad, bad; print('ok')")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
