@@ -179,3 +179,16 @@ def test_parse_affinity_bounds_and_malformed_numbers_are_not_values():
     assert parse_affinity("Kd=1.5.3uM") is None  # not a number: no value rather than a crash
     assert parse_affinity("Kd~5uM") == 5.0 and parse_affinity("Kd=1e-9M") == pytest.approx(1e-3)
     assert parse_affinity("Ki=2pM") == pytest.approx(2e-6) and parse_affinity("Kd=3mM") == 3e3
+
+
+@pytest.mark.parametrize("limit", [0, -1, 1.5, True])
+def test_loaders_refuse_a_limit_that_is_not_a_positive_int(tmp_path, limit):
+    # rows[:-1] silently dropped the last domain; limit=0 still returned one BioLiP complex
+    (tmp_path / "training").mkdir()
+    _receptor(tmp_path / "training" / "d1.pdb")
+    (tmp_path / "training.txt").write_text("d1\ta.1\n")
+    (tmp_path / "BioLiP.txt").write_text("")
+    with pytest.raises(ValueError, match="limit"):
+        load_scop(tmp_path, secondary="records", limit=limit)
+    with pytest.raises(ValueError, match="limit"):
+        load_biolip(tmp_path, limit=limit)

@@ -471,7 +471,7 @@ def load_biolip(root: str | Path, *, annotation: str = "BioLiP.txt", receptor: s
     FileNotFoundError
         When the table or (``missing="raise"``) a structure file is absent.
     ValueError
-        When no entry could be read.
+        When no entry could be read, or ``limit`` is not a positive int.
     """
     root = Path(root)
     table = root / annotation
@@ -479,6 +479,7 @@ def load_biolip(root: str | Path, *, annotation: str = "BioLiP.txt", receptor: s
         raise FileNotFoundError(f"BioLiP annotation table {table} not found")
     if missing not in ("raise", "skip"):
         raise ValueError(f"missing must be 'raise' or 'skip', got {missing!r}")
+    _check_limit(limit)
     parts, ids, affinity = [], [], []
     skipped = {"no_affinity": 0, "nucleic_acid": 0, "missing_file": 0, "no_pocket": 0}
     for line in table.read_text().splitlines():
@@ -530,6 +531,11 @@ def load_biolip(root: str | Path, *, annotation: str = "BioLiP.txt", receptor: s
         raise ValueError(f"no BioLiP entry of {table} could be read (skipped: {skipped})")
     aff = np.asarray(affinity)
     return BioLiPSet(_batch(parts, list(6.0 - np.log10(aff)), dtype), ids, aff, skipped)
+
+
+def _check_limit(limit: int | None) -> None:
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 1):
+        raise ValueError(f"limit must be a positive int or None, got {limit!r}")
 
 
 def secondary_structure_records(atoms: PDBAtoms) -> np.ndarray:
@@ -622,7 +628,8 @@ def load_scop(root: str | Path, *, split: str = "training", labels: str = "{spli
     FileNotFoundError
         When the table or a structure is absent.
     ValueError
-        On an unknown label, or ``secondary="dssp"`` without mkdssp / Biopython.
+        On an unknown label, ``limit`` that is not a positive int, or ``secondary="dssp"`` without mkdssp /
+        Biopython.
     """
     root = Path(root)
     table = root / labels.format(split=split)
@@ -630,6 +637,7 @@ def load_scop(root: str | Path, *, split: str = "training", labels: str = "{spli
         raise FileNotFoundError(f"SCOP label table {table} not found")
     if secondary not in ("auto", "dssp", "records"):
         raise ValueError(f"secondary must be 'auto', 'dssp' or 'records', got {secondary!r}")
+    _check_limit(limit)
     executable = shutil.which("mkdssp") or shutil.which("dssp")
     has_bio = importlib.util.find_spec("Bio") is not None
     use_dssp = secondary == "dssp" or (secondary == "auto" and executable is not None and has_bio)
