@@ -143,3 +143,12 @@ def test_no_baseline_sees_the_label_it_predicts_or_a_later_one():
         assert np.array_equal(before[name][:5], after[name][:5]), name  # earlier predictions are untouched
         # point 5 is predicted from points 0-4 only: the shifted label is missed by about 100
         assert after[name][5] > 0.5 * 100.0 ** 2, (name, after[name][5])
+
+
+@pytest.mark.parametrize(("ys", "scale"), [((4, 1), None), ((6,), None), ((4, 6), 0.0), ((4, 6), float("nan"))])
+def test_a_regression_batch_of_inconsistent_shapes_or_scale_raises(ys, scale):
+    from looped_transformers.tasks import RegressionBatch
+
+    # a (4, 1) target would broadcast against (4, 6) predictions in every error; a zero scale divides by 0
+    with pytest.raises(ValueError, match="must have shape|scale must be"):
+        RegressionBatch(torch.zeros(4, 6, 3), torch.zeros(ys), scale)

@@ -10,6 +10,7 @@ The language-modelling corpus is the Python standard library's own source (offli
 from __future__ import annotations
 
 import bisect
+import math
 import sysconfig
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -502,11 +503,24 @@ class RegressionBatch:
         Targets.
     scale : float, optional
         Divisor of the squared error, so that predicting 0 scores about 1 (default: ``dims``).
+
+    Raises
+    ------
+    ValueError
+        When ``xs`` is not 3-dimensional, ``ys`` is not of shape ``xs.shape[:2]`` (it would broadcast in the
+        errors) or ``scale`` is not a positive finite number.
     """
 
     xs: torch.Tensor
     ys: torch.Tensor
     scale: float | None = None
+
+    def __post_init__(self) -> None:
+        if self.xs.dim() != 3 or tuple(self.ys.shape) != tuple(self.xs.shape[:2]):
+            raise ValueError(f"xs must have shape (n, points, dims) and ys (n, points); got {tuple(self.xs.shape)} "
+                             f"and {tuple(self.ys.shape)}")
+        if self.scale is not None and not (math.isfinite(self.scale) and self.scale > 0):
+            raise ValueError(f"scale must be a positive finite number, got {self.scale!r}")
 
     @property
     def error_scale(self) -> float:
