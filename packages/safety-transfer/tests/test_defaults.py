@@ -216,6 +216,16 @@ def test_load_local_model_reads_a_saved_checkpoint_offline(tmp_path, tok, family
     assert next(half.parameters()).dtype == torch.bfloat16
 
 
+def test_load_local_model_refuses_a_checkpoint_without_its_lm_head(tmp_path, tok):
+    # a bare trunk (LlamaModel.save_pretrained) loaded as a causal LM got a random lm_head, with a log line only
+    from safety_transfer import load_local_model
+
+    tiny_causal_lm("llama", hidden_size=32, num_layers=2, random_state=5).model.save_pretrained(tmp_path)
+    tok.save_pretrained(tmp_path)
+    with pytest.raises(ValueError, match=r"lacks 1 weight.*lm_head.weight"):
+        load_local_model(tmp_path)
+
+
 def test_load_local_model_errors(tmp_path):
     from transformers import GPTNeoXConfig
 

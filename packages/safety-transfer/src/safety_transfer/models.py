@@ -189,7 +189,8 @@ def load_local_model(path: str | Path, *, dtype: Any = None, device: str | Any =
         When the folder, its ``config.json`` or its tokenizer files are missing (checked before the weights load).
     ValueError
         For a ``model_type`` outside :data:`FAMILIES`, a tokenizer that encodes text to no tokens, or one with
-        neither pad nor eos token.
+        neither pad nor eos token, or weights missing from the checkpoint (e.g. the LM head of a bare trunk,
+        which transformers would initialise at random).
     """
     import json
 
@@ -220,5 +221,10 @@ def load_local_model(path: str | Path, *, dtype: Any = None, device: str | Any =
         kwargs["dtype"] = dtype
     if attn_implementation is not None:
         kwargs["attn_implementation"] = attn_implementation
-    model = tf.AutoModelForCausalLM.from_pretrained(str(folder), **kwargs).to(device).eval()
-    return model, tokenizer
+    model, info = tf.AutoModelForCausalLM.from_pretrained(str(folder), output_loading_info=True, **kwargs)
+    missing = sorted(set(info.get("missing_keys", ())) | {str(k) for k in info.get("mismatched_keys", ())})
+    if missing:
+        # transformers initialises them at random and only logs it: every logit would be noise
+        raise ValueError(f"the checkpoint in {folder} lacks {len(missing)} weight(s) of a causal LM, e.g. "
+                         f"{missing[:3]} (a bare trunk or another head?): they would be random")
+    return model.to(device).eval(), tokenizer
