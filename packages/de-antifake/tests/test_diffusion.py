@@ -88,10 +88,19 @@ def test_checkpoint_round_trip_in_the_official_layout(tmp_path):
     a = DiffWavePurifier(net, t=3, random_state=1).purify(wav, 16000)
     b = DiffWavePurifier(loaded, schedule=sched, t=3, random_state=1).purify(wav, 16000)
     np.testing.assert_array_equal(a, b)
-    # without config.json the sizes are read off the weights
+    # without config.json a non-official size is refused (its dilation cycle, 2 here, is not in the weights)
+    cfg_dict = json.loads((tmp_path / "config.json").read_text())
     (tmp_path / "config.json").unlink()
-    again, _ = load_purification_pkl(path)
-    assert again.config.res_channels == 8 and again.config.num_res_layers == 3
+    with pytest.raises(ValueError, match="dilation cycle"):
+        load_purification_pkl(path)
+    again, _ = load_purification_pkl(path, config=cfg_dict)
+    torch.testing.assert_close(again(x, steps), net(x, steps), rtol=0, atol=0)
+
+
+def test_official_size_without_config_assumes_the_official_cycle(tmp_path):
+    torch.save({"model_state_dict": DiffWave(DiffWaveConfig()).state_dict()}, tmp_path / "purification.pkl")
+    model, sched = load_purification_pkl(tmp_path / "purification.pkl")
+    assert model.config == DiffWaveConfig() and sched.T == 200
 
 
 def test_official_default_size():

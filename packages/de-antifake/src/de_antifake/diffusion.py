@@ -239,8 +239,8 @@ def load_purification_pkl(path: str | Path, *, config: str | Path | dict | None 
         The checkpoint: a dict with ``model_state_dict``.
     config : path or dict, optional
         The official ``config.json`` (or its parsed dict). By default ``config.json`` beside the
-        checkpoint if present, else the sizes are read off the weights and the official
-        dilation cycle (12) and schedule are assumed.
+        checkpoint if present, else the sizes are read off the weights and, for the official size
+        only (36 layers of 256 channels), the official dilation cycle (12) and schedule are assumed.
 
     Returns
     -------
@@ -252,6 +252,9 @@ def load_purification_pkl(path: str | Path, *, config: str | Path | dict | None 
     ------
     FileNotFoundError
         Naming the missing file.
+    ValueError
+        When the file is not a DiffWave checkpoint, or has no config and is not of the official size
+        (its dilation cycle cannot be read off the weights).
     """
     path = Path(path)
     if not path.is_file():
@@ -274,10 +277,14 @@ def load_purification_pkl(path: str | Path, *, config: str | Path | dict | None 
         wcfg = DiffWaveConfig(
             in_channels=state["init_conv.0.conv.weight_v"].shape[1], res_channels=state["init_conv.0.conv.weight_v"].shape[0],
             skip_channels=state["final_conv.0.conv.weight_v"].shape[0], out_channels=state["final_conv.2.conv.weight"].shape[0],
-            num_res_layers=layers, dilation_cycle=min(12, layers),
+            num_res_layers=layers, dilation_cycle=12,
             diffusion_step_embed_dim_in=state["residual_layer.fc_t1.weight"].shape[1],
             diffusion_step_embed_dim_mid=state["residual_layer.fc_t1.weight"].shape[0],
             diffusion_step_embed_dim_out=state["residual_layer.fc_t2.weight"].shape[0])
+        if (wcfg.num_res_layers, wcfg.res_channels) != (36, 256):
+            raise ValueError(f"{path}: no config.json beside it and a non-official size ({wcfg.num_res_layers} layers of "
+                             f"{wcfg.res_channels} channels), whose dilation cycle and schedule cannot be read off the "
+                             "weights; pass config= (the wavenet_config and diffusion_config it was trained with)")
         schedule = DiffusionSchedule()
     model = DiffWave(wcfg)
     model.load_state_dict(state, strict=True)
