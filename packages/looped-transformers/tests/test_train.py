@@ -9,6 +9,7 @@ import torch
 from looped_transformers import LoopedConfig, LoopedForCausalLM
 from looped_transformers.tasks import CharLMTask, DPTask, RegressionTask
 from looped_transformers.train import (
+    Curriculum,
     LoopedRegressor,
     TrainConfig,
     answer_accuracy,
@@ -93,6 +94,7 @@ def test_char_lm_loss_falls_and_checkpoints_load(tmp_path):
     ({"steps": 0}, "steps must be an int >= 1"),
     ({"n_loops": 2, "loss_loops": 3}, "loss_loops=3 exceeds n_loops=2"),
     ({"loop_curriculum": (0, 5)}, "loop_curriculum"),
+    ({"loop_curriculum": (1.5, 5)}, "loop_curriculum"),  # would ask the model for 1.5 loops
     ({"checkpoint_every": 5}, "checkpoint_dir"),
     ({"lr": 0.0}, "lr must be > 0"),
 ])
@@ -121,3 +123,10 @@ def test_regressor_targets_of_another_shape_raise_instead_of_broadcasting(shape)
                                          max_position_embeddings=12), 3)
     with pytest.raises(ValueError, match=r"ys must have shape \(n, points\) = \(4, 6\)"):
         model(torch.zeros(4, 6, 3), torch.zeros(shape))
+
+
+@pytest.mark.parametrize("curriculum", [(5, 2), Curriculum(start=5, end=8)])
+def test_a_loop_curriculum_starting_above_the_training_loops_raises(curriculum):
+    task = DPTask("lis", min_length=2, max_length=3, number_range=4)
+    with pytest.raises(ValueError, match="loop_curriculum starts at 5 loops, above n_loops=4"):
+        train(lm(task.vocab_size, n_loops=4), task, TrainConfig(steps=1, loop_curriculum=curriculum))

@@ -259,7 +259,8 @@ class TrainConfig:
                              f"got {self.lr}, {self.weight_decay}, {self.warmup_steps}, {self.grad_clip}, "
                              f"{self.min_lr_ratio}")
         if self.loop_curriculum is not None and not isinstance(self.loop_curriculum, Curriculum):
-            if len(self.loop_curriculum) != 2 or min(self.loop_curriculum) < 1:
+            if len(self.loop_curriculum) != 2 or any(isinstance(v, bool) or not isinstance(v, int) or v < 1
+                                                     for v in self.loop_curriculum):
                 raise ValueError(f"loop_curriculum must be (start >= 1, every >= 1) or a Curriculum, got "
                                  f"{self.loop_curriculum}")
         for name in ("dims_curriculum", "points_curriculum"):
@@ -396,8 +397,8 @@ def train(model: nn.Module, task: DPTask | CharLMTask | InContextTask, config: T
     Raises
     ------
     ValueError
-        When the model and the task do not fit together, a curriculum does not fit the task, or the batch
-        does not split evenly over the processes.
+        When the model and the task do not fit together, a curriculum does not fit the task, the loop
+        curriculum starts above the training loops, or the batch does not split evenly over the processes.
     """
     in_context = isinstance(task, InContextTask)
     if in_context != isinstance(model, LoopedRegressor):
@@ -425,6 +426,8 @@ def train(model: nn.Module, task: DPTask | CharLMTask | InContextTask, config: T
     final = config.n_loops or model.config.n_loops
     if config.loss_loops > final:
         raise ValueError(f"loss_loops={config.loss_loops} exceeds n_loops={final}")
+    if config.loop_curriculum is not None and config.loops_at(0, 10**9) > final:  # it would never take effect
+        raise ValueError(f"loop_curriculum starts at {config.loops_at(0, 10**9)} loops, above n_loops={final}")
     rank, world = _world()
     if config.batch_size % world:
         raise ValueError(f"batch_size={config.batch_size} does not split evenly over {world} processes")
