@@ -84,3 +84,24 @@ def test_bad_stage_arguments(setup, kwargs, match):
     pos, _, tok, proc = setup
     with pytest.raises(ValueError, match=match):
         train_stage(_model(tok), pos[:2], tokenizer=tok, image_processor=proc, **kwargs)
+
+
+@pytest.mark.parametrize("how", ["curriculum", "stage"])
+def test_lora_without_trainable_freezes_the_base_model(setup, how):
+    # with lora given and trainable left out, only the adapter trains (the base was silently fully tuned)
+    from peft import LoraConfig
+
+    pos, _, tok, proc = setup
+    model = _model(tok)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    cfg = LoraConfig(r=2, target_modules=["q_proj", "o_proj"])
+    if how == "curriculum":
+        res = train_curriculum(model, [pos[:8]], tokenizer=tok, image_processor=proc, lora=cfg, epochs=1,
+                               batch_size=8, random_state=0).stages[0]
+    else:
+        res = train_stage(model, pos[:8], tokenizer=tok, image_processor=proc, stage=1, lora=cfg, epochs=1,
+                          batch_size=8, random_state=0)
+    assert res.trainable == "none"
+    assert all(torch.equal(before[n], p) for n, p in model.named_parameters() if "lora_" not in n and n in before)
+    assert train_stage(_model(tok), pos[:8], tokenizer=tok, image_processor=proc, stage=1, epochs=1,
+                       batch_size=8, random_state=0).trainable == "all"

@@ -142,7 +142,7 @@ def _set_trainable(model: torch.nn.Module, trainable: str) -> None:
 
 
 def train_stage(model: torch.nn.Module, samples: Sequence[Sample], *, tokenizer: Any, image_processor: Any,
-                stage: int, trainable: str = "all", lora: Any = None, epochs: int = 1, batch_size: int = 16,
+                stage: int, trainable: str | None = None, lora: Any = None, epochs: int = 1, batch_size: int = 16,
                 lr: float = 1e-3, weight_decay: float = 0.0, random_state: RandomStateLike = None,
                 checkpoint_dir: str | Path | None = None) -> StageResult:
     """Fine-tune ``model`` on one stage's samples.
@@ -157,8 +157,9 @@ def train_stage(model: torch.nn.Module, samples: Sequence[Sample], *, tokenizer:
         Text and image preprocessing.
     stage : {1, 2, 3}
         The stage number (recorded and used in the checkpoint name).
-    trainable : str, default "all"
-        One of ``TRAINABLE``.
+    trainable : str, optional
+        One of ``TRAINABLE``. Default: ``"none"`` (only the adapter trains) for a peft model or when
+        ``lora`` is given, else ``"all"``.
     lora : peft.LoraConfig, optional
         When given and ``model`` is not a peft model yet, wrap it with ``peft.get_peft_model`` first
         (the adapter always trains); the wrapped model is ``model`` afterwards only through the
@@ -193,6 +194,8 @@ def train_stage(model: torch.nn.Module, samples: Sequence[Sample], *, tokenizer:
         from peft import get_peft_model
 
         model = get_peft_model(model, lora)
+    if trainable is None:
+        trainable = "none" if hasattr(model, "peft_config") else "all"
     _set_trainable(model, trainable)
     params = [p for p in model.parameters() if p.requires_grad]
     if not params:
@@ -238,7 +241,7 @@ def train_stage(model: torch.nn.Module, samples: Sequence[Sample], *, tokenizer:
 
 def train_curriculum(model: torch.nn.Module, stages: Sequence[Sequence[Sample]], *, tokenizer: Any,
                      image_processor: Any, stage_numbers: Sequence[int] | None = None,
-                     trainable: Sequence[str] | str = "all", lora: Any = None,
+                     trainable: Sequence[str | None] | str | None = None, lora: Any = None,
                      epochs: Sequence[int] | int = 1, batch_size: int = 16, lr: float = 1e-3,
                      random_state: RandomStateLike = None,
                      checkpoint_dir: str | Path | None = None) -> CurriculumResult:
@@ -254,8 +257,8 @@ def train_curriculum(model: torch.nn.Module, stages: Sequence[Sequence[Sample]],
         Text and image preprocessing.
     stage_numbers : sequence of int, optional
         Stage number of each entry (default 1, 2, 3); e.g. ``[3]`` for a stage-3-only run.
-    trainable : str or sequence of str, default "all"
-        Per stage, or one value for all.
+    trainable : str or sequence of str, optional
+        Per stage, or one value for all. Default: ``"none"`` (adapter only) with ``lora``, else ``"all"``.
     lora : peft.LoraConfig, optional
         Wrap the model once, before the first stage.
     epochs : int or sequence of int, default 1
@@ -280,7 +283,7 @@ def train_curriculum(model: torch.nn.Module, stages: Sequence[Sequence[Sample]],
     numbers = list(stage_numbers) if stage_numbers is not None else list(range(1, k + 1))
     if len(numbers) != k:
         raise ValueError(f"stage_numbers has {len(numbers)} entries for {k} stages")
-    per_trainable = [trainable] * k if isinstance(trainable, str) else list(trainable)
+    per_trainable = [trainable] * k if trainable is None or isinstance(trainable, str) else list(trainable)
     per_epochs = [epochs] * k if isinstance(epochs, int) else list(epochs)
     if len(per_trainable) != k or len(per_epochs) != k:
         raise ValueError("trainable and epochs must be one value or one per stage")
