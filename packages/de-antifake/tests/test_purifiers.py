@@ -117,6 +117,18 @@ def test_refiner_layout_errors(tmp_path, tiny_refiners):
     torch.save(raw, path)
     with pytest.raises(ValueError, match="ncsnpp"):
         load_refinement_ckpt(path)
+    # EMA shadows of another shape would broadcast into the weights without a word
+    raw["hyper_parameters"]["backbone_score"] = "tiny_cnn"
+    good = raw["ema"]["shadow_params"]
+    raw["ema"]["shadow_params"] = [t.flatten()[:1].clone() for t in good]
+    torch.save(raw, path)
+    with pytest.raises(ValueError, match="EMA shadow"):
+        load_refinement_ckpt(path)
+    raw["ema"]["shadow_params"] = good
+    del raw["phoneme_avg_spec"]
+    torch.save(raw, path)
+    with pytest.raises(ValueError, match="phoneme_avg_spec"):
+        load_refinement_ckpt(path)
 
 
 def test_ouve_sde_closed_forms():

@@ -284,11 +284,19 @@ def load_refinement_ckpt(path: str | Path, *, use_ema: bool = True, random_state
     state = {k.removeprefix("score_net."): v for k, v in ckpt["state_dict"].items() if k.startswith("score_net.")}
     ref.score_net_.load_state_dict(state, strict=True)
     if use_ema and ckpt.get("ema") is not None:
+        shadow = list(ckpt["ema"]["shadow_params"])
+        params = list(ref.score_net_.parameters())
+        shapes = [tuple(p.shape) for p in params]
+        if [tuple(torch.as_tensor(t).shape) for t in shadow] != shapes:
+            raise ValueError(f"{path}: the EMA shadow parameters ({len(shadow)}) do not match the score network's "
+                             f"{len(params)} parameters in order and shape")
         with torch.no_grad():
-            for p, s in zip(ref.score_net_.parameters(), ckpt["ema"]["shadow_params"], strict=True):
-                p.copy_(s)
+            for p, t in zip(params, shadow, strict=True):
+                p.copy_(t)
     ref.score_net_.eval()
     if ref.use_text:
+        if "phoneme_avg_spec" not in ckpt:
+            raise ValueError(f"{path}: a text-guided refiner without its phoneme spectra (no 'phoneme_avg_spec')")
         ref.spectra_ = PhonemeSpectra()
         ref.spectra_.spectra_ = {p: v.numpy() for p, v in ckpt["phoneme_avg_spec"].items()}
     return ref
