@@ -158,3 +158,14 @@ def test_learned_mask_explainers_are_reproducible_bounded_and_leave_the_model_tr
     assert all(p.requires_grad for p in tfn64.parameters())
     with pytest.raises(ValueError, match="epochs"):
         cls(tfn64, epochs=0).explain(shapes64)
+
+
+@pytest.mark.parametrize(("cls", "kwargs"), [
+    (PGExplainer, {"temperature": (0.0, 2.0)}), (PGExplainer, {"temperature": (5.0, -1.0)}),
+    (PGExplainer, {"edge_size": float("nan")}), (PGExplainer, {"lr": float("inf")}),
+    (LRIBernoulli, {"temperature": 0.0}), (LRIBernoulli, {"temperature": -1.0}),
+    (LRIBernoulli, {"info_coef": float("nan")}), (LRIBernoulli, {"decay_interval": 0})])
+def test_learned_mask_settings_that_give_nan_or_inverted_scores_are_refused(cls, kwargs, tfn64, shapes64):
+    # these returned NaN scores, or (negative temperature) an inverted mask, without an error
+    with pytest.raises(ValueError, match=next(iter(kwargs))):
+        cls(tfn64, epochs=1, **kwargs).explain(shapes64)

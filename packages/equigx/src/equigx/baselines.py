@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import functools
 import importlib
+import math
 from collections.abc import Iterator
 from typing import Any
 
@@ -482,6 +483,9 @@ def _frozen(model: nn.Module) -> Iterator[None]:
 class _MaskExplainer(_Base):
     """Shared training loop of the learned-mask explainers (frozen model, Adam on the mask network)."""
 
+    #: (attribute, must be > 0) of the float settings checked before training (NaN or inf gave NaN scores)
+    _float_params: tuple[tuple[str, bool], ...] = ()
+
     def __init__(self, model: nn.Module, *, epochs: int, lr: float, hidden: int, batch_size: int,
                  random_state: RandomStateLike) -> None:
         super().__init__(model)
@@ -493,8 +497,14 @@ class _MaskExplainer(_Base):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if not (isinstance(self.lr, float | int) and self.lr > 0):
-            raise ValueError(f"lr must be positive, got {self.lr!r}")
+        if isinstance(self.lr, bool) or not (isinstance(self.lr, float | int) and 0 < self.lr < float("inf")):
+            raise ValueError(f"lr must be a positive finite float, got {self.lr!r}")
+        for name, positive in self._float_params:
+            value = getattr(self, name)
+            ok = isinstance(value, float | int) and not isinstance(value, bool) and math.isfinite(value)
+            if not ok or value < 0 or (positive and value == 0):
+                kind = "positive" if positive else "non-negative"
+                raise ValueError(f"{name} must be a {kind} finite float, got {value!r}")
 
     def _fit_loss(self, logits: torch.Tensor, t: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
         if is_regression(self.model):
@@ -570,6 +580,8 @@ class PGExplainer(_MaskExplainer):
                          random_state=random_state)
         self.edge_size, self.edge_ent, self.temperature = edge_size, edge_ent, temperature
 
+    _float_params = (("edge_size", False), ("edge_ent", False))
+
     def edge_mask(self, graphs: Graphs, target: Any = None) -> tuple[torch.Tensor, Geometry, torch.Tensor,
                                                                      torch.Tensor]:
         """Train the mask network on ``graphs`` and return the edge mask.
@@ -586,6 +598,10 @@ class PGExplainer(_MaskExplainer):
         tuple
             ``(mask (n_edges,) in [0, 1], geometry, target, prediction)``.
         """
+        temps = tuple(self.temperature) if isinstance(self.temperature, tuple | list) else ()
+        if len(temps) != 2 or not all(isinstance(v, float | int) and not isinstance(v, bool) and 0 < v < float("inf")
+                                      for v in temps):
+            raise ValueError(f"temperature must be two positive finite floats (first, last), got {self.temperature!r}")
         geo, t, pred, emb, net, gen, chunks, rng = self._train(graphs, target, 2)
         opt = torch.optim.Adam(net.parameters(), lr=self.lr)
         t0, t1 = self.temperature
@@ -673,6 +689,8 @@ class LRIBernoulli(_MaskExplainer):
         self.info_coef, self.init_r, self.final_r, self.decay_r = info_coef, init_r, final_r, decay_r
         self.decay_interval, self.temperature = decay_interval, temperature
 
+    _float_params = (("info_coef", False), ("decay_r", False), ("temperature", True))
+
     def prior(self, epoch: int) -> float:
         """Prior keep probability ``r`` at an epoch.
 
@@ -723,6 +741,8 @@ class LRIBernoulli(_MaskExplainer):
         """
         if not (0 < self.final_r <= self.init_r < 1):
             raise ValueError(f"need 0 < final_r <= init_r < 1, got {self.final_r} and {self.init_r}")
+        if isinstance(self.decay_interval, bool) or not isinstance(self.decay_interval, int) or self.decay_interval < 1:
+            raise ValueError(f"decay_interval must be a positive int, got {self.decay_interval!r}")
         geo, t, pred, emb, net, gen, chunks, rng = self._train(graphs, target, 1)
         opt = torch.optim.Adam(net.parameters(), lr=self.lr)
         with torch.enable_grad(), _frozen(self.model):
