@@ -182,3 +182,23 @@ def test_preset_attribution_attack_carries_the_presets_norm():
     model = l2.model(10, width=2)
     delta = (a2(model, x, y, generator=torch.Generator().manual_seed(0)) - x).flatten(1)
     assert float(delta.norm(dim=1).max()) <= 128 / 255 + 1e-5
+
+
+def test_preset_build_normalises_inside_the_model_as_the_official_script():
+    # the official train.py feeds normalize_cifar(x) to the model; the bare preset model saw [0, 1] inputs
+    from crossclass_at import Normalized
+
+    p = cifar_preset("cifar100-resnet18-pgd-at-linf")
+    assert p.mean == pytest.approx((0.5071, 0.4865, 0.4409), abs=1e-4)
+    torch.manual_seed(0)
+    model = p.build(width=2)
+    assert isinstance(model, Normalized) and find_head(model) is model.model.fc and model.model.fc.out_features == 100
+    x = torch.rand(4, 3, 32, 32)
+    model.eval()
+    mean, std = torch.tensor(p.mean).view(1, 3, 1, 1), torch.tensor(p.std).view(1, 3, 1, 1)
+    assert torch.allclose(model(x), model.model((x - mean) / std))
+    assert cifar_preset("cifar10-prn18-trades-linf").std == pytest.approx((0.2471, 0.2435, 0.2616))
+    settings = dict(p.trainer, epochs=1, steps=1, eval_steps=1, batch_size=4)
+    y = torch.tensor([0, 99, 5, 42])
+    trainer = AdversarialTrainer(model, random_state=0, **settings).fit(x, y, x[:2], y[:2])
+    assert len(trainer.history_) == 1 and np.isfinite(trainer.history_[0]["train_loss"])

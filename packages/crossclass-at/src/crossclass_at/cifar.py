@@ -147,13 +147,36 @@ class CifarPreset:
     attribution_eps : float
         The radius of the attribution attack, in the preset's norm (``trainer["norm"]``); use
         :meth:`attribution_attack`, which carries that norm.
+    mean, std : tuple of float
+        The dataset's per-channel statistics, with which the official training script normalises the
+        model's inputs; :meth:`build` puts that normalisation inside the model.
     """
 
     name: str
     dataset: str
-    model: Callable[[int], nn.Module]
+    model: Callable[..., nn.Module]
     trainer: dict[str, Any]
     attribution_eps: float
+    mean: tuple[float, ...] = ()
+    std: tuple[float, ...] = ()
+
+    def build(self, **model_kwargs: Any) -> nn.Module:
+        """The preset's model for its dataset, normalising its ``[0, 1]`` inputs as the official script does.
+
+        Parameters
+        ----------
+        **model_kwargs
+            Passed to the model class (e.g. ``width=`` for a small ResNet).
+
+        Returns
+        -------
+        Normalized
+            ``Normalized(model(n_classes, **model_kwargs), mean, std)``: attacks and the trainer keep working
+            in pixel scale; the head is ``.model.fc``.
+        """
+        from crossclass_at.attacks import Normalized
+
+        return Normalized(self.model(self.n_classes, **model_kwargs), self.mean, self.std)
 
     @property
     def n_classes(self) -> int:
@@ -172,6 +195,13 @@ class CifarPreset:
         from crossclass_at.attacks import PGD
 
         return PGD(eps=self.attribution_eps, steps=20, norm=self.trainer["norm"])
+
+
+_STATS = {  # per-channel mean and std of the training images, as in the official utils.py
+    "cifar10": ((0.4914, 0.4822, 0.4465), (0.2471, 0.2435, 0.2616)),
+    "cifar100": ((0.5070751592371323, 0.48654887331495095, 0.4409178433670343),
+                 (0.2673342858792401, 0.2564384629170883, 0.27615047132568404)),
+}
 
 
 def _recipe(method: str, norm: str) -> dict[str, Any]:
@@ -198,7 +228,8 @@ def cifar_preset(name: str) -> CifarPreset:
 
     SGD (lr 0.1, momentum 0.9, weight decay 5e-4), batch 128, 200 epochs with the learning rate divided by
     10 at 50% and 75%; PGD-10 training attack at l-inf 8/255 (step 2/255) or l2 128/255 (step 16/255);
-    TRADES with beta 6; PGD-20 held-out evaluation; random crop (4, reflect) and flip.
+    TRADES with beta 6; PGD-20 held-out evaluation; random crop (4, reflect) and flip; inputs normalised
+    with the dataset's mean and std inside the model (:meth:`CifarPreset.build`).
 
     Parameters
     ----------
@@ -225,5 +256,6 @@ def cifar_preset(name: str) -> CifarPreset:
     dataset, rest = name.split("-", 1)
     arch = next(a for a in ("prn18", "resnet18", "wrn34-10") if rest.startswith(a + "-"))
     method, norm = rest[len(arch) + 1:].rsplit("-", 1)
+    mean, std = _STATS[dataset]
     return CifarPreset(name=name, dataset=dataset, model=_models()[arch], trainer=_recipe(method, norm),
-                       attribution_eps=8 / 255 if norm == "linf" else 128 / 255)
+                       attribution_eps=8 / 255 if norm == "linf" else 128 / 255, mean=mean, std=std)
