@@ -192,3 +192,14 @@ def test_loaders_refuse_a_limit_that_is_not_a_positive_int(tmp_path, limit):
         load_scop(tmp_path, secondary="records", limit=limit)
     with pytest.raises(ValueError, match="limit"):
         load_biolip(tmp_path, limit=limit)
+
+
+def test_read_pdb_without_element_columns_reads_two_letter_elements_by_alignment(tmp_path):
+    # chlorine and bromine were read as carbon and boron when columns 77-78 were blank; PDB alignment puts
+    # two-letter elements (and four-character names) in column 13, one-letter elements in column 14
+    fields = [("HETATM", "CL1 ", "LIG"), ("HETATM", "BR  ", "LIG"), ("ATOM  ", " CA ", "ALA"),
+              ("HETATM", " NA ", "HEM"), ("ATOM  ", "HG21", "THR"), ("HETATM", "CA  ", " CA")]
+    lines = [f"{rec}{k:>5} {name} {res} A{k:>4}    {float(k):8.3f}{0.0:8.3f}{0.0:8.3f}"
+             for k, (rec, name, res) in enumerate(fields, 1)]
+    (tmp_path / "noel.pdb").write_text("\n".join(lines) + "\n")
+    assert read_pdb(tmp_path / "noel.pdb").element.tolist() == ["CL", "BR", "C", "N", "H", "CA"]

@@ -112,10 +112,17 @@ class PDBAtoms:
         return self.select(keep)
 
 
+_TWO_LETTER = frozenset({"CL", "BR", "FE", "ZN", "MG", "MN", "NA", "CA", "CU", "CO", "NI", "SE", "CD", "HG", "LI"})
+
+
 def _element(line: str, name: str) -> str:
     element = line[76:78].strip().upper()
     if element:
         return element
+    # no element column: PDB names align one-letter elements at column 14 and two-letter ones at column 13
+    field = line[12:16].upper()
+    if field[:1].isalpha() and field[:2] in _TWO_LETTER and field[:1] != "H" or field[:2] == "HG" and len(name) <= 2:
+        return field[:2]
     letters = re.sub(r"[^A-Za-z]", "", name)
     return letters[:1].upper()
 
