@@ -77,3 +77,16 @@ def test_round_trip_through_a_folder(analyzer, images, tmp_path):
     analyzer.image_processor.save_pretrained(tmp_path)
     again = WatermarkAnalyzer.from_pretrained(tmp_path, max_new_tokens=5)
     assert np.array_equal(again.visibility_score(images), analyzer.visibility_score(images))
+
+
+def test_zero_or_empty_generation_arguments_are_errors_not_the_defaults(analyzer, images):
+    # max_new_tokens=0 used to fall back to the analyzer's 5 tokens, question="" to the default question
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        analyzer.generate(images[:1], max_new_tokens=0)
+    with pytest.raises(ValueError, match="max_new_tokens"):
+        analyzer.generate(images[:1], max_new_tokens=-1)
+    with pytest.raises(ValueError, match="question"):
+        analyzer.generate(images[:1], question="")
+    for call in (analyzer.generate, analyzer.visibility_logits):
+        with pytest.raises(ValueError, match="batch_size"):
+            call(images[:1], batch_size=0)

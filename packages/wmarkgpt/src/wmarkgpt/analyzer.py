@@ -168,6 +168,7 @@ class WatermarkAnalyzer:
         numpy.ndarray, shape (n, 5)
             Logits in ``VISIBILITY_LEVELS`` order.
         """
+        _check_batch_size(batch_size)
         pixels = self._pixels(images)
         prompt = mplug_owl2_prompt(self.question) + " " + SCORE_PROMPT_SUFFIX
         out = []
@@ -215,9 +216,12 @@ class WatermarkAnalyzer:
         list of str
             The decoded answers (special tokens removed).
         """
+        _check_batch_size(batch_size)
+        limit = self.max_new_tokens if max_new_tokens is None else max_new_tokens
+        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+            raise ValueError(f"max_new_tokens must be a positive int, got {limit!r}")
         pixels = self._pixels(images)
-        prompt = mplug_owl2_prompt(question or self.question)
-        limit = max_new_tokens or self.max_new_tokens
+        prompt = mplug_owl2_prompt(self.question if question is None else question)
         eos = self.tokenizer.eos_token_id
         texts: list[str] = []
         for start in range(0, pixels.shape[0], batch_size):
@@ -255,4 +259,9 @@ class WatermarkAnalyzer:
         texts = self.generate(images)
         scores = self.visibility_score(images)
         return [WatermarkReport(parse_visibility(t), float(s), t) for t, s in zip(texts, scores, strict=True)]
+
+
+def _check_batch_size(batch_size: Any) -> None:
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
 
