@@ -96,3 +96,18 @@ def test_an_empty_split_raises_a_clear_error(tmp_path):
     (tmp_path / "val.bin").write_bytes(np.arange(8, dtype=np.uint16).tobytes())
     with pytest.raises(ValueError, match="holds 0 tokens"):
         TokenCorpusTask(tmp_path, seq_len=4)
+
+
+def test_a_transformers_style_tokenizer_adds_no_special_tokens_inside_the_corpus(tmp_path):
+    class Tokenizer:  # the encode signature of transformers' tokenizers, with a BOS as Llama's adds
+        def __call__(self, text):
+            raise AssertionError("encode is the method to use")
+
+        def encode(self, text, add_special_tokens=True):
+            return ([1] if add_special_tokens else []) + [ord(c) for c in text]
+
+    lines = "".join(f"line {i}\n" for i in range(9))
+    (tmp_path / "wiki.train.tokens").write_text(lines)
+    (tmp_path / "wiki.valid.tokens").write_text(lines)
+    prepare_corpus(tmp_path, Tokenizer(), chunk_lines=2)  # five chunks: five BOS tokens before
+    assert np.fromfile(tmp_path / "train.bin", dtype=np.uint16).tolist() == [ord(c) for c in lines]

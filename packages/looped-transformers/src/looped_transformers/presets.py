@@ -18,6 +18,8 @@ Examples
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -154,6 +156,8 @@ def prepare_corpus(folder: str | Path, tokenizer: Callable[[str], list[int]] | A
         ``valid.*`` / ``val.*`` also work). The ``.bin`` files are written there.
     tokenizer : callable or object with ``encode``
         ``str -> list of int`` (a transformers tokenizer loaded from local files, tiktoken, or a function).
+        An ``encode`` that takes ``add_special_tokens`` is called with ``False``: the text is tokenised in
+        chunks, and special tokens would otherwise land in the middle of the corpus.
     chunk_lines : int, default 10000
         Lines tokenised per call.
 
@@ -172,6 +176,12 @@ def prepare_corpus(folder: str | Path, tokenizer: Callable[[str], list[int]] | A
     """
     folder = Path(folder)
     encode = tokenizer if callable(tokenizer) and not hasattr(tokenizer, "encode") else tokenizer.encode
+    try:
+        takes_special = "add_special_tokens" in inspect.signature(encode).parameters
+    except (TypeError, ValueError):  # builtins without a signature
+        takes_special = False
+    if takes_special:  # transformers tokenizers: no BOS/EOS/CLS inside the corpus at every chunk
+        encode = functools.partial(encode, add_special_tokens=False)
     out = {}
     for split in ("train", "val"):
         path = _text_file(folder, split)
