@@ -30,3 +30,13 @@ def test_the_pretrained_encoder_never_imports_resemblyzer_or_webrtcvad():
             "assert not bad, bad; print('ok')")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr
+
+
+def test_demo_finds_the_weights_reproduce_wrote_to_the_same_out_folder(tmp_path):
+    from de_antifake.experiments import _weights_folder
+
+    assert _weights_folder(tmp_path) is None
+    (tmp_path / "weights").mkdir()
+    for name in ("purification.pkl", "refinement.ckpt", "refinement_unguided.ckpt"):
+        (tmp_path / "weights" / name).write_bytes(b"")
+    assert _weights_folder(tmp_path) == tmp_path / "weights"

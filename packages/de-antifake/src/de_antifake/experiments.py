@@ -188,6 +188,16 @@ def reproduce(ctx: RunContext) -> None:
     ctx.save_figure(fig)
 
 
+def _weights_folder(out: Path) -> Path | None:
+    """Where ``demo`` finds trained weights: ``<out>/weights`` (written by ``reproduce`` with the same ``--out``),
+    else ``results/weights`` of a source checkout; ``None`` when neither holds all three files."""
+    names = ("purification.pkl", "refinement.ckpt", "refinement_unguided.ckpt")
+    for folder in (Path(out) / "weights", Path(__file__).resolve().parents[2] / "results" / "weights"):
+        if all((folder / n).is_file() for n in names):
+            return folder
+    return None
+
+
 def demo(ctx: RunContext) -> None:
     """Every purifier on 4 protected clips: SNR and embedding SIM table, spectrogram PNG."""
     torch.set_num_threads(1)
@@ -195,8 +205,8 @@ def demo(ctx: RunContext) -> None:
     corpus = make_corpus(n_speakers=4, n_utterances=2, seconds=2.0, random_state=ctx.seed)
     wavs = corpus.waveforms()
     idx = np.arange(0, 8, 2)
-    shipped = Path(__file__).resolve().parents[2] / "results" / "weights"
-    if (shipped / "purification.pkl").is_file():
+    shipped = _weights_folder(ctx.out)
+    if shipped is not None:
         dw, _ = load_purification_pkl(shipped / "purification.pkl")
         guided = load_refinement_ckpt(shipped / "refinement.ckpt", random_state=ctx.seed)
         plain = load_refinement_ckpt(shipped / "refinement_unguided.ckpt", random_state=ctx.seed)
@@ -228,7 +238,10 @@ def demo(ctx: RunContext) -> None:
         e = embed_batch(enc, out)
         rows.append([name, float(np.mean(np.sum(e * clean_e, axis=1))),
                      float(np.mean([snr_db(wavs[i], o) for i, o in zip(idx, out, strict=True)]))])
-    ctx.write_table(rows, headers=["purifier", "SIM to clean reference", "SNR vs clean (dB)"])
+    from icml25_shared.tables import markdown_table
+
+    ctx.write_table(markdown_table(rows, ["purifier", "SIM to clean reference", "SNR vs clean (dB)"]).rstrip()
+                    + f"\n\nWeights: {source}.\n")
     ctx.write_json({"weights": source, "rows": rows, "codecs": available_codecs()})
     import matplotlib.pyplot as plt
 
