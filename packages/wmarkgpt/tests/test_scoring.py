@@ -62,3 +62,25 @@ def test_token_ids_need_distinct_first_subtokens():
 
     with pytest.raises(ValueError, match="share a first sub-token"):
         visibility_token_ids(Tok())
+
+
+def test_token_ids_keep_the_space_prefix_of_a_sentencepiece_style_tokenizer():
+    # a LLaMA-like tokenizer (metaspace "▁" prefix, BOS added): the official script takes
+    # tokenizer(word).input_ids[1]; the first sub-token without special tokens must be the same "▁word" id
+    from tokenizers import Tokenizer, decoders, pre_tokenizers, processors
+    from tokenizers.models import BPE
+    from tokenizers.trainers import BpeTrainer
+    from transformers import PreTrainedTokenizerFast
+
+    from wmarkgpt.scoring import visibility_token_ids
+
+    tk = Tokenizer(BPE(unk_token="<unk>"))
+    tk.pre_tokenizer = pre_tokenizers.Metaspace(replacement="\u2581", prepend_scheme="first")
+    tk.decoder = decoders.Metaspace()
+    tk.train_from_iterator(["the watermark visibility is: " + " ".join(VISIBILITY_LEVELS)] * 20 + ["in vis ible"] * 5,
+                           BpeTrainer(vocab_size=120, special_tokens=["<unk>", "<s>", "</s>"]))
+    tk.post_processor = processors.TemplateProcessing(single="<s> $A", special_tokens=[("<s>", 1)])
+    tok = PreTrainedTokenizerFast(tokenizer_object=tk, bos_token="<s>", eos_token="</s>", unk_token="<unk>")
+    ids = visibility_token_ids(tok)
+    assert ids == [x[1] for x in tok(list(VISIBILITY_LEVELS)).input_ids]
+    assert [tok.convert_ids_to_tokens(i) for i in ids] == ["\u2581" + w for w in VISIBILITY_LEVELS]
