@@ -28,6 +28,9 @@ def test_presets_have_the_reference_parameter_counts(name):
 def test_preset_overrides_and_errors():
     p = preset("wikitext103-lt", n_loops=12, steps=10)
     assert (p.config.n_loops, p.train.steps, p.config.hidden_size) == (12, 10, 768)
+    # a window longer than the position table would only fail at the first training step
+    assert preset("wikitext103-lt", max_position_embeddings=256).seq_len == 256
+    assert preset("wikitext103-lt", max_position_embeddings=2048).seq_len == 1024
     with pytest.raises(ValueError, match="unknown preset 'wikitext2'"):
         preset("wikitext2")
     with pytest.raises(ValueError, match="'n_layer' is neither"):

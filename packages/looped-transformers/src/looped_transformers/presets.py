@@ -73,7 +73,7 @@ class Preset:
     train : TrainConfig
         The optimiser and schedule.
     seq_len : int
-        Training window in tokens.
+        Training window in tokens (1024, or ``max_position_embeddings`` when an override sets it lower).
     reference_parameters : float
         Parameter count named by the reference configuration.
     """
@@ -119,7 +119,8 @@ def preset(name: str, **overrides: Any) -> Preset:
             train_kw[key], known = value, True
         if not known:
             raise ValueError(f"{key!r} is neither a LoopedConfig nor a TrainConfig keyword")
-    return Preset(name, LoopedConfig(**model_kw), TrainConfig(**train_kw), spec["seq_len"],
+    config = LoopedConfig(**model_kw)  # a smaller position table shortens the window with it
+    return Preset(name, config, TrainConfig(**train_kw), min(spec["seq_len"], config.max_position_embeddings),
                   spec["reference_parameters"])
 
 
