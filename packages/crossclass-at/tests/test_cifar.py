@@ -202,3 +202,9 @@ def test_preset_build_normalises_inside_the_model_as_the_official_script():
     y = torch.tensor([0, 99, 5, 42])
     trainer = AdversarialTrainer(model, random_state=0, **settings).fit(x, y, x[:2], y[:2])
     assert len(trainer.history_) == 1 and np.isfinite(trainer.history_[0]["train_loss"])
+
+
+def test_load_cifar_train_must_be_a_bool(tmp_path):
+    # train="test" or "false" is truthy: it loaded the 50 000 training images
+    with pytest.raises(TypeError, match="train must be True or False"):
+        load_cifar(tmp_path, train="test")

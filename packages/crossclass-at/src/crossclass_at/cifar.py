@@ -48,6 +48,8 @@ def load_cifar(root: str | Path, *, dataset: str = "cifar10", train: bool = True
 
     Raises
     ------
+    TypeError
+        For a ``train`` that is not a bool (``"test"`` would read as true).
     ValueError
         For an unknown ``dataset``, a batch whose data is not n x 3072 integers in ``0..255``, labels that
         are not integers, do not match the data's length or lie outside ``0..K-1``.
@@ -56,6 +58,8 @@ def load_cifar(root: str | Path, *, dataset: str = "cifar10", train: bool = True
     """
     if dataset not in _LAYOUT:
         raise ValueError(f"dataset must be one of {sorted(_LAYOUT)}, got {dataset!r}")
+    if not isinstance(train, (bool, np.bool_)):
+        raise TypeError(f"train must be True or False, got {train!r}")
     folder, train_files, test_files, label_key, k = _LAYOUT[dataset]
     base = Path(root) / folder
     xs, ys = [], []
