@@ -9,7 +9,8 @@ from icml25_shared.testing import run_command
 from wmarkgpt.__main__ import main
 
 
-def test_demo_reproduces_the_official_table(tmp_path):
+def test_demo_reproduces_the_official_table(tmp_path, data_dir, monkeypatch):
+    monkeypatch.setenv("WMARKGPT_DATA", str(data_dir))  # a regular (non-editable) install has no tests/data
     run = run_command(main, "demo", tmp_path, expect=("md", "json", "png"))
     m = run.result["models"]["WMarkGPT-7B"]
     assert m["BLEU-1"] == pytest.approx(0.42419, abs=1e-5) and m["ROUGE-L"] == pytest.approx(0.41800, abs=1e-5)
@@ -42,3 +43,15 @@ def test_importing_the_package_does_not_import_torch():
     code = "import sys, wmarkgpt; assert 'torch' not in sys.modules; print(round(wmarkgpt.predict_score([0.0] * 5), 12))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert done.returncode == 0 and done.stdout.strip() == "3.0", done.stderr
+
+
+def test_data_folder_is_found_from_the_repository_root_without_an_editable_install(data_dir, monkeypatch):
+    import wmarkgpt.experiments as ex
+
+    monkeypatch.delenv("WMARKGPT_DATA", raising=False)
+    monkeypatch.setattr(ex, "__file__", str(data_dir.parents[3] / "site-packages" / "wmarkgpt" / "experiments.py"))
+    monkeypatch.chdir(data_dir.parents[3])
+    assert ex.find_data_dir().resolve() == data_dir.resolve()
+    monkeypatch.chdir(data_dir)
+    with pytest.raises(FileNotFoundError, match="WMARKGPT_DATA"):
+        ex.find_data_dir()

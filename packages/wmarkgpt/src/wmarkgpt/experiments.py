@@ -33,7 +33,10 @@ _FILES = {"labels": "WQA-Real_test.json.gz",
 
 
 def find_data_dir() -> Path:
-    """The folder of the shipped official files: ``$WMARKGPT_DATA`` or the checkout's ``tests/data``.
+    """The folder of the shipped official files: ``$WMARKGPT_DATA``, else the checkout's ``tests/data``.
+
+    The checkout is found from the installed source (an editable install) or, for a regular install,
+    from the current directory: the repository root, as after the README's install commands.
 
     Returns
     -------
@@ -48,6 +51,7 @@ def find_data_dir() -> Path:
     env = os.environ.get("WMARKGPT_DATA")
     candidates = [Path(env)] if env else []
     candidates.append(Path(__file__).resolve().parents[2] / "tests" / "data")
+    candidates.append(Path.cwd() / "packages" / "wmarkgpt" / "tests" / "data")
     for folder in candidates:
         if (folder / _FILES["labels"]).is_file():
             return folder
