@@ -55,3 +55,19 @@ def test_data_folder_is_found_from_the_repository_root_without_an_editable_insta
     monkeypatch.chdir(data_dir)
     with pytest.raises(FileNotFoundError, match="WMARKGPT_DATA"):
         ex.find_data_dir()
+
+
+def test_shipped_official_files_match_data_md_and_carry_their_licence(data_dir):
+    # the files travel in the sdist: their Apache-2.0 text must travel with them, and their hashes match DATA.md
+    import gzip
+    import hashlib
+    import re
+
+    text = (data_dir.parents[1] / "DATA.md").read_text()
+    rows = re.findall(r"\| `([\w.-]+\.json\.gz)` \| .*? \| `([0-9a-f]{64})` \|", text)
+    assert {name for name, _ in rows} == {p.name for p in data_dir.glob("*.json.gz")}
+    for name, sha in rows:
+        assert hashlib.sha256(gzip.decompress((data_dir / name).read_bytes())).hexdigest() == sha, name
+    licence = (data_dir / "LICENSE-WMarkGPT-Apache-2.0").read_text()
+    assert "Apache License" in licence and "Version 2.0, January 2004" in licence
+    assert "LICENSE-WMarkGPT-Apache-2.0" in text
