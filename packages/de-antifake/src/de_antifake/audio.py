@@ -71,6 +71,19 @@ def as_mono(wav, sr, *, name: str = "wav") -> np.ndarray:
     return arr.astype(np.float32)
 
 
+def _not_fitted(message: str) -> Exception:
+    """Build ``sklearn.exceptions.NotFittedError(message)``, or an equivalent error without scikit-learn.
+
+    scikit-learn is not a dependency; without it the error is a ``ValueError``/``AttributeError``
+    subclass of the same name, as scikit-learn's is.
+    """
+    try:
+        from sklearn.exceptions import NotFittedError
+    except ImportError:
+        NotFittedError = type("NotFittedError", (ValueError, AttributeError), {"__module__": __name__})
+    return NotFittedError(message)
+
+
 def snr_db(reference, estimate) -> float:
     """Signal-to-noise ratio of ``estimate`` against ``reference`` in dB.
 

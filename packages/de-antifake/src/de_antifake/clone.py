@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from icml25_shared.random import check_random_state
 
-from de_antifake.audio import as_mono
+from de_antifake.audio import _not_fitted, as_mono
 from de_antifake.corpus import SpeakerParams, plan_utterance, synthesize
 from de_antifake.encoder import eer_threshold
 
@@ -73,9 +73,7 @@ class ParameterCloner:
     def predict_params(self, embeddings) -> list[SpeakerParams]:
         """Regressed voices of embeddings ``(n, d)``."""
         if not hasattr(self, "coef_"):
-            from sklearn.exceptions import NotFittedError
-
-            raise NotFittedError("ParameterCloner is not fitted: call fit first")
+            raise _not_fitted("ParameterCloner is not fitted: call fit first")
         z = (np.atleast_2d(np.asarray(embeddings, float)) - self.mean_) / self.scale_
         return [SpeakerParams.from_vector(v) for v in z @ self.coef_ + self.y_mean_]
 
@@ -109,6 +107,11 @@ class SpeakerVerifier:
         """Enrol speakers from clean embeddings ``(n, d)`` with integer labels ``0..k-1``."""
         e = np.asarray(embeddings, dtype=np.float64)
         lab = np.asarray(labels)
+        if e.ndim != 2 or lab.shape != (len(e),):
+            raise ValueError(f"need embeddings (n, d) and n labels, got {e.shape} and {lab.shape}")
+        if lab.dtype.kind not in "iu" or lab.min() < 0 or set(np.unique(lab)) != set(range(int(lab.max()) + 1)):
+            raise ValueError("labels must be the integers 0..k-1, each with at least one embedding "
+                             f"(got {sorted(set(lab.tolist()))[:8]}); map speaker ids to 0..k-1 first")
         k = int(lab.max()) + 1
         self.centroids_ = np.stack([e[lab == j].mean(0) for j in range(k)])
         self.centroids_ /= np.linalg.norm(self.centroids_, axis=1, keepdims=True)
@@ -124,9 +127,14 @@ class SpeakerVerifier:
 
     def scores(self, embeddings, speakers) -> np.ndarray:
         """Cosine of each embedding with its claimed speaker's centroid (SIM)."""
+        if not hasattr(self, "centroids_"):
+            raise _not_fitted("SpeakerVerifier is not fitted: call fit first")
         e = np.atleast_2d(np.asarray(embeddings, dtype=np.float64))
         e = e / np.linalg.norm(e, axis=1, keepdims=True)
-        return np.einsum("nd,nd->n", e, self.centroids_[np.asarray(speakers)])
+        spk = np.asarray(speakers)
+        if spk.dtype.kind not in "iu" or (spk.size and (spk.min() < 0 or spk.max() >= len(self.centroids_))):
+            raise ValueError(f"claimed speakers must be enrolled labels 0..{len(self.centroids_) - 1}, got {spk}")
+        return np.einsum("nd,nd->n", e, self.centroids_[spk])
 
     def accept(self, embeddings, speakers) -> np.ndarray:
         """Boolean SV decisions (``score >= threshold_``)."""

@@ -189,8 +189,11 @@ def reproduce(ctx: RunContext) -> None:
 
 
 def _weights_folder(out: Path) -> Path | None:
-    """Where ``demo`` finds trained weights: ``<out>/weights`` (written by ``reproduce`` with the same ``--out``),
-    else ``results/weights`` of a source checkout; ``None`` when neither holds all three files."""
+    """Find the trained weights ``demo`` uses.
+
+    ``<out>/weights`` (written by ``reproduce`` with the same ``--out``), else ``results/weights`` of a
+    source checkout; ``None`` when neither holds all three files.
+    """
     names = ("purification.pkl", "refinement.ckpt", "refinement_unguided.ckpt")
     for folder in (Path(out) / "weights", Path(__file__).resolve().parents[2] / "results" / "weights"):
         if all((folder / n).is_file() for n in names):

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import torch
 
+from de_antifake.audio import _not_fitted
 from de_antifake.corpus import HOP, pronounce
 
 __all__ = ["MAX_UNCOVERED", "N_BINS", "N_FFT", "PhonemeSpectra", "alignment_from_intervals", "alignment_from_words",
@@ -118,9 +119,7 @@ class PhonemeSpectra:
 
     def _check(self):
         if not hasattr(self, "spectra_"):
-            from sklearn.exceptions import NotFittedError
-
-            raise NotFittedError("PhonemeSpectra is not fitted: call fit first")
+            raise _not_fitted("PhonemeSpectra is not fitted: call fit first")
 
     def text_spec(self, alignment: Sequence[tuple[str, int]]) -> np.ndarray:
         """Tile the phone spectra by the alignment: shape ``(256, sum of frames)``.

@@ -19,7 +19,7 @@ import torch
 from icml25_shared.random import check_random_state
 from torch import nn
 
-from de_antifake.audio import as_mono
+from de_antifake.audio import _not_fitted, as_mono
 from de_antifake.phoneme import PhonemeSpectra, alignment_from_words, istft, stft
 
 __all__ = ["OUVESDE", "PhonePuRe", "PhonemeGuidedRefiner", "ScoreNet", "load_refinement_ckpt", "save_refinement_ckpt"]
@@ -212,9 +212,7 @@ class PhonemeGuidedRefiner:
             Required when ``use_text``.
         """
         if not hasattr(self, "score_net_"):
-            from sklearn.exceptions import NotFittedError
-
-            raise NotFittedError("PhonemeGuidedRefiner is not fitted: call fit or load_refinement_ckpt first")
+            raise _not_fitted("PhonemeGuidedRefiner is not fitted: call fit or load_refinement_ckpt first")
         x = torch.from_numpy(as_mono(wav, sr))
         spec = stft(x)
         y = _compress(spec.abs())[None, None]

@@ -1,0 +1,47 @@
+"""Speaker verification: centroid enrolment, EER threshold, label checks."""
+
+import numpy as np
+import pytest
+from sklearn.exceptions import NotFittedError
+
+from de_antifake.clone import SpeakerVerifier
+
+
+def _embeddings():
+    rng = np.random.default_rng(0)
+    centres = np.eye(3, 8)
+    e = np.repeat(centres, 4, axis=0) + 0.1 * rng.standard_normal((12, 8))
+    return e / np.linalg.norm(e, axis=1, keepdims=True), np.repeat(np.arange(3), 4)
+
+
+def test_enrolment_separates_and_accepts_the_true_speaker():
+    e, lab = _embeddings()
+    sv = SpeakerVerifier().fit(e, lab)
+    assert sv.eer_ == 0.0
+    assert sv.accept(e, lab).all() and not sv.accept(e, (lab + 1) % 3).any()
+
+
+def test_labels_that_are_not_0_to_k_minus_1_are_refused():
+    e, lab = _embeddings()
+    with pytest.raises(NotFittedError):
+        SpeakerVerifier().scores(e, lab)
+    for bad in (lab * 2, lab + 1, lab.astype(str)):  # a gap would enrol a NaN centroid
+        with pytest.raises(ValueError, match="0..k-1"):
+            SpeakerVerifier().fit(e, bad)
+    sv = SpeakerVerifier().fit(e, lab)
+    for claimed in (-1, 3):  # -1 would silently score against the last speaker
+        with pytest.raises(ValueError, match="enrolled labels"):
+            sv.scores(e[:1], [claimed])
+
+
+def test_not_fitted_error_without_scikit_learn(monkeypatch):
+    import sys
+
+    from de_antifake.phoneme import PhonemeSpectra
+
+    monkeypatch.setitem(sys.modules, "sklearn.exceptions", None)  # scikit-learn is not a dependency
+    with pytest.raises(ValueError, match="not fitted") as info:
+        PhonemeSpectra().text_spec([("sil", 1)])
+    assert type(info.value).__name__ == "NotFittedError" and isinstance(info.value, AttributeError)
+    with pytest.raises(AttributeError, match="not fitted"):
+        SpeakerVerifier().accept(np.ones((1, 2)), [0])
