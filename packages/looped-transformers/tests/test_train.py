@@ -95,6 +95,7 @@ def test_char_lm_loss_falls_and_checkpoints_load(tmp_path):
     ({"n_loops": 2, "loss_loops": 3}, "loss_loops=3 exceeds n_loops=2"),
     ({"loop_curriculum": (0, 5)}, "loop_curriculum"),
     ({"loop_curriculum": (1.5, 5)}, "loop_curriculum"),  # would ask the model for 1.5 loops
+    ({"n_loops": True}, "n_loops must be None or an int"),
     ({"checkpoint_every": 5}, "checkpoint_dir"),
     ({"lr": 0.0}, "lr must be > 0"),
 ])

@@ -249,7 +249,8 @@ class TrainConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name} must be an int >= 1, got {value!r}")
-        if self.n_loops is not None and (not isinstance(self.n_loops, int) or self.n_loops < 1):
+        if self.n_loops is not None and (isinstance(self.n_loops, bool) or not isinstance(self.n_loops, int)
+                                         or self.n_loops < 1):
             raise ValueError(f"n_loops must be None or an int >= 1, got {self.n_loops!r}")
         if self.n_loops is not None and self.loss_loops > self.n_loops:
             raise ValueError(f"loss_loops={self.loss_loops} exceeds n_loops={self.n_loops}")
