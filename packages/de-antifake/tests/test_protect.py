@@ -114,3 +114,22 @@ def test_all_zero_embedding_keeps_gradients_finite():
     x = torch.randn(1, 16000, requires_grad=True)
     enc.embed(x).sum().backward()
     assert torch.isfinite(x.grad).all()
+
+
+def test_adaptive_noise_is_seeded_by_random_state_and_fresh_for_none():
+    class Spy:  # a purifier that records the first number its generator gives
+        def __init__(self):
+            self.first = []
+
+        def purify_tensor(self, x, *, generator=None):
+            self.first.append(float(torch.rand(1, generator=generator)))
+            return x
+
+    x = np.random.default_rng(0).normal(0, 0.1, 4000).astype(np.float32)
+    draws = []
+    for seed in (3, 3, None, None):
+        spy = Spy()
+        attackvc(x, np.ones(4) / 2, eps=0.01, encoder=_tiny_encoder(), iters=1, purifier=spy, adaptive="bpda",
+                 random_state=seed)
+        draws.append(spy.first[0])
+    assert draws[0] == draws[1] and draws[2] != draws[3] and draws[0] not in draws[2:]

@@ -65,7 +65,7 @@ def attackvc(wav, target, *, eps: float, encoder, sr: int = 16000, iters: int = 
     eot_samples : int, default 2
         Purifications averaged per step under EOT.
     random_state : int or None, default 0
-        Seeds the purifier noise of adaptive attacks.
+        Seeds the purifier noise of adaptive attacks; ``None`` draws fresh noise on every call.
 
     Returns
     -------
@@ -115,7 +115,11 @@ def attackvc(wav, target, *, eps: float, encoder, sr: int = 16000, iters: int = 
         src = [e.embed(xt) for e in encoders]
     w = torch.zeros_like(xt, requires_grad=True)
     opt = torch.optim.Adam([w], lr=lr)
-    gen = torch.Generator().manual_seed(0 if random_state is None else int(random_state))
+    gen = torch.Generator()
+    if random_state is None:
+        gen.seed()  # fresh entropy, as None means everywhere else
+    else:
+        gen.manual_seed(int(random_state))
     power = (xt**2).sum(dim=1)
     for _ in range(int(iters)):
         delta = eps * torch.tanh(w)
