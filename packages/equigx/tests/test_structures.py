@@ -158,11 +158,17 @@ def test_read_pdb_keeps_the_first_alternate_location_even_when_it_is_not_a(tmp_p
              _atom(2, "CA", "ALA", "A", 1, (9.0, 9.0, 9.0), "C", altloc="C"),
              _atom(3, "CA", "GLY", "A", 2, (4.0, 5.0, 6.0), "C", altloc="A"),
              _atom(4, "CA", "GLY", "A", 2, (7.0, 7.0, 7.0), "C", altloc="B"),
-             _atom(5, "CA", "SER", "A", 2, (0.0, 0.0, 0.0), "C", icode="A")]
+             _atom(5, "CA", "SER", "A", 2, (0.0, 0.0, 0.0), "C", icode="A"),
+             # microheterogeneity: SER in altloc A, THR in B; THR's extra atoms must not join the SER
+             _atom(6, "OG", "SER", "A", 3, (1.0, 0.0, 0.0), "O", altloc="A"),
+             _atom(7, "OG1", "THR", "A", 3, (2.0, 0.0, 0.0), "O", altloc="B"),
+             _atom(8, "CG2", "THR", "A", 3, (3.0, 0.0, 0.0), "C", altloc="B")]
     (tmp_path / "alt.pdb").write_text("\n".join(lines) + "\n")
-    ca = read_pdb(tmp_path / "alt.pdb").calpha()
+    atoms = read_pdb(tmp_path / "alt.pdb")
+    ca = atoms.calpha()
     assert list(ca.resseq) == [1, 2, 2] and list(ca.icode) == ["", "", "A"]
     np.testing.assert_allclose(ca.pos, [[1, 2, 3], [4, 5, 6], [0, 0, 0]])
+    assert list(atoms.name[atoms.resseq == 3]) == ["OG"]
 
 
 @pytest.mark.parametrize("line", ["ATOM      1  CA", "HELIX    1   1 ALA A    x  PHE A    2"])

@@ -130,7 +130,7 @@ def _element(line: str, name: str) -> str:
 def read_pdb(path: str | Path) -> PDBAtoms:
     """Read the ATOM/HETATM records of the first model of a PDB file (water skipped).
 
-    Of an atom with alternate locations, the first one listed is kept (whatever its letter). HETATM
+    Of a residue with alternate locations, the first one listed is kept (whatever its letter). HETATM
     records are read (``hetatm`` says which); :meth:`PDBAtoms.calpha` keeps standard ``ATOM`` residues only,
     so modified residues such as MSE written as HETATM are not C-alpha nodes.
 
@@ -153,7 +153,8 @@ def read_pdb(path: str | Path) -> PDBAtoms:
     rows: list[tuple] = []
     helix: list[tuple[str, int, int]] = []
     sheet: list[tuple[str, int, int]] = []
-    first_altloc: dict[tuple[str, int, str, str], str] = {}
+    first_altloc: dict[tuple[str, int, str], str] = {}
+    seen: set[tuple[str, int, str, str]] = set()
     text = Path(path).read_text()
     for number, raw in enumerate(text.splitlines(), 1):
         line = raw.ljust(80)  # fixed columns: a short line reads as blanks, then fails below if it lacks fields
@@ -171,9 +172,12 @@ def read_pdb(path: str | Path) -> PDBAtoms:
                     continue
                 name, altloc, chain, icode = line[12:16].strip(), line[16], line[21], line[26].strip()
                 resseq = int(line[22:26])
-                # keep the first alternate location of each atom, whatever its letter (a blank one wins)
-                if first_altloc.setdefault((chain, resseq, icode, name), altloc) != altloc and altloc != " ":
+                # alternate locations: keep, per residue, the first letter listed (whatever it is), and never a
+                # second copy of an atom already read without one
+                residue, atom_key = (chain, resseq, icode), (chain, resseq, icode, name)
+                if altloc != " " and (first_altloc.setdefault(residue, altloc) != altloc or atom_key in seen):
                     continue
+                seen.add(atom_key)
                 xyz = (float(line[30:38]), float(line[38:46]), float(line[46:54]))
                 rows.append((name, resname, chain, resseq, icode, _element(line, name), record == "HETATM", xyz))
         except ValueError as err:
