@@ -95,6 +95,11 @@ def test_textgrid_reader(tmp_path):
     iv = read_textgrid(tg)
     assert iv == [("sil", 0.0, 0.08), ("AH", 0.08, 0.2)]
     assert alignment_from_intervals(iv) == [("sil", 10), ("AH", 15)]
+    # a tier that starts late or skips time keeps its phones at their times (gaps become sil)
+    assert alignment_from_intervals([("AH", 0.08, 0.2), ("T", 0.28, 0.3)]) == [("sil", 10), ("AH", 15),
+                                                                               ("sil", 10), ("T", 3)]
+    with pytest.raises(ValueError, match="overlaps"):
+        alignment_from_intervals([("AH", 0.0, 0.2), ("T", 0.1, 0.3)])
     with pytest.raises(ValueError, match="words"):
         read_textgrid(tg, tier="words")
     with pytest.raises(FileNotFoundError, match="b.TextGrid"):

@@ -179,7 +179,27 @@ def alignment_from_words(words: Sequence[str], n_frames: int, *, lead: int = 8) 
 
 
 def alignment_from_intervals(intervals: Sequence[tuple[str, float, float]]) -> list[tuple[str, int]]:
-    """Convert ``(phone, start_s, end_s)`` intervals (a TextGrid tier) to ``(phone, frames)`` pairs."""
-    edges = [int(round(b * 16000 / HOP)) for _, _, b in intervals]
-    starts = [0, *edges[:-1]]
-    return [(p, e - s) for (p, _, _), s, e in zip(intervals, starts, edges, strict=True) if e > s]
+    """Convert ``(phone, start_s, end_s)`` intervals (a TextGrid tier) to ``(phone, frames)`` pairs.
+
+    A gap before an interval (including before the first one) becomes ``sil``, so later phones keep
+    their times.
+
+    Raises
+    ------
+    ValueError
+        When intervals overlap or run backwards.
+    """
+    out: list[tuple[str, int]] = []
+    cursor, last_end = 0, 0.0
+    for p, a, b in intervals:
+        if b < a or a < last_end - 1e-6:
+            raise ValueError(f"interval {p!r} ({a}, {b}) overlaps the previous one or runs backwards")
+        last_end = b
+        start, stop = int(round(a * 16000 / HOP)), int(round(b * 16000 / HOP))
+        if start > cursor:
+            out.append(("sil", start - cursor))
+            cursor = start
+        if stop > cursor:
+            out.append((p, stop - cursor))
+            cursor = stop
+    return out
