@@ -169,3 +169,14 @@ def test_learned_mask_settings_that_give_nan_or_inverted_scores_are_refused(cls,
     # these returned NaN scores, or (negative temperature) an inverted mask, without an error
     with pytest.raises(ValueError, match=next(iter(kwargs))):
         cls(tfn64, epochs=1, **kwargs).explain(shapes64)
+
+
+@pytest.mark.parametrize("flag", ["False", 0, None])
+def test_head_bias_must_be_a_bool(flag):
+    # head_bias="False" is truthy and silently kept the biases (and the leak)
+    with pytest.raises(ValueError, match="head_bias"):
+        TFN(head_bias=flag)
+    with pytest.raises(ValueError, match="head_bias"):
+        ProteinLigandTFN(head_bias=flag)
+    with pytest.raises(ValueError, match="self_loops"):
+        TFN(self_loops=flag)

@@ -174,6 +174,12 @@ def _body(irreps_in: o3.Irreps, irreps_sh: o3.Irreps, *, mul: int, lmax: int, n_
     return layers
 
 
+def _check_flags(**flags: object) -> None:
+    for name, value in flags.items():
+        if not isinstance(value, bool):  # head_bias="False" is truthy: biases would stay on
+            raise ValueError(f"{name} must be True or False, got {value!r}")
+
+
 def _check_positions(pos: torch.Tensor) -> None:
     if not torch.isfinite(pos).all():
         raise ValueError("pos holds NaN or infinite coordinates")
@@ -265,6 +271,7 @@ class TFN(nn.Module):
             raise ValueError(f"output must be 'scalar' or 'pseudoscalar', got {output!r}")
         if nonlinearity not in ("norm", "gate"):
             raise ValueError(f"nonlinearity must be 'norm' or 'gate', got {nonlinearity!r}")
+        _check_flags(head_bias=head_bias, self_loops=self_loops)
         self.lmax, self.r_max, self.n_basis, self.self_loops = lmax, float(r_max), n_basis, self_loops
         self.output = output
         #: spherical-harmonic orders zeroed on every edge (an ablation: ``(1, 2)`` keeps distances only)
@@ -506,6 +513,7 @@ class ProteinLigandTFN(nn.Module):
             raise ValueError(f"a regression head has one output, got n_out={n_out}")
         if nonlinearity not in ("norm", "gate"):
             raise ValueError(f"nonlinearity must be 'norm' or 'gate', got {nonlinearity!r}")
+        _check_flags(head_bias=head_bias)
         self.task, self.n_out, self.lmax, self.n_basis = task, n_out, lmax, n_basis
         self.r_max = (float(r_max_protein), float(r_max_ligand))
         self.n_types = (n_protein_types, n_ligand_types)
