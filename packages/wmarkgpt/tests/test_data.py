@@ -154,3 +154,13 @@ def test_reader_rejects_unknown_visibility(tmp_path, labels):
         read_wqa(path)
     with pytest.raises(FileNotFoundError):
         read_wqa(tmp_path / "missing.json")
+
+
+@pytest.mark.parametrize(("base", "tone"), [(5, 255), (250, 0)])
+def test_brightness_kept_at_full_weight_on_an_extreme_cover(base, tone):
+    # four re-match rounds left the mean up to 6 grey levels off when most of the box clips at 0 or 255
+    cover = np.full((16, 16, 3), base, np.uint8)
+    logo, mask = make_logo("diamond", 14, color=(tone, tone, tone))
+    wm = embed_watermark(cover, logo, mask, weight=1.0, position=(1, 1))
+    assert abs(wm.image.astype(float).mean() - base) <= 1.0
+    assert (wm.image != cover).any()

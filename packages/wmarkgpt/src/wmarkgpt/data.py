@@ -401,11 +401,13 @@ def embed_watermark(cover: np.ndarray, logo: np.ndarray, mask: np.ndarray, *, we
     if rematch == "global":
         sel[:] = True
     result = out
-    for _ in range(4):  # clipping at 0/255 loses part of a shift; re-apply on what is left
+    last_gap = np.inf
+    for _ in range(64):  # clipping at 0/255 loses part of a shift; re-apply on what is left
         result = np.clip(np.rint(out), 0, 255)
         gap = target - result.mean()
-        if abs(gap) < 0.5 or weight == 0:
+        if abs(gap) < 0.5 or weight == 0 or abs(gap) >= abs(last_gap):
             break
+        last_gap = gap
         out = result.copy()
         out[sel] += gap * out.size / (sel.sum() * 3)
     score = round(5 - 20 * float(weight), 2)
