@@ -164,3 +164,10 @@ def test_brightness_kept_at_full_weight_on_an_extreme_cover(base, tone):
     wm = embed_watermark(cover, logo, mask, weight=1.0, position=(1, 1))
     assert abs(wm.image.astype(float).mean() - base) <= 1.0
     assert (wm.image != cover).any()
+
+
+@pytest.mark.parametrize("max_weight", [0.5, -0.1, float("nan")])
+def test_synthetic_max_weight_outside_the_score_range_is_an_error(max_weight):
+    # gt_score = 5 - 20 w leaves [0, 5] above w = 0.25: max_weight=0.5 gave gt_score down to -5 silently
+    with pytest.raises(ValueError, match="max_weight"):
+        make_synthetic_dataset(50, size=16, max_weight=max_weight, random_state=0)

@@ -516,7 +516,7 @@ def make_synthetic_dataset(n: int, *, size: int = 32, max_weight: float = 0.25, 
     size : int, default 32
         Image side.
     max_weight : float, default 0.25
-        Upper end of the weight distribution.
+        Upper end of the weight distribution, in [0, 0.25] (above it ``gt_score = 5 - 20 w`` leaves [0, 5]).
     short_answer_rate : float, default 0.25
         Share of items asking only for the visibility (answer "The watermark visibility is: <level>.").
     random_state : None, int or Generator
@@ -530,6 +530,8 @@ def make_synthetic_dataset(n: int, *, size: int = 32, max_weight: float = 0.25, 
     _check_n(n)
     if not 0.0 <= short_answer_rate <= 1.0:
         raise ValueError(f"short_answer_rate must lie in [0, 1], got {short_answer_rate}")
+    if not 0.0 <= max_weight <= 0.25:
+        raise ValueError(f"max_weight must lie in [0, 0.25] (gt_score = 5 - 20 w stays in [0, 5]), got {max_weight}")
     rng = check_random_state(random_state)
     out = []
     for _ in range(n):
