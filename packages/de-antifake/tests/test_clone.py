@@ -45,3 +45,10 @@ def test_not_fitted_error_without_scikit_learn(monkeypatch):
     assert type(info.value).__name__ == "NotFittedError" and isinstance(info.value, AttributeError)
     with pytest.raises(AttributeError, match="not fitted"):
         SpeakerVerifier().accept(np.ones((1, 2)), [0])
+
+
+def test_eer_threshold_refuses_nan_scores():
+    from de_antifake.encoder import eer_threshold
+
+    with pytest.raises(ValueError, match="NaN"):
+        eer_threshold([0.9, np.nan], [0.1, 0.2])

@@ -318,6 +318,8 @@ def eer_threshold(genuine, impostor) -> tuple[float, float]:
     i = np.asarray(impostor, dtype=np.float64).ravel()
     if g.size == 0 or i.size == 0:
         raise ValueError("eer_threshold needs at least one genuine and one impostor score")
+    if not (np.isfinite(g).all() and np.isfinite(i).all()):
+        raise ValueError("eer_threshold: scores contain NaN or inf (a NaN score is neither accepted nor rejected)")
     best = None
     for thr in np.unique(np.concatenate([g, i])):
         frr, far = float(np.mean(g < thr)), float(np.mean(i >= thr))
