@@ -171,3 +171,11 @@ def test_empty_or_missing_visibility_label_is_an_error_not_a_match(labels, data_
     ans[[a["image"] for a in ans].index(labels[0]["image"])]["visibility"] = None
     with pytest.raises(TypeError, match="visibility"):
         evaluate_answers(labels[:5], ans)
+
+
+@pytest.mark.parametrize("value", [10.0, -1.0, float("nan")])
+def test_judge_scores_outside_zero_to_four_are_errors(labels, data_dir, value):
+    # a plain judge returning 10 gave an "LLM x25" of 250 without complaint
+    answers = read_wqa(data_dir / "WQA-Real_wmarkgpt-7b.json.gz")
+    with pytest.raises(ValueError, match=r"\[0, 4\]"):
+        evaluate_answers(labels[:3], answers, judge=lambda c, r: value)

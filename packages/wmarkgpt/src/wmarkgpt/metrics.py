@@ -438,8 +438,8 @@ def evaluate_answers(labels: Sequence[Mapping[str, Any]], answers: Sequence[Mapp
     Raises
     ------
     ValueError
-        When a labelled image has no answer, an image repeats, a record lacks a field, or the inputs
-        are empty.
+        When a labelled image has no answer, an image repeats, a record lacks a field, the inputs
+        are empty, or the judge returns a score outside [0, 4].
     """
     lab = _index(labels, "labels")
     ans = _index(answers, "answers")
@@ -452,8 +452,8 @@ def evaluate_answers(labels: Sequence[Mapping[str, Any]], answers: Sequence[Mapp
     for name, (ref_text, ref_vis) in lab.items():
         cand_text, cand_vis = ans[name]
         score = None if judge is None else float(judge(cand_text, ref_text))
-        if score is not None and not math.isfinite(score):
-            raise ValueError(f"judge returned {score} for {name}")
+        if score is not None and not (math.isfinite(score) and 0.0 <= score <= 4.0):
+            raise ValueError(f"judge returned {score} for {name}; scores must lie in [0, 4]")
         n_fallback_values += score == JUDGE_FALLBACK
         items[name] = ItemScores(bleu1(cand_text, ref_text), _rouge_item(cand_text, ref_text, name), score,
                                  ref_vis, cand_vis)
