@@ -209,3 +209,14 @@ def test_read_pdb_without_element_columns_reads_two_letter_elements_by_alignment
              for k, (rec, name, res) in enumerate(fields, 1)]
     (tmp_path / "noel.pdb").write_text("\n".join(lines) + "\n")
     assert read_pdb(tmp_path / "noel.pdb").element.tolist() == ["CL", "BR", "C", "N", "H", "CA"]
+
+
+@pytest.mark.parametrize("field", ["residue_types", "ligand_types"])
+def test_complex_graph_refuses_fractional_or_boolean_types(field):
+    # 1.7 was truncated to type 1 without a word
+    args = {"protein_pos": np.zeros((2, 3)), "residue_types": np.array([0, 1]),
+            "ligand_pos": np.ones((1, 3)), "ligand_types": np.array([2])}
+    for bad in (np.full(len(args[field]), 1.7), np.ones(len(args[field]), bool)):
+        with pytest.raises(ValueError, match=field):
+            complex_graph(**{**args, field: bad}, pocket_radius=None)
+    complex_graph(**{**args, field: args[field].astype(float)}, pocket_radius=None)  # whole floats are fine

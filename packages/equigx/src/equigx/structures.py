@@ -315,7 +315,13 @@ def complex_graph(protein_pos: np.ndarray, residue_types: np.ndarray, ligand_pos
         On non-finite coordinates, mismatched lengths, out-of-range types, or an empty pocket or ligand.
     """
     protein_pos, ligand_pos = np.asarray(protein_pos, float).reshape(-1, 3), np.asarray(ligand_pos, float).reshape(-1, 3)
-    residue_types, ligand_types = np.asarray(residue_types, np.int64), np.asarray(ligand_types, np.int64)
+    raw_types = {"residue_types": np.asarray(residue_types), "ligand_types": np.asarray(ligand_types)}
+    for name, raw in raw_types.items():
+        if raw.dtype == bool or (raw.size and not np.issubdtype(raw.dtype, np.integer)
+                                 and not (np.issubdtype(raw.dtype, np.floating) and np.all(raw == np.round(raw)))):
+            raise ValueError(f"{name} must hold integer type indices, got {raw.dtype} values such as {raw.ravel()[:3]}")
+    residue_types = raw_types["residue_types"].astype(np.int64)
+    ligand_types = raw_types["ligand_types"].astype(np.int64)
     if len(residue_types) != len(protein_pos) or len(ligand_types) != len(ligand_pos):
         raise ValueError("one type per residue and per ligand atom is needed")
     if not (np.isfinite(protein_pos).all() and np.isfinite(ligand_pos).all()):
