@@ -13,6 +13,7 @@ from de_antifake.diffusion import (
     DiffWavePurifier,
     load_purification_pkl,
     save_purification_pkl,
+    train_diffwave,
 )
 
 TINY = DiffWaveConfig(res_channels=8, skip_channels=8, num_res_layers=3, dilation_cycle=2, diffusion_step_embed_dim_in=16,
@@ -131,3 +132,14 @@ def test_sde_reverse_runs_and_stays_close():
     out = DiffWavePurifier(net, t=3, reverse="sde", sde_steps=4, random_state=0).purify(wav, 16000)
     assert out.shape == wav.shape and np.isfinite(out).all()
     assert np.std(out - wav) < 0.1
+
+
+def test_training_leaves_the_callers_torch_rng_alone():
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    a = train_diffwave(np.zeros((2, 400), np.float32), config=TINY, steps=1, batch_size=2, segment=400, random_state=0)
+    torch.testing.assert_close(torch.rand(3), expected)
+    b = train_diffwave(np.zeros((2, 400), np.float32), config=TINY, steps=1, batch_size=2, segment=400, random_state=0)
+    for p, q in zip(a.parameters(), b.parameters(), strict=True):
+        torch.testing.assert_close(p, q, rtol=0, atol=0)

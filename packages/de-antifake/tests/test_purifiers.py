@@ -185,3 +185,14 @@ def test_pc_sampler_with_the_oracle_score_recovers_the_clean_spectrogram():
     err = float((out - x0).pow(2).mean().sqrt())
     # what remains is the t_eps = 0.03 bias (4.4% of y - x0) and the noise at t_eps
     assert err < 0.03 * float((y - x0).pow(2).mean().sqrt()) + 0.01
+
+
+def test_refiner_fit_leaves_the_callers_torch_rng_alone():
+    from de_antifake.refiner import PhonemeGuidedRefiner
+
+    torch.manual_seed(7)
+    expected = torch.rand(3)
+    torch.manual_seed(7)
+    w = np.zeros((2, 2560), np.float32)
+    PhonemeGuidedRefiner(use_text=False, channels=2, layers=1, random_state=0).fit(w, w, steps=1, batch_size=1)
+    torch.testing.assert_close(torch.rand(3), expected)

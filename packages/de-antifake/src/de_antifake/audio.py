@@ -6,6 +6,7 @@ array of shape ``(2, n)`` or ``(n, 2)`` (the smaller axis being the channels) is
 
 from __future__ import annotations
 
+import functools
 import numbers
 
 import numpy as np
@@ -69,6 +70,19 @@ def as_mono(wav, sr, *, name: str = "wav") -> np.ndarray:
     if bad.any():
         raise ValueError(f"{name}: {int(bad.sum())} samples are NaN or infinite (first at index {int(np.argmax(bad))})")
     return arr.astype(np.float32)
+
+
+def _own_torch_rng(fn):
+    """Run ``fn`` on a forked torch CPU generator, so its seeding does not change the caller's global RNG."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        import torch
+
+        with torch.random.fork_rng(devices=[]):
+            return fn(*args, **kwargs)
+
+    return wrapper
 
 
 def _not_fitted(message: str) -> Exception:

@@ -19,7 +19,7 @@ import torch
 from icml25_shared.random import check_random_state
 from torch import nn
 
-from de_antifake.audio import SAMPLE_RATE, as_mono
+from de_antifake.audio import SAMPLE_RATE, _own_torch_rng, as_mono
 
 __all__ = ["DiffWave", "DiffWaveConfig", "DiffWavePurifier", "DiffusionSchedule", "load_purification_pkl",
            "save_purification_pkl", "train_diffwave"]
@@ -291,6 +291,7 @@ def load_purification_pkl(path: str | Path, *, config: str | Path | dict | None 
     return model.eval(), schedule
 
 
+@_own_torch_rng
 def train_diffwave(waveforms, *, config: DiffWaveConfig, schedule: DiffusionSchedule | None = None, steps: int = 300,
                    batch_size: int = 16, segment: int = 4000, lr: float = 2e-4, max_t: int | None = None,
                    random_state=None) -> DiffWave:
