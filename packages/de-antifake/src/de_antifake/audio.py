@@ -7,6 +7,7 @@ array of shape ``(2, n)`` or ``(n, 2)`` (the smaller axis being the channels) is
 from __future__ import annotations
 
 import functools
+import importlib
 import numbers
 
 import numpy as np
@@ -91,8 +92,8 @@ def _not_fitted(message: str) -> Exception:
     scikit-learn is not a dependency; without it the error is a ``ValueError``/``AttributeError``
     subclass of the same name, as scikit-learn's is.
     """
-    try:
-        from sklearn.exceptions import NotFittedError
+    try:  # optional: scikit-learn's own class when it is installed
+        NotFittedError = importlib.import_module("sklearn.exceptions").NotFittedError
     except ImportError:
         NotFittedError = type("NotFittedError", (ValueError, AttributeError), {"__module__": __name__})
     return NotFittedError(message)
