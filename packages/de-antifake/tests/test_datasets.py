@@ -1,0 +1,163 @@
+"""LibriSpeech / VCTK folder readers on tiny fake folders with generated audio and MFA-style TextGrids."""
+
+import numpy as np
+import pytest
+from scipy.io import wavfile
+
+from de_antifake.corpus import _FRICATIVES, _STOPS, _VOICED, HOP
+from de_antifake.datasets import PHONES, read_audio, read_librispeech, read_vctk
+from de_antifake.phoneme import PhonemeSpectra
+
+sf = pytest.importorskip("soundfile")
+
+
+def _textgrid(path, phones):
+    """Write an MFA-style TextGrid: ``phones`` is a list of (label, start_s, end_s)."""
+    end = phones[-1][2]
+    items = "".join(f'            intervals [{i + 1}]:\n                xmin = {a}\n                xmax = {b}\n'
+                    f'                text = "{lab}"\n' for i, (lab, a, b) in enumerate(phones))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    head = (f'File type = "ooTextFile"\nObject class = "TextGrid"\n\nxmin = 0\nxmax = {end}\ntiers? <exists>\n'
+            f'size = 2\nitem []:\n    item [1]:\n        class = "IntervalTier"\n        name = "words"\n'
+            f'        xmin = 0\n        xmax = {end}\n        intervals: size = 1\n        intervals [1]:\n'
+            f'            xmin = 0\n            xmax = {end}\n            text = "hi"\n'
+            f'    item [2]:\n        class = "IntervalTier"\n        name = "phones"\n        xmin = 0\n'
+            f'        xmax = {end}\n        intervals: size = {len(phones)}\n')
+    path.write_text(head + items)
+
+
+def _tone(n, f, sr, amp=0.3):
+    return (amp * np.sin(2 * np.pi * f * np.arange(n) / sr)).astype(np.float32)
+
+
+@pytest.fixture
+def libri(tmp_path):
+    root = tmp_path / "LibriSpeech"
+    for spk, f0, stereo in (("19", 150.0, False), ("84", 220.0, True)):
+        chapter = root / "dev-clean" / spk / "121"
+        chapter.mkdir(parents=True)
+        lines = []
+        for u in range(2):
+            x = _tone(HOP * 100, f0 * (u + 1), 16000)
+            data = np.stack([x, 0.5 * x], axis=1) if stereo else x
+            sf.write(chapter / f"{spk}-121-{u:04d}.flac", data, 16000, subtype="PCM_16")
+            lines.append(f"{spk}-121-{u:04d} HELLO WORLD'S END")
+            # MFA layout without the subset folder; 100 frames of 128 samples = 0.8 s
+            _textgrid(tmp_path / "aligned" / spk / "121" / f"{spk}-121-{u:04d}.TextGrid",
+                      [("", 0.0, 0.1), ("HH", 0.1, 0.2), ("AH0", 0.2, 0.5), ("sp", 0.5, 0.6), ("L", 0.6, 0.8)])
+        (chapter / f"{spk}-121.trans.txt").write_text("\n".join(lines) + "\n")
+    (root / "SPEAKERS.TXT").write_text(";ID  |SEX| SUBSET |MINUTES| NAME\n19   | F | dev-clean | 8.0 | A\n"
+                                       "84   | M | dev-clean | 8.0 | B\n")
+    return root
+
+
+def test_phone_set_is_the_synthesisers():
+    assert PHONES == set(_VOICED) | set(_FRICATIVES) | set(_STOPS) | {"sil"}
+
+
+def test_librispeech_reads_audio_words_speakers_and_alignments(libri, tmp_path):
+    c = read_librispeech(libri, alignments=tmp_path / "aligned")
+    assert c.speaker_ids == ["19", "84"] and c.genders == ["F", "M"]
+    assert [u.speaker for u in c.utterances] == [0, 0, 1, 1]
+    assert c.utterances[0].words == ["HELLO", "WORLD'S", "END"]
+    u = c.utterances[0]
+    np.testing.assert_allclose(u.wav, _tone(HOP * 100, 150.0, 16000), atol=1 / 32768)
+    # stereo (x, x/2) is averaged to 0.75 x
+    np.testing.assert_allclose(c.utterances[2].wav, 0.75 * _tone(HOP * 100, 220.0, 16000), atol=2 / 32768)
+    assert u.alignment == [("sil", 12), ("HH", 13), ("AH", 37), ("sil", 13), ("L", 25)]
+    assert sum(u.durations) == len(u.wav) // HOP
+    spectra = PhonemeSpectra().fit([(x.wav, x.alignment) for x in c.utterances])
+    assert set(spectra.spectra_) == {"sil", "HH", "AH", "L"}
+
+
+def test_librispeech_selection_and_crop(libri):
+    c = read_librispeech(libri, speakers=["84"], max_per_speaker=1)
+    assert c.speaker_ids == ["84"] and len(c.utterances) == 1 and c.utterances[0].speaker == 0
+    assert c.utterances[0].alignment == []
+    full = read_librispeech(libri)
+    short = full.crop(0.5)
+    assert short.waveforms().shape == (4, HOP * 62)
+    with pytest.raises(ValueError, match="at least 2.0 s"):
+        full.crop(2.0)
+    with pytest.raises(ValueError, match=r"speakers \['7'\] not found"):
+        read_librispeech(libri, speakers=["7"])
+
+
+def test_crop_cuts_the_alignment_at_the_same_frame(libri, tmp_path):
+    c = read_librispeech(libri, alignments=tmp_path / "aligned").crop(0.4)
+    assert c.utterances[0].alignment == [("sil", 12), ("HH", 13), ("AH", 25)]
+    PhonemeSpectra().fit([(u.wav, u.alignment) for u in c.utterances])
+
+
+def test_librispeech_errors_name_the_path(libri, tmp_path):
+    with pytest.raises(FileNotFoundError, match="nowhere"):
+        read_librispeech(tmp_path / "nowhere")
+    with pytest.raises(ValueError, match="pass the folder above the subsets"):
+        read_librispeech(libri / "dev-clean")
+    with pytest.raises(FileNotFoundError, match="alignment folder not found"):
+        read_librispeech(libri, alignments=tmp_path / "missing")
+    trans = libri / "dev-clean" / "84" / "121" / "84-121.trans.txt"
+    trans.write_text("84-121-0000 HELLO\n")
+    with pytest.raises(ValueError, match=r"no transcript line for .*84-121-0001\.flac"):
+        read_librispeech(libri)
+
+
+def test_textgrid_errors(libri, tmp_path):
+    grid = tmp_path / "aligned" / "84" / "121" / "84-121-0001.TextGrid"
+    _textgrid(grid, [("", 0.0, 0.1), ("ə", 0.1, 0.5), ("spn", 0.5, 0.8)])
+    with pytest.raises(ValueError, match=r"84-121-0001\.TextGrid: phones \['spn', 'ə'\] are not in the ARPAbet"):
+        read_librispeech(libri, alignments=tmp_path / "aligned")
+    _textgrid(grid, [("", 0.0, 0.1), ("AH", 0.1, 0.9)])  # 0.9 s for 0.8 s of audio
+    with pytest.raises(ValueError, match="covers 112 frames"):
+        read_librispeech(libri, alignments=tmp_path / "aligned")
+    _textgrid(grid, [("", 0.0, 0.1), ("AH", 0.1, 0.5)])  # stops 0.3 s early
+    with pytest.raises(ValueError, match="does not belong to this audio"):
+        read_librispeech(libri, alignments=tmp_path / "aligned")
+    grid.unlink()
+    with pytest.raises(FileNotFoundError, match=r"no TextGrid for .*84-121-0001\.flac"):
+        read_librispeech(libri, alignments=tmp_path / "aligned")
+    c = read_librispeech(libri, alignments=tmp_path / "aligned", on_missing_alignment="skip")
+    assert len(c.utterances) == 3
+
+
+def test_vctk_092_flac_is_resampled_and_averaged(tmp_path):
+    root = tmp_path / "VCTK"
+    for spk in ("p225", "p226"):
+        (root / "wav48_silence_trimmed" / spk).mkdir(parents=True)
+        (root / "txt" / spk).mkdir(parents=True)
+        for u in (1, 2):
+            x = _tone(48000, 300.0, 48000)
+            sf.write(root / "wav48_silence_trimmed" / spk / f"{spk}_{u:03d}_mic1.flac", np.stack([x, x], 1), 48000)
+            sf.write(root / "wav48_silence_trimmed" / spk / f"{spk}_{u:03d}_mic2.flac", 0 * x, 48000)
+            (root / "txt" / spk / f"{spk}_{u:03d}.txt").write_text("Please call Stella.\n")
+    (root / "speaker-info.txt").write_text("ID  AGE  GENDER  ACCENTS  REGION\np225  23  F  English  South\n"
+                                           "p226  22  M  English  Surrey\n")
+    c = read_vctk(root)
+    assert c.speaker_ids == ["p225", "p226"] and c.genders == ["F", "M"] and len(c.utterances) == 4
+    assert c.utterances[0].words == ["PLEASE", "CALL", "STELLA"]
+    w = c.utterances[0].wav
+    assert w.shape == (16000,)
+    np.testing.assert_allclose(w[1000:15000], _tone(16000, 300.0, 16000)[1000:15000], atol=2e-3)
+    assert np.abs(read_vctk(root, mic="mic2").utterances[0].wav).max() == 0
+    (root / "txt" / "p226" / "p226_002.txt").unlink()
+    with pytest.raises(ValueError, match=r"no transcript for .*p226_002_mic1\.flac"):
+        read_vctk(root)
+    with pytest.raises(FileNotFoundError, match="neither"):
+        read_vctk(tmp_path)
+
+
+def test_vctk_080_wav_and_read_audio(tmp_path):
+    root = tmp_path / "VCTK-Corpus"
+    (root / "wav48" / "p225").mkdir(parents=True)
+    (root / "txt" / "p225").mkdir(parents=True)
+    wavfile.write(root / "wav48" / "p225" / "p225_001.wav", 48000, (_tone(4800, 500.0, 48000) * 32767).astype(np.int16))
+    (root / "txt" / "p225" / "p225_001.txt").write_text("Ask her.")
+    c = read_vctk(root)
+    assert c.utterances[0].wav.shape == (1600,) and c.utterances[0].wav.dtype == np.float32
+    assert 0.25 < np.abs(c.utterances[0].wav).max() < 0.35
+    with pytest.raises(FileNotFoundError, match="nope.flac"):
+        read_audio(tmp_path / "nope.flac")
+    bad = tmp_path / "nan.wav"
+    wavfile.write(bad, 16000, np.array([0.0, np.nan], np.float32))
+    with pytest.raises(ValueError, match="NaN"):
+        read_audio(bad)
