@@ -67,10 +67,22 @@ def test_hash_collisions_never_count(monkeypatch):
     index = OverlapIndex(ts, n=3, parts=("input",))
     # every window hashes to 0 and 0 is an indexed key: all windows collide, the exact check decides
     monkeypatch.setattr(mod, "_window_hashes", lambda ids, n: np.zeros(ids.size - n + 1, dtype=np.uint64))
-    index._keys[3] = np.zeros(1, dtype=np.uint64)
-    index._bits[3][:] = True
+    index._engine.keys[3] = np.zeros(1, dtype=np.uint64)
+    index._engine.bits[3][:] = True
     counts = index.scan(["a b d a b c c b a", "x a b", "c"])
     assert counts.ngram_counts(ts.key, "q", "input", 3) == {("a", "b", "c"): 1}
+
+
+def test_indexed_ngrams_sharing_one_hash_key_are_each_counted(monkeypatch, ref):
+    import train_test_overlap.index as mod
+
+    sets, docs, _ = _random_problem(2)
+    expected = OverlapIndex(sets, n=(2, 3)).scan(docs)
+    # every token hashes to 0: every indexed n-gram has key 0 and every corpus window hashes to 0
+    monkeypatch.setattr(mod, "_token_hashes", lambda size: np.zeros(size, dtype=np.uint64))
+    index = OverlapIndex(sets, n=(2, 3))
+    assert index._engine.max_dup[3] == index.num_ngrams[3] > 1
+    assert index.scan(docs, batch_tokens=7) == expected
 
 
 def test_documents_never_join_across_boundaries():
@@ -149,7 +161,7 @@ def test_two_worker_local_cluster_with_shuffled_shards_equals_local(tmp_path):
         (tmp_path / f"shard{k}.txt").write_text("\n".join(docs[i::5]) + "\n", encoding="utf-8")
     with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None) as cluster, \
             distributed.Client(cluster) as client:
-        # workers are other processes: their str hashes differ, the index re-derives its hash keys there
+        # workers are other processes with other str hashes: the index ships its process-independent tables
         on_cluster = index.scan(tmp_path, backend="dask", scheduler=client)
     assert on_cluster._counts == local._counts and on_cluster.stats.documents == local.stats.documents
     assert metrics(on_cluster, n=3) == metrics(local, n=3)
@@ -213,3 +225,38 @@ def test_counts_of_copies_of_one_index_add_and_of_another_index_are_refused():
     assert (here + there).ngram_counts(ts.key, "q", "input", 2) == {("x", "y"): 2, ("y", "z"): 1}
     with pytest.raises(ValueError, match="same OverlapIndex"):
         here + OverlapIndex(ts, n=3, parts=("input",)).scan(["x y z"])
+
+
+_CHILD = """
+import pickle, sys
+import train_test_overlap.index as mod
+
+def refuse(*args, **kwargs):
+    raise AssertionError("the index tables were rebuilt in the worker")
+
+mod._Engine.build = classmethod(refuse)
+mod._token_hashes = refuse
+mod.OverlapIndex._build = refuse
+with open(sys.argv[1], "rb") as f:
+    index, docs = pickle.load(f)
+with open(sys.argv[2], "wb") as f:
+    pickle.dump((hash("a token"), index.scan_documents(docs, batch_tokens=5)), f)
+"""
+
+
+def test_a_pickled_index_scans_in_a_fresh_process_as_is_without_rebuilding(tmp_path):
+    import os
+    import pickle
+    import subprocess
+    import sys
+
+    sets, docs, _ = _random_problem(4)
+    index = OverlapIndex(sets, n=(2, 3))
+    (tmp_path / "in.pkl").write_bytes(pickle.dumps((index, docs)))
+    seed = "1" if os.environ.get("PYTHONHASHSEED") != "1" else "2"
+    subprocess.run([sys.executable, "-c", _CHILD, str(tmp_path / "in.pkl"), str(tmp_path / "out.pkl")],
+                   env={**os.environ, "PYTHONHASHSEED": seed}, check=True, timeout=60)
+    child_hash, shard = pickle.loads((tmp_path / "out.pkl").read_bytes())
+    assert child_hash != hash("a token")  # the child's str hashes differ from this process's
+    assert index.finish(shard) == index.scan(docs)
+    assert shard.counts[3].sum() > 0

@@ -7,9 +7,11 @@ views of these counts (every part that contains an n-gram gets that n-gram's cor
 
 Engine: tokens are mapped to integer ids of the test-set vocabulary (a corpus token outside it maps to
 0 and can be part of no indexed n-gram); a batch of documents becomes one id array with a 0 between
-documents; every window of ``n`` ids gets a 64-bit polynomial hash computed with numpy; windows whose
-hash is an indexed hash are checked exactly against the index (so a hash collision never counts).
-Memory is the index plus one batch of documents (``batch_tokens`` ids).
+documents; every window of ``n`` ids gets a 64-bit polynomial hash of fixed per-id values (splitmix64 of
+the id) computed with numpy; windows whose hash is an indexed hash are compared with the indexed n-grams
+id by id (so a hash collision never counts). Ids and hashes depend only on the test sets, never on the
+process (Python's salted ``str`` hash is not used), so a pickled index scans in another process as it
+is, without rebuilding its tables. Memory is the index plus one batch of documents (``batch_tokens`` ids).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import hashlib
 import numbers
 import os
 from collections.abc import Iterable, Sequence
+from itertools import repeat
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -33,6 +36,20 @@ PARTS = ("input", "references", "intersect")
 
 _MULT = np.uint64(0x9E3779B97F4A7C15)
 _BITS = 22  # prefilter bitmap: 4 Mi booleans per n
+
+
+def _token_hashes(size: int) -> np.ndarray:
+    """Fixed 64-bit value of every token id ``0 .. size - 1`` (splitmix64 of ``id + 1``; id 0 gives 0).
+
+    They depend on the id only, so every process derives the same window hashes.
+    """
+    z = (np.arange(size, dtype=np.uint64) + np.uint64(1)) * _MULT
+    z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+    z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+    z ^= z >> np.uint64(31)
+    if size:
+        z[0] = 0
+    return z
 
 
 def _window_hashes(ids: np.ndarray, n: int) -> np.ndarray:
@@ -77,23 +94,25 @@ class CorpusStats:
 
 @dataclass
 class ShardCounts:
-    """Partial result of one shard: corpus count of every indexed n-gram seen, and what was read.
+    """Partial result of one shard: corpus count of every indexed n-gram, and what was read.
 
-    Shards are merged with ``+`` (counts add), in any order: the merged result equals a single pass.
+    Shards are merged with ``+`` (counts add as numpy arrays), in any order: the merged result equals a
+    single pass.
 
     Attributes
     ----------
-    counts : dict of int to dict
-        ``n -> {n-gram as a tuple of token ids: occurrences}``.
+    counts : dict of int to numpy.ndarray
+        ``n -> int64 array``: occurrences of each indexed n-gram, in the order of
+        :meth:`OverlapIndex.ngram_ids` ``(n)``. An empty dict is the empty accumulator.
     stats : CorpusStats
         Documents, tokens and bytes read.
     index_key : str or None
-        Fingerprint of the index that produced the counts (:attr:`OverlapIndex.key`); n-grams are
-        stored as token ids of that index, so shards of different indexes are refused. None for an
+        Fingerprint of the index that produced the counts (:attr:`OverlapIndex.key`); counts are
+        positions in that index's n-gram table, so shards of different indexes are refused. None for an
         empty accumulator.
     """
 
-    counts: dict[int, dict[tuple[int, ...], int]]
+    counts: dict[int, np.ndarray]
     stats: CorpusStats = field(default_factory=CorpusStats)
     index_key: str | None = None
 
@@ -102,12 +121,112 @@ class ShardCounts:
             raise ValueError("these shard counts come from another OverlapIndex (other test sets, order, n, "
                              "tokenizer or parts): their token ids do not match; scan every shard with one index "
                              "(or copies of it)")
-        merged = {n: dict(c) for n, c in self.counts.items()}
+        merged = dict(self.counts)
         for n, c in other.counts.items():
-            target = merged.setdefault(n, {})
-            for gram, k in c.items():
-                target[gram] = target.get(gram, 0) + k
+            mine = merged.get(n)
+            if mine is None:
+                merged[n] = c
+            elif mine.shape != c.shape:
+                raise ValueError(f"shard counts for n={n} have {mine.shape[0]} and {c.shape[0]} n-grams: they come "
+                                 "from different indexes")
+            else:
+                merged[n] = mine + c
         return ShardCounts(merged, self.stats + other.stats, self.index_key or other.index_key)
+
+
+class _Engine:
+    """What a scan needs, and nothing else: vocabulary, n-gram table as arrays, sorted hash keys, prefilter.
+
+    Every array depends on the test sets only (token ids in order of first appearance, fixed per-id
+    hashes), so the pickled engine is valid in any process; only the prefilter bitmap, a function of the
+    keys, is left out of the pickle and redrawn from them (a few milliseconds).
+    """
+
+    def __init__(self, *, n: tuple[int, ...], vocab: dict[str, int], tokenizer: Tokenizer, key: str,
+                 grams: dict[int, np.ndarray], keys: dict[int, np.ndarray], rows: dict[int, np.ndarray],
+                 token_hash: np.ndarray) -> None:
+        self.n, self.vocab, self.tokenizer, self.key = n, vocab, tokenizer, key
+        # grams[n]: indexed n-grams (ids) in the index's table order; keys[n]: their window hashes, sorted;
+        # rows[n][j]: the row of grams[n] whose hash is keys[n][j]
+        self.grams, self.keys, self.rows, self.token_hash = grams, keys, rows, token_hash
+        self._derive()
+
+    @classmethod
+    def build(cls, index: OverlapIndex) -> _Engine:
+        token_hash = _token_hashes(len(index._vocab) + 1)
+        grams, keys, rows = {}, {}, {}
+        for n, t in index._table.items():
+            g = np.array(list(t), dtype=np.int32).reshape(len(t), n)
+            k = np.zeros(len(t), dtype=np.uint64)
+            for j in range(n):
+                k *= _MULT
+                k += token_hash[g[:, j]]
+            order = np.argsort(k, kind="stable")
+            grams[n], keys[n], rows[n] = g, k[order], order
+        return cls(n=index.n, vocab=index._vocab, tokenizer=index.tokenizer, key=index.key, grams=grams, keys=keys,
+                   rows=rows, token_hash=token_hash)
+
+    def _derive(self) -> None:
+        self.bits: dict[int, np.ndarray] = {}
+        self.max_dup: dict[int, int] = {}
+        for n, k in self.keys.items():
+            bits = np.zeros(1 << _BITS, dtype=bool)
+            bits[k >> np.uint64(64 - _BITS)] = True
+            self.bits[n] = bits
+            # most keys are unique; a key shared by several n-grams (a 64-bit collision) is checked against each
+            self.max_dup[n] = int(np.unique(k, return_counts=True)[1].max()) if k.size else 0
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["bits"], state["max_dup"]
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._derive()
+
+    def empty(self) -> dict[int, np.ndarray]:
+        return {n: np.zeros(len(self.keys[n]), dtype=np.int64) for n in self.n}
+
+    def count_batch(self, id_list: list[int], counts: dict[int, np.ndarray]) -> None:
+        ids = np.array(id_list, dtype=np.int64)
+        h1 = self.token_hash[ids]
+        shift = np.uint64(64 - _BITS)
+        for n in self.n:
+            if ids.size < n:
+                continue
+            h = _window_hashes(h1, n)
+            cand = np.flatnonzero(self.bits[n][h >> shift])
+            if cand.size == 0:
+                continue
+            keys, grams, rows = self.keys[n], self.grams[n], self.rows[n]
+            hc = h[cand]
+            pos = np.searchsorted(keys, hc)
+            windows = ids[cand[:, None] + np.arange(n)]
+            matched = []
+            active = np.arange(cand.size)
+            for step in range(self.max_dup[n]):
+                p = pos[active] + step
+                inside = p < keys.size
+                active, p = active[inside], p[inside]
+                same = keys[p] == hc[active]
+                active, p = active[same], p[same]
+                if active.size == 0:
+                    break
+                r = rows[p]
+                exact = (windows[active] == grams[r]).all(axis=1)  # a hash collision never counts
+                matched.append(r[exact])
+                active = active[~exact]
+            if matched:
+                hits = np.concatenate(matched)
+                if hits.size:
+                    counts[n] += np.bincount(hits, minlength=keys.size)
+
+    def scan_documents(self, documents: Iterable[str], batch_tokens: int) -> ShardCounts:
+        scanner = Scanner(self, batch_tokens)
+        for doc in documents:
+            scanner.add(doc)
+        return scanner.result()
 
 
 class OverlapIndex:
@@ -172,6 +291,7 @@ class OverlapIndex:
             digest.update(repr((ts.name, ts.split, [(i.id, i.input, i.references) for i in ts.instances])).encode(
                 "utf-8", "surrogatepass"))
         self.key = digest.hexdigest()[:32]
+        self._engine = _Engine.build(self)
 
     # -- construction -------------------------------------------------------------------------------------
     def _build(self) -> None:
@@ -215,36 +335,23 @@ class OverlapIndex:
         self._table = table
         self.num_ngrams = {n: len(t) for n, t in table.items()}
         self._inverse: list[str] | None = None
-        self._prepare_hashes()
 
-    def _prepare_hashes(self) -> None:
-        # Window hashes are built from Python's str hash, which is salted per process: they are
-        # recomputed in every process that unpickles the index (a dask or Spark worker).
-        token_hash = np.zeros(len(self._vocab) + 1, dtype=np.int64)
-        for t, i in self._vocab.items():
-            token_hash[i] = hash(t)
-        token_hash = token_hash.view(np.uint64)
-        self._keys: dict[int, np.ndarray] = {}
-        self._bits: dict[int, np.ndarray] = {}
-        for n, t in self._table.items():
-            grams = np.array(list(t), dtype=np.int64).reshape(len(t), n)
-            keys = np.zeros(len(t), dtype=np.uint64)
-            for k in range(n):
-                keys *= _MULT
-                keys += token_hash[grams[:, k]]
-            self._keys[n] = np.unique(keys)
-            bits = np.zeros(1 << _BITS, dtype=bool)
-            bits[self._keys[n] >> np.uint64(64 - _BITS)] = True
-            self._bits[n] = bits
+    def ngram_ids(self, n: int) -> np.ndarray:
+        """The indexed n-grams of length ``n`` as rows of token ids, in the order of :attr:`ShardCounts.counts`.
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = self.__dict__.copy()
-        del state["_keys"], state["_bits"]
-        return state
+        Parameters
+        ----------
+        n : int
+            One of the index's n.
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.__dict__.update(state)
-        self._prepare_hashes()
+        Returns
+        -------
+        numpy.ndarray
+            ``(num_ngrams[n], n)`` int32 array; :meth:`tokens_of` turns a row into tokens.
+        """
+        if n not in self.n:
+            raise ValueError(f"n={n!r} was not indexed; indexed n: {self.n}")
+        return self._engine.grams[n]
 
     # -- scanning -----------------------------------------------------------------------------------------
     def scan_documents(self, documents: Iterable[str], *, batch_tokens: int = 1 << 18,
@@ -293,28 +400,6 @@ class OverlapIndex:
         """
         return Scanner(self, batch_tokens)
 
-    def _count_batch(self, hashes: list[int], tokens: list[str | None], counts: dict[int, dict[tuple[int, ...], int]]) -> None:
-        h1 = np.array(hashes, dtype=np.int64).view(np.uint64)
-        get = self._vocab.get
-        shift = np.uint64(64 - _BITS)
-        for n in self.n:
-            if h1.size < n:
-                continue
-            h = _window_hashes(h1, n)
-            cand = np.flatnonzero(self._bits[n][h >> shift])
-            if cand.size == 0:
-                continue
-            keys = self._keys[n]
-            hc = h[cand]
-            pos = np.searchsorted(keys, hc)
-            pos[pos == keys.size] = 0
-            hits = cand[keys[pos] == hc]
-            table, target = self._table[n], counts[n]
-            for p in hits.tolist():
-                gram = tuple([get(t, 0) for t in tokens[p:p + n]])  # exact check: a hash collision never counts
-                if gram in table:
-                    target[gram] = target.get(gram, 0) + 1
-
     def finish(self, shard: ShardCounts) -> OverlapCounts:
         """Wrap merged shard counts as :class:`OverlapCounts` of this index.
 
@@ -335,7 +420,19 @@ class OverlapIndex:
         if shard.index_key is not None and shard.index_key != self.key:
             raise ValueError("these shard counts come from another OverlapIndex (other test sets, order, n, "
                              "tokenizer or parts): their token ids do not match this index's")
-        return OverlapCounts(self, shard.counts, shard.stats)
+        counts: dict[int, dict[tuple[int, ...], int]] = {}
+        for n in self.n:
+            c = shard.counts.get(n)
+            grams = self._engine.grams[n]
+            if c is None:
+                counts[n] = {}
+                continue
+            if c.shape != (grams.shape[0],):
+                raise ValueError(f"shard counts for n={n} have shape {c.shape}, this index has {grams.shape[0]} "
+                                 "n-grams: they come from another index")
+            hit = np.flatnonzero(c)
+            counts[n] = dict(zip(map(tuple, grams[hit].tolist()), c[hit].tolist()))
+        return OverlapCounts(self, counts, shard.stats)
 
     def scan(self, corpus: Any, *, backend: str = "local", text_field: str = "text", errors: str = "strict",
              lines: bool = True, batch_tokens: int = 1 << 18, progress: bool = False,
@@ -380,20 +477,20 @@ class OverlapIndex:
         from dask import delayed
 
         opts = {"text_field": text_field, "errors": errors, "lines": lines}
-        # One graph key for the index: each worker receives and unpickles it once (rebuilding its hash
-        # tables takes about a second), not once per shard.
-        index = delayed(self, name=f"overlap-index-{self.key}", traverse=False)
+        # One graph key for the scan tables (vocabulary, n-gram arrays, hash keys; not the test sets):
+        # each worker receives and unpickles them once, as they are, not once per shard.
+        engine = delayed(self._engine, name=f"overlap-engine-{self.key}", traverse=False)
         if isinstance(corpus, (str, os.PathLike)) or (isinstance(corpus, (list, tuple)) and corpus
                                                       and all(isinstance(c, os.PathLike) for c in corpus)):
             files = [str(p) for p in corpus_files(corpus)]
             bag = db.from_sequence(files, npartitions=max(1, len(files)))
-            parts = bag.map_partitions(_scan_files, index, opts, batch_tokens)
+            parts = bag.map_partitions(_scan_files, engine, opts, batch_tokens)
         else:
             docs = list(iter_documents(corpus))
             bag = db.from_sequence(docs, npartitions=npartitions or max(1, len(docs) // 1000))
-            parts = bag.map_partitions(_scan_docs, index, batch_tokens)
+            parts = bag.map_partitions(_scan_docs, engine, batch_tokens)
         shards = parts.compute(scheduler=scheduler) if scheduler is not None else parts.compute()
-        total = ShardCounts({n: {} for n in self.n}, index_key=self.key)
+        total = ShardCounts(self._engine.empty(), index_key=self.key)
         for shard in shards:
             total = total + shard
         return self.finish(total)
@@ -439,13 +536,15 @@ class Scanner:
         Token ids per numpy batch.
     """
 
-    def __init__(self, index: OverlapIndex, batch_tokens: int = 1 << 18) -> None:
+    def __init__(self, index: OverlapIndex | _Engine, batch_tokens: int = 1 << 18) -> None:
+        engine = index if isinstance(index, _Engine) else index._engine
         self.index = index
         self.batch_tokens = batch_tokens
-        self.counts: dict[int, dict[tuple[int, ...], int]] = {n: {} for n in index.n}
-        self._hashes: list[int] = []
-        self._tokens_buf: list[str | None] = []
-        self._tok = index.tokenizer.tokenize
+        self._engine = engine
+        self._counts = engine.empty()
+        self._ids: list[int] = []
+        self._get = engine.vocab.get
+        self._tok = engine.tokenizer.tokenize
         self._docs = self._tokens = self._bytes = 0
 
     def add(self, doc: str) -> None:
@@ -456,17 +555,15 @@ class Scanner:
         self._docs += 1
         self._tokens += len(tokens)
         self._bytes += len(doc.encode("utf-8", "surrogatepass"))
-        self._hashes.extend(map(hash, tokens))
-        self._hashes.append(0)  # document boundary; its None token fails every exact check
-        self._tokens_buf.extend(tokens)
-        self._tokens_buf.append(None)
-        if len(self._hashes) >= self.batch_tokens:
+        self._ids.extend(map(self._get, tokens, repeat(0)))
+        self._ids.append(0)  # document boundary: id 0 is in no indexed n-gram
+        if len(self._ids) >= self.batch_tokens:
             self._flush()
 
     def _flush(self) -> None:
-        if self._hashes:
-            self.index._count_batch(self._hashes, self._tokens_buf, self.counts)
-            self._hashes, self._tokens_buf = [], []
+        if self._ids:
+            self._engine.count_batch(self._ids, self._counts)
+            self._ids = []
 
     def result(self) -> ShardCounts:
         """Flush the last batch and return the shard's counts so far.
@@ -474,15 +571,16 @@ class Scanner:
         The result is a copy: documents added later do not change it.
         """
         self._flush()
-        return ShardCounts({n: dict(c) for n, c in self.counts.items()}, CorpusStats(self._docs, self._tokens, self._bytes), self.index.key)
+        return ShardCounts({n: c.copy() for n, c in self._counts.items()},
+                           CorpusStats(self._docs, self._tokens, self._bytes), self._engine.key)
 
 
-def _scan_files(files: Iterable[str], index: OverlapIndex, opts: dict[str, Any], batch_tokens: int) -> list[ShardCounts]:
-    return [index.scan_documents(iter_documents(os.fspath(f), **opts), batch_tokens=batch_tokens) for f in files]
+def _scan_files(files: Iterable[str], engine: _Engine, opts: dict[str, Any], batch_tokens: int) -> list[ShardCounts]:
+    return [engine.scan_documents(iter_documents(os.fspath(f), **opts), batch_tokens) for f in files]
 
 
-def _scan_docs(docs: Iterable[str], index: OverlapIndex, batch_tokens: int) -> list[ShardCounts]:
-    return [index.scan_documents(docs, batch_tokens=batch_tokens)]
+def _scan_docs(docs: Iterable[str], engine: _Engine, batch_tokens: int) -> list[ShardCounts]:
+    return [engine.scan_documents(docs, batch_tokens)]
 
 
 class OverlapCounts:
@@ -517,8 +615,12 @@ class OverlapCounts:
     def __add__(self, other: OverlapCounts) -> OverlapCounts:
         if other.index.key != self.index.key:
             raise ValueError("only counts of the same OverlapIndex (or copies of it, equal key) can be added")
-        merged = ShardCounts(self._counts, self.stats, self.index.key) + ShardCounts(other._counts, other.stats, self.index.key)
-        return OverlapCounts(self.index, merged.counts, merged.stats)
+        merged = {n: dict(c) for n, c in self._counts.items()}
+        for n, c in other._counts.items():
+            target = merged.setdefault(n, {})
+            for gram, k in c.items():
+                target[gram] = target.get(gram, 0) + k
+        return OverlapCounts(self.index, merged, self.stats + other.stats)
 
     def _check_n(self, n: int) -> None:
         if n not in self.index.n:
