@@ -260,3 +260,12 @@ def test_a_pickled_index_scans_in_a_fresh_process_as_is_without_rebuilding(tmp_p
     assert child_hash != hash("a token")  # the child's str hashes differ from this process's
     assert index.finish(shard) == index.scan(docs)
     assert shard.counts[3].sum() > 0
+
+
+def test_a_vocabulary_beyond_16_bit_ids_counts_its_last_tokens():
+    words = [f"w{k}" for k in range(70_000)]
+    ts = TestSet("t", "test", [Instance("q", " ".join(words), [])])
+    index = OverlapIndex(ts, n=3, parts=("input",))
+    assert index.ngram_ids(3).dtype == np.uint32
+    counts = index.scan(["x w69997 w69998 w69999 y", "w1 w2 w3"])
+    assert counts.ngram_counts(ts.key, "q", "input", 3) == {("w69997", "w69998", "w69999"): 1, ("w1", "w2", "w3"): 1}

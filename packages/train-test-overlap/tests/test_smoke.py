@@ -7,6 +7,7 @@ import sys
 import pytest
 from icml25_shared.testing import run_command, run_module
 
+from train_test_overlap import load_registry
 from train_test_overlap.__main__ import PAPER, main
 
 
@@ -28,6 +29,16 @@ def test_reproduce_quick_rates_per_planted_kind(tmp_path):
         assert r["verbatim"] == 1.0 and r["clean"] == 0.0, name  # random 30+ word texts: no chance overlap
     assert rates["helm"]["noised"] == 1.0 and rates["palm"]["noised"] == 0.0  # 14-word runs: 13-grams survive, 70% of 8-grams do not
     assert rates["gpt4"]["reformatted"] == 0.0 and rates["gpt3"]["reformatted"] == 1.0
+    # the registry table and chart: every entry of the shipped registry, with its score and unverified fields
+    entries = load_registry()
+    rows = result["registry"]["entries"]
+    assert [r["model"] for r in rows] == [e.model for e in entries]
+    assert [r["score"] for r in rows] == [e.score for e in entries]
+    assert [r["unverified"] for r in rows] == [", ".join(e.unverified) or "-" for e in entries]
+    assert result["registry"]["coverage"]["models"]["registry"] == len(entries)
+    table = (tmp_path / "registry.md").read_text()
+    assert all(e.model in table for e in entries) and "unverified" in table
+    assert (tmp_path / "registry.png").stat().st_size > 0
 
 
 def test_scan_command_writes_helm_files_equal_to_golden(tmp_path, helm_data):
@@ -113,3 +124,37 @@ def test_report_command_refuses_a_duplicated_score_and_an_unindexed_metric_n(tmp
     with pytest.raises(SystemExit) as exc:  # refused before the corpus is read
         main(args + ["--n", "5", "9"])
     assert exc.value.code == 2
+
+
+@pytest.mark.parametrize("command", ["presets", "report"])
+def test_gpt4_rule_without_pyahocorasick_names_the_extra_and_other_rules_still_run(tmp_path, helm_data, capsys,
+                                                                                   monkeypatch, command):
+    monkeypatch.setitem(sys.modules, "ahocorasick", None)  # import ahocorasick raises ImportError
+    args = [command, "--scenarios", str(helm_data / "scenarios.jsonl"), "--corpus", str(helm_data / "corpus.txt"),
+            "--out", str(tmp_path)]
+    for chosen in ([], ["--presets", "helm", "gpt4"]):  # the default is every preset, gpt4 included
+        with pytest.raises(SystemExit) as exc:
+            main(args + chosen)
+        assert exc.value.code == 2
+        assert "train-test-overlap[gpt4]" in capsys.readouterr().err
+    assert main(args + ["--presets", "helm", "palm"]) == 0
+
+
+def test_presets_command_refuses_an_unknown_preset_listing_the_accepted(tmp_path, helm_data, capsys):
+    with pytest.raises(SystemExit) as exc:
+        main(["presets", "--scenarios", str(helm_data / "scenarios.jsonl"), "--corpus", str(helm_data / "corpus.txt"),
+              "--out", str(tmp_path), "--presets", "gpt5"])
+    assert exc.value.code == 2 and "'gpt5'" in capsys.readouterr().err
+
+
+def test_sketch_query_refuses_another_n_or_tokenizer_than_the_sketch_holds(tmp_path, helm_data, capsys):
+    pytest.importorskip("xxhash")
+    assert main(["sketch", "--corpus", str(helm_data / "corpus.txt"), "--n", "5", "--capacity", "1000",
+                 "--out", str(tmp_path / "s.npz")]) == 0
+    query = ["sketch", "--load", str(tmp_path / "s.npz"), "--scenarios", str(helm_data / "scenarios.jsonl")]
+    for wrong, says in ((["--n", "13"], "5-grams"), (["--tokenizer", "whitespace"], "helm-default")):
+        with pytest.raises(SystemExit) as exc:
+            main(query + wrong)
+        assert exc.value.code == 2 and says in capsys.readouterr().err
+    assert main(query + ["--n", "5", "--tokenizer", "helm-default"]) == 0
+    assert "with a reported 5-gram" in capsys.readouterr().out

@@ -52,10 +52,27 @@ def _sketch_args(parser: argparse.ArgumentParser) -> None:
     _corpus_args(parser, required=False, out="where to write the sketch (.npz) or the query result (.json)")
     parser.add_argument("--load", help="a sketch written by this command")
     parser.add_argument("--scenarios", help="HELM light-scenario JSONL to query")
-    parser.add_argument("--n", type=int, default=13)
-    parser.add_argument("--tokenizer", default="helm-default", choices=_TOKENIZERS)
+    parser.add_argument("--n", type=int, help="n-gram length when building (default 13); a query checks it against the sketch's")
+    parser.add_argument("--tokenizer", choices=_TOKENIZERS,
+                        help="when building (default helm-default); a query checks it against the sketch's")
     parser.add_argument("--capacity", type=int, default=10_000_000, help="distinct n-grams the filter is sized for")
     parser.add_argument("--fp-rate", type=float, default=1e-3)
+
+
+def _check_presets(names: list[str], parser: argparse.ArgumentParser) -> None:
+    """Refuse unknown preset names and a substring rule (gpt4) without its extra, before any reading."""
+    from train_test_overlap.presets import PRESETS
+
+    unknown = [name for name in names if name not in PRESETS]
+    if unknown:
+        parser.error(f"unknown presets {unknown}; accepted: {sorted(PRESETS)}")
+    substring = [name for name in names if PRESETS[name].measure == "substring"]
+    if substring:
+        try:
+            import ahocorasick  # noqa: F401
+        except ImportError:
+            parser.error(f"preset {', '.join(substring)} needs pyahocorasick, which is not installed: "
+                         "pip install 'train-test-overlap[gpt4]', or leave it out of --presets")
 
 
 def _scan(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
@@ -81,6 +98,7 @@ def _presets(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from train_test_overlap import load_helm_scenarios
     from train_test_overlap.presets import evaluate_presets
 
+    _check_presets(args.presets, parser)
     results, stats = evaluate_presets(load_helm_scenarios(args.scenarios), [Path(c) for c in args.corpus],
                                       presets=args.presets, random_state=args.seed, text_field=args.text_field,
                                       errors=args.errors)
@@ -102,6 +120,7 @@ def _report(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
 
     if args.metric_n not in args.n:
         parser.error(f"--metric-n {args.metric_n} must be one of --n {args.n}")
+    _check_presets(args.presets, parser)
     sets = load_helm_scenarios(args.scenarios)
     corpus = [Path(c) for c in args.corpus]
     scores: dict[tuple[str, str], dict[str, float]] | None = None
@@ -134,7 +153,8 @@ def _sketch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if args.corpus:
         if not args.out:
             parser.error("--corpus needs --out")
-        sketch = CorpusSketch(n=args.n, tokenizer=args.tokenizer, capacity=args.capacity, fp_rate=args.fp_rate)
+        sketch = CorpusSketch(n=13 if args.n is None else args.n, tokenizer=args.tokenizer or "helm-default",
+                              capacity=args.capacity, fp_rate=args.fp_rate)
         sketch.add_corpus([Path(c) for c in args.corpus], text_field=args.text_field, errors=args.errors)
         sketch.save(args.out)
         print(f"sketched {sketch.documents} documents: m={sketch.m} bits, k={sketch.k}, fill {sketch.fill_ratio():.4f}; "
@@ -143,6 +163,10 @@ def _sketch(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     if not (args.load and args.scenarios):
         parser.error("give --corpus and --out to build, or --load and --scenarios to query")
     sketch = CorpusSketch.load(args.load)
+    try:
+        sketch._check(args.n, args.tokenizer)
+    except ValueError as exc:  # the sketch stores its n and tokenizer; another one cannot be queried
+        parser.error(f"{exc} (--load {args.load}: n={sketch.n}, tokenizer {sketch.tokenizer.name!r})")
     result = sketch.overlap(load_helm_scenarios(args.scenarios))
     for (name, split), fractions in result.items():
         flagged = sum(1 for v in fractions.values() if v > 0)

@@ -21,8 +21,9 @@ from train_test_overlap.data import Instance, TestSet
 from train_test_overlap.index import OverlapIndex
 from train_test_overlap.metrics import metrics
 from train_test_overlap.presets import PRESETS, evaluate_presets
+from train_test_overlap.registry import coverage, load_registry
 
-__all__ = ["demo", "planted_corpus", "reproduce", "stdlib_test_set"]
+__all__ = ["demo", "planted_corpus", "registry_table", "reproduce", "stdlib_test_set"]
 
 DEMO_FUNCTIONS = ("textwrap.dedent", "textwrap.fill", "json.dumps", "json.loads", "os.path.join", "shutil.copyfile",
                   "string.capwords", "heapq.heappush", "bisect.insort_left", "random.shuffle")
@@ -153,9 +154,54 @@ def planted_corpus(*, n_instances: int, target_bytes: int, random_state: Any = N
     return ts, truth, documents()
 
 
+def registry_table() -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
+    """The shipped disclosure registry as table rows (one per entry, with its score and unverified fields).
+
+    Returns
+    -------
+    rows : list of dict
+        ``model``, ``developer``, the three scored booleans, ``engagement``, ``score``, ``unverified``
+        (comma-separated field names, ``-`` when every field was checked) and ``source``, in registry order.
+    coverage : dict
+        :func:`~train_test_overlap.registry.coverage` of the entries: their counts beside the paper's.
+    """
+    entries = load_registry()
+    rows = [{"model": e.model, "developer": e.developer, "open_data": e.open_data, "publishes_stats": e.publishes_stats,
+             "publishes_method": e.publishes_method, "engagement": e.engagement, "score": e.score,
+             "unverified": ", ".join(e.unverified) or "-", "source": e.source} for e in entries]
+    return rows, coverage(entries)
+
+
+def _registry_figure(rows: list[dict[str, Any]]) -> Any:
+    import matplotlib.pyplot as plt
+
+    why = ["open data" if r["open_data"] is True else "statistics and method" if r["score"] else "neither" for r in rows]
+    colours = {"open data": "tab:green", "statistics and method": "tab:blue", "neither": "tab:gray"}
+    fig, ax = plt.subplots(figsize=(6, 0.6 + 0.28 * max(len(rows), 1)))
+    y = np.arange(len(rows))
+    ax.barh(y, [max(r["score"], 0.04) for r in rows], color=[colours[w] for w in why],
+            hatch=["//" if r["unverified"] != "-" else "" for r in rows])
+    ax.set_yticks(y, [f"{r['model']} ({r['developer']})" for r in rows], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlim(0, 1.05)
+    ax.set_xticks([0, 1])
+    ax.set_xlabel("score: train-test overlap knowable by the public (hatched: a field unverified)")
+    ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=c) for c in colours.values()], labels=list(colours),
+              fontsize=7, loc="lower right")
+    ax.set_title(f"disclosure registry: {len(rows)} models, {sum(r['score'] for r in rows)} scored 1", fontsize=9)
+    return fig
+
+
 def reproduce(ctx: RunContext) -> None:
-    """Each preset's dirty rate per planted kind on a synthetic corpus (quick: 2 MB, 200 instances)."""
+    """The registry's table and chart, and each preset's dirty rate per planted kind on a synthetic corpus.
+
+    Writes ``registry.md`` / ``registry.png`` (every registry entry with its score and unverified fields)
+    and ``reproduce.md`` / ``.json`` / ``.png`` (quick: 2 MB, 200 instances; else 100 MB, 1000).
+    """
     logging.getLogger("train_test_overlap.presets").setLevel(logging.ERROR)
+    registry_rows, registry_coverage = registry_table()
+    ctx.write_table(registry_rows, name="registry")
+    ctx.save_figure(_registry_figure(registry_rows), name="registry")
     size = 2_000_000 if ctx.quick else 100_000_000
     n_inst = 200 if ctx.quick else 1000
     ts, truth, docs = planted_corpus(n_instances=n_inst, target_bytes=size, random_state=ctx.seed)
@@ -173,7 +219,8 @@ def reproduce(ctx: RunContext) -> None:
     corpus = stats["helm-default"]
     ctx.write_json({"seed": ctx.seed, "instances": n_inst, "corpus_bytes": corpus.bytes, "corpus_documents": corpus.documents,
                     "corpus_tokens_helm": corpus.tokens, "kinds": {k: sum(v == k for v in truth.values()) for k in KINDS},
-                    "true_contaminated_fraction": truth_rate, "presets": table})
+                    "true_contaminated_fraction": truth_rate, "presets": table,
+                    "registry": {"entries": registry_rows, "coverage": registry_coverage}})
     rows = [[name, *(table[name]["dirty_rate"][k] for k in KINDS), table[name]["fraction_dirty"]] for name in names]
     rows.append(["truth", 1.0, 1.0, 1.0, 1.0, 0.0, truth_rate])
     ctx.write_table(rows, headers=["preset", *(f"{k} dirty" for k in KINDS), "estimated contaminated fraction"])

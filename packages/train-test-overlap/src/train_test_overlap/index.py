@@ -155,14 +155,15 @@ class _Engine:
     def build(cls, index: OverlapIndex) -> _Engine:
         token_hash = _token_hashes(len(index._vocab) + 1)
         grams, keys, rows = {}, {}, {}
+        id_type = np.min_scalar_type(len(index._vocab))  # uint16 for a vocabulary under 65536 tokens: half the bytes to ship
         for n, t in index._table.items():
-            g = np.array(list(t), dtype=np.int32).reshape(len(t), n)
+            g = np.array(list(t), dtype=id_type).reshape(len(t), n)
             k = np.zeros(len(t), dtype=np.uint64)
             for j in range(n):
                 k *= _MULT
                 k += token_hash[g[:, j]]
             order = np.argsort(k, kind="stable")
-            grams[n], keys[n], rows[n] = g, k[order], order
+            grams[n], keys[n], rows[n] = g, k[order], order.astype(np.int32 if len(t) < 2**31 else np.int64)
         return cls(n=index.n, vocab=index._vocab, tokenizer=index.tokenizer, key=index.key, grams=grams, keys=keys,
                    rows=rows, token_hash=token_hash)
 
@@ -347,7 +348,8 @@ class OverlapIndex:
         Returns
         -------
         numpy.ndarray
-            ``(num_ngrams[n], n)`` int32 array; :meth:`tokens_of` turns a row into tokens.
+            ``(num_ngrams[n], n)`` array of unsigned ints (the smallest type that holds the vocabulary's
+            ids); :meth:`tokens_of` turns a row into tokens.
         """
         if n not in self.n:
             raise ValueError(f"n={n!r} was not indexed; indexed n: {self.n}")
