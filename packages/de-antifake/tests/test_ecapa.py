@@ -154,6 +154,7 @@ def test_unsupported_or_mismatched_settings(tmp_path):
         (text.replace("lin_neurons: 8", "lin_neurons: 8\n    bogus: 3"), r"\['bogus'\]"),
         (text.replace("input_size: !ref <n_mels>", "input_size: !ref <n_mels> * 2"), "not supported"),
         (text.replace("ECAPA_TDNN.ECAPA_TDNN", "Xvector.Xvector"), "must be !new:speechbrain.lobes.models.ECAPA"),
+        ("n_mels: 80\n  bad: : indentation", "not valid YAML"),
         (text.replace("    n_mels: !ref <n_mels>\n", "    n_mels: !ref <n_mels>\n    sample_rate: 8000\n", 1), "8000 Hz"),
     ]
     for bad, match in cases:

@@ -13,6 +13,7 @@ if TYPE_CHECKING:
     from de_antifake.audio import SAMPLE_RATE, as_mono, snr_db
     from de_antifake.clone import ParameterCloner, SpeakerVerifier, VoiceCloner, embed_batch
     from de_antifake.corpus import Corpus, SpeakerParams, Utterance, make_corpus, pronounce, read_textgrid, synthesize
+    from de_antifake.datasets import SpeechCorpus, read_audio, read_librispeech, read_vctk
     from de_antifake.diffusion import (
         DiffusionSchedule,
         DiffWave,
@@ -22,6 +23,8 @@ if TYPE_CHECKING:
         save_purification_pkl,
         train_diffwave,
     )
+    from de_antifake.dvector import DVectorConfig, DVectorEncoder, DVectorResult, ge2e_loss, train_dvector
+    from de_antifake.ecapa import ECAPATDNN, ECAPAEncoder, SpeechbrainFbank, load_ecapa, save_ecapa
     from de_antifake.encoder import MelFrontEnd, ResemblyzerEncoder, eer_threshold
     from de_antifake.phoneme import PhonemeSpectra, alignment_from_intervals, alignment_from_words
     from de_antifake.protect import attackvc
@@ -47,6 +50,11 @@ _EXPORTS = {
     "Corpus": "corpus", "SpeakerParams": "corpus", "Utterance": "corpus", "make_corpus": "corpus",
     "pronounce": "corpus", "read_textgrid": "corpus", "synthesize": "corpus",
     "MelFrontEnd": "encoder", "ResemblyzerEncoder": "encoder", "eer_threshold": "encoder",
+    "SpeechCorpus": "datasets", "read_audio": "datasets", "read_librispeech": "datasets", "read_vctk": "datasets",
+    "DVectorConfig": "dvector", "DVectorEncoder": "dvector", "DVectorResult": "dvector", "ge2e_loss": "dvector",
+    "train_dvector": "dvector",
+    "ECAPAEncoder": "ecapa", "ECAPATDNN": "ecapa", "SpeechbrainFbank": "ecapa", "load_ecapa": "ecapa",
+    "save_ecapa": "ecapa",
     "ParameterCloner": "clone", "SpeakerVerifier": "clone", "VoiceCloner": "clone", "embed_batch": "clone",
     "DiffusionSchedule": "diffusion", "DiffWave": "diffusion", "DiffWaveConfig": "diffusion",
     "DiffWavePurifier": "diffusion", "load_purification_pkl": "diffusion", "save_purification_pkl": "diffusion",
@@ -65,11 +73,16 @@ __all__ = [
     "BandPassPurifier",
     "CodecPurifier",
     "Corpus",
+    "DVectorConfig",
+    "DVectorEncoder",
+    "DVectorResult",
     "DiffWave",
     "DiffWaveConfig",
     "DiffWavePurifier",
     "DiffusionSchedule",
     "DownsamplePurifier",
+    "ECAPAEncoder",
+    "ECAPATDNN",
     "LowPassPurifier",
     "MedianPurifier",
     "MelFrontEnd",
@@ -82,6 +95,8 @@ __all__ = [
     "SAMPLE_RATE",
     "SpeakerParams",
     "SpeakerVerifier",
+    "SpeechCorpus",
+    "SpeechbrainFbank",
     "Utterance",
     "VoiceCloner",
     "__version__",
@@ -92,16 +107,23 @@ __all__ = [
     "available_codecs",
     "eer_threshold",
     "embed_batch",
+    "ge2e_loss",
+    "load_ecapa",
     "load_purification_pkl",
     "load_refinement_ckpt",
     "make_corpus",
     "pronounce",
+    "read_audio",
+    "read_librispeech",
     "read_textgrid",
+    "read_vctk",
+    "save_ecapa",
     "save_purification_pkl",
     "save_refinement_ckpt",
     "snr_db",
     "synthesize",
     "train_diffwave",
+    "train_dvector",
 ]
 
 

@@ -345,7 +345,10 @@ def _read_hparams(path: Path) -> dict:
         return _Tagged(suffix, value)
 
     Loader.add_multi_constructor("!", tagged)
-    doc = yaml.load(path.read_text(encoding="utf-8"), Loader=Loader)  # noqa: S506 - a SafeLoader subclass
+    try:
+        doc = yaml.load(path.read_text(encoding="utf-8"), Loader=Loader)  # noqa: S506 - a SafeLoader subclass
+    except yaml.YAMLError as err:
+        raise ValueError(f"{path} is not valid YAML: {err}") from err
     if not isinstance(doc, dict):
         raise ValueError(f"{path} is not a mapping of hyperparameters")
     return doc
