@@ -161,3 +161,11 @@ def test_vctk_080_wav_and_read_audio(tmp_path):
     wavfile.write(bad, 16000, np.array([0.0, np.nan], np.float32))
     with pytest.raises(ValueError, match="NaN"):
         read_audio(bad)
+
+
+def test_flac_without_soundfile_names_the_extra(libri, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "soundfile", None)  # import soundfile -> ImportError
+    with pytest.raises(ImportError, match=r"de-antifake\[data\]"):
+        read_librispeech(libri)

@@ -131,6 +131,9 @@ def test_gradient_reaches_the_waveform(tmp_path, wavs):
     enc.embed(x)[:, 0].sum().backward()
     assert torch.isfinite(x.grad).all() and float(x.grad.abs().max()) > 0
     assert torch.allclose(enc.embed(x.detach()).norm(dim=1), torch.ones(2))
+    torch.testing.assert_close(enc.embed(x.detach().double()), enc.embed(x.detach()))  # float64 is cast
+    with pytest.raises(ValueError, match="reflect padding"):
+        enc.embed(torch.zeros(480))
 
 
 def test_missing_files_name_the_path(tmp_path):

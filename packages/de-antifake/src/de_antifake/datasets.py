@@ -127,7 +127,7 @@ def read_audio(path: str | Path) -> np.ndarray:
     """Read an audio file as 16 kHz float32 mono samples in [-1, 1].
 
     WAV files are read with :mod:`scipy.io.wavfile`; FLAC (and anything else) needs ``soundfile``
-    (``pip install 'de-antifake[datasets]'``). Channels are averaged; another sampling rate is resampled
+    (``pip install 'de-antifake[data]'``). Channels are averaged; another sampling rate is resampled
     with :func:`scipy.signal.resample_poly`.
 
     Raises
@@ -150,7 +150,7 @@ def read_audio(path: str | Path) -> np.ndarray:
             soundfile = importlib.import_module("soundfile")
         except (ImportError, OSError) as err:
             raise ImportError(f"reading {path.suffix} files such as {path} needs soundfile: "
-                              "pip install 'de-antifake[datasets]'") from err
+                              "pip install 'de-antifake[data]'") from err
         data, sr = soundfile.read(str(path), dtype="float64", always_2d=False)
     if data.ndim == 2:
         data = data.mean(axis=1)

@@ -170,7 +170,11 @@ class DVectorEncoder(ResemblyzerEncoder):
         blob = torch.load(path, map_location="cpu", weights_only=True)
         if not isinstance(blob, dict) or set(blob) != {"config", "state_dict"}:
             raise ValueError(f"{path} is not a d-vector saved by DVectorEncoder.save")
-        model = cls(DVectorConfig(**blob["config"]))
+        try:
+            config = DVectorConfig(**blob["config"])
+        except TypeError as err:
+            raise ValueError(f"{path} holds a d-vector config this version cannot read: {err}") from err
+        model = cls(config)
         model.load_state_dict(blob["state_dict"], strict=True)
         return _freeze(model)
 

@@ -292,7 +292,12 @@ class ECAPAEncoder(nn.Module):
     def raw_embed(self, wav: torch.Tensor, *, normalize: bool = False) -> torch.Tensor:
         """The ``encode_batch(wav)[:, 0]`` of speechbrain for equal-length waveforms ``(batch, n)`` -> ``(batch, d)``."""
         squeeze = wav.dim() == 1
-        x = wav.unsqueeze(0) if squeeze else wav
+        x = (wav.unsqueeze(0) if squeeze else wav).float()  # the model's dtype, as speechbrain casts
+        frames = x.shape[-1] // self.front.hop + 1
+        reach = max((m.pad for m in self.embedding_model.modules() if isinstance(m, _Conv)), default=0)
+        if frames <= reach:
+            raise ValueError(f"a waveform of {x.shape[-1]} samples gives {frames} frames; the model's reflect "
+                             f"padding needs more than {reach} (at least {reach * self.front.hop} samples)")
         feats = self.front(x)
         feats = feats - feats.mean(dim=1, keepdim=True)
         emb = self.embedding_model(feats)[:, 0]
