@@ -11,7 +11,7 @@ from de_antifake.protect import attackvc
 def test_budget_snr_and_effect(small_corpus, ge2e):
     x = np.stack([u.wav for u in small_corpus.utterances[:2]])
     target = ge2e.embed(torch.from_numpy(small_corpus.utterances[-1].wav)).numpy()
-    adv = attackvc(x, target, eps=0.01, encoder=ge2e, iters=8, lr=0.1)
+    adv = attackvc(x, target, eps=0.01, encoder=ge2e, iters=8)
     assert adv.dtype == np.float32
     assert np.abs(adv.astype(np.float64) - x.astype(np.float64)).max() <= 0.01
     for a, b in zip(x, adv, strict=True):
@@ -59,11 +59,43 @@ def test_batched_equals_per_clip():
 
     torch.manual_seed(0)
     enc = ResemblyzerEncoder(hidden_size=16, embedding_size=8, num_layers=1)
-    x = np.random.default_rng(0).normal(0, 0.05, (3, 17000)).astype(np.float32)
+    x = np.random.default_rng(0).normal(0, 0.05, (3, 9000)).astype(np.float32)
     t = np.abs(np.random.default_rng(1).normal(size=(3, 8)))
-    batch = attackvc(x, t, eps=0.005, encoder=enc, iters=4)
-    for i in range(3):
-        np.testing.assert_allclose(batch[i], attackvc(x[i], t[i], eps=0.005, encoder=enc, iters=4), atol=1e-6)
+    for method in ("pgd", "adam"):
+        batch = attackvc(x, t, eps=0.005, encoder=enc, iters=3, method=method)
+        for i in range(3):
+            one = attackvc(x[i], t[i], eps=0.005, encoder=enc, iters=3, method=method)
+            np.testing.assert_allclose(batch[i], one, atol=1e-6)
+
+
+def test_pgd_holds_the_snr_floor_exactly_and_spends_the_budget():
+    # the old Adam + hinge attack ended at 24.8 dB; the projection holds the floor exactly in float32
+    class Proj:  # a linear "encoder" with a gradient everywhere
+        p = torch.from_numpy(np.random.default_rng(5).normal(size=(16000, 4)).astype(np.float32))
+
+        def embed(self, wav):
+            e = wav @ self.p
+            return e / e.norm(dim=-1, keepdim=True)
+
+    enc = Proj()
+    x = np.random.default_rng(2).normal(0, 0.05, (3, 16000)).astype(np.float32)
+    x[2] *= 0.1  # a quiet clip: the SNR ball binds long before the L-infinity box
+    for floor in (25.0, 30.0):
+        adv = attackvc(x, np.ones(4) / 2, eps=0.01, encoder=enc, iters=6, lr=1.0, min_snr_db=floor)
+        snrs = [snr_db(a, b) for a, b in zip(x, adv, strict=True)]
+        assert min(snrs) >= floor and max(snrs) < floor + 0.5, snrs  # at the floor: the budget is used
+        assert np.abs(adv.astype(np.float64) - x).max() <= 0.01
+    loud = attackvc(x[:1], np.ones(4) / 2, eps=0.001, encoder=enc, iters=6, min_snr_db=-np.inf)
+    assert np.abs(loud.astype(np.float64) - x[:1]).max() == pytest.approx(0.001, rel=1e-3)  # box binds
+
+
+def test_pgd_moves_the_embedding_further_than_adam(small_corpus, ge2e):
+    x = np.stack([u.wav for u in small_corpus.utterances[:2]])
+    target = ge2e.embed(torch.from_numpy(small_corpus.utterances[-1].wav)).numpy()
+    with torch.no_grad():  # attackvc also works when called inside no_grad (it failed there before)
+        gain = {m: float((ge2e.embed(torch.from_numpy(attackvc(x, target, eps=0.01, encoder=ge2e, iters=6, method=m)))
+                          @ torch.from_numpy(target)).mean()) for m in ("pgd", "adam")}
+    assert gain["pgd"] > gain["adam"], gain
 
 
 def test_budget_is_exact_after_float32_rounding():
@@ -88,6 +120,13 @@ def test_bad_arguments():
         attackvc(x, np.ones(4), eps=0.01, encoder=enc, adaptive="bpda")
     with pytest.raises(ValueError, match="targets"):
         attackvc(np.zeros((2, 16000)), np.ones((3, 4)), eps=0.01, encoder=enc)
+    with pytest.raises(ValueError, match="method"):
+        attackvc(x, np.ones(4), eps=0.01, encoder=enc, method="fgsm")
+    for lr in (0.0, float("nan")):
+        with pytest.raises(ValueError, match="lr"):
+            attackvc(x, np.ones(4), eps=0.01, encoder=enc, lr=lr)
+    with pytest.raises(ValueError, match="min_snr_db"):
+        attackvc(x, np.ones(4), eps=0.01, encoder=enc, min_snr_db=float("nan"))
 
 
 def test_adaptive_bpda_and_eot_run_through_a_purifier():
