@@ -143,3 +143,35 @@ def test_training_leaves_the_callers_torch_rng_alone():
     b = train_diffwave(np.zeros((2, 400), np.float32), config=TINY, steps=1, batch_size=2, segment=400, random_state=0)
     for p, q in zip(a.parameters(), b.parameters(), strict=True):
         torch.testing.assert_close(p, q, rtol=0, atol=0)
+
+
+def test_peak_normalisation_is_undone_and_scale_equivariant():
+    net = DiffWave(TINY).eval()
+    with torch.no_grad():
+        net.final_conv[2].conv.weight.normal_(0, 0.1)
+    wav = np.random.default_rng(2).normal(0, 0.02, 20000).astype(np.float32)
+    p = DiffWavePurifier(net, t=3, peak=0.95, random_state=4)
+    # the same noise acts at the same relative level whatever the input gain, and the gain is undone
+    np.testing.assert_allclose(p.purify(3 * wav, 16000), 3 * p.purify(wav, 16000), rtol=1e-4, atol=1e-6)
+    assert np.array_equal(p.purify(np.zeros(100), 16000), p.purify(np.zeros(100), 16000))
+    assert np.isfinite(p.purify(np.zeros(100), 16000)).all()  # a silent clip is not divided by zero
+    # without peak the fixed diffusion noise meets a quiet clip at a lower SNR
+    plain = DiffWavePurifier(net, t=3, random_state=4)
+    assert not np.allclose(plain.purify(3 * wav, 16000), 3 * plain.purify(wav, 16000), rtol=1e-2)
+    for bad in (0.0, -1.0, 1.5):
+        with pytest.raises(ValueError, match="peak"):
+            DiffWavePurifier(net, peak=bad)
+
+
+def test_training_settings_are_checked_and_ema_is_returned():
+    w = np.random.default_rng(0).normal(0, 0.05, (2, 3000)).astype(np.float32)
+    with pytest.raises(ValueError, match="max_t"):
+        train_diffwave(w, config=TINY, steps=1, segment=1024, max_t=0)
+    with pytest.raises(ValueError, match="ema_decay"):
+        train_diffwave(w, config=TINY, steps=1, segment=1024, ema_decay=1.0)
+    with pytest.raises(ValueError, match="segment"):
+        train_diffwave(w, config=TINY, steps=1, segment=4096)
+    last = train_diffwave(w, config=TINY, steps=3, segment=1024, ema_decay=0.0, random_state=0)
+    avg = train_diffwave(w, config=TINY, steps=3, segment=1024, ema_decay=0.9, random_state=0)
+    diff = [float((a - b).abs().max()) for a, b in zip(last.parameters(), avg.parameters(), strict=True)]
+    assert max(diff) > 0  # the average of the iterates, not the last one

@@ -196,3 +196,35 @@ def test_refiner_fit_leaves_the_callers_torch_rng_alone():
     w = np.zeros((2, 2560), np.float32)
     PhonemeGuidedRefiner(use_text=False, channels=2, layers=1, random_state=0).fit(w, w, steps=1, batch_size=1)
     torch.testing.assert_close(torch.rand(3), expected)
+
+
+def test_untrained_denoiser_refiner_returns_its_estimate():
+    from de_antifake.refiner import PhonemeGuidedRefiner
+
+    ref = PhonemeGuidedRefiner(use_text=False, N=30, random_state=0)
+    ref._build()
+    with torch.no_grad():  # a network that has learnt nothing: correction r = 0
+        ref.score_net_.out.weight.zero_()
+        ref.score_net_.out.bias.zero_()
+    g = torch.Generator().manual_seed(0)
+    y = torch.rand(1, 1, 64, 40, generator=g)
+    out = ref.sample(y, None, generator=g)
+    assert float((out - y).pow(2).mean().sqrt()) < 0.01  # not noise: the estimate comes back
+    noise = PhonemeGuidedRefiner(use_text=False, N=30, parametrization="noise", random_state=0)
+    noise._build()
+    noise.score_net_.load_state_dict(ref.score_net_.state_dict())
+    away = noise.sample(y, None, generator=torch.Generator().manual_seed(0))
+    assert float((away - y).pow(2).mean().sqrt()) > 0.05  # the same zero network as a noise predictor does not
+    with pytest.raises(ValueError, match="parametrization"):
+        PhonemeGuidedRefiner(parametrization="x0")._build()
+
+
+def test_refine_of_clean_audio_keeps_it():
+    from de_antifake.audio import snr_db
+    from de_antifake.refiner import PhonemeGuidedRefiner
+
+    clean = np.stack([np.sin(np.linspace(0, 300 * (k + 1), 5120)) * 0.05 for k in range(4)]).astype(np.float32)
+    noisy = clean + np.random.default_rng(0).normal(0, 0.002, clean.shape).astype(np.float32)
+    ref = PhonemeGuidedRefiner(use_text=False, channels=4, layers=1, N=30, random_state=0)
+    ref.fit(clean, noisy, steps=20, batch_size=4)
+    assert snr_db(clean[0], ref.refine(clean[0], 16000)) > 10  # 0 dB or below with the noise parametrization

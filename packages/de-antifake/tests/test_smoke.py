@@ -33,10 +33,13 @@ def test_the_pretrained_encoder_never_imports_resemblyzer_or_webrtcvad():
 
 
 def test_demo_finds_the_weights_reproduce_wrote_to_the_same_out_folder(tmp_path):
-    from de_antifake.experiments import _weights_folder
+    from de_antifake.experiments import WEIGHT_FILES, _weights_folder, shipped_weights
 
-    assert _weights_folder(tmp_path) is None
+    fallback = _weights_folder(tmp_path)
+    assert fallback in (None, shipped_weights())
     (tmp_path / "weights").mkdir()
-    for name in ("purification.pkl", "refinement.ckpt", "refinement_unguided.ckpt"):
+    for name in WEIGHT_FILES[:-1]:
         (tmp_path / "weights" / name).write_bytes(b"")
+    assert _weights_folder(tmp_path) == fallback  # an incomplete folder is not used
+    (tmp_path / "weights" / WEIGHT_FILES[-1]).write_bytes(b"")
     assert _weights_folder(tmp_path) == tmp_path / "weights"

@@ -34,11 +34,18 @@ from de_antifake.protect import attackvc
 from de_antifake.purifiers import LowPassPurifier, available_codecs
 from de_antifake.refiner import PhonemeGuidedRefiner, PhonePuRe, load_refinement_ckpt, save_refinement_ckpt
 
-__all__ = ["ChainSizes", "demo", "reproduce", "run_chain"]
+__all__ = ["ChainSizes", "demo", "load_weights", "reproduce", "run_chain", "shipped_weights"]
 
 STAGE1 = DiffWaveConfig(res_channels=32, skip_channels=32, num_res_layers=8, dilation_cycle=8,
                         diffusion_step_embed_dim_in=32, diffusion_step_embed_dim_mid=64, diffusion_step_embed_dim_out=64)
 """The tiny stage-1 DiffWave used at CPU scale."""
+
+STAGE1_PEAK = 0.95
+"""Peak level (``max |x|``) at which the tiny DiffWave is trained and purifies (``peak=`` of both)."""
+
+
+_DW_STEPS, _DW_LR, _REF_STEPS = 450, 5e-3, 150
+# quick training budget: stage-1 steps (crops of 1024 samples, batch 16), its Adam rate, refiner steps
 
 
 @dataclass(frozen=True)
@@ -48,12 +55,12 @@ class ChainSizes:
     n_speakers: int = 8
     n_utterances: int = 6
     attack_iters: int = 30
-    diffwave_steps: int = 200
-    refiner_steps: int = 150
+    diffwave_steps: int = _DW_STEPS
+    refiner_steps: int = _REF_STEPS
     refiner_N: int = 30
 
 
-FULL = ChainSizes(n_speakers=20, n_utterances=20, attack_iters=150, diffwave_steps=2000, refiner_steps=1500)
+FULL = ChainSizes(n_speakers=20, n_utterances=20, attack_iters=150, diffwave_steps=3000, refiner_steps=2000)
 """The protocol's full sizes."""
 
 
@@ -70,9 +77,10 @@ def _coverage(corpus, enrol, rng):
 
 def _models(corpus, enrol, rng, sizes):
     w = corpus.waveforms()[enrol]
-    dw = train_diffwave(w, config=STAGE1, steps=sizes.diffwave_steps, max_t=10, lr=1e-3, segment=4000, random_state=rng)
+    dw = train_diffwave(w, config=STAGE1, steps=sizes.diffwave_steps, max_t=5, lr=_DW_LR, segment=1024, batch_size=16,
+                        peak=STAGE1_PEAK, random_state=rng)
     noisy = w + 0.005 * rng.standard_normal(w.shape).astype(np.float32)
-    stage1_t5 = DiffWavePurifier(dw, t=5, random_state=rng)
+    stage1_t5 = DiffWavePurifier(dw, t=5, peak=STAGE1_PEAK, random_state=rng)
     y = np.stack([stage1_t5.purify(x, 16000) for x in noisy])
     align = [corpus.utterances[i].alignment for i in enrol]
     spectra = PhonemeSpectra().fit([*zip(w, align, strict=True), *_coverage(corpus, enrol, rng)])
@@ -100,9 +108,10 @@ def run_chain(seed: int, sizes: ChainSizes = ChainSizes(), *, encoder=None, save
     Returns
     -------
     dict
-        ``rows`` (name -> ``success``, ``sim``, ``snr_db``), ``threshold``, ``eer``, ``seconds``.
+        ``rows`` (name -> ``success``, ``sim``, ``snr_db``), ``clean_snr_db`` (stage 1 and both refiners
+        applied to the clean references), ``threshold``, ``eer``, ``seconds``, ``cpu_seconds``.
     """
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     torch.set_num_threads(1)
     ss = np.random.SeedSequence(seed)
     r_corpus, r_train, r_attack, r_eval = (np.random.default_rng(s) for s in ss.spawn(4))
@@ -129,13 +138,18 @@ def run_chain(seed: int, sizes: ChainSizes = ChainSizes(), *, encoder=None, save
         save_purification_pkl(dw, Path(save_to) / "purification.pkl")
         save_refinement_ckpt(guided, Path(save_to) / "refinement.ckpt")
         save_refinement_ckpt(plain, Path(save_to) / "refinement_unguided.ckpt")
-    stage1 = DiffWavePurifier(dw, t=3, random_state=r_eval)
+    stage1 = DiffWavePurifier(dw, t=3, peak=STAGE1_PEAK, random_state=r_eval)
     purifiers = {"protected (none)": lambda x, i: x, "LPF": LowPassPurifier().purify,
-                 "AudioPure t=5": DiffWavePurifier(dw, t=5, random_state=r_eval).purify,
+                 "AudioPure t=5": DiffWavePurifier(dw, t=5, peak=STAGE1_PEAK, random_state=r_eval).purify,
                  "stage 1 (t=3)": stage1.purify,
                  "unguided refiner": lambda x, i: PhonePuRe(stage1, plain).purify(x, 16000),
                  "PhonePuRe": lambda x, i: PhonePuRe(stage1, guided).purify(
                      x, 16000, alignment=corpus.utterances[i].alignment)}
+    # item of its own: what each diffusion purifier does to the clean (held-out) references
+    clean_snr = {name: float(np.mean([snr_db(wavs[i], fn(wavs[i], i)) for i in refs]))
+                 for name, fn in (("stage 1 (t=3)", lambda x, i: stage1.purify(x, 16000)),
+                                  ("unguided refiner", purifiers["unguided refiner"]),
+                                  ("PhonePuRe", purifiers["PhonePuRe"]))}
     words = [list(r_eval.choice(WORDS, 3, replace=False)) for _ in refs]
     rows = {}
 
@@ -153,17 +167,23 @@ def run_chain(seed: int, sizes: ChainSizes = ChainSizes(), *, encoder=None, save
     for name, fn in purifiers.items():
         score(name, np.stack([fn(protected[j], i) if name in ("protected (none)", "PhonePuRe", "unguided refiner")
                               else fn(protected[j], 16000) for j, i in enumerate(refs)]))
-    return {"seed": seed, "rows": rows, "threshold": verifier.threshold_, "eer": verifier.eer_,
-            "seconds": time.perf_counter() - start}
+    return {"seed": seed, "rows": rows, "clean_snr_db": clean_snr, "threshold": verifier.threshold_, "eer": verifier.eer_,
+            "seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu}
 
 
 def reproduce(ctx: RunContext) -> None:
-    """The ordering over seeds 0, 1, 2 (``--quick``: quick sizes); writes JSON, a table and a PNG."""
+    """The ordering over seeds ``--seed`` .. ``--seed + 2`` (0, 1, 2 by default; ``--quick``: quick sizes).
+
+    Writes JSON, a table and a PNG; the weights trained for the first seed go to ``<out>/weights``.
+    """
     sizes = ChainSizes() if ctx.quick else FULL
+    start, cpu = time.perf_counter(), time.process_time()
+    torch.set_num_threads(1)
     enc = ResemblyzerEncoder.from_pretrained()
     runs = []
-    for seed in progress([0, 1, 2], desc="reproduce"):
-        runs.append(run_chain(seed, sizes, encoder=enc, save_to=ctx.out / "weights" if seed == 0 else None))
+    seeds = [ctx.seed, ctx.seed + 1, ctx.seed + 2]
+    for seed in progress(seeds, desc="reproduce"):
+        runs.append(run_chain(seed, sizes, encoder=enc, save_to=ctx.out / "weights" if seed == seeds[0] else None))
     names = list(runs[0]["rows"])
     table = []
     for n in names:
@@ -176,9 +196,12 @@ def reproduce(ctx: RunContext) -> None:
     verdict = {"PhonePuRe >= stage 1 >= LPF": mean["PhonePuRe"] >= mean["stage 1 (t=3)"] >= mean["LPF"],
                "PhonePuRe within 0.15 of clean": mean["clean reference"] - mean["PhonePuRe"] <= 0.15,
                "guided SIM > unguided SIM": sim["PhonePuRe"] > sim["unguided refiner"]}
-    ctx.write_json({"sizes": sizes.__dict__, "runs": runs, "mean_success": mean, "mean_sim": sim, "verdict": verdict,
-                    "codecs": available_codecs()})
-    ctx.write_table(table, headers=["reference", "SV success (mean +- sd, 3 seeds)", "SIM", "SNR dB"])
+    clean = {n: [r["clean_snr_db"][n] for r in runs] for n in runs[0]["clean_snr_db"]}
+    ctx.write_json({"sizes": sizes.__dict__, "seeds": seeds, "runs": runs, "mean_success": mean, "mean_sim": sim,
+                    "clean_snr_db": clean,
+                    "verdict": verdict, "codecs": available_codecs(), "seconds": time.perf_counter() - start,
+                    "cpu_seconds": time.process_time() - cpu, "torch": torch.__version__})
+    ctx.write_table(table, headers=["reference", f"SV success (mean +- sd, seeds {seeds})", "SIM", "SNR dB"])
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 3))
@@ -188,17 +211,42 @@ def reproduce(ctx: RunContext) -> None:
     ctx.save_figure(fig)
 
 
+WEIGHT_FILES = ("purification.pkl", "config.json", "refinement.ckpt", "refinement_unguided.ckpt")
+"""The files of a weights folder written by ``run_chain(save_to=...)`` and read by ``demo``."""
+
+
+def shipped_weights() -> Path:
+    """The folder of tiny weights shipped in the package (made by ``reproduce --quick``, seed 0)."""
+    return Path(__file__).resolve().parent / "data" / "weights"
+
+
 def _weights_folder(out: Path) -> Path | None:
     """Find the trained weights ``demo`` uses.
 
-    ``<out>/weights`` (written by ``reproduce`` with the same ``--out``), else ``results/weights`` of a
-    source checkout; ``None`` when neither holds all three files.
+    ``<out>/weights`` (written by ``reproduce`` with the same ``--out``), else the weights shipped in
+    the package; ``None`` when neither holds all the files.
     """
-    names = ("purification.pkl", "refinement.ckpt", "refinement_unguided.ckpt")
-    for folder in (Path(out) / "weights", Path(__file__).resolve().parents[2] / "results" / "weights"):
-        if all((folder / n).is_file() for n in names):
+    for folder in (Path(out) / "weights", shipped_weights()):
+        if all((folder / n).is_file() for n in WEIGHT_FILES):
             return folder
     return None
+
+
+def load_weights(folder: str | Path, *, random_state=None):
+    """Stage 1 at ``t* = 3`` and the guided and unguided refiners from a weights folder.
+
+    Returns
+    -------
+    stage1 : DiffWavePurifier
+        At ``t = 3`` and ``peak = STAGE1_PEAK``.
+    guided, unguided : PhonemeGuidedRefiner
+    """
+    folder = Path(folder)
+    dw, schedule = load_purification_pkl(folder / "purification.pkl")
+    stage1 = DiffWavePurifier(dw, schedule=schedule, t=3, peak=STAGE1_PEAK, random_state=random_state)
+    guided = load_refinement_ckpt(folder / "refinement.ckpt", random_state=random_state)
+    plain = load_refinement_ckpt(folder / "refinement_unguided.ckpt", random_state=random_state)
+    return stage1, guided, plain
 
 
 def demo(ctx: RunContext) -> None:
@@ -210,22 +258,21 @@ def demo(ctx: RunContext) -> None:
     idx = np.arange(0, 8, 2)
     shipped = _weights_folder(ctx.out)
     if shipped is not None:
-        dw, _ = load_purification_pkl(shipped / "purification.pkl")
-        guided = load_refinement_ckpt(shipped / "refinement.ckpt", random_state=ctx.seed)
-        plain = load_refinement_ckpt(shipped / "refinement_unguided.ckpt", random_state=ctx.seed)
-        source = str(shipped)
+        stage1, guided, plain = load_weights(shipped, random_state=ctx.seed)
+        dw = stage1.model
+        source = str(shipped) if shipped != shipped_weights() else "shipped with the package (reproduce --quick, seed 0)"
     else:
         rng = np.random.default_rng(ctx.seed)
         dw, guided, plain = _models(corpus, np.arange(8), rng, ChainSizes(diffwave_steps=5, refiner_steps=3, refiner_N=5))
+        stage1 = DiffWavePurifier(dw, t=3, peak=STAGE1_PEAK, random_state=ctx.seed)
         source = "trained for a few steps (run reproduce to make real weights)"
     emb = embed_batch(enc, wavs)
     protected = attackvc(wavs[idx], emb[idx[::-1]], eps=0.01, encoder=enc, iters=3 if ctx.quick else 20)
-    stage1 = DiffWavePurifier(dw, t=3, random_state=ctx.seed)
     from de_antifake.purifiers import AveragePurifier, BandPassPurifier, DownsamplePurifier, MedianPurifier
 
     purifiers = {p.name: p.purify for p in (AveragePurifier(), MedianPurifier(), DownsamplePurifier(), LowPassPurifier(),
                                             BandPassPurifier())}
-    purifiers["AudioPure t=5"] = DiffWavePurifier(dw, t=5, random_state=ctx.seed).purify
+    purifiers["AudioPure t=5"] = DiffWavePurifier(dw, t=5, peak=STAGE1_PEAK, random_state=ctx.seed).purify
     purifiers["stage 1 (t=3)"] = stage1.purify
     purifiers["unguided"] = PhonePuRe(stage1, plain).purify
     rows, outputs = [], {}

@@ -73,6 +73,8 @@ class ScoreNet(nn.Module):
         self.body = nn.ModuleList(nn.Conv2d(channels, channels, 3, padding=2 ** (i % 3), dilation=2 ** (i % 3))
                                   for i in range(layers))
         self.out = nn.Conv2d(channels, 1, 3, padding=1)
+        nn.init.zeros_(self.out.weight)  # starts as "no correction" (the denoiser parametrization returns y)
+        nn.init.zeros_(self.out.bias)
 
     def forward(self, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
         """``x``: ``(batch, in_channels, bins, frames)``, ``t``: ``(batch,)`` -> ``(batch, 1, bins, frames)``."""
@@ -100,14 +102,34 @@ class PhonemeGuidedRefiner:
     corrector_steps : int, default 1
     t_eps : float, default 0.03
         Smallest diffusion time.
+    parametrization : {"denoiser", "noise"}, default "denoiser"
+        What the network predicts. ``"denoiser"``: a correction ``r`` of the estimate, the clean
+        magnitude being ``D = y + r`` and the score ``-(x - mean(D, y, t)) / std(t)^2`` (Tweedie), trained
+        by MSE on ``D``; an untrained network (``r = 0``) samples back the estimate ``y``, so a weak
+        refiner cannot destroy its input. ``"noise"``: the noise ``z`` itself (score ``-z / std(t)``), as
+        in sgmse/StoRM.
+    ema_decay : float, default 0.99
+        Decay of the exponential moving average of the weights kept by :meth:`fit`; the refiner samples
+        with the averaged weights (as the official ``eval()`` does).
     random_state : None, int or Generator
         Sampler noise; the same seed gives the same output.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> clean = np.sin(np.linspace(0, 400, 2 * 2560)).reshape(2, 2560).astype(np.float32) * 0.1
+    >>> ref = PhonemeGuidedRefiner(use_text=False, channels=4, layers=1, N=4, random_state=0)
+    >>> ref = ref.fit(clean, clean + 0.01, steps=2, batch_size=2)
+    >>> ref.refine(clean[0], 16000).shape
+    (2560,)
     """
 
     def __init__(self, *, use_text: bool = True, channels: int = 16, layers: int = 4, N: int = 30, snr: float = 0.4,
                  corrector_steps: int = 1, t_eps: float = 0.03, theta: float = 1.5, sigma_min: float = 0.05,
-                 sigma_max: float = 0.5, random_state=None) -> None:
+                 sigma_max: float = 0.5, parametrization: str = "denoiser", ema_decay: float = 0.99,
+                 random_state=None) -> None:
         self.use_text = use_text
+        self.parametrization, self.ema_decay = parametrization, ema_decay
         self.channels, self.layers = channels, layers
         self.N, self.snr, self.corrector_steps, self.t_eps = N, snr, corrector_steps, t_eps
         self.theta, self.sigma_min, self.sigma_max = theta, sigma_min, sigma_max
@@ -116,6 +138,10 @@ class PhonemeGuidedRefiner:
     def _build(self) -> None:
         if self.N < 1 or self.corrector_steps < 0 or not 0 < self.t_eps < 1:
             raise ValueError("need N >= 1, corrector_steps >= 0 and 0 < t_eps < 1")
+        if self.parametrization not in ("denoiser", "noise"):
+            raise ValueError(f"parametrization must be 'denoiser' or 'noise', got {self.parametrization!r}")
+        if not 0 <= self.ema_decay < 1:
+            raise ValueError(f"ema_decay must be in [0, 1), got {self.ema_decay}")
         self.sde_ = OUVESDE(theta=self.theta, sigma_min=self.sigma_min, sigma_max=self.sigma_max)
         self.score_net_ = ScoreNet(in_channels=3 if self.use_text else 2, channels=self.channels, layers=self.layers)
 
@@ -154,22 +180,34 @@ class PhonemeGuidedRefiner:
                 raise ValueError("use_text=True needs alignments and fitted spectra")
             self.spectra_ = spectra
             text = torch.stack([self._text(a, x0.shape[-1]) for a in alignments]).unsqueeze(1)
-        opt = torch.optim.Adam(self.score_net_.parameters(), lr=lr)
-        for _ in range(int(steps)):
+        net = self.score_net_
+        opt = torch.optim.Adam(net.parameters(), lr=lr)
+        shadow = [p.detach().clone() for p in net.parameters()]
+        width = min(int(crop_frames), x0.shape[-1])
+        for it in range(int(steps)):
             idx = torch.as_tensor(rng.integers(len(x0), size=batch_size))
-            width = min(int(crop_frames), x0.shape[-1])
-            off = int(rng.integers(x0.shape[-1] - width + 1))
-            cut = slice(off, off + width)
-            xb, yb = x0[idx][..., cut], y[idx][..., cut]
-            tb = None if text is None else text[idx][..., cut]
+            off = rng.integers(x0.shape[-1] - width + 1, size=batch_size)
+            xb = torch.stack([x0[i, ..., o:o + width] for i, o in zip(idx, off, strict=True)])
+            yb = torch.stack([y[i, ..., o:o + width] for i, o in zip(idx, off, strict=True)])
+            tb = None if text is None else torch.stack([text[i, ..., o:o + width] for i, o in zip(idx, off, strict=True)])
             t = torch.as_tensor(rng.uniform(self.t_eps, 1.0, size=batch_size), dtype=torch.float32)
             z = torch.randn_like(xb)
             xt = self.sde_.mean(xb, yb, t) + self.sde_.std(t).reshape(-1, 1, 1, 1) * z
-            pred = self.score_net_(self._inputs(xt, yb, tb), t)
-            loss = ((pred - z) ** 2).mean()
+            pred = net(self._inputs(xt, yb, tb), t)
+            if self.parametrization == "denoiser":
+                loss = ((yb + pred - xb) ** 2).mean()
+            else:
+                loss = ((pred - z) ** 2).mean()
             opt.zero_grad()
             loss.backward()
             opt.step()
+            decay = min(self.ema_decay, (1 + it) / (10 + it))
+            with torch.no_grad():
+                for s_, p in zip(shadow, net.parameters(), strict=True):
+                    s_.mul_(decay).add_(p.detach(), alpha=1 - decay)
+        with torch.no_grad():
+            for s_, p in zip(shadow, net.parameters(), strict=True):
+                p.copy_(s_)
         self.score_net_.eval()
         self.n_updates_ = int(steps)
         return self
@@ -179,9 +217,13 @@ class PhonemeGuidedRefiner:
 
     def _score(self, x, y, text, t):
         tt = torch.full((x.shape[0],), float(t))
-        return -self.score_net_(self._inputs(x, y, text), tt) / self.sde_.std(tt).reshape(-1, 1, 1, 1)
+        out = self.score_net_(self._inputs(x, y, text), tt)
+        std = self.sde_.std(tt).reshape(-1, 1, 1, 1)
+        if self.parametrization == "denoiser":
+            return -(x - self.sde_.mean(y + out, y, tt)) / std**2
+        return -out / std
 
-    @torch.no_grad()
+    @torch.inference_mode()
     def sample(self, y: torch.Tensor, text: torch.Tensor | None, *, generator: torch.Generator) -> torch.Tensor:
         """PC sampling of compressed magnitudes ``(batch, 1, bins, frames)`` given the estimate ``y``."""
         sde = self.sde_
@@ -244,10 +286,10 @@ def save_refinement_ckpt(refiner: PhonemeGuidedRefiner, path: str | Path) -> Pat
           "condition": "post_denoiser", "mode": "regen-freeze-denoiser", "theta": refiner.theta,
           "sigma_min": refiner.sigma_min, "sigma_max": refiner.sigma_max, "t_eps": refiner.t_eps, "N": refiner.N,
           "snr": refiner.snr, "corrector_steps": refiner.corrector_steps, "channels": refiner.channels,
-          "layers": refiner.layers, "n_fft": 510, "hop_length": 128, "spec_factor": _FACTOR,
+          "layers": refiner.layers, "parametrization": refiner.parametrization, "n_fft": 510, "hop_length": 128, "spec_factor": _FACTOR,
           "spec_abs_exponent": _EXPONENT}
     ckpt = {"state_dict": state, "hyper_parameters": hp, "epoch": 0, "global_step": getattr(refiner, "n_updates_", 0),
-            "ema": {"decay": 0.999, "num_updates": getattr(refiner, "n_updates_", 0),
+            "ema": {"decay": refiner.ema_decay, "num_updates": getattr(refiner, "n_updates_", 0),
                     "shadow_params": [p.detach().clone() for p in refiner.score_net_.parameters()]}}
     if refiner.use_text:
         ckpt["phoneme_avg_spec"] = {p: torch.as_tensor(v) for p, v in refiner.spectra_.spectra_.items()}
@@ -278,7 +320,7 @@ def load_refinement_ckpt(path: str | Path, *, use_ema: bool = True, random_state
     ref = PhonemeGuidedRefiner(use_text=bool(hp["use_text"]), channels=hp["channels"], layers=hp["layers"], N=hp["N"],
                                snr=hp["snr"], corrector_steps=hp["corrector_steps"], t_eps=hp["t_eps"],
                                theta=hp["theta"], sigma_min=hp["sigma_min"], sigma_max=hp["sigma_max"],
-                               random_state=random_state)
+                               parametrization=hp.get("parametrization", "noise"), random_state=random_state)
     ref._build()
     state = {k.removeprefix("score_net."): v for k, v in ckpt["state_dict"].items() if k.startswith("score_net.")}
     ref.score_net_.load_state_dict(state, strict=True)
