@@ -20,8 +20,8 @@ import hashlib
 import numbers
 import os
 from collections.abc import Iterable, Sequence
-from itertools import repeat
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -433,7 +433,7 @@ class OverlapIndex:
                 raise ValueError(f"shard counts for n={n} have shape {c.shape}, this index has {grams.shape[0]} "
                                  "n-grams: they come from another index")
             hit = np.flatnonzero(c)
-            counts[n] = dict(zip(map(tuple, grams[hit].tolist()), c[hit].tolist()))
+            counts[n] = dict(zip(map(tuple, grams[hit].tolist()), c[hit].tolist(), strict=True))
         return OverlapCounts(self, counts, shard.stats)
 
     def scan(self, corpus: Any, *, backend: str = "local", text_field: str = "text", errors: str = "strict",
