@@ -43,3 +43,24 @@ def test_demo_finds_the_weights_reproduce_wrote_to_the_same_out_folder(tmp_path)
     assert _weights_folder(tmp_path) == fallback  # an incomplete folder is not used
     (tmp_path / "weights" / WEIGHT_FILES[-1]).write_bytes(b"")
     assert _weights_folder(tmp_path) == tmp_path / "weights"
+
+
+def test_shipped_weights_load_and_stage1_keeps_clean_audio():
+    import numpy as np
+    import torch
+
+    from de_antifake.audio import snr_db
+    from de_antifake.corpus import make_corpus
+    from de_antifake.experiments import WEIGHT_FILES, load_weights, shipped_weights
+
+    folder = shipped_weights()
+    assert all((folder / n).is_file() for n in WEIGHT_FILES), sorted(p.name for p in folder.glob("*"))
+    assert sum((folder / n).stat().st_size for n in WEIGHT_FILES) < 2_000_000  # tiny
+    torch.set_num_threads(1)
+    stage1, guided, plain = load_weights(folder, random_state=0)
+    assert guided.use_text and not plain.use_text and guided.parametrization == "denoiser"
+    wav = make_corpus(n_speakers=1, n_utterances=1, seconds=1.5, random_state=123).utterances[0].wav
+    out = stage1.purify(wav, 16000)
+    assert snr_db(wav, out) > 10  # trained weights; untrained ones give noise below 0 dB
+    noise = stage1.purify(np.zeros_like(wav), 16000)
+    assert np.isfinite(noise).all()
