@@ -187,7 +187,7 @@ def _registry_figure(rows: list[dict[str, Any]]) -> Any:
     ax.set_xticks([0, 1])
     ax.set_xlabel("score: train-test overlap knowable by the public (hatched: a field unverified)")
     ax.legend(handles=[plt.Rectangle((0, 0), 1, 1, color=c) for c in colours.values()], labels=list(colours),
-              fontsize=7, loc="lower right")
+              fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1))
     ax.set_title(f"disclosure registry: {len(rows)} models, {sum(r['score'] for r in rows)} scored 1", fontsize=9)
     return fig
 
