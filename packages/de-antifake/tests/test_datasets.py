@@ -11,7 +11,7 @@ from de_antifake.phoneme import PhonemeSpectra
 sf = pytest.importorskip("soundfile")
 
 
-def _textgrid(path, phones):
+def _textgrid(path, phones, tier="phones"):
     """Write an MFA-style TextGrid: ``phones`` is a list of (label, start_s, end_s)."""
     end = phones[-1][2]
     items = "".join(f'            intervals [{i + 1}]:\n                xmin = {a}\n                xmax = {b}\n'
@@ -21,7 +21,7 @@ def _textgrid(path, phones):
             f'size = 2\nitem []:\n    item [1]:\n        class = "IntervalTier"\n        name = "words"\n'
             f'        xmin = 0\n        xmax = {end}\n        intervals: size = 1\n        intervals [1]:\n'
             f'            xmin = 0\n            xmax = {end}\n            text = "hi"\n'
-            f'    item [2]:\n        class = "IntervalTier"\n        name = "phones"\n        xmin = 0\n'
+            f'    item [2]:\n        class = "IntervalTier"\n        name = "{tier}"\n        xmin = 0\n'
             f'        xmax = {end}\n        intervals: size = {len(phones)}\n')
     path.write_text(head + items)
 
@@ -112,6 +112,12 @@ def test_textgrid_errors(libri, tmp_path):
         read_librispeech(libri, alignments=tmp_path / "aligned")
     _textgrid(grid, [("", 0.0, 0.1), ("AH", 0.1, 0.5)])  # stops 0.3 s early
     with pytest.raises(ValueError, match="does not belong to this audio"):
+        read_librispeech(libri, alignments=tmp_path / "aligned")
+    _textgrid(grid, [("", 0.0, 0.1), ("AH", 0.1, 0.8)], tier="84 - phones")  # MFA 1.x multi-speaker tier name
+    c = read_librispeech(libri, alignments=tmp_path / "aligned")
+    assert c.utterances[3].alignment == [("sil", 12), ("AH", 88)]
+    _textgrid(grid, [("", 0.0, 0.1), ("AH", 0.1, 0.8)], tier="words2")
+    with pytest.raises(ValueError, match="no tier named 'phones'"):
         read_librispeech(libri, alignments=tmp_path / "aligned")
     grid.unlink()
     with pytest.raises(FileNotFoundError, match=r"no TextGrid for .*84-121-0001\.flac"):

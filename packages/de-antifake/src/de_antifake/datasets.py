@@ -200,6 +200,11 @@ def _find_textgrid(alignments: Path, rel: Path, speaker: str) -> tuple[Path | No
 
 
 def _alignment(path: Path, n_samples: int, audio: Path, *, tier: str, phone_map: Mapping[str, str]):
+    names = re.findall(r'\bname\s*=\s*"([^"]*)"', path.read_text(encoding="utf-8", errors="replace"))
+    if tier not in names:  # MFA 1.x names tiers "<speaker> - phones" in multi-speaker runs
+        suffixed = [n for n in names if n.endswith(f" - {tier}")]
+        if len(suffixed) == 1:
+            tier = suffixed[0]
     intervals = []
     for label, a, b in read_textgrid(path, tier=tier):
         lab = phone_map.get(label, label)
@@ -295,7 +300,8 @@ def read_librispeech(root: str | Path, *, subsets: Iterable[str] | None = None, 
     alignments : path, optional
         Folder of MFA TextGrids parallel to the corpus (see the module docstring).
     tier : str, default "phones"
-        TextGrid tier of the phones.
+        TextGrid tier of the phones; a single tier named ``"<speaker> - phones"`` (multi-speaker MFA 1.x
+        output) is used when no tier has this exact name.
     phone_map : mapping, optional
         Extra label renames applied before the phone-set check (added to :data:`DEFAULT_PHONE_MAP`).
     on_missing_alignment : {"raise", "skip"}, default "raise"
