@@ -1,42 +1,88 @@
 """Benchmark: batched PGD protection against a per-clip loop, and the real-time factor of every purifier.
 
-Writes JSON and prints a markdown table (sizes, versions, machine). Weights for the diffusion purifier
-and the refiners come from ``results/weights`` (written by ``python -m de_antifake reproduce``).
+One run writes JSON and prints a markdown table (sizes, versions, torch threads, load average). Both
+sides of the PGD comparison run with the same number of torch threads (``--threads``, default 2: the
+target is stated on 2 cores); the PGD comparison is repeated on 1 thread for context. Weights for the diffusion purifier and the refiners come from
+``--weights`` (the ``weights/`` folder ``python -m de_antifake reproduce`` writes); without them the
+models are built untrained at the sizes ``reproduce`` trains (the time of a forward pass does not
+depend on the weights' values), and the JSON says so.
 """
 
 from __future__ import annotations
 
 import argparse
-import time
+import os
 from pathlib import Path
 
 import numpy as np
 
 
+def _load() -> list[float]:
+    try:
+        return [float(v) for v in Path("/proc/loadavg").read_text().split()[:3]]
+    except OSError:
+        return []
+
+
+def _diffusion_purifiers(weights: Path | None, corpus, rng):
+    """Stage 1, AudioPure and both refiners, from saved weights or untrained at reproduce's sizes."""
+    from de_antifake import experiments as ex
+    from de_antifake.diffusion import DiffWave, DiffWavePurifier, load_purification_pkl
+    from de_antifake.phoneme import PhonemeSpectra
+    from de_antifake.refiner import PhonemeGuidedRefiner, PhonePuRe, load_refinement_ckpt
+
+    peak = getattr(ex, "STAGE1_PEAK", None)
+    if weights is not None and (weights / "purification.pkl").is_file():
+        dw, sched = load_purification_pkl(weights / "purification.pkl")
+        guided = load_refinement_ckpt(weights / "refinement.ckpt", random_state=0)
+        plain_path = weights / "refinement_unguided.ckpt"
+        plain = load_refinement_ckpt(plain_path, random_state=0) if plain_path.is_file() else None
+        source = f"trained weights from {weights}"
+    else:
+        dw, sched = DiffWave(ex.STAGE1).eval(), None
+        w = corpus.waveforms()[:4]
+        align = [u.alignment for u in corpus.utterances[:4]]
+        spectra = PhonemeSpectra().fit(list(zip(w, align, strict=True)))
+        kw = dict(channels=8, layers=3, N=ex.ChainSizes().refiner_N, random_state=0)
+        guided = PhonemeGuidedRefiner(use_text=True, **kw).fit(w, w, alignments=align, spectra=spectra, steps=1)
+        plain = PhonemeGuidedRefiner(use_text=False, **kw).fit(w, w, steps=1)
+        source = "untrained models at reproduce's sizes (DiffWave 8 x 32, refiner 8 channels x 3 layers)"
+    stage1 = DiffWavePurifier(dw, schedule=sched, t=3, peak=peak, random_state=0)
+    out = {"stage 1 (t=3)": stage1,
+           "AudioPure t=5": DiffWavePurifier(dw, schedule=sched, t=5, peak=peak, random_state=0),
+           "PhonePuRe": PhonePuRe(stage1, guided)}
+    if plain is not None:
+        out["unguided refiner (stage 1 + refiner)"] = PhonePuRe(stage1, plain)
+    return out, source
+
+
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--out", type=Path, default=Path("out/de_antifake/benchmark.json"))
+    parser.add_argument("--clips", type=int, default=40)
+    parser.add_argument("--iters", type=int, default=3)
+    parser.add_argument("--threads", type=int, default=2, help="torch threads of every timed call")
+    parser.add_argument("--weights", type=Path, default=None)
+    args = parser.parse_args()
+    os.environ.setdefault("OMP_NUM_THREADS", str(args.threads))
     import torch
     from icml25_shared.bench import BenchmarkReport, compare
 
     from de_antifake.corpus import make_corpus
-    from de_antifake.diffusion import DiffWavePurifier, load_purification_pkl
     from de_antifake.encoder import ResemblyzerEncoder
     from de_antifake.protect import attackvc
     from de_antifake.purifiers import (
         AveragePurifier,
         BandPassPurifier,
+        CodecPurifier,
         DownsamplePurifier,
         LowPassPurifier,
         MedianPurifier,
+        available_codecs,
     )
-    from de_antifake.refiner import PhonePuRe, load_refinement_ckpt
 
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--out", type=Path, default=Path("out/de_antifake/benchmark.json"))
-    parser.add_argument("--clips", type=int, default=40)
-    parser.add_argument("--iters", type=int, default=5)
-    parser.add_argument("--weights", type=Path, default=Path(__file__).resolve().parents[1] / "results" / "weights")
-    args = parser.parse_args()
-    torch.set_num_threads(1)
+    torch.set_num_threads(args.threads)
+    load_before = _load()
     report = BenchmarkReport("de-antifake", packages=["de-antifake", "torch", "numpy", "scipy"])
     enc = ResemblyzerEncoder.from_pretrained()
     corpus = make_corpus(n_speakers=max(1, args.clips // 4), n_utterances=4, seconds=2.0, random_state=0)
@@ -44,28 +90,42 @@ def main() -> None:
     target = np.roll(np.stack([enc.embed_utterance(w, 16000) for w in wavs]), 1, axis=0)
     batched = lambda: attackvc(wavs, target, eps=0.01, encoder=enc, iters=args.iters)  # noqa: E731
     looped = lambda: [attackvc(w, t, eps=0.01, encoder=enc, iters=args.iters) for w, t in zip(wavs, target, strict=True)]  # noqa: E731
-    report.add(compare(batched, looped, label=f"PGD {len(wavs)} x 2 s clips", ours_name="batched", peer_name="per-clip",
-                       warmup=0, repeats=1, sizes={"clips": len(wavs), "seconds": 2.0, "iters": args.iters}))
+    a, b = batched(), np.stack(looped())
+    diff = {"max_abs_diff_batched_vs_loop": float(np.abs(a - b).max())}
+    for threads in dict.fromkeys([args.threads, 1]):  # the stated thread count, then 1 thread as context
+        torch.set_num_threads(threads)
+        report.add(compare(batched, looped, label=f"PGD {len(wavs)} x 2 s clips, {threads} thread(s)", ours_name="batched",
+                           peer_name="per-clip", warmup=0, repeats=1,
+                           sizes={"clips": len(wavs), "seconds": 2.0, "iters": args.iters, "torch_threads": threads},
+                           metrics=diff))
+    torch.set_num_threads(args.threads)
     purifiers = {p.name: p for p in (AveragePurifier(), MedianPurifier(), DownsamplePurifier(), LowPassPurifier(),
                                      BandPassPurifier())}
-    if (args.weights / "purification.pkl").is_file():
-        dw, sched = load_purification_pkl(args.weights / "purification.pkl")
-        stage1 = DiffWavePurifier(dw, schedule=sched, t=3, random_state=0)
-        purifiers["stage 1 (t=3)"] = stage1
-        purifiers["AudioPure t=5"] = DiffWavePurifier(dw, schedule=sched, t=5, random_state=0)
-        guided = load_refinement_ckpt(args.weights / "refinement.ckpt", random_state=0)
-        purifiers["PhonePuRe"] = PhonePuRe(stage1, guided)
+    skipped = {}
+    for codec, reason in available_codecs().items():
+        if reason is None:
+            purifiers[f"codec {codec}"] = CodecPurifier(codec)
+        else:
+            skipped[codec] = reason
+    diff, source = _diffusion_purifiers(args.weights, corpus, np.random.default_rng(0))
+    purifiers.update(diff)
     clip = corpus.utterances[0]
+    seconds = len(clip.wav) / 16000
     for name, p in purifiers.items():
         kw = {"alignment": clip.alignment} if name == "PhonePuRe" else {}
-        t0 = time.perf_counter()
-        p.purify(clip.wav, 16000, **kw)
-        rtf = (time.perf_counter() - t0) / (len(clip.wav) / 16000)
-        report.add(compare(lambda p=p, kw=kw: p.purify(clip.wav, 16000, **kw), None, label=f"purify {name}",
-                           ours_name=name, warmup=0, repeats=1, sizes={"seconds": 2.0},
-                           metrics={"real_time_factor": rtf}))
-    report.write_json(args.out)
+        row = compare(lambda p=p, kw=kw: p.purify(clip.wav, 16000, **kw), None, label=f"purify {name}",
+                      ours_name=name, warmup=1, repeats=3, sizes={"seconds": seconds, "torch_threads": args.threads})
+        row.metrics["real_time_factor"] = row.ours.median_s / seconds
+        report.add(row)
+    data = report.to_dict()
+    data["notes"] = {"load_average_before": load_before, "load_average_after": _load(), "torch_threads": args.threads,
+                     "diffusion_weights": source, "codecs_skipped": skipped}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    import json
+
+    args.out.write_text(json.dumps(data, indent=2) + "\n")
     print(report.to_markdown())
+    print(f"load average before/after: {load_before} / {data['notes']['load_average_after']}; weights: {source}")
 
 
 if __name__ == "__main__":
