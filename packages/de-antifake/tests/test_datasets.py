@@ -81,6 +81,10 @@ def test_librispeech_selection_and_crop(libri):
         full.crop(2.0)
     with pytest.raises(ValueError, match=r"speakers \['7'\] not found"):
         read_librispeech(libri, speakers=["7"])
+    one = read_librispeech(libri, subsets="dev-clean", speakers=84)  # a single name is not its characters
+    assert one.speaker_ids == ["84"] and len(one.utterances) == 2
+    with pytest.raises(ValueError, match="max_per_speaker"):
+        read_librispeech(libri, max_per_speaker=0)
 
 
 def test_crop_cuts_the_alignment_at_the_same_frame(libri, tmp_path):

@@ -278,6 +278,22 @@ def _select(names: Iterable[str], wanted, what: str, root: Path) -> list[str]:
     return [n for n in names if n in set(wanted)]
 
 
+def _names(values, what: str) -> list[str] | None:
+    """``None``, or the names as strings (a single string is one name, not its characters)."""
+    if values is None:
+        return None
+    values = [values] if isinstance(values, (str, int)) else list(values)
+    if not values:
+        raise ValueError(f"{what} is empty; pass None for all")
+    return [str(v) for v in values]
+
+
+def _check_max(max_per_speaker) -> None:
+    if max_per_speaker is not None and (isinstance(max_per_speaker, bool) or not isinstance(max_per_speaker, int)
+                                        or max_per_speaker < 1):
+        raise ValueError(f"max_per_speaker must be None or an integer >= 1, got {max_per_speaker!r}")
+
+
 def _words(text: str) -> list[str]:
     return re.findall(r"[A-Za-z']+", text.upper())
 
@@ -334,11 +350,13 @@ def read_librispeech(root: str | Path, *, subsets: Iterable[str] | None = None, 
     (['84'], ['HELLO', 'WORLD'], (8000,))
     """
     root = _check_root(root)
+    subsets, speakers = _names(subsets, "subsets"), _names(speakers, "speakers")
+    _check_max(max_per_speaker)
     all_subsets = [p.name for p in root.iterdir() if p.is_dir()]
     if subsets is None and any(re.fullmatch(r"\d+", s) for s in all_subsets):
         raise ValueError(f"{root} holds speaker folders {sorted(all_subsets)[:4]}: pass the folder above the subsets "
                          f"({root.parent}) as root")
-    wanted = None if speakers is None else {str(s) for s in speakers}
+    wanted = None if speakers is None else set(speakers)
     items = []
     for subset in _select(all_subsets, subsets, "subsets", root):
         spk_dirs = {p.name: p for p in (root / subset).iterdir() if p.is_dir()}
@@ -406,6 +424,8 @@ def read_vctk(root: str | Path, *, speakers: Iterable[str] | None = None, mic: s
         :data:`PHONES`, or one whose length does not match its audio.
     """
     root = _check_root(root)
+    speakers = _names(speakers, "speakers")
+    _check_max(max_per_speaker)
     if mic not in ("mic1", "mic2"):
         raise ValueError(f"mic must be 'mic1' or 'mic2', got {mic!r}")
     new, old = root / "wav48_silence_trimmed", root / "wav48"
