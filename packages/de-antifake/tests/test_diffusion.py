@@ -173,5 +173,5 @@ def test_training_settings_are_checked_and_ema_is_returned():
         train_diffwave(w, config=TINY, steps=1, segment=4096)
     last = train_diffwave(w, config=TINY, steps=3, segment=1024, ema_decay=0.0, random_state=0)
     avg = train_diffwave(w, config=TINY, steps=3, segment=1024, ema_decay=0.9, random_state=0)
-    diff = [float((a - b).abs().max()) for a, b in zip(last.parameters(), avg.parameters(), strict=True)]
+    diff = [float((a - b).abs().max().detach()) for a, b in zip(last.parameters(), avg.parameters(), strict=True)]
     assert max(diff) > 0  # the average of the iterates, not the last one
