@@ -3,8 +3,8 @@
 One run writes JSON and prints a markdown table (sizes, versions, torch threads, load average). Both
 sides of the PGD comparison run with the same number of torch threads (``--threads``, default 2: the
 target is stated on 2 cores); the PGD comparison is repeated on 1 thread for context. Weights for the diffusion purifier and the refiners come from
-``--weights`` (the ``weights/`` folder ``python -m de_antifake reproduce`` writes); without them the
-models are built untrained at the sizes ``reproduce`` trains (the time of a forward pass does not
+``--weights`` (the ``weights/`` folder ``python -m de_antifake reproduce`` writes), by default the tiny
+weights shipped in the package; without any the models are built untrained at the sizes ``reproduce`` trains (the time of a forward pass does not
 depend on the weights' values), and the JSON says so.
 """
 
@@ -32,12 +32,15 @@ def _diffusion_purifiers(weights: Path | None, corpus, rng):
     from de_antifake.refiner import PhonemeGuidedRefiner, PhonePuRe, load_refinement_ckpt
 
     peak = getattr(ex, "STAGE1_PEAK", None)
+    if weights is None:  # the tiny weights shipped in the package, when present
+        weights = Path(ex.__file__).parent / "data" / "weights"
     if weights is not None and (weights / "purification.pkl").is_file():
         dw, sched = load_purification_pkl(weights / "purification.pkl")
         guided = load_refinement_ckpt(weights / "refinement.ckpt", random_state=0)
         plain_path = weights / "refinement_unguided.ckpt"
         plain = load_refinement_ckpt(plain_path, random_state=0) if plain_path.is_file() else None
-        source = f"trained weights from {weights}"
+        shipped = weights.resolve() == (Path(ex.__file__).parent / "data" / "weights").resolve()
+        source = "the tiny weights shipped in de_antifake/data/weights" if shipped else f"trained weights from {weights}"
     else:
         dw, sched = DiffWave(ex.STAGE1).eval(), None
         w = corpus.waveforms()[:4]
