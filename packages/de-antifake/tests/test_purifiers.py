@@ -228,3 +228,14 @@ def test_refine_of_clean_audio_keeps_it():
     ref = PhonemeGuidedRefiner(use_text=False, channels=4, layers=1, N=30, random_state=0)
     ref.fit(clean, noisy, steps=20, batch_size=4)
     assert snr_db(clean[0], ref.refine(clean[0], 16000)) > 10  # 0 dB or below with the noise parametrization
+
+
+def test_checkpoint_without_parametrization_loads_as_the_noise_predictor(tmp_path, tiny_refiners):
+    from de_antifake.refiner import load_refinement_ckpt, save_refinement_ckpt
+
+    path = save_refinement_ckpt(tiny_refiners[1], tmp_path / "refinement.ckpt")
+    assert load_refinement_ckpt(path).parametrization == "denoiser"
+    raw = torch.load(path, weights_only=True)
+    del raw["hyper_parameters"]["parametrization"]  # written before the key existed
+    torch.save(raw, path)
+    assert load_refinement_ckpt(path).parametrization == "noise"
