@@ -398,7 +398,8 @@ class DiffWavePurifier:
     peak : float, optional
         Scale each waveform so that ``max |x| = peak`` before diffusing and back afterwards, so that
         the fixed diffusion noise meets the level the model was trained at (``train_diffwave(peak=...)``);
-        as given by default (the official behaviour).
+        as given by default (the official behaviour). One click sets the gain of the whole clip, so a
+        clip whose peak is an outlier is purified at a lower level (more noise relative to speech).
     random_state : None, int or Generator
         Noise source; the same seed gives the same output.
 
