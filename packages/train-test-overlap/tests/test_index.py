@@ -115,6 +115,29 @@ def test_dask_sync_and_shuffled_file_shards_equal_local(tmp_path):
         (tmp_path / f"shard{k}.txt").write_text("\n".join(docs[i::6]) + "\n", encoding="utf-8")
     by_files = index.scan(tmp_path, backend="dask", scheduler="sync")
     assert by_files._counts == local._counts and by_files.stats.documents == local.stats.documents
+    for k in (1, 2, 4, 6, 50):  # files grouped into k partitions (at most one per file): same counts
+        grouped = index.scan(tmp_path, backend="dask", scheduler="sync", npartitions=k)
+        assert grouped._counts == local._counts and grouped.stats == by_files.stats
+    for bad in (0, -1, 2.0, True):
+        with pytest.raises(ValueError, match="npartitions"):
+            index.scan(tmp_path, backend="dask", scheduler="sync", npartitions=bad)
+
+
+def test_file_partitions_balance_bytes_and_keep_every_file_once(tmp_path):
+    from train_test_overlap.index import PARTITION_BYTES, file_partitions
+
+    sizes = [70, 10, 10, 10, 30, 30, 40]
+    paths = []
+    for k, size in enumerate(sizes):
+        paths.append(tmp_path / f"f{k}.txt")
+        paths[-1].write_bytes(b"x" * size)
+    groups = file_partitions(paths, npartitions=3)
+    assert sorted(f for g in groups for f in g) == sorted(str(p) for p in paths)
+    loads = sorted(sum(len(open(f, "rb").read()) for f in g) for g in groups)
+    assert loads == [60, 70, 70]
+    assert len(file_partitions(paths, npartitions=99)) == len(paths)
+    assert file_partitions(paths) == [[str(p) for p in paths]]  # 200 bytes < PARTITION_BYTES: one task
+    assert PARTITION_BYTES == 32 * 2**20
 
 
 def test_jsonl_gz_zst_and_text_corpora_agree(tmp_path):

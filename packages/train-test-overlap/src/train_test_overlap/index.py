@@ -446,7 +446,7 @@ class OverlapIndex:
         corpus : path-like, list of Path, or iterable of str
             See :func:`~train_test_overlap.iter_documents`.
         backend : {"local", "dask"}, default "local"
-            ``"dask"`` maps shards (one per file, or ``npartitions`` slices of in-memory documents) with
+            ``"dask"`` maps shards (groups of files, or ``npartitions`` slices of in-memory documents) with
             ``dask.bag`` and sums the partial counts; pass ``scheduler`` (``"sync"``, ``"threads"``,
             ``"processes"`` or a ``distributed.Client``).
         text_field, errors, lines
@@ -458,7 +458,9 @@ class OverlapIndex:
         scheduler : optional
             Dask scheduler (dask backend only).
         npartitions : int, optional
-            Partitions for in-memory documents under dask (default: one per 1000 documents).
+            Dask partitions: for in-memory documents, default one per 1000 documents; for files, groups of
+            files balanced by size (:func:`file_partitions`), default one per ``PARTITION_BYTES`` (32 MiB)
+            on disk, at most one per file.
 
         Returns
         -------
@@ -472,6 +474,9 @@ class OverlapIndex:
             return self.finish(self.scan_documents(docs, batch_tokens=batch_tokens, progress=progress))
         if backend != "dask":
             raise ValueError(f"backend must be 'local' or 'dask', got {backend!r}")
+        if npartitions is not None and (isinstance(npartitions, bool) or not isinstance(npartitions, numbers.Integral)
+                                        or npartitions < 1):
+            raise ValueError(f"npartitions must be a positive int or None, got {npartitions!r}")
         try:
             import dask.bag as db
         except ImportError as exc:  # pragma: no cover - depends on the install
@@ -484,8 +489,8 @@ class OverlapIndex:
         engine = delayed(self._engine, name=f"overlap-engine-{self.key}", traverse=False)
         if isinstance(corpus, (str, os.PathLike)) or (isinstance(corpus, (list, tuple)) and corpus
                                                       and all(isinstance(c, os.PathLike) for c in corpus)):
-            files = [str(p) for p in corpus_files(corpus)]
-            bag = db.from_sequence(files, npartitions=max(1, len(files)))
+            groups = file_partitions(corpus_files(corpus), npartitions)
+            bag = db.from_sequence(groups, npartitions=len(groups))
             parts = bag.map_partitions(_scan_files, engine, opts, batch_tokens)
         else:
             docs = list(iter_documents(corpus))
@@ -577,8 +582,60 @@ class Scanner:
                            CorpusStats(self._docs, self._tokens, self._bytes), self._engine.key)
 
 
-def _scan_files(files: Iterable[str], engine: _Engine, opts: dict[str, Any], batch_tokens: int) -> list[ShardCounts]:
-    return [engine.scan_documents(iter_documents(os.fspath(f), **opts), batch_tokens) for f in files]
+PARTITION_BYTES = 32 * 2**20
+"""Default bytes (on disk) per dask partition of a file corpus: small files are grouped, so that a task
+costs far more than its scheduling."""
+
+
+def file_partitions(files: Sequence[str | os.PathLike[str]], npartitions: int | None = None) -> list[list[str]]:
+    """Group corpus files into balanced partitions for a distributed scan.
+
+    Files go, largest first, to the partition with the fewest bytes so far (ties: the lowest partition),
+    so the grouping depends only on the files and their sizes.
+
+    Parameters
+    ----------
+    files : sequence of path-like
+    npartitions : int, optional
+        Number of partitions, at most one per file; default ``ceil(total bytes / PARTITION_BYTES)``.
+
+    Returns
+    -------
+    list of list of str
+        Non-empty groups of file paths, each in the order the files were given.
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> d = tempfile.mkdtemp()
+    >>> for name, size in [("a", 30), ("b", 10), ("c", 20)]:
+    ...     with open(os.path.join(d, name), "w") as f:
+    ...         _ = f.write("x" * size)
+    >>> [[os.path.basename(f) for f in g] for g in file_partitions(
+    ...     [os.path.join(d, n) for n in "abc"], npartitions=2)]
+    [['a'], ['b', 'c']]
+    """
+    paths = [os.fspath(f) for f in files]
+    if not paths:
+        return [[]]
+    sizes = [os.path.getsize(f) for f in paths]
+    if npartitions is None:
+        npartitions = -(-sum(sizes) // PARTITION_BYTES)
+    k = max(1, min(len(paths), int(npartitions)))
+    load = [0] * k
+    members: list[list[int]] = [[] for _ in range(k)]
+    for i in sorted(range(len(paths)), key=lambda i: (-sizes[i], i)):
+        j = min(range(k), key=lambda j: (load[j], j))
+        load[j] += sizes[i]
+        members[j].append(i)
+    return [[paths[i] for i in sorted(m)] for m in members if m]
+
+
+def _scan_files(groups: Iterable[list[str]], engine: _Engine, opts: dict[str, Any],
+                batch_tokens: int) -> list[ShardCounts]:
+    # one scanner per partition: its files stream through it, one count array goes back
+    return [engine.scan_documents((doc for f in files for doc in iter_documents(f, **opts)), batch_tokens)
+            for files in groups]
 
 
 def _scan_docs(docs: Iterable[str], engine: _Engine, batch_tokens: int) -> list[ShardCounts]:
