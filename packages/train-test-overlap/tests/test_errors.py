@@ -119,3 +119,20 @@ def test_a_corpus_file_listed_twice_is_refused_not_counted_twice(tmp_path):
     with pytest.raises(ValueError, match="listed twice"):
         list(iter_documents([tmp_path / "shards" / "b.txt", tmp_path / "shards" / ".." / "shards" / "b.txt"]))
     assert len(corpus_files([tmp_path / "shards"])) == 2
+
+
+def test_planted_corpus_takes_a_float_size_and_refuses_bad_sizes_by_name():
+    from train_test_overlap.experiments import planted_corpus
+
+    # a size written 3e4 (a float) used to fail inside numpy ("a must be a sequence or an integer")
+    ts, truth, docs = planted_corpus(n_instances=5, target_bytes=3e4, random_state=0)
+    same = planted_corpus(n_instances=5, target_bytes=30_000, random_state=0)
+    assert list(docs) == list(same[2]) and truth == same[1]
+    for bad in (float("nan"), float("inf"), -1, True, "3e6"):
+        with pytest.raises(ValueError, match="target_bytes"):
+            planted_corpus(n_instances=5, target_bytes=bad)
+    for bad in (0, 2.0, True):
+        with pytest.raises(ValueError, match="n_instances"):
+            planted_corpus(n_instances=bad, target_bytes=1000)
+    with pytest.raises(ValueError, match="vocab_size"):
+        planted_corpus(n_instances=5, target_bytes=1000, vocab_size=0)

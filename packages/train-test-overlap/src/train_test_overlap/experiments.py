@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import inspect
 import logging
+import math
+import numbers
 from collections.abc import Iterator
 from typing import Any
 
@@ -92,7 +94,7 @@ def demo(ctx: RunContext) -> None:
     ctx.save_figure(fig)
 
 
-def planted_corpus(*, n_instances: int, target_bytes: int, random_state: Any = None,
+def planted_corpus(*, n_instances: int, target_bytes: float, random_state: Any = None,
                    vocab_size: int = 5000) -> tuple[TestSet, dict[str, str], Iterator[str]]:
     """A synthetic test set and a random-word corpus with planted contamination of known kind.
 
@@ -100,8 +102,9 @@ def planted_corpus(*, n_instances: int, target_bytes: int, random_state: Any = N
     ----------
     n_instances : int
         Test instances (30 to 60 Zipf-distributed pseudo-words each, sentence punctuation).
-    target_bytes : int
-        Approximate corpus size.
+    target_bytes : int or float
+        Approximate corpus size (a float such as ``3e6`` is rounded down); at least the planted copies
+        are written.
     random_state : None, int or Generator
     vocab_size : int, default 5000
 
@@ -114,6 +117,13 @@ def planted_corpus(*, n_instances: int, target_bytes: int, random_state: Any = N
     documents : iterator of str
         The corpus, generated lazily (200-word documents; planted copies embedded in random text).
     """
+    for name, value in (("n_instances", n_instances), ("vocab_size", vocab_size)):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+            raise ValueError(f"{name} must be an int >= 1, got {value!r}")
+    if (isinstance(target_bytes, bool) or not isinstance(target_bytes, numbers.Real)
+            or not math.isfinite(target_bytes) or target_bytes < 0):
+        raise ValueError(f"target_bytes must be a finite number of bytes >= 0, got {target_bytes!r}")
+    target_bytes = int(target_bytes)
     rng = check_random_state(random_state)
     letters = np.array(list("abcdefghijklmnopqrstuvwxyz"))
     vocab = np.array(["".join(rng.choice(letters, size=rng.integers(2, 9))) for _ in range(vocab_size)])
