@@ -172,3 +172,23 @@ def test_adaptive_noise_is_seeded_by_random_state_and_fresh_for_none():
                  random_state=seed)
         draws.append(spy.first[0])
     assert draws[0] == draws[1] and draws[2] != draws[3] and draws[0] not in draws[2:]
+
+
+class _MeanUp:
+    """An "encoder" whose target is reached by raising every sample."""
+
+    def embed(self, wav):
+        e = torch.stack([wav.mean(dim=-1), torch.full_like(wav[..., 0], 0.01)], dim=-1)
+        return e / e.norm(dim=-1, keepdim=True)
+
+
+def test_no_snr_floor_with_a_silent_clip_gives_finite_audio():
+    x = np.zeros((2, 4000), np.float32)
+    x[0] = np.random.default_rng(0).normal(0, 0.1, 4000)
+    adv = attackvc(x, np.array([1.0, 0.0]), eps=0.01, encoder=_MeanUp(), iters=5, min_snr_db=-np.inf)
+    assert np.isfinite(adv).all()
+    assert np.abs(adv.astype(np.float64) - x).max() <= 0.01
+    assert np.abs(adv[0] - x[0]).max() > 1e-3
+    with_floor = attackvc(x, np.array([1.0, 0.0]), eps=0.01, encoder=_MeanUp(), iters=5)
+    assert np.isfinite(with_floor).all() and (with_floor[1] == 0).all()  # 25 dB of silence is silence
+

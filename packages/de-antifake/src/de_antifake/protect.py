@@ -170,7 +170,9 @@ def attackvc(wav, target, *, eps: float, encoder, sr: int = 16000, iters: int = 
         gen.manual_seed(int(random_state))
     x64 = x.astype(np.float64)
     # per-clip L2 radius of the SNR floor, a hair inside so that float32 rounding cannot cross it
-    radius = np.sqrt((x64**2).sum(axis=1)) * 10 ** (-min_snr_db / 20) * (1 - 1e-5)
+    # (no floor: an infinite radius, also for silent clips, where 0 * inf would be NaN)
+    radius = np.full(len(x64), np.inf) if min_snr_db == -np.inf else \
+        np.sqrt((x64**2).sum(axis=1)) * 10 ** (-min_snr_db / 20) * (1 - 1e-5)
     lo = torch.from_numpy(np.maximum(-eps, np.minimum(-1.0, x64) - x64).astype(np.float32))  # full scale
     hi = torch.from_numpy(np.minimum(eps, np.maximum(1.0, x64) - x64).astype(np.float32))
     rad_t = torch.from_numpy(radius.astype(np.float32))
@@ -203,7 +205,7 @@ def attackvc(wav, target, *, eps: float, encoder, sr: int = 16000, iters: int = 
     # inside the budget and inside [-1, 1] (a sample already outside keeps its own value as the bound)
     adv = np.clip(adv, np.maximum(x64 - eps, np.minimum(-1.0, x64)), np.minimum(x64 + eps, np.maximum(1.0, x64)))
     out = _float32_within(adv, x, eps)
-    if method == "pgd":
+    if method == "pgd" and min_snr_db > -np.inf:
         for _ in range(8):  # float32 rounding may cost a hair of SNR: shrink those clips towards x
             noise = ((out.astype(np.float64) - x64) ** 2).sum(axis=1)
             low = noise > (x64**2).sum(axis=1) * 10 ** (-min_snr_db / 10)
