@@ -292,3 +292,15 @@ def test_a_vocabulary_beyond_16_bit_ids_counts_its_last_tokens():
     assert index.ngram_ids(3).dtype == np.uint32
     counts = index.scan(["x w69997 w69998 w69999 y", "w1 w2 w3"])
     assert counts.ngram_counts(ts.key, "q", "input", 3) == {("w69997", "w69998", "w69999"): 1, ("w1", "w2", "w3"): 1}
+
+
+def test_ngram_ids_is_read_only_so_a_caller_cannot_corrupt_later_scans():
+    from train_test_overlap import Instance, OverlapIndex, TestSet
+
+    ts = TestSet("toy", "test", [Instance("q1", "a b c d e", ["f"])])
+    index = OverlapIndex(ts, n=3)
+    grams = index.ngram_ids(3)
+    with pytest.raises(ValueError, match="read-only"):
+        grams[0] = grams[1]  # used to rewrite the index's table: 'a b c' then matched nothing, silently
+    assert index.scan(["a b c"]).ngram_counts(ts.key, "q1", "input", 3) == {("a", "b", "c"): 1}
+    assert grams.tolist() == [[1, 2, 3], [2, 3, 4], [3, 4, 5], [4, 5, 6]]

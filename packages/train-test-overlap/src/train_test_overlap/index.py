@@ -348,12 +348,15 @@ class OverlapIndex:
         Returns
         -------
         numpy.ndarray
-            ``(num_ngrams[n], n)`` array of unsigned ints (the smallest type that holds the vocabulary's
-            ids); :meth:`tokens_of` turns a row into tokens.
+            ``(num_ngrams[n], n)`` read-only array of unsigned ints (the smallest type that holds the
+            vocabulary's ids; a view of the scan table, so it cannot be changed); :meth:`tokens_of` turns
+            a row into tokens.
         """
         if n not in self.n:
             raise ValueError(f"n={n!r} was not indexed; indexed n: {self.n}")
-        return self._engine.grams[n]
+        view = self._engine.grams[n].view()
+        view.flags.writeable = False
+        return view
 
     # -- scanning -----------------------------------------------------------------------------------------
     def scan_documents(self, documents: Iterable[str], *, batch_tokens: int = 1 << 18,
