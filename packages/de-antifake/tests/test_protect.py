@@ -192,3 +192,10 @@ def test_no_snr_floor_with_a_silent_clip_gives_finite_audio():
     with_floor = attackvc(x, np.array([1.0, 0.0]), eps=0.01, encoder=_MeanUp(), iters=5)
     assert np.isfinite(with_floor).all() and (with_floor[1] == 0).all()  # 25 dB of silence is silence
 
+
+def test_runs_inside_inference_mode():
+    x = np.random.default_rng(0).normal(0, 0.1, 4000).astype(np.float32)
+    ref = attackvc(x, np.array([1.0, 0.0]), eps=0.01, encoder=_MeanUp(), iters=3)
+    with torch.inference_mode():
+        adv = attackvc(x, np.array([1.0, 0.0]), eps=0.01, encoder=_MeanUp(), iters=3)
+    np.testing.assert_array_equal(adv, ref)

@@ -13,6 +13,7 @@ purifier: BPDA uses the purifier forward and the identity backward; EOT averages
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
@@ -62,6 +63,18 @@ def _optimise(xt, method, iters, lr, loss_of, project, reach, eps, min_snr_db, s
     return adv
 
 
+def _outside_inference_mode(fn):
+    """Run ``fn`` with inference mode off, so that it can build its autograd graph inside ``torch.inference_mode()``."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        with torch.inference_mode(False):
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
+@_outside_inference_mode
 def attackvc(wav, target, *, eps: float, encoder, sr: int = 16000, iters: int = 150, method: str = "pgd",
              lr: float | None = None, source_weight: float = 0.1, min_snr_db: float = 25.0, snr_weight: float = 10.0,
              purifier=None, adaptive: str | None = None, eot_samples: int = 2,
@@ -200,7 +213,7 @@ def attackvc(wav, target, *, eps: float, encoder, sr: int = 16000, iters: int = 
                 loss = loss - (emb * tgt).sum(dim=1) + source_weight * (emb * s).sum(dim=1)
         return loss / (len(views) * len(encoders))
 
-    with torch.enable_grad():  # the caller may be inside torch.no_grad()
+    with torch.enable_grad():  # the caller may be inside torch.no_grad() (or inference_mode, see the decorator)
         adv = _optimise(xt, method, int(iters), lr, loss_of, project, reach, eps, min_snr_db, snr_weight)
     # inside the budget and inside [-1, 1] (a sample already outside keeps its own value as the bound)
     adv = np.clip(adv, np.maximum(x64 - eps, np.minimum(-1.0, x64)), np.minimum(x64 + eps, np.maximum(1.0, x64)))
