@@ -304,3 +304,24 @@ def test_ngram_ids_is_read_only_so_a_caller_cannot_corrupt_later_scans():
         grams[0] = grams[1]  # used to rewrite the index's table: 'a b c' then matched nothing, silently
     assert index.scan(["a b c"]).ngram_counts(ts.key, "q1", "input", 3) == {("a", "b", "c"): 1}
     assert grams.tolist() == [[1, 2, 3], [2, 3, 4], [3, 4, 5], [4, 5, 6]]
+
+
+def test_file_partitions_refuses_a_bad_count_and_a_file_listed_twice(tmp_path):
+    from train_test_overlap.index import file_partitions
+
+    paths = []
+    for k in range(3):
+        paths.append(tmp_path / f"f{k}.txt")
+        paths[-1].write_text("x" * (k + 1))
+    # 0, -1, True and 2.7 used to be clamped or truncated to some partition count without a word
+    for bad in (0, -1, True, 2.7, "2"):
+        with pytest.raises(ValueError, match="npartitions"):
+            file_partitions(paths, npartitions=bad)
+    # a file given twice (also through another spelling of its path) would be scanned twice
+    for dup in (paths + [paths[0]], paths + [tmp_path / "." / "f1.txt"]):
+        with pytest.raises(ValueError, match="twice"):
+            file_partitions(dup)
+    assert file_partitions([]) == []  # no files: no partition (never a group without files)
+    empty = tmp_path / "empty.txt"
+    empty.write_text("")
+    assert file_partitions([empty], npartitions=4) == [[str(empty)]]

@@ -599,13 +599,18 @@ def file_partitions(files: Sequence[str | os.PathLike[str]], npartitions: int | 
     Parameters
     ----------
     files : sequence of path-like
-    npartitions : int, optional
+    npartitions : int >= 1, optional
         Number of partitions, at most one per file; default ``ceil(total bytes / PARTITION_BYTES)``.
 
     Returns
     -------
     list of list of str
-        Non-empty groups of file paths, each in the order the files were given.
+        Non-empty groups of file paths, each in the order the files were given (no group for no files).
+
+    Raises
+    ------
+    ValueError
+        For ``npartitions`` that is not a positive int, or a file listed twice (it would be scanned twice).
 
     Examples
     --------
@@ -618,9 +623,18 @@ def file_partitions(files: Sequence[str | os.PathLike[str]], npartitions: int | 
     ...     [os.path.join(d, n) for n in "abc"], npartitions=2)]
     [['a'], ['b', 'c']]
     """
+    if npartitions is not None and (isinstance(npartitions, bool) or not isinstance(npartitions, numbers.Integral)
+                                    or npartitions < 1):
+        raise ValueError(f"npartitions must be a positive int or None, got {npartitions!r}")
     paths = [os.fspath(f) for f in files]
+    seen: dict[str, str] = {}
+    for f in paths:
+        real = os.path.realpath(f)
+        if real in seen:
+            raise ValueError(f"corpus file {f} is listed twice (also as {seen[real]}); it would be scanned twice")
+        seen[real] = f
     if not paths:
-        return [[]]
+        return []
     sizes = [os.path.getsize(f) for f in paths]
     if npartitions is None:
         npartitions = -(-sum(sizes) // PARTITION_BYTES)
