@@ -52,3 +52,15 @@ def test_eer_threshold_refuses_nan_scores():
 
     with pytest.raises(ValueError, match="NaN"):
         eer_threshold([0.9, np.nan], [0.1, 0.2])
+
+
+def test_threshold_and_scores_are_cosines_for_unnormalised_embeddings():
+    rng = np.random.default_rng(0)
+    centres = rng.normal(size=(3, 16))
+    lab = np.repeat(np.arange(3), 6)
+    e = centres[lab] + 0.6 * rng.normal(size=(18, 16))
+    unit = e / np.linalg.norm(e, axis=1, keepdims=True)
+    scaled = unit * rng.uniform(5, 50, size=(18, 1))  # e.g. raw x-vectors: the norm carries no speaker
+    a, b = SpeakerVerifier().fit(unit, lab), SpeakerVerifier().fit(scaled, lab)
+    assert b.threshold_ == pytest.approx(a.threshold_) and b.eer_ == pytest.approx(a.eer_)
+    np.testing.assert_array_equal(a.accept(unit, lab), b.accept(scaled, lab))

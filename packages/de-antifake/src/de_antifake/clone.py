@@ -104,7 +104,7 @@ class SpeakerVerifier:
     """
 
     def fit(self, embeddings, labels) -> SpeakerVerifier:
-        """Enrol speakers from clean embeddings ``(n, d)`` with integer labels ``0..k-1``."""
+        """Enrol speakers from clean embeddings ``(n, d)`` (scaled to unit norm) with integer labels ``0..k-1``."""
         e = np.asarray(embeddings, dtype=np.float64)
         lab = np.asarray(labels)
         if e.ndim != 2 or lab.shape != (len(e),):
@@ -112,6 +112,10 @@ class SpeakerVerifier:
         if lab.dtype.kind not in "iu" or lab.min() < 0 or set(np.unique(lab)) != set(range(int(lab.max()) + 1)):
             raise ValueError("labels must be the integers 0..k-1, each with at least one embedding "
                              f"(got {sorted(set(lab.tolist()))[:8]}); map speaker ids to 0..k-1 first")
+        norms = np.linalg.norm(e, axis=1, keepdims=True)
+        if not np.isfinite(e).all() or (norms == 0).any():
+            raise ValueError("embeddings must be finite and nonzero")
+        e = e / norms  # cosines, as scores() computes them, whatever the encoder's norm
         k = int(lab.max()) + 1
         self.centroids_ = np.stack([e[lab == j].mean(0) for j in range(k)])
         self.centroids_ /= np.linalg.norm(self.centroids_, axis=1, keepdims=True)
