@@ -325,3 +325,16 @@ def test_file_partitions_refuses_a_bad_count_and_a_file_listed_twice(tmp_path):
     empty = tmp_path / "empty.txt"
     empty.write_text("")
     assert file_partitions([empty], npartitions=4) == [[str(empty)]]
+
+
+def test_finish_refuses_negative_or_non_integer_shard_counts():
+    ts = TestSet("toy", "test", [Instance("q1", "a b c d e", ["f"])])
+    index = OverlapIndex(ts, n=3)
+    shard = index.scan_documents(["x y z"])
+    assert index.finish(shard).overlapping_ids(ts.key, "input", 3) == []
+    # a negative count (e.g. shards subtracted, or an overflowed cast) used to read as an overlap
+    for bad in (np.array([-5, 0, 0, 0]), np.array([0.5, 0, 0, 0]), np.array([1, 0, 0, 0], dtype=object)):
+        with pytest.raises(ValueError, match="non-negative integers"):
+            index.finish(ShardCounts({3: bad}, index_key=index.key))
+    assert index.finish(ShardCounts({3: np.array([2, 0, 0, 0], dtype=np.uint32)})).overlapping_ids(
+        ts.key, "input", 3) == ["q1"]

@@ -420,7 +420,8 @@ class OverlapIndex:
         Raises
         ------
         ValueError
-            For counts produced by another index (their token ids would be read as this index's).
+            For counts produced by another index (their token ids would be read as this index's), and
+            for counts that are not non-negative integers.
         """
         if shard.index_key is not None and shard.index_key != self.key:
             raise ValueError("these shard counts come from another OverlapIndex (other test sets, order, n, "
@@ -435,6 +436,9 @@ class OverlapIndex:
             if c.shape != (grams.shape[0],):
                 raise ValueError(f"shard counts for n={n} have shape {c.shape}, this index has {grams.shape[0]} "
                                  "n-grams: they come from another index")
+            if not (isinstance(c, np.ndarray) and c.dtype.kind in "iu") or (c.size and c.min() < 0):
+                raise ValueError(f"shard counts for n={n} must be non-negative integers (an int array), got "
+                                 f"{getattr(c, 'dtype', type(c).__name__)} with minimum {np.min(c) if len(c) else None}")
             hit = np.flatnonzero(c)
             counts[n] = dict(zip(map(tuple, grams[hit].tolist()), c[hit].tolist(), strict=True))
         return OverlapCounts(self, counts, shard.stats)
