@@ -92,3 +92,28 @@ def test_eer_threshold_separable_and_overlapping():
     assert eer == 0.0 and 0.2 < thr <= 0.8
     with pytest.raises(ValueError):
         eer_threshold([], [0.1])
+
+
+def test_embed_takes_float64_and_numpy_as_float32(small_corpus, ge2e):
+    wav = small_corpus.utterances[0].wav
+    ref = ge2e.embed(torch.from_numpy(wav))
+    x64 = torch.from_numpy(wav.astype(np.float64)).requires_grad_(True)
+    e64 = ge2e.embed(x64)
+    torch.testing.assert_close(e64, ref, atol=1e-6, rtol=1e-6)
+    e64.sum().backward()  # the gradient reaches the float64 samples
+    assert x64.grad is not None and x64.grad.dtype == torch.float64 and x64.grad.abs().max() > 0
+    torch.testing.assert_close(ge2e.embed(wav.astype(np.float64)), ref, atol=1e-6, rtol=1e-6)
+
+
+@pytest.mark.parametrize("bad, match", [
+    (torch.zeros(16000, dtype=torch.int16), "integer"),
+    (np.zeros(16000, dtype=np.int16), "integer"),
+    (torch.tensor([0.1] * 8000 + [float("nan")] * 10), "NaN"),
+    (torch.tensor([0.1] * 8000 + [float("inf")]), "NaN"),
+    (torch.zeros(2, 0), "empty"),
+    (torch.zeros(1, 2, 16000), "shape"),
+    (torch.zeros(16000, dtype=torch.complex64), "complex"),
+])
+def test_embed_refuses_pcm_nan_empty_and_3d(ge2e, bad, match):
+    with pytest.raises(ValueError, match=match):
+        ge2e.embed(bad)

@@ -127,6 +127,27 @@ class MelFrontEnd(nn.Module):
         return mel[0] if squeeze else mel
 
 
+def _as_wave_tensor(wav, dtype: torch.dtype, *, name: str = "wav") -> torch.Tensor:
+    """Validate the input of a differentiable ``embed``: ``(n,)`` or ``(batch, n)`` real samples, cast to ``dtype``.
+
+    A tensor keeps its autograd graph (the cast is differentiable); an array is converted. Integer PCM,
+    complex samples, NaN or inf, empty waveforms and more than two axes raise ``ValueError``.
+    """
+    x = wav if isinstance(wav, torch.Tensor) else torch.as_tensor(np.asarray(wav))
+    if x.is_complex():
+        raise ValueError(f"{name}: complex samples (dtype {x.dtype}); pass real waveforms")
+    if not x.is_floating_point():
+        raise ValueError(f"{name}: integer samples (dtype {x.dtype}) would be read as amplitudes far above 1; "
+                         "scale PCM to [-1, 1] first, e.g. wav.float() / 32768 for int16")
+    if x.dim() not in (1, 2):
+        raise ValueError(f"{name}: expected shape (n,) or (batch, n), got shape {tuple(x.shape)}")
+    if x.numel() == 0:
+        raise ValueError(f"{name}: the waveform is empty (shape {tuple(x.shape)})")
+    if not bool(torch.isfinite(x.detach()).all()):
+        raise ValueError(f"{name}: {int((~torch.isfinite(x.detach())).sum())} samples are NaN or infinite")
+    return x.to(dtype)
+
+
 def _resemblyzer_weights() -> Path:
     spec = importlib.util.find_spec("resemblyzer")
     if spec is None or not spec.submodule_search_locations:
@@ -251,16 +272,24 @@ class ResemblyzerEncoder(nn.Module):
 
         Parameters
         ----------
-        wav : torch.Tensor
-            Shape ``(batch, n)`` or ``(n,)``, 16 kHz.
+        wav : torch.Tensor or array_like
+            Shape ``(batch, n)`` or ``(n,)``, 16 kHz floating-point samples (float64 is cast to the
+            model's dtype; gradients still reach the input).
         rate, min_coverage : float
             See :meth:`partial_slices`.
 
         Returns
         -------
         torch.Tensor
-            Shape ``(batch, d)`` (or ``(d,)``), unit norm: the normalised mean of the partial embeddings.
+            Shape ``(batch, d)`` (or ``(d,)``), unit norm, in the model's dtype: the normalised mean of the
+            partial embeddings.
+
+        Raises
+        ------
+        ValueError
+            For integer (PCM) or complex samples, NaN or inf, an empty waveform or more than two axes.
         """
+        wav = _as_wave_tensor(wav, self.linear.weight.dtype)
         squeeze = wav.dim() == 1
         x = wav.unsqueeze(0) if squeeze else wav
         slices = self.partial_slices(x.shape[-1], rate=rate, min_coverage=min_coverage)
