@@ -136,6 +136,31 @@ def test_gradient_reaches_the_waveform(tmp_path, wavs):
         enc.embed(torch.zeros(480))
 
 
+
+@pytest.mark.parametrize("bad, match", [
+    (torch.full((16000,), 3, dtype=torch.int16), "integer"),
+    (torch.tensor([0.1] * 16000 + [float("nan")]), "NaN"),
+    (torch.zeros(0), "empty"),
+])
+def test_pcm_nan_and_empty_waveforms_are_refused(tmp_path, bad, match):
+    enc = load_ecapa(save_ecapa(_model(), tmp_path))
+    with pytest.raises(ValueError, match=match):
+        enc.embed(bad)
+
+
+def test_directly_built_encoder_is_in_eval_mode(wavs):
+    from de_antifake.ecapa import ECAPAEncoder
+
+    model = _model().train()
+    enc = ECAPAEncoder(SpeechbrainFbank(n_mels=80), model)
+    x = torch.from_numpy(wavs[:3])
+    before = [b.clone() for b in model.buffers()]
+    with torch.no_grad():
+        batch = enc.embed(x)
+        single = enc.embed(x[0])
+    torch.testing.assert_close(batch[0], single, atol=1e-5, rtol=1e-5)  # no batch statistics
+    assert all(torch.equal(a, b) for a, b in zip(before, model.buffers(), strict=True))  # running stats untouched
+
 def test_missing_files_name_the_path(tmp_path):
     with pytest.raises(FileNotFoundError, match="nowhere"):
         load_ecapa(tmp_path / "nowhere")

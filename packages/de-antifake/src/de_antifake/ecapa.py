@@ -29,6 +29,7 @@ import torch
 from torch import nn
 
 from de_antifake.audio import SAMPLE_RATE, as_mono
+from de_antifake.encoder import _as_wave_tensor
 
 __all__ = ["ECAPAEncoder", "ECAPATDNN", "SpeechbrainFbank", "load_ecapa", "save_ecapa"]
 
@@ -281,6 +282,8 @@ class ECAPAEncoder(nn.Module):
     -----
     Build one with :func:`load_ecapa`. ``embed`` returns unit-norm embeddings (cosine scoring, as
     speechbrain's verification does); :meth:`raw_embed` returns speechbrain's unnormalised vectors.
+    The encoder is put in eval mode (with ``model``), so batch norm uses its running statistics;
+    call ``.train()`` explicitly to train it.
     """
 
     def __init__(self, front: SpeechbrainFbank, model: ECAPATDNN, *, embedding_mean: torch.Tensor | None = None) -> None:
@@ -288,11 +291,17 @@ class ECAPAEncoder(nn.Module):
         self.front = front
         self.embedding_model = model
         self.register_buffer("embedding_mean", embedding_mean, persistent=False)
+        self.eval()  # batch statistics would make an embedding depend on its batch and move the running stats
 
     def raw_embed(self, wav: torch.Tensor, *, normalize: bool = False) -> torch.Tensor:
-        """The ``encode_batch(wav)[:, 0]`` of speechbrain for equal-length waveforms ``(batch, n)`` -> ``(batch, d)``."""
+        """The ``encode_batch(wav)[:, 0]`` of speechbrain for equal-length waveforms ``(batch, n)`` -> ``(batch, d)``.
+
+        Floating-point samples are cast to the model's dtype (speechbrain casts to float32); integer
+        (PCM) or complex samples, NaN or inf, empty waveforms and more than two axes raise ``ValueError``.
+        """
+        wav = _as_wave_tensor(wav, self.embedding_model.fc.conv.weight.dtype)
         squeeze = wav.dim() == 1
-        x = (wav.unsqueeze(0) if squeeze else wav).float()  # the model's dtype, as speechbrain casts
+        x = wav.unsqueeze(0) if squeeze else wav
         frames = x.shape[-1] // self.front.hop + 1
         reach = max((m.pad for m in self.embedding_model.modules() if isinstance(m, _Conv)), default=0)
         if frames <= reach:
