@@ -175,3 +175,18 @@ def test_training_settings_are_checked_and_ema_is_returned():
     avg = train_diffwave(w, config=TINY, steps=3, segment=1024, ema_decay=0.9, random_state=0)
     diff = [float((a - b).abs().max().detach()) for a, b in zip(last.parameters(), avg.parameters(), strict=True)]
     assert max(diff) > 0  # the average of the iterates, not the last one
+
+
+def test_saving_beside_another_config_is_refused(tmp_path):
+    from dataclasses import replace
+
+    save_purification_pkl(DiffWave(TINY), tmp_path / "a.pkl")
+    other = DiffWave(replace(TINY, dilation_cycle=TINY.dilation_cycle + 1))  # same shapes, other cycle
+    with pytest.raises(ValueError, match="config.json"):
+        save_purification_pkl(other, tmp_path / "b.pkl")
+    a, _ = load_purification_pkl(tmp_path / "a.pkl")
+    assert a.config == TINY
+    save_purification_pkl(DiffWave(TINY), tmp_path / "c.pkl")  # the same config may share the folder
+    save_purification_pkl(other, tmp_path / "solo" / "a.pkl")
+    save_purification_pkl(DiffWave(TINY), tmp_path / "solo" / "a.pkl")  # replacing the only checkpoint is fine
+    assert load_purification_pkl(tmp_path / "solo" / "a.pkl")[0].config == TINY

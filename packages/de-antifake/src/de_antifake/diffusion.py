@@ -219,14 +219,25 @@ def save_purification_pkl(model: DiffWave, path: str | Path, *, schedule: Diffus
     """Save in the official layout: ``{"model_state_dict": ...}``, with ``config.json`` beside it.
 
     The JSON holds ``wavenet_config`` and ``diffusion_config`` (``T``, ``beta_0``, ``beta_T``) as the
-    official ``config.json`` does.
+    official ``config.json`` does. A ``config.json`` with another model's config is a ``ValueError`` when
+    other ``.pkl`` checkpoints lie beside it (it would change how they load).
     """
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    torch.save({"model_state_dict": model.state_dict()}, path)
     s = schedule or DiffusionSchedule()
     cfg = {"wavenet_config": asdict(model.config), "diffusion_config": {"T": s.T, "beta_0": s.beta_0, "beta_T": s.beta_T}}
-    path.with_name("config.json").write_text(json.dumps(cfg, indent=2), encoding="utf-8")
+    cfg_path = path.with_name("config.json")
+    others = [p for p in path.parent.glob("*.pkl") if p.resolve() != path.resolve()] if path.parent.is_dir() else []
+    if cfg_path.is_file() and others:  # one config.json per folder: overwriting it would re-size the others
+        try:
+            old = json.loads(cfg_path.read_text(encoding="utf-8"))
+        except ValueError:
+            old = None
+        if old is not None and {k: old.get(k) for k in cfg} != cfg:
+            raise ValueError(f"{cfg_path} holds another model's config, with which {others[0].name} beside it is "
+                             "read; save each DiffWave of another size or schedule in its own folder")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    torch.save({"model_state_dict": model.state_dict()}, path)
+    cfg_path.write_text(json.dumps(cfg, indent=2), encoding="utf-8")
     return path
 
 
