@@ -179,3 +179,12 @@ def test_flac_without_soundfile_names_the_extra(libri, monkeypatch):
     monkeypatch.setitem(sys.modules, "soundfile", None)  # import soundfile -> ImportError
     with pytest.raises(ImportError, match=r"de-antifake\[data\]"):
         read_librispeech(libri)
+
+
+def test_same_utterance_in_two_formats_is_refused(libri):
+    # a chapter converted to WAV beside its FLAC files would otherwise give every utterance twice
+    chapter = libri / "dev-clean" / "19" / "121"
+    data, sr = sf.read(chapter / "19-121-0000.flac")
+    wavfile.write(chapter / "19-121-0000.wav", sr, data.astype(np.float32))
+    with pytest.raises(ValueError, match="19-121-0000"):
+        read_librispeech(libri)

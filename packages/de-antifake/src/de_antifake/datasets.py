@@ -333,8 +333,9 @@ def read_librispeech(root: str | Path, *, subsets: Iterable[str] | None = None, 
     FileNotFoundError
         Naming the missing corpus or alignment folder, or the TextGrid paths tried.
     ValueError
-        Naming an audio file whose transcript line is missing, a TextGrid with phones outside
-        :data:`PHONES`, or a TextGrid whose length does not match its audio.
+        Naming an audio file whose transcript line is missing, an utterance stored in two files (FLAC and
+        WAV), a TextGrid with phones outside :data:`PHONES`, or a TextGrid whose length does not match
+        its audio.
 
     Examples
     --------
@@ -366,6 +367,11 @@ def read_librispeech(root: str | Path, *, subsets: Iterable[str] | None = None, 
                 audio = sorted(p for p in chapter.iterdir() if p.suffix.lower() in (".flac", ".wav"))
                 if not audio:
                     continue
+                stems = [p.stem for p in audio]
+                twice = sorted({s for s in stems if stems.count(s) > 1})
+                if twice:  # e.g. WAV copies beside the FLAC files: every utterance would be read twice
+                    raise ValueError(f"{chapter} holds utterances {twice[:4]} in more than one file "
+                                     f"({[p.name for p in audio if p.stem == twice[0]]}); keep one format")
                 trans_path = chapter / f"{spk}-{chapter.name}.trans.txt"
                 lines = {}
                 if trans_path.is_file():
