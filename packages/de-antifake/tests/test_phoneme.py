@@ -104,3 +104,11 @@ def test_textgrid_reader(tmp_path):
         read_textgrid(tg, tier="words")
     with pytest.raises(FileNotFoundError, match="b.TextGrid"):
         read_textgrid(tmp_path / "b.TextGrid")
+
+
+def test_too_short_clip_is_a_clear_error():
+    import torch
+
+    with pytest.raises(ValueError, match="too short"):
+        stft(torch.zeros(255))
+    assert stft(torch.zeros(256)).shape == (256, 3)

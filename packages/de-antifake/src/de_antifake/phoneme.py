@@ -31,8 +31,11 @@ N_BINS = N_FFT // 2 + 1
 
 
 def stft(wav: torch.Tensor) -> torch.Tensor:
-    """Complex STFT ``(..., 256, 1 + n // 128)`` of ``(..., n)`` waveforms."""
+    """Complex STFT ``(..., 256, 1 + n // 128)`` of ``(..., n)`` waveforms (``n >= 256``, else ``ValueError``)."""
     shape = wav.shape
+    if shape[-1] <= N_FFT // 2:  # the centred frames reflect-pad by 255 samples
+        raise ValueError(f"a waveform of {shape[-1]} samples is too short for the refiner's STFT "
+                         f"(at least {N_FFT // 2 + 1} samples, 16 ms)")
     x = wav.reshape(-1, shape[-1])
     spec = torch.stft(x, N_FFT, hop_length=HOP, window=torch.hann_window(N_FFT, periodic=True, dtype=x.dtype),
                       center=True, return_complex=True)
