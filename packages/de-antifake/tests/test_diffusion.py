@@ -190,3 +190,9 @@ def test_saving_beside_another_config_is_refused(tmp_path):
     save_purification_pkl(other, tmp_path / "solo" / "a.pkl")
     save_purification_pkl(DiffWave(TINY), tmp_path / "solo" / "a.pkl")  # replacing the only checkpoint is fine
     assert load_purification_pkl(tmp_path / "solo" / "a.pkl")[0].config == TINY
+
+
+@pytest.mark.parametrize("kw", [{"chunk_seconds": 1e-5}, {"sde_steps": 0}])
+def test_zero_sample_chunks_and_zero_sde_steps_are_refused(kw):
+    with pytest.raises(ValueError, match="chunk_seconds|sde_steps"):
+        DiffWavePurifier(DiffWave(TINY), **kw)

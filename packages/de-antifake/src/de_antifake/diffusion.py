@@ -441,8 +441,10 @@ class DiffWavePurifier:
                 import torchsde  # noqa: F401
             except ImportError as err:
                 raise ImportError("reverse='sde' needs torchsde: pip install 'de-antifake[sde]'") from err
-        if not chunk_seconds > 0:
-            raise ValueError(f"chunk_seconds must be > 0, got {chunk_seconds}")
+        if not chunk_seconds * SAMPLE_RATE >= 1:
+            raise ValueError(f"chunk_seconds must be at least one sample (1/{SAMPLE_RATE} s), got {chunk_seconds}")
+        if int(sde_steps) < 1:
+            raise ValueError(f"sde_steps must be >= 1, got {sde_steps}")
         self.reverse = reverse
         self.chunk = int(round(chunk_seconds * SAMPLE_RATE))
         self.sde_steps = int(sde_steps)
