@@ -188,3 +188,17 @@ def test_same_utterance_in_two_formats_is_refused(libri):
     wavfile.write(chapter / "19-121-0000.wav", sr, data.astype(np.float32))
     with pytest.raises(ValueError, match="19-121-0000"):
         read_librispeech(libri)
+
+
+def test_crop_reindexes_speakers_it_drops(libri):
+    # speaker "5" has only a 0.3 s utterance: after crop(0.5) the labels must still be 0..k-1
+    chapter = libri / "dev-clean" / "5" / "9"
+    chapter.mkdir(parents=True)
+    sf.write(chapter / "5-9-0000.flac", _tone(4800, 300.0, 16000), 16000, subtype="PCM_16")
+    (chapter / "5-9.trans.txt").write_text("5-9-0000 HI\n")
+    full = read_librispeech(libri)
+    assert full.speaker_ids == ["19", "5", "84"]
+    short = full.crop(0.5)
+    assert short.speaker_ids == ["19", "84"] and short.genders == ["F", "M"]
+    assert sorted(set(short.labels.tolist())) == [0, 1]
+    assert [short.speaker_ids[u.speaker] for u in short.utterances] == [p.parts[-3] for p in short.paths]

@@ -78,8 +78,10 @@ class SpeechCorpus(Corpus):
         """Equal-length copy for batched embedding (:meth:`~de_antifake.corpus.Corpus.waveforms`).
 
         Each utterance keeps its first ``floor(seconds * 16000 / 128)`` frames of 128 samples;
-        shorter utterances are dropped. An alignment is cut at the same frame (the phone that straddles
-        the cut is shortened), so it still reaches the end of the audio.
+        shorter utterances are dropped, and speakers left without utterances are dropped from
+        :attr:`speaker_ids` and :attr:`genders` (the others are renumbered ``0..k-1``). An alignment is cut
+        at the same frame (the phone that straddles the cut is shortened), so it still reaches the end of
+        the audio.
 
         Raises
         ------
@@ -110,7 +112,7 @@ class SpeechCorpus(Corpus):
             out.paths.append(path)
         if not out.utterances:
             raise ValueError(f"no utterance is at least {seconds} s long")
-        return out
+        return _reindex(out)
 
 
 def _to_float(data: np.ndarray, path: Path) -> np.ndarray:
@@ -257,12 +259,17 @@ def _build(root: Path, items: list[tuple[str, Path, list[str]]], genders: dict[s
         corpus.paths.append(path)
     if not corpus.utterances:
         raise ValueError(f"no utterance under {root} has an alignment in {align_root}")
+    return _reindex(corpus)
+
+
+def _reindex(corpus: SpeechCorpus) -> SpeechCorpus:
+    """Drop speakers without utterances and renumber the rest 0..k-1 (in place), keeping ids and genders aligned."""
     kept = sorted({u.speaker for u in corpus.utterances})
-    if kept != list(range(len(ids))):  # speakers whose every utterance was skipped: reindex 0..k-1
+    if kept != list(range(len(corpus.speaker_ids))):
         remap = {old: new for new, old in enumerate(kept)}
         for u in corpus.utterances:
             u.speaker = remap[u.speaker]
-        corpus.speaker_ids = [ids[k] for k in kept]
+        corpus.speaker_ids = [corpus.speaker_ids[k] for k in kept]
         corpus.genders = [corpus.genders[k] for k in kept]
     return corpus
 
