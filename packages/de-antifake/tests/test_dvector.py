@@ -113,6 +113,11 @@ def test_save_load_round_trip(trained, data, tmp_path):
     torch.save({"x": 1}, tmp_path / "other.pt")
     with pytest.raises(ValueError, match="not a d-vector"):
         DVectorEncoder.load(tmp_path / "other.pt")
+    blob = torch.load(path, weights_only=True)  # weights that do not fit their config
+    blob["config"]["hidden_size"] += 1
+    torch.save(blob, tmp_path / "mismatch.pt")
+    with pytest.raises(ValueError, match="do not match"):
+        DVectorEncoder.load(tmp_path / "mismatch.pt")
 
 
 def test_bad_configs_and_data(data):

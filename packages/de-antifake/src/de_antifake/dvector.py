@@ -162,7 +162,7 @@ class DVectorEncoder(ResemblyzerEncoder):
         FileNotFoundError
             Naming the path.
         ValueError
-            When the file is not a saved d-vector.
+            When the file is not a saved d-vector, or its weights do not match its config.
         """
         path = Path(path)
         if not path.is_file():
@@ -175,7 +175,10 @@ class DVectorEncoder(ResemblyzerEncoder):
         except TypeError as err:
             raise ValueError(f"{path} holds a d-vector config this version cannot read: {err}") from err
         model = cls(config)
-        model.load_state_dict(blob["state_dict"], strict=True)
+        try:
+            model.load_state_dict(blob["state_dict"], strict=True)
+        except RuntimeError as err:
+            raise ValueError(f"{path}: the weights do not match the saved config: {str(err)[:300]}") from err
         return _freeze(model)
 
 
