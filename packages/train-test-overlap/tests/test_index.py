@@ -338,3 +338,10 @@ def test_finish_refuses_negative_or_non_integer_shard_counts():
             index.finish(ShardCounts({3: bad}, index_key=index.key))
     assert index.finish(ShardCounts({3: np.array([2, 0, 0, 0], dtype=np.uint32)})).overlapping_ids(
         ts.key, "input", 3) == ["q1"]
+
+
+def test_file_partitions_is_importable_where_the_readme_names_it():
+    import train_test_overlap
+    from train_test_overlap.index import file_partitions
+
+    assert train_test_overlap.file_partitions is file_partitions and "file_partitions" in train_test_overlap.__all__

@@ -29,7 +29,7 @@ import numpy as np
 from train_test_overlap.data import TestSet, corpus_files, iter_documents
 from train_test_overlap.tokenizers import Tokenizer, get_tokenizer
 
-__all__ = ["PARTS", "CorpusStats", "OverlapCounts", "OverlapIndex", "Scanner", "ShardCounts"]
+__all__ = ["PARTITION_BYTES", "PARTS", "CorpusStats", "OverlapCounts", "OverlapIndex", "Scanner", "ShardCounts", "file_partitions"]
 
 PARTS = ("input", "references", "intersect")
 """Instance parts that can be indexed; ``intersect`` is HELM's join of the input's end with each reference's start."""
