@@ -202,3 +202,17 @@ def test_crop_reindexes_speakers_it_drops(libri):
     assert short.speaker_ids == ["19", "84"] and short.genders == ["F", "M"]
     assert sorted(set(short.labels.tolist())) == [0, 1]
     assert [short.speaker_ids[u.speaker] for u in short.utterances] == [p.parts[-3] for p in short.paths]
+
+
+def test_vctk_092_textgrids_named_without_the_mic_suffix(tmp_path):
+    # alignments of VCTK are often named <spk>_<utt>.TextGrid, as the transcripts are
+    root = tmp_path / "VCTK"
+    (root / "wav48_silence_trimmed" / "p225").mkdir(parents=True)
+    (root / "txt" / "p225").mkdir(parents=True)
+    for mic in ("mic1", "mic2"):
+        sf.write(root / "wav48_silence_trimmed" / "p225" / f"p225_001_{mic}.flac", _tone(48000, 300.0, 48000), 48000)
+    (root / "txt" / "p225" / "p225_001.txt").write_text("Please call Stella.\n")
+    _textgrid(tmp_path / "aligned" / "p225" / "p225_001.TextGrid", [("", 0.0, 0.2), ("P", 0.2, 0.5), ("IY1", 0.5, 1.0)])
+    for mic in ("mic1", "mic2"):
+        c = read_vctk(root, mic=mic, alignments=tmp_path / "aligned")
+        assert c.utterances[0].alignment == [("sil", 25), ("P", 37), ("IY", 63)]

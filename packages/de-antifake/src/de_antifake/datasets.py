@@ -17,7 +17,8 @@ Alignments are TextGrids as Montreal Forced Aligner writes them (a ``phones`` ti
 with stress digits, empty intervals for silence) in a folder parallel to the corpus: for an audio file
 ``<root>/<rel>/<stem>.<ext>`` the reader looks for ``<alignments>/<rel>/<stem>.TextGrid``, then for
 the same path without its first folder (the subset, or ``wav48_silence_trimmed``), then for
-``<alignments>/<speaker>/<stem>.TextGrid`` and ``<alignments>/<stem>.TextGrid``. The phones become
+``<alignments>/<speaker>/<stem>.TextGrid`` and ``<alignments>/<stem>.TextGrid`` (for VCTK 0.92 also
+``<spk>_<utt>.TextGrid`` without the microphone suffix, in both places). The phones become
 ``(phone, frames)`` pairs of 128-sample frames (:func:`~de_antifake.phoneme.alignment_from_intervals`).
 Without alignments an utterance has no phones (``utterance.alignment == []``); build an even one with
 :func:`~de_antifake.phoneme.alignment_from_words` if needed.
@@ -189,12 +190,14 @@ def _check_root(root) -> Path:
     return root
 
 
-def _find_textgrid(alignments: Path, rel: Path, speaker: str) -> tuple[Path | None, list[Path]]:
+def _find_textgrid(alignments: Path, rel: Path, speaker: str, uid: str | None = None) -> tuple[Path | None, list[Path]]:
     stem = rel.with_suffix(".TextGrid")
     candidates = [alignments / stem]
     if len(stem.parts) > 1:
         candidates.append(alignments / Path(*stem.parts[1:]))
     candidates += [alignments / speaker / stem.name, alignments / stem.name]
+    if uid is not None and uid != rel.stem:  # VCTK 0.92: <spk>_<utt>.TextGrid for <spk>_<utt>_mic1.flac
+        candidates += [alignments / speaker / f"{uid}.TextGrid", alignments / f"{uid}.TextGrid"]
     for c in candidates:
         if c.is_file():
             return c, candidates
@@ -228,7 +231,7 @@ def _alignment(path: Path, n_samples: int, audio: Path, *, tier: str, phone_map:
     return [p for p, _ in align], [d for _, d in align]
 
 
-def _build(root: Path, items: list[tuple[str, Path, list[str]]], genders: dict[str, str], *, alignments,
+def _build(root: Path, items: list[tuple[str, Path, list[str], str]], genders: dict[str, str], *, alignments,
            tier: str, phone_map, on_missing_alignment: str) -> SpeechCorpus:
     if not items:
         raise ValueError(f"no audio files found under {root}")
@@ -240,14 +243,14 @@ def _build(root: Path, items: list[tuple[str, Path, list[str]]], genders: dict[s
         if not align_root.is_dir():
             raise FileNotFoundError(f"alignment folder not found: {align_root}")
     pmap = {**DEFAULT_PHONE_MAP, **dict(phone_map or {})}
-    ids = sorted({spk for spk, _, _ in items})
+    ids = sorted({spk for spk, _, _, _ in items})
     index = {s: k for k, s in enumerate(ids)}
     corpus = SpeechCorpus(speakers=[], speaker_ids=ids, genders=[genders.get(s) for s in ids])
-    for spk, path, words in items:
+    for spk, path, words, uid in items:
         phones: list[str] = []
         durs: list[int] = []
         if align_root is not None:
-            grid, looked = _find_textgrid(align_root, path.relative_to(root), spk)
+            grid, looked = _find_textgrid(align_root, path.relative_to(root), spk, uid)
             if grid is None:
                 if on_missing_alignment == "skip":
                     continue
@@ -392,10 +395,10 @@ def read_librispeech(root: str | Path, *, subsets: Iterable[str] | None = None, 
                     if path.stem not in lines:
                         where = trans_path if trans_path.is_file() else f"{trans_path} (file missing)"
                         raise ValueError(f"no transcript line for {path} in {where}")
-                    items.append((spk, path, _words(lines[path.stem])))
+                    items.append((spk, path, _words(lines[path.stem]), path.stem))
                     count += 1
     if wanted is not None:
-        missing = sorted(wanted - {spk for spk, _, _ in items})
+        missing = sorted(wanted - {spk for spk, _, _, _ in items})
         if missing:
             raise ValueError(f"speakers {missing} not found under {root}")
     genders = _read_genders(root / "SPEAKERS.TXT", sep="|")
@@ -462,7 +465,7 @@ def read_vctk(root: str | Path, *, speakers: Iterable[str] | None = None, mic: s
             txt = txt_root / spk / f"{m['id']}.txt"
             if not txt.is_file():
                 raise ValueError(f"no transcript for {path}: {txt} does not exist")
-            items.append((spk, path, _words(txt.read_text(encoding="utf-8", errors="replace"))))
+            items.append((spk, path, _words(txt.read_text(encoding="utf-8", errors="replace")), m["id"]))
             count += 1
     genders = _read_genders(root / "speaker-info.txt", sep=None)
     genders.update({f"p{k}": v for k, v in list(genders.items()) if not k.startswith(("p", "s"))})
