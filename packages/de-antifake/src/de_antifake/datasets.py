@@ -127,10 +127,11 @@ def _to_float(data: np.ndarray, path: Path) -> np.ndarray:
 
 
 def read_audio(path: str | Path) -> np.ndarray:
-    """Read an audio file as 16 kHz float32 mono samples in [-1, 1].
+    """Read an audio file as 16 kHz float32 mono samples.
 
     WAV files are read with :mod:`scipy.io.wavfile`; FLAC (and anything else) needs ``soundfile``
-    (``pip install 'de-antifake[data]'``). Channels are averaged; another sampling rate is resampled
+    (``pip install 'de-antifake[data]'``). Integer PCM is scaled to [-1, 1); floating-point files are
+    returned as stored (they may exceed 1). Channels are averaged; another sampling rate is resampled
     with :func:`scipy.signal.resample_poly`.
 
     Raises
