@@ -239,3 +239,19 @@ def test_checkpoint_without_parametrization_loads_as_the_noise_predictor(tmp_pat
     del raw["hyper_parameters"]["parametrization"]  # written before the key existed
     torch.save(raw, path)
     assert load_refinement_ckpt(path).parametrization == "noise"
+
+
+def test_training_runs_inside_no_grad_and_inference_mode():
+    from de_antifake.diffusion import DiffWaveConfig, train_diffwave
+    from de_antifake.refiner import PhonemeGuidedRefiner
+
+    clean = np.sin(np.linspace(0, 400, 2 * 2560)).reshape(2, 2560).astype(np.float32) * 0.1
+    cfg = DiffWaveConfig(res_channels=4, skip_channels=4, num_res_layers=1, dilation_cycle=1,
+                         diffusion_step_embed_dim_in=8, diffusion_step_embed_dim_mid=8, diffusion_step_embed_dim_out=8)
+    for context in (torch.no_grad, torch.inference_mode):
+        with context():
+            ref = PhonemeGuidedRefiner(use_text=False, channels=4, layers=1, N=2, random_state=0)
+            ref.fit(clean, clean + 0.01, steps=2, batch_size=2)
+            assert ref.refine(clean[0], 16000).shape == (2560,)
+            train_diffwave(clean, config=cfg, steps=2, segment=512, batch_size=2, random_state=0)
+        assert torch.is_grad_enabled() and not torch.is_inference_mode_enabled()

@@ -86,6 +86,19 @@ def _own_torch_rng(fn):
     return wrapper
 
 
+def _trains(fn):
+    """Run the training function ``fn`` with gradients on, whatever the caller's ``no_grad``/``inference_mode``."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        import torch
+
+        with torch.inference_mode(False), torch.enable_grad():
+            return fn(*args, **kwargs)
+
+    return wrapper
+
+
 def _not_fitted(message: str) -> Exception:
     """Build ``sklearn.exceptions.NotFittedError(message)``, or an equivalent error without scikit-learn.
 

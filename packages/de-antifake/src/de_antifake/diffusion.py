@@ -19,7 +19,7 @@ import torch
 from icml25_shared.random import check_random_state
 from torch import nn
 
-from de_antifake.audio import SAMPLE_RATE, _own_torch_rng, as_mono
+from de_antifake.audio import SAMPLE_RATE, _own_torch_rng, _trains, as_mono
 
 __all__ = ["DiffWave", "DiffWaveConfig", "DiffWavePurifier", "DiffusionSchedule", "load_purification_pkl",
            "save_purification_pkl", "train_diffwave"]
@@ -316,6 +316,7 @@ def _check_peak(peak) -> float | None:
     return None if peak is None else float(peak)
 
 
+@_trains
 @_own_torch_rng
 def train_diffwave(waveforms, *, config: DiffWaveConfig, schedule: DiffusionSchedule | None = None, steps: int = 300,
                    batch_size: int = 16, segment: int = 2048, lr: float = 2e-3, max_t: int | None = None,

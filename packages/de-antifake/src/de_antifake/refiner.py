@@ -19,7 +19,7 @@ import torch
 from icml25_shared.random import check_random_state
 from torch import nn
 
-from de_antifake.audio import _not_fitted, _own_torch_rng, as_mono
+from de_antifake.audio import _not_fitted, _own_torch_rng, _trains, as_mono
 from de_antifake.phoneme import PhonemeSpectra, alignment_from_words, istft, stft
 
 __all__ = ["OUVESDE", "PhonePuRe", "PhonemeGuidedRefiner", "ScoreNet", "load_refinement_ckpt", "save_refinement_ckpt"]
@@ -149,6 +149,7 @@ class PhonemeGuidedRefiner:
         parts = [x, y] + ([text] if self.use_text else [])
         return torch.cat(parts, dim=1)
 
+    @_trains
     @_own_torch_rng
     def fit(self, clean, purified, *, alignments=None, spectra: PhonemeSpectra | None = None, steps: int = 200,
             batch_size: int = 8, lr: float = 2e-3, crop_frames: int = 64) -> PhonemeGuidedRefiner:
