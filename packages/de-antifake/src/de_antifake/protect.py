@@ -1,10 +1,12 @@
 """Protective perturbations: AttackVC's embedding attack on the waveform, ensembles and adaptive variants.
 
 The attack moves the speaker embedding towards a target speaker and away from the source. The default
-``method="pgd"`` takes L2-normalised gradient steps with a cosine-decaying step size and projects after
-every step onto the exact feasible set: ``|delta| <= eps`` per sample and ``SNR >= min_snr_db`` per clip
-(the SNR floor is an L2 ball of radius ``|x| 10^(-min_snr_db / 20)``, which usually binds before the
-L-infinity budget). ``method="adam"`` is AttackVC's parameterisation ``delta = eps * tanh(w)`` optimised
+``method="pgd"`` takes L2-normalised gradient steps with a cosine-decaying step size and after every step
+maps the perturbation into the feasible set, so that both constraints hold exactly: ``|delta| <= eps``
+per sample and ``SNR >= min_snr_db`` per clip (the SNR floor is an L2 ball of radius
+``|x| 10^(-min_snr_db / 20)``, which usually binds before the L-infinity budget). The map clips to the
+box, then scales into the ball: a point of the intersection, not the nearest one (the Euclidean
+projection onto the intersection has no closed form). ``method="adam"`` is AttackVC's parameterisation ``delta = eps * tanh(w)`` optimised
 with Adam, with a hinge penalty on the SNR. Several encoders (an AntiFake-style ensemble) average their
 losses. ``adaptive="bpda"`` or ``"eot"`` attacks through a
 purifier: BPDA uses the purifier forward and the identity backward; EOT averages the loss over
@@ -99,8 +101,8 @@ def attackvc(wav, target, *, eps: float, encoder, sr: int = 16000, iters: int = 
         Optimisation steps.
     method : {"pgd", "adam"}, default "pgd"
         ``"pgd"``: normalised gradient steps of ``lr * radius`` (``radius`` = the clip's L2 budget at
-        ``min_snr_db``), decayed by a cosine schedule, each followed by the exact projection onto
-        ``|delta| <= eps`` and ``SNR >= min_snr_db``. ``"adam"``: ``delta = eps * tanh(w)`` with Adam on
+        ``min_snr_db``), decayed by a cosine schedule, each followed by clipping to ``|delta| <= eps`` and
+        scaling into ``SNR >= min_snr_db`` (both then hold exactly). ``"adam"``: ``delta = eps * tanh(w)`` with Adam on
         ``w`` and an SNR hinge (the SNR floor is then approximate).
     lr : float, optional
         Step size: 0.25 (a share of the L2 radius) for ``"pgd"``, 0.05 (Adam's learning rate) for ``"adam"``.
