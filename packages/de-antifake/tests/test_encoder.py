@@ -117,3 +117,9 @@ def test_embed_takes_float64_and_numpy_as_float32(small_corpus, ge2e):
 def test_embed_refuses_pcm_nan_empty_and_3d(ge2e, bad, match):
     with pytest.raises(ValueError, match=match):
         ge2e.embed(bad)
+
+
+@pytest.mark.parametrize("rate", [0, 0.0, float("nan"), float("inf"), -1.3])
+def test_partial_rate_must_be_positive(ge2e, rate):
+    with pytest.raises(ValueError, match="rate"):
+        ge2e.partial_slices(32000, rate=rate)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import math
+import numbers
 from pathlib import Path
 
 import numpy as np
@@ -254,6 +255,8 @@ class ResemblyzerEncoder(nn.Module):
         """
         if not 0 < min_coverage <= 1:
             raise ValueError(f"min_coverage must be in (0, 1], got {min_coverage}")
+        if isinstance(rate, bool) or not (isinstance(rate, numbers.Real) and math.isfinite(rate) and rate > 0):
+            raise ValueError(f"rate must be a finite number of partials per second > 0, got {rate!r}")
         hop = self.front.hop
         n_frames = int(np.ceil((n_samples + 1) / hop))
         step = int(np.round((self.front.sample_rate / rate) / hop))
