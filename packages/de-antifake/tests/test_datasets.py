@@ -216,3 +216,11 @@ def test_vctk_092_textgrids_named_without_the_mic_suffix(tmp_path):
     for mic in ("mic1", "mic2"):
         c = read_vctk(root, mic=mic, alignments=tmp_path / "aligned")
         assert c.utterances[0].alignment == [("sil", 25), ("P", 37), ("IY", 63)]
+
+
+def test_max_per_speaker_counts_aligned_utterances_when_skipping(libri, tmp_path):
+    (tmp_path / "aligned" / "84" / "121" / "84-121-0000.TextGrid").unlink()
+    c = read_librispeech(libri, alignments=tmp_path / "aligned", on_missing_alignment="skip", max_per_speaker=1)
+    assert c.speaker_ids == ["19", "84"]  # 84's first utterance has no TextGrid: its second one is taken
+    assert [p.name for p in c.paths] == ["19-121-0000.flac", "84-121-0001.flac"]
+    assert len(read_librispeech(libri, max_per_speaker=1).utterances) == 2

@@ -233,7 +233,7 @@ def _alignment(path: Path, n_samples: int, audio: Path, *, tier: str, phone_map:
 
 
 def _build(root: Path, items: list[tuple[str, Path, list[str], str]], genders: dict[str, str], *, alignments,
-           tier: str, phone_map, on_missing_alignment: str) -> SpeechCorpus:
+           tier: str, phone_map, on_missing_alignment: str, max_per_speaker: int | None = None) -> SpeechCorpus:
     if not items:
         raise ValueError(f"no audio files found under {root}")
     if on_missing_alignment not in ("raise", "skip"):
@@ -247,7 +247,10 @@ def _build(root: Path, items: list[tuple[str, Path, list[str], str]], genders: d
     ids = sorted({spk for spk, _, _, _ in items})
     index = {s: k for k, s in enumerate(ids)}
     corpus = SpeechCorpus(speakers=[], speaker_ids=ids, genders=[genders.get(s) for s in ids])
+    taken = dict.fromkeys(ids, 0)
     for spk, path, words, uid in items:
+        if max_per_speaker is not None and taken[spk] >= max_per_speaker:
+            continue
         phones: list[str] = []
         durs: list[int] = []
         if align_root is not None:
@@ -261,6 +264,7 @@ def _build(root: Path, items: list[tuple[str, Path, list[str], str]], genders: d
             phones, durs = _alignment(grid, len(wav), path, tier=tier, phone_map=pmap)
         corpus.utterances.append(Utterance(wav=wav, phones=phones, durations=durs, words=words, speaker=index[spk]))
         corpus.paths.append(path)
+        taken[spk] += 1
     if not corpus.utterances:
         raise ValueError(f"no utterance under {root} has an alignment in {align_root}")
     return _reindex(corpus)
@@ -299,10 +303,13 @@ def _names(values, what: str) -> list[str] | None:
     return [str(v) for v in values]
 
 
-def _check_max(max_per_speaker) -> None:
+def _check_max(max_per_speaker, alignments, on_missing_alignment) -> int | None:
+    """Validate ``max_per_speaker``; return the limit the file listing may apply (``None`` when utterances
+    without a TextGrid are skipped: the limit then counts the aligned utterances kept, in ``_build``)."""
     if max_per_speaker is not None and (isinstance(max_per_speaker, bool) or not isinstance(max_per_speaker, int)
                                         or max_per_speaker < 1):
         raise ValueError(f"max_per_speaker must be None or an integer >= 1, got {max_per_speaker!r}")
+    return None if alignments is not None and on_missing_alignment == "skip" else max_per_speaker
 
 
 def _words(text: str) -> list[str]:
@@ -323,7 +330,8 @@ def read_librispeech(root: str | Path, *, subsets: Iterable[str] | None = None, 
     speakers : iterable of str, optional
         Speaker ids to keep; all by default.
     max_per_speaker : int, optional
-        Keep the first utterances of each speaker (in file-name order).
+        Keep the first utterances of each speaker (in file-name order); with
+        ``on_missing_alignment="skip"`` the first ones that have a TextGrid.
     alignments : path, optional
         Folder of MFA TextGrids parallel to the corpus (see the module docstring).
     tier : str, default "phones"
@@ -363,7 +371,7 @@ def read_librispeech(root: str | Path, *, subsets: Iterable[str] | None = None, 
     """
     root = _check_root(root)
     subsets, speakers = _names(subsets, "subsets"), _names(speakers, "speakers")
-    _check_max(max_per_speaker)
+    listed = _check_max(max_per_speaker, alignments, on_missing_alignment)
     all_subsets = [p.name for p in root.iterdir() if p.is_dir()]
     if subsets is None and any(re.fullmatch(r"\d+", s) for s in all_subsets):
         raise ValueError(f"{root} holds speaker folders {sorted(all_subsets)[:4]}: pass the folder above the subsets "
@@ -391,7 +399,7 @@ def read_librispeech(root: str | Path, *, subsets: Iterable[str] | None = None, 
                             uid, _, text = line.strip().partition(" ")
                             lines[uid] = text
                 for path in audio:
-                    if max_per_speaker is not None and count >= max_per_speaker:
+                    if listed is not None and count >= listed:
                         break
                     if path.stem not in lines:
                         where = trans_path if trans_path.is_file() else f"{trans_path} (file missing)"
@@ -406,7 +414,7 @@ def read_librispeech(root: str | Path, *, subsets: Iterable[str] | None = None, 
     if not genders:
         genders = _read_genders(root.parent / "SPEAKERS.TXT", sep="|")
     return _build(root, items, genders, alignments=alignments, tier=tier, phone_map=phone_map,
-                  on_missing_alignment=on_missing_alignment)
+                  on_missing_alignment=on_missing_alignment, max_per_speaker=max_per_speaker)
 
 
 def read_vctk(root: str | Path, *, speakers: Iterable[str] | None = None, mic: str = "mic1",
@@ -442,7 +450,7 @@ def read_vctk(root: str | Path, *, speakers: Iterable[str] | None = None, mic: s
     """
     root = _check_root(root)
     speakers = _names(speakers, "speakers")
-    _check_max(max_per_speaker)
+    listed = _check_max(max_per_speaker, alignments, on_missing_alignment)
     if mic not in ("mic1", "mic2"):
         raise ValueError(f"mic must be 'mic1' or 'mic2', got {mic!r}")
     new, old = root / "wav48_silence_trimmed", root / "wav48"
@@ -461,7 +469,7 @@ def read_vctk(root: str | Path, *, speakers: Iterable[str] | None = None, mic: s
             m = pattern.fullmatch(path.name)
             if m is None:
                 continue
-            if max_per_speaker is not None and count >= max_per_speaker:
+            if listed is not None and count >= listed:
                 break
             txt = txt_root / spk / f"{m['id']}.txt"
             if not txt.is_file():
@@ -471,4 +479,4 @@ def read_vctk(root: str | Path, *, speakers: Iterable[str] | None = None, mic: s
     genders = _read_genders(root / "speaker-info.txt", sep=None)
     genders.update({f"p{k}": v for k, v in list(genders.items()) if not k.startswith(("p", "s"))})
     return _build(root, items, genders, alignments=alignments, tier=tier, phone_map=phone_map,
-                  on_missing_alignment=on_missing_alignment)
+                  on_missing_alignment=on_missing_alignment, max_per_speaker=max_per_speaker)
