@@ -66,3 +66,21 @@ def test_shipped_weights_load_and_stage1_keeps_clean_audio():
     assert snr_db(wav, guided.refine(out, 16000, alignment=alignment)) > 15  # the refiner keeps it (was about 0 dB)
     noise = stage1.purify(np.zeros_like(wav), 16000)
     assert np.isfinite(noise).all()
+
+
+def test_experiments_restore_the_callers_torch_thread_count():
+    import torch
+
+    from de_antifake import experiments
+
+    seen = []
+    probe = experiments._one_thread(lambda: seen.append(torch.get_num_threads()))
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        probe()
+        assert seen == [1] and torch.get_num_threads() == 2
+        for fn in (experiments.run_chain, experiments.reproduce, experiments.demo):
+            assert fn.__wrapped__ is not None  # run_chain, reproduce and demo run on one thread, then restore
+    finally:
+        torch.set_num_threads(before)

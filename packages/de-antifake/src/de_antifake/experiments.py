@@ -10,6 +10,7 @@ saved (or, when absent, weights trained for a few steps) and draws their spectro
 
 from __future__ import annotations
 
+import functools
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -46,6 +47,21 @@ STAGE1_PEAK = 0.95
 
 _DW_STEPS, _DW_LR, _REF_STEPS = 450, 5e-3, 150
 # quick training budget: stage-1 steps (crops of 1024 samples, batch 16), its Adam rate, refiner steps
+
+
+def _one_thread(fn):
+    """Run ``fn`` on one torch thread and restore the caller's thread count afterwards."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            torch.set_num_threads(before)
+
+    return wrapper
 
 
 @dataclass(frozen=True)
@@ -91,6 +107,7 @@ def _models(corpus, enrol, rng, sizes):
     return dw, guided, plain
 
 
+@_one_thread
 def run_chain(seed: int, sizes: ChainSizes = ChainSizes(), *, encoder=None, save_to: Path | None = None) -> dict:
     """One seed of the reproduction; returns per-row SV success, SIM and SNR.
 
@@ -112,7 +129,6 @@ def run_chain(seed: int, sizes: ChainSizes = ChainSizes(), *, encoder=None, save
         applied to the clean references), ``threshold``, ``eer``, ``seconds``, ``cpu_seconds``.
     """
     start, cpu = time.perf_counter(), time.process_time()
-    torch.set_num_threads(1)
     ss = np.random.SeedSequence(seed)
     r_corpus, r_train, r_attack, r_eval = (np.random.default_rng(s) for s in ss.spawn(4))
     enc = encoder or ResemblyzerEncoder.from_pretrained()
@@ -171,6 +187,7 @@ def run_chain(seed: int, sizes: ChainSizes = ChainSizes(), *, encoder=None, save
             "seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu}
 
 
+@_one_thread
 def reproduce(ctx: RunContext) -> None:
     """The ordering over seeds ``--seed`` .. ``--seed + 2`` (0, 1, 2 by default; ``--quick``: quick sizes).
 
@@ -178,7 +195,6 @@ def reproduce(ctx: RunContext) -> None:
     """
     sizes = ChainSizes() if ctx.quick else FULL
     start, cpu = time.perf_counter(), time.process_time()
-    torch.set_num_threads(1)
     enc = ResemblyzerEncoder.from_pretrained()
     runs = []
     seeds = [ctx.seed, ctx.seed + 1, ctx.seed + 2]
@@ -249,9 +265,9 @@ def load_weights(folder: str | Path, *, random_state=None):
     return stage1, guided, plain
 
 
+@_one_thread
 def demo(ctx: RunContext) -> None:
     """Every purifier on 4 protected clips: SNR and embedding SIM table, spectrogram PNG."""
-    torch.set_num_threads(1)
     enc = ResemblyzerEncoder.from_pretrained()
     corpus = make_corpus(n_speakers=4, n_utterances=2, seconds=2.0, random_state=ctx.seed)
     wavs = corpus.waveforms()
