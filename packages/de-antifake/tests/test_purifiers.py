@@ -255,3 +255,15 @@ def test_training_runs_inside_no_grad_and_inference_mode():
             assert ref.refine(clean[0], 16000).shape == (2560,)
             train_diffwave(clean, config=cfg, steps=2, segment=512, batch_size=2, random_state=0)
         assert torch.is_grad_enabled() and not torch.is_inference_mode_enabled()
+
+
+def test_refiner_fit_refuses_alignments_that_do_not_match_the_clips(small_corpus):
+    from de_antifake.phoneme import PhonemeSpectra
+    from de_antifake.refiner import PhonemeGuidedRefiner
+
+    w = np.stack([u.wav[:128 * 40] for u in small_corpus.utterances[:3]])
+    spectra = PhonemeSpectra().fit([(u.wav, u.alignment) for u in small_corpus.utterances])
+    for align in ([[("sil", 40)]] * 2, [[("sil", 40)]] * 4):  # one missing (IndexError) / one extra (ignored)
+        with pytest.raises(ValueError, match="alignments for 3 clips"):
+            PhonemeGuidedRefiner(channels=4, layers=1, N=2, random_state=0).fit(
+                w, w, alignments=align, spectra=spectra, steps=1, batch_size=2)

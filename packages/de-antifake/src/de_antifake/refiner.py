@@ -179,6 +179,8 @@ class PhonemeGuidedRefiner:
         if self.use_text:
             if alignments is None or spectra is None:
                 raise ValueError("use_text=True needs alignments and fitted spectra")
+            if len(alignments) != len(x0):
+                raise ValueError(f"{len(alignments)} alignments for {len(x0)} clips: one alignment per clip, in order")
             self.spectra_ = spectra
             text = torch.stack([self._text(a, x0.shape[-1]) for a in alignments]).unsqueeze(1)
         net = self.score_net_
