@@ -178,6 +178,8 @@ def test_unsupported_or_mismatched_settings(tmp_path):
     cases = [
         (text.replace("    n_mels: !ref <n_mels>\n", "    n_mels: !ref <n_mels>\n    deltas: True\n", 1), "deltas"),
         (text.replace("std_norm: False", "std_norm: True", 1), "sentence with std_norm: False"),
+        # no mean subtraction at all: loading it with the mean subtracted would give other embeddings
+        (text.replace("std_norm: False", "std_norm: False\n    mean_norm: False", 1), "mean_norm"),
         (text.replace("channels: [16, 16, 16, 16, 48]", "channels: [32, 32, 32, 32, 96]"), "does not match"),
         (text.replace("lin_neurons: 8", "lin_neurons: 8\n    bogus: 3"), r"\['bogus'\]"),
         (text.replace("input_size: !ref <n_mels>", "input_size: !ref <n_mels> * 2"), "not supported"),

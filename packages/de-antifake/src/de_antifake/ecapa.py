@@ -470,8 +470,10 @@ def load_ecapa(folder: str | Path) -> ECAPAEncoder:
         norm = _args(doc["mean_var_norm"], _NORM_CLASS, {"norm_type", "std_norm", "mean_norm", "update_until_epoch",
                                                          "length_dim", "avoid_padding_norm", "epsilon", "device"},
                      hp_path, "mean_var_norm", doc)
-        if norm.get("norm_type", "global") != "sentence" or norm.get("std_norm", True):
-            raise ValueError(f"{hp_path}: mean_var_norm must be norm_type: sentence with std_norm: False, got {norm}")
+        if (norm.get("norm_type", "global") != "sentence" or norm.get("std_norm", True)
+                or not norm.get("mean_norm", True)):
+            raise ValueError(f"{hp_path}: mean_var_norm must be norm_type: sentence with std_norm: False and "
+                             f"mean_norm: True (the default), got {norm}")
     else:
         raise ValueError(f"{hp_path} has no 'mean_var_norm' entry (the ECAPA recipes normalise each sentence's mean)")
     ec = _args(doc["embedding_model"], _ECAPA_CLASS, _ECAPA_ARGS, hp_path, "embedding_model", doc)
