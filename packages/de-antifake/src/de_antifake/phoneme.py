@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import torch
 
-from de_antifake.audio import _not_fitted
+from de_antifake.audio import _float_samples, _not_fitted
 from de_antifake.corpus import HOP, pronounce
 
 __all__ = ["MAX_UNCOVERED", "N_BINS", "N_FFT", "PhonemeSpectra", "alignment_from_intervals", "alignment_from_words",
@@ -102,7 +102,7 @@ class PhonemeSpectra:
         for wav, alignment in data:
             align = _clean(alignment)
             total = sum(d for _, d in align)
-            mag = stft(torch.as_tensor(np.asarray(wav, dtype=np.float64))).abs().numpy()
+            mag = stft(torch.as_tensor(_float_samples(wav, name="wav", dtype=np.float64))).abs().numpy()
             if total > mag.shape[1]:
                 raise ValueError(f"alignment covers {total} frames but the audio has {mag.shape[1]}")
             if mag.shape[1] - total > MAX_UNCOVERED:

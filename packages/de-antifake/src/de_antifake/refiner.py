@@ -19,7 +19,7 @@ import torch
 from icml25_shared.random import check_random_state
 from torch import nn
 
-from de_antifake.audio import _not_fitted, _own_torch_rng, _trains, as_mono
+from de_antifake.audio import _float_samples, _not_fitted, _own_torch_rng, _trains, as_mono
 from de_antifake.phoneme import PhonemeSpectra, alignment_from_words, istft, stft
 
 __all__ = ["OUVESDE", "PhonePuRe", "PhonemeGuidedRefiner", "ScoreNet", "load_refinement_ckpt", "save_refinement_ckpt"]
@@ -171,8 +171,8 @@ class PhonemeGuidedRefiner:
         self._build()
         rng = check_random_state(self.random_state)
         torch.manual_seed(int(rng.integers(2**31)))
-        x0 = _compress(stft(torch.as_tensor(np.asarray(clean, dtype=np.float32))).abs()).unsqueeze(1)
-        y = _compress(stft(torch.as_tensor(np.asarray(purified, dtype=np.float32))).abs()).unsqueeze(1)
+        x0 = _compress(stft(torch.as_tensor(_float_samples(clean, name="clean"))).abs()).unsqueeze(1)
+        y = _compress(stft(torch.as_tensor(_float_samples(purified, name="purified"))).abs()).unsqueeze(1)
         if x0.shape != y.shape:
             raise ValueError(f"clean {tuple(x0.shape)} and purified {tuple(y.shape)} spectra differ")
         text = None
