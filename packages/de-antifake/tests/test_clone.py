@@ -64,3 +64,17 @@ def test_threshold_and_scores_are_cosines_for_unnormalised_embeddings():
     a, b = SpeakerVerifier().fit(unit, lab), SpeakerVerifier().fit(scaled, lab)
     assert b.threshold_ == pytest.approx(a.threshold_) and b.eer_ == pytest.approx(a.eer_)
     np.testing.assert_array_equal(a.accept(unit, lab), b.accept(scaled, lab))
+
+
+def test_embed_batch_refuses_integer_pcm():
+    from de_antifake.clone import embed_batch
+
+    class Mean:
+        def embed(self, x):
+            return x.mean(dim=-1, keepdim=True)
+
+    with pytest.raises(ValueError, match="integer"):
+        embed_batch(Mean(), np.ones((2, 400), np.int16))
+    with pytest.raises(ValueError, match="NaN"):
+        embed_batch(Mean(), np.full((2, 400), np.nan))
+    assert embed_batch(Mean(), np.ones((2, 400))).shape == (2, 1)

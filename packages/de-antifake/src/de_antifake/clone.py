@@ -16,7 +16,7 @@ import numpy as np
 import torch
 from icml25_shared.random import check_random_state
 
-from de_antifake.audio import _not_fitted, as_mono
+from de_antifake.audio import _float_samples, _not_fitted, as_mono
 from de_antifake.corpus import SpeakerParams, plan_utterance, synthesize
 from de_antifake.encoder import eer_threshold
 
@@ -34,8 +34,8 @@ class VoiceCloner(Protocol):
 
 @torch.no_grad()
 def embed_batch(encoder, waveforms, *, batch_size: int = 16) -> np.ndarray:
-    """Embeddings ``(n, d)`` of equal-length waveforms ``(n, samples)``."""
-    x = torch.as_tensor(np.asarray(waveforms, dtype=np.float32))
+    """Embeddings ``(n, d)`` of equal-length float waveforms ``(n, samples)`` (integer PCM and NaN are refused)."""
+    x = torch.as_tensor(_float_samples(waveforms, name="waveforms"))
     return torch.cat([encoder.embed(x[i:i + batch_size]) for i in range(0, len(x), batch_size)]).numpy()
 
 
