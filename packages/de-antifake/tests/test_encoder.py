@@ -103,6 +103,8 @@ def test_embed_takes_float64_and_numpy_as_float32(small_corpus, ge2e):
     e64.sum().backward()  # the gradient reaches the float64 samples
     assert x64.grad is not None and x64.grad.dtype == torch.float64 and x64.grad.abs().max() > 0
     torch.testing.assert_close(ge2e.embed(wav.astype(np.float64)), ref, atol=1e-6, rtol=1e-6)
+    rev = wav[::-1]  # a reversed view (negative strides) is read like its copy
+    torch.testing.assert_close(ge2e.embed(rev), ge2e.embed(rev.copy()))
 
 
 @pytest.mark.parametrize("bad, match", [

@@ -134,7 +134,7 @@ def _as_wave_tensor(wav, dtype: torch.dtype, *, name: str = "wav") -> torch.Tens
     A tensor keeps its autograd graph (the cast is differentiable); an array is converted. Integer PCM,
     complex samples, NaN or inf, empty waveforms and more than two axes raise ``ValueError``.
     """
-    x = wav if isinstance(wav, torch.Tensor) else torch.as_tensor(np.asarray(wav))
+    x = wav if isinstance(wav, torch.Tensor) else torch.from_numpy(np.ascontiguousarray(wav))
     if x.is_complex():
         raise ValueError(f"{name}: complex samples (dtype {x.dtype}); pass real waveforms")
     if not x.is_floating_point():
