@@ -196,3 +196,10 @@ def test_saving_beside_another_config_is_refused(tmp_path):
 def test_zero_sample_chunks_and_zero_sde_steps_are_refused(kw):
     with pytest.raises(ValueError, match="chunk_seconds|sde_steps"):
         DiffWavePurifier(DiffWave(TINY), **kw)
+
+
+def test_fractional_diffusion_steps_are_refused():
+    for t in (3.7, 0.5, True):
+        with pytest.raises(ValueError, match="whole number"):
+            DiffWavePurifier(DiffWave(TINY), t=t)
+    assert DiffWavePurifier(DiffWave(TINY), t=3.0).t == 3 and DiffWavePurifier(DiffWave(TINY), t=np.int64(2)).t == 2

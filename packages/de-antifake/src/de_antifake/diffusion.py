@@ -56,6 +56,8 @@ class DiffusionSchedule:
         self.sigma = tilde.sqrt()
 
     def _check_t(self, t: int) -> int:
+        if isinstance(t, bool) or int(t) != t:  # 3.7 would silently run 3 steps
+            raise ValueError(f"diffusion step t must be a whole number of steps, got {t!r}")
         if not 0 <= int(t) <= self.T:
             raise ValueError(f"diffusion step t={t} is outside 0..{self.T}")
         return int(t)
