@@ -256,8 +256,13 @@ def synthesize(phones, durations, speaker: SpeakerParams, *, random_state=None) 
     """
     rng = check_random_state(random_state)
     phones = [re.sub(r"\d", "", p) for p in phones]
+    if not phones:
+        raise ValueError("no phonemes to synthesise")
+    frac = [d for d in durations if not (np.isfinite(d) and float(d) == int(d))]
+    if frac:
+        raise ValueError(f"durations must be whole numbers of {HOP}-sample frames, got {frac[:4]}")
     durations = [int(d) for d in durations]
-    if len(phones) != len(durations) or not phones:
+    if len(phones) != len(durations):
         raise ValueError(f"{len(phones)} phones but {len(durations)} durations")
     if min(durations) < 1:
         raise ValueError("every phoneme needs at least one frame")
