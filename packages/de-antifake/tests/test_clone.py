@@ -78,3 +78,15 @@ def test_embed_batch_refuses_integer_pcm():
     with pytest.raises(ValueError, match="NaN"):
         embed_batch(Mean(), np.full((2, 400), np.nan))
     assert embed_batch(Mean(), np.ones((2, 400))).shape == (2, 1)
+
+
+def test_zero_embedding_scores_zero_and_nan_is_refused():
+    rng = np.random.default_rng(0)
+    e = rng.normal(size=(6, 8))
+    sv = SpeakerVerifier().fit(e, np.repeat([0, 1], 3))
+    trial = np.vstack([np.zeros(8), e[0]])
+    s = sv.scores(trial, np.array([0, 0]))
+    assert s[0] == 0.0 and np.isfinite(s).all()
+    assert not sv.accept(trial[:1], np.array([0]))[0] or sv.threshold_ <= 0
+    with pytest.raises(ValueError, match="NaN"):
+        sv.scores(np.full((1, 8), np.nan), np.array([0]))

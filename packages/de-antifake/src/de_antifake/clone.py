@@ -130,11 +130,14 @@ class SpeakerVerifier:
         return self
 
     def scores(self, embeddings, speakers) -> np.ndarray:
-        """Cosine of each embedding with its claimed speaker's centroid (SIM)."""
+        """Cosine of each embedding with its claimed speaker's centroid (SIM); 0 for an all-zero embedding."""
         if not hasattr(self, "centroids_"):
             raise _not_fitted("SpeakerVerifier is not fitted: call fit first")
         e = np.atleast_2d(np.asarray(embeddings, dtype=np.float64))
-        e = e / np.linalg.norm(e, axis=1, keepdims=True)
+        if not np.isfinite(e).all():
+            raise ValueError("embeddings contain NaN or inf")
+        norm = np.linalg.norm(e, axis=1, keepdims=True)
+        e = e / np.where(norm > 0, norm, 1.0)  # an all-zero embedding (e.g. of silence) scores 0, not NaN
         spk = np.asarray(speakers)
         if spk.dtype.kind not in "iu" or (spk.size and (spk.min() < 0 or spk.max() >= len(self.centroids_))):
             raise ValueError(f"claimed speakers must be enrolled labels 0..{len(self.centroids_) - 1}, got {spk}")
