@@ -1,5 +1,7 @@
 """Baselines behind one interface; codecs skip with a reason; refiner layout round trip; PhonePuRe errors."""
 
+import copy
+
 import numpy as np
 import pytest
 import torch
@@ -104,6 +106,11 @@ def test_refiner_checkpoint_round_trip(tmp_path, tiny_refiners):
         b = again.refine(tiny_refiners[2][0], 16000, alignment=align)
         np.testing.assert_array_equal(a, b)
         assert a.shape == tiny_refiners[2][0].shape
+        assert again.n_updates_ == ref.n_updates_ == 2
+        other = copy.copy(ref)
+        other.ema_decay = 0.95
+        reloaded = load_refinement_ckpt(save_refinement_ckpt(other, tmp_path / "decay.ckpt"))
+        assert reloaded.ema_decay == 0.95  # a loaded refiner re-saves (and refits) with its own decay
 
 
 def test_refiner_layout_errors(tmp_path, tiny_refiners):

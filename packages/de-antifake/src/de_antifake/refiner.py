@@ -325,7 +325,8 @@ def load_refinement_ckpt(path: str | Path, *, use_ema: bool = True, random_state
     ref = PhonemeGuidedRefiner(use_text=bool(hp["use_text"]), channels=hp["channels"], layers=hp["layers"], N=hp["N"],
                                snr=hp["snr"], corrector_steps=hp["corrector_steps"], t_eps=hp["t_eps"],
                                theta=hp["theta"], sigma_min=hp["sigma_min"], sigma_max=hp["sigma_max"],
-                               parametrization=hp.get("parametrization", "noise"), random_state=random_state)
+                               parametrization=hp.get("parametrization", "noise"),
+                               ema_decay=float((ckpt.get("ema") or {}).get("decay", 0.99)), random_state=random_state)
     ref._build()
     state = {k.removeprefix("score_net."): v for k, v in ckpt["state_dict"].items() if k.startswith("score_net.")}
     ref.score_net_.load_state_dict(state, strict=True)
@@ -340,6 +341,7 @@ def load_refinement_ckpt(path: str | Path, *, use_ema: bool = True, random_state
             for p, t in zip(params, shadow, strict=True):
                 p.copy_(t)
     ref.score_net_.eval()
+    ref.n_updates_ = int(ckpt.get("global_step", 0))
     if ref.use_text:
         if "phoneme_avg_spec" not in ckpt:
             raise ValueError(f"{path}: a text-guided refiner without its phoneme spectra (no 'phoneme_avg_spec')")
