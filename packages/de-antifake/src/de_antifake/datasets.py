@@ -304,8 +304,11 @@ def _names(values, what: str) -> list[str] | None:
 
 
 def _check_max(max_per_speaker, alignments, on_missing_alignment) -> int | None:
-    """Validate ``max_per_speaker``; return the limit the file listing may apply (``None`` when utterances
-    without a TextGrid are skipped: the limit then counts the aligned utterances kept, in ``_build``)."""
+    """Validate ``max_per_speaker`` and return the limit the file listing may apply.
+
+    ``None`` when utterances without a TextGrid are skipped: the limit then counts the aligned utterances
+    kept, in ``_build``.
+    """
     if max_per_speaker is not None and (isinstance(max_per_speaker, bool) or not isinstance(max_per_speaker, int)
                                         or max_per_speaker < 1):
         raise ValueError(f"max_per_speaker must be None or an integer >= 1, got {max_per_speaker!r}")
