@@ -11,33 +11,15 @@ import numpy as np
 import torch
 
 from de_antifake.audio import snr_db
-from de_antifake.clone import ParameterCloner, SpeakerVerifier, embed_batch
-from de_antifake.corpus import WORDS, make_corpus
-from de_antifake.encoder import ResemblyzerEncoder
-from de_antifake.experiments import ChainSizes, load_weights, shipped_weights
-from de_antifake.protect import attackvc
+from de_antifake.clone import embed_batch
+from de_antifake.corpus import WORDS
+from de_antifake.experiments import ChainSizes, load_weights, protected_references, shipped_weights
 
 torch.set_num_threads(1)
 seed, sizes = 0, ChainSizes()
-ss = np.random.SeedSequence(seed)
-r_corpus, r_train, r_attack, r_eval = (np.random.default_rng(s) for s in ss.spawn(4))
-enc = ResemblyzerEncoder.from_pretrained()
-corpus = make_corpus(n_speakers=sizes.n_speakers, n_utterances=sizes.n_utterances, seconds=2.0,
-                     random_state=int(r_corpus.integers(2**31)))
-lab = corpus.labels
-refs = np.array([i for i in range(len(lab)) if i % sizes.n_utterances == 0])
-enrol = np.array([i for i in range(len(lab)) if i % sizes.n_utterances != 0])
-wavs = corpus.waveforms()
-emb = embed_batch(enc, wavs)
-verifier = SpeakerVerifier().fit(emb[enrol], lab[enrol])
-cloner = ParameterCloner(enc).fit(emb[enrol], [corpus.speakers[k] for k in lab[enrol]])
-groups = np.array([corpus.speakers[k].group for k in range(sizes.n_speakers)])
-targets = []
-for i in refs:
-    other = np.flatnonzero(groups != groups[lab[i]])
-    targets.append(verifier.centroids_[r_attack.choice(other if len(other) else np.arange(sizes.n_speakers))])
-protected = attackvc(wavs[refs], np.array(targets), eps=0.01, encoder=enc, iters=sizes.attack_iters,
-                     random_state=int(r_attack.integers(2**31)))
+c = protected_references(seed, sizes)
+enc, corpus, lab, refs, wavs, emb = c.encoder, c.corpus, c.labels, c.refs, c.wavs, c.embeddings
+verifier, cloner, protected, r_eval = c.verifier, c.cloner, c.protected, c.r_eval
 stage1, guided, plain = load_weights(shipped_weights(), random_state=1)
 align = {i: corpus.utterances[i].alignment for i in refs}
 wrong = {i: corpus.utterances[refs[(k + 1) % len(refs)]].alignment for k, i in enumerate(refs)}

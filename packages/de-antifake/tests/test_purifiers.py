@@ -274,3 +274,20 @@ def test_refiner_fit_refuses_alignments_that_do_not_match_the_clips(small_corpus
         with pytest.raises(ValueError, match="alignments for 3 clips"):
             PhonemeGuidedRefiner(channels=4, layers=1, N=2, random_state=0).fit(
                 w, w, alignments=align, spectra=spectra, steps=1, batch_size=2)
+
+
+def test_refiner_fit_is_set_by_random_state_alone_not_by_the_global_torch_rng():
+    import torch
+
+    from de_antifake import PhonemeGuidedRefiner
+
+    rng = np.random.default_rng(0)
+    clean = (0.1 * rng.standard_normal((3, 4096))).astype(np.float32)
+    noisy = clean + (0.01 * rng.standard_normal(clean.shape)).astype(np.float32)
+    weights = []
+    for global_seed in (1, 2):
+        torch.manual_seed(global_seed)  # the caller's global state differs between the two fits
+        ref = PhonemeGuidedRefiner(use_text=False, channels=4, layers=1, N=4, random_state=3)
+        ref.fit(clean, noisy, steps=1, batch_size=2)
+        weights.append([p.detach().clone() for p in ref.score_net_.parameters()])
+    assert all(torch.equal(a, b) for a, b in zip(*weights, strict=True))

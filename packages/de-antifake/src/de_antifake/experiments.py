@@ -107,6 +107,52 @@ def _models(corpus, enrol, rng, sizes):
     return dw, guided, plain
 
 
+@dataclass(frozen=True)
+class ProtectedReferences:
+    """The first part of one seed of the reproduction: corpus, SV, cloner and protected references."""
+
+    corpus: object
+    labels: np.ndarray
+    refs: np.ndarray
+    enrol: np.ndarray
+    wavs: np.ndarray
+    embeddings: np.ndarray
+    encoder: object
+    verifier: SpeakerVerifier
+    cloner: ParameterCloner
+    protected: np.ndarray
+    r_train: np.random.Generator
+    r_eval: np.random.Generator
+
+
+def protected_references(seed: int, sizes: ChainSizes = ChainSizes(), *, encoder=None) -> ProtectedReferences:
+    """Build one seed's corpus, fit SV and cloner on enrolment utterances, protect the references.
+
+    The random streams are those of :func:`run_chain` (which calls this), so a study can rebuild a seed.
+    """
+    ss = np.random.SeedSequence(seed)
+    r_corpus, r_train, r_attack, r_eval = (np.random.default_rng(s) for s in ss.spawn(4))
+    enc = encoder or ResemblyzerEncoder.from_pretrained()
+    corpus = make_corpus(n_speakers=sizes.n_speakers, n_utterances=sizes.n_utterances, seconds=2.0,
+                         random_state=int(r_corpus.integers(2**31)))
+    lab = corpus.labels
+    refs = np.array([i for i in range(len(lab)) if i % sizes.n_utterances == 0])
+    enrol = np.array([i for i in range(len(lab)) if i % sizes.n_utterances != 0])
+    wavs = corpus.waveforms()
+    emb = embed_batch(enc, wavs)
+    verifier = SpeakerVerifier().fit(emb[enrol], lab[enrol])
+    cloner = ParameterCloner(enc).fit(emb[enrol], [corpus.speakers[k] for k in lab[enrol]])
+    groups = np.array([corpus.speakers[k].group for k in range(sizes.n_speakers)])
+    targets = []
+    for i in refs:
+        other = np.flatnonzero(groups != groups[lab[i]])
+        pick = other if len(other) else np.flatnonzero(np.arange(sizes.n_speakers) != lab[i])
+        targets.append(verifier.centroids_[r_attack.choice(pick)])
+    protected = attackvc(wavs[refs], np.array(targets), eps=0.01, encoder=enc, iters=sizes.attack_iters,
+                         random_state=int(r_attack.integers(2**31)))
+    return ProtectedReferences(corpus, lab, refs, enrol, wavs, emb, enc, verifier, cloner, protected, r_train, r_eval)
+
+
 @_one_thread
 def run_chain(seed: int, sizes: ChainSizes = ChainSizes(), *, encoder=None, save_to: Path | None = None) -> dict:
     """One seed of the reproduction; returns per-row SV success, SIM and SNR.
@@ -129,26 +175,9 @@ def run_chain(seed: int, sizes: ChainSizes = ChainSizes(), *, encoder=None, save
         applied to the clean references), ``threshold``, ``eer``, ``seconds``, ``cpu_seconds``.
     """
     start, cpu = time.perf_counter(), time.process_time()
-    ss = np.random.SeedSequence(seed)
-    r_corpus, r_train, r_attack, r_eval = (np.random.default_rng(s) for s in ss.spawn(4))
-    enc = encoder or ResemblyzerEncoder.from_pretrained()
-    corpus = make_corpus(n_speakers=sizes.n_speakers, n_utterances=sizes.n_utterances, seconds=2.0,
-                         random_state=int(r_corpus.integers(2**31)))
-    lab = corpus.labels
-    refs = np.array([i for i in range(len(lab)) if i % sizes.n_utterances == 0])
-    enrol = np.array([i for i in range(len(lab)) if i % sizes.n_utterances != 0])
-    wavs = corpus.waveforms()
-    emb = embed_batch(enc, wavs)
-    verifier = SpeakerVerifier().fit(emb[enrol], lab[enrol])
-    cloner = ParameterCloner(enc).fit(emb[enrol], [corpus.speakers[k] for k in lab[enrol]])
-    groups = np.array([corpus.speakers[k].group for k in range(sizes.n_speakers)])
-    targets = []
-    for i in refs:
-        other = np.flatnonzero(groups != groups[lab[i]])
-        pick = other if len(other) else np.flatnonzero(np.arange(sizes.n_speakers) != lab[i])
-        targets.append(verifier.centroids_[r_attack.choice(pick)])
-    protected = attackvc(wavs[refs], np.array(targets), eps=0.01, encoder=enc, iters=sizes.attack_iters,
-                         random_state=int(r_attack.integers(2**31)))
+    c = protected_references(seed, sizes, encoder=encoder)
+    corpus, lab, refs, enrol, wavs = c.corpus, c.labels, c.refs, c.enrol, c.wavs
+    enc, verifier, cloner, protected, r_train, r_eval = c.encoder, c.verifier, c.cloner, c.protected, c.r_train, c.r_eval
     dw, guided, plain = _models(corpus, enrol, r_train, sizes)
     if save_to is not None:
         save_purification_pkl(dw, Path(save_to) / "purification.pkl")

@@ -168,9 +168,9 @@ class PhonemeGuidedRefiner:
         crop_frames : int, default 64
             Random crop of the spectrograms per example (the networks are fully convolutional).
         """
-        self._build()
         rng = check_random_state(self.random_state)
-        torch.manual_seed(int(rng.integers(2**31)))
+        torch.manual_seed(int(rng.integers(2**31)))  # before the network is built: its initial weights too
+        self._build()
         x0 = _compress(stft(torch.as_tensor(_float_samples(clean, name="clean"))).abs()).unsqueeze(1)
         y = _compress(stft(torch.as_tensor(_float_samples(purified, name="purified"))).abs()).unsqueeze(1)
         if x0.shape != y.shape:
