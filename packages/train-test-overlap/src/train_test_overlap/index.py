@@ -481,9 +481,7 @@ class OverlapIndex:
             return self.finish(self.scan_documents(docs, batch_tokens=batch_tokens, progress=progress))
         if backend != "dask":
             raise ValueError(f"backend must be 'local' or 'dask', got {backend!r}")
-        if npartitions is not None and (isinstance(npartitions, bool) or not isinstance(npartitions, numbers.Integral)
-                                        or npartitions < 1):
-            raise ValueError(f"npartitions must be a positive int or None, got {npartitions!r}")
+        _check_npartitions(npartitions)
         try:
             import dask.bag as db
         except ImportError as exc:  # pragma: no cover - depends on the install
@@ -594,6 +592,12 @@ PARTITION_BYTES = 32 * 2**20
 costs far more than its scheduling."""
 
 
+def _check_npartitions(npartitions: int | None) -> None:
+    if npartitions is not None and (isinstance(npartitions, bool) or not isinstance(npartitions, numbers.Integral)
+                                    or npartitions < 1):
+        raise ValueError(f"npartitions must be a positive int or None, got {npartitions!r}")
+
+
 def file_partitions(files: Sequence[str | os.PathLike[str]], npartitions: int | None = None) -> list[list[str]]:
     """Group corpus files into balanced partitions for a distributed scan.
 
@@ -627,9 +631,7 @@ def file_partitions(files: Sequence[str | os.PathLike[str]], npartitions: int | 
     ...     [os.path.join(d, n) for n in "abc"], npartitions=2)]
     [['a'], ['b', 'c']]
     """
-    if npartitions is not None and (isinstance(npartitions, bool) or not isinstance(npartitions, numbers.Integral)
-                                    or npartitions < 1):
-        raise ValueError(f"npartitions must be a positive int or None, got {npartitions!r}")
+    _check_npartitions(npartitions)
     paths = [os.fspath(f) for f in files]
     seen: dict[str, str] = {}
     for f in paths:
