@@ -33,6 +33,7 @@ def main() -> None:
     ap.add_argument("--target", choices=("farthest", "random"), default="farthest")
     ap.add_argument("--eps", type=float, default=0.01)
     ap.add_argument("--min-snr-db", type=float, default=25.0)
+    ap.add_argument("--words", type=int, default=6, help="words per clone (the cloner speaks 4 s)")
     ap.add_argument("--out", type=Path, default=None)
     args = ap.parse_args()
     torch.set_num_threads(1)
@@ -58,7 +59,7 @@ def main() -> None:
     protected = attackvc(wavs[refs], np.array(targets), eps=args.eps, encoder=enc, iters=args.iters,
                          method=args.method, lr=args.lr, source_weight=args.source_weight,
                          min_snr_db=args.min_snr_db, random_state=args.seed)
-    words = [list(rng.choice(WORDS, 3, replace=False)) for _ in refs]
+    words = [list(rng.choice(WORDS, args.words, replace=False)) for _ in refs]
     clone_seeds = np.random.SeedSequence([args.seed, 7]).spawn(len(refs))
 
     def score(ref_wavs):

@@ -90,3 +90,37 @@ def test_zero_embedding_scores_zero_and_nan_is_refused():
     assert not sv.accept(trial[:1], np.array([0]))[0] or sv.threshold_ <= 0
     with pytest.raises(ValueError, match="NaN"):
         sv.scores(np.full((1, 8), np.nan), np.array([0]))
+
+
+def test_cloner_ridge_is_the_closed_form_and_recovers_a_linear_voice_map():
+    from de_antifake.clone import ParameterCloner
+    from de_antifake.corpus import SpeakerParams
+
+    rng = np.random.default_rng(0)
+    voices = [SpeakerParams(f0=f, formant_scale=s, tilt=t) for f, s, t in
+              zip(rng.uniform(90, 250, 12), rng.uniform(0.8, 1.3, 12), rng.uniform(0.1, 0.9, 12), strict=True)]
+    y = np.stack([v.to_vector() for v in voices])
+    mix = rng.normal(size=(6, 20))
+    e = y @ mix + 1e-3 * rng.normal(size=(12, 20))  # embeddings linear in the voice
+    cl = ParameterCloner(None, alpha=1e-6).fit(e, voices)
+    got = np.stack([p.to_vector() for p in cl.predict_params(e)])
+    np.testing.assert_allclose(got[:, :3], y[:, :3], atol=0.02)
+    z = (e - e.mean(0)) / (e.std(0) + 1e-8)  # the closed form on standardised embeddings
+    ridge = ParameterCloner(None, alpha=3.0).fit(e, voices)
+    coef = np.linalg.solve(z.T @ z + 3.0 * np.eye(20), z.T @ (y - y.mean(0)))
+    np.testing.assert_allclose(ridge.coef_, coef, rtol=1e-8, atol=1e-12)
+
+
+def test_clone_has_the_configured_length_and_config_is_validated():
+    from de_antifake.clone import ParameterCloner
+    from de_antifake.corpus import HOP, SpeakerParams
+
+    voices = [SpeakerParams(f0=100.0, formant_scale=0.9, tilt=0.3), SpeakerParams(f0=220.0, formant_scale=1.2, tilt=0.6)]
+    cl = ParameterCloner(None, n_frames=300).fit(np.array([[0.0, 1.0], [1.0, 0.0]]), voices)
+    wav = cl.clone_from_embedding(np.array([0.0, 1.0]), ["hello", "world"], random_state=0)
+    assert wav.shape == (300 * HOP,)
+    with pytest.raises(NotFittedError):
+        ParameterCloner(None).predict_params(np.ones((1, 2)))
+    for bad in ({"alpha": -1.0}, {"alpha": np.nan}, {"n_frames": 0}, {"n_frames": 2.5}, {"n_frames": True}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            ParameterCloner(None, **bad)

@@ -48,14 +48,20 @@ class ParameterCloner:
         Speaker encoder with ``embed``.
     alpha : float, default 1.0
         Ridge penalty on standardised embeddings.
-    n_frames : int, default 250
-        Length of the cloned utterances in 128-sample frames (2 s).
+    n_frames : int, default 500
+        Length of the cloned utterances in 128-sample frames (4 s, about six words). Shorter clones are
+        verified less reliably: with the pretrained GE2E on 2 s clips, even clones in the speaker's true
+        voice passed SV at the clean EER threshold 0.77 of the time (6 seeds), at 4 s 0.92.
     """
 
-    def __init__(self, encoder, *, alpha: float = 1.0, n_frames: int = 250) -> None:
+    def __init__(self, encoder, *, alpha: float = 1.0, n_frames: int = 500) -> None:
+        if not np.isfinite(alpha) or alpha < 0:
+            raise ValueError(f"alpha must be a finite ridge penalty >= 0, got {alpha}")
+        if isinstance(n_frames, bool) or int(n_frames) != n_frames or n_frames < 1:
+            raise ValueError(f"n_frames must be a positive whole number of 128-sample frames, got {n_frames}")
         self.encoder = encoder
         self.alpha = alpha
-        self.n_frames = n_frames
+        self.n_frames = int(n_frames)
 
     def fit(self, embeddings, params) -> ParameterCloner:
         """Fit on clean embeddings ``(n, d)`` and their speakers' ``SpeakerParams`` (or vectors ``(n, 6)``)."""

@@ -45,6 +45,9 @@ STAGE1_PEAK = 0.95
 """Peak level (``max |x|``) at which the tiny DiffWave is trained and purifies (``peak=`` of both)."""
 
 
+CLONE_WORDS = 6
+"""Words per cloned utterance (the cloner speaks 4 s, see ``ParameterCloner``)."""
+
 _DW_STEPS, _DW_LR, _REF_STEPS = 450, 5e-3, 150
 # quick training budget: stage-1 steps (crops of 1024 samples, batch 16), its Adam rate, refiner steps
 
@@ -195,7 +198,7 @@ def run_chain(seed: int, sizes: ChainSizes = ChainSizes(), *, encoder=None, save
                  for name, fn in (("stage 1 (t=3)", lambda x, i: stage1.purify(x, 16000)),
                                   ("unguided refiner", purifiers["unguided refiner"]),
                                   ("PhonePuRe", purifiers["PhonePuRe"]))}
-    words = [list(r_eval.choice(WORDS, 3, replace=False)) for _ in refs]
+    words = [list(r_eval.choice(WORDS, CLONE_WORDS, replace=False)) for _ in refs]
     rows = {}
 
     def score(name, ref_wavs):
