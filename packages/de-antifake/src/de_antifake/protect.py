@@ -15,8 +15,9 @@ purifier: BPDA uses the purifier forward and the identity backward; EOT averages
 
 from __future__ import annotations
 
+import contextlib
 import functools
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 import numpy as np
 import torch
@@ -65,6 +66,24 @@ def _optimise(xt, method, iters, lr, loss_of, project, reach, eps, min_snr_db, s
     return adv
 
 
+@contextlib.contextmanager
+def _frozen(*models) -> Iterator[None]:
+    """Turn off ``requires_grad`` of the models' parameters for the attack, then restore it.
+
+    Only the waveform needs a gradient; without this, every backward pass also computes the weight
+    gradients (about a sixth of the attack's time with the GE2E LSTM). A purifier's network is its ``model``.
+    """
+    modules = [m if isinstance(m, torch.nn.Module) else getattr(m, "model", None) for m in models]
+    params = [p for m in modules if isinstance(m, torch.nn.Module) for p in m.parameters() if p.requires_grad]
+    for p in params:
+        p.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for p in params:
+            p.requires_grad_(True)
+
+
 def _outside_inference_mode(fn):
     """Run ``fn`` with inference mode off, so that it can build its autograd graph inside ``torch.inference_mode()``."""
 
@@ -79,7 +98,7 @@ def _outside_inference_mode(fn):
 @_outside_inference_mode
 def attackvc(wav, target, *, eps: float, encoder, sr: int = 16000, iters: int = 150, method: str = "pgd",
              lr: float | None = None, source_weight: float = 0.1, min_snr_db: float = 25.0, snr_weight: float = 10.0,
-             purifier=None, adaptive: str | None = None, eot_samples: int = 2,
+             purifier=None, adaptive: str | None = None, eot_samples: int = 2, precision: str = "float32",
              random_state: int | None = 0) -> np.ndarray:
     """Protect waveforms by pushing their speaker embedding towards ``target``.
 
@@ -118,6 +137,11 @@ def attackvc(wav, target, *, eps: float, encoder, sr: int = 16000, iters: int = 
         Adaptive strategy.
     eot_samples : int, default 2
         Purifications averaged per step under EOT.
+    precision : {"float32", "bfloat16"}, default "float32"
+        Arithmetic of the encoders' forward and backward passes. ``"bfloat16"`` runs them under CPU
+        autocast: about 1.5x faster on CPUs with AVX512-BF16 or AMX (much slower on others), with
+        gradients whose direction agrees to a cosine of about 0.99; the constraints and the
+        returned waveform stay float32, and both limits hold exactly as before.
     random_state : int or None, default 0
         Seeds the purifier noise of adaptive attacks; ``None`` draws fresh noise on every call.
 
@@ -151,6 +175,8 @@ def attackvc(wav, target, *, eps: float, encoder, sr: int = 16000, iters: int = 
         raise ValueError(f"lr must be positive, got {lr}")
     if np.isnan(min_snr_db) or min_snr_db == np.inf:
         raise ValueError(f"min_snr_db must be a number or -inf, got {min_snr_db}")
+    if precision not in ("float32", "bfloat16"):
+        raise ValueError(f"precision must be 'float32' or 'bfloat16', got {precision!r}")
     if adaptive not in (None, "bpda", "eot"):
         raise ValueError(f"adaptive must be None, 'bpda' or 'eot', got {adaptive!r}")
     if adaptive is not None and purifier is None:
@@ -211,11 +237,13 @@ def attackvc(wav, target, *, eps: float, encoder, sr: int = 16000, iters: int = 
         loss = 0.0
         for v in views:
             for e, s in zip(encoders, src, strict=True):
-                emb = e.embed(v)
+                with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bfloat16"):
+                    emb = e.embed(v).float()
                 loss = loss - (emb * tgt).sum(dim=1) + source_weight * (emb * s).sum(dim=1)
         return loss / (len(views) * len(encoders))
 
-    with torch.enable_grad():  # the caller may be inside torch.no_grad() (or inference_mode, see the decorator)
+    # the caller may be inside torch.no_grad() (or inference_mode, see the decorator)
+    with torch.enable_grad(), _frozen(*encoders, purifier):
         adv = _optimise(xt, method, int(iters), lr, loss_of, project, reach, eps, min_snr_db, snr_weight)
     # inside the budget and inside [-1, 1] (a sample already outside keeps its own value as the bound)
     adv = np.clip(adv, np.maximum(x64 - eps, np.minimum(-1.0, x64)), np.minimum(x64 + eps, np.maximum(1.0, x64)))
