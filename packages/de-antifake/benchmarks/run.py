@@ -1,8 +1,9 @@
 """Benchmark: batched PGD protection against a per-clip loop, and the real-time factor of every purifier.
 
 One run writes JSON and prints a markdown table (sizes, versions, torch threads, load average). Both
-sides of the PGD comparison run with the same number of torch threads (``--threads``, default 2: the
-target is stated on 2 cores); the PGD comparison is repeated on 1 thread for context. Weights for the diffusion purifier and the refiners come from
+sides of the PGD comparison run with the same number of torch threads and the same precision
+(``--threads``, default 2: the target is stated on 2 cores; float32, then bfloat16 autocast); batched
+bfloat16 is also timed against the float32 loop, and float32 is repeated on 1 thread for context. Weights for the diffusion purifier and the refiners come from
 ``--weights`` (the ``weights/`` folder ``python -m de_antifake reproduce`` writes), by default the tiny
 weights shipped in the package; without any the models are built untrained at the sizes ``reproduce`` trains (the time of a forward pass does not
 depend on the weights' values), and the JSON says so.
@@ -91,16 +92,35 @@ def main() -> None:
     corpus = make_corpus(n_speakers=max(1, args.clips // 4), n_utterances=4, seconds=2.0, random_state=0)
     wavs = corpus.waveforms()[: args.clips]
     target = np.roll(np.stack([enc.embed_utterance(w, 16000) for w in wavs]), 1, axis=0)
-    batched = lambda: attackvc(wavs, target, eps=0.01, encoder=enc, iters=args.iters)  # noqa: E731
-    looped = lambda: [attackvc(w, t, eps=0.01, encoder=enc, iters=args.iters) for w, t in zip(wavs, target, strict=True)]  # noqa: E731
-    a, b = batched(), np.stack(looped())
-    diff = {"max_abs_diff_batched_vs_loop": float(np.abs(a - b).max())}
-    for threads in dict.fromkeys([args.threads, 1]):  # the stated thread count, then 1 thread as context
-        torch.set_num_threads(threads)
-        report.add(compare(batched, looped, label=f"PGD {len(wavs)} x 2 s clips, {threads} thread(s)", ours_name="batched",
-                           peer_name="per-clip", warmup=0, repeats=1,
-                           sizes={"clips": len(wavs), "seconds": 2.0, "iters": args.iters, "torch_threads": threads},
-                           metrics=diff))
+    def batched(precision="float32"):
+        return attackvc(wavs, target, eps=0.01, encoder=enc, iters=args.iters, precision=precision)
+
+    def looped(precision="float32"):
+        return np.stack([attackvc(w, t, eps=0.01, encoder=enc, iters=args.iters, precision=precision)
+                         for w, t in zip(wavs, target, strict=True)])
+
+    def target_gain(adv):  # mean cosine gained towards the targets: the attack's effect
+        with torch.no_grad():
+            moved = enc.embed(torch.from_numpy(adv)).numpy() - enc.embed(torch.from_numpy(wavs)).numpy()
+        return float(np.mean(np.sum(moved * target, axis=1)))
+
+    sizes = {"clips": len(wavs), "seconds": 2.0, "iters": args.iters}
+    for precision in ("float32", "bfloat16"):
+        a, b = batched(precision), looped(precision)
+        metrics = {"max_abs_diff_batched_vs_loop": float(np.abs(a - b).max()), "target_cosine_gain": target_gain(a)}
+        report.add(compare(lambda p=precision: batched(p), lambda p=precision: looped(p),
+                           label=f"PGD {len(wavs)} x 2 s clips, {precision}, {args.threads} thread(s)",
+                           ours_name="batched", peer_name="per-clip", warmup=0, repeats=1,
+                           sizes={**sizes, "precision": precision, "torch_threads": args.threads}, metrics=metrics))
+    report.add(compare(lambda: batched("bfloat16"), looped, label=f"PGD {len(wavs)} x 2 s clips, batched bfloat16 "
+                       f"against a float32 loop, {args.threads} thread(s)", ours_name="batched bfloat16",
+                       peer_name="per-clip float32", warmup=0, repeats=1,
+                       sizes={**sizes, "torch_threads": args.threads}))
+    if args.threads != 1:  # context: the same comparison on one thread
+        torch.set_num_threads(1)
+        report.add(compare(batched, looped, label=f"PGD {len(wavs)} x 2 s clips, float32, 1 thread(s)",
+                           ours_name="batched", peer_name="per-clip", warmup=0, repeats=1,
+                           sizes={**sizes, "precision": "float32", "torch_threads": 1}))
     torch.set_num_threads(args.threads)
     purifiers = {p.name: p for p in (AveragePurifier(), MedianPurifier(), DownsamplePurifier(), LowPassPurifier(),
                                      BandPassPurifier())}
