@@ -118,3 +118,27 @@ def test_aligner_pause_labels_read_as_silence_and_spoken_noise_is_named(spectra)
     np.testing.assert_array_equal(spectra.text_spec([("sp", 2), ("SIL", 1)]), spectra.text_spec([("sil", 3)]))
     with pytest.raises(KeyError, match="spoken noise"):
         spectra.text_spec([("sil", 2), ("spn", 3)])
+
+
+def test_textgrid_short_format_and_utf16(tmp_path):
+    short = ('File type = "ooTextFile"\nObject class = "TextGrid"\n\n0\n0.3\n<exists>\n2\n"IntervalTier"\n"words"\n'
+             '0\n0.3\n1\n0\n0.3\n"a"\n"IntervalTier"\n"phones"\n0\n0.3\n3\n0\n0.08\n""\n0.08\n0.2\n"AH0"\n'
+             '0.2\n0.3\n"sp"\n')
+    tg = tmp_path / "short.TextGrid"
+    tg.write_text(short)
+    expect = [("sil", 0.0, 0.08), ("AH", 0.08, 0.2), ("sp", 0.2, 0.3)]
+    assert read_textgrid(tg) == expect
+    assert read_textgrid(tg, tier="words") == [("a", 0.0, 0.3)]
+    wide = tmp_path / "wide.TextGrid"
+    wide.write_bytes(short.encode("utf-16"))  # Praat writes UTF-16 (with a byte-order mark) for non-ASCII labels
+    assert read_textgrid(wide) == expect
+    with pytest.raises(ValueError, match=r"tiers: \['phones', 'words'\]"):
+        read_textgrid(tg, tier="segments")
+    broken = tmp_path / "broken.TextGrid"
+    broken.write_text(short.rsplit("\n", 5)[0])
+    with pytest.raises(ValueError, match="short text format"):
+        read_textgrid(broken)
+    binary = tmp_path / "bin.TextGrid"
+    binary.write_bytes(b"ooBinaryFile\x08TextGrid\x00\x01")
+    with pytest.raises(ValueError, match="not a Praat TextGrid in text format"):
+        read_textgrid(binary)

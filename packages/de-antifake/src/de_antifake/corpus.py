@@ -413,27 +413,64 @@ def plan_utterance(words, *, n_frames: int | None = None, random_state=None) -> 
     return _plan(list(words), check_random_state(random_state), n_frames)
 
 
+def _textgrid_text(path: Path) -> str:
+    """The file's text: UTF-16 when it starts with a byte-order mark (Praat's choice for non-ASCII labels), else UTF-8."""
+    raw = path.read_bytes()
+    if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return raw.decode("utf-16")
+    return raw.decode("utf-8-sig", errors="replace")
+
+
+def _short_textgrid_tiers(text: str) -> dict[str, list[tuple[str, float, float]]]:
+    """Interval tiers of a TextGrid in Praat's short text format (values only, one per line)."""
+    tokens = [t[1:-1].replace('""', '"') if t.startswith('"') else t
+              for t in re.findall(r'"(?:[^"]|"")*"|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?', text)]
+    try:
+        k = tokens.index("TextGrid") + 3  # the object class, then xmin, xmax, the tier count
+        tiers = {}
+        for _ in range(int(tokens[k])):
+            kind, name, n = tokens[k + 1], tokens[k + 2], int(tokens[k + 5])
+            k += 5
+            if kind == "IntervalTier":
+                tiers[name] = [(tokens[k + 3 * i + 3], float(tokens[k + 3 * i + 1]), float(tokens[k + 3 * i + 2]))
+                               for i in range(n)]
+                k += 3 * n
+            else:  # a point tier: (time, mark) pairs
+                k += 2 * n
+    except (ValueError, IndexError) as err:
+        raise ValueError(f"not a readable TextGrid in Praat's short text format ({err})") from None
+    return tiers
+
+
 def read_textgrid(path: str | Path, *, tier: str = "phones") -> list[tuple[str, float, float]]:
     """Intervals ``(label, start_s, end_s)`` of one tier of a Praat TextGrid (as written by MFA).
 
-    Empty labels become ``"sil"``; stress digits are removed.
+    Reads Praat's long and short text formats, in UTF-8 or UTF-16. Empty labels become ``"sil"``;
+    stress digits are removed.
 
     Raises
     ------
     FileNotFoundError
         Naming the path.
     ValueError
-        When the tier is absent.
+        When the tier is absent (naming the tiers present) or the file is not a text TextGrid.
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"alignment file not found: {path}")
-    text = path.read_text(encoding="utf-8", errors="replace")
-    blocks = re.split(r'\bname\s*=\s*"', text)[1:]
-    for block in blocks:
-        name = block.split('"', 1)[0]
-        if name != tier:
-            continue
-        items = re.findall(r'xmin\s*=\s*([\d.eE+-]+)\s*xmax\s*=\s*([\d.eE+-]+)\s*text\s*=\s*"([^"]*)"', block)
-        return [(re.sub(r"\d", "", lab.strip()) or "sil", float(a), float(b)) for a, b, lab in items]
-    raise ValueError(f"{path} has no tier named {tier!r}")
+    text = _textgrid_text(path)
+    if '"TextGrid"' not in text:
+        raise ValueError(f"{path} is not a Praat TextGrid in text format (binary TextGrids are not read)")
+    if re.search(r'\bname\s*=\s*"', text):  # the long format: "key = value" lines
+        tiers = {}
+        for block in re.split(r'\bname\s*=\s*"', text)[1:]:
+            items = re.findall(r'xmin\s*=\s*([\d.eE+-]+)\s*xmax\s*=\s*([\d.eE+-]+)\s*text\s*=\s*"([^"]*)"', block)
+            tiers.setdefault(block.split('"', 1)[0], [(lab, float(a), float(b)) for a, b, lab in items])
+    else:
+        try:
+            tiers = _short_textgrid_tiers(text)
+        except ValueError as err:
+            raise ValueError(f"{path}: {err}") from None
+    if tier not in tiers:
+        raise ValueError(f"{path} has no tier named {tier!r} (tiers: {sorted(tiers)})")
+    return [(re.sub(r"\d", "", lab.strip()) or "sil", a, b) for lab, a, b in tiers[tier]]
