@@ -35,6 +35,9 @@ def test_stereo_is_averaged_on_either_axis():
     left, right = np.linspace(0, 1, 8), np.linspace(1, 0, 8)
     np.testing.assert_allclose(as_mono(np.stack([left, right]), 16000), 0.5)
     np.testing.assert_allclose(as_mono(np.stack([left, right], axis=1), 16000), 0.5)
+    for shape in ((2, 2), (1, 2), (2, 1)):  # either axis could be the channels: refused, not guessed
+        with pytest.raises(ValueError, match="which axis"):
+            as_mono(np.zeros(shape), 16000)
 
 
 def test_snr():

@@ -62,6 +62,9 @@ def as_mono(wav, sr, *, name: str = "wav") -> np.ndarray:
     if arr.ndim == 2:
         if min(arr.shape) > 2:
             raise ValueError(f"{name}: shape {arr.shape} is neither mono (n,) nor stereo (2, n) / (n, 2)")
+        if max(arr.shape) <= 2:  # (2, 2), (1, 2), ...: either axis could hold the channels
+            raise ValueError(f"{name}: shape {arr.shape} does not say which axis holds the channels; "
+                             "pass mono (n,) samples")
         arr = arr.mean(axis=int(np.argmin(arr.shape)))
     elif arr.ndim != 1:
         raise ValueError(f"{name}: expected a 1-D waveform (or stereo 2-D), got shape {arr.shape}")
