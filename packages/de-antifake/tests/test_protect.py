@@ -245,3 +245,24 @@ def test_encoder_and_purifier_weights_keep_requires_grad_even_when_the_attack_fa
     with pytest.raises(RuntimeError, match="boom"):
         attackvc(x, np.ones(4) / 2, eps=0.01, encoder=spy, iters=1)
     assert [p.requires_grad for p in (*enc.parameters(), *pur.model.parameters())] == before
+
+
+def test_bpda_passes_each_clip_its_own_purify_kwargs():
+    seen = []
+
+    class NeedsAlignment:  # like guided PhonePuRe: purify needs the clip's alignment
+        def purify(self, wav, sr, *, alignment):
+            seen.append((float(wav[0]), alignment))
+            return 0.5 * wav
+
+    x = np.random.default_rng(0).normal(0, 0.1, (2, 4000)).astype(np.float32)
+    x[:, 0] = [0.3, -0.3]  # tells the clips apart
+    adv = attackvc(x, np.ones(4) / 2, eps=0.01, encoder=_tiny_encoder(), iters=2, purifier=NeedsAlignment(),
+                   adaptive="bpda", purify_kwargs=[{"alignment": "A"}, {"alignment": "B"}])
+    assert np.abs(adv.astype(np.float64) - x).max() <= 0.01
+    assert {a for v, a in seen if v > 0} == {"A"} and {a for v, a in seen if v < 0} == {"B"}
+    with pytest.raises(ValueError, match="2 waveforms"):
+        attackvc(x, np.ones(4) / 2, eps=0.01, encoder=_tiny_encoder(), iters=1, purifier=NeedsAlignment(),
+                 adaptive="bpda", purify_kwargs=[{"alignment": "A"}])
+    with pytest.raises(ValueError, match="only adaptive='bpda'"):
+        attackvc(x, np.ones(4) / 2, eps=0.01, encoder=_tiny_encoder(), iters=1, purify_kwargs={"alignment": "A"})

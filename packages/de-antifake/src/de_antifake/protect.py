@@ -98,7 +98,8 @@ def _outside_inference_mode(fn):
 @_outside_inference_mode
 def attackvc(wav, target, *, eps: float, encoder, sr: int = 16000, iters: int = 150, method: str = "pgd",
              lr: float | None = None, source_weight: float = 0.1, min_snr_db: float = 25.0, snr_weight: float = 10.0,
-             purifier=None, adaptive: str | None = None, eot_samples: int = 2, precision: str = "float32",
+             purifier=None, adaptive: str | None = None, eot_samples: int = 2, purify_kwargs=None,
+             precision: str = "float32",
              random_state: int | None = 0) -> np.ndarray:
     """Protect waveforms by pushing their speaker embedding towards ``target``.
 
@@ -137,6 +138,9 @@ def attackvc(wav, target, *, eps: float, encoder, sr: int = 16000, iters: int = 
         Adaptive strategy.
     eot_samples : int, default 2
         Purifications averaged per step under EOT.
+    purify_kwargs : dict or sequence of dict, optional
+        Keyword arguments of ``purifier.purify`` under BPDA, one dict for every clip or a sequence of one
+        per clip: e.g. ``[{"alignment": a} for a in alignments]`` to attack guided PhonePuRe.
     precision : {"float32", "bfloat16"}, default "float32"
         Arithmetic of the encoders' forward and backward passes. ``"bfloat16"`` runs them under CPU
         autocast: about 1.5x faster on CPUs with AVX512-BF16 or AMX (much slower on others), with
@@ -181,6 +185,8 @@ def attackvc(wav, target, *, eps: float, encoder, sr: int = 16000, iters: int = 
         raise ValueError(f"adaptive must be None, 'bpda' or 'eot', got {adaptive!r}")
     if adaptive is not None and purifier is None:
         raise ValueError(f"adaptive={adaptive!r} needs a purifier")
+    if purify_kwargs is not None and adaptive != "bpda":
+        raise ValueError("purify_kwargs are passed to purifier.purify, which only adaptive='bpda' calls")
     if adaptive == "eot" and not hasattr(purifier, "purify_tensor"):
         raise ValueError("EOT needs a differentiable purifier with purify_tensor (use adaptive='bpda')")
     arr = np.asarray(wav)
@@ -201,6 +207,12 @@ def attackvc(wav, target, *, eps: float, encoder, sr: int = 16000, iters: int = 
         tgt = tgt.expand(len(x), -1)
     if tgt.shape[0] != len(x):
         raise ValueError(f"{tgt.shape[0]} targets for {len(x)} waveforms")
+    if purify_kwargs is None or isinstance(purify_kwargs, dict):
+        clip_kwargs = [dict(purify_kwargs or {})] * len(x)
+    else:
+        clip_kwargs = [dict(k) for k in purify_kwargs]
+        if len(clip_kwargs) != len(x):
+            raise ValueError(f"{len(clip_kwargs)} purify_kwargs for {len(x)} waveforms")
     xt = torch.from_numpy(x)
     with torch.no_grad():
         src = [e.embed(xt) for e in encoders]
@@ -229,8 +241,11 @@ def attackvc(wav, target, *, eps: float, encoder, sr: int = 16000, iters: int = 
         views = [adv]
         if adaptive == "bpda":
             with torch.no_grad():
-                pure = purifier.purify_tensor(adv, generator=gen) if hasattr(purifier, "purify_tensor") else \
-                    torch.from_numpy(np.stack([purifier.purify(a, 16000) for a in adv.detach().numpy()]))
+                if hasattr(purifier, "purify_tensor") and purify_kwargs is None:
+                    pure = purifier.purify_tensor(adv, generator=gen)
+                else:
+                    pure = torch.from_numpy(np.stack([purifier.purify(a, 16000, **kw) for a, kw in
+                                                      zip(adv.detach().numpy(), clip_kwargs, strict=True)]))
             views = [adv + (pure - adv).detach()]
         elif adaptive == "eot":
             views = [purifier.purify_tensor(adv, generator=gen) for _ in range(int(eot_samples))]
