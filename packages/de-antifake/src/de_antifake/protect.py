@@ -15,9 +15,8 @@ purifier: BPDA uses the purifier forward and the identity backward; EOT averages
 
 from __future__ import annotations
 
-import contextlib
 import functools
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -64,24 +63,6 @@ def _optimise(xt, method, iters, lr, loss_of, project, reach, eps, min_snr_db, s
         with torch.no_grad():
             adv = (xt.double() + eps * torch.tanh(w.double())).numpy()
     return adv
-
-
-@contextlib.contextmanager
-def _frozen(*models) -> Iterator[None]:
-    """Turn off ``requires_grad`` of the models' parameters for the attack, then restore it.
-
-    Only the waveform needs a gradient; without this, every backward pass also computes the weight
-    gradients (about a sixth of the attack's time with the GE2E LSTM). A purifier's network is its ``model``.
-    """
-    modules = [m if isinstance(m, torch.nn.Module) else getattr(m, "model", None) for m in models]
-    params = [p for m in modules if isinstance(m, torch.nn.Module) for p in m.parameters() if p.requires_grad]
-    for p in params:
-        p.requires_grad_(False)
-    try:
-        yield
-    finally:
-        for p in params:
-            p.requires_grad_(True)
 
 
 def _outside_inference_mode(fn):
@@ -258,7 +239,7 @@ def attackvc(wav, target, *, eps: float, encoder, sr: int = 16000, iters: int = 
         return loss / (len(views) * len(encoders))
 
     # the caller may be inside torch.no_grad() (or inference_mode, see the decorator)
-    with torch.enable_grad(), _frozen(*encoders, purifier):
+    with torch.enable_grad():
         adv = _optimise(xt, method, int(iters), lr, loss_of, project, reach, eps, min_snr_db, snr_weight)
     # inside the budget and inside [-1, 1] (a sample already outside keeps its own value as the bound)
     adv = np.clip(adv, np.maximum(x64 - eps, np.minimum(-1.0, x64)), np.minimum(x64 + eps, np.maximum(1.0, x64)))
