@@ -224,3 +224,11 @@ def test_max_per_speaker_counts_aligned_utterances_when_skipping(libri, tmp_path
     assert c.speaker_ids == ["19", "84"]  # 84's first utterance has no TextGrid: its second one is taken
     assert [p.name for p in c.paths] == ["19-121-0000.flac", "84-121-0001.flac"]
     assert len(read_librispeech(libri, max_per_speaker=1).utterances) == 2
+
+
+def test_mfa1_speaker_tier_name_is_found_in_utf16_textgrids(libri, tmp_path):
+    grid = tmp_path / "aligned" / "84" / "121" / "84-121-0001.TextGrid"
+    _textgrid(grid, [("", 0.0, 0.1), ("AH", 0.1, 0.8)], tier="84 - phones")
+    grid.write_bytes(grid.read_text().replace('"hi"', '"héllo"').encode("utf-16"))  # Praat: non-ASCII labels
+    c = read_librispeech(libri, alignments=tmp_path / "aligned")
+    assert c.utterances[3].alignment == [("sil", 12), ("AH", 88)]

@@ -142,3 +142,65 @@ def test_textgrid_short_format_and_utf16(tmp_path):
     binary.write_bytes(b"ooBinaryFile\x08TextGrid\x00\x01")
     with pytest.raises(ValueError, match="not a Praat TextGrid in text format"):
         read_textgrid(binary)
+
+
+_LONG = '''File type = "ooTextFile"
+Object class = "TextGrid"
+
+xmin = 0
+xmax = 0.3
+tiers? <exists>
+size = 3
+item []:
+    item [1]:
+        class = "IntervalTier"
+        name = "words"
+        xmin = 0
+        xmax = 0.3
+        intervals: size = 2
+        intervals [1]:
+            xmin = 0
+            xmax = 0.1
+            text = "say ""hi"" name = "
+        intervals [2]:
+            xmin = 0.1
+            xmax = 0.3
+            text = "1990"
+    item [2]:
+        class = "TextTier"
+        name = "clicks"
+        xmin = 0
+        xmax = 0.3
+        points: size = 1
+        points [1]:
+            number = 0.15
+            mark = "click"
+    item [3]:
+        class = "IntervalTier"
+        name = "phones"
+        xmin = 0
+        xmax = 0.3
+        intervals: size = 2
+        intervals [1]:
+            xmin = 0
+            xmax = 0.08
+            text = ""
+        intervals [2]:
+            xmin = 0.08
+            xmax = 0.3
+            text = "AH0"
+'''
+
+
+def test_textgrid_labels_are_read_whole_in_either_format_and_point_tiers_are_refused(tmp_path):
+    short = ('File type = "ooTextFile"\nObject class = "TextGrid"\n\n0\n0.3\n<exists>\n3\n"IntervalTier"\n"words"\n'
+             '0\n0.3\n2\n0\n0.1\n"say ""hi"" name = "\n0.1\n0.3\n"1990"\n"TextTier"\n"clicks"\n0\n0.3\n1\n0.15\n'
+             '"click"\n"IntervalTier"\n"phones"\n0\n0.3\n2\n0\n0.08\n""\n0.08\n0.3\n"AH0"\n')
+    for name, text in (("long", _LONG), ("short", short), ("crlf", _LONG.replace("\n", "\r\n"))):
+        tg = tmp_path / f"{name}.TextGrid"
+        tg.write_bytes(text.encode("utf-8-sig"))  # a byte-order mark, as some editors write
+        # a doubled quote is one quote, 'name = ' inside a label starts no tier, digits of a word are kept
+        assert read_textgrid(tg, tier="words") == [('say "hi" name =', 0.0, 0.1), ("1990", 0.1, 0.3)], name
+        assert read_textgrid(tg) == [("sil", 0.0, 0.08), ("AH", 0.08, 0.3)], name
+        with pytest.raises(ValueError, match="'clicks' is a point tier"):
+            read_textgrid(tg, tier="clicks")

@@ -413,6 +413,14 @@ def plan_utterance(words, *, n_frames: int | None = None, random_state=None) -> 
     return _plan(list(words), check_random_state(random_state), n_frames)
 
 
+_TG_STRING = r'"(?:[^"]|"")*"'
+_TG_NUMBER = r'[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?'
+
+
+def _unquote(token: str) -> str:
+    return token[1:-1].replace('""', '"')
+
+
 def _textgrid_text(path: Path) -> str:
     """The file's text: UTF-16 when it starts with a byte-order mark (Praat's choice for non-ASCII labels), else UTF-8."""
     raw = path.read_bytes()
@@ -421,56 +429,84 @@ def _textgrid_text(path: Path) -> str:
     return raw.decode("utf-8-sig", errors="replace")
 
 
-def _short_textgrid_tiers(text: str) -> dict[str, list[tuple[str, float, float]]]:
-    """Interval tiers of a TextGrid in Praat's short text format (values only, one per line)."""
-    tokens = [t[1:-1].replace('""', '"') if t.startswith('"') else t
-              for t in re.findall(r'"(?:[^"]|"")*"|[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?', text)]
+def _long_textgrid_tiers(pairs) -> tuple[dict[str, list[tuple[str, float, float]]], set[str]]:
+    """Interval tiers and point-tier names of a TextGrid in Praat's long text format (``key = value`` lines)."""
+    tiers, points, kind, cur, last = {}, set(), None, None, {}
+    for key, value in pairs:
+        if key == "class":
+            kind = _unquote(value) if value.startswith('"') else value
+        elif key == "name":
+            name, cur = _unquote(value), []
+            if kind == "TextTier":
+                points.add(name)
+            tiers.setdefault(name, cur)  # a repeated name keeps its first tier
+        elif key in ("xmin", "xmax"):
+            last[key] = float(value)
+        elif key == "text" and cur is not None and kind != "TextTier":
+            cur.append((_unquote(value), last["xmin"], last["xmax"]))
+    return tiers, points
+
+
+def _short_textgrid_tiers(text: str) -> tuple[dict[str, list[tuple[str, float, float]]], set[str]]:
+    """Interval tiers and point-tier names of a TextGrid in Praat's short text format (values only, one per line)."""
+    tokens = [_unquote(t) if t.startswith('"') else t for t in re.findall(f"{_TG_STRING}|{_TG_NUMBER}", text)]
+    k = tokens.index("TextGrid") + 3  # the object class, then xmin, xmax, the tier count
+    tiers, points = {}, set()
+    for _ in range(int(tokens[k])):
+        kind, name, n = tokens[k + 1], tokens[k + 2], int(tokens[k + 5])
+        k += 5
+        if kind == "IntervalTier":
+            tiers.setdefault(name, [(tokens[k + 3 * i + 3], float(tokens[k + 3 * i + 1]), float(tokens[k + 3 * i + 2]))
+                                    for i in range(n)])
+            k += 3 * n
+        else:  # a point tier: (time, mark) pairs
+            points.add(name)
+            tiers.setdefault(name, [])
+            k += 2 * n
+    return tiers, points
+
+
+def _textgrid_tiers(path: Path) -> tuple[dict[str, list[tuple[str, float, float]]], set[str]]:
+    """Every tier of a text TextGrid, long or short format: ``({name: intervals}, point-tier names)``."""
+    text = _textgrid_text(path)
+    if '"TextGrid"' not in text:
+        raise ValueError(f"{path} is not a Praat TextGrid in text format (binary TextGrids are not read)")
+    # quoted strings are matched whole (a label may hold '=' or '""'), so keys are only found outside them
+    pairs = [(k, v) for k, v in re.findall(rf'(\w+)\s*=\s*({_TG_STRING}|{_TG_NUMBER})|{_TG_STRING}', text) if k]
     try:
-        k = tokens.index("TextGrid") + 3  # the object class, then xmin, xmax, the tier count
-        tiers = {}
-        for _ in range(int(tokens[k])):
-            kind, name, n = tokens[k + 1], tokens[k + 2], int(tokens[k + 5])
-            k += 5
-            if kind == "IntervalTier":
-                tiers[name] = [(tokens[k + 3 * i + 3], float(tokens[k + 3 * i + 1]), float(tokens[k + 3 * i + 2]))
-                               for i in range(n)]
-                k += 3 * n
-            else:  # a point tier: (time, mark) pairs
-                k += 2 * n
-    except (ValueError, IndexError) as err:
-        raise ValueError(f"not a readable TextGrid in Praat's short text format ({err})") from None
-    return tiers
+        if any(k == "name" for k, _ in pairs):  # the long format
+            return _long_textgrid_tiers(pairs)
+        return _short_textgrid_tiers(text)
+    except (ValueError, IndexError, KeyError) as err:
+        raise ValueError(f"{path}: not a readable TextGrid in Praat's long or short text format ({err!r})") from None
+
+
+def _strip_stress(label: str) -> str:
+    """``AH0`` -> ``AH``: the stress digit of an ARPAbet vowel; other labels (words such as ``1990``) are kept."""
+    label = label.strip()
+    match = re.fullmatch(r"([A-Za-z]+)[012]", label)
+    return match.group(1) if match else label
 
 
 def read_textgrid(path: str | Path, *, tier: str = "phones") -> list[tuple[str, float, float]]:
     """Intervals ``(label, start_s, end_s)`` of one tier of a Praat TextGrid (as written by MFA).
 
-    Reads Praat's long and short text formats, in UTF-8 or UTF-16. Empty labels become ``"sil"``;
-    stress digits are removed.
+    Reads Praat's long and short text formats, in UTF-8 or UTF-16; doubled quotes in a label read as one.
+    Empty labels become ``"sil"``; the stress digits of ARPAbet vowels are removed (``AH0`` -> ``AH``).
 
     Raises
     ------
     FileNotFoundError
         Naming the path.
     ValueError
-        When the tier is absent (naming the tiers present) or the file is not a text TextGrid.
+        When the tier is absent (naming the tiers present) or a point tier, or the file is not a text TextGrid.
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"alignment file not found: {path}")
-    text = _textgrid_text(path)
-    if '"TextGrid"' not in text:
-        raise ValueError(f"{path} is not a Praat TextGrid in text format (binary TextGrids are not read)")
-    if re.search(r'\bname\s*=\s*"', text):  # the long format: "key = value" lines
-        tiers = {}
-        for block in re.split(r'\bname\s*=\s*"', text)[1:]:
-            items = re.findall(r'xmin\s*=\s*([\d.eE+-]+)\s*xmax\s*=\s*([\d.eE+-]+)\s*text\s*=\s*"([^"]*)"', block)
-            tiers.setdefault(block.split('"', 1)[0], [(lab, float(a), float(b)) for a, b, lab in items])
-    else:
-        try:
-            tiers = _short_textgrid_tiers(text)
-        except ValueError as err:
-            raise ValueError(f"{path}: {err}") from None
+    tiers, points = _textgrid_tiers(path)
     if tier not in tiers:
         raise ValueError(f"{path} has no tier named {tier!r} (tiers: {sorted(tiers)})")
-    return [(re.sub(r"\d", "", lab.strip()) or "sil", a, b) for lab, a, b in tiers[tier]]
+    if tier in points:
+        raise ValueError(f"{path}: tier {tier!r} is a point tier (TextTier), not an interval tier")
+    return [(_strip_stress(lab) or "sil", a, b) for lab, a, b in tiers[tier]]

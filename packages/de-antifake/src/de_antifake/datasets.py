@@ -38,7 +38,7 @@ from scipy import signal
 from scipy.io import wavfile
 
 from de_antifake.audio import SAMPLE_RATE
-from de_antifake.corpus import HOP, Corpus, Utterance, read_textgrid
+from de_antifake.corpus import HOP, Corpus, Utterance, _textgrid_tiers, read_textgrid
 from de_antifake.phoneme import MAX_UNCOVERED, SILENCE_LABELS, alignment_from_intervals
 
 __all__ = ["PHONES", "SpeechCorpus", "read_audio", "read_librispeech", "read_vctk"]
@@ -206,7 +206,7 @@ def _find_textgrid(alignments: Path, rel: Path, speaker: str, uid: str | None = 
 
 
 def _alignment(path: Path, n_samples: int, audio: Path, *, tier: str, phone_map: Mapping[str, str]):
-    names = re.findall(r'\bname\s*=\s*"([^"]*)"', path.read_text(encoding="utf-8", errors="replace"))
+    names = sorted(_textgrid_tiers(path)[0])  # long or short format, UTF-8 or UTF-16
     if tier not in names:  # MFA 1.x names tiers "<speaker> - phones" in multi-speaker runs
         suffixed = [n for n in names if n.endswith(f" - {tier}")]
         if len(suffixed) == 1:
