@@ -46,7 +46,7 @@ STAGE1_PEAK = 0.95
 
 
 CLONE_WORDS = 6
-"""Words per cloned utterance (the cloner speaks 4 s, see ``ParameterCloner``)."""
+"""Words per cloned utterance (about 1.6 s of speech in the cloner's 4 s clips, see ``ParameterCloner``)."""
 
 _DW_STEPS, _DW_LR, _REF_STEPS = 450, 5e-3, 150
 # quick training budget: stage-1 steps (crops of 1024 samples, batch 16), its Adam rate, refiner steps
