@@ -236,3 +236,25 @@ def test_bpda_passes_each_clip_its_own_purify_kwargs():
                  adaptive="bpda", purify_kwargs=[{"alignment": "A"}])
     with pytest.raises(ValueError, match="only adaptive='bpda'"):
         attackvc(x, np.ones(4) / 2, eps=0.01, encoder=_tiny_encoder(), iters=1, purify_kwargs={"alignment": "A"})
+
+
+def test_purify_kwargs_take_any_mapping_and_refuse_what_is_not_one():
+    from types import MappingProxyType
+
+    seen = []
+
+    class NeedsAlignment:
+        def purify(self, wav, sr, *, alignment):
+            seen.append(alignment)
+            return 0.5 * wav
+
+    x = np.random.default_rng(0).normal(0, 0.1, (2, 4000)).astype(np.float32)
+    run = dict(eps=0.01, encoder=_tiny_encoder(), iters=1, purifier=NeedsAlignment(), adaptive="bpda")
+    # a read-only mapping is one set of arguments for every clip, not a sequence of its keys
+    attackvc(x, np.ones(4) / 2, purify_kwargs=MappingProxyType({"alignment": "A"}), **run)
+    assert set(seen) == {"A"}
+    attackvc(x, np.ones(4) / 2, purify_kwargs=(MappingProxyType({"alignment": a}) for a in "BC"), **run)
+    assert set(seen) == {"A", "B", "C"}
+    for bad in ("ab", [("alignment", "A"), ("alignment", "B")], [{"alignment": "A"}, None]):
+        with pytest.raises(TypeError, match="sequence of dicts"):
+            attackvc(x, np.ones(4) / 2, purify_kwargs=bad, **run)

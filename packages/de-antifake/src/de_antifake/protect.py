@@ -16,7 +16,7 @@ purifier: BPDA uses the purifier forward and the identity backward; EOT averages
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -119,8 +119,8 @@ def attackvc(wav, target, *, eps: float, encoder, sr: int = 16000, iters: int = 
         Adaptive strategy.
     eot_samples : int, default 2
         Purifications averaged per step under EOT.
-    purify_kwargs : dict or sequence of dict, optional
-        Keyword arguments of ``purifier.purify`` under BPDA, one dict for every clip or a sequence of one
+    purify_kwargs : mapping or sequence of mappings, optional
+        Keyword arguments of ``purifier.purify`` under BPDA, one mapping for every clip or a sequence of one
         per clip: e.g. ``[{"alignment": a} for a in alignments]`` to attack guided PhonePuRe.
     precision : {"float32", "bfloat16"}, default "float32"
         Arithmetic of the encoders' forward and backward passes. ``"bfloat16"`` runs them under CPU
@@ -128,7 +128,9 @@ def attackvc(wav, target, *, eps: float, encoder, sr: int = 16000, iters: int = 
         gradients whose direction agrees to a cosine of about 0.99; the constraints and the
         returned waveform stay float32, and both limits hold exactly as before.
     random_state : int or None, default 0
-        Seeds the purifier noise of adaptive attacks; ``None`` draws fresh noise on every call.
+        Seeds the purifier noise of adaptive attacks that call ``purify_tensor``; ``None`` draws fresh noise
+        on every call. A purifier called through ``purify`` (one without ``purify_tensor``, or any purifier
+        given ``purify_kwargs``) draws its noise from its own ``random_state``.
 
     Returns
     -------
@@ -188,10 +190,15 @@ def attackvc(wav, target, *, eps: float, encoder, sr: int = 16000, iters: int = 
         tgt = tgt.expand(len(x), -1)
     if tgt.shape[0] != len(x):
         raise ValueError(f"{tgt.shape[0]} targets for {len(x)} waveforms")
-    if purify_kwargs is None or isinstance(purify_kwargs, dict):
+    if purify_kwargs is None or isinstance(purify_kwargs, Mapping):
         clip_kwargs = [dict(purify_kwargs or {})] * len(x)
     else:
-        clip_kwargs = [dict(k) for k in purify_kwargs]
+        clip_kwargs = list(purify_kwargs) if not isinstance(purify_kwargs, (str, bytes)) else [purify_kwargs]
+        for i, kw in enumerate(clip_kwargs):
+            if not isinstance(kw, Mapping):
+                raise TypeError(f"purify_kwargs must be a dict or a sequence of dicts (one per clip); "
+                                f"item {i} is a {type(kw).__name__}")
+        clip_kwargs = [dict(kw) for kw in clip_kwargs]
         if len(clip_kwargs) != len(x):
             raise ValueError(f"{len(clip_kwargs)} purify_kwargs for {len(x)} waveforms")
     xt = torch.from_numpy(x)
