@@ -1,4 +1,4 @@
-"""Shared fixtures: a small synthetic corpus and the pretrained GE2E encoder, built once per session."""
+"""Shared fixtures: a small synthetic corpus and the pretrained GE2E encoder, built once per test run."""
 
 import pytest
 
