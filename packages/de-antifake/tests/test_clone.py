@@ -149,3 +149,10 @@ def test_cloner_refuses_non_numbers_and_a_bare_string_of_words():
         cl.clone_from_embedding(np.array([0.0, 1.0]), [], random_state=0)
     with pytest.raises(ValueError, match="need .* frames .*n_frames=500: pass fewer words"):
         cl.clone_from_embedding(np.array([0.0, 1.0]), ["example"] * 40, random_state=0)
+
+
+def test_make_corpus_says_which_argument_to_change_when_words_do_not_fit():
+    from de_antifake.corpus import make_corpus
+
+    with pytest.raises(ValueError, match=r"lower words_per_utterance or raise seconds"):
+        make_corpus(n_speakers=2, n_utterances=1, seconds=0.5, words_per_utterance=3)

@@ -403,7 +403,11 @@ def make_corpus(*, n_speakers: int = 20, n_utterances: int = 20, seconds: float 
     for i, rng in enumerate(streams):
         k = i // n_utterances
         words = [WORDS[j] for j in rng.choice(len(WORDS), size=words_per_utterance, replace=False)]
-        phones, durs = _plan(words, rng, n_frames)
+        try:
+            phones, durs = _plan(words, rng, n_frames)
+        except ValueError as err:
+            raise ValueError(f"utterance {i}: {words} need more than {seconds} s ({err}); "
+                             "lower words_per_utterance or raise seconds") from None
         wav = synthesize(phones, durs, speakers[k], random_state=rng)
         corpus.utterances.append(Utterance(wav=wav, phones=phones, durations=durs, words=words, speaker=k))
     return corpus
