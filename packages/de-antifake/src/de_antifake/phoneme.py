@@ -7,14 +7,13 @@ pairs; phonemes lose their stress digits and the pause labels of forced aligners
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 
 import numpy as np
 import torch
 
 from de_antifake.audio import _float_samples, _not_fitted
-from de_antifake.corpus import HOP, _word_list, pronounce
+from de_antifake.corpus import HOP, _strip_stress, _word_list, pronounce
 
 __all__ = ["MAX_UNCOVERED", "N_BINS", "N_FFT", "SILENCE_LABELS", "PhonemeSpectra", "alignment_from_intervals", "alignment_from_words",
            "stft"]
@@ -64,7 +63,7 @@ def _clean(alignment) -> list[tuple[str, int]]:
         p, d = item
         if int(d) != d or d < 1:
             raise ValueError(f"phone {p!r} has duration {d}; durations are whole frames >= 1")
-        p = "sil" if p in SILENCE_LABELS else re.sub(r"\d", "", str(p))
+        p = "sil" if p in SILENCE_LABELS else _strip_stress(str(p))
         out.append((p, int(d)))
     if not out:
         raise ValueError("the alignment is empty")

@@ -389,7 +389,8 @@ class PhonePuRe:
         x = as_mono(wav, sr)
         if self.refiner.use_text and alignment is None:
             if transcript is None:
-                raise ValueError("PhonePuRe needs a transcript or an alignment for the phoneme guidance (under attackvc(adaptive='bpda') pass them per clip: purify_kwargs=[{'alignment': a}, ...])")
+                raise ValueError("PhonePuRe needs a transcript or an alignment for the phoneme guidance (under "
+                                 "attackvc(adaptive='bpda') pass them per clip: purify_kwargs=[{'alignment': a}, ...])")
             words = transcript.split() if isinstance(transcript, str) else list(transcript)
             alignment = alignment_from_words(words, 1 + len(x) // 128)
         stage1 = self.purifier.purify(x, sr)
