@@ -1,9 +1,9 @@
 """The cloning stand-in and the verification metrics: reference -> embedding -> voice -> new text.
 
 :class:`ParameterCloner` regresses the synthesiser's :class:`~de_antifake.corpus.SpeakerParams` from a
-speaker embedding (ridge regression on standardised embeddings, fitted on clean data) and speaks new
-text with the regressed voice: the causal chain of a zero-shot VC system (reference audio -> speaker
-embedding -> cloned voice). Real VC systems plug in through the :class:`VoiceCloner` protocol.
+speaker embedding (ridge regression on standardised embeddings, fitted on clean data), refines the voice
+by analysis by synthesis and speaks new text with it: the causal chain of a zero-shot VC system
+(reference audio -> speaker embedding -> cloned voice). Real VC systems plug in through the :class:`VoiceCloner` protocol.
 :class:`SpeakerVerifier` enrols speakers (centroid of clean embeddings) and accepts a trial when its
 cosine with the claimed speaker's centroid reaches the clean-trial EER threshold.
 """
