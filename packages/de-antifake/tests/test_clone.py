@@ -211,3 +211,20 @@ def test_no_search_rounds_is_the_ridge_clone_and_search_config_is_validated():
                 {"search_candidates": 1}, {"search_candidates": "8"}, {"search_candidates": np.inf}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             ParameterCloner(None, **bad)
+
+
+def test_cloner_refuses_embeddings_of_the_wrong_width_count_or_value():
+    from de_antifake.clone import ParameterCloner
+    from de_antifake.corpus import SpeakerParams
+
+    voices = [SpeakerParams(f0=100.0, formant_scale=0.9, tilt=0.3), SpeakerParams(f0=220.0, formant_scale=1.2, tilt=0.6)]
+    cl = ParameterCloner(None, search_rounds=0).fit(np.eye(2), voices)
+    with pytest.raises(ValueError, match=r"\(n, 2\)"):
+        cl.predict_params(np.ones(3))
+    with pytest.raises(ValueError, match=r"\(n, 2\)"):
+        cl.predict_params(np.ones((1, 2, 1)))
+    with pytest.raises(ValueError, match="NaN"):
+        cl.predict_params(np.array([np.nan, 1.0]))
+    with pytest.raises(ValueError, match="one embedding, got 2"):
+        cl.clone_from_embedding(np.eye(2), ["hello"], random_state=0)
+    assert cl.clone_from_embedding(np.eye(2)[:1], ["hello"], random_state=0).shape == (500 * 128,)

@@ -122,10 +122,19 @@ class ParameterCloner:
 
     def predict_params(self, embeddings) -> list[SpeakerParams]:
         """Regressed voices of embeddings ``(n, d)``."""
+        z = (self._embeddings(embeddings) - self.mean_) / self.scale_
+        return [SpeakerParams.from_vector(v) for v in z @ self.coef_ + self.y_mean_]
+
+    def _embeddings(self, embeddings) -> np.ndarray:
+        """``embeddings`` as finite rows ``(n, d)`` of the fitted width, or a clear error."""
         if not hasattr(self, "coef_"):
             raise _not_fitted("ParameterCloner is not fitted: call fit first")
-        z = (np.atleast_2d(np.asarray(embeddings, float)) - self.mean_) / self.scale_
-        return [SpeakerParams.from_vector(v) for v in z @ self.coef_ + self.y_mean_]
+        e = np.atleast_2d(np.asarray(embeddings, dtype=np.float64))
+        if e.ndim != 2 or e.shape[1] != len(self.mean_):
+            raise ValueError(f"need embeddings (n, {len(self.mean_)}) like those fitted, got shape {np.shape(embeddings)}")
+        if not np.isfinite(e).all():
+            raise ValueError("embeddings hold NaN or inf")
+        return e
 
     def clone(self, reference, sr: int, words, *, random_state=None) -> np.ndarray:
         """Speak ``words`` with the voice regressed from ``reference``."""
@@ -137,11 +146,14 @@ class ParameterCloner:
         words = _word_list(words)
         if not words:
             raise ValueError("no words to speak: a clone of silence carries no voice")
+        e = self._embeddings(embedding)
+        if len(e) != 1:
+            raise ValueError(f"clone_from_embedding takes one embedding, got {len(e)}")
         rng = check_random_state(random_state)
-        voice = self.predict_params(embedding)[0]
+        voice = self.predict_params(e)[0]
         phones, durs = plan_utterance(words, n_frames=self.n_frames, random_state=rng)
         if self.search_rounds:
-            voice = self._search(voice, np.asarray(embedding, dtype=np.float64).reshape(-1), phones, durs, rng)
+            voice = self._search(voice, e[0], phones, durs, rng)
         return synthesize(phones, durs, voice, random_state=rng)
 
     def _search(self, voice: SpeakerParams, embedding, phones, durs, rng) -> SpeakerParams:
