@@ -204,3 +204,27 @@ def test_textgrid_labels_are_read_whole_in_either_format_and_point_tiers_are_ref
         assert read_textgrid(tg) == [("sil", 0.0, 0.08), ("AH", 0.08, 0.3)], name
         with pytest.raises(ValueError, match="'clicks' is a point tier"):
             read_textgrid(tg, tier="clicks")
+
+
+def test_textgrid_times_must_run_forwards_and_latin1_files_are_read(tmp_path):
+    def grid(intervals, label="AH0"):
+        body = "".join(f" intervals [{i + 1}]:\n xmin = {a}\n xmax = {b}\n text = \"{lab}\"\n"
+                       for i, (lab, a, b) in enumerate(intervals))
+        return ('File type = "ooTextFile"\nObject class = "TextGrid"\nitem [1]:\n class = "IntervalTier"\n'
+                f' name = "phones"\n{body}')
+
+    tg = tmp_path / "t.TextGrid"
+    for bad, where in (([("", 0, 0.08), ("AH0", 0.2, 0.1)], "interval 1"),     # ends before it starts
+                       ([("", -0.05, 0.08)], "interval 0"),                     # before 0 s
+                       ([("", 0, 0.2), ("AH0", 0.1, 0.3)], "interval 1"),       # overlaps the previous one
+                       ([("AH0", 0.2, 0.3), ("", 0, 0.2)], "interval 1")):      # out of order
+        tg.write_text(grid(bad))
+        with pytest.raises(ValueError, match=f"{where} .* does not run forwards"):
+            read_textgrid(tg)
+    tg.write_text(grid([("", 0, 0.08), ("AH0", 0.08, 0.2), ("T", 0.25, 0.3)]))  # a gap is allowed
+    assert read_textgrid(tg)[-1] == ("T", 0.25, 0.3)
+    # Praat writes ISO Latin-1 where every character fits: the word reads as written, not as U+FFFD
+    words = ('File type = "ooTextFile"\nObject class = "TextGrid"\nitem [1]:\n class = "IntervalTier"\n'
+             ' name = "words"\n intervals [1]:\n xmin = 0\n xmax = 0.3\n text = "caf\u00e9"\n')
+    tg.write_bytes(words.encode("latin-1"))
+    assert read_textgrid(tg, tier="words") == [("caf\u00e9", 0.0, 0.3)]

@@ -439,11 +439,17 @@ def _unquote(token: str) -> str:
 
 
 def _textgrid_text(path: Path) -> str:
-    """The file's text: UTF-16 when it starts with a byte-order mark (Praat's choice for non-ASCII labels), else UTF-8."""
+    """The file's text: UTF-16 after a byte-order mark, else UTF-8, else ISO Latin-1.
+
+    Praat writes ISO Latin-1 where every character fits it and UTF-16 otherwise; MFA writes UTF-8.
+    """
     raw = path.read_bytes()
     if raw[:2] in (b"\xff\xfe", b"\xfe\xff"):
         return raw.decode("utf-16")
-    return raw.decode("utf-8-sig", errors="replace")
+    try:
+        return raw.decode("utf-8-sig")
+    except UnicodeDecodeError:
+        return raw.decode("latin-1")
 
 
 def _long_textgrid_tiers(pairs) -> tuple[dict[str, list[tuple[str, float, float]]], set[str]]:
@@ -508,7 +514,8 @@ def _strip_stress(label: str) -> str:
 def read_textgrid(path: str | Path, *, tier: str = "phones") -> list[tuple[str, float, float]]:
     """Intervals ``(label, start_s, end_s)`` of one tier of a Praat TextGrid (as written by MFA).
 
-    Reads Praat's long and short text formats, in UTF-8 or UTF-16; doubled quotes in a label read as one.
+    Reads Praat's long and short text formats, in UTF-8, UTF-16 or ISO Latin-1; doubled quotes in a label
+    read as one.
     Empty labels become ``"sil"``; the stress digits of ARPAbet vowels are removed (``AH0`` -> ``AH``).
 
     Raises
@@ -516,7 +523,8 @@ def read_textgrid(path: str | Path, *, tier: str = "phones") -> list[tuple[str, 
     FileNotFoundError
         Naming the path.
     ValueError
-        When the tier is absent (naming the tiers present) or a point tier, or the file is not a text TextGrid.
+        When the tier is absent (naming the tiers present) or a point tier, its intervals do not run
+        forwards from 0 s, or the file is not a text TextGrid.
     """
     path = Path(path)
     if not path.is_file():
@@ -526,4 +534,11 @@ def read_textgrid(path: str | Path, *, tier: str = "phones") -> list[tuple[str, 
         raise ValueError(f"{path} has no tier named {tier!r} (tiers: {sorted(tiers)})")
     if tier in points:
         raise ValueError(f"{path}: tier {tier!r} is a point tier (TextTier), not an interval tier")
+    end = 0.0
+    for i, (lab, a, b) in enumerate(tiers[tier]):
+        # seconds must run forwards from 0: a hand-edited or shifted file would misplace every phoneme
+        if not (np.isfinite(a) and np.isfinite(b) and end - 1e-6 <= a <= b):
+            raise ValueError(f"{path}: interval {i} ({lab!r}, {a}..{b} s) of tier {tier!r} does not run forwards "
+                             f"from {end} s: intervals must be ordered, non-overlapping and start at or after 0")
+        end = b
     return [(_strip_stress(lab) or "sil", a, b) for lab, a, b in tiers[tier]]
