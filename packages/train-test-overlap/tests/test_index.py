@@ -250,6 +250,16 @@ def test_counts_of_copies_of_one_index_add_and_of_another_index_are_refused():
         here + OverlapIndex(ts, n=3, parts=("input",)).scan(["x y z"])
 
 
+def test_counts_of_different_indexes_are_not_equal_even_with_the_same_gram_ids():
+    # gram ids are positions in each index's vocabulary: "x y" here and "a b" there are both (0, 1)
+    one = OverlapIndex(TestSet("t", "test", [Instance("q", "x y")]), n=2, parts=("input",))
+    other = OverlapIndex(TestSet("u", "test", [Instance("q", "a b")]), n=2, parts=("input",))
+    a, b = one.scan(["x y"]), other.scan(["a b"])
+    assert a._counts == b._counts and a.stats == b.stats
+    assert a != b
+    assert a == one.scan(["x y"])
+
+
 _CHILD = """
 import pickle, sys
 import train_test_overlap.index as mod

@@ -106,3 +106,10 @@ def test_a_sketch_with_a_custom_tokenizer_loads_back_with_that_tokenizer(tmp_pat
     back = CorpusSketch.load(path, tokenizer=chars3)
     assert np.array_equal(back.bits, sketch.bits) and back.documents == 1
     assert back.contains([("abc", "def"), ("def", "abc")]).tolist() == [True, False]
+
+
+def test_seed_is_a_valid_xxhash_seed():
+    for bad in (-1, 2**64, 1.5, "3", True, None):
+        with pytest.raises(ValueError, match="seed"):
+            CorpusSketch(n=2, capacity=100, seed=bad)
+    assert CorpusSketch(n=2, capacity=100, seed=np.uint64(2**64 - 1)).seed == 2**64 - 1

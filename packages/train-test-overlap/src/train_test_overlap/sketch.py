@@ -72,6 +72,8 @@ class CorpusSketch:
             raise ValueError(f"capacity must be a positive int, got {capacity!r}")
         if not isinstance(fp_rate, numbers.Real) or not 0.0 < float(fp_rate) < 1.0:
             raise ValueError(f"fp_rate must lie in (0, 1), got {fp_rate!r}")
+        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2**64:
+            raise ValueError(f"seed must be an int in [0, 2**64) (the xxhash seed), got {seed!r}")
         self.n = int(n)
         self.tokenizer = get_tokenizer(tokenizer)
         self.capacity = int(capacity)
