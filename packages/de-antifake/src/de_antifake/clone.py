@@ -91,7 +91,7 @@ class ParameterCloner:
     >>> cloner = ParameterCloner(None, alpha=1e-6, search_rounds=0).fit(np.eye(2), voices)
     >>> round(cloner.predict_params(np.eye(2)[1])[0].f0)
     220
-    >>> cloner.clone_from_embedding(np.eye(2)[1], ["hello", "world"], random_state=0).shape
+    >>> cloner.clone_from_embedding(np.eye(2)[1], ["water", "world"], random_state=0).shape
     (64000,)
     """
 
