@@ -2,6 +2,7 @@
 
 import numpy as np
 import pytest
+import torch
 from sklearn.exceptions import NotFittedError
 
 from de_antifake.clone import SpeakerVerifier
@@ -246,3 +247,64 @@ def test_the_cloner_example_speaks_only_shipped_words(monkeypatch):
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     runner.run(test)
     assert runner.failures == 0
+
+
+class _FixedEncoder:
+    """Start voice (row 0 of every batch): the reference's direction, tiny norm; the others: off by 45 degrees, large."""
+
+    def __init__(self, width=2, nan=False):
+        self.width, self.nan = width, nan
+
+    def embed(self, x):
+        out = torch.zeros(len(x), self.width, dtype=torch.float64)
+        out[0, 0] = 0.1
+        out[1:, 0] = out[1:, 1] = float("nan") if self.nan else 10.0
+        return out
+
+
+def _two_voice_cloner(encoder, **kwargs):
+    from de_antifake.clone import ParameterCloner
+    from de_antifake.corpus import SpeakerParams
+
+    voices = [SpeakerParams(f0=100.0, formant_scale=0.9, tilt=0.3), SpeakerParams(f0=220.0, formant_scale=1.2, tilt=0.6)]
+    return ParameterCloner(encoder, n_frames=100, **kwargs).fit(np.eye(2), voices)
+
+
+def test_voice_search_scores_by_cosine_whatever_the_encoders_norm_and_skips_nan():
+    from de_antifake.corpus import plan_utterance
+
+    phones, durs = plan_utterance(["water"], n_frames=100, random_state=0)
+    for enc in (_FixedEncoder(), _FixedEncoder(nan=True)):
+        cl = _two_voice_cloner(enc, search_rounds=1, search_candidates=4)
+        start = cl.predict_params(np.array([1.0, 0.0]))[0]
+        # cosine 1 (norm 0.1) beats cosine 0.71 (norm 14): the start voice stays
+        assert cl._search(start, np.array([1.0, 0.0]), phones, durs, np.random.default_rng(0)) == start
+
+
+def test_voice_search_names_an_encoder_of_another_width_than_the_fitted_embeddings():
+    cl = _two_voice_cloner(_FixedEncoder(width=3), search_rounds=1)
+    with pytest.raises(ValueError, match=r"encoder gives embeddings of width 3.*fitted on width 2"):
+        cl.clone_from_embedding(np.array([1.0, 0.0]), ["water"], random_state=0)
+
+
+def test_voice_search_renders_many_candidates_in_small_batches(monkeypatch):
+    import de_antifake.clone as clone
+
+    sizes = []
+    real = clone.embed_batch
+
+    def spy(encoder, waveforms, **kw):
+        sizes.append(len(waveforms))
+        return real(encoder, waveforms, **kw)
+
+    monkeypatch.setattr(clone, "embed_batch", spy)
+
+    class Enc:
+        def embed(self, x):
+            return torch.stack([x.abs().mean(1), x.std(1)], 1).double()
+
+    _two_voice_cloner(Enc(), search_rounds=1, search_candidates=40).clone_from_embedding(
+        np.array([1.0, 0.0]), ["water"], random_state=0)
+    assert sum(sizes) == 40 and max(sizes) <= 16
+
+

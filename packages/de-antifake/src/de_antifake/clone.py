@@ -22,6 +22,8 @@ from de_antifake.encoder import eer_threshold
 
 __all__ = ["ParameterCloner", "SpeakerVerifier", "VoiceCloner", "embed_batch"]
 
+_BATCH = 16  # candidate voices rendered and embedded at a time by the voice search
+
 
 @runtime_checkable
 class VoiceCloner(Protocol):
@@ -167,10 +169,21 @@ class ParameterCloner:
         for _ in range(self.search_rounds):
             draws = best + step * rng.standard_normal((self.search_candidates - 1, len(best)))
             voices = [SpeakerParams.from_vector(v) for v in (best, *draws)]
-            rendered = np.stack([synthesize(phones, durs, v, random_state=noise_seed) for v in voices])
-            scores = embed_batch(self.encoder, rendered) @ target
+            scores = np.concatenate([self._cosines(
+                np.stack([synthesize(phones, durs, v, random_state=noise_seed) for v in voices[i:i + _BATCH]]),
+                target) for i in range(0, len(voices), _BATCH)])  # rendered a batch at a time: bounded memory
             best, step = voices[int(np.argmax(scores))].to_vector(), step / 2
         return SpeakerParams.from_vector(best)
+
+    def _cosines(self, rendered, target) -> np.ndarray:
+        """Cosines of the encoder's embeddings of ``rendered`` with the unit ``target`` (-inf where not finite)."""
+        e = embed_batch(self.encoder, rendered, batch_size=_BATCH).astype(np.float64)
+        if e.ndim != 2 or e.shape[1] != len(target):
+            raise ValueError(f"the encoder gives embeddings of width {e.shape[-1]}, but the cloner was fitted on width "
+                             f"{len(target)}: fit it on embeddings of the encoder it searches with")
+        norm = np.linalg.norm(e, axis=1)
+        cos = e @ target / np.where(norm > 0, norm, 1.0)  # whatever the encoder's norm; an all-zero embedding scores 0
+        return np.where(np.isfinite(cos), cos, -np.inf)
 
 
 class SpeakerVerifier:
