@@ -308,3 +308,22 @@ def test_voice_search_renders_many_candidates_in_small_batches(monkeypatch):
     assert sum(sizes) == 40 and max(sizes) <= 16
 
 
+def test_fit_names_bad_embeddings_and_voice_targets():
+    from de_antifake.clone import ParameterCloner
+    from de_antifake.corpus import SpeakerParams
+
+    voices = [SpeakerParams(f0=100.0, formant_scale=0.9, tilt=0.3), SpeakerParams(f0=220.0, formant_scale=1.2, tilt=0.6)]
+    good = np.array([[0.0, 1.0], [1.0, 0.0]])
+    for bad, match in ((good[:, 0], r"\(n, d\)"), (good[:, :, None], r"\(n, d\)"),
+                       (np.array([[np.nan, 1.0], [1.0, 0.0]]), "NaN")):
+        with pytest.raises(ValueError, match=match):
+            ParameterCloner(None).fit(bad, voices)
+    vec = np.stack([v.to_vector() for v in voices])
+    for bad, match in ((vec[:, :4], r"\(n, 6\)"), (np.ones(2), r"\(n, 6\)"),
+                       (np.where(np.eye(2, 6) > 0, np.nan, vec), "NaN"),
+                       (np.column_stack([[100.0, 220.0], vec[:, 1:]]), "log")):
+        with pytest.raises(ValueError, match=match):
+            ParameterCloner(None).fit(good, bad)
+    assert ParameterCloner(None, search_rounds=0).fit(good, vec).predict_params(good[1])[0].f0 == pytest.approx(220.0, rel=0.1)
+    dark = [SpeakerParams(f0=100.0, formant_scale=0.9, tilt=0.985), SpeakerParams(f0=300.0, formant_scale=1.35, tilt=0.0)]
+    assert ParameterCloner(None, alpha=1e-6, search_rounds=0).fit(good, dark).predict_params(good[1])[0].f0 == pytest.approx(300.0)

@@ -109,11 +109,19 @@ class ParameterCloner:
                                         "a whole number of voices per round >= 2")
 
     def fit(self, embeddings, params) -> ParameterCloner:
-        """Fit on clean embeddings ``(n, d)`` and their speakers' ``SpeakerParams`` (or vectors ``(n, 6)``)."""
+        """Fit on clean embeddings ``(n, d)`` and their speakers' ``SpeakerParams`` (or ``to_vector()`` rows ``(n, 6)``)."""
         e = np.asarray(embeddings, dtype=np.float64)
-        y = np.stack([p.to_vector() if isinstance(p, SpeakerParams) else np.asarray(p, float) for p in params])
+        y = np.array([p.to_vector() if isinstance(p, SpeakerParams) else np.asarray(p, float) for p in params])
+        if e.ndim != 2 or y.ndim != 2 or y.shape[1] != 6:
+            raise ValueError(f"need embeddings (n, d) and voices (n, 6), got shapes {e.shape} and {y.shape}")
         if len(e) != len(y) or len(e) < 2:
             raise ValueError(f"need >= 2 matching rows, got {len(e)} embeddings and {len(y)} targets")
+        if not (np.isfinite(e).all() and np.isfinite(y).all()):
+            raise ValueError("embeddings or voices hold NaN or inf")
+        lo, hi = np.array([np.log(70.0), 0.75, 0, 0, 0, 0]), np.array([np.log(300.0), 1.35, 0.99, 0.1, 0.2, 0.5])
+        if ((y < lo - 1e-9) | (y > hi + 1e-9)).any():
+            raise ValueError("voice vectors must lie in SpeakerParams' ranges, as to_vector() gives them "
+                             "([log f0, formant_scale, tilt, jitter, shimmer, breathiness]: f0 as its log)")
         self.mean_, self.scale_ = e.mean(0), e.std(0) + 1e-8
         z = (e - self.mean_) / self.scale_
         self.y_mean_ = y.mean(0)
