@@ -14,11 +14,17 @@ import torch
 from icml25_shared.bench import BenchmarkReport, compare
 
 from wmarkgpt.analyzer import WatermarkAnalyzer, parse_visibility
-from wmarkgpt.data import make_synthetic_dataset, read_qscore
+from wmarkgpt.data import DESCRIBE_QUESTION, make_synthetic_dataset, read_qscore
 from wmarkgpt.experiments import find_data_dir
 from wmarkgpt.metrics import correlation
 from wmarkgpt.modeling import WMarkGPTForCausalLM, tiny_config
-from wmarkgpt.processing import build_image_processor, build_word_tokenizer
+from wmarkgpt.processing import (
+    build_image_processor,
+    build_word_tokenizer,
+    mplug_owl2_prompt,
+    preprocess_images,
+    tokenizer_image_token,
+)
 from wmarkgpt.scoring import predict_score
 
 
@@ -44,6 +50,22 @@ def main() -> None:
                        label="8 images, one at a time", ours_name="visibility_score", peer_name="describe+parse",
                        repeats=args.repeats, sizes={"images": 8, "image_size": 32, "max_new_tokens": n_new,
                                                     "threads": args.threads}))
+    processor = build_image_processor(32)
+    prompt = tokenizer_image_token(mplug_owl2_prompt(DESCRIBE_QUESTION), tok)
+
+    @torch.no_grad()
+    def recompute() -> list[list[int]]:
+        # greedy decoding that feeds the whole sequence, image included, at every step (no key/value cache)
+        ids, px, new = torch.tensor([prompt] * len(images)), preprocess_images(images, processor), []
+        for _ in range(n_new):
+            nxt = model(input_ids=ids, images=px).logits[:, -1].argmax(-1)
+            new.append(nxt)
+            ids = torch.cat([ids, nxt[:, None]], dim=1)
+        return torch.stack(new, dim=1).tolist()
+
+    report.add(compare(lambda: an.generate(images), recompute, label="describe 8 images, one batch",
+                       ours_name="generate (key/value cache)", peer_name="recompute every step", repeats=args.repeats,
+                       sizes={"images": 8, "image_size": 32, "max_new_tokens": n_new, "threads": args.threads}))
     many = [x.image for x in make_synthetic_dataset(500, size=32, random_state=1)]
     t0 = time.perf_counter()
     an.visibility_score(many)

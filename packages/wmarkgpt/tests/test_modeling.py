@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import torch
 
-from wmarkgpt.modeling import IMAGE_TOKEN_INDEX, WMarkGPTConfig, WMarkGPTForCausalLM, tiny_config
+from wmarkgpt.modeling import IMAGE_TOKEN_INDEX, WMarkGPTConfig, WMarkGPTForCausalLM, output_cache, tiny_config
 from wmarkgpt.processing import (
     build_image_processor,
     build_word_tokenizer,
@@ -183,3 +183,40 @@ def test_left_padding_is_rejected_not_silently_shifted(model, batch):
         model(input_ids=padded[:, :5].clamp(min=0), attention_mask=mask[:, :5])
     with pytest.raises(ValueError, match="0 or 1"):
         model(input_ids=ids, attention_mask=torch.full_like(ids, 2), images=px)
+
+
+@pytest.mark.parametrize("kv_heads", [4, 2])
+def test_cached_decoding_gives_the_logits_of_the_full_forward(tok, batch, kv_heads):
+    torch.manual_seed(3)
+    model = WMarkGPTForCausalLM(tiny_config(vocab_size=len(tok), num_key_value_heads=kv_heads)).eval()
+    ids, px = batch
+    more = torch.tensor([[5, 9, 11, 7], [8, 6, 12, 10]])
+    with torch.no_grad():
+        full = model(input_ids=torch.cat([ids, more], dim=1), images=px).logits
+        out = model(input_ids=ids, images=px, use_cache=True)
+        got = [out.logits]
+        for chunk in (more[:, :1], more[:, 1:3], more[:, 3:]):  # one token, then two, then one
+            out = model(input_ids=chunk, cache=output_cache(out), use_cache=True)  # the transformers 5 name
+            got.append(out.logits)
+    torch.testing.assert_close(torch.cat(got, dim=1), full, rtol=1e-5, atol=1e-5)
+    assert output_cache(model(input_ids=ids, images=px)) is None  # only when asked for
+
+
+def test_cached_decoding_rejects_inputs_it_cannot_continue(model, batch):
+    ids, px = batch
+    with torch.no_grad():
+        past = output_cache(model(input_ids=ids, images=px, use_cache=True))
+        nxt = torch.tensor([[5], [6]])
+        seen = past[0][0].shape[2]
+        with pytest.raises(ValueError, match="image is already cached"):
+            model(input_ids=nxt, images=px, past_key_values=past)
+        with pytest.raises(ValueError, match="batch=2"):
+            model(input_ids=nxt[:1], past_key_values=past)
+        with pytest.raises(ValueError, match=f"\\(2, {seen + 1}\\)"):
+            model(input_ids=nxt, attention_mask=torch.ones(2, 1, dtype=torch.long), past_key_values=past)
+        with pytest.raises(ValueError, match="use_cache=True"):
+            model(input_ids=nxt, past_key_values=past[:1])
+        with pytest.raises(ValueError, match="not both"):
+            model(input_ids=nxt, past_key_values=past, cache=past)
+        with pytest.raises(ValueError, match="<|image|>"):
+            model(input_ids=torch.tensor([[IMAGE_TOKEN_INDEX], [5]]), past_key_values=past)

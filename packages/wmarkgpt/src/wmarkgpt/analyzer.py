@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from wmarkgpt.data import DESCRIBE_QUESTION
-from wmarkgpt.modeling import IMAGE_TOKEN_INDEX, WMarkGPTForCausalLM
+from wmarkgpt.modeling import IMAGE_TOKEN_INDEX, WMarkGPTForCausalLM, output_cache
 from wmarkgpt.processing import mplug_owl2_prompt, preprocess_images, tokenizer_image_token
 from wmarkgpt.scoring import SCORE_PROMPT_SUFFIX, predict_score, visibility_token_ids
 
@@ -226,17 +226,18 @@ class WatermarkAnalyzer:
         texts: list[str] = []
         for start in range(0, pixels.shape[0], batch_size):
             px = pixels[start:start + batch_size]
-            ids = self._prompt_ids(prompt, px.shape[0])
             done = torch.zeros(px.shape[0], dtype=torch.bool)
             new: list[torch.Tensor] = []
-            for _ in range(limit):
-                nxt = self.model(input_ids=ids, images=px).logits[:, -1].argmax(-1)
+            # the image and the prompt go through the model once; each step feeds only the newest token
+            out = self.model(input_ids=self._prompt_ids(prompt, px.shape[0]), images=px, use_cache=True)
+            for step in range(limit):
+                nxt = out.logits[:, -1].argmax(-1)
                 nxt = torch.where(done, torch.full_like(nxt, eos), nxt)
                 new.append(nxt)
                 done |= nxt == eos
-                ids = torch.cat([ids, nxt[:, None]], dim=1)
-                if bool(done.all()):
+                if bool(done.all()) or step + 1 == limit:
                     break
+                out = self.model(input_ids=nxt[:, None], past_key_values=output_cache(out), use_cache=True)
             gen = torch.stack(new, dim=1)
             for row in gen.tolist():
                 row = row[: row.index(eos)] if eos in row else row

@@ -37,6 +37,7 @@ __all__ = [
     "IMAGE_TOKEN_INDEX",
     "WMarkGPTConfig",
     "WMarkGPTForCausalLM",
+    "output_cache",
 ]
 
 IMAGE_TOKEN_INDEX = -200
@@ -214,24 +215,35 @@ class DecoderAttention(nn.Module):
                                           / self.head_dim))
         self.register_buffer("inv_freq", inv, persistent=False)
 
-    def forward(self, x: torch.Tensor, modality: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def forward(self, x: torch.Tensor, modality: torch.Tensor, mask: torch.Tensor,
+                past: tuple[torch.Tensor, torch.Tensor] | None = None
+                ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        """Attention output of the new positions ``x`` and the keys/values of every position so far.
+
+        ``past`` holds the rotated keys and values of earlier positions (before head repetition); the new
+        positions are numbered after them, and ``mask`` spans past and new keys.
+        """
         b, t, _ = x.shape
+        start = 0 if past is None else past[0].shape[2]
         q = self.q_proj(x).view(b, t, self.num_heads, self.head_dim).transpose(1, 2)
         k = self.k_proj(x, modality).view(b, t, self.num_kv, self.head_dim).transpose(1, 2)
         v = self.v_proj(x, modality).view(b, t, self.num_kv, self.head_dim).transpose(1, 2)
-        pos = torch.arange(t, device=x.device, dtype=torch.float32)
+        pos = torch.arange(start, start + t, device=x.device, dtype=torch.float32)
         freqs = torch.outer(pos, self.inv_freq.float())
         emb = torch.cat((freqs, freqs), dim=-1)
         cos, sin = emb.cos().to(q.dtype), emb.sin().to(q.dtype)
         q = q * cos + _rotate_half(q) * sin
         k = k * cos + _rotate_half(k) * sin
+        if past is not None:
+            k, v = torch.cat([past[0], k], dim=2), torch.cat([past[1], v], dim=2)
+        present = (k, v)
         if self.num_kv != self.num_heads:
             rep = self.num_heads // self.num_kv
             k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
         scores = q @ k.transpose(2, 3) / math.sqrt(self.head_dim) + mask
         probs = torch.softmax(scores, dim=-1, dtype=torch.float32).to(q.dtype)
         out = (probs @ v).transpose(1, 2).reshape(b, t, self.num_heads * self.head_dim)
-        return self.o_proj(out)
+        return self.o_proj(out), present
 
 
 class DecoderMLP(nn.Module):
@@ -261,9 +273,12 @@ class DecoderLayer(nn.Module):
         self.input_layernorm = MultiwayNetwork(lambda: RMSNorm(h, eps))
         self.post_attention_layernorm = MultiwayNetwork(lambda: RMSNorm(h, eps))
 
-    def forward(self, x: torch.Tensor, modality: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        x = x + self.self_attn(self.input_layernorm(x, modality), modality, mask)
-        return x + self.mlp(self.post_attention_layernorm(x, modality))
+    def forward(self, x: torch.Tensor, modality: torch.Tensor, mask: torch.Tensor,
+                past: tuple[torch.Tensor, torch.Tensor] | None = None
+                ) -> tuple[torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+        attended, present = self.self_attn(self.input_layernorm(x, modality), modality, mask, past)
+        x = x + attended
+        return x + self.mlp(self.post_attention_layernorm(x, modality)), present
 
 
 class VisionEmbeddings(nn.Module):
@@ -482,15 +497,26 @@ class WMarkGPTModel(nn.Module):
         self.visual_abstractor = VisualAbstractor(config.visual_config["visual_abstractor"], config.hidden_size)
 
     def forward(self, embeds: torch.Tensor, modality: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        return self.decode(embeds, modality, attention_mask)[0]
+
+    def decode(self, embeds: torch.Tensor, modality: torch.Tensor, attention_mask: torch.Tensor,
+               past: tuple[tuple[torch.Tensor, torch.Tensor], ...] | None = None
+               ) -> tuple[torch.Tensor, tuple[tuple[torch.Tensor, torch.Tensor], ...]]:
+        """Hidden states of the new positions and every layer's keys/values, past ones included.
+
+        ``attention_mask`` covers past and new positions, ``(batch, past + new)``.
+        """
         t = embeds.shape[1]
-        causal = torch.ones(t, t, dtype=torch.bool, device=embeds.device).tril()
+        start = 0 if past is None else past[0][0].shape[2]
+        causal = torch.ones(t, start + t, dtype=torch.bool, device=embeds.device).tril(diagonal=start)
         allowed = causal[None, None] & attention_mask.bool()[:, None, None, :]
         mask = torch.zeros(allowed.shape, dtype=embeds.dtype, device=embeds.device)
         mask = mask.masked_fill(~allowed, torch.finfo(embeds.dtype).min)
-        x = embeds
-        for layer in self.layers:
-            x = layer(x, modality, mask)
-        return self.norm(x)
+        x, presents = embeds, []
+        for i, layer in enumerate(self.layers):
+            x, present = layer(x, modality, mask, None if past is None else past[i])
+            presents.append(present)
+        return self.norm(x), tuple(presents)
 
 
 class WMarkGPTForCausalLM(PreTrainedModel):
@@ -669,7 +695,8 @@ class WMarkGPTForCausalLM(PreTrainedModel):
 
     def forward(self, input_ids: torch.Tensor | None = None, attention_mask: torch.Tensor | None = None,
                 images: torch.Tensor | None = None, labels: torch.Tensor | None = None,
-                return_dict: bool | None = None, **kwargs: Any) -> CausalLMOutputWithPast:
+                return_dict: bool | None = None, past_key_values: tuple | None = None, use_cache: bool = False,
+                cache: tuple | None = None, **kwargs: Any) -> CausalLMOutputWithPast:
         """Logits (and the next-token loss when ``labels`` is given) of text with an optional image.
 
         Parameters
@@ -684,26 +711,63 @@ class WMarkGPTForCausalLM(PreTrainedModel):
             Targets aligned with ``input_ids`` (shifted inside); ``IGNORE_INDEX`` to skip.
         return_dict : bool, optional
             Accepted for transformers compatibility; the output is always a ``CausalLMOutputWithPast``.
+        past_key_values : tuple, optional
+            The cache of an earlier call with ``use_cache=True`` (:func:`output_cache`): ``input_ids`` then
+            holds only the new text tokens (no image), and ``attention_mask``, if given, spans past and new
+            tokens. ``cache=`` is the same argument under the name transformers 5 uses.
+        use_cache : bool, default False
+            Return every layer's keys and values in the output (``cache`` in transformers 5,
+            ``past_key_values`` before; :func:`output_cache` reads either).
         **kwargs
-            Ignored generation keywords (``use_cache``, ...); ``inputs_embeds`` is not supported.
+            Ignored generation keywords; ``inputs_embeds`` is not supported.
 
         Returns
         -------
         transformers.modeling_outputs.CausalLMOutputWithPast
-            ``logits`` of shape (batch, spliced seq, vocab) and ``loss`` when ``labels`` is given.
+            ``logits`` of shape (batch, spliced seq, vocab), ``loss`` when ``labels`` is given and
+            ``past_key_values`` when ``use_cache`` is set.
         """
         if kwargs.get("inputs_embeds") is not None:
             raise ValueError("inputs_embeds is not supported; pass input_ids (and images)")
         if input_ids is None:
             raise ValueError("input_ids is required")
-        embeds, modality, mask, labels = self.build_inputs(input_ids, attention_mask, images, labels)
-        hidden = self.model(embeds, modality, mask)
+        if cache is not None:
+            if past_key_values is not None:
+                raise ValueError("pass the cache as cache= or past_key_values=, not both")
+            past_key_values = cache
+        if past_key_values is None:
+            embeds, modality, mask, labels = self.build_inputs(input_ids, attention_mask, images, labels)
+        else:
+            embeds, modality, mask = self._continuation(input_ids, attention_mask, images, labels, past_key_values)
+        hidden, presents = self.model.decode(embeds, modality, mask, past_key_values)
         logits = self.lm_head(hidden)
         loss = None
         if labels is not None:
             loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]).float(),
                                    labels[:, 1:].reshape(-1), ignore_index=IGNORE_INDEX)
-        return CausalLMOutputWithPast(loss=loss, logits=logits)
+        return CausalLMOutputWithPast(loss=loss, logits=logits, **{_CACHE_FIELD: presents if use_cache else None})
+
+    def _continuation(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, images: Any, labels: Any,
+                      past: tuple) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Embeddings, modality and mask of text tokens that follow cached positions."""
+        if (not isinstance(past, (tuple, list)) or len(past) != len(self.model.layers)
+                or not all(isinstance(kv, (tuple, list)) and len(kv) == 2 for kv in past)):
+            raise ValueError(f"past_key_values must be the ({len(self.model.layers)} layers of) keys and values "
+                             "returned by a call with use_cache=True")
+        if images is not None or labels is not None:
+            raise ValueError("with past_key_values, pass only the new text tokens: the image is already cached "
+                             "and no loss is taken")
+        b, seen = past[0][0].shape[0], past[0][0].shape[2]
+        if input_ids.ndim != 2 or input_ids.shape[0] != b:
+            raise ValueError(f"input_ids must be (batch={b}, new tokens), got {tuple(input_ids.shape)}")
+        total = seen + input_ids.shape[1]
+        if attention_mask is None:
+            attention_mask = torch.ones(b, total, dtype=torch.long, device=input_ids.device)
+        elif attention_mask.shape != (b, total):
+            raise ValueError(f"with past_key_values, attention_mask spans past and new tokens: ({b}, {total}), "
+                             f"got {tuple(attention_mask.shape)}")
+        embeds, modality, _, _ = self.build_inputs(input_ids)
+        return embeds, modality, attention_mask
 
     @classmethod
     def from_pretrained(cls, pretrained_model_name_or_path: str | os.PathLike[str], *args: Any,
@@ -746,6 +810,15 @@ class WMarkGPTForCausalLM(PreTrainedModel):
                                         f"{', '.join(_WEIGHT_FILES)})")
         return super().from_pretrained(pretrained_model_name_or_path, *args, local_files_only=local_files_only,
                                        **kwargs)
+
+
+_CACHE_FIELD = "cache" if "cache" in CausalLMOutputWithPast.__dataclass_fields__ else "past_key_values"
+# transformers 5 renamed the output's past_key_values to cache (the old name still reads, with a warning)
+
+
+def output_cache(output: CausalLMOutputWithPast) -> tuple | None:
+    """The keys/values a forward call with ``use_cache=True`` returned, under either transformers' name."""
+    return getattr(output, _CACHE_FIELD)
 
 
 def tiny_config(*, vocab_size: int, hidden_size: int = 32, num_hidden_layers: int = 2, image_size: int = 16,
