@@ -220,3 +220,43 @@ def test_cached_decoding_rejects_inputs_it_cannot_continue(model, batch):
             model(input_ids=nxt, past_key_values=past, cache=past)
         with pytest.raises(ValueError, match="<|image|>"):
             model(input_ids=torch.tensor([[IMAGE_TOKEN_INDEX], [5]]), past_key_values=past)
+
+
+def test_a_padded_prompt_cannot_be_cached_or_continued_with_a_padded_mask(model, batch):
+    # a right-padded row's next token would be numbered after its padding (and, without a mask, attend to it)
+    ids, px = batch
+    mask = torch.ones_like(ids)
+    mask[1, -2:] = 0
+    with torch.no_grad():
+        with pytest.raises(ValueError, match="padding"):
+            model(input_ids=ids, attention_mask=mask, images=px, use_cache=True)
+        model(input_ids=ids, attention_mask=mask, images=px)  # without the cache padding is fine
+        past = output_cache(model(input_ids=ids, images=px, use_cache=True))
+        total = past[0][0].shape[2] + 1
+        for bad in (torch.ones(2, total, dtype=torch.long).index_fill_(1, torch.tensor([total - 2]), 0),
+                    torch.full((2, total), 2)):
+            with pytest.raises(ValueError, match="all ones"):
+                model(input_ids=torch.tensor([[5], [6]]), attention_mask=bad, past_key_values=past)
+        ok = model(input_ids=torch.tensor([[5], [6]]), attention_mask=torch.ones(2, total, dtype=torch.long),
+                   past_key_values=past).logits
+        torch.testing.assert_close(ok, model(input_ids=torch.tensor([[5], [6]]), past_key_values=past).logits)
+
+
+def test_a_cache_of_the_wrong_shape_or_dtype_is_named_not_broadcast(model, batch):
+    ids, px = batch
+    nxt = torch.tensor([[5], [6]])
+    with torch.no_grad():
+        past = output_cache(model(input_ids=ids, images=px, use_cache=True))
+        junk = {
+            "not tensors": tuple((1, 2) for _ in past),
+            "3-D": tuple((k[0], v[0]) for k, v in past),
+            "values one shorter": tuple((k, v[:, :, :-1]) for k, v in past),
+            "layers of different lengths": (past[0],) + tuple((k[:, :, :-1], v[:, :, :-1]) for k, v in past[1:]),
+            "twice the heads": tuple((k.repeat(1, 2, 1, 1), v.repeat(1, 2, 1, 1)) for k, v in past),
+            "float64": tuple((k.double(), v.double()) for k, v in past),
+        }
+        for bad in junk.values():
+            with pytest.raises(ValueError, match="use_cache=True"):
+                model(input_ids=nxt, past_key_values=bad)
+        with pytest.raises(ValueError, match="new tokens"):
+            model(input_ids=nxt[:, :0], past_key_values=past)

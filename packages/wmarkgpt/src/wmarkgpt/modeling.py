@@ -714,10 +714,11 @@ class WMarkGPTForCausalLM(PreTrainedModel):
         past_key_values : tuple, optional
             The cache of an earlier call with ``use_cache=True`` (:func:`output_cache`): ``input_ids`` then
             holds only the new text tokens (no image), and ``attention_mask``, if given, spans past and new
-            tokens. ``cache=`` is the same argument under the name transformers 5 uses.
+            tokens and is all ones. ``cache=`` is the same argument under the name transformers 5 uses.
         use_cache : bool, default False
             Return every layer's keys and values in the output (``cache`` in transformers 5,
-            ``past_key_values`` before; :func:`output_cache` reads either).
+            ``past_key_values`` before; :func:`output_cache` reads either). Padded prompts are refused:
+            a continuation would number a short row's new tokens after its padding.
         **kwargs
             Ignored generation keywords; ``inputs_embeds`` is not supported.
 
@@ -737,6 +738,10 @@ class WMarkGPTForCausalLM(PreTrainedModel):
             past_key_values = cache
         if past_key_values is None:
             embeds, modality, mask, labels = self.build_inputs(input_ids, attention_mask, images, labels)
+            if use_cache and not bool(mask.all()):
+                raise ValueError("use_cache=True needs prompts without padding: a right-padded row's next token "
+                                 "would be numbered after its padding; give rows of one length (or decode them "
+                                 "separately)")
         else:
             embeds, modality, mask = self._continuation(input_ids, attention_mask, images, labels, past_key_values)
         hidden, presents = self.model.decode(embeds, modality, mask, past_key_values)
@@ -750,22 +755,37 @@ class WMarkGPTForCausalLM(PreTrainedModel):
     def _continuation(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None, images: Any, labels: Any,
                       past: tuple) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Embeddings, modality and mask of text tokens that follow cached positions."""
-        if (not isinstance(past, (tuple, list)) or len(past) != len(self.model.layers)
-                or not all(isinstance(kv, (tuple, list)) and len(kv) == 2 for kv in past)):
-            raise ValueError(f"past_key_values must be the ({len(self.model.layers)} layers of) keys and values "
-                             "returned by a call with use_cache=True")
+        n_layers = len(self.model.layers)
+        attn = self.model.layers[0].self_attn
+        junk = (f"past_key_values must be the ({n_layers} layers of) keys and values returned by a call with "
+                "use_cache=True")
+        if (not isinstance(past, (tuple, list)) or len(past) != n_layers
+                or not all(isinstance(kv, (tuple, list)) and len(kv) == 2
+                           and all(isinstance(x, torch.Tensor) and x.ndim == 4 for x in kv) for kv in past)):
+            raise ValueError(junk)
+        b, _, seen, _ = past[0][0].shape
+        want, dtype = (b, attn.num_kv, seen, attn.head_dim), self.model.embed_tokens.weight.dtype
+        for kv in past:
+            for x in kv:
+                if tuple(x.shape) != want or x.dtype != dtype:
+                    raise ValueError(f"{junk}: every key and value of shape {want} and dtype {dtype}, got "
+                                     f"{tuple(x.shape)} {x.dtype}")
         if images is not None or labels is not None:
             raise ValueError("with past_key_values, pass only the new text tokens: the image is already cached "
                              "and no loss is taken")
-        b, seen = past[0][0].shape[0], past[0][0].shape[2]
-        if input_ids.ndim != 2 or input_ids.shape[0] != b:
-            raise ValueError(f"input_ids must be (batch={b}, new tokens), got {tuple(input_ids.shape)}")
+        if not isinstance(input_ids, torch.Tensor) or input_ids.ndim != 2 or input_ids.shape[0] != b \
+                or input_ids.shape[1] == 0:
+            shape = tuple(input_ids.shape) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__
+            raise ValueError(f"input_ids must be (batch={b}, new tokens >= 1), got {shape}")
         total = seen + input_ids.shape[1]
         if attention_mask is None:
             attention_mask = torch.ones(b, total, dtype=torch.long, device=input_ids.device)
-        elif attention_mask.shape != (b, total):
+        elif tuple(attention_mask.shape) != (b, total):
             raise ValueError(f"with past_key_values, attention_mask spans past and new tokens: ({b}, {total}), "
                              f"got {tuple(attention_mask.shape)}")
+        elif not bool((attention_mask == 1).all()):
+            raise ValueError("with past_key_values, attention_mask must be all ones: the cache holds no padding, "
+                             "and padding among the new tokens would enter the cache")
         embeds, modality, _, _ = self.build_inputs(input_ids)
         return embeds, modality, attention_mask
 
