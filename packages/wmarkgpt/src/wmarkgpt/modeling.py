@@ -725,8 +725,8 @@ class WMarkGPTForCausalLM(PreTrainedModel):
         Returns
         -------
         transformers.modeling_outputs.CausalLMOutputWithPast
-            ``logits`` of shape (batch, spliced seq, vocab), ``loss`` when ``labels`` is given and
-            ``past_key_values`` when ``use_cache`` is set.
+            ``logits`` of shape (batch, spliced seq, vocab), ``loss`` when ``labels`` is given and the
+            cache when ``use_cache`` is set (read it with :func:`output_cache`).
         """
         if kwargs.get("inputs_embeds") is not None:
             raise ValueError("inputs_embeds is not supported; pass input_ids (and images)")
