@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["UNSET", "RandomStateLike", "check_random_state", "child_seeds", "renamed_seed", "spawn"]
+__all__ = ["UNSET", "RandomStateLike", "check_random_state", "child_seeds", "int_seed", "renamed_seed", "spawn"]
 
 RandomStateLike = int | np.integer | np.random.SeedSequence | np.random.Generator | np.random.RandomState | None
 
@@ -120,6 +120,41 @@ def child_seeds(seed: RandomStateLike, n: int) -> list[int]:
     children = _seed_sequence(seed).spawn(int(n))
     return [int(child.generate_state(2, np.uint32).astype(np.uint64) @ np.array([1 << 32, 1], np.uint64)) >> 1
             for child in children]
+
+
+def int_seed(random_state: RandomStateLike) -> int:
+    """An int seed (for ``torch.Generator().manual_seed``) from a scikit-learn style ``random_state``.
+
+    Parameters
+    ----------
+    random_state : None, int, SeedSequence, Generator or RandomState
+        A non-negative int is used as is; anything else yields a seed derived through
+        :func:`child_seeds` (None: fresh entropy; a Generator: advanced by one draw).
+
+    Returns
+    -------
+    int
+        A non-negative int below 2**63.
+
+    Raises
+    ------
+    TypeError, ValueError
+        As :func:`check_random_state`.
+
+    Examples
+    --------
+    >>> int_seed(7)
+    7
+    >>> int_seed(np.random.default_rng(0)) == int_seed(np.random.default_rng(0))
+    True
+    """
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        check_random_state(random_state)  # rejects a negative int
+        return int(random_state)
+    if isinstance(random_state, (np.random.Generator, np.random.RandomState)):
+        return int(check_random_state(random_state).integers(0, 2**63))
+    check_random_state(random_state)  # the type check
+    return child_seeds(random_state, 1)[0]
 
 
 def renamed_seed(random_state: Any, seed: Any = UNSET, *, owner: str, old: str = "seed") -> Any:
