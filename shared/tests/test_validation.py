@@ -89,3 +89,31 @@ def test_int_seed_passes_ints_and_derives_from_generators():
         int_seed(-1)
     with pytest.raises(TypeError):
         int_seed(1.5)
+
+
+def test_assert_rejects_reports_each_failure_mode():
+    from icml25_shared.testing import assert_rejects
+
+    @validate_params({"k": [Interval(int, 1, None)]})
+    def good(*, k=1):
+        return k
+
+    assert_rejects(good, "k", wrong_type="1", wrong_value=0)
+
+    def silent(*, k=1):
+        return k
+
+    with pytest.raises(AssertionError, match="raised nothing"):
+        assert_rejects(silent, "k", wrong_type="1", wrong_value=0)
+
+    def wrong_kind(*, k=1):
+        raise ValueError("k is bad")
+
+    with pytest.raises(AssertionError, match="raised ValueError, expected TypeError"):
+        assert_rejects(wrong_kind, "k", wrong_type="1", wrong_value=0)
+
+    def unnamed(*, k=1):
+        raise TypeError("bad")
+
+    with pytest.raises(AssertionError, match="without naming"):
+        assert_rejects(unnamed, "k", wrong_type="1", wrong_value=0)

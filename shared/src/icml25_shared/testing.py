@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CommandRun", "run_command", "run_module"]
+__all__ = ["CommandRun", "assert_rejects", "run_command", "run_module"]
 
 DEFAULT_EXPECT = {"demo": ("md", "png"), "reproduce": ("json",)}
 
@@ -138,3 +138,47 @@ def run_module(module: str, command: str, out: Path, *, quick: bool = True, time
     done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=env or dict(os.environ))
     assert done.returncode == 0, f"python -m {module} {command} failed:\n{done.stderr[-4000:]}"
     return _collect(command, Path(out), DEFAULT_EXPECT.get(command, ()) if expect is None else expect)
+
+
+def assert_rejects(entry: Callable[..., Any], name: str, *, wrong_type: Any, wrong_value: Any,
+                   call: Callable[[Any], Any] | None = None, **valid: Any) -> None:
+    """Check that a public entry point rejects a wrong type and a wrong value of one parameter.
+
+    ``entry(**valid, name=wrong_type)`` must raise TypeError and ``entry(**valid, name=wrong_value)``
+    ValueError, each with a message that names ``name``. For estimators whose parameters are validated
+    in ``fit`` (scikit-learn's convention), pass ``call``: it receives the constructed object and runs
+    the step that validates (``call=lambda est: est.fit(X, y)``).
+
+    Parameters
+    ----------
+    entry : callable
+        A class or function of the package's public API.
+    name : str
+        The keyword parameter under test.
+    wrong_type, wrong_value : object
+        A value of a type the parameter does not accept, and one of an accepted type but out of range.
+    call : callable, optional
+        Run on ``entry(...)``'s result to reach the validation.
+    **valid : object
+        Other keyword arguments ``entry`` needs.
+
+    Raises
+    ------
+    AssertionError
+        When a case does not raise the expected error or its message does not name ``name``.
+    """
+    for value, expected in ((wrong_type, TypeError), (wrong_value, ValueError)):
+        try:
+            result = entry(**valid, **{name: value})
+            if call is not None:
+                call(result)
+        except expected as err:
+            if name not in str(err):
+                raise AssertionError(f"{getattr(entry, '__qualname__', entry)}({name}={value!r}) raised "
+                                     f"{expected.__name__} without naming {name!r}: {err}") from err
+        except Exception as err:  # noqa: BLE001 - the wrong kind of error is the failure being reported
+            raise AssertionError(f"{getattr(entry, '__qualname__', entry)}({name}={value!r}) raised "
+                                 f"{type(err).__name__}, expected {expected.__name__}: {err}") from err
+        else:
+            raise AssertionError(f"{getattr(entry, '__qualname__', entry)}({name}={value!r}) raised nothing, "
+                                 f"expected {expected.__name__}")
