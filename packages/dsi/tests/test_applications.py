@@ -105,3 +105,44 @@ def test_hyper_grid_gives_every_regime_the_same_budget():
     assert select_by_validation([np.nan, 0.2, 0.1]) == 1
     with pytest.raises(ValueError, match="finite"):
         select_by_validation([np.nan])
+
+
+def test_noise_seed_is_separate_from_the_data_seed():
+    """Two noise seeds on one data seed give different draws; one noise seed reproduces exactly."""
+    cfg = TaskConfig(hidden=8, rounds=2, local_steps=2, validation=0.2)
+    first = backdoor_defense(epsilon=1.0, config=cfg, random_state=0, noise_random_state=1)
+    again = backdoor_defense(epsilon=1.0, config=cfg, random_state=0, noise_random_state=1)
+    other = backdoor_defense(epsilon=1.0, config=cfg, random_state=0, noise_random_state=2)
+    assert first == again
+    assert (first.clean_accuracy, first.attack_success_rate) != (other.clean_accuracy, other.attack_success_rate)
+    # the noise seed does not change the data: the undefended run ignores it
+    plain = backdoor_defense(regime="none", epsilon=None, config=cfg, random_state=0)
+    assert backdoor_defense(regime="none", epsilon=None, config=cfg, random_state=0, noise_random_state=5) == plain
+    # the default noise follows the data seed (the stored reproduce runs)
+    assert backdoor_defense(epsilon=1.0, config=cfg, random_state=0) == backdoor_defense(
+        epsilon=1.0, config=cfg, random_state=0, noise_random_state=0
+    )
+
+
+def test_noise_seed_changes_only_the_released_weights():
+    """The memorisation data are the same for every noise seed; the exposure is not."""
+    a = memorization_mitigation(epsilon=1.0, config=TINY, n_references=31, random_state=0, noise_random_state=1)
+    b = memorization_mitigation(epsilon=1.0, config=TINY, n_references=31, random_state=0, noise_random_state=2)
+    c = memorization_mitigation(epsilon=1.0, config=TINY, n_references=31, random_state=0, noise_random_state=1)
+    np.testing.assert_array_equal(a.exposures, c.exposures)
+    assert not np.array_equal(a.exposures, b.exposures) or a.test_accuracy != b.test_accuracy
+
+
+def test_backdoor_expectation_counts_draws_and_amplification():
+    from dsi.applications import backdoor_expectation
+
+    cfg = TaskConfig(hidden=8, rounds=2, local_steps=2)
+    res = backdoor_expectation(epsilon=1.0, draws=3, config=cfg, random_state=0)
+    assert res.per_draw_attack_success_rate.shape == (3,)
+    assert len(set(res.noise_seeds)) == 3
+    assert res.attack_success_rate == pytest.approx(res.per_draw_attack_success_rate.mean())
+    expected = np.mean(res.per_draw_attack_success_rate > res.undefended_attack_success_rate)
+    assert res.amplified_fraction == pytest.approx(expected)
+    # each draw is exactly the run backdoor_defense gives with that noise seed
+    one = backdoor_defense(epsilon=1.0, config=cfg, random_state=0, noise_random_state=res.noise_seeds[1])
+    assert one.attack_success_rate == res.per_draw_attack_success_rate[1]

@@ -81,14 +81,9 @@ def test_mechanism_errors():
     assert epsilon_from_sigma(mech.noise_multiplier_, 1e-5) == pytest.approx(1.0)
 
 
-def test_seed_is_a_deprecated_alias_of_random_state():
+def test_random_state_int_and_generator_give_the_same_stream():
     new = Mechanism(noise_multiplier=1.0, random_state=7).fit(RANDOM_20x6).sample_noise(3)
-    with pytest.warns(DeprecationWarning, match="random_state"):
-        old = Mechanism(noise_multiplier=1.0, seed=7).fit(RANDOM_20x6).sample_noise(3)
-    np.testing.assert_array_equal(new, old)
-    cov = Mechanism(noise_multiplier=1.0).fit(RANDOM_20x6).covariance_
-    with pytest.warns(DeprecationWarning, match="random_state"):
-        np.testing.assert_array_equal(cov.sample(rng=4), cov.sample(4))
+    np.testing.assert_array_equal(new, Mechanism(noise_multiplier=1.0, random_state=7).fit(RANDOM_20x6).sample_noise(3))
     # a Generator is used as the stream itself (scikit-learn semantics)
     gen = np.random.default_rng(7)
     mech = Mechanism(noise_multiplier=1.0, random_state=gen).fit(RANDOM_20x6)

@@ -104,17 +104,3 @@ def check_steps(steps: Any) -> int:
     if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
         raise ValueError(f"steps must be a positive int (number of composed releases), got {steps!r}")
     return int(steps)
-
-
-def int_seed(random_state: Any, seed: Any, *, owner: str) -> int:
-    """Resolve ``random_state`` (or the deprecated ``seed``) to the non-negative int the experiments need.
-
-    The applications draw their data, model initialisation and noise from named streams of one integer
-    seed (``icml25_shared.random.spawn``), so they take an int rather than a Generator.
-    """
-    from icml25_shared.random import renamed_seed
-
-    value = renamed_seed(random_state, seed, owner=owner)
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 0:
-        raise ValueError(f"{owner}: random_state must be a non-negative int, got {value!r}")
-    return int(value)

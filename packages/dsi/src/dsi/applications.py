@@ -19,17 +19,19 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-from icml25_shared.random import UNSET, spawn
+from icml25_shared.random import int_seed, spawn
+from icml25_shared.validation import Interval, Options, check_params
 
-from dsi._validation import check_delta, check_positive, int_seed
 from dsi.training import DSITrainer, backward, require_torch
 
 __all__ = [
+    "BackdoorExpectation",
     "BackdoorResult",
     "ContributionResult",
     "MemorizationResult",
     "TaskConfig",
     "backdoor_defense",
+    "backdoor_expectation",
     "canary_exposure",
     "contribution_control",
     "group_sample_epsilon",
@@ -103,11 +105,14 @@ def canary_exposure(canary_loss: float, reference_losses: Any) -> float:
 @functools.lru_cache(maxsize=4)
 def _digits(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """75/25 split of scikit-learn's digits scaled to [0, 1] (cached; callers must not modify the arrays)."""
-    from icml25_shared.data import load
+    try:
+        from sklearn.datasets import load_digits
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("the digits applications need scikit-learn; install it with `pip install dsi[train]`") from exc
 
-    data = load("digits", seed=seed)
-    x = data.X / 16.0
-    y = np.asarray(data.y, dtype=np.int64)
+    features, labels = load_digits(return_X_y=True)
+    x = np.asarray(features, dtype=np.float64) / 16.0
+    y = np.asarray(labels, dtype=np.int64)
     rng = np.random.default_rng(seed)
     perm = rng.permutation(len(y))
     cut = int(0.75 * len(y))
@@ -116,7 +121,7 @@ def _digits(seed: int) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
 
 # Named auxiliary streams of one integer seed: independent of default_rng(seed) (the split, canaries and
 # sources) and of every other seed's streams (a generator seeded with seed plus one would be the next seed's main stream).
-_STREAMS = ("augment", "exposure-noise")
+_STREAMS = ("augment", "exposure-noise", "backdoor-noise")
 
 
 def _stream(seed: int, name: str) -> np.random.Generator:
@@ -155,16 +160,28 @@ def _training_data(seed: int, augment: int, validation: float = 0.0) -> Split:
 
 
 def _mlp(d_in: int, hidden: int, n_out: int, seed: int) -> Any:
+    """The task MLP, initialised from ``seed`` without touching the caller's global torch RNG."""
     torch = require_torch()
-    torch.manual_seed(seed)
-    return torch.nn.Sequential(torch.nn.Linear(d_in, hidden), torch.nn.Tanh(), torch.nn.Linear(hidden, n_out))
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return torch.nn.Sequential(torch.nn.Linear(d_in, hidden), torch.nn.Tanh(), torch.nn.Linear(hidden, n_out))
 
 
-def _check_regime(regime: str, epsilon: float | None) -> None:
-    if regime not in _REGIMES:
-        raise ValueError(f"regime must be one of {_REGIMES}, got {regime!r}")
+_SEED = ["random_state"]
+
+
+def _noise_seed(noise_random_state: Any) -> int | None:
+    """The int seed of the mechanism's noise; None keeps the data seed."""
+    return None if noise_random_state is None else int_seed(noise_random_state)
+
+_NOISE_SEED = [None, "random_state"]
+_EPSILON = [Interval(float, 0, None, closed="neither")]
+
+
+def _check_regime(regime: str, epsilon: float | None, owner: str) -> None:
+    check_params({"regime": regime}, {"regime": [Options(str, set(_REGIMES))]}, owner=owner)
     if regime != "none":
-        check_positive(epsilon, name="epsilon")
+        check_params({"epsilon": epsilon}, {"epsilon": _EPSILON}, owner=owner)
 
 
 def train_dpsgd(
@@ -179,24 +196,52 @@ def train_dpsgd(
     lr: float,
     max_grad_norm: float,
     optimizer: str = "adam",
-    random_state: int = 0,
-    seed: Any = UNSET,
+    random_state: Any = 0,
 ) -> Any:
     """Train ``model`` with opacus DP-SGD (the peer).
 
     Poisson sampling at opacus' rate 1/ceil(N/batch_size) (expected batch N/ceil(N/batch_size)) for about
     ``steps`` steps (whole epochs, rounded), noise calibrated by opacus' accountant to (epsilon, delta) per
-    sample. ``random_state`` (an int; ``seed`` is its deprecated name) seeds torch. Returns the trained model.
+    sample. ``random_state`` seeds the sampling and the noise (opacus draws from torch's global generator,
+    which is forked for the run, so the caller's state is left as it was). Returns the trained model.
     """
-    seed = int_seed(random_state, seed, owner="train_dpsgd")
+    check_params(
+        {"epsilon": epsilon, "delta": delta, "steps": steps, "batch_size": batch_size, "lr": lr,
+         "max_grad_norm": max_grad_norm, "optimizer": optimizer, "random_state": random_state},
+        {"epsilon": _EPSILON, "delta": [Interval(float, 0, 1, closed="neither")], "steps": [Interval(int, 1, None)],
+         "batch_size": [Interval(int, 1, None)], "lr": [Interval(float, 0, None, closed="neither")],
+         "max_grad_norm": [Interval(float, 0, None, closed="neither")], "optimizer": [Options(str, {"adam", "sgd"})],
+         "random_state": _SEED},
+        owner="train_dpsgd",
+    )
+    seed = int_seed(random_state)
     torch = require_torch()
     try:
         from opacus import PrivacyEngine
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError("the DP-SGD peer needs opacus; install it with `pip install dsi[peers]`") from exc
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        return _run_dpsgd(model, x, y, epsilon, delta, steps, batch_size, lr, max_grad_norm, optimizer, PrivacyEngine)
+
+
+def _run_dpsgd(
+    model: Any,
+    x: np.ndarray,
+    y: np.ndarray,
+    epsilon: float,
+    delta: float,
+    steps: int,
+    batch_size: int,
+    lr: float,
+    max_grad_norm: float,
+    optimizer: str,
+    engine_cls: Any,
+) -> Any:
     import warnings
 
-    torch.manual_seed(seed)
+    torch = require_torch()
     ds = torch.utils.data.TensorDataset(torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(y))
     loader = torch.utils.data.DataLoader(ds, batch_size=batch_size, shuffle=True)
     opt = (
@@ -207,7 +252,7 @@ def train_dpsgd(
     epochs = max(1, round(steps / len(loader)))  # opacus samples at rate 1/len(loader): len(loader) steps/epoch
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # opacus warns about secure RNG and hooks; not actionable here
-        engine = PrivacyEngine()
+        engine = engine_cls()
         model, opt, loader = engine.make_private_with_epsilon(
             module=model,
             optimizer=opt,
@@ -245,8 +290,14 @@ def _train(
     seed: int,
     n_classes: int = 10,
     group_size: int = 1,
+    noise_seed: Any = None,
 ) -> Any:
-    """Train the task MLP under ``regime``; return the model."""
+    """Train the task MLP under ``regime``; return the model.
+
+    ``seed`` initialises the MLP; ``noise_seed`` (default ``seed``) drives the mechanism's noise (and
+    DP-SGD's sampling).
+    """
+    noise_seed = seed if noise_seed is None else noise_seed
     torch = require_torch()
     model = _mlp(x.shape[1], cfg.hidden, n_classes, seed)
     if regime == "dpsgd-group":
@@ -263,7 +314,7 @@ def _train(
             lr=cfg.dpsgd_lr,
             max_grad_norm=cfg.dpsgd_max_grad_norm,
             optimizer=cfg.optimizer,
-            random_state=seed,
+            random_state=noise_seed,
         )
     xt, yt = torch.as_tensor(x, dtype=torch.float32), torch.as_tensor(y)
     if regime == "none":  # the same rounds of a fresh optimizer, released without noise
@@ -286,7 +337,7 @@ def _train(
         rounds=cfg.rounds,
         delta=cfg.delta,
         noise="isotropic" if regime == "isotropic" else "dsi",
-        random_state=seed,
+        random_state=noise_seed,
         epsilon=epsilon,
         accountant=cfg.accountant,
         max_grad_norm=cfg.max_grad_norm,
@@ -402,8 +453,8 @@ def memorization_mitigation(
     canary_repeats: int = 4,
     n_references: int = 255,
     config: TaskConfig | None = None,
-    random_state: int = 0,
-    seed: Any = UNSET,
+    random_state: Any = 0,
+    noise_random_state: Any = None,
 ) -> MemorizationResult:
     """Insert secret canaries into digits training data and measure how much the trained model exposes them.
 
@@ -414,14 +465,31 @@ def memorization_mitigation(
     protects every sample at the same (epsilon, delta). DSI's Sigma is fitted on the canaries' own
     differences, so its exposure does not fall to the uniform-rank 1.44 bits as epsilon -> 0 (see
     studies/exposure.md); DP-SGD's data-independent noise has no such floor.
+
+    ``random_state`` fixes the data (split, canaries and candidates) and the model's initialisation;
+    ``noise_random_state`` fixes the mechanism's noise (DP-SGD: its sampling and noise). By default the
+    noise follows ``random_state``; pass different noise seeds on one ``random_state`` to draw the same
+    training run under independent noise (the expectation over the mechanism).
     """
-    seed = int_seed(random_state, seed, owner="memorization_mitigation")
+    owner = "memorization_mitigation"
+    check_params(
+        {"n_canaries": n_canaries, "canary_repeats": canary_repeats, "n_references": n_references,
+         "config": config, "random_state": random_state, "noise_random_state": noise_random_state},
+        {"n_canaries": [Interval(int, 1, None)], "canary_repeats": [Interval(int, 1, None)],
+         "n_references": [Interval(int, 1, None)], "config": [None, TaskConfig], "random_state": _SEED,
+         "noise_random_state": _NOISE_SEED},
+        owner=owner,
+    )
+    _check_regime(regime, epsilon, owner)
+    seed = int_seed(random_state)
     cfg = config or TaskConfig()
-    _check_regime(regime, epsilon)
     data = _memorization_data(
         seed, cfg, n_canaries=n_canaries, canary_repeats=canary_repeats, n_references=n_references
     )
-    model = _train(regime, data.x, data.y, data.groups, epsilon, cfg, seed, group_size=canary_repeats)
+    model = _train(
+        regime, data.x, data.y, data.groups, epsilon, cfg, seed, group_size=canary_repeats,
+        noise_seed=_noise_seed(noise_random_state),
+    )
     losses = _losses(model, data.cand_x, data.cand_y).reshape(n_canaries, n_references + 1)
     exposures = np.array([canary_exposure(row[0], row[1:]) for row in losses])
     return MemorizationResult(
@@ -464,8 +532,8 @@ def backdoor_defense(
     blend: float = 0.3,
     target: int = 0,
     config: TaskConfig | None = None,
-    random_state: int = 0,
-    seed: Any = UNSET,
+    random_state: Any = 0,
+    noise_random_state: Any = None,
 ) -> BackdoorResult:
     """Blended-trigger backdoor on digits, one malicious source among ``config.n_untrusted`` untrusted ones.
 
@@ -474,14 +542,33 @@ def backdoor_defense(
     ``n_poisons`` of its clean images blended with a trigger and relabelled ``target``. The defender
     protects every untrusted source with DSI, which bounds how far any one of them can move the model; the
     trigger is carried by one source only, while clean features are shared by all.
+
+    ``random_state`` fixes the data (split, sources and poisons) and the model's initialisation;
+    ``noise_random_state`` fixes the mechanism's noise (DP-SGD: its sampling and noise). By default the
+    noise follows ``random_state``; pass different noise seeds on one ``random_state`` to draw the same
+    training run under independent noise (the expectation over the mechanism).
+
+    Examples
+    --------
+    >>> from dsi.applications import TaskConfig, backdoor_defense
+    >>> cfg = TaskConfig(hidden=8, rounds=2, local_steps=2)
+    >>> a = backdoor_defense(epsilon=4.0, config=cfg, random_state=0, noise_random_state=1)
+    >>> b = backdoor_defense(epsilon=4.0, config=cfg, random_state=0, noise_random_state=1)
+    >>> a == b
+    True
     """
-    seed = int_seed(random_state, seed, owner="backdoor_defense")
+    owner = "backdoor_defense"
+    check_params(
+        {"n_poisons": n_poisons, "blend": blend, "target": target, "config": config,
+         "random_state": random_state, "noise_random_state": noise_random_state},
+        {"n_poisons": [Interval(int, 1, None)], "blend": [Interval(float, 0, 1, closed="neither")],
+         "target": [Interval(int, 0, 9)], "config": [None, TaskConfig], "random_state": _SEED,
+         "noise_random_state": _NOISE_SEED},
+        owner=owner,
+    )
+    _check_regime(regime, epsilon, owner)
+    seed = int_seed(random_state)
     cfg = config or TaskConfig()
-    _check_regime(regime, epsilon)
-    if isinstance(n_poisons, bool) or not isinstance(n_poisons, (int, np.integer)) or n_poisons < 1:
-        raise ValueError(f"n_poisons must be a positive int, got {n_poisons!r}")
-    if not 0.0 < blend < 1.0:
-        raise ValueError(f"blend must lie in (0, 1), got {blend!r}")
     rng = np.random.default_rng(seed)
     xtr, ytr, xva, yva, xte, yte = _training_data(seed, cfg.augment, cfg.validation)
     if not 1 <= cfg.n_untrusted <= cfg.n_sources:
@@ -494,7 +581,7 @@ def backdoor_defense(
     x = np.concatenate([xtr, blend_trigger(xtr[chosen], alpha=blend)])
     y = np.concatenate([ytr, np.full(len(chosen), target)])
     groups = np.concatenate([groups, np.full(len(chosen), bad_source)])
-    model = _train(regime, x, y, groups, epsilon, cfg, seed)
+    model = _train(regime, x, y, groups, epsilon, cfg, seed, noise_seed=_noise_seed(noise_random_state))
     keep = yte != target
     with_trigger = blend_trigger(xte[keep], alpha=blend)
     torch = require_torch()
@@ -531,20 +618,31 @@ def contribution_control(
     epsilon: float = 2.0,
     source_size: int = 20,
     config: TaskConfig | None = None,
-    random_state: int = 0,
-    seed: Any = UNSET,
+    random_state: Any = 0,
+    noise_random_state: Any = None,
 ) -> ContributionResult:
     """Protect one source (e.g. a copyrighted collection: ``source_size`` mislabelled-looking rare samples).
 
     Threat model: the owner of the source wants the released model to be nearly the same whether or not
     the source was used; only that source is protected (group 0), the rest of the data is public (-1).
+
+    ``random_state`` fixes the data (split, the source) and the model's initialisation;
+    ``noise_random_state`` fixes the mechanism's noise (DP-SGD: its sampling and noise). By default the
+    noise follows ``random_state``; pass different noise seeds on one ``random_state`` to draw the same
+    training run under independent noise (the expectation over the mechanism).
     """
-    seed = int_seed(random_state, seed, owner="contribution_control")
     from dsi.accounting import gdp_mu, rho_from_epsilon, sigma_from_rho, tradeoff_power
 
+    check_params(
+        {"epsilon": epsilon, "source_size": source_size, "config": config, "random_state": random_state,
+         "noise_random_state": noise_random_state},
+        {"epsilon": _EPSILON, "source_size": [Interval(int, 1, None)], "config": [None, TaskConfig],
+         "random_state": _SEED, "noise_random_state": _NOISE_SEED},
+        owner="contribution_control",
+    )
+    seed = int_seed(random_state)
     cfg = config or TaskConfig()
-    epsilon = check_positive(epsilon, name="epsilon")
-    check_delta(cfg.delta)
+    epsilon = float(epsilon)
     rng = np.random.default_rng(seed)
     xtr, ytr, xte, yte = _digits(seed)
     src = rng.choice(len(ytr), size=source_size, replace=False)
@@ -557,7 +655,7 @@ def contribution_control(
     without = _train("none", xtr[rest], ytr[rest], np.zeros(len(rest), dtype=np.int64), None, cfg, seed)
     base = _losses(without, src_x, src_y).mean()
     plain = _train("none", x, y, groups, None, cfg, seed)
-    private = _train("dsi", x, y, groups, epsilon, cfg, seed)
+    private = _train("dsi", x, y, groups, epsilon, cfg, seed, noise_seed=_noise_seed(noise_random_state))
     mu = gdp_mu(sigma_from_rho(rho_from_epsilon(epsilon, cfg.delta)))
     return ContributionResult(
         epsilon=epsilon,
@@ -566,4 +664,98 @@ def contribution_control(
         test_accuracy_dsi=_accuracy(private, xte, yte),
         test_accuracy_none=_accuracy(plain, xte, yte),
         tpr_bound=float(tradeoff_power(0.05, mu)),
+    )
+
+
+@dataclass(frozen=True)
+class BackdoorExpectation:
+    """Backdoor success in expectation over the mechanism's noise, for one data seed and epsilon.
+
+    ``attack_success_rate`` is the mean over ``draws`` independent noise draws of one training setup (the
+    same data, poisons and initialisation); ``per_draw_*`` hold each draw's value, i.e. what a single run
+    would report. ``undefended_*`` is the same setup trained without noise (regime "none").
+    ``amplified_fraction`` is the share of draws whose attack success exceeds the undefended one.
+    """
+
+    random_state: int
+    epsilon: float
+    draws: int
+    attack_success_rate: float
+    clean_accuracy: float
+    undefended_attack_success_rate: float
+    undefended_clean_accuracy: float
+    amplified_fraction: float
+    per_draw_attack_success_rate: np.ndarray = field(repr=False)
+    per_draw_clean_accuracy: np.ndarray = field(repr=False)
+    noise_seeds: tuple[int, ...] = field(repr=False, default=())
+
+
+def backdoor_expectation(
+    *,
+    epsilon: float = 4.0,
+    draws: int = 20,
+    config: TaskConfig | None = None,
+    random_state: Any = 0,
+    noise_random_state: Any = None,
+    **backdoor_options: Any,
+) -> BackdoorExpectation:
+    """Expected attack success of DSI's backdoor defence over independent noise draws.
+
+    Runs :func:`backdoor_defense` once without noise and ``draws`` times under DSI at ``epsilon`` on the
+    same ``random_state`` (data, sources, poisons, initialisation), each with its own noise seed.
+
+    Parameters
+    ----------
+    epsilon : float, default 4.0
+        The per-source guarantee at ``config.delta``.
+    draws : int, default 20
+        Number of noise draws (at least 2).
+    config : TaskConfig, optional
+        The training setup (default ``TaskConfig()``).
+    random_state : int, Generator or SeedSequence, default 0
+        The data seed.
+    noise_random_state : None, int, Generator or SeedSequence, optional
+        Root of the noise seeds (``draws`` children of it through ``SeedSequence.spawn``); by default the
+        ``"backdoor-noise"`` stream of the data seed, so two data seeds never share noise.
+    **backdoor_options
+        Passed to :func:`backdoor_defense` (``n_poisons``, ``blend``, ``target``).
+
+    Returns
+    -------
+    BackdoorExpectation
+        Mean and per-draw attack success and clean accuracy, and the undefended reference.
+    """
+    from icml25_shared.random import child_seeds
+
+    owner = "backdoor_expectation"
+    check_params(
+        {"epsilon": epsilon, "draws": draws, "random_state": random_state, "noise_random_state": noise_random_state},
+        {"epsilon": _EPSILON, "draws": [Interval(int, 2, None)], "random_state": _SEED,
+         "noise_random_state": _NOISE_SEED},
+        owner=owner,
+    )
+    seed = int_seed(random_state)
+    root = _stream(seed, "backdoor-noise") if noise_random_state is None else noise_random_state
+    noise_seeds = tuple(child_seeds(root, draws))
+    base = backdoor_defense(regime="none", epsilon=None, config=config, random_state=seed, **backdoor_options)
+    runs = [
+        backdoor_defense(
+            regime="dsi", epsilon=epsilon, config=config, random_state=seed, noise_random_state=s, **backdoor_options
+        )
+        for s in noise_seeds
+    ]
+    asr = np.array([r.attack_success_rate for r in runs])
+    acc = np.array([r.clean_accuracy for r in runs])
+    return BackdoorExpectation(
+        random_state=seed,
+        epsilon=float(epsilon),
+        draws=draws,
+        attack_success_rate=float(asr.mean()),
+        clean_accuracy=float(acc.mean()),
+        undefended_attack_success_rate=base.attack_success_rate,
+        undefended_clean_accuracy=base.clean_accuracy,
+        amplified_fraction=float(np.mean(asr > base.attack_success_rate)),
+        per_draw_attack_success_rate=asr,
+        per_draw_clean_accuracy=acc,
+        noise_seeds=noise_seeds,
     )

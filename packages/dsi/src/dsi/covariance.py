@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
-from icml25_shared.random import UNSET, check_random_state, renamed_seed
+from icml25_shared.random import check_random_state
 
 from dsi._validation import _CHUNK_ROWS, check_budgets, check_differences, check_positive, gram
 
@@ -135,7 +135,7 @@ class OptimalCovariance:
         a = self.factor()
         return a @ a.T
 
-    def sample(self, random_state: Any = None, size: int | None = None, *, rng: Any = UNSET) -> np.ndarray:
+    def sample(self, random_state: Any = None, size: int | None = None) -> np.ndarray:
         """Draw noise from N(0, Sigma).
 
         Parameters
@@ -144,15 +144,13 @@ class OptimalCovariance:
             Source of the draws (a Generator is advanced).
         size : int, optional
             Number of independent draws.
-        rng : optional
-            Deprecated name of ``random_state``.
 
         Returns
         -------
         numpy.ndarray
             float64 of shape (d,), or (size, d) with ``size``.
         """
-        gen = check_random_state(renamed_seed(random_state, rng, owner="OptimalCovariance.sample", old="rng"))
+        gen = check_random_state(random_state)
         r = self.coefficients.shape[1]
         z = gen.standard_normal(r if size is None else (r, size))
         out = _rmatmul(self.differences, self.coefficients @ z)
@@ -189,7 +187,7 @@ class IsotropicCovariance:
     mahalanobis: np.ndarray
     budgets: np.ndarray
 
-    def sample(self, random_state: Any = None, size: int | None = None, *, rng: Any = UNSET) -> np.ndarray:
+    def sample(self, random_state: Any = None, size: int | None = None) -> np.ndarray:
         """Draw noise from N(0, sigma^2 I_d).
 
         Parameters
@@ -198,15 +196,13 @@ class IsotropicCovariance:
             Source of the draws (a Generator is advanced).
         size : int, optional
             Number of independent draws.
-        rng : optional
-            Deprecated name of ``random_state``.
 
         Returns
         -------
         numpy.ndarray
             float64 of shape (d,), or (size, d) with ``size``.
         """
-        gen = check_random_state(renamed_seed(random_state, rng, owner="IsotropicCovariance.sample", old="rng"))
+        gen = check_random_state(random_state)
         shape = self.dim if size is None else (size, self.dim)
         return np.sqrt(self.variance) * gen.standard_normal(shape)
 

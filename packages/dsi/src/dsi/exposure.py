@@ -20,9 +20,9 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
-from icml25_shared.random import UNSET, check_random_state
+from icml25_shared.random import check_random_state, int_seed
+from icml25_shared.validation import Interval, check_params
 
-from dsi._validation import check_positive, int_seed
 from dsi.applications import (
     MemorizationData,
     TaskConfig,
@@ -53,7 +53,6 @@ def memorization_data(
     canary_repeats: int = 4,
     n_references: int = 1023,
     validation: float = 0.2,
-    seed: Any = UNSET,
 ) -> MemorizationData:
     """The memorisation data of the reproduce task.
 
@@ -66,15 +65,21 @@ def memorization_data(
         Canaries inserted, copies of each, never-inserted candidates per canary.
     validation : float, default 0.2
         Share of the training split held out.
-    seed : int, optional
-        Deprecated name of ``random_state``.
 
     Returns
     -------
     MemorizationData
         Training data with the canaries, their groups, the candidates and the evaluation splits.
     """
-    seed = int_seed(random_state, seed, owner="memorization_data")
+    check_params(
+        {"random_state": random_state, "n_canaries": n_canaries, "canary_repeats": canary_repeats,
+         "n_references": n_references, "validation": validation},
+        {"random_state": ["random_state"], "n_canaries": [Interval(int, 1, None)],
+         "canary_repeats": [Interval(int, 1, None)], "n_references": [Interval(int, 1, None)],
+         "validation": [Interval(float, 0, 1, closed="left")]},
+        owner="memorization_data",
+    )
+    seed = int_seed(random_state)
     cfg = replace(TaskConfig(), validation=validation)
     return _memorization_data(
         seed, cfg, n_canaries=n_canaries, canary_repeats=canary_repeats, n_references=n_references
@@ -167,7 +172,6 @@ def train_one_round(
     *,
     lr: float = 0.5,
     local_steps: int = 150,
-    seed: Any = UNSET,
 ) -> OneRound:
     """Train the MLP with :class:`DSITrainer` for one round of full-batch SGD.
 
@@ -183,17 +187,20 @@ def train_one_round(
         SGD learning rate.
     local_steps : int, default 150
         SGD steps of the round.
-    seed : int, optional
-        Deprecated name of ``random_state``.
 
     Returns
     -------
     OneRound
         The trained round.
     """
-    seed = int_seed(random_state, seed, owner="train_one_round")
+    check_params(
+        {"random_state": random_state, "epsilon": epsilon, "lr": lr, "local_steps": local_steps},
+        {"random_state": ["random_state"], "epsilon": [Interval(float, 0, None, closed="neither")],
+         "lr": [Interval(float, 0, None, closed="neither")], "local_steps": [Interval(int, 1, None)]},
+        owner="train_one_round",
+    )
+    seed = int_seed(random_state)
     torch = require_torch()
-    check_positive(epsilon, name="epsilon")
     cfg = data.config
     model = _mlp(data.x.shape[1], cfg.hidden, 10, seed)
     params = [p for p in model.parameters() if p.requires_grad]
@@ -252,8 +259,6 @@ def expected_exposure(
     local_steps: int = 150,
     noise_random_state: Any = None,
     data: MemorizationData | None = None,
-    seed: Any = UNSET,
-    noise_seed: Any = UNSET,
 ) -> ExpectedExposure:
     """Expected canary exposure of DSI's one-round release on ``seed``'s data at (epsilon, delta).
 
@@ -279,20 +284,19 @@ def expected_exposure(
         ``SeedSequence(random_state)``, independent of every other seed's streams).
     data : MemorizationData, optional
         Defaults to :func:`memorization_data` for ``random_state``.
-    seed, noise_seed : optional
-        Deprecated names of ``random_state`` and ``noise_random_state``.
 
     Returns
     -------
     ExpectedExposure
         Expected exposure, its standard error and the per-draw values.
     """
-    from icml25_shared.random import renamed_seed
-
-    seed = int_seed(random_state, seed, owner="expected_exposure")
-    noise_random_state = renamed_seed(noise_random_state, noise_seed, owner="expected_exposure", old="noise_seed")
-    if draws < 2:
-        raise ValueError(f"draws must be at least 2, got {draws!r}")
+    check_params(
+        {"random_state": random_state, "draws": draws, "noise_random_state": noise_random_state},
+        {"random_state": ["random_state"], "draws": [Interval(int, 2, None)],
+         "noise_random_state": [None, "random_state"]},
+        owner="expected_exposure",
+    )
+    seed = int_seed(random_state)
     data = data if data is not None else memorization_data(seed)
     rnd = train_one_round(data, seed, epsilon, lr=lr, local_steps=local_steps)
     trainer_exp, _ = candidate_exposures(rnd.model, data)

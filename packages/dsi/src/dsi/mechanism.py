@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import numpy as np
-from icml25_shared.random import UNSET, check_random_state, renamed_seed
+from icml25_shared.random import check_random_state
 
 from dsi._validation import as_numpy, check_delta, check_positive, check_steps
 from dsi.accounting import epsilon_from_sigma, rho_from_sigma, sigma_from_epsilon
@@ -141,8 +141,6 @@ class Mechanism:
         "zcdp" is the paper's conversion, eps = rho + 2 sqrt(rho ln(1/delta)); "gdp" is the exact
         Gaussian-DP conversion, which needs less noise for the same (epsilon, delta); "rdp" and "prv" as
         opacus's accountants (see :mod:`dsi.accounting`).
-    seed : int, optional
-        Deprecated name of ``random_state``.
 
     Attributes
     ----------
@@ -183,7 +181,6 @@ class Mechanism:
         tol: float = 1e-5,
         random_state: Any = None,
         accountant: str = "zcdp",
-        seed: Any = UNSET,
     ) -> None:
         self.epsilon = epsilon
         self.delta = delta
@@ -194,7 +191,6 @@ class Mechanism:
         self.tol = tol
         self.random_state = random_state
         self.accountant = accountant
-        self.seed = seed
 
     def fit(self, differences: Any, budgets: Any = 1.0) -> Mechanism:
         """Fit the noise covariance to the differences and calibrate the multiplier.
@@ -211,7 +207,7 @@ class Mechanism:
         Mechanism
             ``self``, fitted.
         """
-        random_state = renamed_seed(self.random_state, self.seed, owner="Mechanism")
+        random_state = self.random_state
         c = calibrate_multiplier(self.epsilon, self.noise_multiplier, self.delta, self.steps, self.accountant)
         cov = noise_covariance(differences, budgets, self.noise, method=self.method, tol=self.tol)
         self.covariance_ = cov

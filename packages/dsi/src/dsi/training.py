@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from icml25_shared.random import UNSET, check_random_state, renamed_seed
+from icml25_shared.random import check_random_state
 
 from dsi._validation import as_numpy, check_delta, check_steps
 from dsi.accounting import epsilon_from_sigma
@@ -200,8 +200,6 @@ class DSITrainer:
     sampling : {"poisson", "fixed"}, default "poisson"
         "poisson": every group joins a round independently with probability q; "fixed": each round
         draws round(q * n_groups) groups without replacement (``accountant="rdp"`` only).
-    seed : int, optional
-        Deprecated name of ``random_state``.
 
     Attributes
     ----------
@@ -258,7 +256,6 @@ class DSITrainer:
         residual: str = "noise",
         sample_rate: float = 1.0,
         sampling: str = "poisson",
-        seed: Any = UNSET,
     ) -> None:
         self.model = model
         self.loss_fn = loss_fn
@@ -281,7 +278,6 @@ class DSITrainer:
         self.residual = residual
         self.sample_rate = sample_rate
         self.sampling = sampling
-        self.seed = seed
 
     # -- validation -------------------------------------------------------------------------------
     def _setup(self, x: Any, y: Any, groups: Any) -> tuple[Any, Any, np.ndarray]:
@@ -347,7 +343,7 @@ class DSITrainer:
             for b in np.unique(budgets).tolist()
         }
         self.epsilon_ = np.array([per_budget[b] for b in budgets.tolist()])
-        self._rng = check_random_state(renamed_seed(self.random_state, self.seed, owner="DSITrainer"))
+        self._rng = check_random_state(self.random_state)
         self._torch_gen = torch.Generator().manual_seed(int(self._rng.integers(2**62)))
         self.history_: list[RoundRecord] = []
         return x, y, g
