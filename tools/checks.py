@@ -4,9 +4,11 @@
                                               # (b) no package imports another package (src, tests, benchmarks)
     python tools/checks.py wheels [PKG ...]   # (c) hatch builds wheel + sdist once; both hold LICENSE and
                                               #     py.typed and no studies/ file; `twine check --strict`
-                                              #     passes; a fresh venv with the package's wheel, the shared
-                                              #     wheel and their declared dependencies imports the package
-                                              #     and its `demo`/`reproduce` pass the extras check
+                                              #     passes; a fresh venv with only the bare wheels (the
+                                              #     package's and the shared one) holds no matplotlib/tqdm
+                                              #     unless the core declares them, imports the package and
+                                              #     every name of its __all__, and its `demo`/`reproduce`
+                                              #     (dry run) name `pip install "<dist>[cli]"` in one line
     python tools/checks.py shape [--root R]   # (d) every member has the monorepo's shape (README sections,
                                               #     no process words, LICENSE, py.typed, CHANGELOG, DATA.md,
                                               #     extras, project URLs; see check_shape)
@@ -461,20 +463,27 @@ def twine_problems(artefacts: list[Path]) -> str | None:
     return None if done.returncode == 0 else (done.stdout + done.stderr)[-2000:]
 
 
-def cli_problem(output: subprocess.CompletedProcess, module: str, command: str) -> str | None:
-    """Why ``python -m <module> <command>`` under ICML25_CHECK_EXTRAS_ONLY=1 misbehaved (None: it did not).
+def cli_problem(output: subprocess.CompletedProcess, dist: str, module: str, command: str, *,
+                cli_installed: bool) -> str | None:
+    """Why ``python -m <module> <command>`` (dry-run: extras checked, nothing run) misbehaved in a bare install.
 
-    Accepted: exit 0, or exit 2 with exactly one non-empty stderr line that names a ``pip install`` (the
-    command's extra is not in the base install) and no traceback.
+    Accepted: exit 0 when the ``cli`` extra's matplotlib is installed, else exit 2 with exactly one non-empty
+    stderr line that names ``pip install "<dist>[...cli...]"`` (the distribution's own name, no path into
+    the repository) and no traceback. Exit 2 with that line is accepted too when the command's own extra
+    is missing.
     """
     lines = [line for line in output.stderr.splitlines() if line.strip()]
-    if output.returncode == 0:
+    if output.returncode == 0 and (cli_installed or command not in ("demo", "reproduce")):
         return None
-    if (output.returncode == 2 and len(lines) == 1 and "pip install" in lines[0]
-            and "Traceback" not in output.stderr + output.stdout):
+    hint = re.search(rf'pip install "{re.escape(dist)}\[([^\]]+)\]"', lines[0]) if len(lines) == 1 else None
+    extras = hint.group(1).split(",") if hint else []
+    if (output.returncode == 2 and hint and "Traceback" not in output.stderr + output.stdout
+            and (cli_installed or command not in ("demo", "reproduce") or "cli" in extras)):
         return None
-    return (f"`python -m {module} {command}` in a base install exits {output.returncode}; expected 0, or 2 with one "
-            f"stderr line naming the pip install:\n{(output.stdout + output.stderr)[-2000:]}")
+    wanted = ("0" if cli_installed else f'2 with one stderr line naming pip install "{dist}[cli]"'
+              if command in ("demo", "reproduce") else f'0, or 2 with one stderr line naming pip install "{dist}[...]"')
+    return (f"`python -m {module} {command}` in a bare install exits {output.returncode}; expected {wanted}:\n"
+            f"{(output.stdout + output.stderr)[-2000:]}")
 
 
 def pip_sources() -> list[str]:
@@ -508,18 +517,43 @@ def installer_command(venv_python: Path, installer: str) -> list[str]:
             "--no-compile"]
 
 
-# Run in the fresh venv: import the module, then ``python -m <module> <command>`` for each command, all in
-# one process (each interpreter start re-imports numpy/scipy/torch); prints one JSON line. A command's
-# stdout/stderr are captured as `python -m` would show them, an uncaught exception as its traceback.
+# Run in the fresh venv. Reports which of the CLI extra's modules are importable, imports the module and
+# resolves every name of its ``__all__``, then runs ``python -m <module> <command>`` for each command in the
+# same process (each interpreter start re-imports numpy/scipy/torch), with ``icml25_shared.cli.run_cli``
+# replaced by a dry run: arguments parsed and extras checked as the real frame does, commands not run.
+# Prints one JSON line; a command's stdout/stderr as `python -m` would show them, an exception as its traceback.
 PROBE = r"""
-import contextlib, io, json, runpy, sys, traceback
+import contextlib, importlib, importlib.util, io, json, runpy, sys, traceback
 module, commands = sys.argv[1], sys.argv[2:]
-report = {"import": "", "commands": {}}
+report = {"present": [n for n in ("matplotlib", "tqdm") if importlib.util.find_spec(n) is not None],
+          "import": "", "api": {}, "commands": {}}
 try:
-    __import__(module)
+    import icml25_shared.cli as cli
+except ImportError:
+    cli = None
+if cli is not None:
+    real_run_cli = cli.run_cli
+
+    def dry_run_cli(package, *, demo, reproduce, extra_commands=None, **options):
+        extras = {name: cli.ExtraCommand(c.help, lambda argv: 0) for name, c in (extra_commands or {}).items()}
+        return real_run_cli(package, demo=lambda ctx: None, reproduce=lambda ctx: None, extra_commands=extras,
+                            **options)
+
+    cli.run_cli = dry_run_cli
+try:
+    imported = importlib.import_module(module)
 except BaseException:
     report["import"] = traceback.format_exc()
     commands = []
+else:
+    names = getattr(imported, "__all__", None)
+    if names is None:
+        report["api"]["__all__"] = "the module defines no __all__"
+    for name in names or []:
+        try:
+            getattr(imported, name)
+        except BaseException as error:
+            report["api"][name] = f"{type(error).__name__}: {error}"
 for command in commands:
     out, err, code = io.StringIO(), io.StringIO(), 0
     sys.argv = [module, command]
@@ -537,11 +571,40 @@ for command in commands:
 print(json.dumps(report))
 """
 
+# Installed by the ``cli`` extra; a bare install holds them only where the core declares them.
+CLI_ONLY = ("matplotlib", "tqdm")
+
+
+def probe_problems(report: dict, member: Member) -> list[Problem]:
+    """What the PROBE's report of a bare install says is wrong with ``member``."""
+    problems = []
+    init, main = member.src / "__init__.py", member.src / "__main__.py"
+    core = {requirement_name(r) for r in tomllib.loads((member.path / "pyproject.toml").read_text())["project"]
+            .get("dependencies", [])}
+    for name in report.get("present", []):
+        if name not in core:
+            problems.append(Problem(member.path / "pyproject.toml", 1,
+                                    f"the bare install of {member.dist} holds {name}, which only its extras declare "
+                                    "(a base dependency pulls it in)"))
+    if report.get("import"):
+        problems.append(Problem(init, 1, f"import {member.module} fails with only its declared dependencies:\n"
+                                         f"{report['import'][-2000:]}"))
+    for name, error in report.get("api", {}).items():
+        problems.append(Problem(init, 1, f"{member.module}.{name} (in __all__) does not resolve in a bare install: "
+                                         f"{error[-1000:]}"))
+    cli_installed = "matplotlib" in report.get("present", [])
+    for command, (code, stdout, stderr) in report.get("commands", {}).items():
+        problem = cli_problem(subprocess.CompletedProcess([], code, stdout, stderr), member.dist, member.module,
+                              command, cli_installed=cli_installed)
+        if problem is not None:
+            problems.append(Problem(main, 1, f"{member.dist}: {problem}"))
+    return problems
+
 
 def check_wheels(members: list[Member], selected: set[str] | None = None, *, installer: str = "auto",
                  timings: dict[str, float] | None = None) -> list[Problem]:
-    """(c) build every selected member once; inspect wheel and sdist; install the wheel in a fresh venv
-    holding only declared dependencies; import it and run its commands' extras check there."""
+    """(c) build every selected member once; inspect wheel and sdist; install the bare wheel in a fresh venv;
+    check what it holds, import its API and dry-run its commands there (PROBE, probe_problems)."""
     problems: list[Problem] = []
     timings = {} if timings is None else timings
 
@@ -592,20 +655,12 @@ def check_wheels(members: list[Member], selected: set[str] | None = None, *, ins
             # Import from outside the source tree, so only the installed wheel can answer.
             start = time.perf_counter()
             commands = ["demo", "reproduce"] if (member.src / "__main__.py").is_file() else []
-            probe_env = {**env, "ICML25_CHECK_EXTRAS_ONLY": "1", "MPLBACKEND": "Agg"}
-            done = _run([str(py), "-c", PROBE, member.module, *commands], cwd=tmp, env=probe_env)
+            done = _run([str(py), "-c", PROBE, member.module, *commands], cwd=tmp, env={**env, "MPLBACKEND": "Agg"})
             try:
                 report = json.loads(done.stdout.strip().splitlines()[-1])
             except (IndexError, ValueError):
                 report = {"import": f"the probe failed (exit {done.returncode}):\n{done.stdout}{done.stderr}"}
-            if report.get("import"):
-                problems.append(Problem(member.src / "__init__.py", 1,
-                                        f"import {member.module} fails with only its declared dependencies:\n"
-                                        f"{report['import'][-2000:]}"))
-            for command, (code, stdout, stderr) in report.get("commands", {}).items():
-                problem = cli_problem(subprocess.CompletedProcess([], code, stdout, stderr), member.module, command)
-                if problem is not None:
-                    problems.append(Problem(member.src / "__main__.py", 1, f"{member.dist}: {problem}"))
+            problems += probe_problems(report, member)
             timed("run", start)
             shutil.rmtree(venv, ignore_errors=True)
     return problems

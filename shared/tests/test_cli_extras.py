@@ -24,40 +24,67 @@ def test_missing_extra_is_one_stderr_line_naming_pip_install_and_exit_2(installe
     asked = []
     monkeypatch.setattr(cli, "missing_extra", lambda dist, extra: asked.append((dist, extra)) or ["somepkg"])
     calls = []
-    assert toy_main(["demo", "--out", str(tmp_path)], calls, requires={"demo": "cli"}) == 2
-    assert calls == [] and asked == [("icml25-shared", "cli")]
+    assert toy_main(["demo", "--out", str(tmp_path)], calls, requires={"demo": "sklearn"}) == 2
+    assert calls == [] and asked == [("icml25-shared", "cli"), ("icml25-shared", "sklearn")]
     captured = capsys.readouterr()
     lines = captured.err.strip().splitlines()
     assert len(lines) == 1 and captured.out == ""
-    assert "needs the 'cli' extra (somepkg not installed)" in lines[0]
-    assert 'pip install "icml25-shared[cli]"' in lines[0] and 'pip install "./shared[cli]"' in lines[0]
-    # the command without a requirement still runs
-    assert toy_main(["reproduce", "--out", str(tmp_path)], calls, requires={"demo": "cli"}) == 0
-    assert calls == ["reproduce"]
+    assert "needs the extras [cli,sklearn] (somepkg not installed)" in lines[0]
+    # the wheel's own name, never a path into this repository
+    assert lines[0].endswith('pip install "icml25-shared[cli,sklearn]"') and "./" not in lines[0]
+
+
+def test_demo_without_matplotlib_names_the_cli_extra(installed, monkeypatch, capsys, tmp_path):
+    monkeypatch.setattr(cli, "missing_extra", lambda dist, extra: ["matplotlib"] if extra == "cli" else [])
+    calls = []
+    for command in ("demo", "reproduce"):
+        assert toy_main([command, "--out", str(tmp_path)], calls) == 2
+        line = capsys.readouterr().err.strip()
+        assert "\n" not in line and line.endswith('pip install "icml25-shared[cli]"'), line
+    assert calls == []
+    # an extra command needs only what `requires` names for it
+    audit = ExtraCommand("audit", lambda argv: 7)
+    assert toy_main(["audit"], calls, extra_commands={"audit": audit}) == 7
 
 
 def test_extra_commands_are_checked_too(installed, monkeypatch, capsys):
     monkeypatch.setattr(cli, "missing_extra", lambda dist, extra: ["somepkg"])
     audit = ExtraCommand("audit", lambda argv: 0)
     assert toy_main(["audit"], [], extra_commands={"audit": audit}, requires={"audit": "peers"}) == 2
-    assert "needs the 'peers' extra" in capsys.readouterr().err
+    assert "needs the extras [peers]" in capsys.readouterr().err
     with pytest.raises(ValueError, match="unknown commands"):
         toy_main(["demo"], [], requires={"train": "peers"})
 
 
-def test_check_extras_only_stops_before_running(installed, monkeypatch, tmp_path):
+def test_commands_run_when_their_extras_are_installed(installed, tmp_path):
     calls = []
-    monkeypatch.setenv("ICML25_CHECK_EXTRAS_ONLY", "1")
-    assert toy_main(["demo", "--out", str(tmp_path)], calls, requires={"demo": "test"}) == 0 and calls == []
-    monkeypatch.setattr(cli, "missing_extra", lambda dist, extra: ["somepkg"])
-    assert toy_main(["demo", "--out", str(tmp_path)], calls, requires={"demo": "test"}) == 2
-    monkeypatch.setenv("ICML25_CHECK_EXTRAS_ONLY", "0")
-    assert toy_main(["reproduce", "--out", str(tmp_path)], calls) == 0 and calls == ["reproduce"]
+    assert toy_main(["demo", "--out", str(tmp_path)], calls, requires={"demo": "test"}) == 0
+    assert toy_main(["reproduce", "--out", str(tmp_path)], calls) == 0
+    assert calls == ["demo", "reproduce"]
 
 
 def test_missing_extra_reads_the_installed_metadata():
-    assert missing_extra("icml25-shared", "test") == []  # pytest, scipy, threadpoolctl are installed here
+    assert missing_extra("icml25-shared", "test") == []  # pytest, scipy are installed here
     assert missing_extra("icml25-shared", "no-such-extra") == []
+    assert missing_extra("no-such-distribution", "cli") == ["no-such-distribution"]
+
+
+def test_missing_extra_follows_a_requirement_into_its_extras(monkeypatch):
+    """pkg[cli] = icml25-shared[cli]: matplotlib missing from shared's cli extra is pkg's cli missing."""
+    requires = {"pkg": ['icml25-shared[cli]>=0.1; extra == "cli"', 'numpy>=1'],
+                "icml25-shared": ['matplotlib>=3.6; extra == "cli"', 'tqdm>=4; extra == "cli"']}
+    installed = {"icml25-shared", "tqdm", "numpy"}
+
+    def version(name):
+        if name not in installed:
+            raise cli.metadata.PackageNotFoundError(name)
+        return "1.0"
+
+    monkeypatch.setattr(cli.metadata, "requires", lambda dist: requires[dist])
+    monkeypatch.setattr(cli.metadata, "version", version)
+    assert missing_extra("pkg", "cli") == ["matplotlib"]
+    installed.add("matplotlib")
+    assert missing_extra("pkg", "cli") == []
 
 
 def test_help_shows_the_summary_and_the_paper(installed, capsys):

@@ -115,45 +115,63 @@ def completed(code, stderr="", stdout=""):
     return subprocess.CompletedProcess([], code, stdout, stderr)
 
 
-def test_cli_problem_accepts_exit_0_or_one_pip_install_line():
-    hint = 'python -m toy demo needs the \'demo\' extra (x not installed): pip install "toy[demo]"\n'
-    assert checks.cli_problem(completed(0), "toy", "demo") is None
-    assert checks.cli_problem(completed(2, hint), "toy", "demo") is None
-    assert checks.cli_problem(completed(2, "\n" + hint + "\n"), "toy", "demo") is None  # blank lines are no lines
-    for bad in [completed(1, "boom"), completed(2, hint + hint), completed(2, "usage: toy\n"), completed(2, ""),
-                completed(2, "Traceback (most recent call last): pip install x"),
-                completed(2, hint, stdout="Traceback (most recent call last):\n")]:
-        problem = checks.cli_problem(bad, "toy", "demo")
-        assert problem is not None and "`python -m toy demo` in a base install" in problem
+def test_cli_problem_in_a_bare_install_wants_the_cli_extra_named():
+    hint = 'python -m toy demo needs the extras [cli] (matplotlib not installed): pip install "toy-dist[cli]"\n'
+    assert checks.cli_problem(completed(2, hint), "toy-dist", "toy", "demo", cli_installed=False) is None
+    assert checks.cli_problem(completed(2, "\n" + hint + "\n"), "toy-dist", "toy", "demo", cli_installed=False) is None
+    assert checks.cli_problem(completed(0), "toy-dist", "toy", "demo", cli_installed=True) is None
+    data_hint = 'python -m toy audit needs the extras [data] (x not installed): pip install "toy-dist[data]"\n'
+    assert checks.cli_problem(completed(2, data_hint), "toy-dist", "toy", "audit", cli_installed=False) is None
+    for bad in [completed(0), completed(1, "boom"), completed(2, hint + hint), completed(2, "usage: toy\n"),
+                completed(2, ""), completed(2, "Traceback (most recent call last): pip install x"),
+                completed(2, hint, stdout="Traceback (most recent call last):\n"),
+                completed(2, hint.replace('"toy-dist[cli]"', '"./packages/toy-dist[cli]"')),
+                completed(2, data_hint.replace("audit", "demo"))]:
+        problem = checks.cli_problem(bad, "toy-dist", "toy", "demo", cli_installed=False)
+        assert problem is not None and "`python -m toy demo` in a bare install" in problem, bad
 
 
-def test_probe_reports_import_errors_exit_codes_and_stderr(tmp_path):
+def test_probe_dry_runs_the_frame_and_resolves_the_api(tmp_path):
+    """The probe checks extras through the real run_cli but never runs a command; __all__ names resolve."""
     pkg = tmp_path / "toyprobe"
     pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text(
+        "__all__ = ['fine', 'lazy_broken', 'absent']\nfine = 1\n"
+        "def __getattr__(name):\n"
+        "    if name == 'lazy_broken':\n"
+        "        import not_a_module_anywhere\n"
+        "    raise AttributeError(name)\n")
     (pkg / "__main__.py").write_text(
-        "import sys\n"
-        "if sys.argv[1] == 'demo':\n"
-        "    print('needs the demo extra: pip install \"toyprobe[demo]\"', file=sys.stderr)\n"
-        "    raise SystemExit(2)\n"
-        "raise RuntimeError('reproduce crashed')\n")
+        "from icml25_shared.cli import run_cli\n"
+        "def demo(ctx):\n    raise RuntimeError('the probe ran the demo')\n"
+        "raise SystemExit(run_cli('toyprobe', demo=demo, reproduce=demo))\n")
     (tmp_path / "brokenprobe.py").write_text("import not_a_module_anywhere\n")
-    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": str(tmp_path)}
+    shared_src = ROOT / "shared" / "src"
+    env = {"PATH": "/usr/bin:/bin", "PYTHONPATH": f"{tmp_path}:{shared_src}", "MPLBACKEND": "Agg"}
     done = subprocess.run([sys.executable, "-c", checks.PROBE, "toyprobe", "demo", "reproduce"], cwd=tmp_path,
                           env=env, capture_output=True, text=True)
     import json
 
     report = json.loads(done.stdout.splitlines()[-1])
     assert report["import"] == ""
-    code, _, err = report["commands"]["demo"]
-    assert checks.cli_problem(completed(code, err), "toyprobe", "demo") is None
-    code, _, err = report["commands"]["reproduce"]
-    assert code == 1 and "Traceback" in err and "reproduce crashed" in err
-    assert "toyprobe" in checks.cli_problem(completed(code, err), "toyprobe", "reproduce")
+    assert set(report["api"]) == {"lazy_broken", "absent"} and "not_a_module_anywhere" in report["api"]["lazy_broken"]
+    for command in ("demo", "reproduce"):
+        code, _, err = report["commands"][command]
+        assert code == 0 and "the probe ran the demo" not in err, err
     done = subprocess.run([sys.executable, "-c", checks.PROBE, "brokenprobe", "demo"], cwd=tmp_path, env=env,
                           capture_output=True, text=True)
     report = json.loads(done.stdout.splitlines()[-1])
     assert "not_a_module_anywhere" in report["import"] and report["commands"] == {}
+
+
+def test_probe_problems_name_cli_modules_in_a_bare_install(workspace):
+    member = checks.read_member(workspace / "packages" / "alpha-pkg")
+    report = {"present": ["matplotlib"], "import": "", "api": {"f": "ImportError: tqdm"},
+              "commands": {"demo": [0, "", ""]}}
+    messages = [p.message for p in checks.probe_problems(report, member)]
+    assert any("holds matplotlib, which only its extras declare" in m for m in messages), messages
+    assert any("alpha_pkg.f (in __all__) does not resolve" in m for m in messages), messages
+    assert len(messages) == 2  # with matplotlib present, demo's exit 0 is right
 
 
 def test_wheel_build_with_a_forced_studies_file_fails(workspace):

@@ -281,3 +281,26 @@ def test_frank_wolfe_warns_when_it_stops_before_the_tolerance(sioux):
     with pytest.warns(RuntimeWarning, match="stopped after max_iter=3"):
         res = wardrop_equilibrium(sioux, 0, tol=1e-9, max_iter=3)
     assert not res.converged and res.n_iter == 3
+
+
+def test_regret_checkpoints_equal_the_regret_of_shorter_runs(sioux):
+    """The regret recorded after t rounds is the regret of a fresh run of length t (constant step size)."""
+    rng = np.random.default_rng(3)
+    bounds = sioux.loss_bounds(20, rng=rng)
+    contexts = rng.integers(10, size=40)
+
+    def play(n, checkpoints=()):
+        learner = POMWU(n_actions=sioux.n_actions, n_contexts=10, step_size=5.0)
+        return play_routing_game(
+            sioux, learner, contexts[:n], loss_bounds=bounds, rng=np.random.default_rng(0), feedback="expected",
+            regret_checkpoints=checkpoints,
+        )
+
+    long = play(40, (10, 25, 40))
+    np.testing.assert_array_equal(long.regret_checkpoints, [10, 25, 40])
+    for t, value in zip((10, 25, 40), long.summed_contextual_regret, strict=True):
+        assert value == pytest.approx(play(t).regret.contextual.sum(), rel=1e-12)
+    with pytest.raises(ValueError, match="regret_checkpoints"):
+        play(40, (25, 10))
+    with pytest.raises(ValueError, match="regret_checkpoints"):
+        play(40, (41,))

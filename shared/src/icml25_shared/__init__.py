@@ -2,15 +2,15 @@
 
 Submodules (imported on demand so that the base install needs numpy only):
 
-- :mod:`icml25_shared.data`: offline dataset loaders returning a typed :class:`~icml25_shared.data.Dataset`.
+- :mod:`icml25_shared.data`: scikit-learn's bundled datasets as a typed :class:`~icml25_shared.data.Dataset`.
 - :mod:`icml25_shared.kernels`: Triton kernels with pure-torch references and a dispatcher.
 - :mod:`icml25_shared.bench`: time a method against its peer in one process and report ratios.
 - :mod:`icml25_shared.cli`: the ``python -m <pkg> demo|reproduce`` frame, seeding, progress, figures.
 - :mod:`icml25_shared.random`: ``check_random_state``, independent streams (``spawn``, ``child_seeds``).
 - :mod:`icml25_shared.stats`: means, t and Wilson intervals, paired differences (numpy only).
 - :mod:`icml25_shared.tables`: one markdown table writer.
-- :mod:`icml25_shared.testing`: run a package's commands in tests and check what they wrote.
-- :mod:`icml25_shared.pytest_plugin`: one BLAS/OpenMP/torch thread per test process where asked.
+- :mod:`icml25_shared.testing`: run a package's commands in tests and check what they wrote; ``assert_rejects``.
+- :mod:`icml25_shared.validation`: the one declarative parameter check (TypeError / ValueError).
 """
 
 from importlib.metadata import PackageNotFoundError, version

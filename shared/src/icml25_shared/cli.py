@@ -19,11 +19,11 @@ A package with commands beyond demo and reproduce (an audit tool, a server) pass
 a mapping from name to :class:`ExtraCommand`: ``--help`` lists them, and ``python -m mypkg NAME ...``
 hands the remaining arguments to the command, which parses them itself and returns the exit code.
 
-``paper`` (the citation) and the distribution's one-line summary head ``--help``. ``requires`` maps a
-command to the extra of the package's distribution it needs (``{"demo": "data"}``): when a requirement of
-that extra is not installed, the command prints one line naming the ``pip install`` to run and exits 2.
-A console script's usage line shows the script's own name. With ``ICML25_CHECK_EXTRAS_ONLY=1`` set,
-``run_cli`` stops after that check (exit 0 or 2): the wheel check runs every command so in a base install.
+``paper`` (the citation) and the distribution's one-line summary head ``--help``. ``demo`` and
+``reproduce`` need the distribution's ``cli`` extra (matplotlib, tqdm); ``requires`` maps a command to a
+further extra it needs (``{"demo": "data"}``). When a requirement of those extras is not installed, the
+command prints one line naming the ``pip install "<dist>[extra]"`` to run and exits 2. A console
+script's usage line shows the script's own name.
 """
 
 from __future__ import annotations
@@ -316,10 +316,29 @@ def _requirement_name(requirement: str) -> str:
     return re.split(r"[\s\[<>=!~;(]", requirement.strip(), maxsplit=1)[0]
 
 
+def _requirement_extras(requirement: str) -> list[str]:
+    match = re.match(r"\s*[A-Za-z0-9._-]+\s*\[([^\]]*)\]", requirement)
+    return [e.strip() for e in match.group(1).split(",") if e.strip()] if match else []
+
+
 def missing_extra(dist: str, extra: str) -> list[str]:
-    """Requirements of ``dist[extra]`` whose distribution is not installed (empty when all are)."""
+    """Requirements of ``dist[extra]`` whose distribution is not installed (empty when all are).
+
+    A requirement that itself names extras (``icml25-shared[cli]``) is followed into them.
+    """
+    return _missing(dist, extra, seen=set())
+
+
+def _missing(dist: str, extra: str, seen: set[tuple[str, str]]) -> list[str]:
+    if (dist.lower(), extra) in seen:
+        return []
+    seen.add((dist.lower(), extra))
+    try:
+        requirements = metadata.requires(dist) or []
+    except metadata.PackageNotFoundError:
+        return [dist]
     missing = []
-    for requirement in metadata.requires(dist) or []:
+    for requirement in requirements:
         body, _, marker = requirement.partition(";")
         if not re.search(rf"""extra\s*==\s*['"]{re.escape(extra)}['"]""", marker):
             continue
@@ -328,7 +347,14 @@ def missing_extra(dist: str, extra: str) -> list[str]:
             metadata.version(name)
         except metadata.PackageNotFoundError:
             missing.append(name)
+            continue
+        for inner in _requirement_extras(body):
+            missing += [m for m in _missing(name, inner, seen) if m not in missing]
     return missing
+
+
+def _declares_extra(dist: str, extra: str) -> bool:
+    return extra in (metadata.metadata(dist).get_all("Provides-Extra") or [])
 
 
 def _prog(package: str) -> str:
@@ -421,8 +447,6 @@ def run_cli(package: str, *, demo: Command, reproduce: Command, argv: list[str] 
     if argv and argv[0] in extra_commands:
         if _missing_extra_exit(package, dist, argv[0], requires, prog):
             return 2
-        if _check_extras_only():
-            return 0
         return extra_commands[argv[0]].run(argv[1:])
     parser = build_parser(package, _description(package, dist, paper, description), reproduce_options,
                           extra_commands, prog=prog)
@@ -431,8 +455,6 @@ def run_cli(package: str, *, demo: Command, reproduce: Command, argv: list[str] 
         raise SystemExit(f"--seed must be non-negative, got {args.seed}")
     if _missing_extra_exit(package, dist, args.command, requires, prog):
         return 2
-    if _check_extras_only():  # the wheel check: extras resolved, nothing run
-        return 0
     logging.basicConfig(level=os.environ.get("LOGLEVEL", "WARNING"), format="%(levelname)s %(name)s: %(message)s")
     _use_agg()
     out = args.out if args.out is not None else Path("out") / package
@@ -448,20 +470,20 @@ def run_cli(package: str, *, demo: Command, reproduce: Command, argv: list[str] 
     return 0
 
 
-def _check_extras_only() -> bool:
-    return os.environ.get("ICML25_CHECK_EXTRAS_ONLY", "") not in ("", "0")
-
-
 def _missing_extra_exit(package: str, dist: str | None, command: str, requires: dict[str, str] | None,
                         prog: str) -> bool:
-    """Print the one-line install hint and return True when ``command``'s extra is not installed."""
-    extra = (requires or {}).get(command)
-    if extra is None or dist is None:
+    """Print the one-line install hint and return True when ``command``'s extras are not installed."""
+    if dist is None:  # a source tree: nothing installed to read the extras from
         return False
-    missing = missing_extra(dist, extra)
+    extras = ["cli"] if command in ("demo", "reproduce") and _declares_extra(dist, "cli") else []
+    extra = (requires or {}).get(command)
+    if extra is not None and extra not in extras:
+        extras.append(extra)
+    missing = [name for e in extras for name in missing_extra(dist, e)]
     if not missing:
         return False
-    folder = "shared" if dist == "icml25-shared" else f"packages/{dist}"
-    print(f"{prog} {command} needs the '{extra}' extra ({', '.join(missing)} not installed): "
-          f'pip install "{dist}[{extra}]" (from a clone: pip install "./{folder}[{extra}]")', file=sys.stderr)
+    names = ", ".join(dict.fromkeys(missing))
+    wanted = ",".join(extras)
+    print(f'{prog} {command} needs the extras [{wanted}] ({names} not installed): pip install "{dist}[{wanted}]"',
+          file=sys.stderr)
     return True

@@ -183,6 +183,7 @@ def run_learner(
     feedback: str,
     progress: bool = False,
     file_under: str = "prediction",
+    regret_checkpoints: tuple[int, ...] = (),
 ) -> RoutingRun:
     """Play one learner on ``setup``.
 
@@ -202,6 +203,8 @@ def run_learner(
         Show a progress bar over the rounds.
     file_under : {"prediction", "truth"}, default "prediction"
         Where a contextual learner files a round's loss.
+    regret_checkpoints : tuple of int, default ()
+        Rounds after which the summed contextual regret is recorded (see :func:`pomwu.play_routing_game`).
 
     Returns
     -------
@@ -220,6 +223,7 @@ def run_learner(
         rng=spawn(setup.random_state, 2)[1],
         feedback=feedback,
         progress=progress,
+        regret_checkpoints=regret_checkpoints,
     )
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import numpy as np
 from icml25_shared.cli import progress as _progress
@@ -132,6 +133,8 @@ class RoutingRun:
     mean_link_flows : per true context, time-averaged link flows ``(n_contexts, n_links)``
     prediction_accuracy : fraction of rounds where the prediction equalled the true context
     seconds : wall-clock time of the loop
+    regret_checkpoints : the round counts at which ``summed_contextual_regret`` was taken ``(n_checkpoints,)``
+    summed_contextual_regret : contextual regret summed over agents after each checkpoint ``(n_checkpoints,)``
     """
 
     travel_time: np.ndarray
@@ -142,6 +145,8 @@ class RoutingRun:
     mean_link_flows: np.ndarray
     prediction_accuracy: float
     seconds: float
+    regret_checkpoints: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    summed_contextual_regret: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
 
 def play_routing_game(
@@ -154,6 +159,7 @@ def play_routing_game(
     rng: np.random.Generator,
     feedback: str = "sampled",
     progress: bool = False,
+    regret_checkpoints: Sequence[int] = (),
 ) -> RoutingRun:
     """Repeated routing with full-information feedback, losses rescaled by ``loss_bounds = (lo, hi)``.
 
@@ -167,7 +173,9 @@ def play_routing_game(
     (:meth:`RoutingGame.expected_counterfactual_times`), and the reported travel time is ``<x, l>``.
 
     Per round ``O(sum_j sum_k |path_jk| + n_links)`` work, vectorised over agents. The learner continues from
-    its current state (a warm start); call ``learner.reset()`` for a fresh run.
+    its current state (a warm start); call ``learner.reset()`` for a fresh run. ``regret_checkpoints``: round
+    counts in ``[1, T]`` after which the summed contextual regret is recorded (the regret of the run's
+    first ``t`` rounds, i.e. of a run of length ``t`` with the same step size).
     """
     if feedback not in ("sampled", "expected"):
         raise ValueError(f"feedback must be 'sampled' or 'expected', got {feedback!r}")
@@ -178,6 +186,14 @@ def play_routing_game(
             f"max {game.mask.shape[1]} paths)"
         )
     contexts, preds = _check_sequences(contexts, predictions, game.n_agents, game.n_contexts)
+    checkpoints = np.asarray(regret_checkpoints, dtype=np.int64).ravel()
+    if checkpoints.size and (
+        np.any(checkpoints < 1) or np.any(checkpoints > contexts.size) or np.any(np.diff(checkpoints) <= 0)
+    ):
+        raise ValueError(
+            f"regret_checkpoints must be increasing round counts in [1, {contexts.size}], got {checkpoints.tolist()}"
+        )
+    checkpoint_regret = np.zeros(checkpoints.size)
     lo, hi = (np.asarray(b, dtype=np.float64) for b in loss_bounds)
     if lo.shape != (game.n_agents,) or hi.shape != (game.n_agents,) or np.any(hi <= lo):
         raise ValueError(f"loss_bounds must be two ({game.n_agents},) arrays with hi > lo")
@@ -212,6 +228,8 @@ def play_routing_game(
         tracker.add(x, loss, z)
         learner.update(loss, true_context=z)
         flow_sums[z] += flows
+        if checkpoints.size and t + 1 in checkpoints:
+            checkpoint_regret[np.searchsorted(checkpoints, t + 1)] = tracker.summary().contextual.sum()
     seconds = time.perf_counter() - start
     log.debug("routing: %d rounds in %.1f s", contexts.size, seconds)
     counts = np.bincount(contexts, minlength=game.n_contexts)
@@ -225,4 +243,6 @@ def play_routing_game(
         mean_link_flows=flow_sums / np.maximum(counts, 1)[:, None],
         prediction_accuracy=acc,
         seconds=seconds,
+        regret_checkpoints=checkpoints,
+        summed_contextual_regret=checkpoint_regret,
     )

@@ -5,16 +5,16 @@ import sys
 
 import numpy as np
 import pytest
-from icml25_shared.data import load
 from icml25_shared.testing import run_command, run_module
 
 from __MODULE__.__main__ import main
+from __MODULE__.experiments import friedman1_target
 
 
 def test_demo_quick_writes_the_table_and_the_means(tmp_path):
     run = run_command(main, "demo", tmp_path, expect=("md", "json", "png"))
     assert run.table.startswith("| n | mean | bootstrap low |")
-    y = load("friedman1", n_samples=50, seed=0).y
+    y = friedman1_target(50, 0)
     rows = run.result["rows"]
     assert [r["n"] for r in rows] == [25, 50]
     for row in rows:
