@@ -267,3 +267,100 @@ def reproduce(ctx: RunContext) -> None:
         ax.set_title(label)
         ax.legend()
     ctx.save_figure(fig)
+
+
+# --- In-context regression to convergence: one JSON per (model, seed) cell, written as it finishes ----------
+
+#: In-context linear regression protocols that train past the zero-predictor plateau. ``cpu`` is the reduced
+#: protocol run here (cells in priority order, stopped by a CPU budget); ``full`` the complete one.
+ICL_PROTOCOLS: dict[str, dict[str, Any]] = {
+    "cpu": {"task": {"n_dims": 5, "n_points": 11}, "d": 32, "heads": 2, "steps": 3000, "batch": 64, "lr": 2e-3,
+            "warmup": 50, "min_lr_ratio": 0.1, "seeds": 3, "test": 1000, "budget_minutes": 25.0,
+            "cells": [["LT", 2], ["LT", 8], ["LT", 4], ["TMLT", 8], ["LT", 1]]},
+    "full": {"task": {"n_dims": 5, "n_points": 11}, "d": 32, "heads": 2, "steps": 4000, "batch": 64, "lr": 2e-3,
+             "warmup": 50, "min_lr_ratio": 0.1, "seeds": 3, "test": 1000, "budget_minutes": None,
+             "cells": [["LT", 1], ["LT", 2], ["LT", 4], ["LT", 8], ["TMLT", 8]],
+             # equal compute: r x steps constant at the budget of LT r=8 x 4000 steps
+             "equal_compute": [["LT", 2, 16000], ["LT", 4, 8000]]},
+}
+
+
+def _icl_cell_cost(r: int, steps: int) -> float:
+    """CPU seconds of one cell, from measured rates (d=32, batch 64, one thread: r=2 19 ms, r=8 45 ms)."""
+    return steps * (0.010 + 0.0045 * r)
+
+
+def run_icl_cells(protocol: dict[str, Any], out: Any, *, random_state: int = 0) -> list[str]:
+    """Train the protocol's in-context regression cells, writing ``<out>/<model>-r<r>-seed<i>.json`` each.
+
+    Cells run seed-major within each configuration group, in the protocol's order; a cell whose file exists
+    is skipped (the run resumes), and a cell that would exceed ``budget_minutes`` of this process's CPU time
+    is not started. ``<out>/baselines-seed<i>.json`` holds the zero predictor, least squares, ridge, 3-NN
+    and averaging on the same test prompts.
+
+    Parameters
+    ----------
+    protocol : dict
+        One of :data:`ICL_PROTOCOLS`.
+    out : path-like
+        Folder of the cell files.
+    random_state : int, default 0
+        Root seed: ``child_seeds(random_state, seeds)`` initialise the models; ``spawn(random_state, seeds)``
+        give each seed its training and test streams (the same for every configuration of that seed).
+
+    Returns
+    -------
+    list of str
+        Names of the cells skipped for the budget.
+    """
+    import json
+    import time
+    from pathlib import Path
+
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    task = RegressionTask(**protocol["task"])
+    n = protocol["seeds"]
+    seeds = child_seeds(random_state, n)
+    streams = spawn(random_state, n)
+    budget = protocol.get("budget_minutes")
+    cells = [(kind, r, protocol["steps"]) for kind, r in protocol["cells"]]
+    cells += [(kind, r, steps) for kind, r, steps in protocol.get("equal_compute", [])]
+    skipped = []
+    for i in range(n):  # the baselines first: they cost seconds
+        path = folder / f"baselines-seed{i}.json"
+        if not path.exists():
+            test = task.sample(protocol["test"], spawn(streams[i], 2)[1])
+            base = {k: v.tolist() for k, v in regression_baselines(test).items()}
+            base["zero"] = ((test.ys.double() ** 2).mean(0) / test.error_scale).tolist()
+            path.write_text(json.dumps({"seed_index": i, "errors": base}, indent=1))
+    for kind, r, steps in cells:
+        for i in range(n):
+            name = f"{kind}-r{r}-steps{steps}-seed{i}"
+            path = folder / f"{name}.json"
+            if path.exists():
+                continue
+            if budget is not None and time.process_time() + _icl_cell_cost(r, steps) > 60 * budget:
+                skipped.append(name)
+                continue
+            data, test_stream = spawn(streams[i], 2)
+            test = task.sample(protocol["test"], test_stream)
+            torch.manual_seed(seeds[i])
+            cfg = LoopedConfig(vocab_size=1, hidden_size=protocol["d"], num_attention_heads=protocol["heads"],
+                               n_loops=r, timestep="none" if kind == "LT" else "tmlt",
+                               max_position_embeddings=2 * task.n_points)
+            model = LoopedRegressor(cfg, task.n_dims)
+            cpu, wall = time.process_time(), time.perf_counter()
+            result = train(model, task, TrainConfig(steps=steps, batch_size=protocol["batch"], lr=protocol["lr"],
+                                                    warmup_steps=protocol["warmup"],
+                                                    min_lr_ratio=protocol["min_lr_ratio"],
+                                                    loss_loops=max(1, r // 2)), random_state=data)
+            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+            curves = {str(rt): regression_error(model, test, n_loops=rt).tolist() for rt in (r, 2 * r, 4 * r)}
+            losses = np.asarray(result.losses)
+            path.write_text(json.dumps({
+                "model": kind, "r": r, "steps": steps, "seed_index": i, "init_seed": seeds[i],
+                "error_by_length": curves, "mean_error": {k: float(np.mean(v)) for k, v in curves.items()},
+                "train_loss_per_100": [float(losses[j:j + 100].mean()) for j in range(0, len(losses), 100)],
+                "cpu_seconds": cpu, "wall_seconds": wall, "torch": torch.__version__}, indent=1))
+    return skipped
