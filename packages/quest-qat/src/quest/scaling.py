@@ -261,3 +261,104 @@ def run_scaling(*, widths: Sequence[int] = (16, 32, 64), steps: int = 120, batch
         "analysis": bits_params_at_equal_loss(sizes, losses), "gaps": _gap_summary(losses, widths, "BF16"),
         "paper_params_per_memory": PAPER_PARAMS_PER_MEMORY,
     }
+
+
+# --- Precision gaps past the n-gram tables: one JSON per (precision, width, seed) run, written as it ends --
+
+#: Precision-gap protocols. ``cpu`` is the reduced protocol run here (runs in priority order, stopped by a
+#: CPU budget); ``full`` the complete one. Precisions: ``FP32`` (no quantization) or ``(bits, method,
+#: hadamard)`` for :class:`~quest.layers.QuestConfig`.
+GAP_PROTOCOLS: dict[str, dict[str, Any]] = {
+    "cpu": {"widths": [64], "steps": 2000, "batch_size": 16, "seq_len": 64, "lr": 3e-3, "block": 16,
+            "n_seeds": 3, "eval_every": 500, "eval_batches": 16, "corpus_bytes": 2_000_000, "budget_minutes": 20.0,
+            "core": 3,
+            "precisions": {"FP32": None, "W4A4": [4, "quest", "half"], "W1A1": [1, "quest", "half"],
+                           "W8A8": [8, "quest", "half"], "W2A2": [2, "quest", "half"]}},
+    "full": {"widths": [64, 128], "steps": 2000, "batch_size": 16, "seq_len": 64, "lr": 3e-3, "block": 16,
+             "n_seeds": 3, "eval_every": 500, "eval_batches": 16, "corpus_bytes": 2_000_000, "budget_minutes": None,
+             "precisions": {"FP32": None, "W8A8": [8, "quest", "half"], "W4A4": [4, "quest", "half"],
+                            "W2A2": [2, "quest", "half"], "W1A1": [1, "quest", "half"],
+                            "W4A4 STE, no Hadamard": [4, "ste", None]}},
+}
+
+_GAP_STEP_SECONDS = {"FP32": 0.021, "quantized": 0.056}  # CPU seconds per step at d=64, batch 16 x 64, one thread
+
+
+def ngram_baselines(corpus_bytes: int = 2_000_000) -> dict[str, Any]:
+    """Unigram, bigram, order-2 and order-3 byte tables on the stdlib split the runs use (nats/byte)."""
+    from quest.lm import ngram_loss
+
+    train, val = make_splits(stdlib_corpus(corpus_bytes))
+    return {name: ngram_loss(train, val, order=k)
+            for k, name in enumerate(("unigram", "bigram", "order-2 Markov", "order-3 Markov"))}
+
+
+def run_gap_cells(protocol: Mapping[str, Any], out: Any, *, random_state: int = 0) -> list[str]:
+    """Train the protocol's runs, writing ``<out>/<precision>-d<width>-seed<i>.json`` as each ends.
+
+    All runs share one batch stream (``child_seeds(random_state, n_seeds + 1)[0]``); seed ``i`` fixes the
+    initial weights of every precision (paired runs). The first ``core`` precisions run seed by seed
+    first, then the others seed by seed; a run whose file exists is skipped (the run resumes) and one that would pass ``budget_minutes``
+    of this process's CPU time is not started. ``<out>/ngram.json`` holds :func:`ngram_baselines`.
+
+    Parameters
+    ----------
+    protocol : mapping
+        One of :data:`GAP_PROTOCOLS`.
+    out : path-like
+        Folder of the run files.
+    random_state : int, default 0
+        Root seed.
+
+    Returns
+    -------
+    list of str
+        Runs not started for the budget.
+    """
+    import json
+    from pathlib import Path
+
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    if not (folder / "ngram.json").exists():
+        (folder / "ngram.json").write_text(json.dumps(ngram_baselines(protocol["corpus_bytes"]), indent=1))
+    data_seed, *init_seeds = child_seeds(random_state, protocol["n_seeds"] + 1)
+    train, val = make_splits(stdlib_corpus(protocol["corpus_bytes"]))
+    cfg = TrainConfig(steps=protocol["steps"], batch_size=protocol["batch_size"], seq_len=protocol["seq_len"],
+                      lr=protocol["lr"], eval_every=protocol["eval_every"], eval_batches=protocol["eval_batches"],
+                      random_state=data_seed)
+    budget = protocol.get("budget_minutes")
+    skipped = []
+    names = list(protocol["precisions"])
+    groups = [names[:protocol.get("core", len(names))], names[protocol.get("core", len(names)):]]
+    for width, group in ((w, g) for g in groups for w in protocol["widths"]):
+        for i, seed in enumerate(init_seeds):
+            for name in group:
+                spec = protocol["precisions"][name]
+                label = f"{name}-d{width}-seed{i}".replace(" ", "_").replace(",", "")
+                path = folder / f"{label}.json"
+                if path.exists():
+                    continue
+                cost = protocol["steps"] * _GAP_STEP_SECONDS["FP32" if spec is None else "quantized"] * (width / 64)
+                if budget is not None and time.process_time() + cost > 60 * budget:
+                    skipped.append(label)
+                    continue
+                torch.manual_seed(seed)
+                model = TinyLlama(TinyLlamaConfig(d_model=width, n_layers=2, n_heads=2, multiple_of=protocol["block"]))
+                if spec is not None:
+                    bits, method, hadamard = spec
+                    quantize_(model, QuestConfig(weight_bits=bits, act_bits=bits, hadamard=hadamard, method=method,
+                                                 block=protocol["block"]))
+                cpu, wall = time.process_time(), time.perf_counter()
+                result = train_lm(model, train, val, cfg)
+                cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+                losses = np.asarray(result.train_loss)
+                path.write_text(json.dumps({
+                    "precision": name, "spec": spec, "width": width, "seed_index": i, "init_seed": seed,
+                    "data_seed": data_seed, "quantized_params": _quantized_params(model),
+                    "final_val_loss": result.final_val_loss, "eval_steps": result.eval_steps,
+                    "val_loss": result.val_loss, "diverged": result.diverged,
+                    "train_loss_per_100": [float(losses[j:j + 100].mean()) for j in range(0, len(losses), 100)],
+                    "cpu_seconds": cpu, "wall_seconds": wall, "torch": torch.__version__}, indent=1))
+                log.info("%s: val loss %.4f (%.0f s CPU)", label, result.final_val_loss, cpu)
+    return skipped
