@@ -144,13 +144,22 @@ def test_description_names_the_position_and_level(scene):
         describe_synthetic("star", (0, 0, 8, 8), scene.objects, "slight", 48)
 
 
-def test_reader_rejects_unknown_visibility(tmp_path, labels):
+def test_reader_normalises_case_and_reports_unknown_levels(tmp_path, labels):
+    from wmarkgpt.data import UnknownVisibilityWarning
+
     assert len(labels) == 500 and labels[0]["image"] == "02001.JPEG"
-    bad = [{"image": "x.png", "visibility": "slight", "conversations": [{}, {"value": "a"}]}]
-    path = tmp_path / "bad.json.gz"
+    records = [{"image": f"{i}.png", "visibility": v, "conversations": [{}, {"value": "a"}]}
+               for i, v in enumerate(["Faint", " INVISIBLE ", "slight", "slight", "obvious"])]
+    path = tmp_path / "answers.json.gz"
     with gzip.open(path, "wt") as fh:
-        json.dump(bad, fh)
-    with pytest.raises(ValueError, match="'slight' is not one of"):
+        json.dump(records, fh)
+    with pytest.warns(UnknownVisibilityWarning, match=r"2 of 5 records .*'slight' x2"):
+        got = read_wqa(path)
+    assert [r["visibility"] for r in got] == ["faint", "invisible", "slight", "slight", "obvious"]
+    records[2]["visibility"] = 3
+    with gzip.open(path, "wt") as fh:
+        json.dump(records, fh)
+    with pytest.raises(ValueError, match="visibility must be a str"):
         read_wqa(path)
     with pytest.raises(FileNotFoundError):
         read_wqa(tmp_path / "missing.json")

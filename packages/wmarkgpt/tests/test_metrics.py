@@ -99,10 +99,12 @@ class _FakeClient:
     def __init__(self, replies):
         self.replies = list(replies)
         self.prompts = []
+        self.messages = []
         self.chat = types.SimpleNamespace(completions=types.SimpleNamespace(create=self._create))
 
     def _create(self, *, model, messages, **kwargs):
-        self.prompts.append(messages[0]["content"])
+        self.messages.append(messages)
+        self.prompts.append(messages[-1]["content"])
         reply = self.replies.pop(0)
         if isinstance(reply, Exception):
             raise reply

@@ -140,7 +140,9 @@ def test_image_preprocessing_rejects_non_images():
     with pytest.raises(TypeError, match="PIL image or an"):
         preprocess_images(["not an image"], proc)
     with pytest.raises(ValueError, match="uint8"):
-        preprocess_images([np.zeros((4, 4), np.uint8)], proc)
+        preprocess_images([np.zeros((4, 4, 2), np.uint8)], proc)
+    with pytest.raises(ValueError, match="uint8"):
+        preprocess_images([np.zeros((4, 4, 3), np.float32)], proc)
 
 
 def test_expand2square_pads_with_the_mean_colour():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -10,13 +11,23 @@ from typing import Any
 
 import numpy as np
 import torch
+from icml25_shared.validation import Interval, check_param
 
 from wmarkgpt.data import DESCRIBE_QUESTION
 from wmarkgpt.modeling import IMAGE_TOKEN_INDEX, WMarkGPTForCausalLM, output_cache
 from wmarkgpt.processing import mplug_owl2_prompt, preprocess_images, tokenizer_image_token
 from wmarkgpt.scoring import SCORE_PROMPT_SUFFIX, predict_score, visibility_token_ids
 
-__all__ = ["WatermarkAnalyzer", "WatermarkReport", "parse_visibility"]
+__all__ = ["DEFAULT_MAX_NEW_TOKENS", "GenerationLimitWarning", "WatermarkAnalyzer", "WatermarkReport",
+           "parse_visibility"]
+
+DEFAULT_MAX_NEW_TOKENS = 512
+"""The official evaluation's generation budget (``max_new_tokens=512`` in ``evaluate/eva.py``)."""
+
+
+class GenerationLimitWarning(UserWarning):
+    """A generated answer reached ``max_new_tokens`` before its end token (its end is cut off)."""
+
 
 _VIS = re.compile(r"visibility\s+is\s*:?\s*\[?\s*(invisible|faint|moderate|visible|obvious)", re.IGNORECASE)
 
@@ -80,8 +91,9 @@ class WatermarkAnalyzer:
         Its image processor.
     question : str, optional
         The description question (default: one of the official phrasings).
-    max_new_tokens : int, default 64
-        Longest generated description.
+    max_new_tokens : int, default 512
+        Longest generated description (the official budget; the released model states the visibility
+        last, after a median of about 72 words). Reaching it emits a :class:`GenerationLimitWarning`.
 
     Examples
     --------
@@ -101,11 +113,10 @@ class WatermarkAnalyzer:
     """
 
     def __init__(self, model: WMarkGPTForCausalLM, tokenizer: Any, image_processor: Any, *,
-                 question: str = DESCRIBE_QUESTION, max_new_tokens: int = 64) -> None:
-        if not isinstance(model, torch.nn.Module):
-            raise TypeError(f"model must be a torch module, got {type(model).__name__}")
-        if isinstance(max_new_tokens, bool) or not isinstance(max_new_tokens, int) or max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be a positive int, got {max_new_tokens!r}")
+                 question: str = DESCRIBE_QUESTION, max_new_tokens: int = DEFAULT_MAX_NEW_TOKENS) -> None:
+        check_param("model", model, [torch.nn.Module], owner="WatermarkAnalyzer")
+        check_param("question", question, [str], owner="WatermarkAnalyzer")
+        check_param("max_new_tokens", max_new_tokens, [Interval(int, 1, None)], owner="WatermarkAnalyzer")
         self.model = model.eval()
         self.tokenizer = tokenizer
         self.image_processor = image_processor
@@ -114,13 +125,20 @@ class WatermarkAnalyzer:
         self.level_ids = visibility_token_ids(tokenizer)
 
     @classmethod
-    def from_pretrained(cls, path: str | Path, **kwargs: Any) -> WatermarkAnalyzer:
+    def from_pretrained(cls, path: str | Path, *, device_map: Any = None, torch_dtype: Any = None,
+                        **kwargs: Any) -> WatermarkAnalyzer:
         """Load model, tokenizer and image processor from one local folder (no hub access).
 
         Parameters
         ----------
         path : str or path
             A folder written by ``save_pretrained`` of the three (or a released WMarkGPT folder).
+        device_map : str, torch.device or dict, optional
+            Where the model goes: a device (``"cuda"``, ``"cuda:1"``, ``torch.device``) moves the whole
+            model there; a dict or ``"auto"`` is passed to ``from_pretrained`` (needs ``accelerate``).
+        torch_dtype : torch.dtype or str, optional
+            The weights' dtype (``torch.float16``, ``torch.bfloat16``, ``"auto"``), passed to
+            ``from_pretrained``. Inputs follow the model's device and dtype.
         **kwargs
             Passed to :class:`WatermarkAnalyzer`.
 
@@ -133,7 +151,14 @@ class WatermarkAnalyzer:
 
         from wmarkgpt.processing import build_image_processor
 
-        model = WMarkGPTForCausalLM.from_pretrained(path, local_files_only=True)
+        load: dict[str, Any] = {"local_files_only": True}
+        if torch_dtype is not None:
+            load[_dtype_keyword()] = torch_dtype
+        if isinstance(device_map, dict) or device_map == "auto":
+            load["device_map"] = device_map
+        model = WMarkGPTForCausalLM.from_pretrained(path, **load)
+        if device_map is not None and not isinstance(device_map, dict) and device_map != "auto":
+            model = model.to(torch.device(device_map))
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
         try:
             from transformers import CLIPImageProcessorPil as Processor
@@ -145,12 +170,21 @@ class WatermarkAnalyzer:
             processor = build_image_processor(model.config.visual_config["visual_model"]["image_size"])
         return cls(model, tokenizer, processor, **kwargs)
 
+    def _device_dtype(self) -> tuple[torch.device, torch.dtype]:
+        """Where inputs go: the input embeddings' device (where a prompt enters) and the float dtype."""
+        param = next(self.model.parameters())
+        embed = self.model.get_input_embeddings() if hasattr(self.model, "get_input_embeddings") else None
+        device = embed.weight.device if embed is not None else param.device
+        dtype = next((p.dtype for p in self.model.parameters() if p.is_floating_point()), torch.float32)
+        return device, dtype
+
     def _pixels(self, images: Sequence[Any]) -> torch.Tensor:
-        return preprocess_images(images, self.image_processor)
+        device, dtype = self._device_dtype()
+        return preprocess_images(images, self.image_processor).to(device=device, dtype=dtype)
 
     def _prompt_ids(self, prompt: str, n: int) -> torch.Tensor:
         ids = tokenizer_image_token(prompt, self.tokenizer, image_token_index=IMAGE_TOKEN_INDEX)
-        return torch.tensor([ids] * n, dtype=torch.long)
+        return torch.tensor([ids] * n, dtype=torch.long, device=self._device_dtype()[0])
 
     @torch.no_grad()
     def visibility_logits(self, images: Sequence[Any], *, batch_size: int = 64) -> np.ndarray:
@@ -158,7 +192,7 @@ class WatermarkAnalyzer:
 
         Parameters
         ----------
-        images : sequence of PIL images or (H, W, 3) uint8 arrays
+        images : sequence of PIL images or image arrays (see ``processing.to_pil``)
             At least one image.
         batch_size : int, default 64
             Images per forward pass.
@@ -175,7 +209,7 @@ class WatermarkAnalyzer:
         for start in range(0, pixels.shape[0], batch_size):
             px = pixels[start:start + batch_size]
             logits = self.model(input_ids=self._prompt_ids(prompt, px.shape[0]), images=px).logits[:, -1]
-            out.append(logits[:, self.level_ids].double().numpy())
+            out.append(logits[:, self.level_ids].double().cpu().numpy())
         return np.concatenate(out)
 
     def visibility_score(self, images: Sequence[Any], *, batch_size: int = 64) -> np.ndarray:
@@ -183,7 +217,7 @@ class WatermarkAnalyzer:
 
         Parameters
         ----------
-        images : sequence of PIL images or (H, W, 3) uint8 arrays
+        images : sequence of PIL images or image arrays (see ``processing.to_pil``)
             At least one image.
         batch_size : int, default 64
             Images per forward pass.
@@ -202,7 +236,7 @@ class WatermarkAnalyzer:
 
         Parameters
         ----------
-        images : sequence of PIL images or (H, W, 3) uint8 arrays
+        images : sequence of PIL images or image arrays (see ``processing.to_pil``)
             At least one image.
         question : str, optional
             Defaults to the analyzer's description question.
@@ -215,18 +249,23 @@ class WatermarkAnalyzer:
         -------
         list of str
             The decoded answers (special tokens removed).
+
+        Warns
+        -----
+        GenerationLimitWarning
+            When an answer reaches ``max_new_tokens`` without its end token (it is cut off).
         """
         _check_batch_size(batch_size)
         limit = self.max_new_tokens if max_new_tokens is None else max_new_tokens
-        if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
-            raise ValueError(f"max_new_tokens must be a positive int, got {limit!r}")
+        check_param("max_new_tokens", limit, [Interval(int, 1, None)], owner="WatermarkAnalyzer.generate")
         pixels = self._pixels(images)
         prompt = mplug_owl2_prompt(self.question if question is None else question)
         eos = self.tokenizer.eos_token_id
         texts: list[str] = []
+        n_cut = 0
         for start in range(0, pixels.shape[0], batch_size):
             px = pixels[start:start + batch_size]
-            done = torch.zeros(px.shape[0], dtype=torch.bool)
+            done = torch.zeros(px.shape[0], dtype=torch.bool, device=px.device)
             new: list[torch.Tensor] = []
             # the image and the prompt go through the model once; each step feeds only the newest token
             out = self.model(input_ids=self._prompt_ids(prompt, px.shape[0]), images=px, use_cache=True)
@@ -240,8 +279,13 @@ class WatermarkAnalyzer:
                 out = self.model(input_ids=nxt[:, None], past_key_values=output_cache(out), use_cache=True)
             gen = torch.stack(new, dim=1)
             for row in gen.tolist():
+                n_cut += eos not in row
                 row = row[: row.index(eos)] if eos in row else row
                 texts.append(self.tokenizer.decode(row, skip_special_tokens=True).strip())
+        if n_cut:
+            warnings.warn(f"{n_cut} of {len(texts)} answers reached max_new_tokens={limit} before their end token "
+                          "and are cut off (a visibility stated last is lost); raise max_new_tokens",
+                          GenerationLimitWarning, stacklevel=2)
         return texts
 
     def describe(self, images: Sequence[Any]) -> list[WatermarkReport]:
@@ -249,7 +293,7 @@ class WatermarkAnalyzer:
 
         Parameters
         ----------
-        images : sequence of PIL images or (H, W, 3) uint8 arrays
+        images : sequence of PIL images or image arrays (see ``processing.to_pil``)
             At least one image.
 
         Returns
@@ -262,7 +306,14 @@ class WatermarkAnalyzer:
         return [WatermarkReport(parse_visibility(t), float(s), t) for t, s in zip(texts, scores, strict=True)]
 
 
+def _dtype_keyword() -> str:
+    """``from_pretrained``'s name of the dtype argument: ``dtype`` since transformers 4.56, ``torch_dtype`` before."""
+    import transformers
+
+    major, minor = (int(x) for x in transformers.__version__.split(".")[:2])
+    return "dtype" if (major, minor) >= (4, 56) else "torch_dtype"
+
+
 def _check_batch_size(batch_size: Any) -> None:
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    check_param("batch_size", batch_size, [Interval(int, 1, None)], owner="WatermarkAnalyzer")
 

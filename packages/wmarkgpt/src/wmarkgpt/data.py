@@ -31,6 +31,7 @@ __all__ = [
     "Sample",
     "Scene",
     "SceneObject",
+    "UnknownVisibilityWarning",
     "WatermarkedImage",
     "describe_synthetic",
     "embed_watermark",
@@ -678,6 +679,10 @@ def _load_json(path: str | Path) -> Any:
 def read_wqa(path: str | Path) -> list[dict[str, Any]]:
     """Read a WQA label or answer file (a list of records with ``image`` and ``conversations``).
 
+    A ``visibility`` that is one of the five levels up to case and surrounding whitespace ("Faint ",
+    "INVISIBLE") is normalised to the lower-case level; any other value is kept as it is and reported
+    in one :class:`UnknownVisibilityWarning` (count and examples), since it can match no label exactly.
+
     Parameters
     ----------
     path : str or path
@@ -686,25 +691,49 @@ def read_wqa(path: str | Path) -> list[dict[str, Any]]:
     Returns
     -------
     list of dict
-        The records; ``visibility`` (when present) is checked against the five levels.
+        The records (copies whose ``visibility`` is normalised where it was a level).
 
     Raises
     ------
     ValueError
-        When the layout is not a list of such records or a visibility label is unknown.
+        When the layout is not a list of such records or a ``visibility`` is not a str.
+
+    Warns
+    -----
+    UnknownVisibilityWarning
+        When some ``visibility`` values are not levels.
     """
+    import warnings
+
     data = _load_json(path)
     if not isinstance(data, list):
         raise ValueError(f"{path}: expected a list of records, got {type(data).__name__}")
+    unknown: dict[str, int] = {}
+    out = []
     for i, rec in enumerate(data):
         if not isinstance(rec, dict) or "image" not in rec or not isinstance(rec.get("conversations"), list):
             raise ValueError(f"{path}: record {i} lacks image/conversations")
         if "visibility" in rec:
-            try:
-                check_visibility(rec["visibility"])
-            except ValueError as exc:
-                raise ValueError(f"{path}: record {i} ({rec['image']}): {exc}") from None
-    return data
+            vis = rec["visibility"]
+            if not isinstance(vis, str):
+                raise ValueError(f"{path}: record {i} ({rec['image']}): visibility must be a str, got "
+                                 f"{type(vis).__name__}")
+            level = vis.strip().lower()
+            if level in VISIBILITY_LEVELS:
+                rec = {**rec, "visibility": level}
+            else:
+                unknown[vis] = unknown.get(vis, 0) + 1
+        out.append(rec)
+    if unknown:
+        examples = ", ".join(f"{k!r} x{v}" for k, v in sorted(unknown.items(), key=lambda kv: -kv[1])[:5])
+        warnings.warn(f"{path}: {sum(unknown.values())} of {len(out)} records have a visibility that is not one of "
+                      f"{', '.join(VISIBILITY_LEVELS)} ({examples}); they are kept as they are",
+                      UnknownVisibilityWarning, stacklevel=2)
+    return out
+
+
+class UnknownVisibilityWarning(UserWarning):
+    """Records whose ``visibility`` is not one of the five levels (reported by :func:`read_wqa`)."""
 
 
 def read_results(path: str | Path) -> dict[str, dict[str, Any]]:

@@ -5,7 +5,11 @@ characters ``<``, ``\``, ``s`` and ``>`` at both ends: a trailing ``</s>`` becom
 not in the set) and a leading or trailing letter ``s`` goes too. Then
 
 * BLEU-1 is nltk's ``sentence_bleu([reference.split()], answer.split(), weights=(1,))``;
-* ROUGE-L is the F value of ``rouge.Rouge().get_scores(answer, reference)``;
+* ROUGE-L is the F value of ``rouge.Rouge().get_scores(answer, reference)`` (the ``rouge`` 1.0.1
+  package: summary-level LCS over sentences split on ".", case-sensitive); Google's ``rouge-score``
+  ``rougeL`` (one sentence, lower-cased, alphanumeric tokens) gives other values on punctuated text and
+  is offered beside it as ``rouge_l(..., variant="rouge-score")``;
+* a blank answer (empty after cleaning) scores 0 on BLEU-1 and ROUGE-L and is counted;
 * the LLM score is a 0-4 relevance rating from a judge (reported times 25), with 2.5 when the judge
   fails, as the official script does; this module counts those fallbacks;
 * ACC compares the labelled visibility with the predicted one, either as the official substring test
@@ -21,6 +25,7 @@ from __future__ import annotations
 import logging
 import math
 import re
+import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -30,6 +35,8 @@ import numpy as np
 __all__ = [
     "JUDGE_FALLBACK",
     "JUDGE_PROMPT",
+    "JUDGE_SYSTEM_PROMPT",
+    "ROUGE_L_VARIANTS",
     "CorrelationResult",
     "EvaluationResult",
     "ItemScores",
@@ -54,6 +61,12 @@ JUDGE_PROMPT = (
     'Description: "{candidate}"\nGround Truth: "{reference}" '
 )
 """The judge's user prompt, with ``{candidate}`` and ``{reference}`` fields (the official wording)."""
+
+JUDGE_SYSTEM_PROMPT = "You are a helpful watermark discriminator."
+"""The judge's system prompt (the official ``gpt_api.py``)."""
+
+ROUGE_L_VARIANTS = ("rouge", "rouge-score")
+"""``rouge_l`` variants: the official ``rouge`` 1.0.1 value and Google rouge-score's ``rougeL``."""
 
 _STRIP_CHARS = "<\\s>"
 
@@ -108,32 +121,73 @@ def bleu1(candidate: str, reference: str) -> float:
     return float(sentence_bleu([reference.split()], candidate.split(), weights=(1,)))
 
 
-def rouge_l(candidate: str, reference: str) -> float:
-    """ROUGE-L F value of ``candidate`` against ``reference`` from the ``rouge`` package.
+def rouge_l(candidate: str, reference: str, *, variant: str = "rouge") -> float:
+    """ROUGE-L F value of ``candidate`` against ``reference``.
 
     Parameters
     ----------
     candidate, reference : str
         Already cleaned, non-empty texts.
+    variant : {"rouge", "rouge-score"}, default "rouge"
+        ``"rouge"``: the ``rouge`` 1.0.1 package the official evaluation uses,
+        ``Rouge().get_scores(candidate, reference)[0]['rouge-l']['f']`` (summary-level union LCS over
+        sentences split on ".", case-sensitive, whitespace tokens). ``"rouge-score"``: Google
+        rouge-score's ``rougeL`` F measure without stemming (one LCS over the whole text, lower-cased,
+        tokens are runs of ``[a-z0-9]``), the value most other papers report. They differ by up to
+        about 0.4 on punctuated text.
 
     Returns
     -------
     float
-        ``Rouge().get_scores(candidate, reference)[0]['rouge-l']['f']``.
+        The F value in [0, 1].
 
     Raises
     ------
     ValueError
-        When either text is empty or only whitespace (the ``rouge`` package cannot score it).
-    """
-    from rouge import Rouge
+        When either text is empty or only whitespace (the ``rouge`` package cannot score it), or
+        ``variant`` is unknown.
 
+    Examples
+    --------
+    >>> round(rouge_l("A faint logo. It is top-left.", "a faint logo, top-left"), 4)
+    0.4
+    >>> round(rouge_l("A faint logo. It is top-left.", "a faint logo, top-left", variant="rouge-score"), 4)
+    0.8333
+    """
+    from icml25_shared.validation import Options, check_param
+
+    check_param("variant", variant, [Options(str, set(ROUGE_L_VARIANTS))], owner="rouge_l")
     _check_str(candidate, "candidate")
     _check_str(reference, "reference")
     for name, text in (("candidate", candidate), ("reference", reference)):
         if not text.strip():
             raise ValueError(f"{name} is empty after cleaning; ROUGE-L is undefined for an empty text")
+    if variant == "rouge-score":
+        return _rouge_score_l(candidate, reference)
+    from rouge import Rouge
+
     return float(Rouge().get_scores(candidate, reference)[0]["rouge-l"]["f"])
+
+
+def _rouge_score_l(candidate: str, reference: str) -> float:
+    """rouge-score's ``rougeL`` F measure (``RougeScorer(["rougeL"]).score(reference, candidate)``)."""
+    pred = re.sub(r"[^a-z0-9]+", " ", candidate.lower()).split()
+    ref = re.sub(r"[^a-z0-9]+", " ", reference.lower()).split()
+    if not pred or not ref:
+        return 0.0
+    lcs = _lcs_length(ref, pred)
+    precision, recall = lcs / len(pred), lcs / len(ref)
+    return 0.0 if precision + recall == 0 else 2 * precision * recall / (precision + recall)
+
+
+def _lcs_length(a: Sequence[str], b: Sequence[str]) -> int:
+    previous = [0] * (len(b) + 1)
+    for x in a:
+        current = [0]
+        for j, y in enumerate(b):
+            current.append(previous[j] + 1 if x == y else max(previous[j + 1], current[j]))
+        previous = current
+    return previous[-1]
 
 
 def visibility_accuracy(labels: Sequence[str], predictions: Sequence[str], *,
@@ -243,6 +297,10 @@ def correlation(predicted: Sequence[float], target: Sequence[float]) -> Correlat
 class LLMJudge:
     """The 0-4 relevance judge through an OpenAI-compatible chat client.
 
+    Each call sends the official system prompt (:data:`JUDGE_SYSTEM_PROMPT`) and the official user
+    prompt (:data:`JUDGE_PROMPT`, passed through ``textwrap.dedent`` as the official client does); the
+    official model was ``"gpt-4"``.
+
     Parameters
     ----------
     client : object
@@ -294,10 +352,10 @@ class LLMJudge:
             The judge's score, or ``fallback`` when the call fails.
         """
         self.n_calls += 1
-        prompt = JUDGE_PROMPT.format(candidate=candidate, reference=reference)
+        prompt = textwrap.dedent(JUDGE_PROMPT.format(candidate=candidate, reference=reference))
+        messages = [{"role": "system", "content": JUDGE_SYSTEM_PROMPT}, {"role": "user", "content": prompt}]
         try:
-            reply = self.client.chat.completions.create(
-                model=self.model, messages=[{"role": "user", "content": prompt}], **self.request_kwargs)
+            reply = self.client.chat.completions.create(model=self.model, messages=messages, **self.request_kwargs)
             score = float(str(reply.choices[0].message.content).strip())
             if not 0.0 <= score <= 4.0:
                 raise ValueError(f"judge score {score} outside [0, 4]")
@@ -369,11 +427,16 @@ class ItemScores:
     Attributes
     ----------
     bleu_1, rouge_l : float
-        BLEU-1 and ROUGE-L F of the cleaned answer against the cleaned reference.
+        BLEU-1 and ROUGE-L F (the official ``rouge`` 1.0.1 value) of the cleaned answer against the
+        cleaned reference; 0 for a blank answer.
     llm_score : float or None
         The judge's 0-4 score (None when no judge was given).
     label_visibility, predicted_visibility : str
         The labelled and the predicted visibility.
+    rouge_l_rouge_score : float
+        ROUGE-L F as rouge-score's ``rougeL`` computes it; 0 for a blank answer.
+    blank : bool
+        True when the answer was empty after cleaning.
     """
 
     bleu_1: float
@@ -381,6 +444,8 @@ class ItemScores:
     llm_score: float | None
     label_visibility: str
     predicted_visibility: str
+    rouge_l_rouge_score: float = 0.0
+    blank: bool = False
 
 
 @dataclass(frozen=True)
@@ -390,7 +455,7 @@ class EvaluationResult:
     Attributes
     ----------
     bleu_1, rouge_l : float
-        Means of the per-item values.
+        Means of the per-item values (ROUGE-L: the official ``rouge`` 1.0.1 value).
     llm_score_x25 : float or None
         Mean judge score times 25 (0-100); None without a judge.
     acc_substring, acc_exact : float
@@ -403,6 +468,10 @@ class EvaluationResult:
         True when the judge was the offline rubric rather than an LLM.
     items : dict of str to ItemScores
         Per-item scores keyed by image name.
+    rouge_l_rouge_score : float
+        Mean ROUGE-L as rouge-score's ``rougeL`` computes it (not the official value).
+    n_blank_answers : int
+        Answers empty after cleaning, scored 0 on BLEU-1 and both ROUGE-L values.
     """
 
     bleu_1: float
@@ -414,6 +483,8 @@ class EvaluationResult:
     n_judge_fallbacks: int
     judge_is_proxy: bool
     items: dict[str, ItemScores] = field(repr=False)
+    rouge_l_rouge_score: float = 0.0
+    n_blank_answers: int = 0
 
 
 def evaluate_answers(labels: Sequence[Mapping[str, Any]], answers: Sequence[Mapping[str, Any]], *,
@@ -433,13 +504,15 @@ def evaluate_answers(labels: Sequence[Mapping[str, Any]], answers: Sequence[Mapp
     Returns
     -------
     EvaluationResult
-        Means over the labelled images, in label order, with per-item scores.
+        Means over the labelled images, in label order, with per-item scores. A blank answer (empty
+        after cleaning) scores 0 on BLEU-1 and ROUGE-L, is still judged, and is counted in
+        ``n_blank_answers`` (with a logged warning).
 
     Raises
     ------
     ValueError
         When a labelled image has no answer, an image repeats, a record lacks a field, the inputs
-        are empty, or the judge returns a score outside [0, 4].
+        are empty, a reference is blank, or the judge returns a score outside [0, 4].
     """
     lab = _index(labels, "labels")
     ans = _index(answers, "answers")
@@ -455,10 +528,19 @@ def evaluate_answers(labels: Sequence[Mapping[str, Any]], answers: Sequence[Mapp
         if score is not None and not (math.isfinite(score) and 0.0 <= score <= 4.0):
             raise ValueError(f"judge returned {score} for {name}; scores must lie in [0, 4]")
         n_fallback_values += score == JUDGE_FALLBACK
-        items[name] = ItemScores(bleu1(cand_text, ref_text), _rouge_item(cand_text, ref_text, name), score,
-                                 ref_vis, cand_vis)
+        if not ref_text.strip():
+            raise ValueError(f"{name}: the reference is empty after cleaning; it cannot be scored")
+        if cand_text.strip():
+            items[name] = ItemScores(bleu1(cand_text, ref_text), rouge_l(cand_text, ref_text), score, ref_vis,
+                                     cand_vis, rouge_l(cand_text, ref_text, variant="rouge-score"), False)
+        else:
+            items[name] = ItemScores(0.0, 0.0, score, ref_vis, cand_vis, 0.0, True)
     n_fallbacks = getattr(judge, "n_fallbacks", fallbacks_before) - fallbacks_before
     vals = list(items.values())
+    n_blank = sum(v.blank for v in vals)
+    if n_blank:
+        log.warning("%d of %d answers are blank after cleaning; each scores 0 on BLEU-1 and ROUGE-L", n_blank,
+                    len(vals))
     return EvaluationResult(
         bleu_1=float(np.mean([v.bleu_1 for v in vals])),
         rouge_l=float(np.mean([v.rouge_l for v in vals])),
@@ -468,14 +550,8 @@ def evaluate_answers(labels: Sequence[Mapping[str, Any]], answers: Sequence[Mapp
         acc_exact=visibility_accuracy([v.label_visibility for v in vals], [v.predicted_visibility for v in vals],
                                       mode="exact"),
         n=len(vals), n_judge_fallbacks=int(n_fallbacks if hasattr(judge, "n_fallbacks") else n_fallback_values),
-        judge_is_proxy=bool(getattr(judge, "is_proxy", False)), items=items)
-
-
-def _rouge_item(candidate: str, reference: str, name: str) -> float:
-    try:
-        return rouge_l(candidate, reference)
-    except ValueError as exc:
-        raise ValueError(f"{name}: {exc}") from None
+        judge_is_proxy=bool(getattr(judge, "is_proxy", False)), items=items,
+        rouge_l_rouge_score=float(np.mean([v.rouge_l_rouge_score for v in vals])), n_blank_answers=n_blank)
 
 
 def _index(records: Sequence[Mapping[str, Any]], what: str) -> dict[str, tuple[str, str]]:

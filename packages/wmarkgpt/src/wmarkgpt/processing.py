@@ -137,13 +137,24 @@ def expand2square(image: Any, background: tuple[int, int, int]) -> Any:
     return out
 
 
+_SIXTEEN_BIT_MODES = ("I;16", "I;16B", "I;16L", "I;16N", "I")
+
+
 def to_pil(image: Any) -> Any:
-    """A PIL RGB image from a PIL image or an ``(H, W, 3)`` uint8 array.
+    """A PIL RGB image from any PIL image or an 8-bit or 16-bit image array.
+
+    PIL modes are converted as ``Image.convert("RGB")`` does (alpha dropped, as the official pipeline's
+    ``convert('RGB')``), except where that conversion would be wrong: 16-bit grey modes (``I;16*``, and
+    ``I``, which 16-bit PNG files open as) are scaled to 8 bits (``round(v / 257)``) instead of clipped
+    at 255, premultiplied ``La`` goes through ``LA``, and floating-point ``F`` images, whose range is not
+    defined, are refused.
 
     Parameters
     ----------
     image : PIL.Image.Image or numpy.ndarray
-        The image.
+        A PIL image of any mode, or an array of shape ``(H, W)``, ``(H, W, 1)``, ``(H, W, 3)`` or
+        ``(H, W, 4)`` with dtype uint8 or uint16 (uint16 is scaled to 8 bits; a fourth channel is
+        dropped).
 
     Returns
     -------
@@ -155,17 +166,49 @@ def to_pil(image: Any) -> Any:
     TypeError
         When ``image`` is neither.
     ValueError
-        When the array is not ``(H, W, 3)`` uint8 or is empty.
+        When the array has another shape or dtype or is empty, an ``I`` image holds values outside
+        [0, 65535], or the image is a floating-point ``F`` image.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from PIL import Image
+    >>> grey16 = Image.fromarray(np.full((2, 2), 32896, np.uint16))  # mid-grey in 16 bits, mode I;16
+    >>> to_pil(grey16).getpixel((0, 0))
+    (128, 128, 128)
     """
     from PIL import Image
 
     if isinstance(image, Image.Image):
+        if image.mode in _SIXTEEN_BIT_MODES:
+            values = np.asarray(image).astype(np.int64)
+            if values.size and (values.min() < 0 or values.max() > 65535):
+                raise ValueError(f"a mode {image.mode!r} image must hold 16-bit values in [0, 65535], got "
+                                 f"[{values.min()}, {values.max()}]")
+            return Image.fromarray(_sixteen_to_eight(values), "L").convert("RGB")
+        if image.mode == "F":
+            raise ValueError("a floating-point (mode 'F') image has no defined range; convert it to 8 bits "
+                             "(mode 'L' or 'RGB') first")
+        if image.mode == "La":
+            image = image.convert("LA")
         return image.convert("RGB")
     if isinstance(image, np.ndarray):
-        if image.ndim != 3 or image.shape[2] != 3 or image.dtype != np.uint8 or 0 in image.shape:
-            raise ValueError(f"an image array must be (H, W, 3) uint8, got {image.shape} {image.dtype}")
-        return Image.fromarray(image, "RGB")
-    raise TypeError(f"an image must be a PIL image or an (H, W, 3) uint8 array, got {type(image).__name__}")
+        shape_ok = image.ndim == 2 or (image.ndim == 3 and image.shape[2] in (1, 3, 4))
+        if not shape_ok or image.dtype not in (np.uint8, np.uint16) or 0 in image.shape:
+            raise ValueError("an image array must be (H, W), (H, W, 1), (H, W, 3) or (H, W, 4) with dtype uint8 or "
+                             f"uint16, got {image.shape} {image.dtype}")
+        pixels = _sixteen_to_eight(image) if image.dtype == np.uint16 else image
+        if pixels.ndim == 3:
+            pixels = pixels[..., 0] if pixels.shape[2] == 1 else pixels[..., :3]
+        if pixels.ndim == 2:
+            return Image.fromarray(np.ascontiguousarray(pixels), "L").convert("RGB")
+        return Image.fromarray(np.ascontiguousarray(pixels), "RGB")
+    raise TypeError(f"an image must be a PIL image or an image array, got {type(image).__name__}")
+
+
+def _sixteen_to_eight(values: np.ndarray) -> np.ndarray:
+    """16-bit values to 8 bits by ``round(v / 257)`` (65535 -> 255, 32896 -> 128)."""
+    return np.rint(values.astype(np.float64) / 257.0).astype(np.uint8)
 
 
 def build_image_processor(image_size: int) -> Any:

@@ -207,6 +207,10 @@ def train_stage(model: torch.nn.Module, samples: Sequence[Sample], *, tokenizer:
     total = epochs * ((n + batch_size - 1) // batch_size)
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: min(1.0, (step + 1) / max(1, total // 20))
                                               * max(0.05, 1.0 - step / total))
+    # batches follow the model: the device of its input embeddings (where a prompt enters), its float dtype
+    embed = model.get_input_embeddings()
+    device = embed.weight.device
+    pixels = enc.pixels.to(device=device, dtype=embed.weight.dtype)
     model.train()
     losses, steps, t0 = [], 0, time.perf_counter()
     for _ in range(epochs):
@@ -214,10 +218,11 @@ def train_stage(model: torch.nn.Module, samples: Sequence[Sample], *, tokenizer:
         epoch_loss = []
         for start in range(0, n, batch_size):
             idx = order[start:start + batch_size]
-            ids = _pad([enc.input_ids[i] for i in idx], 0)
-            labels = _pad([enc.labels[i] for i in idx], IGNORE_INDEX)
-            mask = _pad([[1] * len(enc.input_ids[i]) for i in idx], 0)
-            out = model(input_ids=ids, attention_mask=mask, labels=labels, images=enc.pixels[torch.as_tensor(idx)])
+            ids = _pad([enc.input_ids[i] for i in idx], 0).to(device)
+            labels = _pad([enc.labels[i] for i in idx], IGNORE_INDEX).to(device)
+            mask = _pad([[1] * len(enc.input_ids[i]) for i in idx], 0).to(device)
+            out = model(input_ids=ids, attention_mask=mask, labels=labels,
+                        images=pixels[torch.as_tensor(idx, device=device)])
             opt.zero_grad(set_to_none=True)
             out.loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
