@@ -21,7 +21,7 @@ from torch import nn
 
 from equigx.graphs import Geometry, Graphs, radius_graph, scatter_sum
 
-__all__ = ["TFN", "Convolution", "GraphLayer", "ProteinLigandTFN", "SumPool", "Towers"]
+__all__ = ["TFN", "Convolution", "GraphLayer", "ProteinLigandTFN", "SumPool", "Towers", "norm_activation"]
 
 
 class GraphLayer(nn.Module, abc.ABC):
@@ -147,6 +147,28 @@ class SumPool(GraphLayer):
         return scatter_sum(x, geometry.batch, geometry.n_graphs) * self.scale
 
 
+def norm_activation(irreps: str | o3.Irreps) -> NormActivation:
+    """The TFN norm nonlinearity ``y_k = sigmoid(|x_k|) x_k`` per irrep block (``|y_k| = silu(|x_k|)``).
+
+    e3nn's ``NormActivation(irreps, torch.sigmoid)`` computes ``sigmoid(|x_k|) x_k / |x_k|``: a block of norm
+    ``1e-7`` (a feature that is zero up to roundoff, such as a pseudoscalar of a planar neighbourhood) comes
+    out with norm 0.5 and a direction set by the roundoff, so a rotation of the input can flip the output.
+    Feeding ``silu`` to the normalised form gives ``sigmoid(|x_k|) x_k``: continuous at zero, gain at most 1,
+    hence equivariant to roundoff, and its gradient is finite at zero (e3nn clamps the norm before dividing).
+
+    Parameters
+    ----------
+    irreps : str or e3nn.o3.Irreps
+        The blocks.
+
+    Returns
+    -------
+    e3nn.nn.NormActivation
+        The layer.
+    """
+    return NormActivation(irreps, torch.nn.functional.silu)
+
+
 def _hidden_irreps(mul: int, lmax: int) -> o3.Irreps:
     return o3.Irreps([(mul, (order, p)) for order in range(lmax + 1) for p in (1, -1)])
 
@@ -160,7 +182,7 @@ def _body(irreps_in: o3.Irreps, irreps_sh: o3.Irreps, *, mul: int, lmax: int, n_
     for _ in range(n_layers):
         if nonlinearity == "norm":
             layers += [Convolution(irreps, irreps_sh, hidden, **conv), o3.Linear(hidden, hidden),
-                       NormActivation(hidden, torch.sigmoid)]
+                       norm_activation(hidden)]
             irreps = hidden
         else:
             scalars = o3.Irreps(f"{mul}x0e+{mul}x0o")
