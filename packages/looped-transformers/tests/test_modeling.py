@@ -305,9 +305,13 @@ def test_checkpoint_loops_gives_the_same_gradients():
 
 
 @pytest.mark.parametrize(("kwargs", "match"), [
-    ({"block": "bert"}, "unknown block 'bert'; accepted: gpt, llama"),
-    ({"timestep": "sinusoid"}, "unknown timestep 'sinusoid'; accepted: none, tmlt, learned"),
-    ({"n_loops": 0}, "n_loops must be an int >= 1"),
+    ({"block": "bert"}, "block must be one of 'gpt', 'llama'; got str 'bert'"),
+    ({"timestep": "sinusoid"}, "timestep must be one of 'learned', 'none', 'tmlt'; got str 'sinusoid'"),
+    ({"n_loops": 0}, "n_loops must be an int >= 1; got 0"),
+    ({"num_key_value_heads": 3, "num_attention_heads": 2}, "num_key_value_heads=3 does not divide"),
+    ({"block": "llama", "head_dim": 7}, "even head_dim"),
+    ({"rope_scaling": {"rope_type": "llama3"}}, "does not implement rope_scaling"),
+    ({"num_hidden_layers": 4}, "does not implement num_hidden_layers"),
     ({"num_attention_heads": 3}, "does not divide"),
     ({"loss_loops": 5, "n_loops": 4}, "loss_loops=5 exceeds n_loops=4"),
     ({"value_from_unnormed": True, "timestep": "tmlt"}, "needs timestep='none'"),
@@ -321,7 +325,7 @@ def test_bad_configs_raise(kwargs, match):
 def test_bad_calls_raise():
     model = make(max_position_embeddings=16, timestep="learned", max_loops=8)
     ids = torch.zeros(1, 4, dtype=torch.long)
-    with pytest.raises(ValueError, match="n_loops must be an int >= 1, got 0"):
+    with pytest.raises(ValueError, match="n_loops must be an int >= 1; got 0"):
         model(ids, n_loops=0)
     with pytest.raises(ValueError, match="n_loops=9 exceeds max_loops=8"):
         model(ids, n_loops=9)

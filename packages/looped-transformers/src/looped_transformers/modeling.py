@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 import torch.nn.functional as F
+from icml25_shared.validation import Interval, Options, check_param, check_params
 from torch import nn
 from torch.utils.checkpoint import checkpoint
 from transformers import AutoConfig, AutoModel, AutoModelForCausalLM, GenerationMixin, PretrainedConfig, PreTrainedModel
@@ -52,9 +53,21 @@ TIMESTEPS = ("none", "tmlt", "learned")
 """Accepted ``LoopedConfig.timestep`` values: no per-loop conditioning, TMLT modulation, learned loop embeddings."""
 
 
-def _check_int(name: str, value: Any, low: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+#: Architecture fields of other model families that this model does not implement: passing one raises.
+_FOREIGN_FIELDS = ("num_hidden_layers", "hidden_act", "attention_dropout", "rope_scaling", "rope_parameters",
+                   "rope_type", "partial_rotary_factor", "sliding_window", "use_sliding_window", "max_window_layers",
+                   "layer_types", "pretraining_tp", "n_layer", "n_head", "n_embd", "n_positions", "n_inner",
+                   "activation_function", "resid_pdrop", "embd_pdrop", "attn_pdrop", "hidden_dropout_prob",
+                   "attention_probs_dropout_prob", "num_layers", "qk_layernorm", "use_qk_norm")
+
+
+def _reject_foreign_fields(kwargs: dict[str, Any]) -> None:
+    foreign = sorted(set(kwargs) & set(_FOREIGN_FIELDS))
+    if foreign:
+        raise ValueError(f"LoopedConfig does not implement {', '.join(foreign)}: a looped model has n_blocks "
+                         "blocks applied n_loops times, rotary positions without scaling, no dropout and a fixed "
+                         "activation per block; start from LoopedConfig.from_pretrained_config(config, n_loops=...) "
+                         "for a Llama or Qwen2 configuration")
 
 
 class LoopedConfig(PretrainedConfig):
@@ -70,7 +83,20 @@ class LoopedConfig(PretrainedConfig):
     hidden_size : int, default 64
         Width ``d`` of the residual stream.
     num_attention_heads : int, default 4
-        Attention heads; must divide ``hidden_size``.
+        Attention heads; must divide ``hidden_size`` unless ``head_dim`` is given.
+    num_key_value_heads : int, optional
+        Key/value heads of grouped-query attention (default ``num_attention_heads``: full multi-head
+        attention); must divide ``num_attention_heads``.
+    head_dim : int, optional
+        Width of one head (default ``hidden_size // num_attention_heads``); queries have
+        ``num_attention_heads * head_dim`` features, as in ``LlamaAttention``.
+    attention_bias : bool, optional
+        Biases of the query, key and value projections (default: True for ``"gpt"``, False for ``"llama"``).
+    attention_output_bias : bool, optional
+        Bias of the output projection (default ``attention_bias``; Qwen2 has biased q/k/v and an unbiased
+        output).
+    mlp_bias : bool, optional
+        Biases of the MLP projections (default: True for ``"gpt"``, False for ``"llama"``).
     intermediate_size : int, optional
         Hidden width of the MLP (default ``4 * hidden_size``).
     n_blocks : int, default 1
@@ -117,6 +143,11 @@ class LoopedConfig(PretrainedConfig):
     vocab_size: int = 64
     hidden_size: int = 64
     num_attention_heads: int = 4
+    num_key_value_heads: int | None = None
+    head_dim: int | None = None
+    attention_bias: bool | None = None
+    attention_output_bias: bool | None = None
+    mlp_bias: bool | None = None
     intermediate_size: int | None = None
     n_blocks: int = 1
     n_loops: int = 4
@@ -139,10 +170,106 @@ class LoopedConfig(PretrainedConfig):
     use_cache: bool = True
 
     def __post_init__(self, **kwargs: Any) -> None:
+        _reject_foreign_fields(kwargs)
         if self.intermediate_size is None:
             self.intermediate_size = 4 * self.hidden_size
+        if self.num_key_value_heads is None:
+            self.num_key_value_heads = self.num_attention_heads
+        if self.attention_bias is None:
+            self.attention_bias = self.block == "gpt"
+        if self.attention_output_bias is None:
+            self.attention_output_bias = self.attention_bias
+        if self.mlp_bias is None:
+            self.mlp_bias = self.block == "gpt"
         self.validate_looped()
         super().__post_init__(**kwargs)
+
+    @property
+    def head_width(self) -> int:
+        """Width of one attention head: ``head_dim`` when set, else ``hidden_size // num_attention_heads``."""
+        return self.head_dim if self.head_dim is not None else self.hidden_size // self.num_attention_heads
+
+    @classmethod
+    def from_pretrained_config(cls, config: PretrainedConfig, *, n_loops: int, n_blocks: int | None = None,
+                               **overrides: Any) -> LoopedConfig:
+        """A llama-block looped configuration with the architecture of a ``LlamaConfig`` or ``Qwen2Config``.
+
+        The width, heads (grouped-query), head width, biases, MLP width, vocabulary, positions, norm epsilon,
+        rotary base and tied embeddings are copied; ``n_blocks`` distinct blocks (default: the source's
+        ``num_hidden_layers``) are applied ``n_loops`` times. Fields this model does not implement raise
+        instead of being dropped: rotary scaling other than ``"default"``, sliding-window attention, an
+        activation other than SiLU, attention dropout, ``pretraining_tp > 1``.
+
+        Parameters
+        ----------
+        config : LlamaConfig or Qwen2Config
+            The source configuration (``model_type`` ``"llama"`` or ``"qwen2"``).
+        n_loops : int
+            Loops ``r``.
+        n_blocks : int, optional
+            Distinct blocks ``k`` (default ``config.num_hidden_layers``).
+        **overrides
+            Other :class:`LoopedConfig` fields (e.g. ``timestep="tmlt"``).
+
+        Returns
+        -------
+        LoopedConfig
+            ``block="llama"`` with the copied fields.
+
+        Raises
+        ------
+        TypeError
+            When ``config`` is not a transformers configuration.
+        ValueError
+            When its ``model_type`` is not supported or it sets a field this model does not implement.
+
+        Examples
+        --------
+        >>> from transformers import Qwen2Config
+        >>> src = Qwen2Config(vocab_size=32, hidden_size=64, intermediate_size=96, num_hidden_layers=2,
+        ...                   num_attention_heads=4, num_key_value_heads=2)
+        >>> cfg = LoopedConfig.from_pretrained_config(src, n_loops=3)
+        >>> (cfg.n_blocks, cfg.num_key_value_heads, cfg.attention_bias, cfg.attention_output_bias)
+        (2, 2, True, False)
+        """
+        if not isinstance(config, PretrainedConfig):
+            raise TypeError(f"LoopedConfig.from_pretrained_config: config must be a transformers configuration "
+                            f"(LlamaConfig or Qwen2Config); got {type(config).__name__}")
+        kind = getattr(config, "model_type", None)
+        if kind not in ("llama", "qwen2"):
+            raise ValueError(f"LoopedConfig.from_pretrained_config: config must be a LlamaConfig or Qwen2Config; "
+                             f"got model_type {kind!r}")
+        rope = dict(getattr(config, "rope_parameters", None) or {})
+        problems = []
+        if rope.get("rope_type", "default") != "default":
+            problems.append(f"rope_type={rope['rope_type']!r} (only 'default' rotary positions)")
+        if getattr(config, "use_sliding_window", False) or any(t != "full_attention"
+                                                               for t in getattr(config, "layer_types", None) or []):
+            problems.append("sliding-window attention")
+        if getattr(config, "hidden_act", "silu") != "silu":
+            problems.append(f"hidden_act={config.hidden_act!r} (SwiGLU with SiLU only)")
+        if getattr(config, "attention_dropout", 0.0):
+            problems.append(f"attention_dropout={config.attention_dropout} (no dropout)")
+        if (getattr(config, "pretraining_tp", 1) or 1) > 1:
+            problems.append(f"pretraining_tp={config.pretraining_tp}")
+        if problems:
+            raise ValueError(f"LoopedConfig.from_pretrained_config: the {kind} configuration sets what this model "
+                             f"does not implement: {'; '.join(problems)}")
+        qwen = kind == "qwen2"
+        fields: dict[str, Any] = {
+            "block": "llama", "vocab_size": config.vocab_size, "hidden_size": config.hidden_size,
+            "num_attention_heads": config.num_attention_heads, "num_key_value_heads": config.num_key_value_heads,
+            "head_dim": getattr(config, "head_dim", None) or config.hidden_size // config.num_attention_heads,
+            "intermediate_size": config.intermediate_size,
+            "attention_bias": True if qwen else bool(config.attention_bias),
+            "attention_output_bias": False if qwen else bool(config.attention_bias),
+            "mlp_bias": False if qwen else bool(config.mlp_bias),
+            "max_position_embeddings": config.max_position_embeddings, "rms_norm_eps": config.rms_norm_eps,
+            "rope_theta": float(rope.get("rope_theta", 10000.0)), "initializer_range": config.initializer_range,
+            "tie_word_embeddings": bool(config.tie_word_embeddings),
+            "n_blocks": config.num_hidden_layers if n_blocks is None else n_blocks, "n_loops": n_loops}
+        fields.update(overrides)
+        return cls(**fields)
 
     def validate_looped(self) -> None:
         """Check the fields again (``from_pretrained(..., n_loops=...)`` sets them after construction).
@@ -152,19 +279,39 @@ class LoopedConfig(PretrainedConfig):
         ValueError
             When a field is out of range or two fields disagree.
         """
-        for name in ("vocab_size", "hidden_size", "num_attention_heads", "intermediate_size", "n_blocks", "n_loops",
-                     "max_position_embeddings", "timestep_dim", "max_loops", "loss_loops"):
-            _check_int(name, getattr(self, name))
-        if self.hidden_size % self.num_attention_heads:
-            raise ValueError(f"num_attention_heads={self.num_attention_heads} does not divide "
-                             f"hidden_size={self.hidden_size}")
-        if self.block not in BLOCKS:
-            raise ValueError(f"unknown block {self.block!r}; accepted: {', '.join(BLOCKS)}")
-        if self.timestep not in TIMESTEPS:
-            raise ValueError(f"unknown timestep {self.timestep!r}; accepted: {', '.join(TIMESTEPS)}")
-        if self.block == "llama" and (self.hidden_size // self.num_attention_heads) % 2:
-            raise ValueError("block='llama' needs an even head dimension for rotary positions, got "
-                             f"{self.hidden_size // self.num_attention_heads}")
+        positive = [Interval(int, 1, None)]
+        flag = ["boolean"]
+        check_params({name: getattr(self, name) for name in (
+            "vocab_size", "hidden_size", "num_attention_heads", "num_key_value_heads", "intermediate_size", "n_blocks",
+            "n_loops", "max_position_embeddings", "timestep_dim", "max_loops", "loss_loops")},
+            dict.fromkeys(("vocab_size", "hidden_size", "num_attention_heads", "num_key_value_heads",
+                           "intermediate_size", "n_blocks", "n_loops", "max_position_embeddings", "timestep_dim",
+                           "max_loops", "loss_loops"), positive), owner="LoopedConfig")
+        check_params({"head_dim": self.head_dim, "block": self.block, "timestep": self.timestep,
+                      "attention_bias": self.attention_bias, "attention_output_bias": self.attention_output_bias,
+                      "mlp_bias": self.mlp_bias, "input_injection": self.input_injection, "shift": self.shift,
+                      "value_from_unnormed": self.value_from_unnormed, "checkpoint_loops": self.checkpoint_loops,
+                      "rms_norm_eps": self.rms_norm_eps, "layer_norm_eps": self.layer_norm_eps,
+                      "rope_theta": self.rope_theta, "max_period": self.max_period,
+                      "initializer_range": self.initializer_range},
+                     {"head_dim": [None, Interval(int, 1, None)], "block": [Options(str, set(BLOCKS))],
+                      "timestep": [Options(str, set(TIMESTEPS))], "attention_bias": [None, *flag],
+                      "attention_output_bias": [None, *flag], "mlp_bias": [None, *flag], "input_injection": flag,
+                      "shift": flag, "value_from_unnormed": flag, "checkpoint_loops": flag,
+                      "rms_norm_eps": [Interval(float, 0, None, closed="neither")],
+                      "layer_norm_eps": [Interval(float, 0, None, closed="neither")],
+                      "rope_theta": [Interval(float, 0, None, closed="neither")],
+                      "max_period": [Interval(float, 0, None, closed="neither")],
+                      "initializer_range": [Interval(float, 0, None)]}, owner="LoopedConfig")
+        if self.head_dim is None and self.hidden_size % self.num_attention_heads:
+            raise ValueError(f"LoopedConfig: num_attention_heads={self.num_attention_heads} does not divide "
+                             f"hidden_size={self.hidden_size}; set head_dim to use heads of another width")
+        if self.num_attention_heads % self.num_key_value_heads:
+            raise ValueError(f"LoopedConfig: num_key_value_heads={self.num_key_value_heads} does not divide "
+                             f"num_attention_heads={self.num_attention_heads}")
+        if self.block == "llama" and self.head_width % 2:
+            raise ValueError(f"LoopedConfig: block='llama' needs an even head_dim for rotary positions; got "
+                             f"{self.head_width}")
         if self.value_from_unnormed and self.timestep != "none":
             raise ValueError("value_from_unnormed reproduces the plain looped GPT; it needs timestep='none', "
                              f"got {self.timestep!r}")
@@ -271,27 +418,33 @@ def _rope(position_ids: torch.Tensor, head_dim: int, theta: float, dtype: torch.
 
 
 class LoopedAttention(nn.Module):
-    """Causal multi-head self-attention (queries/keys and values may come from different inputs)."""
+    """Causal self-attention with grouped-query heads (queries/keys and values may come from different inputs)."""
 
     def __init__(self, config: LoopedConfig) -> None:
         super().__init__()
-        d, bias = config.hidden_size, config.block == "gpt"
-        self.n_heads, self.head_dim = config.num_attention_heads, d // config.num_attention_heads
+        d, bias, out_bias = config.hidden_size, config.attention_bias, config.attention_output_bias
+        self.n_heads, self.n_kv_heads, self.head_dim = (config.num_attention_heads, config.num_key_value_heads,
+                                                        config.head_width)
         self.rope_theta = config.rope_theta if config.block == "llama" else None
-        self.q_proj, self.k_proj = nn.Linear(d, d, bias=bias), nn.Linear(d, d, bias=bias)
-        self.v_proj, self.o_proj = nn.Linear(d, d, bias=bias), nn.Linear(d, d, bias=bias)
+        self.q_proj = nn.Linear(d, self.n_heads * self.head_dim, bias=bias)
+        self.k_proj = nn.Linear(d, self.n_kv_heads * self.head_dim, bias=bias)
+        self.v_proj = nn.Linear(d, self.n_kv_heads * self.head_dim, bias=bias)
+        self.o_proj = nn.Linear(self.n_heads * self.head_dim, d, bias=out_bias)
 
     def forward(self, x: torch.Tensor, x_value: torch.Tensor, mask: torch.Tensor | None,
                 rope: tuple[torch.Tensor, ...] | None, cache: Cache | None, layer_idx: int) -> torch.Tensor:  # noqa: D102
         b, s, _ = x.shape
         q = self.q_proj(x).view(b, s, self.n_heads, self.head_dim).transpose(1, 2)
-        k = self.k_proj(x).view(b, s, self.n_heads, self.head_dim).transpose(1, 2)
-        v = self.v_proj(x_value).view(b, s, self.n_heads, self.head_dim).transpose(1, 2)
+        k = self.k_proj(x).view(b, s, self.n_kv_heads, self.head_dim).transpose(1, 2)
+        v = self.v_proj(x_value).view(b, s, self.n_kv_heads, self.head_dim).transpose(1, 2)
         if rope is not None:
             cos, sin = rope
             q, k = q * cos + _rotate_half(q) * sin, k * cos + _rotate_half(k) * sin
         if cache is not None:
             k, v = cache.update(k, v, layer_idx)
+        if self.n_kv_heads != self.n_heads:  # grouped-query: each key/value head serves a group of query heads
+            k = k.repeat_interleave(self.n_heads // self.n_kv_heads, dim=1)
+            v = v.repeat_interleave(self.n_heads // self.n_kv_heads, dim=1)
         out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=mask is None and s > 1)
         return self.o_proj(out.transpose(1, 2).reshape(b, s, -1))
 
@@ -301,9 +454,9 @@ class LoopedMLP(nn.Module):
 
     def __init__(self, config: LoopedConfig) -> None:
         super().__init__()
-        d, m, gpt = config.hidden_size, config.intermediate_size, config.block == "gpt"
-        self.gate_proj = None if gpt else nn.Linear(d, m, bias=False)
-        self.up_proj, self.down_proj = nn.Linear(d, m, bias=gpt), nn.Linear(m, d, bias=gpt)
+        d, m, gpt, bias = config.hidden_size, config.intermediate_size, config.block == "gpt", config.mlp_bias
+        self.gate_proj = None if gpt else nn.Linear(d, m, bias=bias)
+        self.up_proj, self.down_proj = nn.Linear(d, m, bias=bias), nn.Linear(m, d, bias=bias)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:  # noqa: D102
         if self.gate_proj is None:
@@ -480,8 +633,8 @@ class LoopedModel(LoopedPreTrainedModel):
             Loops to run.
         """
         r = self.config.n_loops if n_loops is None else n_loops
-        if isinstance(r, bool) or not isinstance(r, int) or r < 1:
-            raise ValueError(f"n_loops must be an int >= 1, got {r!r}")
+        check_param("n_loops", r, [Interval(int, 1, None)], owner=type(self).__name__)
+        r = int(r)
         if self.loop_embed is not None and r > self.config.max_loops:
             raise ValueError(f"n_loops={r} exceeds max_loops={self.config.max_loops} of timestep='learned'")
         return r
@@ -515,6 +668,12 @@ class LoopedModel(LoopedPreTrainedModel):
         rows = [blk.modulation(F.silu(cond)).view(r, -1, self.config.hidden_size) for blk in self.layers]
         return torch.stack(rows, dim=1)
 
+    def _check_device(self, tensor: torch.Tensor, name: str) -> None:
+        device = self.embed_tokens.weight.device
+        if tensor.device != device:
+            raise ValueError(f"{type(self).__name__}: {name} is on {tensor.device} but the model is on {device}; "
+                             f"move it with {name}.to(model.device)")
+
     def embed(self, input_ids: torch.Tensor | None = None, inputs_embeds: torch.Tensor | None = None,
               position_ids: torch.Tensor | None = None, past_length: int = 0) -> tuple[torch.Tensor, torch.Tensor]:
         """Token (or given) embeddings plus learned positions, and the position ids.
@@ -538,14 +697,33 @@ class LoopedModel(LoopedPreTrainedModel):
         if (input_ids is None) == (inputs_embeds is None):
             raise ValueError("pass exactly one of input_ids and inputs_embeds")
         if input_ids is not None:
+            if not isinstance(input_ids, torch.Tensor) or input_ids.is_floating_point() or input_ids.is_complex() \
+                    or input_ids.dtype == torch.bool:
+                shown = input_ids.dtype if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__
+                raise TypeError(f"{type(self).__name__}: input_ids must be an integer tensor of token ids; got {shown}")
+            if input_ids.dim() != 2:
+                raise ValueError(f"{type(self).__name__}: input_ids must have shape (batch, seq); got "
+                                 f"{tuple(input_ids.shape)}")
+            self._check_device(input_ids, "input_ids")
             if input_ids.numel() and (int(input_ids.min()) < 0 or int(input_ids.max()) >= self.config.vocab_size):
                 raise ValueError(f"token ids must lie in [0, {self.config.vocab_size}), got range "
                                  f"[{int(input_ids.min())}, {int(input_ids.max())}]")
             inputs_embeds = self.embed_tokens(input_ids)
+        elif not isinstance(inputs_embeds, torch.Tensor) or not inputs_embeds.is_floating_point():
+            shown = inputs_embeds.dtype if isinstance(inputs_embeds, torch.Tensor) else type(inputs_embeds).__name__
+            raise TypeError(f"{type(self).__name__}: inputs_embeds must be a floating-point tensor; got {shown}")
+        elif inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != self.config.hidden_size:
+            raise ValueError(f"{type(self).__name__}: inputs_embeds must have shape (batch, seq, "
+                             f"{self.config.hidden_size}); got {tuple(inputs_embeds.shape)}")
+        else:
+            self._check_device(inputs_embeds, "inputs_embeds")
         b, s = inputs_embeds.shape[:2]
         if past_length + s > self.config.max_position_embeddings:
             raise ValueError(f"sequence of {past_length + s} positions (cache {past_length} + input {s}) exceeds "
                              f"max_position_embeddings={self.config.max_position_embeddings}")
+        if position_ids is not None and tuple(position_ids.shape) not in ((b, s), (1, s)):
+            raise ValueError(f"{type(self).__name__}: position_ids must have shape (batch, seq) = {(b, s)}; got "
+                             f"{tuple(position_ids.shape)}")
         if position_ids is None:
             position_ids = torch.arange(past_length, past_length + s, device=inputs_embeds.device).expand(b, s)
         if self.embed_positions is not None:
@@ -603,6 +781,10 @@ class LoopedModel(LoopedPreTrainedModel):
                              f"{r} loops x {self.config.n_blocks} blocks = {n_layers}; use the same n_loops")
         e, position_ids = self.embed(input_ids, inputs_embeds, position_ids, past)
         s = e.shape[1]
+        if attention_mask is not None and (attention_mask.dim() != 2 or attention_mask.shape[0] != e.shape[0]
+                                           or attention_mask.shape[1] < past + s):
+            raise ValueError(f"{type(self).__name__}: attention_mask must have shape (batch, cache + seq) = "
+                             f"{(e.shape[0], past + s)}; got {tuple(attention_mask.shape)}")
         mask = None
         if attention_mask is not None or (past and s > 1):
             q_pos = torch.arange(past, past + s, device=e.device)
@@ -612,8 +794,8 @@ class LoopedModel(LoopedPreTrainedModel):
                 keep = attention_mask[:, None, None, : past + s].bool()
                 diagonal = torch.arange(past + s, device=e.device)[None, :] == q_pos[:, None]
                 mask = (mask & keep) | diagonal  # a padded query still attends to itself (no empty rows)
-        rope = (_rope(position_ids, self.config.hidden_size // self.config.num_attention_heads,
-                      self.config.rope_theta, e.dtype) if self.config.block == "llama" else None)
+        rope = (_rope(position_ids, self.config.head_width, self.config.rope_theta, e.dtype)
+                if self.config.block == "llama" else None)
         ckpt = self.config.checkpoint_loops if checkpoint_loops is None else checkpoint_loops
         ckpt = ckpt and torch.is_grad_enabled() and cache is None
         h = torch.zeros_like(e) if self.config.input_injection else e
@@ -689,6 +871,39 @@ class LoopedForCausalLM(LoopedPreTrainedModel, GenerationMixin):
     def set_output_embeddings(self, value: nn.Linear) -> None:  # noqa: D102
         self.lm_head = value
 
+    def generate(self, inputs: torch.Tensor | None = None, *args: Any, **kwargs: Any) -> Any:
+        """``GenerationMixin.generate``, after checking that the requested length fits the positions.
+
+        Parameters
+        ----------
+        inputs : LongTensor, shape (batch, seq), optional
+            The prompt (also accepted as ``input_ids=``).
+        *args, **kwargs
+            As ``transformers.GenerationMixin.generate`` (``n_loops`` is passed on to every forward).
+
+        Returns
+        -------
+        LongTensor or a transformers generation output
+            What ``GenerationMixin.generate`` returns.
+
+        Raises
+        ------
+        ValueError
+            When the prompt plus ``max_new_tokens`` (or ``max_length``) exceeds ``max_position_embeddings``,
+            before any token is generated.
+        """
+        prompt = inputs if inputs is not None else kwargs.get("input_ids")
+        if isinstance(prompt, torch.Tensor) and prompt.dim() == 2:
+            config = kwargs.get("generation_config")
+            new = kwargs.get("max_new_tokens", getattr(config, "max_new_tokens", None))
+            total = prompt.shape[1] + new if new is not None else kwargs.get("max_length",
+                                                                              getattr(config, "max_length", None))
+            if total is not None and total > self.config.max_position_embeddings:
+                raise ValueError(f"{type(self).__name__}.generate: the prompt ({prompt.shape[1]} tokens) plus the "
+                                 f"requested tokens make {total} positions, above max_position_embeddings="
+                                 f"{self.config.max_position_embeddings}; lower max_new_tokens")
+        return super().generate(inputs, *args, **kwargs)
+
     @classmethod
     def _supports_default_dynamic_cache(cls) -> bool:
         return False  # the number of cache layers depends on n_loops: forward creates the cache
@@ -729,8 +944,14 @@ class LoopedForCausalLM(LoopedPreTrainedModel, GenerationMixin):
         big_t = None
         if labels is not None:
             big_t = self.config.loss_loops if loss_loops is None else loss_loops
-            if isinstance(big_t, bool) or not isinstance(big_t, int) or big_t < 1:
-                raise ValueError(f"loss_loops must be an int >= 1, got {big_t!r}")
+            check_param("loss_loops", big_t, [Interval(int, 1, None)], owner=type(self).__name__)
+            reference = input_ids if input_ids is not None else inputs_embeds
+            if reference is not None and tuple(labels.shape) != tuple(reference.shape[:2]):
+                raise ValueError(f"{type(self).__name__}: labels must have the shape of input_ids "
+                                 f"{tuple(reference.shape[:2])}; got {tuple(labels.shape)}")
+            if labels.is_floating_point():
+                raise TypeError(f"{type(self).__name__}: labels must be integer token ids (-100 to ignore); got "
+                                f"{labels.dtype}")
             if big_t > r:
                 raise ValueError(f"loss_loops={big_t} exceeds n_loops={r}: the loss can average at most the "
                                  "loops that run")
