@@ -202,7 +202,7 @@ def environment(packages: Iterable[str] = ()) -> dict[str, Any]:
     """
     import os
 
-    versions = {}
+    versions: dict[str, str | None] = {}
     for name in packages:
         try:
             versions[name] = metadata.version(name)

@@ -367,7 +367,7 @@ def _prog(package: str) -> str:
 def _description(package: str, dist: str | None, paper: str | None, description: str | None) -> str | None:
     lines = []
     if dist is not None:
-        summary = metadata.metadata(dist).get("Summary")
+        summary = (metadata.metadata(dist).get_all("Summary") or [""])[0]
         if summary:
             lines.append(summary)
     if description and not lines:  # no installed summary (a source tree): the package's own text

@@ -72,19 +72,19 @@ def markdown_table(rows: Sequence[Mapping[str, Any]] | Sequence[Sequence[Any]], 
     str
         The table, without a trailing newline.
     """
-    rows = list(rows)
-    if any(isinstance(row, (str, bytes)) for row in rows):
+    given: list[Any] = list(rows)
+    if any(isinstance(row, (str, bytes)) for row in given):
         raise TypeError("each row must be a mapping or a sequence of cells, not a string")
-    if rows and any(isinstance(row, Mapping) != isinstance(rows[0], Mapping) for row in rows):
+    if given and any(isinstance(row, Mapping) != isinstance(given[0], Mapping) for row in given):
         raise TypeError("rows must be all mappings or all sequences")
-    if rows and isinstance(rows[0], Mapping):
+    if given and isinstance(given[0], Mapping):
         if headers is None:
-            headers = list(dict.fromkeys(key for row in rows for key in row))
-        body = [[row.get(h) for h in headers] for row in rows]
+            headers = list(dict.fromkeys(key for row in given for key in row))
+        body = [[row.get(h) for h in headers] for row in given]
     else:
         if headers is None:
-            raise ValueError("positional rows need headers" if rows else "a table without rows needs headers")
-        body = [list(row) for row in rows]
+            raise ValueError("positional rows need headers" if given else "a table without rows needs headers")
+        body = [list(row) for row in given]
     headers = list(headers)
     for i, row in enumerate(body):
         if len(row) != len(headers):

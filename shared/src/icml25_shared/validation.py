@@ -220,7 +220,7 @@ def _meets(constraint: Any, value: Any) -> tuple[bool, bool]:
         if isinstance(value, (np.random.Generator, np.random.RandomState, np.random.SeedSequence)) or value is None:
             return True, True
         if isinstance(value, numbers.Integral) and not isinstance(value, (bool, np.bool_)):
-            return True, value >= 0
+            return True, int(value) >= 0
         return False, False
     raise TypeError(f"unknown constraint {constraint!r}; use Interval, Options, a set, None, a type or one of "
                     f"{', '.join(repr(n) for n in _NAMED)}")

@@ -110,5 +110,6 @@ class Kernel:
 
     def __call__(self, tensor: Any, *args: Any, backend: str | None = None, **kwargs: Any) -> Any:
         """Run the implementation :meth:`backend_for` picks on ``tensor`` and the other arguments."""
-        impl = self.triton if self.backend_for(tensor, backend) == "triton" else self.reference
+        use_triton = self.backend_for(tensor, backend) == "triton" and self.triton is not None
+        impl = self.triton if use_triton and self.triton is not None else self.reference
         return impl(tensor, *args, **kwargs)
