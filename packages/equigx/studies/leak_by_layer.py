@@ -37,8 +37,8 @@ def report(model, test, *, eps=1e-9, dtype=torch.float32, variant="split"):
         rows[name] = {"leak_median": float(np.median(leak / out)), "leak_abs_median": float(np.median(np.abs(leak) / out)),
                       "bias_median": float(np.median(bias / out)),
                       "stabiliser_abs_median": float(np.median(np.abs(leak - bias) / out))}
-    return {"relative_leak_median": float(np.median(exp.relative_leak)),
-            "relative_leak_max": float(exp.relative_leak.max()), "layers": rows}
+    return {"relative_leak_median": float(np.nanmedian(exp.relative_leak)),
+            "relative_leak_max": float(np.nanmax(exp.relative_leak)), "layers": rows}
 
 
 def main():

@@ -49,8 +49,8 @@ def main():
         for i, model, test, seconds in shapes_models(ROOT, head_bias=head_bias):
             s, split = scores(model, test)
             runs.append({"seed": i, "test_accuracy": accuracy(model, test), "train_seconds": seconds,
-                         "relative_leak_median": float(np.median(split.relative_leak)),
-                         "relative_leak_max": float(split.relative_leak.max()),
+                         "relative_leak_median": float(np.nanmedian(split.relative_leak)),
+                         "relative_leak_max": float(np.nanmax(split.relative_leak)),
                          "auroc": {k: float(explanation_auroc(v, test.node_mask, test.batch)) for k, v in s.items()}})
         result[key] = runs
     result["seconds"] = time.perf_counter() - start

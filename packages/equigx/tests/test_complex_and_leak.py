@@ -180,3 +180,4 @@ def test_head_bias_must_be_a_bool(flag):
         ProteinLigandTFN(head_bias=flag)
     with pytest.raises(ValueError, match="self_loops"):
         TFN(self_loops=flag)
+

@@ -127,3 +127,20 @@ def test_the_normalising_sigmoid_layer_fails_the_same_check(kind):
             logits = model(graphs)
             worst = max(float((model(m) - logits).abs().max()) for m in moved)
         assert low <= worst / _output_scale(model) < high
+
+
+def test_relative_leak_is_undefined_not_huge_where_the_output_is_zero():
+    from equigx.explain import Explanation
+
+    # two graphs of two nodes and no edges: relevance +-1 cancels on graph 0, whose explained logit is ~0
+    exp = Explanation(node_relevance=np.array([1.0, -1.0, 0.4, 0.5]), batch=np.array([0, 0, 1, 1]),
+                      prediction=np.array([0, 0]), target=np.array([0, 0]), method="equigx-node",
+                      output=np.array([1e-13, 1.0]), leak=np.array([1e-3, 0.1]),
+                      logits=np.array([[1e-13, 2.0], [1.0, 0.5]]))
+    leak = exp.relative_leak
+    assert np.isnan(leak[0]) and leak[1] == pytest.approx(0.1)
+    # a pseudoscalar of planar graphs is zero up to roundoff, and so is its relevance: the share stays <= 1
+    exp = EquiGX(_model("pseudoscalar"), variant="split").explain(degenerate_graphs("planar", 6, random_state=1),
+                                                                  target=1)
+    assert np.abs(exp.output).max() < 1e-6
+    assert (exp.relative_leak <= 1 + 1e-9).all()

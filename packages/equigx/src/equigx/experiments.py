@@ -176,7 +176,7 @@ def run_seed(task: str, rng: np.random.Generator, *, quick: bool, slow_baselines
         result["edge_direction"] = _edge_direction_by_kind(model, test)
     else:
         leak = EquiGX(model, variant="split").explain(test).relative_leak
-        result["relative_leak_median"], result["relative_leak_max"] = float(np.median(leak)), float(leak.max())
+        result["relative_leak_median"], result["relative_leak_max"] = float(np.nanmedian(leak)), float(np.nanmax(leak))
     return result
 
 

@@ -103,14 +103,27 @@ class Explanation(Attribution):
 
     @property
     def relative_leak(self) -> np.ndarray:
-        """``|leak| / |output|`` per graph.
+        """``|leak| / |output|`` per graph; NaN where the output is zero within rounding.
+
+        A graph whose explained output is below ``1e-6`` of its scale (the largest of its logits and of its
+        summed absolute relevance) has no meaningful share: an untrained or mirror-symmetric graph's
+        pseudoscalar is zero up to roundoff, and dividing by it gives numbers of any size. Summarise with
+        ``np.nanmedian`` / ``np.nanmax``.
 
         Returns
         -------
         numpy.ndarray, shape (n_graphs,)
-            The share of the output not attributed.
+            The share of the output not attributed (NaN where undefined).
         """
-        return np.abs(self.leak) / np.maximum(np.abs(self.output), 1e-300)
+        n_graphs = len(self.output)
+        magnitude = np.bincount(self.batch, np.abs(self.node_relevance), minlength=n_graphs)
+        if self.edge_index is not None and self.edge_sh_by_l is not None and self.edge_distance is not None:
+            edge = np.abs(self.edge_sh_by_l).sum(axis=1) + np.abs(self.edge_distance)
+            magnitude = magnitude + np.bincount(self.batch[self.edge_index[1]], edge, minlength=n_graphs)
+        scale = np.maximum(np.abs(self.logits).max(axis=1), magnitude)
+        out = np.abs(self.output)
+        defined = out > 1e-6 * scale
+        return np.where(defined, np.abs(self.leak) / np.where(defined, out, 1.0), np.nan)
 
     def node_scores(self, *, geometry: bool = True, absolute: bool = False) -> np.ndarray:
         """Node relevance plus, with ``geometry``, half of each incident edge's direction and distance relevance.
