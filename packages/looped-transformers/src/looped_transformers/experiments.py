@@ -274,7 +274,7 @@ def reproduce(ctx: RunContext) -> None:
 #: In-context linear regression protocols that train past the zero-predictor plateau. ``cpu`` is the reduced
 #: protocol run here (cells in priority order, stopped by a CPU budget); ``full`` the complete one.
 ICL_PROTOCOLS: dict[str, dict[str, Any]] = {
-    "cpu": {"task": {"n_dims": 5, "n_points": 11}, "d": 32, "heads": 2, "steps": 3000, "batch": 64, "lr": 2e-3,
+    "cpu": {"task": {"n_dims": 5, "n_points": 11}, "d": 32, "heads": 2, "steps": 2000, "batch": 64, "lr": 2e-3,
             "warmup": 50, "min_lr_ratio": 0.1, "seeds": 3, "test": 1000, "budget_minutes": 25.0,
             "cells": [["LT", 2], ["LT", 8], ["LT", 4], ["TMLT", 8], ["LT", 1]]},
     "full": {"task": {"n_dims": 5, "n_points": 11}, "d": 32, "heads": 2, "steps": 4000, "batch": 64, "lr": 2e-3,

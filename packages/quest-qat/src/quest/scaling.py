@@ -269,7 +269,7 @@ def run_scaling(*, widths: Sequence[int] = (16, 32, 64), steps: int = 120, batch
 #: CPU budget); ``full`` the complete one. Precisions: ``FP32`` (no quantization) or ``(bits, method,
 #: hadamard)`` for :class:`~quest.layers.QuestConfig`.
 GAP_PROTOCOLS: dict[str, dict[str, Any]] = {
-    "cpu": {"widths": [64], "steps": 2000, "batch_size": 16, "seq_len": 64, "lr": 3e-3, "block": 16,
+    "cpu": {"widths": [64], "steps": 1000, "batch_size": 16, "seq_len": 64, "lr": 3e-3, "block": 16,
             "n_seeds": 3, "eval_every": 500, "eval_batches": 16, "corpus_bytes": 2_000_000, "budget_minutes": 20.0,
             "core": 3,
             "precisions": {"FP32": None, "W4A4": [4, "quest", "half"], "W1A1": [1, "quest", "half"],
