@@ -95,13 +95,18 @@ def test_char_lm_loss_falls_and_checkpoints_load(tmp_path):
     ({"n_loops": 2, "loss_loops": 3}, "loss_loops=3 exceeds n_loops=2"),
     ({"loop_curriculum": (0, 5)}, "loop_curriculum"),
     ({"loop_curriculum": (1.5, 5)}, "loop_curriculum"),  # would ask the model for 1.5 loops
-    ({"n_loops": True}, "n_loops must be None or an int"),
+    ({"n_loops": 0}, "n_loops must be None or an int >= 1"),
     ({"checkpoint_every": 5}, "checkpoint_dir"),
-    ({"lr": 0.0}, "lr must be > 0"),
+    ({"lr": 0.0}, "lr must be a float > 0"),
 ])
 def test_bad_train_configs_raise(kwargs, match):
     with pytest.raises(ValueError, match=match):
         TrainConfig(**kwargs)
+
+
+def test_wrongly_typed_train_configs_raise_type_errors():
+    with pytest.raises(TypeError, match="n_loops must be None or an int"):
+        TrainConfig(n_loops=True)  # True is not a loop count
 
 
 def test_mismatched_model_and_task_raise():

@@ -10,6 +10,7 @@ task, drawing a fresh batch every step from ``random_state``. Under ``torchrun``
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import time
@@ -22,6 +23,7 @@ import torch
 import torch.distributed as dist
 from icml25_shared.cli import progress
 from icml25_shared.random import RandomStateLike, check_random_state
+from icml25_shared.validation import Interval, Options, check_params
 from torch import nn
 from torch.nn.parallel import DistributedDataParallel
 
@@ -60,12 +62,11 @@ class Curriculum:
     interval: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("start", "end", "increment", "interval"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"Curriculum {name} must be an int >= 1, got {value!r}")
+        check_params({name: getattr(self, name) for name in ("start", "end", "increment", "interval")},
+                     dict.fromkeys(("start", "end", "increment", "interval"), [Interval(int, 1, None)]),
+                     owner="Curriculum")
         if self.end < self.start:
-            raise ValueError(f"Curriculum end={self.end} is below start={self.start}")
+            raise ValueError(f"Curriculum: end={self.end} is below start={self.start}")
 
     def at(self, step: int) -> int:
         """The value at ``step`` (0-based).
@@ -82,6 +83,10 @@ class Curriculum:
         """
         return min(self.end, self.start + self.increment * (step // self.interval))
 
+
+_TRAIN_FIELDS = ("steps", "batch_size", "lr", "weight_decay", "warmup_steps", "min_lr_ratio", "grad_clip", "n_loops",
+                 "loss_loops", "loop_curriculum", "dims_curriculum", "points_curriculum", "checkpoint_every",
+                 "checkpoint_dir", "progress", "autocast")
 
 _BACKENDS = ("gloo", "nccl", "cpu:gloo,cuda:nccl")
 
@@ -177,6 +182,12 @@ class LoopedRegressor(nn.Module):
         ValueError
             When ``xs`` has another width than ``n_dims`` or ``ys`` another shape than ``xs.shape[:2]``.
         """
+        if not isinstance(xs, torch.Tensor) or not xs.is_floating_point() or xs.dim() != 3:
+            shown = f"{xs.dtype} of shape {tuple(xs.shape)}" if isinstance(xs, torch.Tensor) else type(xs).__name__
+            raise TypeError(f"LoopedRegressor: xs must be a floating-point tensor (n, points, n_dims); got {shown}")
+        if not isinstance(ys, torch.Tensor) or not ys.is_floating_point():
+            shown = ys.dtype if isinstance(ys, torch.Tensor) else type(ys).__name__
+            raise TypeError(f"LoopedRegressor: ys must be a floating-point tensor; got {shown}")
         n, p, d = xs.shape
         if d != self.n_dims:
             raise ValueError(f"xs has {d} dimensions but the model reads {self.n_dims}")
@@ -226,6 +237,10 @@ class TrainConfig:
         Folder of the checkpoints (``step-<n>``).
     progress : bool, default False
         Show a tqdm bar.
+    autocast : {None, "bfloat16", "float16"}, default None
+        Run forward and loss under ``torch.autocast`` on the model's device with this dtype (mixed precision;
+        weights, gradients and optimiser state stay in their own dtype). ``"float16"`` scales the loss with
+        ``torch.amp.GradScaler`` on CUDA.
     """
 
     steps: int = 500
@@ -243,33 +258,27 @@ class TrainConfig:
     checkpoint_every: int = 0
     checkpoint_dir: str | Path | None = None
     progress: bool = False
+    autocast: str | None = None
 
     def __post_init__(self) -> None:
-        for name in ("steps", "batch_size", "loss_loops"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be an int >= 1, got {value!r}")
-        if self.n_loops is not None and (isinstance(self.n_loops, bool) or not isinstance(self.n_loops, int)
-                                         or self.n_loops < 1):
-            raise ValueError(f"n_loops must be None or an int >= 1, got {self.n_loops!r}")
+        positive = [Interval(int, 1, None)]
+        check_params({name: getattr(self, name) for name in _TRAIN_FIELDS}, {
+            "steps": positive, "batch_size": positive, "loss_loops": positive, "n_loops": [None, *positive],
+            "lr": [Interval(float, 0, None, closed="neither")], "weight_decay": [Interval(float, 0, None)],
+            "warmup_steps": [Interval(int, 0, None)], "min_lr_ratio": [Interval(float, 0, 1)],
+            "grad_clip": [Interval(float, 0, None)], "checkpoint_every": [Interval(int, 0, None)],
+            "loop_curriculum": [None, Curriculum, tuple, list], "dims_curriculum": [None, Curriculum],
+            "points_curriculum": [None, Curriculum], "checkpoint_dir": [None, str, Path], "progress": ["boolean"],
+            "autocast": [None, Options(str, {"bfloat16", "float16"})]}, owner="TrainConfig")
         if self.n_loops is not None and self.loss_loops > self.n_loops:
-            raise ValueError(f"loss_loops={self.loss_loops} exceeds n_loops={self.n_loops}")
-        if not (self.lr > 0 and self.weight_decay >= 0 and self.warmup_steps >= 0 and 0 <= self.min_lr_ratio <= 1
-                and self.grad_clip >= 0):
-            raise ValueError("lr must be > 0, weight_decay, warmup_steps and grad_clip >= 0, min_lr_ratio in [0, 1]; "
-                             f"got {self.lr}, {self.weight_decay}, {self.warmup_steps}, {self.grad_clip}, "
-                             f"{self.min_lr_ratio}")
+            raise ValueError(f"TrainConfig: loss_loops={self.loss_loops} exceeds n_loops={self.n_loops}")
         if self.loop_curriculum is not None and not isinstance(self.loop_curriculum, Curriculum):
             if len(self.loop_curriculum) != 2 or any(isinstance(v, bool) or not isinstance(v, int) or v < 1
                                                      for v in self.loop_curriculum):
-                raise ValueError(f"loop_curriculum must be (start >= 1, every >= 1) or a Curriculum, got "
-                                 f"{self.loop_curriculum}")
-        for name in ("dims_curriculum", "points_curriculum"):
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, Curriculum):
-                raise ValueError(f"{name} must be a Curriculum, got {value!r}")
+                raise ValueError(f"TrainConfig: loop_curriculum must be (start >= 1, every >= 1) or a Curriculum; "
+                                 f"got {self.loop_curriculum}")
         if self.checkpoint_every and self.checkpoint_dir is None:
-            raise ValueError("checkpoint_every needs a checkpoint_dir")
+            raise ValueError("TrainConfig: checkpoint_every needs a checkpoint_dir")
 
     def lr_factor(self, step: int) -> float:
         """Learning-rate multiplier at ``step`` (0-based): linear warmup, then cosine to ``min_lr_ratio``.
@@ -337,6 +346,18 @@ class TrainResult:
     n_dims: int | None = None
     n_points: int | None = None
     seconds: float = 0.0
+
+
+def _device_of(model: nn.Module) -> torch.device:
+    param = next(model.parameters(), None)
+    return param.device if param is not None else torch.device("cpu")
+
+
+def _to(batch: Any, device: torch.device) -> Any:
+    """The batch on ``device`` (the tasks draw on the CPU)."""
+    if isinstance(batch, TokenBatch):
+        return TokenBatch(batch.input_ids.to(device), batch.labels.to(device), batch.answers)
+    return RegressionBatch(batch.xs.to(device), batch.ys.to(device), batch.scale)
 
 
 def _shard(batch: TokenBatch | RegressionBatch, rank: int, world: int) -> TokenBatch | RegressionBatch:
@@ -440,6 +461,9 @@ def train(model: nn.Module, task: DPTask | CharLMTask | InContextTask, config: T
     sched = torch.optim.lr_scheduler.LambdaLR(opt, config.lr_factor)
     # the token embedding of a regressor's trunk is unused (inputs_embeds), so DDP must look for unused ones
     runner = model if world == 1 else DistributedDataParallel(model, find_unused_parameters=in_context)
+    device = _device_of(model)
+    scaler = torch.amp.GradScaler(device.type, enabled=config.autocast == "float16" and device.type == "cuda")
+    amp_dtype = getattr(torch, config.autocast) if config.autocast else None
     result = TrainResult()
     start = time.perf_counter()
     model.train()
@@ -457,16 +481,20 @@ def train(model: nn.Module, task: DPTask | CharLMTask | InContextTask, config: T
                 items = float((batch.labels[:, 1:] != -100).sum()) / world
         if world > 1 and step == 0:
             _check_same_batch(batch)
-        loss = _step_loss(runner, task, _shard(batch, rank, world), r, min(config.loss_loops, r), items)
+        with torch.autocast(device.type, dtype=amp_dtype) if amp_dtype is not None else contextlib.nullcontext():
+            loss = _step_loss(runner, task, _to(_shard(batch, rank, world), device), r, min(config.loss_loops, r),
+                              items)
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        scaler.scale(loss).backward()
+        scaler.unscale_(opt)
         grads = [p.grad for p in model.parameters() if p.grad is not None]
         norm = float(torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads])))
         if config.grad_clip:
             torch.nn.utils.clip_grad_norm_(model.parameters(), config.grad_clip)
-        opt.step()
+        scaler.step(opt)
+        scaler.update()
         sched.step()
-        value = loss.detach().clone()
+        value = loss.detach().float().clone()
         if world > 1:
             dist.all_reduce(value)
             value /= world
@@ -516,7 +544,7 @@ def answer_accuracy(model: LoopedForCausalLM, task: DPTask, *, n: int = 1000, n_
     model.eval()
     correct = 0
     for start in range(0, n, batch_size):
-        batch = task.sample(min(batch_size, n - start), rng)
+        batch = _to(task.sample(min(batch_size, n - start), rng), _device_of(model))
         logits = model(batch.input_ids, n_loops=n_loops, use_cache=False).logits
         target = batch.labels[:, 1:]
         hit = (logits[:, :-1].argmax(-1) == target) | (target == -100)
@@ -554,7 +582,7 @@ def lm_loss(model: LoopedForCausalLM, task: CharLMTask, *, n: int = 256, n_loops
     total = 0.0
     for start in range(0, n, batch_size):
         m = min(batch_size, n - start)
-        batch = task.sample(m, rng, split="val")
+        batch = _to(task.sample(m, rng, split="val"), _device_of(model))
         total += float(model(batch.input_ids, labels=batch.labels, n_loops=n_loops, use_cache=False).loss) * m
     return total / n
 
@@ -579,5 +607,7 @@ def regression_error(model: LoopedRegressor, batch: RegressionBatch, *, n_loops:
         linear regression, 1 for decision trees).
     """
     model.eval()
-    pred = model(batch.xs, batch.ys, n_loops=n_loops)[-1]
-    return (((pred - batch.ys) ** 2).mean(0) / batch.error_scale).double().numpy()
+    device = _device_of(model)
+    ys = batch.ys.to(device)
+    pred = model(batch.xs.to(device), ys, n_loops=n_loops)[-1]
+    return (((pred.float() - ys.float()) ** 2).mean(0) / batch.error_scale).double().cpu().numpy()
