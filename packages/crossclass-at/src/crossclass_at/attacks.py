@@ -18,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import math
 import numbers
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -25,8 +26,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-__all__ = ["FGSM", "PGD", "BN_MODES", "Normalized", "TradesKL", "autoattack_accuracy", "bn_mode", "check_unit_range",
-           "robust_accuracy"]
+__all__ = ["FGSM", "PGD", "BN_MODES", "Normalized", "TradesKL", "autoattack_accuracy", "bn_mode", "check_generator",
+           "check_unit_range", "generator_on", "robust_accuracy", "warn_implausible_budget"]
 
 BN_MODES = ("eval", "train", "keep")
 NORMS = ("linf", "l2")
@@ -54,6 +55,94 @@ def check_unit_range(x: torch.Tensor, name: str = "x") -> None:
         raise ValueError(f"{name} must lie in [0, 1] (pixel scale), got values in [{float(x.min()):.4g}, "
                          f"{float(x.max()):.4g}]; for a model trained on normalised inputs wrap it as "
                          f"Normalized(model, mean, std) and pass unnormalised inputs")
+
+
+def generator_on(device: str | torch.device, seed: int) -> torch.Generator:
+    """A seeded :class:`torch.Generator` on ``device`` (on the CPU for devices without one, e.g. ``meta``).
+
+    Parameters
+    ----------
+    device : str or torch.device
+        The device of the tensors it will fill (the model's).
+    seed : int
+        The seed.
+
+    Returns
+    -------
+    torch.Generator
+        The generator.
+    """
+    device = torch.device(device)
+    if device.type == "meta":  # shape-only tensors: their random fills ignore the generator
+        device = torch.device("cpu")
+    return torch.Generator(device=device).manual_seed(int(seed))
+
+
+def check_generator(generator: torch.Generator | None, x: torch.Tensor, owner: str = "attack") -> None:
+    """Raise when ``generator`` lives on another device than ``x`` (torch would fail or draw elsewhere).
+
+    Parameters
+    ----------
+    generator : torch.Generator or None
+        The source of a random draw into a tensor like ``x``.
+    x : Tensor
+        The tensor the draw fills.
+    owner : str, default "attack"
+        Named in the message.
+
+    Raises
+    ------
+    ValueError
+        When the devices differ (``meta`` tensors accept any generator).
+    """
+    if generator is None or x.device.type == "meta":
+        return
+    g, d = generator.device, x.device
+    if g.type != d.type or (g.index is not None and d.index is not None and g.index != d.index):
+        raise ValueError(f"{owner}: generator is on {g} but the inputs are on {d}; create it on the model's device "
+                         f"(crossclass_at.attacks.generator_on({str(d)!r}, seed))")
+
+
+def warn_implausible_budget(eps: float, alpha: float | None, norm: str, x: torch.Tensor | None = None, *,
+                            owner: str = "attack") -> None:
+    """Warn when an attack budget cannot be meant for inputs in ``[0, 1]``.
+
+    Inputs are on the ``[0, 1]`` pixel scale, so an l-inf radius above 0.5 lets the attack move every pixel to
+    about any value (``eps=8`` is 8 of 255 written on the 0..255 scale: use ``8 / 255``); a step ``alpha``
+    above ``2 eps`` leaves the ball at every step; an l2 radius at least the cube's diameter ``sqrt(d)``
+    constrains nothing; and inputs spanning a range no wider than ``eps`` (data divided by 255 twice) can be
+    replaced by any other input of the set.
+
+    Parameters
+    ----------
+    eps : float
+        Radius.
+    alpha : float or None
+        Step size (None: the attack's default).
+    norm : {"linf", "l2"}
+        Threat model.
+    x : Tensor, optional
+        Inputs (enables the checks that need their size and range).
+    owner : str, default "attack"
+        Named in the message.
+    """
+    problems = []
+    if norm == "linf" and eps > 0.5:
+        problems.append(f"eps={eps:g} is an l-inf radius above 0.5 on inputs in [0, 1] (pixel units? use "
+                        f"eps={eps:g}/255 = {eps / 255:.4g})")
+    if alpha is not None and eps > 0 and alpha > 2 * eps:
+        problems.append(f"alpha={alpha:g} is more than twice eps={eps:g}: every step leaves the ball")
+    if x is not None and x.numel() and x.device.type != "meta":
+        if norm == "l2" and eps >= math.sqrt(x[0].numel()):
+            problems.append(f"eps={eps:g} is an l2 radius at least the diameter sqrt({x[0].numel()}) of the input "
+                            f"cube: the ball constrains nothing")
+        spread = float(x.max()) - float(x.min())
+        if norm == "linf" and 0 < spread <= eps:
+            problems.append(f"the inputs span a range of {spread:.4g}, no wider than eps={eps:g} (divided by 255 "
+                            f"twice?): the ball holds every input of the set")
+    if problems:
+        warnings.warn(f"{owner}: implausible budget for inputs in [0, 1]: " + "; ".join(problems), UserWarning,
+                      stacklevel=3)
 
 
 @contextlib.contextmanager
@@ -182,6 +271,7 @@ class PGD:
             raise ValueError(f"norm must be one of {NORMS}, got {self.norm!r}")
         if self.alpha is not None:
             object.__setattr__(self, "alpha", _check_eps(self.alpha, "alpha"))
+        warn_implausible_budget(self.eps, self.alpha, self.norm, owner="PGD")
 
     @property
     def step_size(self) -> float:
@@ -211,6 +301,9 @@ class PGD:
             ``x_adv`` with the shape of ``x``.
         """
         y = _check_batch(model, x, y)
+        check_generator(generator, x, "PGD")
+        if self.norm == "l2" and x.numel() and self.eps >= math.sqrt(x[0].numel()):
+            warn_implausible_budget(self.eps, self.alpha, self.norm, x[:1], owner="PGD")
         with bn_mode(model, self.bn_mode), torch.enable_grad():
             if self.norm == "linf":
                 return self._linf(model, x, y, generator)
@@ -275,6 +368,7 @@ class FGSM:
 
     def __post_init__(self) -> None:
         _check_common(self)
+        warn_implausible_budget(self.eps, None, "linf", owner="FGSM")
 
     def __call__(self, model: nn.Module, x: torch.Tensor, y: torch.Tensor, *,
                  generator: torch.Generator | None = None) -> torch.Tensor:
@@ -334,6 +428,7 @@ class TradesKL:
         object.__setattr__(self, "steps", _check_steps(self.steps))
         if self.alpha is not None:
             object.__setattr__(self, "alpha", _check_eps(self.alpha, "alpha"))
+        warn_implausible_budget(self.eps, self.alpha, "linf", owner="TradesKL")
 
     @property
     def step_size(self) -> float:
@@ -361,6 +456,7 @@ class TradesKL:
             ``x_adv``.
         """
         _check_batch(model, x, y)
+        check_generator(generator, x, "TradesKL")
         with bn_mode(model, self.bn_mode), torch.enable_grad():
             x = x.clone().detach()
             with torch.no_grad():
@@ -453,6 +549,8 @@ def robust_accuracy(model: nn.Module, x: torch.Tensor, y: torch.Tensor, attack: 
     if len(x) == 0:
         raise ValueError("x is empty")
     device = next((p.device for p in model.parameters()), x.device)
+    if attack is not None:
+        check_generator(generator, torch.empty(0, device=device), "robust_accuracy")
     correct = 0
     for start in range(0, len(x), batch_size):
         xb, yb = x[start:start + batch_size].to(device), y[start:start + batch_size].to(device)

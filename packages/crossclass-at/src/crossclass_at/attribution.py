@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from crossclass_at.attacks import FGSM, PGD, TradesKL, _check_batch, _check_batch_size, bn_mode
+from crossclass_at.attacks import FGSM, PGD, TradesKL, _check_batch, _check_batch_size, bn_mode, generator_on
 
 __all__ = ["CASMonitor", "cas", "class_attribution", "correlation_matrix", "find_head"]
 
@@ -302,9 +302,9 @@ class CASMonitor:
         epoch = record["epoch"]
         if epoch % self.every and epoch != trainer.epochs:
             return
+        device = find_head(trainer.model, self.head).weight.device  # the attack's start is drawn there
         a, accuracy = _attribution_pass(trainer.model, self.x, self.y, head=self.head, on=self.on,
-                                        attack=self.attack, batch_size=100,
-                                        generator=torch.Generator().manual_seed(self.seed))
+                                        attack=self.attack, batch_size=100, generator=generator_on(device, self.seed))
         c = correlation_matrix(a)
         self.epochs_.append(epoch)
         self.matrices_.append(c)

@@ -16,7 +16,7 @@ import torch
 from icml25_shared.cli import RunContext, progress
 from icml25_shared.random import child_seeds
 
-from crossclass_at.attacks import PGD, robust_accuracy
+from crossclass_at.attacks import PGD, generator_on, robust_accuracy
 from crossclass_at.attribution import CASMonitor, _attribution_pass, cas, correlation_matrix
 from crossclass_at.data import load_digits_split
 from crossclass_at.losses import LabelSmoothing, SelfDistillation
@@ -75,8 +75,9 @@ def run_variant(name: str, cfg: dict[str, Any], seed: int, *, split_seed: int = 
     data = load_digits_split(n_train=cfg["n_train"], random_state=split_seed)
     method, soft = _objective(name, cfg["epochs"])
     init_seed, train_seed = child_seeds(seed, 2)
-    torch.manual_seed(init_seed)
-    model = DigitsCNN(width=cfg["hidden"]) if cfg.get("model") == "cnn" else DigitsMLP(hidden=cfg["hidden"])
+    with torch.random.fork_rng(devices=[]):  # the initial weights, without touching the caller's generator
+        torch.manual_seed(init_seed)
+        model = DigitsCNN(width=cfg["hidden"]) if cfg.get("model") == "cnn" else DigitsMLP(hidden=cfg["hidden"])
     attack = PGD(eps=cfg["eps"], steps=20)
     monitor = CASMonitor(data.x_test, data.y_test, attack=attack, every=cfg["monitor_every"])
     trainer = AdversarialTrainer(model, method=method, soft_labels=soft, eps=cfg["eps"], steps=cfg["steps"],
@@ -86,7 +87,7 @@ def run_variant(name: str, cfg: dict[str, Any], seed: int, *, split_seed: int = 
     best_model = trainer.best_model()
     a_best, best_test_robust = _attribution_pass(best_model, data.x_test, data.y_test, head=None, on="adv",
                                                  attack=attack, batch_size=100,
-                                                 generator=torch.Generator().manual_seed(monitor.seed))
+                                                 generator=generator_on(_device(best_model), monitor.seed))
     c_best = correlation_matrix(a_best)
     robust = [r["robust_accuracy"] for r in trainer.history_]
     return {
@@ -99,6 +100,10 @@ def run_variant(name: str, cfg: dict[str, Any], seed: int, *, split_seed: int = 
         "test_clean_last": robust_accuracy(trainer.model, data.x_test, data.y_test),
         "C_best": c_best, "C_last": monitor.matrices_[-1],
     }
+
+
+def _device(model: torch.nn.Module) -> torch.device:
+    return next(model.parameters()).device
 
 
 def _heatmaps(ctx: RunContext, run: dict[str, Any], name: str | None = None) -> None:

@@ -23,7 +23,17 @@ from icml25_shared.random import RandomStateLike, check_random_state, spawn
 from sklearn.exceptions import NotFittedError
 from torch import nn
 
-from crossclass_at.attacks import BN_MODES, NORMS, PGD, TradesKL, bn_mode, check_unit_range, robust_accuracy
+from crossclass_at.attacks import (
+    BN_MODES,
+    NORMS,
+    PGD,
+    TradesKL,
+    bn_mode,
+    check_unit_range,
+    generator_on,
+    robust_accuracy,
+    warn_implausible_budget,
+)
 from crossclass_at.losses import (
     Distillation,
     LabelSmoothing,
@@ -261,9 +271,11 @@ class AdversarialTrainer:
         y, y_val = y.long(), y_val.long()
         rng = check_random_state(self.random_state)
         seeds = [int(g.integers(2**62)) for g in spawn(rng, 3 if self.augment is None else 4)]
-        shuffle = torch.Generator().manual_seed(seeds[0])
-        attack_gen = torch.Generator(device=device).manual_seed(seeds[1])
-        augment_gen = torch.Generator(device=device).manual_seed(seeds[3]) if self.augment is not None else None
+        if self.method != "standard":
+            warn_implausible_budget(self.eps, self.alpha, self.norm, x, owner="AdversarialTrainer")
+        shuffle = torch.Generator(device="cpu").manual_seed(seeds[0])  # permutes indices of x, which stays on the CPU
+        attack_gen = generator_on(device, seeds[1])  # every draw into a batch happens on the model's device
+        augment_gen = generator_on(device, seeds[3]) if self.augment is not None else None
         attack, evaluator = self.train_attack(), self.eval_attack()
         opt = torch.optim.SGD(model.parameters(), lr=self.lr, momentum=self.momentum, weight_decay=self.weight_decay)
         steps_at = sorted({max(1, int(round(float(m) * self.epochs))) for m in self.milestones})
@@ -308,7 +320,7 @@ class AdversarialTrainer:
                 seen += len(idx)
             lr = opt.param_groups[0]["lr"]
             sched.step()
-            eval_gen = torch.Generator(device=device).manual_seed(seeds[2])  # the same starts every epoch
+            eval_gen = generator_on(device, seeds[2])  # the same starts every epoch
             record = {"epoch": epoch + 1, "lr": lr, "train_loss": total_loss / seen, "train_accuracy": correct / seen,
                       "clean_accuracy": robust_accuracy(model, x_val, y_val),
                       "robust_accuracy": robust_accuracy(model, x_val, y_val, evaluator, generator=eval_gen)}
