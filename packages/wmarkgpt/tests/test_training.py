@@ -105,3 +105,46 @@ def test_lora_without_trainable_freezes_the_base_model(setup, how):
     assert all(torch.equal(before[n], p) for n, p in model.named_parameters() if "lora_" not in n and n in before)
     assert train_stage(_model(tok), pos[:8], tokenizer=tok, image_processor=proc, stage=1, epochs=1,
                        batch_size=8, random_state=0).trainable == "all"
+
+
+def _tower_model(tok, seed=0):
+    torch.manual_seed(seed)
+    return WMarkGPTForCausalLM(tiny_config(vocab_size=len(tok), eos_token_id=tok.eos_token_id, patch_size=4,
+                                           conv_stem=(8, 8, 8), aux_head=True))
+
+
+def test_stage0_pretraining_moves_only_the_tower_and_learns(setup, tmp_path):
+    from wmarkgpt.training import aux_targets, pretrain_vision
+
+    _, syn, tok, proc = setup
+    model = _tower_model(tok)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    res = pretrain_vision(model, syn, image_processor=proc, epochs=4, batch_size=8, random_state=0)
+    assert res.stage == 0 and res.losses[-1] < res.losses[0]
+    moved = {n for n, p in model.named_parameters() if not torch.equal(before[n], p)}
+    assert moved and all(n.startswith(("model.vision_model.", "visual_aux_head.")) for n in moved)
+    assert any("patch_embed.layers" in n for n in moved)  # the conv stem trains
+    target, mask = aux_targets(syn)
+    assert torch.allclose(target[:, 0], torch.tensor([(x.gt_score - 2.5) / (5 / 12**0.5) for x in syn]))
+    assert mask.sum() == 5 * len(syn)
+    # BatchNorm statistics survive a save/load round trip: same auxiliary outputs
+    model.save_pretrained(tmp_path)
+    again = WMarkGPTForCausalLM.from_pretrained(tmp_path, local_files_only=True).eval()
+    px = torch.randn(3, 3, 16, 16)
+    with torch.no_grad():
+        assert torch.allclose(again.visual_aux(px), model.visual_aux(px), atol=1e-6)
+    with pytest.raises(ValueError, match="auxiliary"):
+        pretrain_vision(_model(tok), syn, image_processor=proc)
+    with pytest.raises(ValueError, match="gt_score"):
+        pretrain_vision(model, make_position_dataset(2, size=16, random_state=0), image_processor=proc)
+
+
+def test_auxiliary_loss_is_added_in_the_text_stages(setup):
+    _, syn, tok, proc = setup
+    plain = train_stage(_tower_model(tok), syn[:8], tokenizer=tok, image_processor=proc, stage=2, epochs=1,
+                        batch_size=8, random_state=0)
+    with_aux = train_stage(_tower_model(tok), syn[:8], tokenizer=tok, image_processor=proc, stage=2, epochs=1,
+                           batch_size=8, random_state=0, aux_weight=1.0)
+    assert with_aux.losses[0] > plain.losses[0]  # same first batch, plus a positive squared error
+    with pytest.raises(ValueError, match="auxiliary visual head"):
+        train_stage(_model(tok), syn[:2], tokenizer=tok, image_processor=proc, stage=2, aux_weight=1.0)

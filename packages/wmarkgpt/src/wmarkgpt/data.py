@@ -140,7 +140,10 @@ class Sample:
     gt_score : float or None
         The ground-truth visibility score (None for position QA).
     kind : str
-        "position", "synthetic", "real-dct", "real-dwt" or "real-text".
+        "position", "synthetic", "real-dct", "real-dwt", "real-text" (or another real mark's name).
+    box : tuple of 4 int or None
+        ``(x1, y1, x2, y2)`` of the watermark, end-exclusive (the whole image for marks spread over it;
+        None for position QA).
     """
 
     image: np.ndarray
@@ -149,6 +152,7 @@ class Sample:
     visibility: str | None
     gt_score: float | None
     kind: str
+    box: tuple[int, int, int, int] | None = None
 
 
 def _check_size(size: int, minimum: int = 16) -> int:
@@ -547,7 +551,7 @@ def make_synthetic_dataset(n: int, *, size: int = 32, max_weight: float = 0.25, 
             q, a = VISIBILITY_QUESTION, _short_answer(wm.visibility)
         else:
             q, a = DESCRIBE_QUESTION, describe_synthetic(kind, wm.box, scene.objects, wm.visibility, size)
-        out.append(Sample(wm.image, q, a, wm.visibility, wm.gt_score, "synthetic"))
+        out.append(Sample(wm.image, q, a, wm.visibility, wm.gt_score, "synthetic", wm.box))
     return out
 
 
@@ -639,6 +643,7 @@ def make_real_style_dataset(n: int, *, size: int = 32, short_answer_rate: float 
             strength = float(rng.uniform(1.0, 3.0))
             kind = "real-dct" if rng.random() < 0.5 else "real-dwt"
             image = (_dct_mark if kind == "real-dct" else _dwt_mark)(scene.image, rng, strength)
+            box = (0, 0, size, size)
             score = round(5.0 - strength / 3.0, 2)
             vis = "invisible"
             text = (f"No watermark can be seen in the picture; {_TEXT_APPEARANCE[vis]}, and the content is "
@@ -658,7 +663,7 @@ def make_real_style_dataset(n: int, *, size: int = 32, short_answer_rate: float 
             q, a = VISIBILITY_QUESTION, _short_answer(vis)
         else:
             q, a = DESCRIBE_QUESTION, text
-        out.append(Sample(image, q, a, vis, score, kind))
+        out.append(Sample(image, q, a, vis, score, kind, box))
     return out
 
 

@@ -164,6 +164,12 @@ class CurriculumSettings:
         Share of visibility-only questions in the stage-2 and stage-3 training items.
     hidden_size, vision_hidden_size, num_learnable_queries, patch_size : int
         Tiny model sizes.
+    conv_stem : tuple of int or None
+        Widths of the convolutional stem of the vision tower (None: the linear patch embedding).
+    n_stage0, stage0_epochs : int
+        Stage 0: synthetic items and epochs of the tower's supervised pre-training (0 items: none).
+    aux_weight : float
+        Weight of the auxiliary visual loss kept in stages 1-3 (0: none).
     """
 
     image_size: int = 32
@@ -179,6 +185,10 @@ class CurriculumSettings:
     vision_hidden_size: int = 32
     num_learnable_queries: int = 8
     patch_size: int = 4
+    conv_stem: tuple[int, ...] | None = (32, 64, 64, 96)
+    n_stage0: int = 3000
+    stage0_epochs: int = 6
+    aux_weight: float = 1.0
 
 
 def _normalise(text: str, tokenizer: Any) -> str:
@@ -211,11 +221,11 @@ def run_curriculum(settings: CurriculumSettings, *, seed: int, checkpoint_dir: s
     from wmarkgpt.data import DESCRIBE_QUESTION, make_position_dataset, make_real_style_dataset, make_synthetic_dataset
     from wmarkgpt.metrics import bleu1, correlation, rouge_l, visibility_accuracy
     from wmarkgpt.modeling import WMarkGPTForCausalLM, tiny_config
-    from wmarkgpt.processing import build_image_processor, build_word_tokenizer
-    from wmarkgpt.training import train_stage
+    from wmarkgpt.processing import build_image_processor, build_word_tokenizer, preprocess_images
+    from wmarkgpt.training import pretrain_vision, train_stage
 
     s = settings
-    streams = np.random.SeedSequence(seed).spawn(12)
+    streams = np.random.SeedSequence(seed).spawn(14)
     rngs = [np.random.default_rng(x) for x in streams]
     t0 = time.perf_counter()
     size = s.image_size
@@ -230,13 +240,35 @@ def run_curriculum(settings: CurriculumSettings, *, seed: int, checkpoint_dir: s
     corpus = [x.question + " " + x.answer for x in pos_train + syn_train + real_train]
     tok = build_word_tokenizer(corpus, extra_words=["USER: ASSISTANT:", "invisible faint moderate visible obvious"])
     proc = build_image_processor(size)
+    aux = s.n_stage0 > 0 or s.aux_weight > 0
     cfg = tiny_config(vocab_size=len(tok), hidden_size=s.hidden_size, image_size=size, patch_size=s.patch_size,
                       vision_hidden_size=s.vision_hidden_size, num_learnable_queries=s.num_learnable_queries,
-                      pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
+                      conv_stem=s.conv_stem, aux_head=aux, pad_token_id=tok.pad_token_id,
+                      bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id)
+    tower: dict[str, Any] | None = None
+    out: dict[str, Any] = {"seed": seed, "settings": asdict(s), "vocab": len(tok)}
+    if s.n_stage0 > 0:
+        # stage 0: the vision tower and auxiliary head learn visibility and the box on fresh synthetic items;
+        # the curriculum and the stage-3-only model both start from this tower
+        torch.manual_seed(int(rngs[12].integers(2**31)))
+        pre = WMarkGPTForCausalLM(cfg)
+        stage0_items = make_synthetic_dataset(s.n_stage0, size=size, random_state=rngs[12])
+        r_pre = pretrain_vision(pre, stage0_items, image_processor=proc, epochs=s.stage0_epochs,
+                                random_state=rngs[13])
+        tower = {k: v.clone() for k, v in pre.state_dict().items()
+                 if k.startswith(("model.vision_model.", "visual_aux_head."))}
+        with torch.no_grad():
+            aux_score = pre.visual_aux(preprocess_images([x.image for x in syn_test], proc))[:, 0].double().numpy()
+        c0 = correlation(aux_score, [x.gt_score for x in syn_test])
+        out["stage0"] = {"seconds": r_pre.seconds, "losses": r_pre.losses, "aux_head_synthetic_SRCC": c0.srcc,
+                         "aux_head_synthetic_PLCC": c0.plcc}
 
     def fresh(stream: np.random.Generator) -> WMarkGPTForCausalLM:
         torch.manual_seed(int(stream.integers(2**31)))
-        return WMarkGPTForCausalLM(cfg)
+        model = WMarkGPTForCausalLM(cfg)
+        if tower is not None:
+            model.load_state_dict(tower, strict=False)
+        return model
 
     def text_eval(model: WMarkGPTForCausalLM) -> dict[str, float]:
         an = WatermarkAnalyzer(model, tok, proc, max_new_tokens=80)
@@ -256,10 +288,9 @@ def run_curriculum(settings: CurriculumSettings, *, seed: int, checkpoint_dir: s
         return {"SRCC": c.srcc, "PLCC": c.plcc,
                 "ACC exact": visibility_accuracy([x.visibility for x in items], syn_vis, mode="exact")}
 
-    out: dict[str, Any] = {"seed": seed, "settings": asdict(s), "vocab": len(tok)}
     model = fresh(rngs[6])
     stage_args = {"tokenizer": tok, "image_processor": proc, "batch_size": s.batch_size, "lr": s.lr,
-                  "checkpoint_dir": checkpoint_dir}
+                  "checkpoint_dir": checkpoint_dir, "aux_weight": s.aux_weight}
     r1 = train_stage(model, pos_train, stage=1, epochs=s.epochs[0], random_state=rngs[7], **stage_args)
     an = WatermarkAnalyzer(model, tok, proc, max_new_tokens=6)
     hits = [an.generate([x.image], x.question)[0] == _normalise(x.answer, tok) for x in pos_test]

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,9 @@ from transformers import PretrainedConfig, PreTrainedModel
 from transformers.modeling_outputs import CausalLMOutputWithPast
 
 __all__ = [
+    "AUX_OUTPUTS",
     "DEFAULT_VISUAL_CONFIG",
+    "ConvStem",
     "IGNORE_INDEX",
     "IMAGE_TOKEN_INDEX",
     "WMarkGPTConfig",
@@ -45,6 +47,9 @@ IMAGE_TOKEN_INDEX = -200
 
 IGNORE_INDEX = -100
 """Label id excluded from the loss (prompt and visual positions)."""
+
+AUX_OUTPUTS = 5
+"""Outputs of the optional auxiliary visual head: standardised visibility and the four box coordinates."""
 
 DEFAULT_VISUAL_CONFIG: dict[str, dict[str, Any]] = {
     "visual_model": {"hidden_size": 1024, "intermediate_size": 4096, "num_hidden_layers": 24,
@@ -281,14 +286,56 @@ class DecoderLayer(nn.Module):
         return x + self.mlp(self.post_attention_layernorm(x, modality)), present
 
 
+class ConvStem(nn.Module):
+    """A convolutional patch embedding: 3x3 convolutions with BatchNorm and ReLU, then a 1x1 projection.
+
+    The first convolution keeps the resolution, the next ``log2(patch_size)`` halve it, the rest keep it,
+    so that the output grid equals the ViT's patch grid. Small CNNs with BatchNorm learn local contrast
+    (a faint logo, a frequency-domain mark) from a few thousand images where a randomly initialised
+    linear patch embedding does not.
+
+    Parameters
+    ----------
+    channels : sequence of int
+        Widths of the 3x3 convolutions (at least ``1 + log2(patch_size)`` of them).
+    hidden_size : int
+        Output width (the ViT's).
+    patch_size : int
+        A power of two: the total stride.
+    """
+
+    def __init__(self, channels: Sequence[int], hidden_size: int, patch_size: int) -> None:
+        super().__init__()
+        n_down = int(round(math.log2(patch_size)))
+        if 2**n_down != patch_size or len(channels) < 1 + n_down:
+            raise ValueError(f"a conv stem needs a power-of-two patch_size and at least {1 + n_down} widths; got "
+                             f"patch_size {patch_size} and widths {list(channels)}")
+        layers: list[nn.Module] = []
+        c_in = 3
+        for i, c in enumerate(channels):
+            stride = 2 if 1 <= i <= n_down else 1
+            layers += [nn.Conv2d(c_in, c, 3, stride=stride, padding=1, bias=False), nn.BatchNorm2d(c), nn.ReLU()]
+            c_in = c
+        layers.append(nn.Conv2d(c_in, hidden_size, 1))
+        self.layers = nn.Sequential(*layers)
+
+    def forward(self, pixels: torch.Tensor) -> torch.Tensor:
+        """``(n, 3, S, S)`` pixels to ``(n, hidden, S / patch, S / patch)`` features."""
+        return self.layers(pixels)
+
+
 class VisionEmbeddings(nn.Module):
-    """Patch embedding, class token and learned positions, then a layer norm."""
+    """Patch embedding (strided convolution or :class:`ConvStem`), class token, positions, layer norm."""
 
     def __init__(self, cfg: dict[str, Any]) -> None:
         super().__init__()
         h = cfg["hidden_size"]
         self.cls_token = nn.Parameter(torch.randn(1, 1, h))
-        self.patch_embed = nn.Conv2d(3, h, kernel_size=cfg["patch_size"], stride=cfg["patch_size"], bias=False)
+        self.patch_embed: nn.Module
+        if cfg.get("conv_stem"):
+            self.patch_embed = ConvStem(cfg["conv_stem"], h, cfg["patch_size"])
+        else:
+            self.patch_embed = nn.Conv2d(3, h, kernel_size=cfg["patch_size"], stride=cfg["patch_size"], bias=False)
         n = (cfg["image_size"] // cfg["patch_size"]) ** 2
         self.position_embedding = nn.Parameter(torch.randn(1, n + 1, h))
         self.pre_layernorm = nn.LayerNorm(h, eps=cfg["layer_norm_eps"])
@@ -548,11 +595,24 @@ class WMarkGPTForCausalLM(PreTrainedModel):
         super().__init__(config)
         self.model = WMarkGPTModel(config)
         self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
+        vm = config.visual_config["visual_model"]
+        # optional auxiliary head on the mean vision token: standardised gt_score and the watermark box
+        self.visual_aux_head = nn.Linear(vm["hidden_size"], AUX_OUTPUTS) if vm.get("aux_head") else None
+        self._last_vision_tokens: torch.Tensor | None = None
         self.post_init()
 
     def _init_weights(self, module: nn.Module) -> None:
         std = self.config.initializer_range
-        if isinstance(module, (nn.Linear, nn.Conv2d)):
+        if isinstance(module, ConvStem):  # visited after its convolutions: He initialisation for the ReLU stack
+            for conv in module.modules():
+                if isinstance(conv, nn.Conv2d):
+                    nn.init.kaiming_normal_(conv.weight, nonlinearity="relu")
+                    if conv.bias is not None:
+                        nn.init.zeros_(conv.bias)
+        elif isinstance(module, nn.BatchNorm2d):
+            nn.init.ones_(module.weight)
+            nn.init.zeros_(module.bias)
+        elif isinstance(module, (nn.Linear, nn.Conv2d)):
             nn.init.normal_(module.weight, mean=0.0, std=std)
             if module.bias is not None:
                 nn.init.zeros_(module.bias)
@@ -614,7 +674,39 @@ class WMarkGPTForCausalLM(PreTrainedModel):
             raise ValueError(f"images are {images.shape[-2]}x{images.shape[-1]} but the vision tower expects "
                              f"{vm['image_size']}x{vm['image_size']}")
         images = images.to(self.model.embed_tokens.weight.dtype)
-        return self.model.visual_abstractor(self.model.vision_model(images))
+        tokens = self.model.vision_model(images)
+        if self.visual_aux_head is not None and self.training:
+            self._last_vision_tokens = tokens  # read by the trainer's auxiliary loss, so the tower runs once
+        return self.model.visual_abstractor(tokens)
+
+    def visual_aux(self, images: torch.Tensor | None = None) -> torch.Tensor:
+        """The auxiliary head's outputs: standardised visibility and the box ``(x1, y1, x2, y2)``.
+
+        Parameters
+        ----------
+        images : torch.Tensor, shape (n, 3, S, S), optional
+            Preprocessed images; without them, the vision tokens of the last training forward pass.
+
+        Returns
+        -------
+        torch.Tensor, shape (n, 5)
+            ``(gt_score - 2.5) / 1.443`` and the box in image fractions, standardised as
+            ``(fraction - 0.5) / 0.289`` (see ``wmarkgpt.training``).
+
+        Raises
+        ------
+        ValueError
+            When the configuration has no auxiliary head, or no images are given outside training.
+        """
+        if self.visual_aux_head is None:
+            raise ValueError("this configuration has no auxiliary visual head (visual_model aux_head is False)")
+        if images is not None:
+            tokens = self.model.vision_model(images.to(self.model.embed_tokens.weight.dtype))
+        elif self._last_vision_tokens is not None:
+            tokens = self._last_vision_tokens
+        else:
+            raise ValueError("visual_aux needs images outside a training forward pass")
+        return self.visual_aux_head(tokens[:, 1:].mean(dim=1))
 
     def build_inputs(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                      images: torch.Tensor | None = None, labels: torch.Tensor | None = None
@@ -843,7 +935,8 @@ def output_cache(output: CausalLMOutputWithPast) -> tuple | None:
 
 def tiny_config(*, vocab_size: int, hidden_size: int = 32, num_hidden_layers: int = 2, image_size: int = 16,
                 patch_size: int = 8, vision_hidden_size: int = 16, num_learnable_queries: int = 4,
-                abstractor_layers: int = 1, **kwargs: Any) -> WMarkGPTConfig:
+                abstractor_layers: int = 1, conv_stem: Sequence[int] | None = None, aux_head: bool = False,
+                **kwargs: Any) -> WMarkGPTConfig:
     """A small :class:`WMarkGPTConfig` for CPU tests and the tiny training runs.
 
     Parameters
@@ -858,6 +951,10 @@ def tiny_config(*, vocab_size: int, hidden_size: int = 32, num_hidden_layers: in
         Width of the ViT and the abstractor (2 heads each).
     num_learnable_queries, abstractor_layers : int
         Abstractor queries and depth.
+    conv_stem : sequence of int, optional
+        Widths of a :class:`ConvStem` replacing the linear patch embedding (e.g. ``(32, 64, 64, 96)``).
+    aux_head : bool, default False
+        Add the auxiliary visual head (standardised visibility and box, see ``visual_aux``).
     **kwargs
         Other :class:`WMarkGPTConfig` fields (token ids, ...).
 
@@ -869,7 +966,9 @@ def tiny_config(*, vocab_size: int, hidden_size: int = 32, num_hidden_layers: in
     grid = image_size // patch_size
     visual = {"visual_model": {"hidden_size": vision_hidden_size, "intermediate_size": 2 * vision_hidden_size,
                                "num_hidden_layers": 2, "num_attention_heads": 2, "image_size": image_size,
-                               "patch_size": patch_size, "layer_norm_eps": 1e-6},
+                               "patch_size": patch_size, "layer_norm_eps": 1e-6,
+                               **({"conv_stem": list(conv_stem)} if conv_stem else {}),
+                               **({"aux_head": True} if aux_head else {})},
               "visual_abstractor": {"num_learnable_queries": num_learnable_queries, "hidden_size": vision_hidden_size,
                                     "num_hidden_layers": abstractor_layers, "num_attention_heads": 2,
                                     "intermediate_size": 2 * vision_hidden_size, "layer_norm_eps": 1e-6,

@@ -18,17 +18,56 @@ from typing import Any
 import numpy as np
 import torch
 from icml25_shared.random import RandomStateLike, check_random_state
+from icml25_shared.validation import Interval, Options, check_params
 
 from wmarkgpt.data import Sample
 from wmarkgpt.modeling import IGNORE_INDEX, IMAGE_TOKEN_INDEX
 from wmarkgpt.processing import mplug_owl2_prompt, preprocess_images, tokenizer_image_token
 
-__all__ = ["CurriculumResult", "StageResult", "TRAINABLE", "encode_samples", "train_curriculum", "train_stage"]
+__all__ = ["AUX_SCALE", "CurriculumResult", "StageResult", "TRAINABLE", "aux_targets", "encode_samples",
+           "pretrain_vision", "train_curriculum", "train_stage"]
 
 log = logging.getLogger(__name__)
 
 TRAINABLE = ("all", "visual", "abstractor", "decoder", "none")
 """Accepted values of ``trainable``."""
+
+AUX_SCALE = {"score_mean": 2.5, "score_std": 5.0 / 12**0.5, "box_mean": 0.5, "box_std": 1.0 / 12**0.5}
+"""Standardisation of the auxiliary targets: ``gt_score`` in [0, 5] and box fractions in [0, 1], each
+as if uniform (mean and standard deviation of the uniform law), so that every target has unit scale."""
+
+
+def aux_targets(samples: Sequence[Sample]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Standardised auxiliary targets of samples and the mask of those that exist.
+
+    Parameters
+    ----------
+    samples : sequence of Sample
+        Items; ``gt_score`` and ``box`` may be None.
+
+    Returns
+    -------
+    targets, mask : torch.Tensor, shape (n, 5)
+        ``(gt_score - 2.5) / 1.443`` and the box ``(x1, y1, x2, y2)`` as image fractions, standardised by
+        ``(f - 0.5) / 0.289``; the mask is 1 where the target exists.
+    """
+    t = torch.zeros(len(samples), 5)
+    m = torch.zeros(len(samples), 5)
+    for i, x in enumerate(samples):
+        if x.gt_score is not None:
+            t[i, 0] = (x.gt_score - AUX_SCALE["score_mean"]) / AUX_SCALE["score_std"]
+            m[i, 0] = 1.0
+        if x.box is not None:
+            h, w = x.image.shape[:2]
+            frac = torch.tensor([x.box[0] / w, x.box[1] / h, x.box[2] / w, x.box[3] / h])
+            t[i, 1:] = (frac - AUX_SCALE["box_mean"]) / AUX_SCALE["box_std"]
+            m[i, 1:] = 1.0
+    return t, m
+
+
+def _aux_loss(pred: torch.Tensor, target: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Mean squared error over the existing targets (0 when none exists)."""
+    return ((pred.float() - target) ** 2 * mask).sum() / mask.sum().clamp(min=1.0)
 
 
 @dataclass(frozen=True)
@@ -144,7 +183,7 @@ def _set_trainable(model: torch.nn.Module, trainable: str) -> None:
 def train_stage(model: torch.nn.Module, samples: Sequence[Sample], *, tokenizer: Any, image_processor: Any,
                 stage: int, trainable: str | None = None, lora: Any = None, epochs: int = 1, batch_size: int = 16,
                 lr: float = 1e-3, weight_decay: float = 0.0, random_state: RandomStateLike = None,
-                checkpoint_dir: str | Path | None = None) -> StageResult:
+                checkpoint_dir: str | Path | None = None, aux_weight: float = 0.0) -> StageResult:
     """Fine-tune ``model`` on one stage's samples.
 
     Parameters
@@ -174,6 +213,9 @@ def train_stage(model: torch.nn.Module, samples: Sequence[Sample], *, tokenizer:
         Shuffling order.
     checkpoint_dir : str or path, optional
         When given, the model and tokenizer are saved to ``checkpoint_dir / f"stage{stage}"``.
+    aux_weight : float, default 0
+        Weight of the auxiliary visual loss (squared error of the standardised visibility and box, see
+        :func:`aux_targets`) added to the next-token loss; needs a model with an auxiliary head when > 0.
 
     Returns
     -------
@@ -185,11 +227,16 @@ def train_stage(model: torch.nn.Module, samples: Sequence[Sample], *, tokenizer:
     ValueError
         On an unknown stage or ``trainable``, no trainable parameter, or non-positive sizes.
     """
-    if stage not in (1, 2, 3):
-        raise ValueError(f"stage must be 1, 2 or 3, got {stage!r}")
-    for name, v in (("epochs", epochs), ("batch_size", batch_size)):
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    check_params({"stage": stage, "epochs": epochs, "batch_size": batch_size, "lr": lr,
+                  "weight_decay": weight_decay, "aux_weight": aux_weight, "random_state": random_state},
+                 {"stage": [Options(int, {1, 2, 3})], "epochs": [Interval(int, 1, None)],
+                  "batch_size": [Interval(int, 1, None)], "lr": [Interval(float, 0, None, closed="neither")],
+                  "weight_decay": [Interval(float, 0, None)], "aux_weight": [Interval(float, 0, None)],
+                  "random_state": ["random_state"]}, owner="train_stage")
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    if aux_weight > 0 and getattr(base, "visual_aux_head", None) is None:
+        raise ValueError("train_stage: aux_weight > 0 needs a model with an auxiliary visual head "
+                         "(tiny_config(..., aux_head=True))")
     if lora is not None and not hasattr(model, "peft_config"):
         from peft import get_peft_model
 
@@ -211,6 +258,7 @@ def train_stage(model: torch.nn.Module, samples: Sequence[Sample], *, tokenizer:
     embed = model.get_input_embeddings()
     device = embed.weight.device
     pixels = enc.pixels.to(device=device, dtype=embed.weight.dtype)
+    aux_t, aux_m = (x.to(device) for x in aux_targets(samples))
     model.train()
     losses, steps, t0 = [], 0, time.perf_counter()
     for _ in range(epochs):
@@ -221,17 +269,22 @@ def train_stage(model: torch.nn.Module, samples: Sequence[Sample], *, tokenizer:
             ids = _pad([enc.input_ids[i] for i in idx], 0).to(device)
             labels = _pad([enc.labels[i] for i in idx], IGNORE_INDEX).to(device)
             mask = _pad([[1] * len(enc.input_ids[i]) for i in idx], 0).to(device)
-            out = model(input_ids=ids, attention_mask=mask, labels=labels,
-                        images=pixels[torch.as_tensor(idx, device=device)])
+            rows = torch.as_tensor(idx, device=device)
+            out = model(input_ids=ids, attention_mask=mask, labels=labels, images=pixels[rows])
+            loss = out.loss
+            if aux_weight > 0:
+                loss = loss + aux_weight * _aux_loss(base.visual_aux(), aux_t[rows], aux_m[rows])
             opt.zero_grad(set_to_none=True)
-            out.loss.backward()
+            loss.backward()
             torch.nn.utils.clip_grad_norm_(params, 1.0)
             opt.step()
             sched.step()
             steps += 1
-            epoch_loss.append(float(out.loss.detach()))
+            epoch_loss.append(float(loss.detach()))
         losses.append(float(np.mean(epoch_loss)))
         log.info("stage %d epoch %d loss %.4f", stage, len(losses), losses[-1])
+    if hasattr(base, "_last_vision_tokens"):
+        base._last_vision_tokens = None  # drop the last batch's graph
     model.eval()
     checkpoint = None
     if checkpoint_dir is not None:
@@ -242,6 +295,87 @@ def train_stage(model: torch.nn.Module, samples: Sequence[Sample], *, tokenizer:
         checkpoint = str(folder)
     return StageResult(stage, n, steps, losses, time.perf_counter() - t0, trainable,
                        int(sum(p.numel() for p in params)), checkpoint)
+
+
+def pretrain_vision(model: torch.nn.Module, samples: Sequence[Sample], *, image_processor: Any, epochs: int = 6,
+                    batch_size: int = 32, lr: float = 2e-3, random_state: RandomStateLike = None) -> StageResult:
+    """Stage 0: supervised pre-training of the vision tower and the auxiliary head on watermark labels.
+
+    The tower learns to regress the standardised ``gt_score`` and the watermark box (squared error,
+    :func:`aux_targets`) before any text is seen, the role a pretrained CLIP tower plays for the
+    7B model. Only the vision tower and the auxiliary head train.
+
+    Parameters
+    ----------
+    model : WMarkGPTForCausalLM
+        A model whose configuration has ``aux_head`` (best with a ``conv_stem``); trained in place.
+    samples : sequence of Sample
+        Items with ``gt_score`` (e.g. :func:`wmarkgpt.data.make_synthetic_dataset`).
+    image_processor : CLIPImageProcessor
+        The image processor.
+    epochs : int, default 6
+        Passes over the samples.
+    batch_size : int, default 32
+        Items per step.
+    lr : float, default 2e-3
+        AdamW learning rate (cosine decay).
+    random_state : None, int or Generator
+        Shuffling order.
+
+    Returns
+    -------
+    StageResult
+        ``stage=0``, the per-epoch mean losses (standardised squared error), steps and time.
+
+    Raises
+    ------
+    ValueError
+        When the model has no auxiliary head, a sample has no ``gt_score``, or sizes are not positive.
+    """
+    check_params({"epochs": epochs, "batch_size": batch_size, "lr": lr, "random_state": random_state},
+                 {"epochs": [Interval(int, 1, None)], "batch_size": [Interval(int, 1, None)],
+                  "lr": [Interval(float, 0, None, closed="neither")], "random_state": ["random_state"]},
+                 owner="pretrain_vision")
+    if getattr(model, "visual_aux_head", None) is None:
+        raise ValueError("pretrain_vision: the model has no auxiliary visual head (tiny_config(..., aux_head=True))")
+    if len(samples) == 0 or any(x.gt_score is None for x in samples):
+        raise ValueError("pretrain_vision: samples must be non-empty and every one needs a gt_score")
+    rng = check_random_state(random_state)
+    embed = model.get_input_embeddings()
+    device = embed.weight.device
+    pixels = preprocess_images([x.image for x in samples], image_processor).to(device=device,
+                                                                               dtype=embed.weight.dtype)
+    target, mask = (x.to(device) for x in aux_targets(samples))
+    params = [*model.model.vision_model.parameters(), *model.visual_aux_head.parameters()]
+    for p in model.parameters():
+        p.requires_grad_(False)
+    for p in params:
+        p.requires_grad_(True)
+    opt = torch.optim.AdamW(params, lr=lr)
+    n = len(samples)
+    total = epochs * ((n + batch_size - 1) // batch_size)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=total)
+    model.train()
+    losses, steps, t0 = [], 0, time.perf_counter()
+    for _ in range(epochs):
+        order = torch.as_tensor(rng.permutation(n), device=device)
+        epoch_loss = []
+        for start in range(0, n, batch_size):
+            rows = order[start:start + batch_size]
+            loss = _aux_loss(model.visual_aux(pixels[rows]), target[rows], mask[rows])
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            sched.step()
+            steps += 1
+            epoch_loss.append(float(loss.detach()))
+        losses.append(float(np.mean(epoch_loss)))
+        log.info("stage 0 epoch %d loss %.4f", len(losses), losses[-1])
+    model.eval()
+    for p in model.parameters():
+        p.requires_grad_(True)
+    return StageResult(0, n, steps, losses, time.perf_counter() - t0, "visual",
+                       int(sum(p.numel() for p in params)), None)
 
 
 def train_curriculum(model: torch.nn.Module, stages: Sequence[Sequence[Sample]], *, tokenizer: Any,
