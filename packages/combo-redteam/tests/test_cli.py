@@ -19,7 +19,7 @@ def test_demo_quick_writes_table_chart_and_audit_log(tmp_path):
     assert rows["single-strong"]["calls_per_success"] is None  # no success: null, not Infinity
     json.loads((tmp_path / "demo.json").read_text(), parse_constant=lambda c: pytest.fail(f"non-standard {c}"))
     assert rows["automated-k3"]["success"] == 1.0 and rows["automated-k3"]["uplift"] == 1.0
-    assert "| automated-k3 | 12 | 1.000" in out.table
+    assert "| automated-k3 | 12 | 12 | 0 | 1.000" in out.table
     log = tmp_path / out.result["audit_log"]
     result = replay(log)
     assert result.success_rate("manual").estimate == rows["manual"]["success"]

@@ -131,7 +131,8 @@ def test_code_grader_accepts_the_reference_and_rejects_wrong_code():
     good = StandInStrong().complete([{"role": "user", "content": task.problem}]).text
     assert grade(task, good).success
     assert not grade(task, "def solve(xs):\n    return xs\n").success
-    assert grade(task, "I can't help with that.").detail == "SyntaxError"
+    refusal = grade(task, "I can't help with that.")
+    assert refusal.detail == "refused" and refusal.format_failure == "" and not refusal.success
     assert run_code_tests("import os\n", function="solve", tests=[{"input": [], "output": []}]) == (
         0, "no function 'solve'")
 

@@ -1,9 +1,11 @@
 """Runner: cache, determinism across concurrency and processes, monitors at every placement."""
 
 import json
+import math
 import subprocess
 import sys
 import time
+import warnings
 
 import pytest
 
@@ -21,6 +23,7 @@ from combo_redteam import (
     SingleModel,
     StandInStrong,
     StandInWeak,
+    TooManyErrors,
     benign_suite,
     replay,
     run,
@@ -33,7 +36,10 @@ NOISY = dict(refusal_rate=0.2, error_rate=0.2, random_state=7)
 def _noisy_run(concurrency, suite=None):
     suite = suite or benign_suite(8, random_state=1)
     strong, weak = StandInStrong(capability=10, **NOISY), StandInWeak(capability=3, refusal_rate=0.1, random_state=7)
-    return run(suite, strategy_set(strong, weak, ks=(3,)), seeds=[0, 1, 2], concurrency=concurrency)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # errored episodes are part of this design
+        return run(suite, strategy_set(strong, weak, ks=(3,)), seeds=[0, 1, 2], concurrency=concurrency,
+                   max_error_share=1.0)
 
 
 def test_seeded_stochastic_stand_ins_are_reproducible_across_reruns_and_concurrency(tmp_path):
@@ -41,8 +47,9 @@ def test_seeded_stochastic_stand_ins_are_reproducible_across_reruns_and_concurre
     assert first == _noisy_run(1)
     suite = benign_suite(8, random_state=1)
     strong, weak = StandInStrong(capability=10, **NOISY), StandInWeak(capability=3, refusal_rate=0.1, random_state=7)
-    threaded = run(suite, strategy_set(strong, weak, ks=(3,)), seeds=[0, 1, 2], concurrency=4,
-                   log_path=tmp_path / "log.jsonl")
+    with pytest.warns(RuntimeWarning, match="errored episodes"):
+        threaded = run(suite, strategy_set(strong, weak, ks=(3,)), seeds=[0, 1, 2], concurrency=4,
+                       log_path=tmp_path / "log.jsonl", max_error_share=1.0)
     assert first == threaded
     assert replay(tmp_path / "log.jsonl", suite) == first  # lines written in completion order still replay
     assert 0 < sum(e.errors > 0 for e in first.episodes) < len(first.episodes)  # the rates did act
@@ -181,8 +188,37 @@ def test_model_errors_fail_the_episode_without_crashing():
         def complete(self, messages, **kw):
             raise ModelError("down")
 
-    result = run(benign_suite(2, random_state=0), [SingleModel(Failing())])
-    assert all(e.errors == 1 and not e.success and e.final is None for e in result.episodes)
+    with pytest.raises(TooManyErrors, match=r"single-strong 4/4; first error: ModelError: down") as caught:
+        run(benign_suite(2, random_state=0), [SingleModel(Failing())])
+    result = caught.value.result
+    assert all(e.errored and e.errors == 1 and not e.success and e.final is None for e in result.episodes)
+    (row,) = result.summary()
+    assert row["errored"] == 2 and row["episodes"] == 0 and math.isnan(row["success"])  # never "0% success"
+    with pytest.raises(ValueError, match=r"2 errored"):
+        result.success_rate("single-strong")
+
+
+def test_errored_episodes_are_left_out_of_rates_and_warned_about():
+    class Flaky:  # fails on the first task's prompts only
+        name = "flaky"
+
+        def __init__(self):
+            self.inner = StandInStrong()
+
+        def complete(self, messages, **kw):
+            if "Input: 95\n" in messages[-1]["content"]:
+                raise ModelError("connection refused")
+            return self.inner.complete(messages, **kw)
+
+    suite = benign_suite(10, random_state=0, variants=("control",))
+    bad = sum("Input: 95\n" in t.problem for t in suite)
+    assert bad == 1
+    with pytest.warns(RuntimeWarning, match=f"single-strong {bad}/10"):
+        result = run(suite, [SingleModel(Flaky())], max_error_share=0.2)
+    rate = result.success_rate("single-strong", "control")
+    assert rate.n == 10 - bad and rate.estimate == 1.0  # errored tasks are not failures
+    assert result.errors("single-strong", "control") == bad
+    assert result.summary("control")[0]["errored"] == bad
 
 
 def test_concurrency_eight_is_five_times_faster_with_100ms_latency():

@@ -9,8 +9,20 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
+from combo_redteam.extract import Extraction, extract_code, extract_number, extract_records, parse_subtasks
 from combo_redteam.families import FAMILIES, FLAG_PATTERN
-from combo_redteam.metrics import McNemarResult, Uplift, auroc, mcnemar_exact, paired_difference_interval, wilson
+from combo_redteam.graders import Grader, JudgeGrader, RuleGrader
+from combo_redteam.hosted import AnthropicMessagesModel, LiteLLMModel, RateLimiter
+from combo_redteam.metrics import (
+    McNemarResult,
+    Uplift,
+    auroc,
+    clustered_paired,
+    clustered_rate,
+    mcnemar_exact,
+    paired_difference_interval,
+    wilson,
+)
 from combo_redteam.models import (
     DEFAULT_POLICY,
     ChatModel,
@@ -33,7 +45,7 @@ from combo_redteam.monitors import (
     related_request_score,
 )
 from combo_redteam.openai_compat import OpenAICompatibleModel
-from combo_redteam.runner import EpisodeResult, RunResult, replay, run
+from combo_redteam.runner import EpisodeResult, RunResult, TooManyErrors, replay, run
 from combo_redteam.strategies import (
     AutomatedDecomposition,
     ManualDecomposition,
@@ -62,11 +74,13 @@ def __getattr__(name: str) -> Any:
 
 
 __all__ = [
-    "AutomatedDecomposition", "ChatModel", "Completion", "DEFAULT_POLICY", "EpisodeResult", "FAMILIES", "FLAG_PATTERN",
-    "Grade", "JudgeMonitor", "LatencyModel", "ManualDecomposition", "McNemarResult", "ModelError",
-    "ModelTimeoutError", "Monitor", "OpenAICompatibleModel", "PLACEMENTS", "PlanStep", "PolicyMonitor",
-    "RefusalDetector", "RunResult", "SequentialMonitor", "SingleModel", "StandInStrong", "StandInWeak", "Strategy",
-    "TASK_SCHEMA", "Task", "TaskSuite", "TransformersChatModel", "Uplift", "Usage", "Verdict", "__version__", "auroc",
-    "benign_suite", "grade", "mcnemar_exact", "paired_difference_interval", "related_request_score", "replay", "run",
+    "AnthropicMessagesModel", "AutomatedDecomposition", "ChatModel", "Completion", "DEFAULT_POLICY", "EpisodeResult",
+    "Extraction", "FAMILIES", "FLAG_PATTERN", "Grade", "Grader", "JudgeGrader", "JudgeMonitor", "LatencyModel",
+    "LiteLLMModel", "ManualDecomposition", "McNemarResult", "ModelError", "ModelTimeoutError", "Monitor",
+    "OpenAICompatibleModel", "PLACEMENTS", "PlanStep", "PolicyMonitor", "RateLimiter", "RefusalDetector", "RuleGrader",
+    "RunResult", "SequentialMonitor", "SingleModel", "StandInStrong", "StandInWeak", "Strategy", "TASK_SCHEMA", "Task",
+    "TaskSuite", "TooManyErrors", "TransformersChatModel", "Uplift", "Usage", "Verdict", "__version__", "auroc",
+    "benign_suite", "clustered_paired", "clustered_rate", "extract_code", "extract_number", "extract_records", "grade",
+    "mcnemar_exact", "paired_difference_interval", "parse_subtasks", "related_request_score", "replay", "run",
     "strategy_from_spec", "wilson",
 ]

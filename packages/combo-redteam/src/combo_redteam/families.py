@@ -273,6 +273,8 @@ def render_answer(family: str, state: Any) -> str:
 def parse_answer(family: str, text: str) -> Any:
     """The state an answer text stands for (marker lines removed); None when it cannot be read.
 
+    The answer is read as :mod:`combo_redteam.extract` reads chat-model output (fences, prose, bullets).
+
     Parameters
     ----------
     family : str
@@ -285,15 +287,24 @@ def parse_answer(family: str, text: str) -> Any:
     object or None
         The state.
     """
-    lines = [line for line in split_marker_lines(text)[0] if line.strip()]
+    from combo_redteam.extract import answer_lines, extract_code, extract_number, extract_records
+
+    regex = re.compile(rf"(?:#+|//)?\s*{FLAG_PATTERN}\.?")
+    markers = {i for i, line in enumerate(answer_lines(text)) if regex.fullmatch(line.strip().strip("*`"))}
     if family == "arithmetic":
-        return int(lines[0].strip()) if len(lines) == 1 and re.fullmatch(r"-?\d+", lines[0].strip()) else None
+        value = extract_number(text, skip=markers).value
+        return value if isinstance(value, int) else None
     if family == "code":
+        code = extract_code(text, function="solve", skip=markers).value
+        lines = [line for line in (code or "").splitlines() if line.strip() and not line.strip().startswith("#")]
         if not lines or lines[0].strip() != "def solve(xs):" or lines[-1].strip() != "return xs":
             return None
         return [line.strip() for line in lines[1:-1]]
+    records = extract_records(text, skip=markers).value
+    if records is None:
+        return None
     try:
-        return _parse_records(lines)
+        return _parse_records(records)
     except ValueError:
         return None
 

@@ -4,6 +4,8 @@
 ``mcnemar_exact`` is the two-sided exact binomial test on the discordant pairs (statsmodels'
 ``mcnemar(table, exact=True)``); the uplift interval is Newcombe's (1998) hybrid score interval for a
 difference of paired proportions (his method 10, with his continuity-corrected phi).
+``clustered_rate`` and ``clustered_paired`` use tasks as the units of analysis: repeated seeds of one
+task are averaged, not counted as independent trials.
 """
 
 from __future__ import annotations
@@ -11,11 +13,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 from icml25_shared.stats import Interval, wilson_interval
 
-__all__ = ["McNemarResult", "Uplift", "auroc", "mcnemar_exact", "paired_difference_interval", "rates_at", "wilson"]
+__all__ = ["McNemarResult", "Uplift", "auroc", "clustered_paired", "clustered_rate", "mcnemar_exact",
+           "paired_difference_interval", "rates_at", "wilson"]
 
 
 def wilson(successes: int, n: int, confidence: float = 0.95) -> Interval:
@@ -98,7 +102,11 @@ def mcnemar_exact(first: Sequence[bool] | np.ndarray, second: Sequence[bool] | n
     a, b_ = _binary(first, "first"), _binary(second, "second")
     if a.shape != b_.shape or a.ndim != 1:
         raise ValueError(f"first and second must be 1-d and aligned, got shapes {a.shape} and {b_.shape}")
-    b, c = int(np.sum(a & ~b_)), int(np.sum(~a & b_))
+    return _sign_test(int(np.sum(a & ~b_)), int(np.sum(~a & b_)))
+
+
+def _sign_test(b: int, c: int) -> McNemarResult:
+    """Two-sided exact binomial test of ``b`` against ``c`` discordant units."""
     n, k = b + c, min(b, c)
     if n == 0:
         return McNemarResult(b, c, k, 1.0)
@@ -108,6 +116,33 @@ def mcnemar_exact(first: Sequence[bool] | np.ndarray, second: Sequence[bool] | n
         term = term * (n - i) // (i + 1)
     tail = total / 2**n
     return McNemarResult(b, c, k, min(1.0, 2.0 * tail))
+
+
+def _wilson_real(successes: float, n: int, confidence: float) -> Interval:
+    """Wilson's score interval for a real-valued success count (a sum of per-task success shares)."""
+    if float(successes).is_integer():
+        return wilson(int(successes), int(n), confidence)
+    z = NormalDist().inv_cdf(0.5 + confidence / 2.0)
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return Interval(p, max(0.0, centre - half), min(1.0, centre + half), confidence, int(n))
+
+
+def _newcombe(both: float, only1: float, only2: float, neither: float, confidence: float) -> Interval:
+    n = both + only1 + only2 + neither
+    size = int(round(n))
+    p1, p2 = (both + only1) / n, (both + only2) / n
+    w1, w2 = _wilson_real(both + only1, size, confidence), _wilson_real(both + only2, size, confidence)
+    denominator = (both + only1) * (only2 + neither) * (both + only2) * (only1 + neither)
+    cross = both * neither - only1 * only2
+    if cross > 0:  # Newcombe's continuity correction of phi (otherwise identical outcomes give a zero-width interval)
+        cross = max(cross - n / 2, 0.0)
+    phi = 0.0 if denominator == 0 else cross / math.sqrt(denominator)
+    d = p1 - p2
+    low = d - math.sqrt(max(0.0, (p1 - w1.low) ** 2 - 2 * phi * (p1 - w1.low) * (w2.high - p2) + (w2.high - p2) ** 2))
+    high = d + math.sqrt(max(0.0, (w1.high - p1) ** 2 - 2 * phi * (w1.high - p1) * (p2 - w2.low) + (p2 - w2.low) ** 2))
+    return Interval(d, max(-1.0, low), min(1.0, high), confidence, size)
 
 
 def paired_difference_interval(first: Sequence[bool] | np.ndarray, second: Sequence[bool] | np.ndarray,
@@ -129,20 +164,85 @@ def paired_difference_interval(first: Sequence[bool] | np.ndarray, second: Seque
     a, b_ = _binary(first, "first"), _binary(second, "second")
     if a.shape != b_.shape or a.ndim != 1 or a.size == 0:
         raise ValueError(f"first and second must be non-empty, 1-d and aligned, got {a.shape} and {b_.shape}")
-    n = a.size
-    both, only1, only2, neither = (int(np.sum(a & b_)), int(np.sum(a & ~b_)), int(np.sum(~a & b_)),
-                                   int(np.sum(~a & ~b_)))
-    p1, p2 = (both + only1) / n, (both + only2) / n
-    w1, w2 = wilson(both + only1, n, confidence), wilson(both + only2, n, confidence)
-    denominator = (both + only1) * (only2 + neither) * (both + only2) * (only1 + neither)
-    cross = both * neither - only1 * only2
-    if cross > 0:  # Newcombe's continuity correction of phi (otherwise identical outcomes give a zero-width interval)
-        cross = max(cross - n / 2, 0.0)
-    phi = 0.0 if denominator == 0 else cross / math.sqrt(denominator)
-    d = p1 - p2
-    low = d - math.sqrt(max(0.0, (p1 - w1.low) ** 2 - 2 * phi * (p1 - w1.low) * (w2.high - p2) + (w2.high - p2) ** 2))
-    high = d + math.sqrt(max(0.0, (w1.high - p1) ** 2 - 2 * phi * (w1.high - p1) * (p2 - w2.low) + (p2 - w2.low) ** 2))
-    return Interval(d, max(-1.0, low), min(1.0, high), confidence, n)
+    return _newcombe(int(np.sum(a & b_)), int(np.sum(a & ~b_)), int(np.sum(~a & b_)), int(np.sum(~a & ~b_)),
+                     confidence)
+
+
+def _clusters(outcomes: Sequence[Sequence[bool]] | Sequence[np.ndarray], label: str) -> list[np.ndarray]:
+    clusters = [_binary(list(c), f"{label}[{i}]") for i, c in enumerate(outcomes)]
+    if not clusters or any(c.size == 0 for c in clusters):
+        raise ValueError(f"{label} must hold at least one task, each with at least one outcome")
+    return clusters
+
+
+def clustered_rate(outcomes: Sequence[Sequence[bool]], confidence: float = 0.95) -> Interval:
+    """Success rate with tasks as units: the mean of the per-task success shares and Wilson's interval, n = tasks.
+
+    Repeated seeds of one task are not independent trials (a deterministic model repeats itself), so
+    the seeds of a task are averaged first. With 0/1 task outcomes this is Wilson's interval on the
+    tasks; with shares in between it stays conservative (a share in [0, 1] has variance at most
+    p(1 - p)).
+
+    Parameters
+    ----------
+    outcomes : sequence of sequence of bool
+        One sequence of outcomes (one per seed) for each task.
+    confidence : float, default 0.95
+        Two-sided coverage.
+
+    Returns
+    -------
+    Interval
+        ``estimate`` (mean task share), ``low``, ``high``, ``n`` (tasks).
+
+    Examples
+    --------
+    >>> ci = clustered_rate([[True] * 5] * 50)           # 50 tasks, 5 identical seeds each
+    >>> ci.n, round(ci.low, 3)
+    (50, 0.929)
+    """
+    shares = [float(c.mean()) for c in _clusters(outcomes, "outcomes")]
+    return _wilson_real(sum(shares), len(shares), confidence)
+
+
+def clustered_paired(first: Sequence[Sequence[bool]], second: Sequence[Sequence[bool]],
+                     confidence: float = 0.95) -> tuple[Interval, McNemarResult]:
+    """Difference of two strategies' success with tasks as units: Newcombe's interval and an exact sign test.
+
+    Each task contributes one unit, split over the four cells (both, first only, second only, neither)
+    by the shares of its paired seeds; the interval is Newcombe's on those cell totals (n = tasks).
+    The test counts tasks where the first strategy's share is higher (``b``) or lower (``c``) and
+    applies the exact two-sided binomial test, which is McNemar's exact test on tasks when each task
+    has one outcome per strategy.
+
+    Parameters
+    ----------
+    first, second : sequence of sequence of bool
+        Per task, the outcomes of the same seeds (aligned).
+    confidence : float, default 0.95
+        Two-sided coverage.
+
+    Returns
+    -------
+    tuple of (Interval, McNemarResult)
+        The paired difference and the test.
+
+    Examples
+    --------
+    >>> ci, test = clustered_paired([[True] * 5] * 50, [[False] * 5] * 50)
+    >>> round(ci.low, 3), f"{test.pvalue:.1e}"
+    (0.899, '1.8e-15')
+    """
+    a, b_ = _clusters(first, "first"), _clusters(second, "second")
+    if len(a) != len(b_) or any(x.shape != y.shape for x, y in zip(a, b_, strict=True)):
+        raise ValueError("first and second must hold the same tasks with the same number of paired outcomes")
+    cells = np.zeros(4)
+    wins = losses = 0
+    for x, y in zip(a, b_, strict=True):
+        cells += [np.mean(x & y), np.mean(x & ~y), np.mean(~x & y), np.mean(~x & ~y)]
+        wins += int(x.mean() > y.mean())
+        losses += int(x.mean() < y.mean())
+    return _newcombe(*cells.tolist(), confidence), _sign_test(wins, losses)
 
 
 @dataclass(frozen=True)
@@ -162,7 +262,7 @@ class Uplift:
     mcnemar : McNemarResult
         Exact McNemar test of the combination against the best single strategy.
     n : int
-        Paired episodes.
+        Paired tasks (the units; seeds are averaged within a task).
     """
 
     combination: str

@@ -1,28 +1,23 @@
 """A chat model behind an OpenAI-compatible ``/chat/completions`` endpoint (hosted or local servers).
 
-Uses only the standard library (``urllib``). Retries on 429 and 5xx answers and dropped connections with exponential backoff
-(honouring ``Retry-After``), raises :class:`ModelTimeoutError` when a request runs past ``timeout_s``
+Uses only the standard library (``urllib``, through :func:`combo_redteam.hosted.post_json`). Retries on 429
+and 5xx answers and dropped connections with exponential backoff (honouring ``Retry-After``), waits for an
+optional client-side rate limit, raises :class:`ModelTimeoutError` when a request runs past ``timeout_s``
 and :class:`ModelError` for other failures. Refusals are read by a :class:`RefusalDetector`.
 """
 
 from __future__ import annotations
 
-import http.client
-import json
 import os
-import socket
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from combo_redteam.models import Completion, ModelError, ModelTimeoutError, RefusalDetector, Usage, check_messages
+from combo_redteam.hosted import RETRY_STATUS, RateLimiter, check_client, post_json
+from combo_redteam.models import Completion, ModelError, RefusalDetector, Usage, check_messages
 
 __all__ = ["OpenAICompatibleModel", "RETRY_STATUS"]
 
-RETRY_STATUS = (429, 500, 502, 503, 504)
-"""HTTP statuses that are retried."""
 
 
 class OpenAICompatibleModel:
@@ -41,7 +36,9 @@ class OpenAICompatibleModel:
     max_retries : int, default 3
         Retries after a 429/5xx answer or a dropped connection.
     backoff_s : float, default 1.0
-        First retry delay; doubles each retry (``Retry-After`` wins when the server sends it).
+        First retry delay; doubles each retry up to 60 s (``Retry-After`` wins when the server sends it).
+    requests_per_minute : float, optional
+        Client-side rate limit shared by every thread using this model (hosted APIs' quotas).
     refusal_detector : RefusalDetector, optional
         Decides ``Completion.refused`` (default patterns).
     name : str, optional
@@ -59,18 +56,13 @@ class OpenAICompatibleModel:
 
     def __init__(self, model: str, *, base_url: str, api_key_env: str | None = "OPENAI_API_KEY",
                  timeout_s: float = 60.0, max_retries: int = 3, backoff_s: float = 1.0,
-                 refusal_detector: RefusalDetector | None = None, name: str | None = None,
+                 requests_per_minute: float | None = None, refusal_detector: RefusalDetector | None = None, name: str | None = None,
                  sleep: Callable[[float], None] | None = None) -> None:
-        if not isinstance(model, str) or not model:
-            raise ValueError(f"model must be a non-empty str, got {model!r}")
-        if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
-            raise ValueError(f"base_url must start with http:// or https://, got {base_url!r}")
-        if not timeout_s > 0:
-            raise ValueError(f"timeout_s must be > 0, got {timeout_s!r}")
-        if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-            raise ValueError(f"max_retries must be an int >= 0, got {max_retries!r}")
+        check_client("OpenAICompatibleModel", model=model, base_url=base_url, timeout_s=timeout_s,
+                     max_retries=max_retries, backoff_s=backoff_s, requests_per_minute=requests_per_minute)
         self.model, self.base_url, self.api_key_env = model, base_url.rstrip("/"), api_key_env
         self.timeout_s, self.max_retries, self.backoff_s = float(timeout_s), max_retries, float(backoff_s)
+        self.limiter = None if requests_per_minute is None else RateLimiter(requests_per_minute)
         self.refusal_detector = refusal_detector or RefusalDetector()
         self.name = name or f"openai:{model}@{self.base_url}{self.refusal_detector.tag}"
         self._sleep = sleep or time.sleep
@@ -121,38 +113,11 @@ class OpenAICompatibleModel:
         ModelError
             After ``max_retries`` retries, on a non-retried HTTP error or a malformed reply.
         """
-        data = json.dumps(self.request_body(messages, max_tokens=max_tokens, temperature=temperature,
-                                            seed=seed)).encode()
-        url = f"{self.base_url}/chat/completions"
         start = time.perf_counter()
-        for attempt in range(self.max_retries + 1):
-            request = urllib.request.Request(url, data=data, headers=self._headers(), method="POST")
-            try:
-                with urllib.request.urlopen(request, timeout=self.timeout_s) as response:  # noqa: S310 - http(s) only
-                    payload = json.loads(response.read().decode())
-                break
-            except urllib.error.HTTPError as exc:
-                if exc.code not in RETRY_STATUS or attempt == self.max_retries:
-                    detail = exc.read().decode(errors="replace")[:200]
-                    raise ModelError(f"{self.name}: HTTP {exc.code} after {attempt + 1} attempt(s): {detail}") from None
-                retry_after = exc.headers.get("Retry-After") if exc.headers else None
-                delay = float(retry_after) if retry_after and retry_after.replace(".", "", 1).isdigit() else (
-                    self.backoff_s * 2**attempt)
-                self._sleep(min(delay, 60.0))
-            except TimeoutError as exc:
-                raise ModelTimeoutError(f"{self.name}: no answer within timeout_s={self.timeout_s}") from exc
-            except urllib.error.URLError as exc:
-                if isinstance(exc.reason, (TimeoutError, socket.timeout)):
-                    raise ModelTimeoutError(f"{self.name}: no answer within timeout_s={self.timeout_s}") from exc
-                if attempt == self.max_retries:
-                    raise ModelError(f"{self.name}: {exc.reason}") from None
-                self._sleep(self.backoff_s * 2**attempt)
-            except json.JSONDecodeError:
-                raise ModelError(f"{self.name}: the reply is not JSON") from None
-            except (ConnectionError, http.client.HTTPException) as exc:  # e.g. the server dropped the connection
-                if attempt == self.max_retries:
-                    raise ModelError(f"{self.name}: {type(exc).__name__}: {exc}") from None
-                self._sleep(self.backoff_s * 2**attempt)
+        payload = post_json(f"{self.base_url}/chat/completions",
+                            self.request_body(messages, max_tokens=max_tokens, temperature=temperature, seed=seed),
+                            self._headers(), name=self.name, timeout_s=self.timeout_s, max_retries=self.max_retries,
+                            backoff_s=self.backoff_s, sleep=self._sleep, limiter=self.limiter)
         try:
             choice = payload["choices"][0]
             message = choice["message"]

@@ -15,6 +15,7 @@ import json
 import os
 import threading
 import time
+import warnings
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -25,14 +26,17 @@ from typing import Any
 import numpy as np
 from icml25_shared.cli import progress as progress_bar
 from icml25_shared.stats import Interval
+from icml25_shared.validation import Interval as Range
+from icml25_shared.validation import check_params
 
-from combo_redteam.metrics import McNemarResult, Uplift, auroc, mcnemar_exact, paired_difference_interval, wilson
+from combo_redteam.graders import Grader, RuleGrader
+from combo_redteam.metrics import McNemarResult, Uplift, auroc, clustered_paired, clustered_rate
 from combo_redteam.models import ChatModel, Completion, ModelError, Usage
 from combo_redteam.monitors import PLACEMENTS, Monitor, Verdict
 from combo_redteam.strategies import Strategy
-from combo_redteam.tasks import Grade, Task, TaskSuite, grade
+from combo_redteam.tasks import Grade, Task, TaskSuite
 
-__all__ = ["EpisodeResult", "RunResult", "replay", "run"]
+__all__ = ["EpisodeResult", "RunResult", "TooManyErrors", "replay", "run"]
 
 LOG_FORMAT = "combo-redteam-log"
 """The ``format`` field of an audit log's header line."""
@@ -72,6 +76,13 @@ class EpisodeResult:
         Monitors that flagged the episode.
     final : str or None
         The delivered final answer.
+    errored : bool
+        A model error ended the episode without an answer; it is left out of every rate and counted apart.
+    format_failure : str
+        Why a reply of the episode could not be read ("" when every reply was read): a proposal without
+        subtasks, or a final answer without a number, code or record lines.
+    grade_detail : str
+        The grader's reason for a failure ("" on success; the first model error of an errored episode).
     """
 
     index: int
@@ -95,6 +106,9 @@ class EpisodeResult:
     monitor_scores: tuple[tuple[str, float], ...]
     monitor_flags: tuple[str, ...]
     final: str | None
+    errored: bool = False
+    format_failure: str = ""
+    grade_detail: str = ""
 
     @property
     def calls(self) -> int:
@@ -108,35 +122,68 @@ class EpisodeResult:
 
 
 def _episode_result(meta: Mapping[str, Any], calls: Sequence[Mapping[str, Any]], final: str | None,
-                    final_verdicts: Sequence[Mapping[str, Any]], graded: Grade) -> EpisodeResult:
+                    final_verdicts: Sequence[Mapping[str, Any]], graded: Grade,
+                    format_failures: Sequence[str] = ()) -> EpisodeResult:
     verdicts = [v for c in calls for v in c["verdicts"]] + list(final_verdicts)
     made = [c for c in calls if not c["blocked"]]
     scores: dict[str, float] = {}
     for v in verdicts:
         scores[v["monitor"]] = max(scores.get(v["monitor"], -np.inf), float(v["score"]))
     blocked = any(v["blocked"] for v in verdicts)
+    errors = sum(c["error"] is not None for c in made)
+    errored = final is None and not blocked and errors > 0
+    reasons = list(format_failures)
+    if graded.format_failure and not errored and not blocked:
+        reasons.append(f"final: {graded.format_failure}")
     return EpisodeResult(
         index=int(meta["index"]), strategy=meta["strategy"], task_id=meta["task_id"], pair=meta["pair"],
         variant=meta["variant"], family=meta["family"], difficulty=int(meta["difficulty"]), seed=int(meta["seed"]),
         success=bool(graded.success and not blocked), correct=bool(graded.correct and not blocked),
         flag_delivered=bool(graded.flag_delivered and not blocked),
-        refused=any(c["refused"] for c in made), blocked=blocked, errors=sum(c["error"] is not None for c in made),
+        refused=any(c["refused"] for c in made), blocked=blocked, errors=errors,
         strong_calls=sum(c["role"] == "strong" for c in made), weak_calls=sum(c["role"] == "weak" for c in made),
         prompt_tokens=sum(c["usage"]["prompt_tokens"] for c in made),
         completion_tokens=sum(c["usage"]["completion_tokens"] for c in made),
         monitor_scores=tuple(sorted(scores.items())),
         monitor_flags=tuple(sorted({v["monitor"] for v in verdicts if v["flagged"]})),
-        final=None if blocked else final)
+        final=None if blocked else final, errored=errored, format_failure="; ".join(reasons),
+        grade_detail="blocked" if blocked else next(c["error"] for c in made if c["error"]) if errored else graded.detail)
 
 
 def _rows(episodes: Sequence[EpisodeResult], strategy: str, variant: str) -> dict[tuple[str, int], EpisodeResult]:
     # task ids are unique in a suite; pair labels need not be (several flagged tasks may share one)
-    return {(e.task_id, e.seed): e for e in episodes if e.strategy == strategy and e.variant == variant}
+    return {(e.task_id, e.seed): e for e in episodes if e.strategy == strategy and e.variant == variant
+            and not e.errored}
+
+
+def _by_task(rows: Sequence[EpisodeResult]) -> dict[str, list[bool]]:
+    out: dict[str, list[bool]] = defaultdict(list)
+    for e in rows:
+        out[e.task_id].append(e.success)
+    return dict(out)
+
+
+class TooManyErrors(RuntimeError):
+    """More episodes errored than ``run(max_error_share=...)`` allows; ``result`` holds the run anyway.
+
+    Attributes
+    ----------
+    result : RunResult
+        Every episode, errored ones included (``summary()`` shows the counts).
+    """
+
+    def __init__(self, message: str, result: RunResult) -> None:
+        super().__init__(message)
+        self.result = result
 
 
 @dataclass(frozen=True)
 class RunResult:
     """All episodes of a run and the statistics over them.
+
+    Rates use tasks as the units of analysis: the seeds of a task are averaged, and intervals and
+    tests count tasks, not episodes. Errored episodes (a model error left no answer) are left out of
+    every rate and counted apart (:meth:`errors`, ``summary()["errored"]``).
 
     Attributes
     ----------
@@ -167,20 +214,38 @@ class RunResult:
         if variant not in ("flagged", "control"):
             raise ValueError(f"variant {variant!r} is not accepted; accepted values: ['flagged', 'control']")
 
-    def select(self, strategy: str, variant: str = "flagged") -> list[EpisodeResult]:
-        """Episodes of one strategy and variant, in run order."""
+    def select(self, strategy: str, variant: str = "flagged", *, errored: bool = False) -> list[EpisodeResult]:
+        """Episodes of one strategy and variant, in run order (errored ones only with ``errored=True``)."""
         self._check(strategy, variant)
-        return [e for e in self.episodes if e.strategy == strategy and e.variant == variant]
+        return [e for e in self.episodes if e.strategy == strategy and e.variant == variant
+                and (errored or not e.errored)]
+
+    def errors(self, strategy: str, variant: str = "flagged") -> int:
+        """Errored episodes of one strategy and variant (left out of the rates)."""
+        return sum(e.errored for e in self.select(strategy, variant, errored=True))
+
+    def format_failure_rate(self, strategy: str, variant: str = "flagged") -> float:
+        """Share of (non-errored) episodes with a reply that could not be read (nan when there is none)."""
+        rows = self.select(strategy, variant)
+        return float(np.mean([bool(e.format_failure) for e in rows])) if rows else float("nan")
 
     def success_rate(self, strategy: str, variant: str = "flagged", confidence: float = 0.95) -> Interval:
-        """Success rate with its Wilson interval."""
+        """Success rate with tasks as units: mean per-task success share and Wilson's interval (n = tasks).
+
+        Raises
+        ------
+        ValueError
+            When every episode of the strategy and variant errored (or there is none).
+        """
         rows = self.select(strategy, variant)
         if not rows:
-            raise ValueError(f"no {variant} episodes for strategy {strategy!r}")
-        return wilson(sum(e.success for e in rows), len(rows), confidence)
+            errored = self.errors(strategy, variant)
+            raise ValueError(f"no {variant} episodes for strategy {strategy!r} to rate"
+                             + (f" ({errored} errored)" if errored else ""))
+        return clustered_rate(list(_by_task(rows).values()), confidence)
 
     def refusal_rate(self, strategy: str, variant: str = "flagged") -> float:
-        """Share of episodes with at least one refused call."""
+        """Share of (non-errored) episodes with at least one refused call."""
         rows = self.select(strategy, variant)
         return float(np.mean([e.refused for e in rows])) if rows else float("nan")
 
@@ -193,7 +258,7 @@ class RunResult:
         return sum(e.calls for e in rows) / wins, sum(e.tokens for e in rows) / wins
 
     def paired(self, first: str, second: str, variant: str = "flagged") -> tuple[np.ndarray, np.ndarray]:
-        """Success arrays of two strategies aligned on (task id, seed)."""
+        """Success arrays of two strategies aligned on (task id, seed), episodes errored in either left out."""
         self._check(first, variant)
         self._check(second, variant)
         a, b = _rows(self.episodes, first, variant), _rows(self.episodes, second, variant)
@@ -202,9 +267,25 @@ class RunResult:
             raise ValueError(f"strategies {first!r} and {second!r} share no {variant} (task, seed) pairs")
         return (np.array([a[k].success for k in keys], dtype=bool), np.array([b[k].success for k in keys], dtype=bool))
 
+    def paired_by_task(self, first: str, second: str, variant: str = "flagged"
+                       ) -> tuple[list[list[bool]], list[list[bool]]]:
+        """Per task, the successes of two strategies on their shared seeds (errored episodes left out)."""
+        self._check(first, variant)
+        self._check(second, variant)
+        a, b = _rows(self.episodes, first, variant), _rows(self.episodes, second, variant)
+        keys = sorted(set(a) & set(b))
+        if not keys:
+            raise ValueError(f"strategies {first!r} and {second!r} share no {variant} (task, seed) pairs")
+        tasks: dict[str, tuple[list[bool], list[bool]]] = {}
+        for key in keys:
+            x, y = tasks.setdefault(key[0], ([], []))
+            x.append(a[key].success)
+            y.append(b[key].success)
+        return [x for x, _ in tasks.values()], [y for _, y in tasks.values()]
+
     def mcnemar(self, first: str, second: str, variant: str = "flagged") -> McNemarResult:
-        """Exact McNemar test of two strategies on their paired episodes."""
-        return mcnemar_exact(*self.paired(first, second, variant))
+        """Exact test of two strategies with tasks as units (McNemar's exact test when each task has one seed)."""
+        return clustered_paired(*self.paired_by_task(first, second, variant))[1]
 
     def uplift(self, combination: str, singles: Sequence[str] | None = None, variant: str = "flagged",
                confidence: float = 0.95) -> Uplift:
@@ -224,17 +305,18 @@ class RunResult:
         Returns
         -------
         Uplift
-            Estimate, interval, both rates and the exact McNemar test.
+            Estimate, interval, both rates and the exact test, with tasks as units (seeds averaged within a
+            task; episodes errored in either strategy left out).
         """
         singles = list(singles) if singles is not None else self._names("single")
         if not singles:
             raise ValueError("the run has no single-model strategy to compare with")
         rates = {s: self.success_rate(s, variant).estimate for s in singles}
         best = max(singles, key=lambda s: (rates[s], -singles.index(s)))
-        a, b = self.paired(combination, best, variant)
-        ci = paired_difference_interval(a, b, confidence)
-        return Uplift(combination, best, ci.estimate, ci.low, ci.high, float(a.mean()), float(b.mean()),
-                      mcnemar_exact(a, b), int(a.size))
+        a, b = self.paired_by_task(combination, best, variant)
+        ci, test = clustered_paired(a, b, confidence)
+        return Uplift(combination, best, ci.estimate, ci.low, ci.high, float(np.mean([np.mean(x) for x in a])),
+                      float(np.mean([np.mean(y) for y in b])), test, len(a))
 
     def monitor_report(self, monitor: str, strategy: str, *, negatives: str | None = None) -> dict[str, float]:
         """TPR, FPR and AUROC of one monitor: flagged episodes of ``strategy`` against control episodes.
@@ -266,21 +348,37 @@ class RunResult:
         return out
 
     def summary(self, variant: str = "flagged") -> list[dict[str, Any]]:
-        """One row per strategy: n, success and its Wilson bounds, refusal rate, calls and tokens per success."""
+        """One row per strategy: tasks, episodes, errored, success and its bounds, refusal and format-failure rates.
+
+        ``n`` counts tasks (the units of the interval), ``episodes`` the non-errored episodes rated,
+        ``errored`` those left out; a strategy whose every episode errored has ``success`` nan.
+        """
         rows = []
         for name, kind in self.strategies:
-            if not self.select(name, variant):
+            everything = self.select(name, variant, errored=True)
+            if not everything:
                 continue
-            ci = self.success_rate(name, variant)
-            calls, tokens = self.per_success(name, variant)
-            rows.append({"strategy": name, "kind": kind, "variant": variant, "n": ci.n, "success": ci.estimate,
-                         "low": ci.low, "high": ci.high, "refusal_rate": self.refusal_rate(name, variant),
-                         "calls_per_success": calls, "tokens_per_success": tokens})
+            rated = self.select(name, variant)
+            row: dict[str, Any] = {"strategy": name, "kind": kind, "variant": variant}
+            if rated:
+                ci = self.success_rate(name, variant)
+                calls, tokens = self.per_success(name, variant)
+                row.update(n=ci.n, episodes=len(rated), errored=len(everything) - len(rated), success=ci.estimate,
+                           low=ci.low, high=ci.high)
+            else:
+                calls = tokens = float("nan")
+                row.update(n=0, episodes=0, errored=len(everything), success=float("nan"), low=float("nan"),
+                           high=float("nan"))
+            row.update(refusal_rate=self.refusal_rate(name, variant),
+                       format_failure_rate=self.format_failure_rate(name, variant), calls_per_success=calls,
+                       tokens_per_success=tokens)
+            rows.append(row)
         return rows
 
 
 class _Cache:
-    def __init__(self, folder: str | Path | None) -> None:
+    def __init__(self, folder: str | Path | None, offline: bool = False) -> None:
+        self.offline = offline
         self.folder = None if folder is None else Path(folder)
         if self.folder is not None:
             self.folder.mkdir(parents=True, exist_ok=True)
@@ -322,6 +420,10 @@ class _Episode:
     params: Mapping[str, Any]
     calls: list[dict[str, Any]] = field(default_factory=list)
     strong_prompts: list[str] = field(default_factory=list)
+    format_failures: list[str] = field(default_factory=list)
+
+    def format_failure(self, reason: str) -> None:
+        self.format_failures.append(reason)
 
     def _check(self, placement: str, texts: Sequence[str]) -> list[Verdict]:
         return [m.check(texts) for m in self.monitors.get(placement, ())]
@@ -348,6 +450,9 @@ class _Episode:
         key = self.cache.key(model, messages, params)
         completion = self.cache.get(key)
         record["cached"] = completion is not None
+        if completion is None and self.cache.offline:
+            record["error"] = "ModelError: not in the completion cache (offline run)"
+            return None
         if completion is None:
             start = time.perf_counter()
             try:
@@ -368,10 +473,11 @@ class _Episode:
         return completion
 
 
-class _Grader:
+class _Memo:
     """Grades memoised by (task id, answer): graders are deterministic and code tests are slow."""
 
-    def __init__(self) -> None:
+    def __init__(self, grader: Grader | None = None) -> None:
+        self.grader: Grader = grader if grader is not None else RuleGrader()
         self._memo: dict[tuple[str, str | None], Grade] = {}
         self._lock = threading.Lock()
 
@@ -380,7 +486,7 @@ class _Grader:
         with self._lock:
             if key in self._memo:
                 return self._memo[key]
-        result = grade(task, answer)
+        result = self.grader(task, answer)
         with self._lock:
             self._memo[key] = result
         return result
@@ -425,15 +531,14 @@ def _check_run_args(suite: Any, strategies: Any, seeds: Any, monitors: Any, conc
         monitor_names.append(m.name)
     if len(set(monitor_names)) != len(monitor_names):
         raise ValueError(f"monitor names must be unique, got {monitor_names}")
-    if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
-        raise ValueError(f"concurrency must be an int >= 1, got {concurrency!r}")
     return strategies, [int(s) for s in seeds], dict(by_placement)
 
 
 def run(suite: TaskSuite, strategies: Sequence[Strategy], *, seeds: Sequence[int] = (0,),
         monitors: Sequence[Monitor] = (), concurrency: int = 1, cache_dir: str | Path | None = None,
         progress: bool = False, log_path: str | Path | None = None, max_tokens: int = 1024,
-        temperature: float = 0.0) -> RunResult:
+        temperature: float = 0.0, grader: Grader | None = None, max_error_share: float = 0.1,
+        offline: bool = False) -> RunResult:
     """Run every task of ``suite`` through every strategy with every seed.
 
     Parameters
@@ -458,11 +563,26 @@ def run(suite: TaskSuite, strategies: Sequence[Strategy], *, seeds: Sequence[int
         Passed to every call.
     temperature : float, default 0.0
         Passed to every call.
+    grader : Grader, optional
+        Decides success (default :class:`~combo_redteam.RuleGrader`, the task's own rule; e.g.
+        :class:`~combo_redteam.JudgeGrader` for an LLM judge).
+    max_error_share : float, default 0.1
+        Most share of a strategy's episodes that may error (a model error left no answer). Errored
+        episodes are left out of the rates and counted apart; any of them gives a warning, and a
+        larger share than this raises :class:`TooManyErrors` (1.0 never raises).
+    offline : bool, default False
+        Answer every call from ``cache_dir`` (recorded by an earlier run) and call no model; a call
+        missing from the cache fails (the episode errors).
 
     Returns
     -------
     RunResult
         Every episode and the statistics over them.
+
+    Raises
+    ------
+    TooManyErrors
+        When a strategy's errored share exceeds ``max_error_share`` (the result is its ``result``).
 
     Examples
     --------
@@ -477,12 +597,21 @@ def run(suite: TaskSuite, strategies: Sequence[Strategy], *, seeds: Sequence[int
     >>> result.uplift("automated-k3").estimate
     1.0
     """
+    check_params({"concurrency": concurrency, "max_tokens": max_tokens, "temperature": temperature,
+                  "max_error_share": max_error_share, "offline": offline, "progress": progress},
+                 {"concurrency": [Range(int, 1, None)], "max_tokens": [Range(int, 1, None)],
+                  "temperature": [Range(float, 0, None), Range(int, 0, None)],
+                  "max_error_share": [Range(float, 0, 1), Range(int, 0, 1)], "offline": ["boolean"],
+                  "progress": ["boolean"]}, owner="run")
+    if temperature == float("inf"):
+        raise ValueError(f"run: temperature must be a finite float >= 0; got {temperature!r}")
+    if grader is not None and not isinstance(grader, Grader):
+        raise TypeError(f"run: grader must follow the Grader protocol (a `name` and __call__(task, answer)); got "
+                        f"{type(grader).__name__}")
+    if offline and cache_dir is None:
+        raise ValueError("run: offline=True answers from cache_dir; give the cache_dir of a recorded run")
     strategies, seed_list, by_placement = _check_run_args(suite, strategies, seeds, monitors, concurrency)
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
-        raise ValueError(f"max_tokens must be an int >= 1, got {max_tokens!r}")
-    if isinstance(temperature, bool) or not isinstance(temperature, (int, float)) or not 0 <= temperature < float("inf"):
-        raise ValueError(f"temperature must be a finite float >= 0, got {temperature!r}")
-    cache, grader = _Cache(cache_dir), _Grader()
+    cache, memo = _Cache(cache_dir, offline), _Memo(grader)
     params = {"max_tokens": max_tokens, "temperature": float(temperature)}
     jobs = [(s, t, seed) for s in strategies for t in suite for seed in seed_list]
     monitor_meta = [(m.name, m.placement) for ms in by_placement.values() for m in ms]
@@ -494,6 +623,7 @@ def run(suite: TaskSuite, strategies: Sequence[Strategy], *, seeds: Sequence[int
         log.write(json.dumps({"type": "header", "format": LOG_FORMAT, "version": 1, "suite": suite.name,
                               "strategies": [[s.name, s.kind] for s in strategies], "seeds": seed_list,
                               "suite_digest": _suite_digest(suite), "monitors": monitor_meta, "params": params,
+                              "grader": memo.grader.name,
                               "n_episodes": len(jobs)}) + "\n")
 
     def one(index: int) -> EpisodeResult:
@@ -509,13 +639,14 @@ def run(suite: TaskSuite, strategies: Sequence[Strategy], *, seeds: Sequence[int
             final = None
         if final is not None and not any(v["blocked"] for c in episode.calls for v in c["verdicts"]):
             final_verdicts = episode._check("final-output", [final])
-        graded = grader(task, final)
+        graded = memo(task, final)
         fv = [asdict(v) for v in final_verdicts]
-        result = _episode_result(meta, episode.calls, final, fv, graded)
+        result = _episode_result(meta, episode.calls, final, fv, graded, episode.format_failures)
         if log is not None:
             lines = [json.dumps(c) for c in episode.calls]
             lines.append(json.dumps({"type": "episode", **meta, "final": final, "final_verdicts": fv,
-                                     "grade": asdict(graded), "success": result.success}))
+                                     "grade": asdict(graded), "format_failures": episode.format_failures,
+                                     "success": result.success, "errored": result.errored}))
             with lock:
                 log.write("\n".join(lines) + "\n")
         return result
@@ -530,11 +661,35 @@ def run(suite: TaskSuite, strategies: Sequence[Strategy], *, seeds: Sequence[int
     finally:
         if log is not None:
             log.close()
-    return RunResult(tuple(episodes), tuple((s.name, s.kind) for s in strategies), tuple(seed_list),
-                     tuple(monitor_meta), suite.name)
+    result = RunResult(tuple(episodes), tuple((s.name, s.kind) for s in strategies), tuple(seed_list),
+                       tuple(monitor_meta), suite.name)
+    _check_errors(result, max_error_share)
+    return result
 
 
-def replay(log_path: str | Path, suite: TaskSuite | None = None) -> RunResult:
+def _check_errors(result: RunResult, max_error_share: float) -> None:
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for e in result.episodes:
+        counts[e.strategy][0] += e.errored
+        counts[e.strategy][1] += 1
+    errored = {name: (bad, total) for name, (bad, total) in counts.items() if bad}
+    if not errored:
+        return
+    shown = ", ".join(f"{name} {bad}/{total}" for name, (bad, total) in errored.items())
+    worst = max(bad / total for bad, total in errored.values())
+    message = (f"errored episodes (a model error left no answer), left out of the rates: {shown}; "
+               f"first error: {_first_error(result)}")
+    if worst > max_error_share:
+        raise TooManyErrors(f"{message}; more than max_error_share={max_error_share:g} of a strategy's episodes",
+                            result)
+    warnings.warn(message, RuntimeWarning, stacklevel=3)
+
+
+def _first_error(result: RunResult) -> str:
+    return next((e.grade_detail for e in result.episodes if e.errored), "")
+
+
+def replay(log_path: str | Path, suite: TaskSuite | None = None, *, grader: Grader | None = None) -> RunResult:
     """Rebuild a run's :class:`RunResult` from its audit log.
 
     Every episode is recomputed from its logged calls (calls, tokens, refusals, monitor verdicts) and
@@ -546,6 +701,8 @@ def replay(log_path: str | Path, suite: TaskSuite | None = None) -> RunResult:
         A log written by :func:`run`.
     suite : TaskSuite, optional
         The run's suite, to re-grade the answers.
+    grader : Grader, optional
+        With ``suite``, the grader to re-grade with (default the task's rule grader).
 
     Returns
     -------
@@ -576,12 +733,13 @@ def replay(log_path: str | Path, suite: TaskSuite | None = None) -> RunResult:
     if suite is not None and "suite_digest" in header and header["suite_digest"] != _suite_digest(suite):
         raise ValueError(f"{log_path}: the log was written for another suite than {suite.name!r} (its tasks, tokens "
                          "or expected answers differ; suites of the same size share task ids)")
-    grader = _Grader()
+    memo = _Memo(grader)
     episodes = []
     for index in range(expected):
         ep = finals[index]
-        graded = grader(suite.by_id(ep["task_id"]), ep["final"]) if suite is not None else Grade(**ep["grade"])
+        graded = memo(suite.by_id(ep["task_id"]), ep["final"]) if suite is not None else Grade(**ep["grade"])
         steps = sorted(calls[index], key=lambda c: c["step"])
-        episodes.append(_episode_result(ep, steps, ep["final"], ep["final_verdicts"], graded))
+        episodes.append(_episode_result(ep, steps, ep["final"], ep["final_verdicts"], graded,
+                                        ep.get("format_failures", ())))
     return RunResult(tuple(episodes), tuple((n, k) for n, k in header["strategies"]), tuple(header["seeds"]),
                      tuple((n, p) for n, p in header["monitors"]), header["suite"])

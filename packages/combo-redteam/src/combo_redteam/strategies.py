@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from combo_redteam.extract import parse_subtasks
 from combo_redteam.models import ChatModel, Completion
 from combo_redteam.prompts import (
     MANUAL_SOLVE_TEMPLATE,
@@ -22,12 +23,11 @@ from combo_redteam.prompts import (
     REFERENCE_BLOCK,
     SINGLE_TEMPLATE,
     SOLVE_TEMPLATE,
-    SUBTASK_HEADER,
 )
 from combo_redteam.tasks import Task
 
 __all__ = ["AutomatedDecomposition", "ManualDecomposition", "PlanStep", "ROLES", "SingleModel", "Strategy",
-           "strategy_from_spec"]
+           "parse_subtasks", "strategy_from_spec"]
 
 ROLES = ("strong", "weak")
 """Roles a model can play in a strategy (monitors are placed by role)."""
@@ -41,6 +41,10 @@ class Caller(Protocol):
 
     def call(self, role: str, model: ChatModel, prompt: str) -> Completion | None:
         """Send ``prompt`` to ``model`` (monitors, cache and log applied); None when the call failed."""
+        ...
+
+    def format_failure(self, reason: str) -> None:
+        """Record that a reply could not be read (e.g. no subtasks in a proposal); the episode reports it."""
         ...
 
 
@@ -216,25 +220,6 @@ class ManualDecomposition:
         return None if reply is None else reply.text
 
 
-def parse_subtasks(text: str, k: int) -> list[str]:
-    """The subtasks of a weak model's proposal (blocks after ``### Subtask <n>`` lines), at most ``k``.
-
-    Parameters
-    ----------
-    text : str
-        The proposal.
-    k : int
-        The most subtasks kept.
-
-    Returns
-    -------
-    list of str
-        Non-empty subtask texts, in order.
-    """
-    parts = re.split(rf"^{re.escape(SUBTASK_HEADER)}\s*\d*\s*$", text, flags=re.MULTILINE)
-    return [p.strip() for p in parts[1:] if p.strip()][:k]
-
-
 class AutomatedDecomposition:
     """Weak proposes ``k`` related benign subtasks, strong answers them, weak solves with the pairs in context.
 
@@ -282,7 +267,12 @@ class AutomatedDecomposition:
         if proposal is None or proposal.refused:
             return None
         blocks = []
-        for subtask in parse_subtasks(proposal.text, self.k):
+        subtasks = parse_subtasks(proposal.text, self.k)
+        if not subtasks:
+            report = getattr(caller, "format_failure", None)
+            if report is not None:
+                report("proposal: no subtasks found")
+        for subtask in subtasks:
             answer = caller.call("strong", self.strong, subtask)
             if answer is not None and not answer.refused:
                 blocks.append(self.reference_block.format(problem=subtask, answer=answer.text))

@@ -2,7 +2,9 @@
 
 ``TransformersChatModel(path)`` loads the tokenizer and model from a folder with
 ``local_files_only=True``; nothing is downloaded. Chats are rendered with the tokenizer's chat
-template when it has one, otherwise as ``role: content`` lines followed by ``assistant:``.
+template when it has one (tokenized without adding special tokens again: the template writes its own BOS),
+otherwise as ``role: content`` lines followed by ``assistant:``. Greedy decoding uses ``generate``;
+sampling draws from a ``torch.Generator`` of the call, never from the caller's global RNG.
 """
 
 from __future__ import annotations
@@ -79,7 +81,7 @@ class TransformersChatModel:
         temperature : float, default 0.0
             0 decodes greedily.
         seed : int, optional
-            Seeds torch before sampling.
+            Seeds this call's own sampling generator (the global torch RNG is left alone).
 
         Returns
         -------
@@ -90,16 +92,52 @@ class TransformersChatModel:
 
         chat = check_messages(messages)
         start = time.perf_counter()
-        inputs = self.tokenizer(self._render(chat), return_tensors="pt").to(self.device)
-        kwargs: dict[str, Any] = {"max_new_tokens": int(max_tokens), "do_sample": temperature > 0}
-        if temperature > 0:
-            kwargs["temperature"] = float(temperature)
+        ids = self.encode(chat).to(self.device)
         pad = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else self.tokenizer.eos_token_id
         with self._lock, self._torch.no_grad():  # generation state is not thread safe
-            if seed is not None:
-                self._torch.manual_seed(int(seed))
-            out = self.model.generate(**inputs, pad_token_id=pad, **kwargs)
-        new = out[0, inputs["input_ids"].shape[1]:]
+            if temperature > 0:
+                new = self._sample(ids, int(max_tokens), float(temperature), seed)
+            else:
+                out = self.model.generate(input_ids=ids, attention_mask=self._torch.ones_like(ids),
+                                          max_new_tokens=int(max_tokens), do_sample=False, pad_token_id=pad)
+                new = out[0, ids.shape[1]:]
         text = self.tokenizer.decode(new, skip_special_tokens=True)
-        return Completion(text, self.refusal_detector(text), Usage(int(inputs["input_ids"].shape[1]), int(new.numel())),
+        return Completion(text, self.refusal_detector(text), Usage(int(ids.shape[1]), int(new.numel())),
                           time.perf_counter() - start)
+
+    def encode(self, messages: Sequence[Mapping[str, str]]) -> Any:
+        """The prompt's token ids, shape (1, length).
+
+        A chat template renders its own special tokens (``bos_token`` in Llama, Gemma and Mistral
+        templates), so the rendered text is tokenized without adding them again: one BOS, not two.
+        Without a template the tokenizer adds its special tokens as for any text.
+        """
+        chat = check_messages(messages)
+        templated = bool(getattr(self.tokenizer, "chat_template", None))
+        encoded = self.tokenizer(self._render(chat), return_tensors="pt", add_special_tokens=not templated)
+        return encoded["input_ids"]
+
+    def _sample(self, ids: Any, max_tokens: int, temperature: float, seed: int | None) -> Any:
+        """Temperature sampling with a generator of our own: the caller's global torch RNG is never touched."""
+        torch = self._torch
+        generator = torch.Generator(device=ids.device)
+        if seed is None:
+            generator.seed()
+        else:
+            generator.manual_seed(int(seed))
+        import inspect
+
+        eos = self.tokenizer.eos_token_id
+        # transformers 5 names the key/value cache `cache`; 4.x names it `past_key_values`
+        key = "cache" if "cache" in inspect.signature(self.model.forward).parameters else "past_key_values"
+        past, step_ids, out = None, ids, []
+        for _ in range(max_tokens):
+            result = self.model(input_ids=step_ids, use_cache=True, **{key: past})
+            past = result[key]
+            probs = torch.softmax(result.logits[:, -1, :].float() / temperature, dim=-1)
+            token = torch.multinomial(probs, 1, generator=generator)
+            out.append(token)
+            if eos is not None and int(token) == int(eos):
+                break
+            step_ids = token
+        return torch.cat(out, dim=1)[0] if out else ids.new_zeros(0)
