@@ -9,8 +9,9 @@ from icml25_shared.testing import run_command
 from looped_transformers.__main__ import PAPER, main
 
 
-def test_demo_quick_writes_accuracy_against_loops_and_the_gates(tmp_path):
+def test_demo_quick_writes_accuracy_against_loops_and_the_gates(tmp_path, figures):
     run = run_command(main, "demo", tmp_path, expect=("md", "json", "png"))
+    assert figures == ["demo"]  # labelled, no text over the neighbouring panel
     assert run.table.startswith("| model | train loops | steps | final loss |")
     rows = run.result["rows"]
     assert [r["model"] for r in rows] == ["LT", "TMLT"]
@@ -23,7 +24,7 @@ def test_demo_quick_writes_accuracy_against_loops_and_the_gates(tmp_path):
     assert min(min(g) for g in gates) > 0  # the zero-initialised gates moved in training
 
 
-def test_reproduce_runs_the_protocol_and_applies_its_rules(tmp_path, monkeypatch):
+def test_reproduce_runs_the_protocol_and_applies_its_rules(tmp_path, monkeypatch, figures):
     from looped_transformers import experiments
 
     tiny = {"seeds": 2,
@@ -35,6 +36,7 @@ def test_reproduce_runs_the_protocol_and_applies_its_rules(tmp_path, monkeypatch
                    "lr": 1e-3, "lt_loops": [1, 4], "tmlt_loops": [4], "test": 8}}
     monkeypatch.setitem(experiments.PROTOCOL, "quick", tiny)
     run = run_command(main, "reproduce", tmp_path, expect=("json", "md", "png"))
+    assert figures == ["reproduce"]
     res = run.result
     assert res["protocol"] == tiny
     assert set(res["results"]) == {"ed", "icl", "lm"}

@@ -25,6 +25,15 @@ def _reproduce(ctx: Any) -> None:
     reproduce(ctx)
 
 
+def _reproduce_options(parser: Any) -> None:
+    parser.add_argument("--protocol", choices=("families", "icl-cpu", "icl-full"), default="families",
+                        help="families: ED, ICL and char LM (the quick sizes with --quick); icl-cpu: in-context "
+                             "regression past the plateau (2000 steps, 3 seeds, LT r=2, 8, 4, TMLT r=8, LT r=1, "
+                             "stopped by a 25 CPU-minute budget); icl-full: 4000 steps, LT r=1..8, TMLT r=8 and "
+                             "equal-compute cells (about 40 CPU-minutes on one idle thread); --quick shrinks either "
+                             "icl protocol to a smoke test")
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run a command of the ``looped-transformers`` command line.
 
@@ -39,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
         The exit code: 0 on success.
     """
     return run_cli("looped_transformers", demo=_demo, reproduce=_reproduce, argv=argv, description=__doc__,
-                   paper=PAPER)
+                   paper=PAPER, reproduce_options=_reproduce_options)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,7 @@ from looped_transformers.train import (
     train,
 )
 
-__all__ = ["PROTOCOL", "demo", "reproduce"]
+__all__ = ["ICL_PROTOCOLS", "PROTOCOL", "demo", "icl_verdicts", "reproduce", "run_icl_cells"]
 
 #: The reproduce protocol: sizes of the quick and the full run (the full run was not executed).
 PROTOCOL: dict[str, dict[str, Any]] = {
@@ -97,13 +97,13 @@ def demo(ctx: RunContext) -> None:
                     "rows": rows, "test_loops": list(test_loops), "tmlt_mean_abs_gamma": gates})
     import matplotlib.pyplot as plt
 
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.2))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.2), layout="constrained")
     for name, acc in curves.items():
         ax1.plot(test_loops, acc, "o-", label=name)
     ax1.axvline(4, color="grey", lw=0.8)
     ax1.set_xscale("log", base=2)
     ax1.set_xlabel("loops at test (trained with 4)")
-    ax1.set_ylabel("answer accuracy")
+    ax1.set_ylabel("answer accuracy (one seed)")
     ax1.legend()
     ax2.plot(range(8), gates[:, 0], "o-", label="|gamma1| (attention)")
     ax2.plot(range(8), gates[:, 1], "s-", label="|gamma2| (MLP)")
@@ -227,6 +227,10 @@ def reproduce(ctx: RunContext) -> None:
         Output folder, seed and the quick flag (the sizes of ``PROTOCOL["quick"]``).
     """
     torch.set_num_threads(1)
+    chosen = ctx.options.get("protocol", "families")
+    if chosen != "families":
+        _reproduce_icl(ctx, chosen.removeprefix("icl-"))
+        return
     protocol = PROTOCOL["quick" if ctx.quick else "full"]
     n = protocol["seeds"]
     seeds = child_seeds(ctx.seed, n)
@@ -245,7 +249,7 @@ def reproduce(ctx: RunContext) -> None:
     ctx.write_table(rows, headers=["task", "model", "metric", "mean", "95% low", "95% high"])
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.2))
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), layout="constrained")
     for ax, (section, metric, label) in zip(axes, (("ed", "accuracy", "ED answer accuracy"),
                                                    ("icl", "mean error", "ICL normalised MSE"),
                                                    ("lm", "val loss", "char LM val loss (nats)")), strict=True):
@@ -264,8 +268,9 @@ def reproduce(ctx: RunContext) -> None:
                        label="least squares")
         ax.set_xscale("log", base=2)
         ax.set_xlabel("loops r")
-        ax.set_title(label)
-        ax.legend()
+        ax.set_ylabel(label)
+        ax.set_title(f"mean and 95% CI over {n} seeds", fontsize=9)
+        ax.legend(fontsize=7)
     ctx.save_figure(fig)
 
 
@@ -364,3 +369,147 @@ def run_icl_cells(protocol: dict[str, Any], out: Any, *, random_state: int = 0) 
                 "train_loss_per_100": [float(losses[j:j + 100].mean()) for j in range(0, len(losses), 100)],
                 "cpu_seconds": cpu, "wall_seconds": wall, "torch": torch.__version__}, indent=1))
     return skipped
+
+
+def _load_cells(folder: Any) -> tuple[dict[str, dict[int, dict[str, Any]]], dict[int, dict[str, list[float]]]]:
+    import json
+    from pathlib import Path
+
+    cells: dict[str, dict[int, dict[str, Any]]] = {}
+    baselines: dict[int, dict[str, list[float]]] = {}
+    for path in sorted(Path(folder).glob("*.json")):
+        data = json.loads(path.read_text())
+        if path.name.startswith("baselines-seed"):
+            baselines[data["seed_index"]] = data["errors"]
+        elif "model" in data and "r" in data:
+            cells.setdefault(f"{data['model']} r={data['r']} steps={data['steps']}", {})[data["seed_index"]] = data
+    return cells, baselines
+
+
+def icl_verdicts(folder: Any, *, n_seeds: int, steps: int) -> dict[str, Any]:
+    """Aggregate the stored in-context regression cells and apply the protocol's rules.
+
+    Parameters
+    ----------
+    folder : path-like
+        The folder :func:`run_icl_cells` wrote.
+    n_seeds : int
+        Seeds a configuration needs to count as complete.
+    steps : int
+        Training steps of the main cells (the equal-compute cells are tabulated apart).
+
+    Returns
+    -------
+    dict
+        ``models`` (per configuration: per-seed mean errors at r, 2r and 4r, their mean and 95% interval,
+        cpu seconds), ``baselines`` (same for the zero predictor, least squares, ridge, 3-NN, averaging) and
+        ``rules`` (each with ``verdict`` and the numbers it read).
+    """
+    cells, baselines = _load_cells(folder)
+    models: dict[str, Any] = {}
+    for key, by_seed in cells.items():
+        kind, r_text, steps_text = key.split(" ")
+        r = int(r_text.split("=")[1])
+        seeds_done = sorted(by_seed)
+        row: dict[str, Any] = {"model": kind, "r": r, "steps": int(steps_text.split("=")[1]), "seeds": seeds_done,
+                               "complete": len(seeds_done) >= n_seeds,
+                               "cpu_seconds": [by_seed[i]["cpu_seconds"] for i in seeds_done]}
+        for factor in (1, 2, 4):
+            values = [by_seed[i]["mean_error"][str(factor * r)] for i in seeds_done]
+            row[f"r_test={factor}r"] = _summary(values)
+        row["error_by_length"] = np.mean([by_seed[i]["error_by_length"][str(r)] for i in seeds_done], axis=0).tolist()
+        models[f"{kind} r={r}" + ("" if row["steps"] == steps else f" x {row['steps']} steps")] = row
+    base = {name: _summary([float(np.mean(baselines[i][name])) for i in sorted(baselines)])
+            for name in ("zero", "least_squares", "ridge", "knn", "averaging")} if baselines else {}
+    base_curves = {name: np.mean([baselines[i][name] for i in sorted(baselines)], axis=0).tolist()
+                   for name in base}
+
+    def per_seed(name: str) -> dict[int, float] | None:
+        row = models.get(name)
+        if row is None or not row["complete"]:
+            return None
+        return {i: cells[f"{row['model']} r={row['r']} steps={row['steps']}"][i]["mean_error"][str(row["r"])]
+                for i in row["seeds"]}
+
+    rules: dict[str, Any] = {}
+    lt2, lt8, tmlt8 = per_seed("LT r=2"), per_seed("LT r=8"), per_seed("TMLT r=8")
+    zero = base.get("zero", {}).get("mean")
+    if lt2 is None or lt8 is None or zero is None:
+        rules["0 gate"] = {"verdict": "not run (LT r=2 or r=8 incomplete)"}
+        return {"models": models, "baselines": base, "baseline_curves": base_curves, "rules": rules}
+    m2, m8 = float(np.mean(list(lt2.values()))), float(np.mean(list(lt8.values())))
+    gate = m2 <= 0.8 * zero and m8 <= 0.8 * zero
+    rules["0 gate"] = {"verdict": "passes" if gate else "fails", "LT r=2": m2, "LT r=8": m8, "0.8 x zero": 0.8 * zero}
+    if not gate:
+        for name in ("1 more loops help", "2 monotone in r", "3 near least squares", "4 timestep encoding"):
+            rules[name] = {"verdict": "not read (trivial regime)"}
+        return {"models": models, "baselines": base, "baseline_curves": base_curves, "rules": rules}
+    paired = sorted(set(lt2) & set(lt8))
+    rules["1 more loops help"] = {"verdict": "holds" if all(lt8[i] < lt2[i] for i in paired) else "fails",
+                                  "LT r=8 - LT r=2 per seed": [lt8[i] - lt2[i] for i in paired]}
+    complete = sorted((row["r"], row["r_test=1r"]["mean"]) for name, row in models.items()
+                      if row["model"] == "LT" and row["complete"] and row["steps"] == steps)
+    rules["2 monotone in r"] = {"verdict": "holds" if all(a[1] > b[1] for a, b in zip(complete, complete[1:],
+                                                                                        strict=False)) else "fails",
+                                "means by r": dict(complete)}
+    ls = base["least_squares"]["mean"]
+    rules["3 near least squares"] = {"verdict": "holds" if m8 <= 2 * ls else "fails", "LT r=8": m8,
+                                     "2 x least squares": 2 * ls}
+    if tmlt8 is None:
+        rules["4 timestep encoding"] = {"verdict": "not run (TMLT r=8 incomplete)"}
+    else:
+        diff = [tmlt8[i] - lt8[i] for i in sorted(set(tmlt8) & set(lt8))]
+        rules["4 timestep encoding"] = {"verdict": "holds" if np.mean(diff) <= 0 else "fails",
+                                        "TMLT r=8 - LT r=8": _summary(diff)}
+    return {"models": models, "baselines": base, "baseline_curves": base_curves, "rules": rules}
+
+
+def _reproduce_icl(ctx: RunContext, name: str) -> None:
+    protocol = ICL_PROTOCOLS[name]
+    if ctx.quick:  # a smoke-test size of the same protocol
+        protocol = {**protocol, "steps": 4, "seeds": 2, "test": 16, "task": {"n_dims": 2, "n_points": 3}, "d": 16,
+                    "equal_compute": [], "budget_minutes": None}
+    folder = ctx.path(f"icl-{name}")
+    skipped = run_icl_cells(protocol, folder, random_state=ctx.seed)
+    report = icl_verdicts(folder, n_seeds=protocol["seeds"], steps=protocol["steps"])
+    stem = f"icl-{name}"
+    ctx.write_json({"protocol": protocol, "seed": ctx.seed, "torch": torch.__version__, "skipped_for_budget": skipped,
+                    **report}, stem)
+    rows = []
+    for label, row in report["models"].items():
+        s = row["r_test=1r"]
+        rows.append([label, len(row["seeds"]), s["mean"], s["low"], s["high"], row["r_test=2r"]["mean"],
+                     row["r_test=4r"]["mean"]])
+    for label, s in report["baselines"].items():
+        rows.append([label.replace("_", " "), len(s["values"]), s["mean"], s["low"], s["high"], "", ""])
+    ctx.write_table(rows, stem, headers=["model", "seeds", "mean error", "95% low", "95% high", "at r_test=2r",
+                                         "at r_test=4r"])
+    import matplotlib.pyplot as plt
+
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
+    for label, row in report["models"].items():
+        ax1.plot(range(1, len(row["error_by_length"]) + 1), row["error_by_length"], "o-", ms=3, label=label)
+    for label, curve in report["baseline_curves"].items():
+        if label in ("zero", "least_squares"):
+            ax1.plot(range(1, len(curve) + 1), curve, "k--" if label == "zero" else "k:", label=label.replace("_", " "))
+    ax1.set_xlabel("in-context examples seen + 1 (prompt length)")
+    ax1.set_ylabel("squared error / d")
+    ax1.set_title(f"error by prompt length (mean of {protocol['seeds']} seeds)")
+    ax1.legend(fontsize=7)
+    for kind, marker in (("LT", "o-"), ("TMLT", "s")):
+        rows_k = sorted((row["r"], row["r_test=1r"]) for row in report["models"].values()
+                        if row["model"] == kind and row["steps"] == protocol["steps"])
+        if rows_k:
+            rs = [r for r, _ in rows_k]
+            means = [s["mean"] for _, s in rows_k]
+            err = [[s["mean"] - s["low"] for _, s in rows_k], [s["high"] - s["mean"] for _, s in rows_k]]
+            ax2.errorbar(rs, means, yerr=err, fmt=marker, capsize=3, label=kind)
+    if report["baselines"]:
+        ax2.axhline(report["baselines"]["least_squares"]["mean"], color="grey", ls=":", label="least squares")
+        ax2.axhline(report["baselines"]["zero"]["mean"], color="grey", ls="--", label="zero predictor")
+    ax2.set_xscale("log", base=2)
+    ax2.set_xlabel("loops r")
+    ax2.set_ylabel("mean error over lengths (95% CI)")
+    ax2.legend(fontsize=7)
+    ctx.save_figure(fig, stem)
+

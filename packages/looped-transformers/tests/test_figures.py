@@ -1,0 +1,35 @@
+"""The figure check itself, and the figure of the in-context protocol (demo and families: test_smoke)."""
+
+import pytest
+
+from looped_transformers.__main__ import main
+
+
+def test_the_check_catches_a_label_over_the_neighbouring_panel(figure_check):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, (a, b) = plt.subplots(1, 2, figsize=(4, 2))  # no layout engine: b's y label sits inside a
+    for ax in (a, b):
+        ax.set_xlabel("x")
+        ax.set_ylabel("y")
+    b.yaxis.set_label_coords(-0.6, 0.5)
+    with pytest.raises(AssertionError, match="overlaps"):
+        figure_check(fig)
+    plt.close(fig)
+
+
+def test_icl_protocol_smoke_run_writes_a_checked_figure_and_applies_its_rules(tmp_path, figures):
+    import json
+
+    assert main(["reproduce", "--protocol", "icl-cpu", "--quick", "--out", str(tmp_path)]) == 0
+    assert figures == ["icl-cpu"]
+    report = json.loads((tmp_path / "icl-cpu.json").read_text())
+    assert set(report["models"]) == {"LT r=1", "LT r=2", "LT r=4", "LT r=8", "TMLT r=8"}
+    assert report["models"]["LT r=8"]["seeds"] == [0, 1]
+    assert "0 gate" in report["rules"]
+    zero = report["baselines"]["zero"]
+    assert zero["low"] <= zero["mean"] <= zero["high"]
+    assert (tmp_path / "icl-cpu" / "LT-r8-steps4-seed1.json").exists()
