@@ -134,19 +134,24 @@ class LeafGroup:
     cover_ratio: np.ndarray  # (L, e) product of cover(child)/cover(node) over splits on each bit
     table: np.ndarray | None = None  # (L, 2**e) augmented P_l[U]
     cache: dict = field(default_factory=dict)
+    background_codes: np.ndarray | None = None  # (n_b, L) codes of the background rows, before the table
+    n_background: int = 0
 
     @property
     def n_leaves(self) -> int:
         return self.feats.shape[0]
 
-    def codes(self, go_left: np.ndarray) -> np.ndarray:
-        """(n, L) int64 bitmask of the path constraints each row satisfies."""
-        n = go_left.shape[0]
+    def codes(self, go_left_t: np.ndarray) -> np.ndarray:
+        """(n, L) bitmask of the path constraints each row satisfies, from ``Block.go_left_t``."""
+        n = go_left_t.shape[1]
         if self.e == 0:
             return np.zeros((n, self.n_leaves), dtype=np.uint8)
-        ok = go_left[:, self.path_node] == self.path_dir[None]
-        fail = np.bitwise_or.reduce(np.where(ok, self.path_mask.dtype.type(0), self.path_mask[None]), axis=2)
-        return np.bitwise_xor(fail, self.path_mask.dtype.type((1 << self.e) - 1))
+        dt = self.path_mask.dtype
+        fail = np.zeros((self.n_leaves, n), dtype=dt)
+        for j in range(self.path_node.shape[1]):  # rows of go_left_t are contiguous: gather whole rows
+            wrong = (go_left_t[self.path_node[:, j]] != self.path_dir[:, j, None]).view(np.uint8)
+            fail |= wrong * self.path_mask[:, j, None]
+        return np.ascontiguousarray((fail ^ dt.type((1 << self.e) - 1)).T)
 
 
 @dataclass
@@ -166,9 +171,43 @@ class Block:
     cat_table: np.ndarray | None = None  # (C, M) direction of each integer category (padded: out of range)
     cat_neg_left: np.ndarray | None = None  # (C,) direction of a negative value
     cat_trunc_first: bool = False
+    _feature_nodes: list[tuple[int, np.ndarray]] | None = field(default=None, repr=False)
 
-    def go_left(self, x: np.ndarray, strict: bool) -> np.ndarray:
-        """(n, N + 1) bool: whether each row goes left at each internal node; last column is True."""
+    def go_left_t(self, x: np.ndarray, strict: bool) -> np.ndarray:
+        """(N + 1, n) bool: whether each row goes left at each internal node; the last row is True.
+
+        Node-major, so that a leaf path's split directions are gathered as whole rows.
+        """
+        if self.nan_to_zero is not None or self.zero_missing is not None:
+            return np.ascontiguousarray(self._go_left_general(x, strict).T)
+        out = np.empty((len(self.feature) + 1, x.shape[0]), dtype=bool)
+        out[-1] = True
+        xt = np.ascontiguousarray(x.T)
+        compare = np.less if strict else np.less_equal
+        for f, nodes in self._by_feature():
+            col = xt[f]
+            with np.errstate(invalid="ignore"):
+                left = compare(col[None, :], self.threshold[nodes, None])
+            nan = np.isnan(col)
+            if nan.any():
+                left[:, nan] = self.default_left[nodes, None]
+            out[nodes] = left
+        if self.cat_node is not None:
+            out[self.cat_node] = self._categorical(x[:, self.feature[self.cat_node]]).T
+        return out
+
+    def _by_feature(self) -> list[tuple[int, np.ndarray]]:
+        """Internal nodes grouped by split feature (cached)."""
+        if self._feature_nodes is None:
+            order = np.argsort(self.feature, kind="stable")
+            sf = self.feature[order]
+            starts = np.flatnonzero(np.r_[True, sf[1:] != sf[:-1]]) if len(sf) else np.zeros(0, np.int64)
+            ends = np.r_[starts[1:], len(sf)]
+            self._feature_nodes = [(int(sf[a]), order[a:b]) for a, b in zip(starts, ends, strict=True)]
+        return self._feature_nodes
+
+    def _go_left_general(self, x: np.ndarray, strict: bool) -> np.ndarray:
+        """(n, N) directions with LightGBM's missing-value rules (NaN as zero, zero as missing)."""
         xv = x[:, self.feature]
         if self.nan_to_zero is not None and self.nan_to_zero.any():
             xv = np.where(np.isnan(xv) & self.nan_to_zero[None], 0.0, xv)
@@ -194,7 +233,7 @@ class Block:
 
     def codes(self, x: np.ndarray, strict: bool) -> list[np.ndarray]:
         """Per group, the (n, L) path-constraint codes of the rows of x."""
-        gl = self.go_left(x, strict)
+        gl = self.go_left_t(x, strict)
         return [g.codes(gl) for g in self.groups]
 
 
@@ -208,9 +247,10 @@ def compile_blocks(ens: TreeEnsemble, n_blocks: int) -> list[Block]:
 def _compile_block(ens: TreeEnsemble, trees: list) -> Block:
     feats_all, thr_all, dl_all, n2z_all, zm_all = [], [], [], [], []
     cat_recs: list[tuple[int, np.ndarray, bool, bool]] = []
-    leaves: dict[int, list] = {}
+    forest: dict[str, list[np.ndarray]] = {"left": [], "right": [], "feature": [], "cover": [], "value": [], "local": []}
+    roots = []
     base = 0
-    max_depth = 0
+    offset = 0
     for t in trees:
         internal = np.flatnonzero(t.left != -1)
         local = -np.ones(len(t.left), dtype=np.int64)
@@ -223,24 +263,24 @@ def _compile_block(ens: TreeEnsemble, trees: list) -> Block:
         zm_all.append(t.zero_missing[internal] if t.zero_missing is not None else np.zeros(len(internal), bool))
         for node, (table, neg_left, oob_left) in t.categorical.items():
             cat_recs.append((int(local[node]), table, neg_left, oob_left))
-        # iterative DFS carrying (node, path of (internal id, went_left, feature, cover ratio))
-        stack: list[tuple[int, list]] = [(0, [])]
-        while stack:
-            node, path = stack.pop()
-            if t.left[node] == -1:
-                _add_leaf(leaves, path, t.value[node])
-                max_depth = max(max_depth, len(path))
-                continue
-            c = t.cover[node]
-            for child, went_left in ((t.left[node], True), (t.right[node], False)):
-                ratio = t.cover[child] / c if c > 0 else 0.0
-                stack.append((child, path + [(local[node], went_left, int(t.feature[node]), ratio)]))
+        roots.append(offset)
+        for key, arr in (("left", t.left), ("right", t.right)):
+            forest[key].append(np.where(arr == -1, -1, arr + offset))
+        forest["feature"].append(t.feature)
+        forest["cover"].append(t.cover)
+        forest["value"].append(t.value)
+        forest["local"].append(local)
+        offset += len(t.left)
     n2z = np.concatenate(n2z_all) if n2z_all else np.zeros(0, bool)
     zm = np.concatenate(zm_all) if zm_all else np.zeros(0, bool)
+    lp = _leaf_paths(*(np.concatenate(forest[k]) for k in ("left", "right", "feature", "cover", "value", "local")),
+                     roots=roots)
     groups = []
-    for e, recs in sorted(leaves.items()):
+    for e in np.unique(lp.e):
+        e = int(e)
+        idx = np.flatnonzero(lp.e == e)
         step = max(1, _GROUP_ENTRIES // ((1 << e) * max(e, 1)))
-        groups += [_make_group(e, recs[i : i + step], sentinel=base) for i in range(0, len(recs), step)]
+        groups += [_make_group(e, lp, idx[i : i + step], sentinel=base) for i in range(0, len(idx), step)]
     entries = sum(g.n_leaves << g.e for g in groups)
     if entries > MAX_TABLE_ENTRIES:
         raise ValueError(f"the augmented trees would need {entries:,} table entries (sum over leaves of 2**e, e = "
@@ -258,41 +298,124 @@ def _compile_block(ens: TreeEnsemble, trees: list) -> Block:
     return Block(feature=np.concatenate(feats_all), threshold=np.concatenate(thr_all),
                  default_left=np.concatenate(dl_all), nan_to_zero=n2z if n2z.any() else None,
                  zero_missing=zm if zm.any() else None, groups=groups,
-                 n_leaves=sum(g.n_leaves for g in groups), max_depth=max_depth, n_outputs=ens.n_outputs, **cat)
+                 n_leaves=sum(g.n_leaves for g in groups), max_depth=lp.max_depth, n_outputs=ens.n_outputs, **cat)
 
 
-def _add_leaf(leaves: dict, path: list, value: np.ndarray) -> None:
-    if not np.any(value):
-        return  # a zero leaf contributes nothing to any query
-    fs = sorted({p[2] for p in path})
-    if len(fs) > MAX_PATH_FEATURES:
-        raise ValueError(f"a leaf path splits on {len(fs)} distinct features; FastPD's tables grow as 2**e per "
+@dataclass
+class _LeafPaths:
+    """Root-to-leaf paths of the non-zero leaves of some trees, padded to a common length.
+
+    ``node`` holds block-local internal node ids (-1: padding), ``left`` the direction taken,
+    ``bit`` the local bit of the split's feature, ``feats`` the distinct path features in
+    ascending order (padding: -1), ``ratio`` the per-bit product of cover ratios.
+    """
+
+    node: np.ndarray  # (L, D)
+    left: np.ndarray  # (L, D)
+    bit: np.ndarray  # (L, D)
+    feats: np.ndarray  # (L, D)
+    ratio: np.ndarray  # (L, D)
+    e: np.ndarray  # (L,)
+    length: np.ndarray  # (L,)
+    values: np.ndarray  # (L, K)
+    max_depth: int
+
+
+def _leaf_paths(left_child: np.ndarray, right_child: np.ndarray, feature: np.ndarray, cover: np.ndarray,
+                value: np.ndarray, local: np.ndarray, *, roots: list[int]) -> _LeafPaths:
+    """Every leaf's root path, tree by tree in depth-first order (right subtree first), vectorised.
+
+    The node arrays hold all trees, with child indices into the concatenation; ``roots`` are the
+    trees' root nodes.
+    """
+    n_nodes = len(left_child)
+    parent = -np.ones(n_nodes, dtype=np.int64)
+    went_left = np.zeros(n_nodes, dtype=bool)
+    internal = np.flatnonzero(left_child != -1)
+    parent[left_child[internal]] = internal
+    parent[right_child[internal]] = internal
+    went_left[left_child[internal]] = True
+    # leaf order of a depth-first walk that visits the right child first
+    order: list[int] = []
+    left_l, right_l = left_child.tolist(), right_child.tolist()
+    for root in roots:
+        stack = [root]
+        while stack:
+            node = stack.pop()
+            if left_l[node] == -1:
+                order.append(node)
+            else:
+                stack.append(left_l[node])
+                stack.append(right_l[node])
+    leaves = np.array(order, dtype=np.int64)
+    max_depth_all = 0
+    # ancestors, leaf first: anc[:, j] is the j-th node above the leaf (-1 above the root)
+    anc = [leaves]
+    while True:
+        up = np.where(anc[-1] >= 0, parent[np.maximum(anc[-1], 0)], -1)
+        if (up < 0).all():
+            break
+        anc.append(up)
+    chain = np.stack(anc, axis=1)  # (L, depth + 1): leaf, parent, ..., root, -1 padding
+    length = (chain >= 0).sum(axis=1) - 1
+    max_depth_all = int(length.max(initial=0))
+    depth = chain.shape[1] - 1
+    # root-first path: position j < length holds the j-th split node from the root
+    pos = length[:, None] - 1 - np.arange(depth)[None]  # index into chain[:, 1:] (above the leaf)
+    valid = pos >= 0
+    path_nodes = np.where(valid, np.take_along_axis(chain[:, 1:], np.maximum(pos, 0), axis=1), -1) if depth else \
+        np.zeros((len(leaves), 0), np.int64)
+    child = np.where(valid, np.take_along_axis(chain[:, :-1], np.maximum(pos, 0), axis=1), -1) if depth else \
+        np.zeros((len(leaves), 0), np.int64)
+    safe = np.maximum(path_nodes, 0)
+    feat = np.where(valid, feature[safe], -1).astype(np.int64)
+    left = np.where(valid, went_left[np.maximum(child, 0)], True)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(valid & (cover[safe] > 0), cover[np.maximum(child, 0)] / np.where(cover[safe] > 0, cover[safe], 1.0),
+                         np.where(valid, 0.0, 1.0))
+    values = value[leaves]
+    keep = np.any(values != 0, axis=1)  # a zero leaf contributes nothing to any query
+    leaves, path_nodes, left, feat, ratio, values, length = (a[keep] for a in (leaves, path_nodes, left, feat, ratio,
+                                                                              values, length))
+    big = np.iinfo(np.int64).max
+    srt = np.sort(np.where(feat >= 0, feat, big), axis=1)
+    first = np.ones_like(srt, dtype=bool)
+    first[:, 1:] = srt[:, 1:] != srt[:, :-1]
+    distinct = first & (srt != big)
+    e = distinct.sum(axis=1)
+    if e.size and e.max() > MAX_PATH_FEATURES:
+        raise ValueError(f"a leaf path splits on {int(e.max())} distinct features; FastPD's tables grow as 2**e per "
                          f"leaf and at most {MAX_PATH_FEATURES} are supported (limit max_depth)")
-    bit = {f: i for i, f in enumerate(fs)}
-    ratio = np.ones(len(fs))
-    for _, _, f, r in path:
-        ratio[bit[f]] *= r
-    leaves.setdefault(len(fs), []).append((path, fs, bit, ratio, value))
+    # distinct features ascending, packed to the left
+    rank = np.cumsum(distinct, axis=1) - 1
+    feats = -np.ones_like(srt)
+    r_idx, c_idx = np.nonzero(distinct)
+    feats[r_idx, rank[r_idx, c_idx]] = srt[r_idx, c_idx]
+    # local bit of each split = number of distinct path features below its feature
+    bit = np.where(feat >= 0, (distinct[:, None, :] & (srt[:, None, :] < feat[:, :, None])).sum(axis=2), 0)
+    bit_ratio = np.ones(feat.shape)
+    rows = np.arange(len(feat))
+    for j in range(feat.shape[1]):  # root to leaf, the multiplication order of the per-split loop
+        ok = feat[:, j] >= 0
+        bit_ratio[rows[ok], bit[ok, j]] *= ratio[ok, j]
+    node_local = np.where(path_nodes >= 0, local[np.maximum(path_nodes, 0)], -1)
+    return _LeafPaths(node=node_local, left=left, bit=bit, feats=feats, ratio=bit_ratio, e=e, length=length,
+                      values=values, max_depth=max_depth_all)
 
 
-def _make_group(e: int, recs: list, sentinel: int) -> LeafGroup:
-    n = len(recs)
-    dp = max(1, max(len(r[0]) for r in recs))
-    node = np.full((n, dp), sentinel, dtype=np.int64)
-    pdir = np.ones((n, dp), dtype=bool)
-    pmask = np.zeros((n, dp), dtype=code_dtype(e))
-    feats = np.zeros((n, e), dtype=np.int64)
-    ratio = np.ones((n, e))
-    values = np.stack([r[4] for r in recs])
-    for i, (path, fs, bit, rat, _) in enumerate(recs):
-        feats[i] = fs
-        ratio[i] = rat
-        for j, (nid, left, f, _) in enumerate(path):
-            node[i, j] = nid
-            pdir[i, j] = left
-            pmask[i, j] = 1 << bit[f]
-    return LeafGroup(e=e, feats=feats, path_node=node, path_dir=pdir, path_mask=pmask, values=values,
-                     cover_ratio=ratio)
+def _make_group(e: int, lp: _LeafPaths, idx: np.ndarray, sentinel: int) -> LeafGroup:
+    dp = max(1, int(lp.length[idx].max(initial=0)))
+    valid = np.arange(lp.node.shape[1])[None, :dp] < lp.length[idx, None]
+    node = np.where(valid, lp.node[idx, :dp], sentinel).astype(np.int64)
+    pdir = np.where(valid, lp.left[idx, :dp], True)
+    pmask = np.where(valid, np.left_shift(1, lp.bit[idx, :dp]), 0).astype(code_dtype(e))
+    if node.shape[1] < dp:  # trees of depth 0 only
+        pad = dp - node.shape[1]
+        node = np.pad(node, ((0, 0), (0, pad)), constant_values=sentinel)
+        pdir = np.pad(pdir, ((0, 0), (0, pad)), constant_values=True)
+        pmask = np.pad(pmask, ((0, 0), (0, pad)), constant_values=0)
+    return LeafGroup(e=e, feats=np.ascontiguousarray(lp.feats[idx, :e]), path_node=node, path_dir=pdir,
+                     path_mask=pmask, values=lp.values[idx], cover_ratio=np.ascontiguousarray(lp.ratio[idx, :e]))
 
 
 # ----------------------------------------------------------------------------------- augmentation
@@ -310,9 +433,7 @@ def path_dependent_tables(block: Block) -> None:
 def accumulate_background(block: Block, codes: list[np.ndarray], hist: list[np.ndarray]) -> None:
     """Add one chunk of background rows to the per-leaf code histograms (one array per group)."""
     for g, c, h in zip(block.groups, codes, hist, strict=True):
-        size = 1 << g.e
-        flat = c.astype(np.int64) + (np.arange(g.n_leaves) * size)[None]
-        h += np.bincount(flat.ravel(), minlength=g.n_leaves * size).reshape(g.n_leaves, size)
+        accumulate_background_group(g, c, h)
 
 
 def finish_background(block: Block, hist: list[np.ndarray], n_background: int) -> None:
@@ -320,6 +441,123 @@ def finish_background(block: Block, hist: list[np.ndarray], n_background: int) -
     for g, h in zip(block.groups, hist, strict=True):
         g.table = superset_sum(h, g.e)[:, ::-1] / n_background
         g.cache.clear()
+        g.background_codes = None
+
+
+def keep_background(block: Block, codes: list[list[np.ndarray]], n_background: int) -> None:
+    """Store the background codes (chunks of (n, L) per group) instead of building the tables.
+
+    Queries on few rows then read the table entries they need from these codes
+    (:func:`table_entries`, :func:`shap_rows`); :func:`build_tables` turns them into the full
+    tables, with the same values.
+    """
+    for i, g in enumerate(block.groups):
+        g.background_codes = np.concatenate([c[i] for c in codes], axis=0)
+        g.n_background = n_background
+        g.table = None
+        g.cache.clear()
+
+
+def build_tables(block: Block) -> None:
+    """The full augmented tables from the stored background codes (exactly as in streaming)."""
+    hist = []
+    for g in block.groups:
+        size = 1 << g.e
+        h = np.zeros((g.n_leaves, size))
+        if g.background_codes is None:
+            raise RuntimeError("build_tables needs the background codes kept by keep_background")
+        accumulate_background_group(g, g.background_codes, h)
+        hist.append(h)
+    finish_background(block, hist, block.groups[0].n_background if block.groups else 1)
+
+
+def accumulate_background_group(g: LeafGroup, c: np.ndarray, h: np.ndarray) -> None:
+    size = 1 << g.e
+    flat = c.astype(np.int64) + (np.arange(g.n_leaves) * size)[None]
+    h += np.bincount(flat.ravel(), minlength=g.n_leaves * size).reshape(g.n_leaves, size)
+
+
+def has_tables(block: Block) -> bool:
+    """Whether every group has its augmented table P_l."""
+    return all(g.table is not None for g in block.groups)
+
+
+def shap_tables_cached(block: Block) -> bool:
+    """Whether every group's SHAP table is built and cached."""
+    return all(g.e == 0 or "shap" in g.cache for g in block.groups)
+
+
+def table_cost(block: Block, *, shap: bool) -> float:
+    """Entries touched to build the augmented tables from codes (and the SHAP tables, if ``shap``)."""
+    cost = 0.0
+    for g in block.groups:
+        if g.table is None:
+            cost += (g.n_leaves << g.e) * (g.e + 1) + g.n_background * g.n_leaves
+        if shap and g.e and "shap" not in g.cache:
+            cost += (g.n_leaves << g.e) * g.e * (g.e + 1)
+    return cost
+
+
+def shap_row_cost(block: Block) -> float:
+    """Entries touched per explained row by :func:`_shap_rows` (a code holds about half its bits)."""
+    return sum(g.n_leaves * 2 ** (g.e / 2) * g.e * (g.e / 2 + 1) for g in block.groups if g.e)
+
+
+def table_entries(g: LeafGroup, subsets: np.ndarray) -> np.ndarray:
+    """(m, L) entries P_l[U] for local subsets U given as (m, L) codes, from the table or the codes.
+
+    From the codes: the number of background rows z with ``code(z) | U`` equal to all of E_l,
+    divided by n_b; the table holds the same integer count over the same n_b.
+    """
+    if g.table is not None:
+        return np.take_along_axis(g.table, subsets.T.astype(np.int64), axis=1).T
+    full = (1 << g.e) - 1
+    zc = g.background_codes
+    out = np.empty(subsets.shape)
+    for i, u in enumerate(subsets.astype(zc.dtype)):
+        out[i] = ((zc | u[None]) == full).sum(axis=0) / g.n_background
+    return out
+
+
+@functools.lru_cache(maxsize=32)
+def _shapley_weights_t(e: int) -> np.ndarray:
+    w = np.ascontiguousarray(shapley_weights(e).T)
+    w.flags.writeable = False
+    return w
+
+
+_PAIR_BATCH = 2**20  # table entries of scratch per batch of (row, leaf) pairs
+
+
+def _shap_rows(g: LeafGroup, c: np.ndarray) -> np.ndarray:
+    """(n, L, e): the rows' entries of the leaves' SHAP tables, without building the tables.
+
+    Entry c of a leaf's SHAP table is a subset-sum over the 2**|c| subsets of c only, so it is
+    computed on those, bit by bit in ascending order as the full transform runs: every product
+    and addition is the one the full table performs, and the result is equal bit for bit.
+    """
+    n = c.shape[0]
+    e = g.e
+    weights = _shapley_weights_t(e)
+    out = np.empty((n, g.n_leaves, e))
+    flat_codes = c.reshape(-1).astype(np.int64)  # (row, leaf) pairs, row-major
+    size = _popcount(flat_codes)
+    bits = ((flat_codes[:, None] >> np.arange(e)[None]) & 1).astype(bool)
+    out_flat = out.reshape(-1, e)
+    for p in np.unique(size):
+        p = int(p)
+        pairs = np.flatnonzero(size == p)
+        k_bits = (np.arange(1 << p)[:, None] >> np.arange(p)[None]) & 1  # (2**p, p)
+        step = max(1, _PAIR_BATCH // ((1 << p) * e))
+        for a in range(0, len(pairs), step):
+            batch = pairs[a : a + step]
+            pos = np.nonzero(bits[batch])[1].reshape(len(batch), p)  # set bits of each code, ascending
+            subsets = (k_bits[None] << pos[:, None, :]).sum(axis=2)  # (m, 2**p): the k-th subset of the code
+            leaf = batch % g.n_leaves
+            h = np.empty((len(batch), 1 << p, e))
+            np.multiply(g.table[leaf[:, None], subsets][:, :, None], weights[subsets], out=h)
+            out_flat[batch] = subset_sum_axis1(h, p)[:, -1]
+    return out
 
 
 # ------------------------------------------------------------------------------------- evaluation
@@ -341,7 +579,8 @@ def predict(block: Block, codes: list[np.ndarray], n: int) -> np.ndarray:
 
 def intercept(block: Block) -> np.ndarray:
     """(K,) sum over leaves of value * P_l[empty set]: the PD of the empty set."""
-    return sum((g.table[:, 0] @ g.values for g in block.groups), np.zeros(block.n_outputs))
+    return sum((table_entries(g, np.zeros((1, g.n_leaves), np.int64))[0] @ g.values for g in block.groups),
+               np.zeros(block.n_outputs))
 
 
 def pd_subsets(block: Block, codes: list[np.ndarray], n: int, member: np.ndarray) -> np.ndarray:
@@ -353,10 +592,10 @@ def pd_subsets(block: Block, codes: list[np.ndarray], n: int, member: np.ndarray
     out = np.zeros((n, member.shape[0], k))
     for g, c in zip(block.groups, codes, strict=True):
         if g.e == 0:
-            out += (g.table[:, 0] @ g.values)[None, None, :]
+            out += (table_entries(g, np.zeros((1, g.n_leaves), np.int64))[0] @ g.values)[None, None, :]
             continue
         s = (member[:, g.feats].astype(np.int64) << np.arange(g.e)).sum(axis=2)  # (n_S, L)
-        p = np.take_along_axis(g.table, s.T, axis=1).T  # (n_S, L)
+        p = table_entries(g, s)  # (n_S, L)
         s = s.astype(c.dtype)
         hit = (c[:, None, :] & s[None]) == s[None]  # (n, n_S, L)
         out += (hit * p[None]).reshape(n * len(s), g.n_leaves).dot(g.values).reshape(n, len(s), k)
@@ -428,13 +667,17 @@ def _accumulate(g: LeafGroup, kind: object, a: np.ndarray, keys: np.ndarray, n_k
     return _scatter(flat[:, :, None] * vals[None], keys, n_keys)
 
 
-def shap_values(block: Block, codes: list[np.ndarray], n: int, d: int) -> np.ndarray:
-    """(n, d, K) interventional (or path-dependent) SHAP values of the block's trees."""
+def shap_values(block: Block, codes: list[np.ndarray], n: int, d: int, *, per_row: bool = False) -> np.ndarray:
+    """(n, d, K) interventional (or path-dependent) SHAP values of the block's trees.
+
+    ``per_row``: compute only the rows' entries of the SHAP tables (:func:`_shap_rows`) where a
+    table is not cached yet; the values are the same.
+    """
     out = np.zeros((n, d, block.n_outputs))
     for g, c in zip(block.groups, codes, strict=True):
         if g.e == 0:
             continue
-        a = _gather(_shap_table(g), c)  # (n, L, e)
+        a = _shap_rows(g, c) if per_row and "shap" not in g.cache else _gather(_shap_table(g), c)  # (n, L, e)
         out += _accumulate(g, "shap", a, g.feats.ravel(), d)
     return out
 

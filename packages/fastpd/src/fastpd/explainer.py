@@ -21,6 +21,12 @@ from fastpd.results import Decomposition, Explanation
 log = logging.getLogger(__name__)
 
 _METHODS = ("fastpd", "path-dependent")
+_AUGMENT = ("auto", "full", "per-row")
+# Cost model of the "auto" switch, in entries touched (eng.table_cost, eng.shap_row_cost); the two
+# constants weigh the per-row paths' extra passes and were set from timings of XGBoost models of
+# depth 6 and 10 (benchmarks/few_rows.py).
+_PAIR_COST = 2.0  # reading one PD table entry from the codes, per (background row, leaf) pair
+_ROW_COST = 4.0  # one entry of the per-row SHAP subset-sum, against one entry of the full tables
 _FITTED_ATTRIBUTES = frozenset({
     "intercept_", "expected_value_", "offset_", "n_features_in_", "n_outputs_", "feature_names_", "background_",
     "background_size_", "n_trees_", "n_leaves_", "max_path_features_", "feature_names_in_",
@@ -67,6 +73,14 @@ class FastPD:
         Show a tqdm bar over chunks of rows.
     feature_names : sequence of str, optional
         Names for plots and labels (default: the model's, else the background's columns).
+    augment : {"auto", "full", "per-row"}, default "auto"
+        How much of the augmentation is computed ahead of the rows. ``"full"``: the augmented
+        tables at :meth:`fit` and each query's full per-leaf tables (SHAP, interactions,
+        components) on its first use, as in the paper. ``"per-row"``: :meth:`pd_function` reads
+        its table entries from the background's path codes without building the tables, and
+        :meth:`shap_values` computes only the entries of the SHAP tables that the given rows
+        reach. ``"auto"``: per row while the rows explained so far cost less than the full
+        tables, then the full tables. Every option returns the same numbers, bit for bit.
 
     Attributes
     ----------
@@ -122,7 +136,7 @@ class FastPD:
     def __init__(self, model: Any, background: Any = None, *, method: str = "fastpd",
                  max_background: int | None = None, n_jobs: int = 1, random_state: int | None = 0,
                  chunk_memory_mb: float = 256.0, progress: bool = False,
-                 feature_names: Sequence[str] | None = None) -> None:
+                 feature_names: Sequence[str] | None = None, augment: str = "auto") -> None:
         self.model = model
         self.background = background
         self.method = method
@@ -132,6 +146,7 @@ class FastPD:
         self.chunk_memory_mb = chunk_memory_mb
         self.progress = progress
         self.feature_names = feature_names
+        self.augment = augment
 
     # ------------------------------------------------------------------------------------ fit
     def fit(self, X: Any = None, y: Any = None) -> FastPD:
@@ -162,6 +177,8 @@ class FastPD:
             raise ValueError(f"max_background must be None or an int >= 1; got {self.max_background!r}")
         if not self.chunk_memory_mb > 0:
             raise ValueError(f"chunk_memory_mb must be > 0; got {self.chunk_memory_mb!r}")
+        if self.augment not in _AUGMENT:
+            raise ValueError(f"augment={self.augment!r} is not supported; accepted: {', '.join(map(repr, _AUGMENT))}")
         ens = parse_model(self.model)
         self._ens: TreeEnsemble = ens
         self.n_features_in_ = ens.n_features
@@ -184,6 +201,8 @@ class FastPD:
         else:
             default_names = ens.feature_names
         self.feature_names_ = [str(f) for f in self.feature_names] if self.feature_names is not None else default_names
+        self._pd_spent = 0.0  # work done per row so far, against which the full tables are weighed
+        self._shap_spent = 0.0
         if self.method == "fastpd":
             self._augment()
         else:
@@ -210,14 +229,61 @@ class FastPD:
             bg = bg[np.sort(rng.choice(bg.shape[0], self.max_background, replace=False))]
         self.background_size_ = bg.shape[0]
         self.background_ = bg
-        hists = [[np.zeros((g.n_leaves, 1 << g.e)) for g in b.groups] for b in self._blocks]
         rows = self._rows_per_chunk(lambda g: g.path_node.shape[1] + 2)
+        code_bytes = bg.shape[0] * sum(g.n_leaves * np.dtype(eng.code_dtype(g.e)).itemsize
+                                       for b in self._blocks for g in b.groups)
+        if self.augment != "full" and code_bytes <= self.chunk_memory_mb * 2**20:
+            chunks: list[list[list[np.ndarray]]] = [[] for _ in self._blocks]
+            for start in range(0, bg.shape[0], rows):
+                x = bg[start : start + rows]
+                codes = self._map(lambda i, x=x: self._blocks[i].codes(x, self._ens.strict))
+                for i, c in enumerate(codes):
+                    chunks[i].append(c)
+            for b, c in zip(self._blocks, chunks, strict=True):
+                eng.keep_background(b, c, bg.shape[0])
+            return
+        hists = [[np.zeros((g.n_leaves, 1 << g.e)) for g in b.groups] for b in self._blocks]
         for start in range(0, bg.shape[0], rows):
             x = bg[start : start + rows]
             self._map(lambda i, x=x: eng.accumulate_background(
                 self._blocks[i], self._blocks[i].codes(x, self._ens.strict), hists[i]))
         for b, h in zip(self._blocks, hists, strict=True):
             eng.finish_background(b, h, bg.shape[0])
+
+    def _tables(self, *, subsets: int = 0, need: bool = False) -> None:
+        """Build the augmented tables P_l from the kept background codes if needed or cheaper.
+
+        ``subsets``: the PD functions asked for, each read from the codes in one pass over the
+        (background row, leaf) pairs when the tables are not built; ``need``: the query reads
+        the tables.
+        """
+        if all(eng.has_tables(b) for b in self._blocks):
+            return
+        if not need and self.augment == "per-row":
+            return
+        if not need:
+            n_b = self.background_size_
+            lazy = _PAIR_COST * n_b * self.n_leaves_ * subsets
+            full = sum(eng.table_cost(b, shap=False) for b in self._blocks)
+            if self._pd_spent + lazy <= full:
+                self._pd_spent += lazy
+                return
+        log.info("FastPD: building the augmented tables")
+        self._map(lambda i: eng.build_tables(self._blocks[i]))
+
+    def _shap_per_row(self, rows: int) -> bool:
+        """Whether SHAP values for ``rows`` rows are computed per row rather than from full tables."""
+        self._tables(need=True)
+        if all(eng.shap_tables_cached(b) for b in self._blocks) or self.augment == "full":
+            return False
+        if self.augment == "per-row":
+            return True
+        lazy = _ROW_COST * rows * sum(eng.shap_row_cost(b) for b in self._blocks)
+        full = sum(eng.table_cost(b, shap=True) for b in self._blocks)
+        if self._shap_spent + lazy <= full:
+            self._shap_spent += lazy
+            return True
+        return False
 
     def __getattr__(self, name: str) -> Any:
         """Raise NotFittedError for a fitted attribute read before :meth:`fit` (AttributeError otherwise)."""
@@ -313,6 +379,7 @@ class FastPD:
         """
         self._fitted()
         subset = self._subset(features)
+        self._tables(subsets=1)
         member = np.zeros((1, self.n_features_in_), dtype=bool)
         member[0, list(subset)] = True
         out = self._run(X, lambda g: 2 + g.path_node.shape[1],
@@ -338,6 +405,7 @@ class FastPD:
         max_order = self._check_order(max_order, allow_none=False)
         d = self.n_features_in_
         subsets = [s for r in range(1, min(max_order, d) + 1) for s in itertools.combinations(range(d), r)]
+        self._tables(subsets=len(subsets))
         member = np.zeros((len(subsets), d), dtype=bool)
         for i, s in enumerate(subsets):
             member[i, list(s)] = True
@@ -364,6 +432,7 @@ class FastPD:
         """
         self._fitted()
         orders = self._orders(max_order)
+        self._tables(need=True)
         parts = self._run_dict(X, self._comp_width(orders), lambda b, i, c, n: self._comp_parts(b, i, c, n, orders))
         return self._decomposition(parts, orders)
 
@@ -386,8 +455,9 @@ class FastPD:
         self._fitted()
         d = self.n_features_in_
         k = self.n_outputs_
+        per_row = self._shap_per_row(_n_rows(X))
         out = self._run(X, lambda g: g.path_node.shape[1] + 2 + 2 * g.e * k,
-                        lambda b, c, n: eng.shap_values(b, c, n, d), per_row=d * k)
+                        lambda b, c, n: eng.shap_values(b, c, n, d, per_row=per_row), per_row=d * k)
         return self._squeeze(out)
 
     def shap_interaction_values(self, X: Any) -> np.ndarray:
@@ -413,6 +483,7 @@ class FastPD:
         self._fitted()
         d = self.n_features_in_
         k = self.n_outputs_
+        self._tables(need=True)
         out = self._run(X, lambda g: g.path_node.shape[1] + 2 + 2 * g.e * g.e * k,
                         lambda b, c, n: eng.interaction_values(b, c, n, d), per_row=d * d * k)
         return self._squeeze(out)
@@ -440,6 +511,7 @@ class FastPD:
         d = self.n_features_in_
         k = self.n_outputs_
         orders = self._orders(max_order)
+        self._tables(need=True)
         comp_w = self._comp_width(orders)
 
         def width(g: eng.LeafGroup) -> int:
@@ -659,6 +731,20 @@ class FastPD:
     def _run(self, X: Any, width: Callable[[eng.LeafGroup], int],
              fn: Callable[[eng.Block, list[np.ndarray], int], np.ndarray], per_row: int = 0) -> np.ndarray:
         return self._run_dict(X, width, lambda b, i, c, n: {"out": fn(b, c, n)}, per_row)["out"]
+
+
+def _n_rows(X: Any) -> int:
+    """Rows of a query input without validating it (unknown sizes count as many rows)."""
+    if isinstance(X, _Prepared):
+        return int(X.array.shape[0])
+    shape = getattr(X, "shape", None)
+    if shape is not None and len(shape) >= 1:
+        n = shape[0]
+        return int(n) if isinstance(n, int | np.integer) else 2**62
+    try:
+        return len(X)
+    except TypeError:
+        return 2**62
 
 
 class _Prepared:
