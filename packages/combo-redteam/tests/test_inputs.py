@@ -38,7 +38,8 @@ def test_unknown_strategy_and_unknown_model():
 
 @pytest.mark.parametrize("k", [0, -1, 1.5, True])
 def test_k_below_one_is_rejected(k):
-    with pytest.raises(ValueError, match="k must be an int >= 1"):
+    error = ValueError if isinstance(k, int) and not isinstance(k, bool) else TypeError
+    with pytest.raises(error, match="k must be an int >= 1"):
         AutomatedDecomposition(StandInWeak(), StandInStrong(), k)
     with pytest.raises(ValueError, match="k must be an int >= 1"):
         strategy_from_spec(f"automated:{k}", MODELS)

@@ -188,7 +188,8 @@ def reproduce(ctx: RunContext) -> None:
     n, seeds, n_grid = (10, [0, 1], 12) if ctx.quick else (50, [0, 1, 2, 3, 4], 48)
     seeds = [ctx.seed + s for s in seeds]
     suite = benign_suite(n, random_state=ctx.seed)
-    sections, out = [], {"n_tasks": n, "seeds": seeds, "grid_tasks": n_grid}
+    sections: list[str] = []
+    out: dict[str, Any] = {"n_tasks": n, "seeds": seeds, "grid_tasks": n_grid}
     settings = {"exact": (StandInStrong(capability=10), StandInWeak(capability=2)),
                 "noisy": (StandInStrong(capability=10, refusal_rate=0.1, error_rate=0.3, random_state=ctx.seed),
                           StandInWeak(capability=2))}

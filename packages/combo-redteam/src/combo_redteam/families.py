@@ -205,7 +205,7 @@ def parse_problem(text: str) -> Problem | None:
             value = _parse_records(block)
         except ValueError:
             return None
-    steps = []
+    steps: list[str] = []
     while i < len(lines):
         found = re.fullmatch(r"Step (\d+): (.+)", lines[i].strip())
         if not found or int(found.group(1)) != len(steps) + 1:

@@ -242,7 +242,8 @@ def clustered_paired(first: Sequence[Sequence[bool]], second: Sequence[Sequence[
         cells += [np.mean(x & y), np.mean(x & ~y), np.mean(~x & y), np.mean(~x & ~y)]
         wins += int(x.mean() > y.mean())
         losses += int(x.mean() < y.mean())
-    return _newcombe(*cells.tolist(), confidence), _sign_test(wins, losses)
+    both, only1, only2, neither = (float(c) for c in cells)
+    return _newcombe(both, only1, only2, neither, confidence), _sign_test(wins, losses)
 
 
 @dataclass(frozen=True)

@@ -18,6 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from icml25_shared.validation import Interval, check_params
+
 from combo_redteam.families import (
     FLAG_PATTERN,
     Problem,
@@ -198,18 +200,6 @@ def _uniforms(*parts: Any) -> tuple[float, float]:
     return (int.from_bytes(digest[:8], "big") / 2**64, int.from_bytes(digest[8:16], "big") / 2**64)
 
 
-def _check_rate(name: str, value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0.0 <= value <= 1.0:
-        raise ValueError(f"{name} must be a float in [0, 1], got {value!r}")
-    return float(value)
-
-
-def _check_capability(value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"capability must be an int >= 0 (steps solved per call), got {value!r}")
-    return value
-
-
 class _StandIn:
     """Shared behaviour of the stand-ins (see the module docstring)."""
 
@@ -217,15 +207,17 @@ class _StandIn:
 
     def __init__(self, capability: int, *, policy: Sequence[str] = (), refusal_rate: float = 0.0,
                  error_rate: float = 0.0, random_state: int = 0, name: str | None = None) -> None:
-        self.capability = _check_capability(capability)
+        rate = [Interval(float, 0, 1), Interval(int, 0, 1)]
+        check_params({"capability": capability, "refusal_rate": refusal_rate, "error_rate": error_rate,
+                      "random_state": random_state},
+                     {"capability": [Interval(int, 0, None)], "refusal_rate": rate, "error_rate": rate,
+                      "random_state": [Interval(int, None, None)]}, owner=type(self).__name__)
         if isinstance(policy, str):
-            raise TypeError("policy must be a sequence of regular expressions, not one str")
+            raise TypeError(f"{type(self).__name__}: policy must be a sequence of regular expressions; got one str")
+        self.capability = int(capability)
         self.policy = tuple(policy)
         self._policy = [re.compile(p) for p in self.policy]
-        self.refusal_rate = _check_rate("refusal_rate", refusal_rate)
-        self.error_rate = _check_rate("error_rate", error_rate)
-        if isinstance(random_state, bool) or not isinstance(random_state, int):
-            raise TypeError(f"random_state must be an int (stand-ins draw from a hash of it), got {random_state!r}")
+        self.refusal_rate, self.error_rate = float(refusal_rate), float(error_rate)
         self.random_state = random_state
         rates = f",refusal={self.refusal_rate:g},error={self.error_rate:g},rs={random_state}" if (
             self.refusal_rate or self.error_rate) else ""

@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from icml25_shared.validation import Interval, check_param
+
 from combo_redteam.extract import parse_subtasks
 from combo_redteam.models import ChatModel, Completion
 from combo_redteam.prompts import (
@@ -243,8 +245,7 @@ class AutomatedDecomposition:
                  solve_template: str = SOLVE_TEMPLATE, reference_block: str = REFERENCE_BLOCK,
                  name: str | None = None) -> None:
         self.weak, self.strong = _check_model(weak, "weak"), _check_model(strong, "strong")
-        if isinstance(k, bool) or not isinstance(k, int) or k < 1:
-            raise ValueError(f"k must be an int >= 1 (subtasks proposed), got {k!r}")
+        check_param("k", k, [Interval(int, 1, None)], owner="AutomatedDecomposition")
         for label, template, allowed in (("propose_template", propose_template, [*TASK_FIELDS, "k"]),
                                          ("solve_template", solve_template, [*TASK_FIELDS, "references"]),
                                          ("reference_block", reference_block, ["problem", "answer"])):

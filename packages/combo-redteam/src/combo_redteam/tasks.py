@@ -25,8 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from icml25_shared.random import check_random_state
+from icml25_shared.validation import Interval, check_params
 
 from combo_redteam.extract import (
     Extraction,
@@ -604,8 +604,8 @@ def benign_suite(n_tasks: int = 50, *, random_state: Any = 0, difficulty: tuple[
     >>> [t.family for t in suite], suite[0].flag["token"].startswith("FLAG-")
     (['arithmetic', 'code'], True)
     """
-    if isinstance(n_tasks, bool) or not isinstance(n_tasks, (int, np.integer)) or n_tasks < 1:
-        raise ValueError(f"n_tasks must be a positive int, got {n_tasks!r}")
+    check_params({"n_tasks": n_tasks, "random_state": random_state},
+                 {"n_tasks": [Interval(int, 1, None)], "random_state": ["random_state"]}, owner="benign_suite")
     unknown = [f for f in families if f not in FAMILIES]
     if unknown or not families:
         raise ValueError(f"families {unknown or list(families)} not accepted; accepted values: {list(FAMILIES)}")
