@@ -62,3 +62,17 @@ def test_bfloat16_autocast_trains_and_runs_the_forward_in_bfloat16():
 def test_autocast_option_is_validated():
     with pytest.raises(ValueError, match="autocast"):
         TrainConfig(autocast="float8")
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
+@pytest.mark.parametrize("autocast", [None, "bfloat16"])
+def test_training_metrics_and_generation_run_on_cuda(autocast):
+    task = DPTask("ed", min_length=2, max_length=4, alphabet=3)
+    torch.manual_seed(0)
+    model = _lm(task.vocab_size).to("cuda")
+    result = train(model, task, TrainConfig(steps=20, batch_size=16, lr=3e-3, autocast=autocast), random_state=0)
+    assert result.losses[-1] < result.losses[0]
+    assert 0.0 <= answer_accuracy(model, task, n=32, random_state=1) <= 1.0
+    ids = task.sample(2, random_state=2).input_ids[:, :5].to("cuda")
+    out = model.generate(ids, max_new_tokens=3, do_sample=False)
+    assert out.device.type == "cuda" and out.shape == (2, 8)
