@@ -1,7 +1,7 @@
-"""Structural checks of the monorepo, used by CI.
+"""Structural checks of the monorepo that no maintained tool does, used by CI.
 
-    python tools/checks.py imports            # (a) every src import is stdlib/own/icml25_shared/declared
-                                              # (b) no package imports another package (src, tests, benchmarks)
+(Imports between members: import-linter; declared dependencies: deptry; types: mypy. See tools/dev.py static.)
+
     python tools/checks.py wheels [PKG ...]   # (c) hatch builds wheel + sdist once; both hold LICENSE and
                                               #     py.typed and no studies/ file; `twine check --strict`
                                               #     passes; a fresh venv with only the bare wheels (the
@@ -20,7 +20,6 @@ Each failure is printed as ``path:line: message``; the exit code is 1 when anyth
 from __future__ import annotations
 
 import argparse
-import ast
 import hashlib
 import json
 import os
@@ -33,7 +32,6 @@ import tempfile
 import time
 import zipfile
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 
 if sys.version_info >= (3, 11):
@@ -44,24 +42,6 @@ else:  # pragma: no cover - CI's dev environment is 3.11
 ROOT = Path(__file__).resolve().parents[1]
 CONSTRAINTS = ROOT / "tools" / "constraints.txt"
 SHARED_IMPORT = "icml25_shared"
-
-# Distributions whose import name is not their normalised distribution name, for when the
-# distribution is not installed in the checking environment (installed ones are read from metadata).
-KNOWN_IMPORT_NAMES = {
-    "scikit-learn": {"sklearn"},
-    "pyyaml": {"yaml"},
-    "pillow": {"PIL"},
-    "opencv-python": {"cv2"},
-    "opencv-python-headless": {"cv2"},
-    "beautifulsoup4": {"bs4"},
-    "python-dateutil": {"dateutil"},
-    "protobuf": {"google"},
-    "torch": {"torch", "torchgen", "functorch"},
-    "rdkit": {"rdkit"},
-    "pynacl": {"nacl"},
-    "biopython": {"Bio"},
-}
-
 
 @dataclass(frozen=True)
 class Member:
@@ -132,75 +112,8 @@ def workspace(root: Path = ROOT) -> list[Member]:
     return members
 
 
-def import_names(dist: str) -> set[str]:
-    """Top-level import names a distribution provides (installed metadata, else known names, else a guess)."""
-    dist = normalise(dist)
-    names = set(KNOWN_IMPORT_NAMES.get(dist, ()))
-    try:
-        files = metadata.distribution(dist).files or []
-    except metadata.PackageNotFoundError:
-        files = []
-    for file in files:
-        parts = Path(str(file)).parts
-        if not parts or parts[0].endswith((".dist-info", ".data")) or parts[0] in ("..", "__pycache__"):
-            continue
-        top = parts[0]
-        if top.endswith(".py"):
-            names.add(top[:-3])
-        elif len(parts) > 1 and not top.endswith(".pth"):
-            names.add(top)
-        elif top.endswith((".so", ".pyd")):
-            names.add(top.split(".")[0])
-    names.add(dist.replace("-", "_"))
-    return names
-
-
-def imports_of(path: Path) -> list[tuple[str, int]]:
-    """Absolute top-level imports of a Python file, with line numbers (relative imports are own)."""
-    tree = ast.parse(path.read_text(), filename=str(path))
-    found = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found += [(alias.name.split(".")[0], node.lineno) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            found.append((node.module.split(".")[0], node.lineno))
-    return found
-
-
 def python_files(folder: Path) -> list[Path]:
     return sorted(p for p in folder.rglob("*.py") if "__pycache__" not in p.parts) if folder.exists() else []
-
-
-def check_imports(members: list[Member]) -> list[Problem]:
-    """(a) undeclared imports in src and (b) imports of a sibling package anywhere in a package."""
-    problems: list[Problem] = []
-    module_of = {m.module: m for m in members}
-    stdlib = set(sys.stdlib_module_names) | {"__future__"}
-    for member in members:
-        declared = {requirement_name(r) for r in member.dependencies}
-        # A workspace member required with extras (icml25-shared[cli]) brings those extras' deps.
-        for requirement in member.dependencies:
-            name, extras = parse_requirement(requirement)
-            provider = next((m for m in members if normalise(m.dist) == name), None)
-            for extra in extras if provider is not None else ():
-                declared |= {requirement_name(r) for r in provider.extras.get(extra, ())}
-        allowed = stdlib | {member.module}
-        for dist in declared:
-            allowed |= import_names(dist)
-        for folder in (member.src, member.path / "tests", member.path / "benchmarks"):
-            in_src = folder == member.src
-            for path in python_files(folder):
-                for name, line in imports_of(path):
-                    sibling = module_of.get(name)
-                    if sibling is not None and sibling is not member and name != SHARED_IMPORT:
-                        problems.append(Problem(path, line, f"imports sibling package {name!r} ({sibling.dist}); "
-                                                            "packages never import each other"))
-                    elif name == SHARED_IMPORT and member.module != SHARED_IMPORT and "icml25-shared" not in declared:
-                        problems.append(Problem(path, line, "imports icml25_shared but does not declare icml25-shared"))
-                    elif in_src and name not in allowed and name != SHARED_IMPORT:
-                        problems.append(Problem(path, line, f"imports {name!r}, which is neither stdlib, "
-                                                            f"{member.module}, nor a declared dependency of {member.dist}"))
-    return problems
 
 
 # --- (d) shape -------------------------------------------------------------------------------------------
@@ -423,7 +336,7 @@ def shared_build(shared: Member) -> tuple[Path | None, Path | None, list[Problem
         private.rename(cache)
     except OSError:  # another check was faster (or the cache is not writable): use our own copy
         return wheel, sdist, []
-    return cache / wheel.name, cache / sdist.name, []
+    return (cache / wheel.name if wheel else None), (cache / sdist.name if sdist else None), []
 
 
 def artefact_names(path: Path) -> list[str]:
@@ -611,8 +524,8 @@ def check_wheels(members: list[Member], selected: set[str] | None = None, *, ins
     def timed(name: str, start: float) -> None:
         timings[name] = timings.get(name, 0.0) + time.perf_counter() - start
 
-    with tempfile.TemporaryDirectory(prefix="icml25-wheels-") as tmp:
-        tmp = Path(tmp)
+    with tempfile.TemporaryDirectory(prefix="icml25-wheels-") as tmp_name:
+        tmp = Path(tmp_name)
         shared = members[0]
         start = time.perf_counter()
         shared_wheel, shared_sdist, shared_problems = shared_build(shared)
@@ -674,7 +587,7 @@ def main(argv: list[str] | None = None) -> int:
 
         return lowest.main(argv[1:])
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("check", choices=["imports", "wheels", "shape", "lowest"],
+    parser.add_argument("check", choices=["wheels", "shape", "lowest"],
                         help="lowest: see `python tools/checks.py lowest --help`")
     parser.add_argument("packages", nargs="*", help="limit 'wheels' to these distributions")
     parser.add_argument("--root", type=Path, default=ROOT, help="workspace root (for tests)")
@@ -682,9 +595,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="wheels: what installs into the fresh venvs (auto: uv when present, else pip)")
     args = parser.parse_args(argv)
     members = workspace(args.root)
-    if args.check == "imports":
-        problems = check_imports(members)
-    elif args.check == "shape":
+    if args.check == "shape":
         problems = check_shape(members, args.root)
     else:
         timings: dict[str, float] = {}

@@ -1,13 +1,27 @@
 """One entry point for the whole monorepo, needing only Python >= 3.10 with pip and venv.
 
+    python tools/dev.py test    # static checks, every suite (tests + doctests), wheels, the documentation site;
+                                # per step its seconds and its 10 slowest tests
     python tools/dev.py demo    # every package's `python -m <pkg> demo`; writes out/REPORT.md
-    python tools/dev.py test    # lint, structural checks, every package's tests and doctests, integration,
-                                # wheels, the documentation site; per step its seconds and its 10 slowest tests
     python tools/dev.py docs    # the documentation site, served on 127.0.0.1:8000
+    python tools/dev.py setup   # only create (or refresh) the environment
 
-Both create (or reuse) the virtual environment `.venv` and install every member editable with the
-pinned constraints in tools/constraints.txt; a stamp of the pyprojects skips reinstalling when
-nothing changed. `--packages a,b` limits the run, `--jobs N` runs N steps at once.
+These create (or reuse) the virtual environment `.venv` and install every member editable with the pinned
+constraints in tools/constraints.txt; a stamp of the pyprojects skips reinstalling when nothing changed.
+`--packages a,b` limits the run, `--jobs N` runs N steps at once. Nothing is installed outside `.venv`:
+the browser check of the site needs Chromium and skips with one line without it, unless
+`--install-browser` lets `test` install Debian's chromium with apt (root).
+
+The definitions that `test`, hatch (hatch.toml) and CI share, run with the current interpreter (no set-up):
+
+    python tools/dev.py pytest [SUITE ...] [--triton] [-- PYTEST-ARGS]
+        # the tests of each suite: its tests/ folder and the doctests of its src/ (SUITE: tools, shared, a
+        # distribution or import name, integration; none: all). --triton: the Triton-marked tests instead,
+        # under TRITON_INTERPRET=1
+    python tools/dev.py static  # ruff, import-linter, deptry and mypy per member, structural checks
+    python tools/dev.py imports # import-linter: packages are independent, shared imports no package
+    python tools/dev.py mypy [MEMBER ...]    # `mypy <member>/src` for each member (one shared cache)
+    python tools/dev.py deptry [MEMBER ...]  # deptry over each member's src/ ([tool.icml25.deptry] in pyproject)
 """
 
 from __future__ import annotations
@@ -26,6 +40,11 @@ import xml.etree.ElementTree as ET
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - the dev environment is 3.11
+    import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[1]
 CONSTRAINTS = ROOT / "tools" / "constraints.txt"
@@ -137,23 +156,37 @@ def ensure_docs_tools(python: Path, env_dir: Path) -> None:
     stamp.touch()
 
 
+def suites(packages: list[tuple[str, str, Path]]) -> dict[str, tuple[Path, Path | None]]:
+    """Every suite by name: (tests folder, src folder whose doctests run with them, or None)."""
+    found: dict[str, tuple[Path, Path | None]] = {"tools": (ROOT / "tools" / "tests", None),
+                                                  "shared": (ROOT / "shared" / "tests", ROOT / "shared" / "src")}
+    found.update({dist: (path / "tests", path / "src") for dist, _, path in packages})
+    found["integration"] = (ROOT / "tests" / "integration", None)
+    return found
+
+
+def pytest_command(python: Path | str, tests: Path, src: Path | None, *, triton: bool) -> tuple[list[str], dict[str, str]]:
+    """The one definition of a suite's test run: (command, extra environment).
+
+    Not triton: the suite's tests/ and, with ``src``, the doctests of its src/ (``--doctest-modules``): merged
+    into one run they cost ~0.5 s of CPU, a step of their own ~2 s. The root config's
+    ``--import-mode=importlib`` imports src modules under their real names from the editable install, so a
+    doctest runs in the same module object that the tests import. Triton: the Triton-marked tests under
+    ``TRITON_INTERPRET=1`` (the CPU interpreter).
+    """
+    cmd = [str(python), "-m", "pytest", str(tests)]
+    if src is not None and not triton:
+        cmd += [str(src), "--doctest-modules"]
+    cmd += ["-q", "-p", "no:cacheprovider", "-m", "triton" if triton else "not triton"]
+    return cmd, ({"TRITON_INTERPRET": "1"} if triton else {})
+
+
 def pytest_step(python: Path, name: str, tests: Path, junit_dir: Path, *, triton: bool,
                 src: Path | None = None) -> Step:
-    """A pytest run of one folder: the Triton-marked tests under the interpreter, or all others.
-
-    With ``src`` (a member's src/ folder) the run also collects that folder's doctests
-    (``--doctest-modules``): merged into the member's test run they cost ~0.5 s of CPU, a step of their
-    own ~2 s (an interpreter, pytest and the member's imports again). The root config's
-    ``--import-mode=importlib`` imports src modules under their real names from the editable install,
-    so a doctest runs in the same module object that the tests import (tools/tests checks this).
-    """
+    """A gate step running :func:`pytest_command`, with a junit report for the counts and slowest tests."""
     junit = junit_dir / (re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("_") + ".xml")
-    cmd = [str(python), "-m", "pytest", str(tests), "-q", "-p", "no:cacheprovider", f"--junitxml={junit}",
-           "-m", "triton" if triton else "not triton"]
-    if src is not None and not triton:
-        cmd[4:4] = [str(src), "--doctest-modules"]
-    env = {"TRITON_INTERPRET": "1"} if triton else {}
-    return Step(name=name, cmd=cmd, env=env, allow_no_tests=True)
+    cmd, env = pytest_command(python, tests, src, triton=triton)
+    return Step(name=name, cmd=[*cmd, f"--junitxml={junit}"], env=env, allow_no_tests=True)
 
 
 def has_triton_tests(folder: Path) -> bool:
@@ -225,26 +258,131 @@ def run_steps(steps: list[Step], jobs: int) -> list[Step]:
         return step
 
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        futures = [pool.submit(lambda s=s: report(run_step(s, single_thread=jobs > 1))) for s in steps]
+        futures = [pool.submit(lambda s: report(run_step(s, single_thread=jobs > 1)), s) for s in steps]
         return [f.result() for f in futures]
+
+
+def static_steps(python: Path | str) -> list[Step]:
+    """The checks that read the code without running its tests (``dev.py static``, the gate's first steps)."""
+    python = str(python)
+    return [
+        Step("ruff", [python, "-m", "ruff", "check", "shared", "packages", "tools", "tests", "conftest.py"]),
+        # import-linter: no package imports another, shared imports no package
+        Step("import-linter", [python, str(ROOT / "tools" / "dev.py"), "imports"]),
+        Step("deptry", [python, str(ROOT / "tools" / "dev.py"), "deptry"]),
+        Step("mypy", [python, str(ROOT / "tools" / "dev.py"), "mypy"]),
+        # README sections, process words, release files, extras, [project.urls], the parameter-contract test
+        Step("checks: shape", [python, str(ROOT / "tools" / "checks.py"), "shape"]),
+    ]
+
+
+def selected_members(names: list[str]) -> list[tuple[str, str, Path]]:
+    """(distribution, import name, folder) of shared and every package, or of those ``names`` names."""
+    everything = [("icml25-shared", "icml25_shared", ROOT / "shared"), *members()]
+    wanted = set(names)
+    unknown = wanted - {d for d, _, _ in everything} - {m for _, m, _ in everything} - {"shared", "tools"}
+    if unknown:
+        raise SystemExit(f"unknown members {sorted(unknown)}; known: {[d for d, _, _ in everything]}")
+    return [m for m in everything if not wanted or wanted & {m[0], m[1]} or (m[1] == "icml25_shared" and "shared" in wanted)]
+
+
+def _report(name: str, done: subprocess.CompletedProcess) -> bool:
+    lines = [line for line in (done.stdout + done.stderr).strip().splitlines()
+             if line.strip() and not line.startswith("For more information")]
+    print(f"{name}: {'ok' if done.returncode == 0 else 'FAILED'}: {lines[-1] if lines else ''}", flush=True)
+    if done.returncode != 0:
+        print("\n".join(f"    {line}" for line in lines[:-1][-200:]), flush=True)
+    return done.returncode == 0
+
+
+def command_mypy(names: list[str]) -> int:
+    """``mypy <member>/src`` for each member (and ``mypy tools``), one after the other so the cache is shared."""
+    targets = [path / "src" for _, _, path in selected_members(names)]
+    if not names or "tools" in names:
+        targets.append(ROOT / "tools")
+    failed = [t for t in targets if not _report(f"mypy {t.relative_to(ROOT)}", subprocess.run(
+        [sys.executable, "-m", "mypy", str(t.relative_to(ROOT))], cwd=ROOT, capture_output=True, text=True))]
+    print(f"mypy: {len(targets)} target(s), {len(failed)} with errors")
+    return 1 if failed else 0
+
+
+def importlinter_config(root: Path = ROOT) -> str:
+    """import-linter's contracts over the members under ``root``, generated so that a new package is covered."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    from checks import workspace
+
+    shared, *packages = [m.module for m in workspace(root)]
+    indent = "\n    "
+    return (f"[importlinter]\nroot_packages ={indent}{indent.join([shared, *packages])}\n\n"
+            f"[importlinter:contract:independent]\nname = packages are independent\ntype = independence\n"
+            f"modules ={indent}{indent.join(packages)}\n\n"
+            f"[importlinter:contract:shared]\nname = shared imports no package\ntype = forbidden\n"
+            f"source_modules ={indent}{shared}\nforbidden_modules ={indent}{indent.join(packages)}\n")
+
+
+def command_imports(root: Path = ROOT) -> int:
+    """``lint-imports`` with :func:`importlinter_config` over the source tree (every member's src/ on the path)."""
+    sys.path.insert(0, str(ROOT / "tools"))
+    from checks import workspace
+
+    lint = Path(sys.executable).parent / "lint-imports"
+    with tempfile.TemporaryDirectory(prefix="icml25-importlinter-") as folder:
+        config = Path(folder) / "importlinter.ini"
+        config.write_text(importlinter_config(root))
+        path = os.pathsep.join(str(m.path / "src") for m in workspace(root))
+        env = dict(os.environ, PYTHONPATH=path + os.pathsep + os.environ.get("PYTHONPATH", ""))
+        return subprocess.call([str(lint) if lint.exists() else "lint-imports", "--config", str(config),
+                                "--no-cache"], cwd=root, env=env)
+
+
+def deptry_command(dist: str, module: str, path: Path) -> list[str]:
+    """deptry over ``path``/src with the member's pyproject, the ``test`` extra as its development group and
+    the ignores of ``[tool.icml25.deptry]`` in the root pyproject (each with its reason there)."""
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["icml25"]["deptry"]
+    ignores = {"DEP003": ["matplotlib", "tqdm"]}  # the cli extra is icml25-shared[cli] by design
+    for rule, names in config.get("ignore", {}).get(dist, {}).items():
+        ignores[rule] = ignores.get(rule, []) + names
+    name_map = ",".join(f"{k}={v}" for k, v in config.get("package-module-name-map", {}).items())
+    return [sys.executable, "-m", "deptry", str((path / "src").relative_to(ROOT)), "--no-ansi",
+            "--config", str((path / "pyproject.toml").relative_to(ROOT)), "--known-first-party", module,
+            "--optional-dependencies-dev-groups", "test", "--package-module-name-map", name_map,
+            "--per-rule-ignores", ",".join(f"{rule}={'|'.join(names)}" for rule, names in ignores.items())]
+
+
+def command_deptry(names: list[str]) -> int:
+    chosen = selected_members(names)
+    failed = [dist for dist, module, path in chosen if not _report(f"deptry {dist}", subprocess.run(
+        deptry_command(dist, module, path), cwd=ROOT, capture_output=True, text=True))]
+    print(f"deptry: {len(chosen)} member(s), {len(failed)} with problems")
+    return 1 if failed else 0
+
+
+def command_pytest(names: list[str], *, triton: bool, extra: list[str]) -> int:
+    """Run the suites' tests with this interpreter (hatch and CI call this); the worst exit code wins."""
+    everything = suites(members())
+    modules = {module: dist for dist, module, _ in members()}
+    chosen = [modules.get(n, n) for n in names] or list(everything)
+    unknown = [n for n in chosen if n not in everything]
+    if unknown:
+        raise SystemExit(f"unknown suites {unknown}; known: {list(everything)}")
+    worst = 0
+    for name in chosen:
+        tests, src = everything[name]
+        if triton and not has_triton_tests(tests):
+            continue
+        cmd, env = pytest_command(sys.executable, tests, src, triton=triton)
+        print(f"--- {name}: {' '.join(cmd[1:] + extra)}", flush=True)
+        code = subprocess.call(cmd + extra, cwd=ROOT, env=dict(os.environ, **env))
+        worst = max(worst, 0 if code == 5 else code)  # 5: nothing collected (a suite without doctests)
+    return worst
 
 
 def command_test(python: Path, packages: list[tuple[str, str, Path]], args: argparse.Namespace) -> int:
     junit_dir = Path(tempfile.mkdtemp(prefix="icml25-junit-"))
     tools = [str(python), str(ROOT / "tools" / "checks.py")]
-    first = [
-        Step("ruff", [str(python), "-m", "ruff", "check", "shared", "packages", "tools", "tests"]),
-        Step("checks: imports", [*tools, "imports"]),
-        # README sections, process words, release files, extras and [project.urls] (tools/release.py's rule)
-        Step("checks: shape", [*tools, "shape"]),
-    ]
-    # (name, tests, src whose doctests run with them)
-    suites: list[tuple[str, Path, Path | None]] = [("tools", ROOT / "tools" / "tests", None),
-                                                  ("shared", ROOT / "shared" / "tests", ROOT / "shared" / "src")]
-    suites += [(dist, path / "tests", path / "src") for dist, _, path in packages]
-    suites.append(("integration", ROOT / "tests" / "integration", None))
+    first = static_steps(python)
     tests = []
-    for name, folder, src in suites:
+    for name, (folder, src) in suites(packages).items():
         label = f"tests: {name}" + (" (+ doctests)" if src is not None else "")
         tests.append(pytest_step(python, label, folder, junit_dir, triton=False, src=src))
         if has_triton_tests(folder):
@@ -301,14 +439,34 @@ def command_demo(python: Path, packages: list[tuple[str, str, Path]], args: argp
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    extra = argv[argv.index("--") + 1:] if "--" in argv else []
+    argv = argv[:argv.index("--")] if "--" in argv else argv
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("command", choices=["demo", "test", "setup", "docs"])
+    parser.add_argument("command", choices=["demo", "test", "setup", "docs", "pytest", "static", "mypy", "deptry",
+                                            "imports"])
+    parser.add_argument("--root", type=Path, default=ROOT, help="imports: the workspace root (for tests)")
+    parser.add_argument("names", nargs="*", help="pytest/mypy/deptry: the suites or members (default: all)")
     parser.add_argument("--packages", default="", help="comma-separated distributions (default: all)")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="steps run at once")
     parser.add_argument("--venv", type=Path, default=Path(os.environ.get("ICML25_VENV", ROOT / ".venv")))
     parser.add_argument("--reinstall", action="store_true", help="reinstall even if nothing changed")
     parser.add_argument("--skip-wheels", action="store_true", help="test: skip the wheel/fresh-venv check")
+    parser.add_argument("--triton", action="store_true", help="pytest: the Triton-marked tests, interpreted")
+    parser.add_argument("--install-browser", action="store_true",
+                        help="test: install Debian's chromium with apt (root) for the browser check")
     args = parser.parse_args(argv)
+    if args.command == "pytest":
+        return command_pytest(args.names, triton=args.triton, extra=extra)
+    if args.command == "mypy":
+        return command_mypy(args.names)
+    if args.command == "deptry":
+        return command_deptry(args.names)
+    if args.command == "imports":
+        return command_imports(args.root)
+    if args.command == "static":
+        steps = run_steps(static_steps(sys.executable), jobs=1)
+        return 0 if all(step.ok for step in steps) else 1
     everything = members()
     wanted = {p.strip() for p in args.packages.split(",") if p.strip()}
     unknown = wanted - {d for d, _, _ in everything} - {m for _, m, _ in everything}
@@ -316,12 +474,14 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"unknown packages {sorted(unknown)}; known: {[d for d, _, _ in everything]}")
     packages = [p for p in everything if not wanted or p[0] in wanted or p[1] in wanted]
     python = ensure_environment(args.venv, everything, reinstall=args.reinstall)
-    ensure_docs_tools(python, args.venv)
-    if args.command == "test" and not args.packages:
+    full_test = args.command == "test" and not args.packages
+    if full_test or args.command in ("docs", "setup"):  # the site's toolchain: not for demo or a partial test
+        ensure_docs_tools(python, args.venv)
+    if full_test and args.install_browser:
         sys.path.insert(0, str(ROOT / "tools"))
-        from docs import ensure_chromium
+        from docs import install_chromium
 
-        ensure_chromium()  # the docs step and the tools tests drive Debian's Chromium
+        install_chromium()
     if args.command == "setup":
         print(f"environment ready: {python}")
         return 0

@@ -76,9 +76,10 @@ def public_names(member: DocMember) -> list[str]:
     for node in ast.parse(init.read_text()).body:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
             node, ast.AnnAssign) else []
-        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets) and node.value is not None:
-            return [str(ast.literal_eval(node.value))] if isinstance(node.value, ast.Constant) else [
-                str(v) for v in ast.literal_eval(node.value)]
+        value = getattr(node, "value", None)
+        if any(isinstance(t, ast.Name) and t.id == "__all__" for t in targets) and value is not None:
+            return [str(ast.literal_eval(value))] if isinstance(value, ast.Constant) else [
+                str(v) for v in ast.literal_eval(value)]
     return []
 
 
@@ -309,11 +310,13 @@ def find_chromium() -> str | None:
     return found or next((c for c in CHROMIUM_CANDIDATES if Path(c).exists()), None)
 
 
-def ensure_chromium() -> str:
-    """The system Chromium, installed from Debian's packages when missing (needs root)."""
+def install_chromium() -> str:
+    """Install Debian's Chromium with apt (needs root); only on request (``dev.py test --install-browser``)."""
     found = find_chromium()
     if found:
         return found
+    if shutil.which("apt-get") is None:
+        raise SystemExit("--install-browser needs apt-get (Debian/Ubuntu); install Chromium by other means")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     for cmd in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", "chromium"]):
         if subprocess.run(cmd, env=env, capture_output=True).returncode != 0:
@@ -422,6 +425,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("command", choices=["build", "serve", "check", "gate"])
     parser.add_argument("--site", type=Path, default=ROOT / "site", help="built site folder")
     parser.add_argument("--out", type=Path, default=ROOT / "out" / "docs-check", help="screenshots")
+    parser.add_argument("--require-browser", action="store_true", help="fail instead of skipping without Chromium")
     args = parser.parse_args(argv)
     os.environ.setdefault("NO_MKDOCS_2_WARNING", "1")  # plugin banners, not findings
     os.environ.setdefault("DISABLE_MKDOCS_2_WARNING", "true")
@@ -433,7 +437,15 @@ def main(argv: list[str] | None = None) -> int:
             return code
     if args.command == "serve":
         return mkdocs("serve", "--dev-addr", "127.0.0.1:8000")
-    reports = check_pages(args.site, pages_to_check(), args.out, chromium=ensure_chromium())
+    chromium = find_chromium()
+    if chromium is None and args.require_browser:
+        print("docs: no Chromium found and --require-browser was given")
+        return 1
+    if chromium is None:
+        print("docs: browser check skipped: no Chromium found (`python tools/dev.py test --install-browser` "
+              "installs Debian's chromium; CI installs it)")
+        return 0
+    reports = check_pages(args.site, pages_to_check(), args.out, chromium=chromium)
     bad = [r for r in reports if r.problems]
     for report in reports:
         status = "ok" if not report.problems else "FAILED: " + "; ".join(report.problems)

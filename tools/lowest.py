@@ -27,6 +27,7 @@ import tempfile
 import time
 import venv
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from checks import CONSTRAINTS, ROOT, Member, normalise, parse_requirement, tomllib, workspace  # noqa: E402
@@ -120,7 +121,7 @@ def run_member(member: Member, members: list[Member], *, keep: Path | None, mark
     venv.EnvBuilder(with_pip=True).create(env_dir)
     python = env_dir / "bin" / "python"
     requirements = declared_requirements(member, members)
-    result = {"dist": member.dist, "python": sys.version.split()[0], "requirements": requirements}
+    result: dict[str, Any] = {"dist": member.dist, "python": sys.version.split()[0], "requirements": requirements}
     try:
         pins = lowest_pins(requirements, python, workdir)
     except RuntimeError as err:

@@ -1,6 +1,5 @@
 import numpy as np
 import pytest
-
 from icml25_shared.random import int_seed
 from icml25_shared.validation import Interval, Options, check_param, check_params, validate_params
 

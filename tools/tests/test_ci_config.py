@@ -29,7 +29,7 @@ def run_lines(job):
 
 def test_ci_jobs_and_matrix():
     ci = load("ci.yml")
-    assert {"plan", "lint", "test", "slow", "lowest", "integration", "wheels"} <= set(ci["jobs"])
+    assert {"plan", "lint", "test", "lowest", "integration", "wheels"} <= set(ci["jobs"])
     matrix = ci["jobs"]["test"]["strategy"]["matrix"]
     assert matrix["python"] == ["3.10", "3.11", "3.12"]
     assert "fromJSON(needs.plan.outputs.packages)" in matrix["package"]
@@ -43,27 +43,42 @@ def python_of(job):
     return next(s["with"]["python-version"] for s in job["steps"] if s.get("uses", "").startswith("actions/setup-python"))
 
 
-def test_matrix_runs_fast_tests_and_doctests_slow_ones_run_once():
+def test_one_definition_of_a_suite_serves_hatch_ci_and_the_gate():
+    """hatch's scripts call `dev.py pytest`, CI calls hatch, the gate builds its steps from the same function."""
+    import dev
+
     ci = load("ci.yml")
     assert "hatch run pkg.${{ matrix.package }}:test" in run_lines(ci["jobs"]["test"])
-    scripts = tomllib.loads((ROOT / "hatch.toml").read_text())["envs"]["pkg"]["scripts"]
-    assert "-m 'not triton and not slow'" in scripts["test"]
-    assert "--doctest-modules" in scripts["test"] and "packages/{matrix:package}/src" in scripts["test"]
-    assert "-m 'slow and not triton'" in scripts["slow"]
-    slow = ci["jobs"]["slow"]
-    assert "strategy" not in slow and python_of(slow) == "3.11"
-    assert any("hatch run slow" in line for line in run_lines(slow))
-    default = tomllib.loads((ROOT / "hatch.toml").read_text())["envs"]["default"]["scripts"]
-    assert "-m 'slow and not triton'" in default["slow"]
-    assert "--doctest-modules" in default["doctest"] and "shared/src" in default["doctest"]
-    assert "hatch run integration:doctest" in run_lines(ci["jobs"]["integration"])
-
-
-def test_lint_runs_the_shape_check_and_lowest_covers_every_member():
-    ci = load("ci.yml")
+    assert "hatch run pkg.${{ matrix.package }}:test --triton" in run_lines(ci["jobs"]["test"])
+    config = tomllib.loads((ROOT / "hatch.toml").read_text())["envs"]
+    assert config["pkg"]["scripts"]["test"] == "python tools/dev.py pytest {matrix:package} {args}"
+    assert config["default"]["scripts"]["test"] == "python tools/dev.py pytest {args}"
+    assert config["default"]["scripts"]["static"] == "python tools/dev.py static"
+    assert config["integration"]["scripts"]["test"] == "python tools/dev.py pytest integration {args}"
+    assert "hatch run integration:test" in run_lines(ci["jobs"]["integration"])
     lint = run_lines(ci["jobs"]["lint"])
-    assert "python tools/checks.py shape" in lint and "python tools/checks.py imports" in lint
-    assert any('-k "not wheel"' in line for line in lint)
+    assert "hatch run static" in lint and any(line.startswith("hatch run test shared tools") for line in lint)
+    # the definition: tests and src doctests, Triton-marked tests apart
+    suites = dev.suites(dev.members())
+    assert set(suites) == {"tools", "shared", *PACKAGES, "integration"}
+    tests, src = suites["fastpd"]
+    cmd, env = dev.pytest_command("python", tests, src, triton=False)
+    assert cmd[3:6] == [str(tests), str(src), "--doctest-modules"] and cmd[-2:] == ["-m", "not triton"] and env == {}
+    cmd, env = dev.pytest_command("python", tests, src, triton=True)
+    assert "--doctest-modules" not in cmd and cmd[-2:] == ["-m", "triton"] and env == {"TRITON_INTERPRET": "1"}
+    step = dev.pytest_step(Path("python"), "tests: fastpd", tests, ROOT, triton=False, src=src)
+    assert step.cmd[:-1] == dev.pytest_command("python", tests, src, triton=False)[0]
+
+
+def test_static_steps_are_the_maintained_tools():
+    import dev
+
+    names = [step.name for step in dev.static_steps("python")]
+    assert names == ["ruff", "import-linter", "deptry", "mypy", "checks: shape"]
+
+
+def test_lowest_covers_every_member_and_wheels_run_twine():
+    ci = load("ci.yml")
     lowest = ci["jobs"]["lowest"]
     # every member, from the plan job (a new package needs no workflow edit)
     assert lowest["strategy"]["matrix"]["package"] == "${{ fromJSON(needs.plan.outputs.members) }}"

@@ -92,7 +92,7 @@ def chromium():
     pytest.importorskip("playwright")
     found = docs.find_chromium()
     if found is None:
-        pytest.skip("no Chromium (tools/dev.py installs Debian's chromium for the gate)")
+        pytest.skip("no Chromium (tools/dev.py test --install-browser installs Debian's chromium)")
     return found
 
 

@@ -106,9 +106,6 @@ def readme_python_blocks(readme: Path) -> str:
 def test_generated_package_installs_passes_its_tests_and_runs_its_readme(tmp_path):
     shutil.copytree(ROOT / "shared", tmp_path / "shared", ignore=shutil.ignore_patterns("__pycache__", "tests"))
     target = make(tmp_path)
-    done = subprocess.run([sys.executable, str(ROOT / "tools" / "checks.py"), "imports", "--root", str(tmp_path)],
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stdout
     # Install without dependencies (they are in this environment already) into a private target dir.
     site = tmp_path / "site"
     done = subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation",

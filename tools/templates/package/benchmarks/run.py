@@ -6,6 +6,7 @@ Writes JSON and prints a markdown table (sizes, versions, machine).
 from __future__ import annotations
 
 import argparse
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +25,7 @@ def main() -> None:
     for n in (100, 1000):
         x = np.random.default_rng(0).normal(size=n)
         ours, peer = bootstrap_mean(x, random_state=0), t_interval(x)
-        report.add(compare(lambda x=x: bootstrap_mean(x, random_state=0), lambda x=x: t_interval(x),
+        report.add(compare(functools.partial(bootstrap_mean, x, random_state=0), functools.partial(t_interval, x),
                            label=f"n={n}", ours_name="bootstrap_mean", peer_name="t_interval",
                            repeats=args.repeats, sizes={"n": n, "n_resamples": 2000},
                            metrics={"max_bound_diff": max(abs(ours.low - peer.low), abs(ours.high - peer.high))}))

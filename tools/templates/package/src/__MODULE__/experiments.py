@@ -21,7 +21,7 @@ REPRODUCE_SIZES = (10, 30, 100)
 
 
 def friedman1_target(n: int, seed: int) -> np.ndarray:
-    """Friedman's #1 regression target with unit noise on ``n`` uniform draws of 10 features.
+    """The target of Friedman's (1991) first regression problem, with unit noise on ``n`` uniform draws of 10 features.
 
     Parameters
     ----------
@@ -115,7 +115,7 @@ def reproduce(ctx: RunContext) -> None:
         Output folder, seed and the quick flag (50 replications instead of 400).
     """
     replications = 50 if ctx.quick else 400
-    results = {}
+    results: dict[str, dict[str, dict[str, float]]] = {}
     streams = spawn(ctx.seed, len(REPRODUCE_SIZES))
     for n, stream in progress(zip(REPRODUCE_SIZES, streams, strict=True), desc="reproduce", total=len(streams)):
         rates = coverage(n, replications, random_state=stream)
