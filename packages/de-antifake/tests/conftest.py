@@ -15,3 +15,11 @@ def ge2e():
     from de_antifake.encoder import ResemblyzerEncoder
 
     return ResemblyzerEncoder.from_pretrained()
+
+
+@pytest.fixture(scope="session")
+def ge2e_raw():
+    """The bare network (no loudness normalisation, no silence trimming), as resemblyzer's VoiceEncoder."""
+    from de_antifake.encoder import ResemblyzerEncoder
+
+    return ResemblyzerEncoder.from_pretrained(level_dbfs=None, trim_silence=False)

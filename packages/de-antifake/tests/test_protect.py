@@ -65,7 +65,8 @@ def test_batched_equals_per_clip():
         batch = attackvc(x, t, eps=0.005, encoder=enc, iters=3, method=method)
         for i in range(3):
             one = attackvc(x[i], t[i], eps=0.005, encoder=enc, iters=3, method=method)
-            np.testing.assert_allclose(batch[i], one, atol=1e-6)
+            # the loudness gain scales float32 rounding of the gradient: 2e-6 of a 0.05-RMS clip
+            np.testing.assert_allclose(batch[i], one, atol=5e-6)
 
 
 def test_pgd_holds_the_snr_floor_exactly_and_spends_the_budget():

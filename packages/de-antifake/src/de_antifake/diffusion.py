@@ -322,7 +322,8 @@ def _check_peak(peak) -> float | None:
 @_own_torch_rng
 def train_diffwave(waveforms, *, config: DiffWaveConfig, schedule: DiffusionSchedule | None = None, steps: int = 300,
                    batch_size: int = 16, segment: int = 2048, lr: float = 2e-3, max_t: int | None = None,
-                   peak: float | None = None, ema_decay: float = 0.995, random_state=None) -> DiffWave:
+                   peak: float | None = None, ema_decay: float = 0.995, random_state=None,
+                   callback=None) -> DiffWave:
     """Train the epsilon-network on clean waveforms (uniform steps, MSE on the noise).
 
     The convolutions are local (the receptive field is about twice the sum of the dilations, 511
@@ -349,6 +350,10 @@ def train_diffwave(waveforms, *, config: DiffWaveConfig, schedule: DiffusionSche
     ema_decay : float, default 0.995
         The returned weights are the exponential moving average of the iterates (0: the last iterate).
     random_state : None, int or Generator
+    callback : callable, optional
+        ``callback(step, loss, averaged)`` after every optimiser step (``step`` counts from 1);
+        ``averaged()`` returns a copy of the model holding the current averaged weights (for progress
+        reports and checkpoints).
 
     Returns
     -------
@@ -387,10 +392,21 @@ def train_diffwave(waveforms, *, config: DiffWaveConfig, schedule: DiffusionSche
         with torch.no_grad():
             for sh, p in zip(shadow, model.parameters(), strict=True):
                 sh.mul_(decay).add_(p.detach(), alpha=1 - decay)
+        if callback is not None:
+            callback(it + 1, float(loss.detach()), lambda: _averaged_copy(config, shadow))
     with torch.no_grad():
         for sh, p in zip(shadow, model.parameters(), strict=True):
             p.copy_(sh)
     return model.eval()
+
+
+def _averaged_copy(config, shadow) -> DiffWave:
+    """A DiffWave in eval mode holding the averaged weights ``shadow``."""
+    copy = DiffWave(config)
+    with torch.no_grad():
+        for sh, p in zip(shadow, copy.parameters(), strict=True):
+            p.copy_(sh)
+    return copy.eval()
 
 
 class DiffWavePurifier:

@@ -124,8 +124,10 @@ class DVectorEncoder(ResemblyzerEncoder):
         config = DVectorConfig() if config is None else config
         if not isinstance(config, DVectorConfig):
             raise TypeError(f"config must be a DVectorConfig, got {type(config).__name__}")
+        # trained on the samples as given (its features are standardised with the training frames' statistics)
         super().__init__(hidden_size=config.hidden_size, embedding_size=config.embedding_size,
-                         num_layers=config.num_layers, partial_frames=config.partial_frames)
+                         num_layers=config.num_layers, partial_frames=config.partial_frames, level_dbfs=None,
+                         trim_silence=False)
         self.config = config
         n_mels = self.front.filters.shape[0]
         self.register_buffer("feature_mean", torch.zeros(n_mels))

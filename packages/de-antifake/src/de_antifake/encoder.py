@@ -21,7 +21,54 @@ from torch import nn
 
 from de_antifake.audio import SAMPLE_RATE, as_mono
 
-__all__ = ["MelFrontEnd", "ResemblyzerEncoder", "eer_threshold", "slaney_mel_filterbank"]
+__all__ = ["LEVEL_DBFS", "MelFrontEnd", "ResemblyzerEncoder", "eer_threshold", "slaney_mel_filterbank",
+           "speech_bounds"]
+
+LEVEL_DBFS = -30.0
+"""The loudness (dBFS, RMS relative to full scale) clips are brought to before embedding, as resemblyzer's
+``preprocess_wav`` and the official chain do."""
+
+SILENCE_DB = -40.0
+"""Leading and trailing 10 ms frames quieter than this (dB below the loudest frame) are trimmed."""
+
+
+def speech_bounds(wav, *, silence_db: float = SILENCE_DB, frame: int = 160) -> tuple[int, int]:
+    """Sample range from the first to the last 10 ms frame within ``silence_db`` of the loudest frame.
+
+    The threshold is relative, so the range does not depend on the clip's level.
+
+    Parameters
+    ----------
+    wav : array_like or torch.Tensor, shape (n,)
+        One waveform.
+    silence_db : float, default -40
+        Frames whose RMS lies more than this many dB below the loudest frame's are silence.
+    frame : int, default 160
+        Frame length in samples (10 ms at 16 kHz).
+
+    Returns
+    -------
+    (start, stop) : tuple of int
+        ``wav[start:stop]`` is the clip without leading and trailing silence; ``(0, n)`` for a silent clip.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> x = np.zeros(1600); x[480:800] = 0.5
+    >>> speech_bounds(x), speech_bounds(0.01 * x)
+    ((480, 800), (480, 800))
+    """
+    x = np.asarray(wav.detach().cpu() if isinstance(wav, torch.Tensor) else wav, dtype=np.float64).ravel()
+    n = x.size
+    n_frames = -(-n // frame)
+    padded = np.zeros(n_frames * frame)
+    padded[:n] = x
+    rms = np.sqrt((padded.reshape(n_frames, frame) ** 2).mean(axis=1))
+    peak = rms.max()
+    if peak == 0.0:
+        return 0, n
+    loud = np.flatnonzero(rms >= peak * 10 ** (silence_db / 20))
+    return int(loud[0] * frame), int(min(n, (loud[-1] + 1) * frame))
 
 
 def _hz_to_mel(f):
@@ -168,6 +215,15 @@ class ResemblyzerEncoder(nn.Module):
         Frames (10 ms each) per partial utterance.
     pad_mode : {"constant", "reflect"}, default "constant"
         Padding of the mel front end's centred frames.
+    level_dbfs : float or None, default -30
+        ``embed`` scales each clip to this RMS level (dBFS) first, as the official chain does with
+        resemblyzer's ``normalize_volume``, so that a clip and a quieter copy get the same embedding;
+        None feeds the samples as given (the bare network, as ``VoiceEncoder`` after your own
+        preprocessing). The gain is part of the differentiable graph.
+    trim_silence : bool, default True
+        ``embed`` drops each clip's leading and trailing silence first (:func:`speech_bounds`, a
+        level-independent threshold 40 dB below the loudest 10 ms frame), as the official chain trims
+        silences before embedding; False keeps them.
 
     Notes
     -----
@@ -185,8 +241,15 @@ class ResemblyzerEncoder(nn.Module):
     """
 
     def __init__(self, *, hidden_size: int = 256, embedding_size: int = 256, num_layers: int = 3,
-                 partial_frames: int = 160, pad_mode: str = "constant") -> None:
+                 partial_frames: int = 160, pad_mode: str = "constant", level_dbfs: float | None = LEVEL_DBFS,
+                 trim_silence: bool = True) -> None:
         super().__init__()
+        from icml25_shared.validation import Interval, check_param
+
+        check_param("level_dbfs", level_dbfs, [Interval(float, None, 0.0), None], owner=type(self).__name__)
+        check_param("trim_silence", trim_silence, ["boolean"], owner=type(self).__name__)
+        self.level_dbfs = None if level_dbfs is None else float(level_dbfs)
+        self.trim_silence = bool(trim_silence)
         self.front = MelFrontEnd(pad_mode=pad_mode)
         self.partial_frames = int(partial_frames)
         self.lstm = nn.LSTM(40, hidden_size, num_layers, batch_first=True)
@@ -194,7 +257,8 @@ class ResemblyzerEncoder(nn.Module):
         self.relu = nn.ReLU()
 
     @classmethod
-    def from_pretrained(cls, weights: str | Path | None = None, *, pad_mode: str = "constant") -> ResemblyzerEncoder:
+    def from_pretrained(cls, weights: str | Path | None = None, *, pad_mode: str = "constant",
+                        level_dbfs: float | None = LEVEL_DBFS, trim_silence: bool = True) -> ResemblyzerEncoder:
         """Load the GE2E weights (``checkpoint["model_state"]``) of the ``resemblyzer`` wheel.
 
         Parameters
@@ -203,6 +267,8 @@ class ResemblyzerEncoder(nn.Module):
             A ``pretrained.pt`` file; by default the one inside the installed ``resemblyzer`` package.
         pad_mode : str, default "constant"
             See :class:`MelFrontEnd`.
+        level_dbfs, trim_silence
+            The loudness normalisation and silence trimming of ``embed`` (see the class).
 
         Returns
         -------
@@ -219,7 +285,7 @@ class ResemblyzerEncoder(nn.Module):
             raise FileNotFoundError(f"speaker-encoder weights not found: {path}")
         state = torch.load(path, map_location="cpu", weights_only=True)
         state = state.get("model_state", state)
-        model = cls(pad_mode=pad_mode)
+        model = cls(pad_mode=pad_mode, level_dbfs=level_dbfs, trim_silence=trim_silence)
         wanted = {k: v for k, v in state.items() if k.startswith(("lstm.", "linear."))}
         missing = set(model.state_dict()) - set(wanted)
         if missing:
@@ -273,6 +339,9 @@ class ResemblyzerEncoder(nn.Module):
     def embed(self, wav: torch.Tensor, *, rate: float = 1.3, min_coverage: float = 0.75) -> torch.Tensor:
         """Utterance embeddings of equal-length waveforms, differentiable in the samples.
 
+        Each clip is first trimmed of leading and trailing silence and brought to ``level_dbfs`` (unless
+        those are turned off, see the class).
+
         Parameters
         ----------
         wav : torch.Tensor or array_like
@@ -295,6 +364,26 @@ class ResemblyzerEncoder(nn.Module):
         wav = _as_wave_tensor(wav, self.linear.weight.dtype)
         squeeze = wav.dim() == 1
         x = wav.unsqueeze(0) if squeeze else wav
+        if self.trim_silence:  # first trim, then measure the level of what is left
+            bounds = [speech_bounds(row) for row in x]
+            if len(set(bounds)) > 1:  # clips of different speech lengths: one at a time
+                emb = torch.cat([self._embed_equal(self._level(row[a:b][None]), rate, min_coverage)
+                                 for row, (a, b) in zip(x, bounds, strict=True)])
+                return emb[0] if squeeze else emb
+            a, b = bounds[0]
+            x = x[:, a:b]
+        emb = self._embed_equal(self._level(x), rate, min_coverage)
+        return emb[0] if squeeze else emb
+
+    def _level(self, x: torch.Tensor) -> torch.Tensor:
+        """Scale each row to ``level_dbfs`` RMS (silent rows stay silent)."""
+        if self.level_dbfs is None:
+            return x
+        rms = x.pow(2).mean(dim=-1, keepdim=True).sqrt()
+        gain = 10 ** (self.level_dbfs / 20) / rms.clamp(min=1e-12)
+        return torch.where(rms > 0, x * gain, x)
+
+    def _embed_equal(self, x: torch.Tensor, rate: float, min_coverage: float) -> torch.Tensor:
         slices = self.partial_slices(x.shape[-1], rate=rate, min_coverage=min_coverage)
         need = slices[-1].stop * self.front.hop
         if need >= x.shape[-1]:
@@ -303,8 +392,7 @@ class ResemblyzerEncoder(nn.Module):
         parts = torch.stack([mel[:, s] for s in slices], dim=1)  # (B, P, F, 40)
         b, p = parts.shape[:2]
         emb = self(parts.reshape(b * p, *parts.shape[2:])).reshape(b, p, -1).mean(dim=1)
-        emb = emb / (emb.pow(2).sum(dim=1, keepdim=True) + 1e-24).sqrt()
-        return emb[0] if squeeze else emb
+        return emb / (emb.pow(2).sum(dim=1, keepdim=True) + 1e-24).sqrt()
 
     @torch.no_grad()
     def embed_utterance(self, wav, sr) -> np.ndarray:

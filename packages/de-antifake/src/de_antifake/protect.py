@@ -204,6 +204,11 @@ def attackvc(wav, target, *, eps: float, encoder, sr: int = 16000, iters: int = 
     xt = torch.from_numpy(x)
     with torch.no_grad():
         src = [e.embed(xt) for e in encoders]
+    for k, s in enumerate(src):
+        if s.shape[-1] != tgt.shape[-1]:
+            which = "the encoder" if len(src) == 1 else f"encoder {k}"
+            raise ValueError(f"target embeddings have {tgt.shape[-1]} values but {which} embeds into {s.shape[-1]}; "
+                             "embed the target with the same encoder")
     gen = torch.Generator()
     if random_state is None:
         gen.seed()  # fresh entropy, as None means everywhere else

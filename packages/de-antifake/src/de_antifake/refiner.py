@@ -152,7 +152,7 @@ class PhonemeGuidedRefiner:
     @_trains
     @_own_torch_rng
     def fit(self, clean, purified, *, alignments=None, spectra: PhonemeSpectra | None = None, steps: int = 200,
-            batch_size: int = 8, lr: float = 2e-3, crop_frames: int = 64) -> PhonemeGuidedRefiner:
+            batch_size: int = 8, lr: float = 2e-3, crop_frames: int = 64, callback=None) -> PhonemeGuidedRefiner:
         """Train on (clean, stage-1 output) pairs by denoising score matching.
 
         Parameters
@@ -167,6 +167,8 @@ class PhonemeGuidedRefiner:
         lr : float
         crop_frames : int, default 64
             Random crop of the spectrograms per example (the networks are fully convolutional).
+        callback : callable, optional
+            ``callback(step, loss)`` after every optimiser step (``step`` counts from 1).
         """
         rng = check_random_state(self.random_state)
         torch.manual_seed(int(rng.integers(2**31)))  # before the network is built: its initial weights too
@@ -208,6 +210,8 @@ class PhonemeGuidedRefiner:
             with torch.no_grad():
                 for s_, p in zip(shadow, net.parameters(), strict=True):
                     s_.mul_(decay).add_(p.detach(), alpha=1 - decay)
+            if callback is not None:
+                callback(it + 1, float(loss.detach()))
         with torch.no_grad():
             for s_, p in zip(shadow, net.parameters(), strict=True):
                 p.copy_(s_)
