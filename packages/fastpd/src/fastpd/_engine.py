@@ -492,7 +492,7 @@ def table_cost(block: Block, *, shap: bool) -> float:
     cost = 0.0
     for g in block.groups:
         if g.table is None:
-            cost += (g.n_leaves << g.e) * (g.e + 1) + g.n_background * g.n_leaves
+            cost += (g.n_leaves << g.e) * (g.e + 1) + 3 * g.n_background * g.n_leaves  # histogram: 3 passes
         if shap and g.e and "shap" not in g.cache:
             cost += (g.n_leaves << g.e) * g.e * (g.e + 1)
     return cost

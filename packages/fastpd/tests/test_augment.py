@@ -1,0 +1,98 @@
+"""The per-row paths (augment="per-row", "auto") return the full tables' numbers bit for bit; save/load."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from fastpd import FastPD
+
+
+def _no_tables(fp: FastPD) -> bool:
+    return all(g.table is None for b in fp._blocks for g in b.groups)
+
+
+def _no_shap_tables(fp: FastPD) -> bool:
+    return all("shap" not in g.cache for b in fp._blocks for g in b.groups)
+
+
+@pytest.mark.parametrize("name", ["xgboost", "lightgbm", "sklearn-rf", "xgboost-multiclass", "sklearn-et"])
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_per_row_paths_equal_the_full_tables_exactly(models, data, name, n_jobs):
+    model = models[name]
+    bg, xe = data["bg"], data["Xe"][:7]
+    full = FastPD(model, bg, augment="full", n_jobs=n_jobs)
+    lazy = FastPD(model, bg, augment="per-row", n_jobs=n_jobs)
+    for subset in [0, 3, (1, 2), (0, 4, 5)]:
+        np.testing.assert_array_equal(lazy.pd_function(xe, subset), full.pd_function(xe, subset))
+    assert _no_tables(lazy)  # the PD functions came from the background codes
+    np.testing.assert_array_equal(lazy.intercept_, full.intercept_)
+    np.testing.assert_array_equal(lazy.shap_values(xe), full.shap_values(xe))
+    assert _no_shap_tables(lazy) and not _no_shap_tables(full)  # ... and the SHAP values from the rows' codes
+    # a query that reads the tables builds them; the numbers stay the same
+    np.testing.assert_array_equal(lazy.shap_interaction_values(xe[:3]), full.shap_interaction_values(xe[:3]))
+    np.testing.assert_array_equal(lazy.shap_values(xe), full.shap_values(xe))
+
+
+def test_per_row_paths_with_missing_values_and_categories(data):
+    import lightgbm as lgb
+
+    rng = np.random.default_rng(3)
+    x = data["X"].copy()
+    x[:, 0] = rng.integers(0, 5, size=len(x))
+    x[rng.random(x.shape) < 0.1] = np.nan
+    model = lgb.LGBMRegressor(n_estimators=10, num_leaves=8, min_child_samples=5, min_data_per_group=5,
+                              verbose=-1, n_jobs=1, random_state=0).fit(x, data["y"], categorical_feature=[0])
+    bg, xe = x[:150], x[150:160]
+    full, lazy = FastPD(model, bg, augment="full"), FastPD(model, bg, augment="per-row")
+    np.testing.assert_array_equal(lazy.shap_values(xe), full.shap_values(xe))
+    np.testing.assert_array_equal(lazy.pd_function(xe, 0), full.pd_function(xe, 0))
+
+
+def test_auto_switches_to_the_full_tables_and_keeps_the_numbers(models, data):
+    model = models["xgboost"]
+    bg, xe = data["bg"], data["Xe"]
+    auto = FastPD(model, bg)
+    one = auto.shap_values(xe[:1])
+    assert _no_shap_tables(auto)  # one row: per row
+    many = auto.shap_values(np.repeat(xe, 40, axis=0))  # 1200 rows: the full tables are cheaper
+    assert not _no_shap_tables(auto)
+    # the same row in a batch of 1200 rows: BLAS may sum in another order (the last bit), on every path
+    np.testing.assert_allclose(many[:1], one, rtol=1e-13, atol=1e-15)
+    np.testing.assert_array_equal(one, FastPD(model, bg, augment="full").shap_values(xe[:1]))
+    np.testing.assert_array_equal(many, FastPD(model, bg, augment="full").shap_values(np.repeat(xe, 40, axis=0)))
+
+
+def test_auto_pd_curve_stays_on_the_codes(models, data):
+    fp = FastPD(models["xgboost"], data["bg"])
+    grid = np.zeros((50, data["bg"].shape[1]))
+    grid[:, 2] = np.linspace(-2, 2, 50)
+    curve = fp.pd_function(grid, 2)
+    assert _no_tables(fp)
+    np.testing.assert_array_equal(curve, FastPD(models["xgboost"], data["bg"], augment="full").pd_function(grid, 2))
+
+
+def test_augment_is_validated(models, data):
+    with pytest.raises(ValueError, match="augment"):
+        FastPD(models["xgboost"], data["bg"], augment="lazy").fit()
+
+
+def test_save_and_load_a_fitted_explainer(models, data, tmp_path):
+    fp = FastPD(models["lightgbm"], data["bg"]).fit()
+    before = fp.shap_values(data["Xe"])
+    path = tmp_path / "explainer.pkl"
+    fp.save(path)
+    loaded = FastPD.load(path)
+    assert "_blocks" in loaded.__dict__  # fitted: no refit on the first query
+    np.testing.assert_array_equal(loaded.shap_values(data["Xe"]), before)
+    np.testing.assert_array_equal(loaded.pd_function(data["Xe"], [0, 1]), fp.pd_function(data["Xe"], [0, 1]))
+    assert loaded.intercept_ == fp.intercept_
+
+
+def test_load_refuses_another_object(tmp_path):
+    import pickle
+
+    path = tmp_path / "other.pkl"
+    path.write_bytes(pickle.dumps({"not": "an explainer"}))
+    with pytest.raises(TypeError, match="FastPD"):
+        FastPD.load(path)
