@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from train_test_overlap.data import TestSet, corpus_files, iter_documents
-from train_test_overlap.tokenizers import Tokenizer, get_tokenizer
+from train_test_overlap.tokenizers import Tokenizer, corpus_tokenize, get_tokenizer
 
 __all__ = ["PARTITION_BYTES", "PARTS", "CorpusStats", "OverlapCounts", "OverlapIndex", "Scanner", "ShardCounts", "file_partitions"]
 
@@ -556,7 +556,7 @@ class Scanner:
         self._counts = engine.empty()
         self._ids: list[int] = []
         self._get = engine.vocab.get
-        self._tok = engine.tokenizer.tokenize
+        self._tok = corpus_tokenize(engine.tokenizer)
         self._docs = self._tokens = self._bytes = 0
 
     def add(self, doc: str) -> None:

@@ -21,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from train_test_overlap.data import TestSet, iter_documents
-from train_test_overlap.tokenizers import _NAMED, Tokenizer, get_tokenizer
+from train_test_overlap.tokenizers import _NAMED, Tokenizer, corpus_tokenize, get_tokenizer
 
 __all__ = ["CorpusSketch"]
 
@@ -116,7 +116,7 @@ class CorpusSketch:
             ``self``.
         """
         buf: list[str] = []
-        tok = self.tokenizer.tokenize
+        tok = corpus_tokenize(self.tokenizer)
         for doc in documents:
             if not isinstance(doc, str):
                 raise TypeError(f"document {self.documents} is {type(doc).__name__}, not str")

@@ -13,12 +13,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["HELM_PATTERN", "HelmTokenizer", "JanitorTokenizer", "Tokenizer", "WhitespaceTokenizer", "get_tokenizer"]
+__all__ = ["HELM_PATTERN", "HelmTokenizer", "JanitorTokenizer", "Tokenizer", "WhitespaceTokenizer", "corpus_tokenize",
+           "get_tokenizer"]
 
 
 @runtime_checkable
 class Tokenizer(Protocol):
-    """Anything with ``name`` and ``tokenize(text) -> list[str]``."""
+    """Anything with ``name`` and ``tokenize(text) -> list[str]``.
+
+    A tokenizer may also define ``tokenize_corpus(text)``, the rule for corpus documents when it differs
+    from the one for test instances (:class:`JanitorTokenizer` does, as lm-eval's janitor does);
+    :func:`corpus_tokenize` picks it.
+    """
 
     name: str
 
@@ -112,20 +118,43 @@ _JANITOR_TABLE = str.maketrans(string.ascii_lowercase + string.ascii_uppercase, 
 class JanitorTokenizer(_Rule):
     """lm-evaluation-harness's ``Janitor`` normalisation (the GPT-3 decontamination rule).
 
-    ASCII letters are lower-cased (other letters are kept as they are), ASCII punctuation is deleted
-    (so ``"don't"`` becomes ``"dont"``, unlike HELM's split), then the text is split on whitespace.
-    The janitor's n-grams are these tokens joined by single spaces.
+    Test side (``tokenize``, the janitor's ``register_contaminant``): ASCII letters are lower-cased (other
+    letters are kept as they are), ASCII punctuation is deleted (so ``"don't"`` becomes ``"dont"``, unlike
+    HELM's split), then the text is split on whitespace. The janitor's n-grams are these tokens joined by
+    single spaces.
+
+    Corpus side (``tokenize_corpus``, the janitor's ``clean``): the text is split on whitespace *first* and
+    each token normalised the same way, so a stand-alone punctuation token (``"-"``, ``"..."``) becomes an
+    empty token that no test n-gram contains: ``"dirty boy . Clean"`` does not contain the registered
+    3-gram ``"dirty boy clean"``, exactly as lm-eval's ``Janitor.clean_python`` decides.
 
     Examples
     --------
     >>> JanitorTokenizer().tokenize("I'm a VERY !dirty,, ÉCOLE")
     ['im', 'a', 'very', 'dirty', 'École']
+    >>> JanitorTokenizer().tokenize_corpus("dirty boy . Clean")
+    ['dirty', 'boy', '', 'clean']
     """
 
     name: str = "janitor"
 
     def _split(self, text: str) -> list[str]:
         return text.translate(_JANITOR_TABLE).split()
+
+    def tokenize_corpus(self, text: str) -> list[str]:
+        """Split a corpus document as ``Janitor.clean`` does: split on whitespace, then normalise each token.
+
+        Parameters
+        ----------
+        text : str
+            A corpus document.
+
+        Returns
+        -------
+        list of str
+            One token per whitespace-separated word; stand-alone punctuation gives ``""``.
+        """
+        return [word.translate(_JANITOR_TABLE) for word in text.split()]
 
 
 @dataclass(frozen=True)
@@ -148,6 +177,22 @@ class CallableTokenizer(_Rule):
 
 _NAMED: dict[str, Callable[[], Any]] = {"helm-default": HelmTokenizer, "whitespace": WhitespaceTokenizer,
                                         "janitor": JanitorTokenizer}
+
+
+def corpus_tokenize(tokenizer: Tokenizer) -> Callable[[str], list[str]]:
+    """The function that splits corpus documents: ``tokenizer.tokenize_corpus`` when defined, else ``tokenize``.
+
+    Parameters
+    ----------
+    tokenizer : Tokenizer
+        A resolved tokenizer (:func:`get_tokenizer`).
+
+    Returns
+    -------
+    callable
+        ``str -> list[str]``.
+    """
+    return getattr(tokenizer, "tokenize_corpus", tokenizer.tokenize)
 
 
 def get_tokenizer(tokenizer: str | Tokenizer | Callable[[str], list[str]] | Any) -> Tokenizer:
