@@ -71,7 +71,8 @@ def main(argv: list[str] | None = None) -> dict:
         os.environ["TRITON_INTERPRET"] = "1"
     import torch
     from icml25_shared.bench import BenchmarkReport
-    from icml25_shared.kernels import triton_available
+
+    from quest._kernels import triton_available
 
     if args.interpret:
         device, default, repeats = "cpu", "16x64x24,33x130x17", 1

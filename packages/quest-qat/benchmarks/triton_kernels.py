@@ -14,8 +14,8 @@ from pathlib import Path
 
 import torch
 from icml25_shared.bench import BenchmarkReport, compare
-from icml25_shared.kernels import triton_available, triton_interpret, use_backend
 
+from quest._kernels import triton_available, triton_interpret, use_backend
 from quest.kernels import dequant_epilogue, find_scale, int_matmul, quantize_int4, unpack_int4
 
 

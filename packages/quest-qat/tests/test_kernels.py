@@ -70,7 +70,7 @@ def test_kernel_input_validation():
 @pytest.mark.triton
 @pytest.mark.parametrize("shape", [(37, 256), (5, 1030), (1, 2)])
 def test_triton_kernels_equal_torch_reference(shape):
-    from icml25_shared.kernels import triton_available
+    from quest._kernels import triton_available
 
     if not triton_available("cpu"):
         pytest.skip("set TRITON_INTERPRET=1 (before import) to run Triton on CPU")
@@ -91,9 +91,8 @@ def test_triton_kernels_equal_torch_reference(shape):
 
 @pytest.mark.triton
 def test_int4_linear_on_triton_equals_torch_backend():
-    from icml25_shared.kernels import triton_available, use_backend
-
     from quest import QuestConfig, convert_, quantize_
+    from quest._kernels import triton_available, use_backend
 
     if not triton_available("cpu"):
         pytest.skip("set TRITON_INTERPRET=1 (before import) to run Triton on CPU")
@@ -136,7 +135,7 @@ GEMM_SHAPES = [(1, 1, 2), (7, 33, 130), (32, 32, 64), (45, 70, 300), (33, 17, 66
 @pytest.mark.triton
 @pytest.mark.parametrize("m,n,k", GEMM_SHAPES)
 def test_triton_int4_gemm_equals_torch_reference_exactly(m, n, k):
-    from icml25_shared.kernels import triton_available
+    from quest._kernels import triton_available
 
     if not triton_available("cpu"):
         pytest.skip("set TRITON_INTERPRET=1 (before import) to run Triton on CPU")

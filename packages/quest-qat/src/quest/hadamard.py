@@ -2,7 +2,7 @@
 
 ``block_hadamard(x, block)`` multiplies each contiguous group of ``block`` features by the
 orthonormal Sylvester Hadamard matrix ``H`` (``H H^T = I``, ``H = H^T``), i.e. ``x @ blockdiag(H, ...)``.
-The transform is :func:`icml25_shared.kernels.hadamard_transform` (Triton where it can run, the
+The transform is :func:`quest._kernels.hadamard_transform` (Triton where it can run, the
 torch butterfly otherwise). The butterfly is elementwise, so a token's rotation does not depend on
 the batch it sits in (a dense ``x @ H`` GEMM would change its rounding with the batch shape, which
 flips quantization codes between data-parallel ranks and between fake-quant and INT4 runs). The
@@ -12,7 +12,8 @@ backward is the same rotation because ``H`` is symmetric and orthonormal.
 from __future__ import annotations
 
 import torch
-from icml25_shared.kernels import hadamard_transform
+
+from quest._kernels import hadamard_transform
 
 __all__ = ["block_hadamard", "check_block", "hadamard_matrix"]
 

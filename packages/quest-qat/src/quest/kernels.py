@@ -21,7 +21,7 @@ output row of weights), over the input dimension ``K``:
   Triton kernel scales in float32 (two roundings, within 2 ulp).
 
 Triton runs on CUDA tensors, or on CPU under ``TRITON_INTERPRET=1`` (float32/float16 there); the
-dispatcher of :mod:`icml25_shared.kernels` picks the backend (``backend=`` forces one).
+dispatcher of :mod:`quest._kernels` picks the backend (``backend=`` forces one).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import torch
-from icml25_shared.kernels import Kernel, triton_available
 
+from quest._kernels import Kernel, triton_available
 from quest.grids import grid_spec
 
 __all__ = [
