@@ -50,7 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CONSTRAINTS = ROOT / "tools" / "constraints.txt"
 DEV_REQUIREMENTS = ROOT / "tools" / "requirements-dev.txt"
 DOCS_REQUIREMENTS = ROOT / "tools" / "requirements-docs.txt"
-SHARED_EXTRAS = "cli,torch,triton,sklearn,test"
+SHARED_EXTRAS = "cli,sklearn,test"
 DEMO_TIMEOUT_S = 300
 
 

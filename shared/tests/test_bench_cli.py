@@ -34,7 +34,7 @@ def test_compare_ratio_and_report(tmp_path):
 
 
 def test_seed_everything_seeds_all_generators():
-    import torch
+    torch = pytest.importorskip("torch")
 
     seed_everything(7)
     a = (random.random(), np.random.rand(), torch.rand(1).item())

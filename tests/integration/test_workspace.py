@@ -42,17 +42,6 @@ def test_cli_frame_is_the_shared_one(member):
         assert flag in done.stdout
 
 
-def test_quest_rotates_with_the_shared_hadamard_kernel():
-    """quest's rotation is the shared transform (one implementation), not a copy."""
-    import torch
-    from icml25_shared.kernels import hadamard_transform
-
-    quest_hadamard = importlib.import_module("quest.hadamard")
-    assert quest_hadamard.hadamard_transform is hadamard_transform
-    x = torch.randn(4, 64, dtype=torch.float64)
-    torch.testing.assert_close(hadamard_transform(hadamard_transform(x)), x)
-
-
 NOT_RUN_MARK = "# Not run by the README test"
 
 

@@ -3,7 +3,6 @@
 Submodules (imported on demand so that the base install needs numpy only):
 
 - :mod:`icml25_shared.data`: scikit-learn's bundled datasets as a typed :class:`~icml25_shared.data.Dataset`.
-- :mod:`icml25_shared.kernels`: Triton kernels with pure-torch references and a dispatcher.
 - :mod:`icml25_shared.bench`: time a method against its peer in one process and report ratios.
 - :mod:`icml25_shared.cli`: the ``python -m <pkg> demo|reproduce`` frame, seeding, progress, figures.
 - :mod:`icml25_shared.random`: ``check_random_state``, independent streams (``spawn``, ``child_seeds``).
