@@ -33,7 +33,7 @@ def test_reproduce_runs_every_variant_and_applies_the_rules(tmp_path, monkeypatc
     at = res["runs"]["pgd-at"]
     rules = res["summary"]["rules"]
     assert rules["cas_best_gt_last_seeds"] == sum(r["cas_best"] > r["cas_last"] for r in at)
-    assert rules["best_exceeds_last_all_seeds"] == all(r["best_robust"] > r["last_robust"] for r in at)
+    assert rules["best_exceeds_last_on_test_all_seeds"] == all(r["best_test_robust"] > r["last_test_robust"] for r in at)
     for r in at:
         assert r["best_robust"] == max(h["robust_accuracy"] for h in r["history"])
 
