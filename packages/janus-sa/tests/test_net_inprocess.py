@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from janus_sa import JanusClient, JanusConfig, ServerKeys, SigningKey, enroll
+from janus_sa import JanusClient, JanusConfig, ServerKeys, SigningKey, enroll, model_digest
 from janus_sa.errors import NotEnrolledError, ServerUnavailableError, SignatureError
 from janus_sa.net import NetworkClient, Remote, ServerNode, TLSConfig, make_server, read_request, start_server
 from janus_sa.wire import MsgType, encode
@@ -95,18 +95,17 @@ def test_network_client_checks_the_received_model_against_the_announced_digest()
     Before, ``wait_for_round`` took no model and the CLI always announced the digest of an empty model."""
     from janus_sa.errors import ModelInconsistencyError
 
-    cfg = JanusConfig(dim=8)
+    weights = np.arange(8.0)
+    cfg = JanusConfig(dim=8, initial_model=model_digest(weights))
     k0, k1, session = ServerKeys(), ServerKeys(), bytes(range(16))
-    s1 = ServerNode(make_server("s1", config=cfg, keys=k1, session=session, peer_sign=k0.sign.public))
+    s1 = ServerNode(make_server("s1", config=cfg, keys=k1, session=session, peer_sign=k0.sign.public, model=weights))
     g1, p1 = start_server(s1, "127.0.0.1:0")
-    s0 = ServerNode(make_server("s0", config=cfg, keys=k0, session=session, peer_sign=k1.sign.public),
+    s0 = ServerNode(make_server("s0", config=cfg, keys=k0, session=session, peer_sign=k1.sign.public, model=weights),
                     peer=Remote(f"127.0.0.1:{p1}", max_bytes=2**20))
     g0, p0 = start_server(s0, "127.0.0.1:0")
-    jcs = [JanusClient(config=cfg, s0=k0.public, s1=k1.public, session=session) for _ in range(4)]
+    jcs = [JanusClient(config=cfg, s0=k0.public, s1=k1.public, session=session, model=weights) for _ in range(4)]
     roster = enroll([c.id for c in jcs], version=1, s0=s0.server, s1=s1.server)
-    weights = np.arange(8.0).tobytes()
-    coord = threading.Thread(target=s0.coordinate, kwargs=dict(rounds=1, expect=3, round_timeout=20, gap=0,
-                                                               model=weights))
+    coord = threading.Thread(target=s0.coordinate, kwargs=dict(rounds=1, expect=3, round_timeout=20, gap=0))
     clients = []
     try:
         coord.start()
@@ -114,7 +113,7 @@ def test_network_client_checks_the_received_model_against_the_announced_digest()
             c.set_roster(roster)
             clients.append(NetworkClient(c, s0=f"127.0.0.1:{p0}", s1=f"127.0.0.1:{p1}"))
         with pytest.raises(ModelInconsistencyError, match="do not match"):
-            clients[3].wait_for_round(0, timeout=20, model=weights[:-1] + b"\x01")  # a tampered copy
+            clients[3].wait_for_round(0, timeout=20, model=weights + 1e-12)  # a tampered copy
         assert clients[3].client.round_ is None  # it takes no part
         for c in clients[:3]:
             assert c.wait_for_round(0, timeout=20, model=weights) == 1

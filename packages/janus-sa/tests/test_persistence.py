@@ -11,7 +11,6 @@ from janus_sa import (
     NotEnrolledError,
     ReplayError,
     Roster,
-    model_digest,
 )
 from janus_sa.simulation import random_updates
 
@@ -28,7 +27,7 @@ def test_restart_mid_round(tmp_path, restart_after_agree):
     dep = InProcessDeployment(config=JanusConfig(dim=24), state_dir=tmp_path)
     ids = dep.add_clients(4)
     ups = random_updates(24, ids, random_state=5)
-    a0, a1 = dep.s0.announce(1, bytes(32)), dep.s1.announce(1, bytes(32))
+    a0, a1 = dep.s0.announce(1, dep.s0.head_), dep.s1.announce(1, dep.s1.head_)
     sent = {}
     for cid in ids:
         dep.clients[cid].begin_round(a0, a1)
@@ -66,7 +65,7 @@ def test_next_round_after_restart(tmp_path):
     dep.run_round(random_updates(8, ids))
     _restart(dep, tmp_path)
     with pytest.raises(ReplayError):
-        dep.s0.announce(1, bytes(32))  # a restarted server will not reopen a finished round
+        dep.s0.announce(1, dep.s0.head_)  # a restarted server will not reopen a finished round
     report = dep.run_round(random_updates(8, ids, random_state=1))
     assert report.round == 2 and len(report.results) == 3 and not report.errors
 
@@ -78,7 +77,7 @@ def test_restart_after_a_mid_round_revocation_resumes_the_round(tmp_path):
     dep = InProcessDeployment(config=JanusConfig(dim=8), state_dir=tmp_path)
     ids = dep.add_clients(4)
     ups = random_updates(8, ids, random_state=5)
-    a0, a1 = dep.s0.announce(1, model_digest(b"")), dep.s1.announce(1, model_digest(b""))
+    a0, a1 = dep.s0.announce(1, dep.s0.head_), dep.s1.announce(1, dep.s1.head_)
     for cid in ids:
         c = dep.clients[cid]
         c.begin_round(a0, a1)
@@ -92,11 +91,14 @@ def test_restart_after_a_mid_round_revocation_resumes_the_round(tmp_path):
     assert len(dep.s0.uploads_) == len(dep.s1.uploads_) == 4
     dep.s1.agree(dep.s0.participants())
     dep.s0.agree(dep.s1.participants())
-    res = dep.clients[ids[0]].finish_round(dep.s0.aggregate(), dep.s1.aggregate())
+    g0, g1 = dep.s0.aggregate(), dep.s1.aggregate()
+    res = dep.clients[ids[0]].finish_round(g0, g1)
+    assert dep.s0.advance(g1) and dep.s1.advance(g0)
+    revoked.finish_round(g0, g1)  # it took part in round 1 and follows the model to round 2
     q = dep.config.quantizer
     assert res.n_participants == 4
     np.testing.assert_array_equal(res.sum_codes, sum(q.quantize(ups[c]).astype(np.int64) for c in ids))
-    b0, b1 = dep.s0.announce(2, model_digest(b"")), dep.s1.announce(2, model_digest(b""))
+    b0, b1 = dep.s0.announce(2, dep.s0.head_), dep.s1.announce(2, dep.s1.head_)
     revoked.roster_ = dep.roster  # the revoked client forces its way past its own checks
     revoked.begin_round(b0, b1)
     revoked.roster_ = Roster(version=2, members=tuple(sorted((*dep.roster.members, revoked.id))),

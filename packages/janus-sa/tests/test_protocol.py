@@ -51,7 +51,7 @@ def test_five_rounds_with_joins_and_leaves():
             ids = [c for i, c in enumerate(ids) if i not in leaving] + dep.add_clients(int(rng.integers(1, 4)))
         uploaders = ids[: max(3, len(ids) - 1)]  # one client only verifies
         ups = random_updates(dep.config.dim, uploaders, random_state=rnd)
-        report = dep.run_round(ups, model=np.full(4, float(rnd)))
+        report = dep.run_round(ups)
         assert report.round == rnd
         _check(dep, report, ups, uploaders)
 
@@ -98,7 +98,7 @@ def test_round_order_and_config_validation(small):
         Quantizer(quantization_range=2**20, modulus_range=2**24).check_capacity(17)
     with pytest.raises(ConfigError, match="shape"):
         c = next(iter(dep.clients.values()))
-        c.begin_round(dep.s0.announce(9, bytes(32)), dep.s1.announce(9, bytes(32)))
+        c.begin_round(dep.s0.announce(9, dep.s0.head_), dep.s1.announce(9, dep.s1.head_))
         c.upload(np.zeros(3))
 
 

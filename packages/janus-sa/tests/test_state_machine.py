@@ -28,7 +28,7 @@ def _setup(mode, phase):
     ctx = {"dep": dep, "ids": ids, "ups": {}}
     if phase == "idle":
         return ctx
-    a0, a1 = dep.s0.announce(1, bytes(32)), dep.s1.announce(1, bytes(32))
+    a0, a1 = dep.s0.announce(1, dep.s0.head_), dep.s1.announce(1, dep.s1.head_)
     for cid in ids:
         dep.clients[cid].begin_round(a0, a1)
         ctx["ups"][cid] = dep.clients[cid].upload(np.full(8, 0.1))
@@ -59,9 +59,9 @@ def _upload(ctx, role, which):
         client = JanusClient(config=ctx["dep"].config, s0=ctx["dep"].keys0.public, s1=ctx["dep"].keys1.public,
                              session=ctx["dep"].session)
         return encode(MsgType.UPLOAD0 if role == 0 else MsgType.UPLOAD1, ctx["dep"].session, 1, {
-            "model_digest": bytes(32), "masked": np.zeros(8, np.uint32), "seed_ct": bytes(92), "commitment": b""},
+            "model_digest": bytes(32), "masked": np.zeros(8, np.uint32), "seed_ct": bytes(92), "commitment": b"", "nonces": bytes(32)},
             client.key) if role == 0 else encode(MsgType.UPLOAD1, ctx["dep"].session, 1, {
-                "model_digest": bytes(32), "seed_ct": bytes(92), "commitment": b""}, client.key)
+                "model_digest": bytes(32), "seed_ct": bytes(92), "commitment": b"", "nonces": bytes(32)}, client.key)
     return up.to_s0 if role == 0 else up.to_s1
 
 
@@ -75,14 +75,14 @@ def _sketch_commit(ctx, role, cid_index=0):
 
 
 ACTIONS = {
-    "announce same round": lambda ctx, s, role: s.announce(1, bytes(32)),
-    "announce next round": lambda ctx, s, role: s.announce(2, bytes(32)),
+    "announce same round": lambda ctx, s, role: s.announce(1, s.head_),
+    "announce next round": lambda ctx, s, role: s.announce(2, s.head_),
     "upload (new client)": lambda ctx, s, role: s.receive(_upload(ctx, role, 3)),
     "upload (repeat)": lambda ctx, s, role: s.receive(_upload(ctx, role, 0)),
     "upload (round 5)": lambda ctx, s, role: s.receive(encode(
         MsgType.UPLOAD0 if role == 0 else MsgType.UPLOAD1, ctx["dep"].session, 5,
-        {"model_digest": bytes(32), "masked": np.zeros(8, np.uint32), "seed_ct": bytes(92), "commitment": b""}
-        if role == 0 else {"model_digest": bytes(32), "seed_ct": bytes(92), "commitment": b""},
+        {"model_digest": bytes(32), "masked": np.zeros(8, np.uint32), "seed_ct": bytes(92), "commitment": b"", "nonces": bytes(32)}
+        if role == 0 else {"model_digest": bytes(32), "seed_ct": bytes(92), "commitment": b"", "nonces": bytes(32)},
         ctx["dep"].clients[ctx["ids"][0]].key)),
     "sketch commit": lambda ctx, s, role: s.receive(_sketch_commit(ctx, role)),
     "participants": lambda ctx, s, role: s.participants(),
@@ -137,6 +137,6 @@ def test_unenrolled_sender_is_refused_in_every_open_phase():
         dep = ctx["dep"]
         outsider = JanusClient(config=dep.config, s0=dep.keys0.public, s1=dep.keys1.public, session=dep.session)
         msg = encode(MsgType.UPLOAD1, dep.session, 1, {"model_digest": bytes(32), "seed_ct": bytes(92),
-                                                       "commitment": b""}, outsider.key)
+                                                       "commitment": b"", "nonces": bytes(32)}, outsider.key)
         with pytest.raises(NotEnrolledError):
             dep.s1.receive(msg)

@@ -114,7 +114,8 @@ def test_same_set_digest_but_different_sum_is_caught():
     _all_rejected(dep.run_round(random_updates(12, ids)), AggregateMismatchError)
 
 
-def _open_round(dep, rnd=1, digest=bytes(32)):
+def _open_round(dep, rnd=1, digest=None):
+    digest = dep.s0.head_ if digest is None else digest
     a0, a1 = dep.s0.announce(rnd, digest), dep.s1.announce(rnd, digest)
     for c in dep.clients.values():
         c.begin_round(a0, a1)
@@ -171,7 +172,9 @@ def test_replayed_messages_are_rejected(small):
     dep.s0.agree(dep.s1.participants())
     dep.s1.agree(dep.s0.participants())
     old0, old1 = dep.s0.aggregate(), dep.s1.aggregate()
-    c.finish_round(old0, old1)
+    for client in dep.clients.values():
+        client.finish_round(old0, old1)
+    assert dep.s0.advance(old1) and dep.s1.advance(old0)  # both servers move to the successor model
     _open_round(dep, 2)
     with pytest.raises(ReplayError):
         dep.s0.receive(up.to_s0)  # upload from round 1 replayed in round 2
@@ -187,17 +190,17 @@ def test_replayed_messages_are_rejected(small):
 def test_model_inconsistency_attack_is_caught(small):
     """S0 sends client A a different model digest than everyone else gets (Pasquini et al. MIA)."""
     dep, ids, ups = small
-    good = model_digest(np.ones(8))
+    good = dep.s0.head_
     a0, a1 = dep.s0.announce(1, good), dep.s1.announce(1, good)
-    crafted = encode(MsgType.ANNOUNCE, dep.session, 1, {"model_digest": model_digest(np.zeros(8)),
-                                                        "config_digest": dep.config.digest,
-                                                        "roster_digest": dep.roster.digest}, dep.keys0.sign)
+    crafted = encode(MsgType.ANNOUNCE, dep.session, 1, {**decode(a0, max_bytes=4096).body,
+                                                        "model_digest": model_digest(np.ones(8))}, dep.keys0.sign)
     with pytest.raises(ModelInconsistencyError):
         dep.clients[ids[0]].begin_round(crafted, a1)
     dep.clients[ids[1]].begin_round(a0, a1)  # consistent announcements are accepted
     # an upload for another model is refused by the server as well
     victim = dep.clients[ids[2]]
-    victim.round_, victim.model_digest_ = 1, model_digest(np.zeros(8))
+    victim.begin_round(a0, a1)
+    victim.model_digest_ = model_digest(np.ones(8))  # a client tricked into uploading for another model
     with pytest.raises(ModelInconsistencyError):
         dep.s0.receive(victim.upload(ups[ids[2]]).to_s0)
 

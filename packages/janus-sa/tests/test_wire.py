@@ -27,7 +27,7 @@ FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=list(Heal
 def _setup():
     dep = InProcessDeployment(config=JanusConfig(dim=8))
     ids = dep.add_clients(2)
-    a0, a1 = dep.s0.announce(1, bytes(32)), dep.s1.announce(1, bytes(32))
+    a0, a1 = dep.s0.announce(1, dep.s0.head_), dep.s1.announce(1, dep.s1.head_)
     client = dep.clients[ids[0]]
     client.begin_round(a0, a1)
     up = client.upload(random_updates(8, ids)[ids[0]])
@@ -37,7 +37,7 @@ def _setup():
 def _sketch_agreed():
     dep = InProcessDeployment(config=JanusConfig(dim=8, mode="sketch"))
     ids = dep.add_clients(3)
-    a0, a1 = dep.s0.announce(1, bytes(32)), dep.s1.announce(1, bytes(32))
+    a0, a1 = dep.s0.announce(1, dep.s0.head_), dep.s1.announce(1, dep.s1.head_)
     for cid in ids:
         dep.clients[cid].begin_round(a0, a1)
         up = dep.clients[cid].upload(np.zeros(8))

@@ -84,6 +84,41 @@ def verify_signature(public: bytes, signature: bytes, data: bytes) -> None:
         raise SignatureError("signature does not verify under the sender's Ed25519 key") from err
 
 
+_P = 2**255 - 19
+_D = -121665 * pow(121666, _P - 2, _P) % _P
+_SQRT_M1 = pow(2, (_P - 1) // 4, _P)
+
+
+def _ed_add(p1: tuple[int, int], p2: tuple[int, int]) -> tuple[int, int]:
+    (x1, y1), (x2, y2) = p1, p2
+    t = _D * x1 * x2 * y1 * y2 % _P
+    return ((x1 * y2 + y1 * x2) * pow(1 + t, _P - 2, _P) % _P, (y1 * y2 + x1 * x2) * pow(1 - t, _P - 2, _P) % _P)
+
+
+def is_weak_ed25519_key(public: bytes) -> bool:
+    """True for an Ed25519 public key no one should accept: not a curve point, non-canonical, or of small order.
+
+    The identity and the other seven points of order dividing 8 verify signatures that anyone can forge
+    (for some messages, with any signature), so a roster must never enrol them. Decodes ``y`` (RFC 8032,
+    5.1.3) and checks ``8 P != O`` in affine Edwards coordinates (three doublings).
+    """
+    if len(public) != 32:
+        return True
+    y = int.from_bytes(public, "little") & ((1 << 255) - 1)
+    if y >= _P:
+        return True
+    u, v = (y * y - 1) % _P, (_D * y * y + 1) % _P
+    x = u * pow(v, 3, _P) * pow(u * pow(v, 7, _P), (_P - 5) // 8, _P) % _P
+    if v * x * x % _P == (-u) % _P:
+        x = x * _SQRT_M1 % _P
+    if v * x * x % _P != u % _P:
+        return True  # no square root: not on the curve
+    point = (x, y)
+    for _ in range(3):
+        point = _ed_add(point, point)
+    return point == (0, 1)
+
+
 class KemKey:
     """An X25519 key pair used to receive encrypted seeds."""
 

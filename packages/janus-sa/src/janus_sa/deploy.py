@@ -28,8 +28,42 @@ COMMANDS = ("keygen", "bundle", "enroll", "serve", "client")
 def _config(d: dict) -> JanusConfig:
     q = Quantizer(clipping_range=d["clipping_range"], quantization_range=d["quantization_range"],
                   modulus_range=d["modulus_range"])
+    initial = d.get("initial_model")
     return JanusConfig(dim=d["dim"], mode=d["mode"], sketch_k=d["sketch_k"], quantizer=q,
-                       min_participants=d.get("min_participants"), n_expected=d.get("n_expected")).validate()
+                       min_participants=d.get("min_participants"), n_expected=d.get("n_expected"),
+                       dropout_rate=d.get("dropout_rate", 0.5), learning_rate=d.get("learning_rate", 1.0),
+                       batch_size=d.get("batch_size", 1),
+                       initial_model=bytes.fromhex(initial) if initial else None).validate()
+
+
+def load_model(path: str | os.PathLike | None, dim: int) -> np.ndarray | None:
+    """The initial model of a ``--model`` file: a ``.npy`` float vector of length ``dim`` (None without a file)."""
+    if not path:
+        return None
+    weights = np.load(path, allow_pickle=False)
+    if weights.ndim != 1 or weights.shape[0] != dim or not np.issubdtype(weights.dtype, np.floating):
+        raise ValueError(f"{path}: the model must be a .npy float vector of length {dim}; got {weights.dtype} "
+                         f"{weights.shape}")
+    return weights.astype(np.float64)
+
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
+
+
+def _is_loopback(address: str) -> bool:
+    host = address.rsplit(":", 1)[0] if ":" in address and not address.startswith("[") else address
+    if address.startswith("["):
+        host = address[:address.index("]") + 1]
+    return host in LOOPBACK or host.startswith("127.")
+
+
+def _require_tls(args: argparse.Namespace, addresses: list[str], *, have_tls: bool) -> None:
+    """Refuse plaintext gRPC to or from a non-loopback address unless ``--insecure-plaintext`` was given."""
+    remote = [a for a in addresses if a and not _is_loopback(a)]
+    if remote and not have_tls and not args.insecure_plaintext:
+        raise SystemExit(f"{', '.join(remote)} is not a loopback address: use TLS (--tls-cert/--tls-key on servers, "
+                         "--tls-ca on clients and S0) or pass --insecure-plaintext explicitly (anyone on the path "
+                         "then sees every message and can replay signed read requests)")
 
 
 def write_private_key(path: str | os.PathLike, raw: bytes) -> None:
@@ -71,9 +105,12 @@ def bundle(args: argparse.Namespace) -> int:
         pubs[role] = {"sign": pub["sign"], "kem": pub["kem"]}
     if pubs["s0"]["sign"] == pubs["s1"]["sign"]:
         raise SystemExit("S0 and S1 bundles hold the same key: each server must generate its own")
+    initial = load_model(args.model, args.dim)
     cfg = {"dim": args.dim, "mode": args.mode, "sketch_k": args.sketch_k, "clipping_range": args.clipping_range,
            "quantization_range": args.quantization_range, "modulus_range": args.modulus_range,
-           "min_participants": args.min_participants, "n_expected": args.n_expected}
+           "min_participants": args.min_participants, "n_expected": args.n_expected,
+           "dropout_rate": args.dropout_rate, "learning_rate": args.learning_rate, "batch_size": args.batch_size,
+           "initial_model": crypto.model_digest(initial).hex() if initial is not None else None}
     _config(cfg)
     dep = {"session": args.session or os.urandom(16).hex(), "config": cfg, **pubs}
     Path(args.out).write_text(json.dumps(dep, indent=2))
@@ -141,10 +178,12 @@ def serve(args: argparse.Namespace) -> int:
     if keys.public.sign.hex() != dep[args.role]["sign"]:
         raise SystemExit(f"{args.key} is not the {args.role} key of this deployment")
     other = "s1" if args.role == "s0" else "s0"
+    tls = _tls(args)
+    _require_tls(args, [f"{args.host}:{args.port}", args.peer or ""],
+                 have_tls=tls is not None and tls.cert is not None and (args.peer is None or tls.ca is not None))
     server = make_server(args.role, config=config, keys=keys, session=session,
                          peer_sign=bytes.fromhex(dep[other]["sign"]), state_dir=args.state_dir,
-                         roster=load_roster(args.roster, dep))
-    tls = _tls(args)
+                         roster=load_roster(args.roster, dep), model=load_model(args.model, config.dim))
     peer = Remote(args.peer, max_bytes=config.max_message_bytes * 2 + 2**20, tls=tls) if args.peer else None
     node = ServerNode(server, peer=peer)
     if args.die_at_round is not None:
@@ -158,9 +197,8 @@ def serve(args: argparse.Namespace) -> int:
     if args.role == "s0":
         if peer is None:
             raise SystemExit("serve --role s0 needs --peer host:port of S1")
-        model = Path(args.model).read_bytes() if args.model else b""
         done = node.coordinate(rounds=args.rounds, expect=args.expect, round_timeout=args.round_timeout,
-                               gap=args.gap, settle=args.settle, stop=stop, model=model)
+                               gap=args.gap, settle=args.settle, stop=stop)
         print(json.dumps({"finished_rounds": done, "failed_rounds": sorted(node.failed)}), flush=True)
         stop.wait(args.linger)
     else:
@@ -224,10 +262,13 @@ def client(args: argparse.Namespace) -> int:
     """Take part in ``--rounds`` rounds; print one JSON line per round (verified sum or the error)."""
     dep, config, session = _load(args.deployment)
     pk = _public_keys(dep)
+    tls = _tls(args)
+    _require_tls(args, [args.s0, args.s1], have_tls=tls is not None and tls.ca is not None)
     jc = JanusClient(config=config, s0=pk["s0"], s1=pk["s1"], session=session,
-                     signing_key=SigningKey.from_bytes(Path(args.key).read_bytes()), roster=load_roster(args.roster, dep))
-    net = NetworkClient(jc, s0=args.s0, s1=args.s1, tls=_tls(args))
-    model = Path(args.model).read_bytes() if args.model else None
+                     signing_key=SigningKey.from_bytes(Path(args.key).read_bytes()), roster=load_roster(args.roster, dep),
+                     model=load_model(args.model, config.dim))
+    net = NetworkClient(jc, s0=args.s0, s1=args.s1, tls=tls)
+    model = None  # the client follows the model versions itself from the initial model
     last = args.after_round
     for _ in range(args.rounds):
         if args.last_round is not None and last >= args.last_round:
@@ -278,8 +319,14 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--clipping-range", type=float, default=8.0)
     b.add_argument("--quantization-range", type=int, default=1 << 22)
     b.add_argument("--modulus-range", type=int, default=1 << 32)
-    b.add_argument("--min-participants", type=int, help="smallest participant set accepted (default max(3, n/2))")
-    b.add_argument("--n-expected", type=int, help="clients a round expects (sets the min-participants default)")
+    b.add_argument("--min-participants", type=int,
+                   help="smallest participant set accepted (default max(3, ceil((1 - dropout rate) n)))")
+    b.add_argument("--n-expected", type=int, help="clients a round expects (default: the roster size)")
+    b.add_argument("--dropout-rate", type=float, default=0.5, help="fraction of clients a round tolerates losing")
+    b.add_argument("--learning-rate", type=float, default=1.0, help="update rule: w_next = w + lr * mean")
+    b.add_argument("--batch-size", type=int, default=1,
+                   help="participation batches: a client is aggregated only with its whole batch (1: off)")
+    b.add_argument("--model", help="initial model, a .npy float vector of length --dim (default zeros)")
     e = sub.add_parser("enroll", help="sign the client roster as S0 or S1 (each server runs it once per version)")
     e.add_argument("--role", required=True, choices=["s0", "s1"])
     e.add_argument("--key", required=True, help="this server's private key file")
@@ -293,10 +340,10 @@ def build_parser() -> argparse.ArgumentParser:
         s.add_argument("--tls-key")
         s.add_argument("--tls-ca")
         s.add_argument("--timeout", type=float, default=60.0)
-    for name, what in (("serve", "S0: the global model file (any format) whose digest every round announces"),
-                       ("client", "the global model file this client received; a round announcing another "
-                                  "digest is refused")):
-        sub.choices[name].add_argument("--model", help=what)
+        s.add_argument("--insecure-plaintext", action="store_true",
+                       help="allow plaintext gRPC to a non-loopback address (TLS is required otherwise)")
+        s.add_argument("--model", help="the initial model (.npy, as given to bundle); later rounds use the "
+                                       "successor of each verified aggregate")
     s = sub.choices["serve"]
     s.add_argument("--role", required=True, choices=["s0", "s1"])
     s.add_argument("--deployment", required=True, help="deployment.json written by bundle")

@@ -11,6 +11,10 @@ class ConfigError(JanusError, ValueError):
     """A parameter is out of its accepted range."""
 
 
+class ConfigTypeError(ConfigError, TypeError):
+    """A parameter has a type it does not accept (also a ``TypeError``)."""
+
+
 # --- wire format -----------------------------------------------------------------------------
 class WireFormatError(JanusError):
     """A message could not be decoded."""
@@ -47,6 +51,16 @@ class NotEnrolledError(SignatureError):
 
 class ReplayError(JanusError):
     """A message from a past round, or a second copy of an accepted message."""
+
+
+class ModelReplayError(ReplayError):
+    """A round for a model version that is not the successor of the last verified aggregate, or one already spent.
+
+    Every party follows one chain of model versions: the agreed initial model, then each verified
+    aggregate's successor under the configured update rule. A client uploads once per version and a server
+    releases at most one aggregate per version, so two aggregates over nearly the same updates (the same
+    model re-announced, or a nudged copy) never exist and cannot be subtracted.
+    """
 
 
 class WrongRoundError(JanusError):
@@ -90,6 +104,10 @@ class ParticipantSetMismatchError(VerificationError):
     """S0 and S1 aggregated over different client sets."""
 
 
+class ParticipationPolicyError(ParticipantSetMismatchError):
+    """A participant set that is not a union of whole batches of the roster (batch participation policy)."""
+
+
 class AggregateMismatchError(VerificationError):
     """The unmasked aggregate does not open the aggregated commitments (a server cheated)."""
 
@@ -103,7 +121,9 @@ class ExcludedError(VerificationError):
     consistency check; ``"reached one server only"``). ``blamed`` names the servers (``"S0"``, ``"S1"``)
     whose consistency pair, as both aggregates list it, differs from the pair this client recomputes
     from its own secrets: for an honest client excluded as inconsistent it names the server that lied
-    (empty for the other reason, or when both listed pairs are right).
+    (empty for the other reasons, or when both listed pairs are right). Anyone holding the servers' public
+    keys checks the evidence with :func:`janus_sa.protocol.check_exclusion`. ``result`` is the verified
+    aggregate of the round (the client followed it to the next model version), or None.
     """
 
     def __init__(self, message: str, *, aggregate0: bytes = b"", aggregate1: bytes = b"", reason: str = "",
@@ -111,15 +131,7 @@ class ExcludedError(VerificationError):
         super().__init__(message)
         self.aggregate0, self.aggregate1, self.reason = aggregate0, aggregate1, reason
         self.blamed = blamed
-
-    def verify(self, *, client: bytes, s0: bytes, s1: bytes, session: bytes) -> tuple[int, tuple[bytes, ...]]:
-        """Check the evidence as a third party: see :func:`janus_sa.protocol.check_exclusion`.
-
-        Returns ``(round, final participant list)``; raises a :class:`JanusError` if it is forged.
-        """
-        from janus_sa.protocol import check_exclusion
-
-        return check_exclusion(self.aggregate0, self.aggregate1, client=client, s0=s0, s1=s1, session=session)
+        self.result: object | None = None
 
 
 class SealMismatchError(VerificationError):

@@ -14,6 +14,7 @@ from icml25_shared.cli import RunContext
 from icml25_shared.random import UNSET, RandomStateLike, spawn
 
 from janus_sa._seeding import resolve_random_state
+from janus_sa.crypto import model_digest
 from janus_sa.fl import run_federated
 from janus_sa.protocol import AggregationServer, JanusConfig
 from janus_sa.secaggplus import neighbours_for, run_secaggplus_round
@@ -117,11 +118,11 @@ def demo(ctx: RunContext) -> None:
              f"{fl.max_param_gap[r]:.2e}", "verified by all clients"] for r in range(rounds)]
     # cheating episode: S0 adds 1 to one coordinate of the masked sum
     dim = fl.weights.size
-    dep = InProcessDeployment(config=JanusConfig(dim=dim))
+    dep = InProcessDeployment(config=JanusConfig(dim=dim, initial_model=model_digest(fl.weights)), model=fl.weights)
     ids = dep.add_clients(n)
     dep.s0 = _PlusOneS0(config=dep.config, keys=dep.keys0, session=dep.session, peer=dep.keys1.sign.public,
-                        roster=dep.roster)
-    report = dep.run_round(random_updates(dim, ids, random_state=cheat_stream), model=fl.weights)
+                        roster=dep.roster, model=fl.weights)
+    report = dep.run_round(random_updates(dim, ids, random_state=cheat_stream))
     errs = sorted({type(e).__name__ for e in report.errors.values()})
     rows.append(["cheat", n, "-", "-", "-", f"S0 added 1 to coordinate 0: {len(report.errors)}/{n} clients "
                  f"rejected ({', '.join(errs)}), {len(report.results)} accepted"])

@@ -18,10 +18,11 @@ from concurrent import futures
 from dataclasses import dataclass
 
 import grpc
+import msgpack
 import numpy as np
 
 from janus_sa import errors
-from janus_sa.crypto import SigningKey, model_digest
+from janus_sa.crypto import SigningKey
 from janus_sa.errors import (
     JanusError,
     NetworkError,
@@ -218,13 +219,62 @@ class ServerNode:
         return self._lookup(self._authorize(req, "Aggregate"), "aggregate")
 
     def Open(self, req: bytes) -> bytes:
-        """S1: open the round S0 announced (the request is S0's signed ANNOUNCE)."""
-        msg = decode(req, max_bytes=4096, session=self.server.session, expect=(MsgType.ANNOUNCE,))
+        """S1: open the round S0 announced.
+
+        The request is msgpack ``[ANNOUNCE, AGGREGATE0, SEAL0]``: S0's signed announcement and S0's
+        messages of the round it last agreed (empty when none). S1 first follows that round to the
+        successor model version (it checks S0's aggregate against its own, as a client would), then
+        opens the new round only if it announces that version (:meth:`AggregationServer.announce`).
+        """
+        try:
+            ann, agg0, seal0 = msgpack.unpackb(req, raw=False, max_bin_len=2**31)
+        except Exception as err:  # noqa: BLE001 - any decoding failure is a malformed request
+            raise errors.MalformedMessageError(f"Open takes [announce, aggregate0, seal0]: {err}") from err
+        msg = decode(ann, max_bytes=4096, session=self.server.session, expect=(MsgType.ANNOUNCE,))
         msg.verify(expected_sender=self.server.peer)
         with self.lock:
             if self.server.round_ != msg.round:
+                if agg0:
+                    self.server.advance(agg0, peer_seal=seal0 or None)
                 self.server.announce(msg.round, msg.body["model_digest"])
             return self.server.announcement_
+
+    def _evidence(self) -> list[bytes]:
+        """S0: its aggregate and seal of the current round when agreed (what S1 follows), else empties."""
+        s = self.server
+        if s.participants_ is None:
+            return [b"", b""]
+        try:
+            agg = s.aggregate()
+        except JanusError:
+            return [b"", b""]
+        seal = s.seal(s.peer_seal_commit_msg_) if s.config.mode == "sketch" and s.peer_seal_commit_msg_ else b""
+        return [agg, seal]
+
+    def _follow(self, timeout: float, stop: threading.Event) -> None:
+        """S0: follow its current agreed round to the next model version with S1's aggregate (and seal)."""
+        s = self.server
+        with self.lock:
+            pending = s.participants_ is not None and s.model_digest_ == s.head_ and s.head_released_
+            rnd = s.round_
+        if not pending or rnd is None:
+            return
+        deadline = time.monotonic() + timeout
+        sign = s.keys.sign
+
+        def fetch(method: str) -> bytes:
+            while True:
+                try:
+                    return self.peer.call(method, read_request(method, s.session, rnd, sign))
+                except (NotReadyError, ServerUnavailableError):
+                    if time.monotonic() > deadline or stop.is_set():
+                        raise
+                    stop.wait(0.2)
+
+        agg1 = fetch("Aggregate")
+        seal1 = fetch("Seal") if s.config.mode == "sketch" else None
+        with self.lock:
+            s.advance(agg1, peer_seal=seal1)
 
     def Agree(self, req: bytes) -> bytes:
         """S1: close the round, fix the participant set with S0's signed list; returns S1's own signed list.
@@ -270,13 +320,16 @@ class ServerNode:
             self.finished.popitem(last=False)
 
     def coordinate(self, *, rounds: int, expect: int, round_timeout: float = 30.0, gap: float = 1.0,
-                   settle: float = 1.0, open_timeout: float = 60.0, model: bytes = b"",
+                   settle: float = 1.0, open_timeout: float = 60.0,
                    first_round: int | None = None, stop: threading.Event | None = None) -> list[int]:
         """S0 only: run ``rounds`` rounds; returns the numbers of the rounds that produced an aggregate.
 
-        A round closes once S0 holds ``expect`` uploads and S1 holds as many or has not grown for
-        ``settle`` seconds, or after ``round_timeout``. After a successful round, ``expect`` becomes
-        the size of its participant set (clients that vanished are not waited for again).
+        Each round announces S0's current model version: the initial model, then the successor of the
+        last round both servers verified (S0 checks S1's aggregate before it announces the next round,
+        and S1 checks S0's before it opens it). A round closes once S0 holds ``expect`` uploads and S1
+        holds as many or has not grown for ``settle`` seconds, or after ``round_timeout``. After a
+        successful round, ``expect`` becomes the size of its participant set (clients that vanished are
+        not waited for again).
         """
         assert isinstance(self.server, AggregationServer) and self.peer is not None
         stop = stop or threading.Event()
@@ -287,7 +340,7 @@ class ServerNode:
             if stop.is_set():
                 break
             try:
-                expect = self._run_round(rnd, expect, round_timeout, settle, open_timeout, model, stop)
+                expect = self._run_round(rnd, expect, round_timeout, settle, open_timeout, stop)
                 done.append(rnd)
                 log.info("round %d finished", rnd)
             except JanusError as err:
@@ -298,13 +351,16 @@ class ServerNode:
         return done
 
     def _run_round(self, rnd: int, expect: int, round_timeout: float, settle: float, open_timeout: float,
-                   model: bytes, stop: threading.Event) -> int:
+                   stop: threading.Event) -> int:
+        self._follow(open_timeout, stop)  # the previous round's successor model, checked with S1's aggregate
         with self.lock:
-            ann = self.server.announce(rnd, model_digest(model))
+            evidence = self._evidence()
+            ann = self.server.announce(rnd, self.server.head_)
+        request = msgpack.packb([ann, *evidence], use_bin_type=True)
         deadline = time.monotonic() + open_timeout
         while True:  # S1 may be restarting: retry opening until open_timeout
             try:
-                self.peer.call("Open", ann)
+                self.peer.call("Open", request)
                 break
             except ServerUnavailableError:
                 if time.monotonic() > deadline or stop.is_set():
@@ -418,7 +474,35 @@ class NetworkClient:
             return a0, a1
 
         a0, a1 = self._wait(fetch, deadline)
+        announced = decode(a0, max_bytes=4096).round
+        try:
+            return self.client.begin_round(a0, a1, model=model)
+        except errors.ModelReplayError:
+            if not self.catch_up(announced):
+                raise
         return self.client.begin_round(a0, a1, model=model)
+
+    def catch_up(self, before: int) -> bool:
+        """Verify the finished rounds this client missed, up to round ``before`` (exclusive), in order.
+
+        Each verified round moves the client to the successor model version; rounds the servers list as
+        failed or no longer hold are skipped. Returns True when the client moved at least one version.
+        """
+        moved = False
+        start = (self.client.round_ or 0) + 1
+        for rnd in range(start, before):
+            seals: dict[str, bytes] = {}
+            try:
+                if self.client.config.mode == "sketch":
+                    req = self._request("Seal", rnd)
+                    seals = {"seal0": self.s0.call("Seal", req), "seal1": self.s1.call("Seal", req)}
+                req = self._request("Aggregate", rnd)
+                agg0, agg1 = self.s0.call("Aggregate", req), self.s1.call("Aggregate", req)
+            except (RoundFailedError, NotReadyError):
+                continue
+            self.client.follow(agg0, agg1, **seals)
+            moved = True
+        return moved
 
     def participate(self, update: np.ndarray | None, timeout: float = 60.0) -> RoundResult:
         """Upload ``update`` (or only verify when None) in the begun round and return the verified aggregate.
@@ -454,9 +538,10 @@ class NetworkClient:
 
 
 def make_server(role: str, *, config, keys, session: bytes, peer_sign: bytes, state_dir=None,
-                roster=None) -> _Server:
+                roster=None, model: np.ndarray | None = None) -> _Server:
     """S0 (``role="s0"``) or S1 (``"s1"``) protocol object."""
     if role not in ("s0", "s1"):
         raise errors.ConfigError(f"role must be 's0' or 's1', got {role!r}")
     cls = AggregationServer if role == "s0" else MaskServer
-    return cls(config=config, keys=keys, session=session, peer=peer_sign, state_dir=state_dir, roster=roster)
+    return cls(config=config, keys=keys, session=session, peer=peer_sign, state_dir=state_dir, roster=roster,
+               model=model)

@@ -37,19 +37,23 @@ from pathlib import Path
 
 import msgpack
 import numpy as np
+from icml25_shared.validation import Interval, Options, check_params
 
 from janus_sa import crypto
 from janus_sa.crypto import H, ServerKeys, ServerPublicKeys, SigningKey, point_add, point_mul, point_sub, sha256
 from janus_sa.errors import (
     AggregateMismatchError,
     ConfigError,
+    ConfigTypeError,
     ExcludedError,
     IncompleteRoundError,
     JanusError,
     MalformedMessageError,
     ModelInconsistencyError,
+    ModelReplayError,
     NotEnrolledError,
     ParticipantSetMismatchError,
+    ParticipationPolicyError,
     ProtocolError,
     ReplayError,
     RoundClosedError,
@@ -60,7 +64,7 @@ from janus_sa.errors import (
     WrongRoundError,
 )
 from janus_sa.quantize import Quantizer
-from janus_sa.wire import SESSION_BYTES, Message, MsgType, decode, encode
+from janus_sa.wire import NONCE_BYTES, SESSION_BYTES, Message, MsgType, decode, encode
 
 log = logging.getLogger(__name__)
 MODES = ("exact", "sketch")
@@ -84,11 +88,26 @@ class JanusConfig:
         Fixed-point codec (clip range, levels, modulus).
     min_participants : int, optional
         Smallest participant set ``t`` any party accepts (at least 2). Both servers refuse to agree on
-        fewer and every client refuses an aggregate over fewer, so isolating one client's update needs
-        ``t - 1`` colluding enrolled clients. Default ``max(3, ceil(n_expected / 2))``.
+        fewer and every client refuses an aggregate over fewer, so isolating one client's update within
+        a round needs ``t - 1`` colluding enrolled clients. Default: derived from the round's number of
+        enrolled clients ``n`` (or ``n_expected``) and ``dropout_rate``, see :meth:`threshold_for`.
     n_expected : int, optional
-        Number of clients a round expects; only sets the default of ``min_participants`` (3 when
-        both are omitted).
+        Number of clients a round expects; when given it replaces the roster size in the default of
+        ``min_participants``.
+    dropout_rate : float, default 0.5
+        Fraction of the enrolled clients a round must tolerate losing (Flower's SecAgg+ sets its
+        threshold the same way); the default threshold is ``max(min(3, n), ceil((1 - dropout_rate) n))``.
+    initial_model : bytes, optional
+        32-byte :func:`~janus_sa.model_digest` of the model of the first round (default: the digest of
+        ``np.zeros(dim)``). Every later round's model must be the successor of the last verified
+        aggregate, ``w_next = w + learning_rate * mean``; clients and servers refuse any other.
+    learning_rate : float, default 1.0
+        Server learning rate of the update rule (1.0 is FedAvg on model deltas).
+    batch_size : int, default 1
+        Participation policy: clients are enrolled in batches of at least ``batch_size`` and every
+        participant set is a union of whole batches (a client whose batch-mate is missing is left out,
+        reason ``"batch incomplete"``). Any combination of aggregates over any number of rounds then
+        reveals sums over whole batches only (So et al., 2023). 1 disables the policy.
     """
 
     dim: int
@@ -97,22 +116,43 @@ class JanusConfig:
     quantizer: Quantizer = field(default_factory=Quantizer)
     min_participants: int | None = None
     n_expected: int | None = None
+    dropout_rate: float = 0.5
+    initial_model: bytes | None = None
+    learning_rate: float = 1.0
+    batch_size: int = 1
+
+    _constraints = {
+        "dim": [Interval(int, 1, 2**26)],
+        "mode": [Options(str, set(MODES))],
+        "sketch_k": [Interval(int, 1, 256)],
+        "quantizer": [Quantizer],
+        "min_participants": [None, Interval(int, 2, None)],
+        "n_expected": [None, Interval(int, 1, None)],
+        "dropout_rate": [Interval(float, 0, 1, closed="left")],
+        "initial_model": [None, bytes],
+        "learning_rate": [Interval(float, 0, None, closed="neither")],
+        "batch_size": [Interval(int, 1, None)],
+    }
 
     def validate(self) -> JanusConfig:
-        """Check every field; raise :class:`ConfigError` naming the bad one. Returns ``self``."""
-        if not isinstance(self.dim, int) or not 1 <= self.dim <= 2**26:
-            raise ConfigError(f"dim must be an int in [1, 2**26], got {self.dim!r}")
-        if self.mode not in MODES:
-            raise ConfigError(f"mode must be one of {MODES}, got {self.mode!r}")
-        if not isinstance(self.sketch_k, int) or not 1 <= self.sketch_k <= 256:
-            raise ConfigError(f"sketch_k must be an int in [1, 256], got {self.sketch_k!r}")
-        n = self.n_expected
-        if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 1):
-            raise ConfigError(f"n_expected must be an int >= 1 or None, got {n!r}")
-        t = self.min_participants
-        if t is not None and (not isinstance(t, int) or isinstance(t, bool) or t < 2):
-            raise ConfigError(f"min_participants must be an int >= 2 (one participant's sum is its update), got {t!r}")
+        """Check every field; raise :class:`ConfigError` naming the bad one. Returns ``self``.
+
+        A value of the wrong type raises :class:`~janus_sa.errors.ConfigTypeError` (a ``TypeError``).
+        """
+        try:
+            check_params({name: getattr(self, name) for name in self._constraints}, self._constraints,
+                         owner="JanusConfig")
+        except TypeError as err:
+            raise ConfigTypeError(str(err)) from None
+        except ValueError as err:
+            raise ConfigError(str(err)) from None
+        if self.initial_model is not None and len(self.initial_model) != 32:
+            raise ConfigError(f"JanusConfig: initial_model must be a 32-byte model digest (janus_sa.model_digest); "
+                              f"got {len(self.initial_model)} bytes")
+        if not math.isfinite(self.learning_rate):
+            raise ConfigError(f"JanusConfig: learning_rate must be finite; got {self.learning_rate!r}")
         self.quantizer.validate()
+        n = self.n_expected
         if n is not None and self.threshold > n:
             raise ConfigError(f"min_participants={self.threshold} exceeds n_expected={n}: no round could complete "
                               f"(accepted: 2 <= min_participants <= n_expected)")
@@ -123,10 +163,27 @@ class JanusConfig:
 
     @property
     def threshold(self) -> int:
-        """The minimum participant set size ``t`` (``min_participants`` or its default)."""
+        """The minimum participant set size ``t`` for ``n_expected`` clients (3 when neither is set)."""
+        return self.threshold_for(self.n_expected or 0)
+
+    def threshold_for(self, n_enrolled: int) -> int:
+        """``t`` for a round with ``n_enrolled`` clients in its roster.
+
+        ``min_participants`` when set; otherwise ``max(min(3, n), ceil((1 - dropout_rate) n))`` with
+        ``n = n_expected`` or ``n_enrolled``: a round survives the declared dropout rate and a single
+        server needs at least ``t - 1`` colluding clients to isolate anyone.
+        """
         if self.min_participants is not None:
             return self.min_participants
-        return max(3, math.ceil((self.n_expected or 0) / 2))
+        n = self.n_expected or n_enrolled
+        if n <= 0:
+            return 3
+        return max(min(3, n), 2, math.ceil((1 - self.dropout_rate) * n - 1e-9))
+
+    @property
+    def initial_digest(self) -> bytes:
+        """Digest of the first round's model (``initial_model`` or the digest of ``np.zeros(dim)``)."""
+        return self.initial_model if self.initial_model is not None else crypto.model_digest(np.zeros(self.dim))
 
     @property
     def modulus_bits(self) -> int:
@@ -146,7 +203,8 @@ class JanusConfig:
         q = self.quantizer
         return sha256(b"janus/config", msgpack.packb(
             [self.dim, self.mode, self.sketch_k, repr(float(q.clipping_range)), q.quantization_range,
-             q.modulus_range, self.threshold]))
+             q.modulus_range, self.min_participants, self.n_expected, repr(float(self.dropout_rate)),
+             self.initial_digest, repr(float(self.learning_rate)), self.batch_size]))
 
     @property
     def mask_scalars(self) -> int:
@@ -191,6 +249,29 @@ def project(values: np.ndarray, challenge: bytes, k: int) -> np.ndarray:
                              count=v.size).astype(bool)
         out[t] = 2 * int(v[bits].sum()) - total
     return out
+
+
+def next_model(model: np.ndarray, sum_codes: np.ndarray, n: int, config: JanusConfig) -> np.ndarray:
+    """The update rule every party applies: ``w + learning_rate * mean`` of a verified aggregate.
+
+    ``mean`` is the dequantised sum of ``n`` codes divided by ``n`` (:attr:`RoundResult.mean`); the
+    float64 arithmetic is elementwise, so every party computes the same bytes and the same digest.
+    """
+    mean = config.quantizer.dequantize_sum(sum_codes, n) / n
+    return np.asarray(model, dtype=np.float64) + config.learning_rate * mean
+
+
+def _initial_model(config: JanusConfig, model: np.ndarray | None) -> np.ndarray | None:
+    """The weights of the first round: ``model`` (checked against the configured digest) or zeros."""
+    if model is None:
+        return np.zeros(config.dim) if config.initial_model is None else None
+    model = np.ascontiguousarray(model, dtype=np.float64)
+    if model.shape != (config.dim,):
+        raise ConfigError(f"model must be a float vector of shape ({config.dim},) (the update rule adds the mean "
+                          f"update to it); got shape {model.shape}")
+    if crypto.model_digest(model) != config.initial_digest:
+        raise ModelInconsistencyError("model is not the initial model the configuration names (digests differ)")
+    return model
 
 
 def _atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
@@ -259,21 +340,38 @@ class Roster:
         Sorted, unique 32-byte client keys.
     signed0, signed1 : bytes
         The ROSTER messages signed by S0 and S1.
+    batches : tuple of int
+        The participation batch of each member (same order as ``members``).
     """
 
     version: int
     members: tuple[bytes, ...]
     signed0: bytes
     signed1: bytes
+    batches: tuple[int, ...] = ()
     member_set: frozenset = field(init=False, repr=False, compare=False)
+    batch_of: dict = field(init=False, repr=False, compare=False)
+    batch_members: dict = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        batches = self.batches or tuple(range(len(self.members)))
+        object.__setattr__(self, "batches", tuple(int(b) for b in batches))
         object.__setattr__(self, "member_set", frozenset(self.members))
+        object.__setattr__(self, "batch_of", dict(zip(self.members, self.batches, strict=True)))
+        groups: dict[int, set[bytes]] = {}
+        for m, b in self.batch_of.items():
+            groups.setdefault(b, set()).add(m)
+        object.__setattr__(self, "batch_members", {b: frozenset(v) for b, v in groups.items()})
+
+    def incomplete_batches(self, ids) -> set[bytes]:
+        """The members of ``ids`` whose batch is not wholly inside ``ids`` (they break the batch policy)."""
+        inside = set(ids)
+        return {c for c in inside if c in self.batch_of and not self.batch_members[self.batch_of[c]] <= inside}
 
     @property
     def digest(self) -> bytes:
-        """SHA-256 over the version and the members (carried by every ANNOUNCE)."""
-        return roster_digest(self.version, self.members)
+        """SHA-256 over the version, the members and their batches (carried by every ANNOUNCE)."""
+        return roster_digest(self.version, self.members, self.batches)
 
     def __contains__(self, key: object) -> bool:
         return key in self.member_set
@@ -290,9 +388,16 @@ class Roster:
                 raise SignatureError(f"roster is not signed by {name}") from err
             msgs.append(m)
         b0, b1 = msgs[0].body, msgs[1].body
-        if (b0["version"], b0["ids"]) != (b1["version"], b1["ids"]):
-            raise SignatureError("S0 and S1 signed different rosters (version or members differ)")
-        return cls(version=b0["version"], members=tuple(b0["ids"]), signed0=bytes(signed0), signed1=bytes(signed1))
+        if (b0["version"], b0["ids"], b0["batches"].tolist()) != (b1["version"], b1["ids"], b1["batches"].tolist()):
+            raise SignatureError("S0 and S1 signed different rosters (version, members or batches differ)")
+        if len(b0["batches"]) != len(b0["ids"]):
+            raise MalformedMessageError("a roster needs one batch number per member")
+        weak = [m for m in b0["ids"] if crypto.is_weak_ed25519_key(m)]
+        if weak:
+            raise SignatureError(f"the roster holds {len(weak)} identity, small-order or invalid Ed25519 keys "
+                                 "(anyone could forge their signatures)")
+        return cls(version=b0["version"], members=tuple(b0["ids"]), signed0=bytes(signed0), signed1=bytes(signed1),
+                   batches=tuple(int(b) for b in b0["batches"]))
 
     def to_bytes(self) -> bytes:
         """The two signed messages, msgpack-encoded (what a roster file holds)."""
@@ -308,9 +413,57 @@ class Roster:
         return cls.from_signed(signed0, signed1, s0=s0, s1=s1, session=session)
 
 
-def roster_digest(version: int, members) -> bytes:
-    """SHA-256 over a roster version and its sorted members."""
-    return sha256(b"janus/roster", version.to_bytes(8, "little"), *sorted(members))
+def roster_digest(version: int, members, batches=None) -> bytes:
+    """SHA-256 over a roster version, its sorted members and (when given) their batches."""
+    parts = [version.to_bytes(8, "little"), *sorted(members)]
+    if batches is not None:
+        parts.append(np.asarray(batches, dtype="<u4").tobytes())
+    return sha256(b"janus/roster", *parts)
+
+
+def plan_batches(members, *, batch_size: int, previous: Roster | None = None) -> list[int]:
+    """Batch numbers for ``members`` (sorted order): members of ``previous`` keep theirs, new ones form new batches.
+
+    New members, sorted by key, are cut into batches of ``batch_size``; a remainder smaller than
+    ``batch_size`` joins the last new batch. Raises :class:`ConfigError` when fewer than ``batch_size``
+    new members arrive.
+    """
+    members = sorted(members)
+    old = previous.batch_of if previous is not None else {}
+    fresh = [m for m in members if m not in old]
+    if fresh and len(fresh) < batch_size:
+        raise ConfigError(f"{len(fresh)} new clients cannot form a batch of batch_size={batch_size}: enrol new "
+                          "clients in groups of at least batch_size")
+    start = max(old.values(), default=-1) + 1
+    new = {m: start + min(j // batch_size, max(len(fresh) // batch_size - 1, 0)) for j, m in enumerate(fresh)}
+    return [old.get(m, new.get(m, 0)) for m in members]
+
+
+def check_batches(members, batches, *, batch_size: int, previous: Roster | None = None) -> None:
+    """Refuse a roster whose batches are smaller than ``batch_size`` or split a batch of ``previous``.
+
+    A batch is kept whole or revoked whole: a roster that drops part of a batch (or moves a member to
+    another batch) would let aggregates over the old and new batch be subtracted.
+    """
+    members = list(members)
+    if len(batches) != len(members):
+        raise ConfigError(f"batches must give one batch number per member ({len(members)}), got {len(batches)}")
+    groups: dict[int, set[bytes]] = {}
+    for m, b in zip(members, batches, strict=True):
+        groups.setdefault(int(b), set()).add(m)
+    if previous is not None:
+        for b, old in previous.batch_members.items():
+            now = groups.get(b, set())
+            if now and now != set(old):
+                raise ConfigError(f"batch {b} changes members between roster versions: keep a batch whole or revoke "
+                                  "it whole (a partial change lets two rounds' aggregates isolate a client)")
+        moved = [m for m, b in zip(members, batches, strict=True) if m in previous.batch_of
+                 and previous.batch_of[m] != int(b)]
+        if moved:
+            raise ConfigError(f"{len(moved)} clients change batch between roster versions")
+    small = sorted(b for b, g in groups.items() if len(g) < batch_size)
+    if small:
+        raise ConfigError(f"batches {small} have fewer than batch_size={batch_size} members")
 
 
 def enroll(members, *, version: int, s0: _Server, s1: _Server) -> Roster:
@@ -330,8 +483,10 @@ def enroll(members, *, version: int, s0: _Server, s1: _Server) -> Roster:
     Roster
         The roster both servers now enforce.
     """
-    members = list(members)
-    roster = Roster.from_signed(s0.sign_roster(members, version=version), s1.sign_roster(members, version=version),
+    members = sorted(members)
+    batches = plan_batches(members, batch_size=s0.config.batch_size, previous=s0.roster_)
+    roster = Roster.from_signed(s0.sign_roster(members, version=version, batches=batches),
+                                s1.sign_roster(members, version=version, batches=batches),
                                 s0=s0.keys.sign.public, s1=s1.keys.sign.public, session=s0.session)
     s0.install_roster(roster)
     s1.install_roster(roster)
@@ -386,10 +541,13 @@ def check_exclusion(aggregate0: bytes, aggregate1: bytes, *, client: bytes, s0: 
         raise ParticipantSetMismatchError("the aggregates' participant list does not match their digest and n")
     if client in ids:
         raise VerificationError("the client is in the final participant list: this is no evidence of exclusion")
+    if client not in a0.body["excluded"]:
+        raise VerificationError("neither server names the client as excluded: the servers list every enrolled "
+                                "client whose upload reached either of them, so it never uploaded in this round")
     return a0.round, tuple(ids)
 
 #: reason codes of the ``excluded`` list in both aggregates
-EXCLUSION_REASONS = {1: "inconsistent upload", 2: "reached one server only"}
+EXCLUSION_REASONS = {1: "inconsistent upload", 2: "reached one server only", 3: "batch incomplete"}
 
 
 def _excluded(a0: Message, a1: Message) -> dict[bytes, str]:
@@ -435,6 +593,8 @@ class RoundResult:
     its upload failed the servers' consistency check; ``"reached one server only"``).
     ``error_bound`` holds when every participant is honest: without a range proof a participant can
     contribute codes outside ``[0, quantization_range)`` that the servers cannot see (README, threat model).
+    ``model_digest`` is the round's model and ``next_model_digest`` its successor under the update rule
+    (the only model the next round may announce).
     """
 
     round: int
@@ -447,10 +607,102 @@ class RoundResult:
     min_participants: int
     included: bool
     excluded: dict = field(default_factory=dict)
+    model_digest: bytes = b""
+    next_model_digest: bytes = b""
+
+
+def read_seals(m0: Message, m1: Message, *, session: bytes, rnd: int) -> bytes:
+    """Check a round's two SEAL messages against each other and return the sketch challenge."""
+    for m in (m0, m1):
+        _check_round(m, rnd)
+    if (m0.body["participants_digest"], m0.body["n"]) != (m1.body["participants_digest"], m1.body["n"]):
+        raise ParticipantSetMismatchError("S0 and S1 sealed different participant sets")
+    # each server signed the commitment it received before revealing: the other's reveal must open it
+    if seal_commitment(m1.body["value_digest"], m1.body["nonce"]) != m0.body["peer_commitment"]:
+        raise SealMismatchError("S1's seal does not open the commitment S0 received before revealing")
+    if seal_commitment(m0.body["value_digest"], m0.body["nonce"]) != m1.body["peer_commitment"]:
+        raise SealMismatchError("S0's seal does not open the commitment S1 received before revealing")
+    return _challenge(session, rnd, m0.body["participants_digest"], m0.body["value_digest"],
+                      m1.body["value_digest"], m0.body["nonce"], m1.body["nonce"])
+
+
+def open_aggregate(config: JanusConfig, a0: Message, a1: Message, *, session: bytes, roster: Roster,
+                   model_digest: bytes, seals: tuple[Message, Message] | None = None) -> tuple[np.ndarray, int]:
+    """Check two servers' aggregates of one round and unmask them: ``(sum_codes, n)``.
+
+    The checks every verifier runs (a client for its round, a server before it follows the model to
+    the successor): same round, model, participant list and excluded list in both, the list a union of
+    whole batches of ``roster`` of at least the round's threshold, the seals (sketch mode), and both
+    commitment equations ``C = X.G + R H`` and ``C' = X.G + S H``. Raises a :class:`VerificationError`.
+    """
+    cfg = config
+    if a0.round != a1.round:
+        raise ParticipantSetMismatchError("the two aggregates are of different rounds")
+    for a in (a0, a1):
+        if a.body["model_digest"] != model_digest:
+            raise ModelInconsistencyError(
+                f"{'S0' if a is a0 else 'S1'} aggregated for a model other than the one announced")
+        if a.body["value"].shape != (cfg.masked_words,):
+            raise MalformedMessageError(f"aggregate has {a.body['value'].size} words, expected {cfg.masked_words}")
+    pd, n, ids = a0.body["participants_digest"], a0.body["n"], a0.body["ids"]
+    if (pd, n, ids) != (a1.body["participants_digest"], a1.body["n"], a1.body["ids"]):
+        raise ParticipantSetMismatchError("S0 and S1 aggregated over different client sets")
+    if participants_digest(ids) != pd or len(ids) != n:
+        raise ParticipantSetMismatchError("the aggregates' participant list does not match their digest and n")
+    if not roster.member_set.issuperset(ids):
+        raise ParticipantSetMismatchError("the participant list names a key outside the roster")
+    excluded = _excluded(a0, a1)
+    if not roster.member_set.issuperset(excluded):
+        raise ParticipantSetMismatchError("the excluded list names a key outside the roster")
+    split = roster.incomplete_batches(ids)
+    if split:
+        raise ParticipationPolicyError(f"the participant list holds {len(split)} clients without their whole batch: "
+                                       "aggregates over split batches could be subtracted to isolate a client")
+    threshold = cfg.threshold_for(len(roster.members))
+    if n < threshold:
+        raise TooFewParticipantsError(f"the servers aggregated {n} clients; this deployment accepts no fewer "
+                                      f"than min_participants={threshold}")
+    cfg.quantizer.check_capacity(n)
+    y, k = a0.body["value"], a1.body["value"]
+    challenge = None
+    if cfg.mode == "sketch":
+        if seals is None:
+            raise ProtocolError("sketch mode needs the round's two SEAL messages to verify")
+        s0m, s1m = seals
+        challenge = read_seals(s0m, s1m, session=session, rnd=a0.round)
+        if s0m.body["participants_digest"] != pd or s0m.body["n"] != n:
+            raise ParticipantSetMismatchError("the aggregates name a participant set other than the sealed one")
+        if sha256(y.astype("<u4").tobytes()) != s0m.body["value_digest"]:
+            raise SealMismatchError("S0's aggregate differs from the value it sealed")
+        if sha256(k.astype("<u4").tobytes()) != s1m.body["value_digest"]:
+            raise SealMismatchError("S1's mask sum differs from the value it sealed")
+    if cfg.mode == "exact":  # packed scalars: X = Y - K in the group order, then read the slots
+        try:
+            ys, ks = crypto.words_to_scalars(y), crypto.words_to_scalars(k)
+        except JanusError as err:
+            raise MalformedMessageError(f"an aggregate is not a vector of canonical scalars: {err}") from err
+        xp = [(a - b) % crypto.GROUP_ORDER for a, b in zip(ys, ks, strict=True)]
+        xg = crypto.msm(xp)
+        x = crypto.unpack(xp, cfg.value_bits, cfg.dim)
+    else:
+        modulus = cfg.quantizer.modulus_range
+        x = (y.astype(np.int64) - k.astype(np.int64)) % modulus
+        xg = crypto.commit_message(cfg.committed_values(x, challenge), cfg.value_bits)
+    if a0.body["commitment"] != point_add(xg, point_mul(a1.body["randomness"], H)):
+        raise AggregateMismatchError("the unmasked aggregate does not open S0's aggregated commitment")
+    if a1.body["commitment"] != point_add(xg, point_mul(a0.body["randomness"], H)):
+        raise AggregateMismatchError("the unmasked aggregate does not open S1's aggregated commitment")
+    return x, n
 
 
 class JanusClient:
     """One federated-learning client: quantises, masks, commits, and verifies the aggregate.
+
+    The client follows the deployment's chain of model versions: it starts at the configured initial
+    model and, after each aggregate it verifies, moves to the successor ``w + learning_rate * mean``
+    (:attr:`model_`). It takes part only in a round announced for that model and uploads at most once per
+    model version (a retry after a failed round needs both servers to certify in their announcements that
+    they released no aggregate for the earlier round).
 
     Parameters
     ----------
@@ -464,10 +716,16 @@ class JanusClient:
         The client's Ed25519 identity (generated when omitted); its public key is the client id.
     roster : Roster, optional
         The roster both servers signed (see :func:`enroll`); required before :meth:`begin_round`.
+    model : ndarray of shape (dim,), optional
+        The weights of the model version the client starts at: the initial model (default zeros, when
+        the configuration names no initial model), or, for a client enrolled later, the current version
+        it is provisioned with (as it is given the roster). The servers' own chain decides which rounds
+        exist, so a stale version only keeps the client out.
     """
 
     def __init__(self, *, config: JanusConfig, s0: ServerPublicKeys, s1: ServerPublicKeys, session: bytes,
-                 signing_key: SigningKey | None = None, roster: Roster | None = None) -> None:
+                 signing_key: SigningKey | None = None, roster: Roster | None = None,
+                 model: np.ndarray | None = None) -> None:
         self.config = config.validate()
         if not isinstance(session, bytes) or len(session) != SESSION_BYTES:
             raise ConfigError(f"session must be {SESSION_BYTES} bytes")
@@ -476,9 +734,22 @@ class JanusClient:
         self.round_: int | None = None
         self.model_digest_: bytes | None = None
         self.roster_: Roster | None = None
+        #: the weights of the current model version (None until known) and its digest
+        self.model_: np.ndarray | None = None
+        self.head_: bytes = self.config.initial_digest
+        if model is not None:
+            self.model_ = np.ascontiguousarray(model, dtype=np.float64)
+            if self.model_.shape != (self.config.dim,):
+                raise ConfigError(f"model must have shape ({self.config.dim},), got {self.model_.shape}")
+            self.head_ = crypto.model_digest(self.model_)
+        elif self.config.initial_model is None:
+            self.model_ = np.zeros(self.config.dim)
+        #: model digest -> the round in which this client uploaded for it
+        self.spent_: dict[bytes, int] = {}
         self._secrets: dict | None = None
         self._seals: tuple[Message, Message] | None = None
         self._sketched = False
+        self._may_upload = False
         self._round_roster: Roster | None = None
         if roster is not None:
             self.set_roster(roster)
@@ -496,13 +767,17 @@ class JanusClient:
             raise ReplayError(f"roster version {checked.version} is older than the current {self.roster_.version}")
         if self.roster_ is not None and checked.version == self.roster_.version and checked.digest != self.roster_.digest:
             raise ReplayError(f"a different roster with the current version {checked.version}")
+        try:
+            check_batches(checked.members, checked.batches, batch_size=self.config.batch_size, previous=self.roster_)
+        except ConfigError as err:
+            raise ParticipationPolicyError(f"the servers signed a roster that breaks the batch policy: {err}") from err
         self.roster_ = checked
 
     def _blame(self, a0: Message) -> tuple[str, ...]:
         """The servers whose listed consistency pair for this client differs from the one its secrets give."""
         listed = _listed_pairs(a0, self.id)
         sec = self._secrets
-        if listed is None or "y" not in sec:
+        if listed is None or sec is None or "y" not in sec:
             return ()
         y, k = crypto.msm(sec["y"]), crypto.msm(sec["pad"])
         true0 = point_sub(sec["c0"], y) + point_add(y, point_mul(sec["s"], H))  # what an honest S0 computes
@@ -520,9 +795,13 @@ class JanusClient:
     def begin_round(self, announce0: bytes, announce1: bytes, *, model: bytes | np.ndarray | None = None) -> int:
         """Accept the round announced by both servers; returns the round number.
 
+        The announced model must be this client's current model version (the initial model, or the
+        successor of the last aggregate it verified): :class:`~janus_sa.errors.ModelReplayError` otherwise.
         ``model`` is the global model this client received and will train on (bytes or float array);
         when given, its :func:`~janus_sa.model_digest` must equal the announced digest
         (:class:`ModelInconsistencyError` otherwise), which binds the digest to the actual weights.
+        A round on a model version this client already uploaded for is begun for verification only
+        (:meth:`upload` refuses) unless both announcements certify the earlier round as abandoned.
         """
         a0 = self._decode(announce0, MsgType.ANNOUNCE, self.s0.sign)
         a1 = self._decode(announce1, MsgType.ANNOUNCE, self.s1.sign)
@@ -538,6 +817,13 @@ class JanusClient:
         if model is not None and crypto.model_digest(model) != a0.body["model_digest"]:
             raise ModelInconsistencyError("the model weights this client received do not match the digest both "
                                           "servers announced")
+        digest = a0.body["model_digest"]
+        if self.model_ is None and isinstance(model, np.ndarray) and digest == self.head_:
+            self.model_ = np.ascontiguousarray(model, dtype=np.float64)  # the weights of the current version
+        if digest != self.head_:
+            raise ModelReplayError("the announced model is not this client's current model version (the initial model "
+                                   "or the successor of the last aggregate it verified); a re-announced or nudged "
+                                   "model would let two rounds' aggregates be subtracted")
         if self.roster_ is None:
             raise ProtocolError("this client has no roster (call set_roster with the roster both servers signed)")
         if a0.body["roster_digest"] != a1.body["roster_digest"]:
@@ -545,7 +831,10 @@ class JanusClient:
         if a0.body["roster_digest"] != self.roster_.digest:
             raise ProtocolError(f"the servers announce a roster other than this client's version "
                                 f"{self.roster_.version} (fetch the current roster)")
-        self.round_, self.model_digest_ = a0.round, a0.body["model_digest"]
+        spent = self.spent_.get(digest)
+        self._may_upload = spent is None or a0.body["retry"] == a1.body["retry"] == spent
+        self.round_, self.model_digest_ = a0.round, digest
+        self._nonces = a0.body["nonce"] + a1.body["nonce"]
         self._round_roster = self.roster_  # the round is checked against the roster it was announced with
         self._secrets, self._seals, self._sketched = None, None, False
         return self.round_
@@ -556,6 +845,10 @@ class JanusClient:
             raise ProtocolError("call begin_round before upload")
         if self._secrets is not None:
             raise ProtocolError(f"this client already uploaded in round {self.round_}")
+        if not self._may_upload:
+            raise ModelReplayError(f"this client already uploaded for this model version in round "
+                                   f"{self.spent_.get(self.model_digest_)} and the servers do not both certify that "
+                                   "round as abandoned: a second upload would let the rounds be subtracted")
         if self.id not in self.roster_:
             raise NotEnrolledError("this client's key is not in the roster; ask both servers to enrol it")
         cfg = self.config
@@ -582,29 +875,19 @@ class JanusClient:
         if cfg.mode == "exact":
             self._secrets.update(check_parts)
         rnd, sess = self.round_, self.session
+        self.spent_[self.model_digest_] = rnd
         ct0 = crypto.seal_seed(self.s0.kem, seed0, _seed_context(sess, rnd, self.id, 0))
         ct1 = crypto.seal_seed(self.s1.kem, seed1, _seed_context(sess, rnd, self.id, 1))
         to0 = encode(MsgType.UPLOAD0, sess, rnd, {"model_digest": self.model_digest_, "masked": masked,
-                                                  "seed_ct": ct0, "commitment": c0}, self.key)
+                                                  "seed_ct": ct0, "commitment": c0, "nonces": self._nonces}, self.key)
         to1 = encode(MsgType.UPLOAD1, sess, rnd, {"model_digest": self.model_digest_, "seed_ct": ct1,
-                                                  "commitment": c1}, self.key)
+                                                  "commitment": c1, "nonces": self._nonces}, self.key)
         return Upload(to0, to1)
 
     def _read_seals(self, seal0: bytes, seal1: bytes) -> tuple[Message, Message, bytes]:
         m0 = self._decode(seal0, MsgType.SEAL, self.s0.sign)
         m1 = self._decode(seal1, MsgType.SEAL, self.s1.sign)
-        for m in (m0, m1):
-            _check_round(m, self.round_)
-        if (m0.body["participants_digest"], m0.body["n"]) != (m1.body["participants_digest"], m1.body["n"]):
-            raise ParticipantSetMismatchError("S0 and S1 sealed different participant sets")
-        # each server signed the commitment it received before revealing: the other's reveal must open it
-        if seal_commitment(m1.body["value_digest"], m1.body["nonce"]) != m0.body["peer_commitment"]:
-            raise SealMismatchError("S1's seal does not open the commitment S0 received before revealing")
-        if seal_commitment(m0.body["value_digest"], m0.body["nonce"]) != m1.body["peer_commitment"]:
-            raise SealMismatchError("S0's seal does not open the commitment S1 received before revealing")
-        ch = _challenge(self.session, self.round_, m0.body["participants_digest"], m0.body["value_digest"],
-                        m1.body["value_digest"], m0.body["nonce"], m1.body["nonce"])
-        return m0, m1, ch
+        return m0, m1, read_seals(m0, m1, session=self.session, rnd=self.round_)
 
     def sketch_commit(self, seal0: bytes, seal1: bytes) -> Upload:
         """Sketch mode: commit to the projection chosen by both servers' seals."""
@@ -630,74 +913,66 @@ class JanusClient:
                      seal1: bytes | None = None) -> RoundResult:
         """Unmask and verify the aggregate; raises a :class:`VerificationError` subclass on any mismatch.
 
-        In sketch mode the two SEAL messages of the round are required.
+        In sketch mode the two SEAL messages of the round are required. A verified aggregate moves the
+        client to the next model version (:attr:`model_`, :attr:`head_`), also when the client itself was
+        left out (its :class:`ExcludedError` carries the verified result in ``result``).
         """
-        if self.round_ is None:
+        if self.round_ is None or self.model_digest_ is None:
             raise ProtocolError("call begin_round before finish_round")
         cfg = self.config
         a0 = self._decode(aggregate0, MsgType.AGGREGATE0, self.s0.sign)
         a1 = self._decode(aggregate1, MsgType.AGGREGATE1, self.s1.sign)
         for a in (a0, a1):
             _check_round(a, self.round_)
-            if a.body["model_digest"] != self.model_digest_:
-                raise ModelInconsistencyError(
-                    f"{'S0' if a is a0 else 'S1'} aggregated for a model other than the one announced")
-            if a.body["value"].shape != (cfg.masked_words,):
-                raise MalformedMessageError(f"aggregate has {a.body['value'].size} words, expected {cfg.masked_words}")
-        pd, n, ids = a0.body["participants_digest"], a0.body["n"], a0.body["ids"]
-        if (pd, n, ids) != (a1.body["participants_digest"], a1.body["n"], a1.body["ids"]):
-            raise ParticipantSetMismatchError("S0 and S1 aggregated over different client sets")
-        if participants_digest(ids) != pd or len(ids) != n:
-            raise ParticipantSetMismatchError("the aggregates' participant list does not match their digest and n")
-        if not self._round_roster.member_set.issuperset(ids):
-            raise ParticipantSetMismatchError("the participant list names a key outside the roster")
+        seals = None
+        if cfg.mode == "sketch":
+            if seal0 is None or seal1 is None:
+                raise ProtocolError("sketch mode needs the round's two SEAL messages to verify")
+            seals = (self._decode(seal0, MsgType.SEAL, self.s0.sign), self._decode(seal1, MsgType.SEAL, self.s1.sign))
+        assert self._round_roster is not None
+        x, n = open_aggregate(cfg, a0, a1, session=self.session, roster=self._round_roster,
+                              model_digest=self.model_digest_, seals=seals)
+        ids = a0.body["ids"]
         excluded = _excluded(a0, a1)
-        if not self._round_roster.member_set.issuperset(excluded):
-            raise ParticipantSetMismatchError("the excluded list names a key outside the roster")
-        if n < cfg.threshold:
-            raise TooFewParticipantsError(f"the servers aggregated {n} clients; this deployment accepts no fewer "
-                                          f"than min_participants={cfg.threshold}")
+        total = cfg.quantizer.dequantize_sum(x, n)
         included = self.id in ids
+        next_digest = b""
+        if self.model_ is not None and crypto.model_digest(self.model_) == self.model_digest_:
+            self.model_ = next_model(self.model_, x, n, cfg)
+            next_digest = crypto.model_digest(self.model_)
+        else:
+            self.model_ = None  # the weights of this version are unknown: the successor cannot be computed
+        self.head_ = next_digest
+        result = RoundResult(round=self.round_, n_participants=n, participants_digest=a0.body["participants_digest"],
+                             sum_codes=x, sum=total, mean=total / n, error_bound=cfg.quantizer.error_bound(n),
+                             min_participants=cfg.threshold_for(len(self._round_roster.members)), included=included,
+                             excluded=excluded, model_digest=self.model_digest_, next_model_digest=next_digest)
         if self._secrets is not None and not included:
             why = excluded.get(self.id, "not named by the servers")
             blamed = self._blame(a0)
             liar = f"; the consistency pair of {' and '.join(blamed)} is false" if blamed else ""
-            raise ExcludedError(f"this client uploaded but both servers' final participant list leaves it out "
+            err = ExcludedError(f"this client uploaded but both servers' final participant list leaves it out "
                                 f"(reason both servers signed: {why}{liar})", aggregate0=bytes(aggregate0),
                                 aggregate1=bytes(aggregate1), reason=why, blamed=blamed)
-        cfg.quantizer.check_capacity(n)
-        y, k = a0.body["value"], a1.body["value"]
-        challenge = None
-        if cfg.mode == "sketch":
-            if seal0 is None or seal1 is None:
-                raise ProtocolError("sketch mode needs the round's two SEAL messages to verify")
-            s0m, s1m, challenge = self._read_seals(seal0, seal1)
-            if s0m.body["participants_digest"] != pd or s0m.body["n"] != n:
-                raise ParticipantSetMismatchError("the aggregates name a participant set other than the sealed one")
-            if sha256(y.astype("<u4").tobytes()) != s0m.body["value_digest"]:
-                raise SealMismatchError("S0's aggregate differs from the value it sealed")
-            if sha256(k.astype("<u4").tobytes()) != s1m.body["value_digest"]:
-                raise SealMismatchError("S1's mask sum differs from the value it sealed")
-        if cfg.mode == "exact":  # packed scalars: X = Y - K in the group order, then read the slots
-            try:
-                ys, ks = crypto.words_to_scalars(y), crypto.words_to_scalars(k)
-            except JanusError as err:
-                raise MalformedMessageError(f"an aggregate is not a vector of canonical scalars: {err}") from err
-            xp = [(a - b) % crypto.GROUP_ORDER for a, b in zip(ys, ks, strict=True)]
-            xg = crypto.msm(xp)
-            x = crypto.unpack(xp, cfg.value_bits, cfg.dim)
-        else:
-            modulus = cfg.quantizer.modulus_range
-            x = (y.astype(np.int64) - k.astype(np.int64)) % modulus
-            xg = crypto.commit_message(cfg.committed_values(x, challenge), cfg.value_bits)
-        if a0.body["commitment"] != point_add(xg, point_mul(a1.body["randomness"], H)):
-            raise AggregateMismatchError("the unmasked aggregate does not open S0's aggregated commitment")
-        if a1.body["commitment"] != point_add(xg, point_mul(a0.body["randomness"], H)):
-            raise AggregateMismatchError("the unmasked aggregate does not open S1's aggregated commitment")
-        total = cfg.quantizer.dequantize_sum(x, n)
-        return RoundResult(round=self.round_, n_participants=n, participants_digest=pd, sum_codes=x,
-                           sum=total, mean=total / n, error_bound=cfg.quantizer.error_bound(n),
-                           min_participants=cfg.threshold, included=included, excluded=excluded)
+            err.result = result
+            raise err
+        return result
+
+    def follow(self, aggregate0: bytes, aggregate1: bytes, *, seal0: bytes | None = None,
+               seal1: bytes | None = None) -> RoundResult:
+        """Verify a round this client missed and move to its successor model (catching up with the chain).
+
+        The aggregates must be of a round after the last one this client saw, for this client's current
+        model version, over the current roster; nothing is uploaded.
+        """
+        if self.roster_ is None:
+            raise ProtocolError("this client has no roster (call set_roster with the roster both servers signed)")
+        rnd = self._decode(aggregate0, MsgType.AGGREGATE0, self.s0.sign).round
+        if self.round_ is not None and rnd <= self.round_:
+            raise ReplayError(f"round {rnd} is not after the last round this client saw ({self.round_})")
+        self.round_, self.model_digest_, self._round_roster = rnd, self.head_, self.roster_
+        self._secrets, self._seals, self._sketched, self._may_upload = None, None, False, False
+        return self.finish_round(aggregate0, aggregate1, seal0=seal0, seal1=seal1)
 
 
 class _Server(ABC):
@@ -708,17 +983,28 @@ class _Server(ABC):
     aggregate_type: MsgType
 
     def __init__(self, *, config: JanusConfig, keys: ServerKeys, session: bytes, peer: bytes,
-                 state_dir: str | os.PathLike | None = None, roster: Roster | None = None) -> None:
+                 state_dir: str | os.PathLike | None = None, roster: Roster | None = None,
+                 model: np.ndarray | None = None) -> None:
         self.config = config.validate()
         if not isinstance(session, bytes) or len(session) != SESSION_BYTES:
             raise ConfigError(f"session must be {SESSION_BYTES} bytes")
         self.keys, self.session, self.peer = keys, session, peer
         self.state_dir = Path(state_dir) if state_dir is not None else None
         self.roster_: Roster | None = None
+        #: drawn at every start: bound into this server's announcements and every upload of their rounds,
+        #: so uploads captured before a restart cannot be replayed into a round of the new process
+        self.start_nonce = os.urandom(NONCE_BYTES)
+        # the chain of model versions: the current version's weights and digest, the last round announced
+        # on it, and whether this server released an aggregate for it (then no second round on it)
+        self.head_model_: np.ndarray | None = _initial_model(self.config, model)
+        self.head_ = self.config.initial_digest
+        self.head_round_ = 0
+        self.head_released_ = False
         self._reset(None, b"")
         self._replaying = False
         if self.state_dir is not None:
             self.state_dir.mkdir(parents=True, exist_ok=True)
+            self._load_chain()
             if (self.state_dir / "roster.bin").exists():  # the installed roster survives restarts ...
                 self.roster_ = Roster.from_bytes((self.state_dir / "roster.bin").read_bytes(), s0=self._s0_key,
                                                  s1=self._s1_key, session=session)
@@ -735,17 +1021,76 @@ class _Server(ABC):
     def _s1_key(self) -> bytes:
         return self.keys.sign.public if self.role == 1 else self.peer
 
+    # --- model chain --------------------------------------------------------------------------------
+    def _chain_path(self) -> Path:
+        assert self.state_dir is not None
+        return self.state_dir / "chain.bin"
+
+    def _save_chain(self) -> None:
+        if self.state_dir is None or self._replaying:
+            return
+        weights = b"" if self.head_model_ is None else self.head_model_.astype("<f8").tobytes()
+        _atomic_write(self._chain_path(), msgpack.packb([self.head_, weights, self.head_round_, self.head_released_],
+                                                        use_bin_type=True))
+
+    def _load_chain(self) -> None:
+        if not self._chain_path().exists():
+            return
+        head, weights, rnd, released = msgpack.unpackb(self._chain_path().read_bytes(), raw=False)
+        self.head_, self.head_round_, self.head_released_ = head, rnd, released
+        self.head_model_ = np.frombuffer(weights, dtype="<f8").astype(np.float64) if weights else None
+
+    def advance(self, peer_aggregate: bytes, *, peer_seal: bytes | None = None) -> bool:
+        """Follow a verified aggregate of the current round to the next model version.
+
+        ``peer_aggregate`` (and, in sketch mode, ``peer_seal``) is the other server's signed message of
+        the round; this server checks it against its own as a client would (:func:`open_aggregate`) and
+        moves its model version to the successor. Returns False (and keeps the version) when there is
+        nothing to follow: the round is not agreed, or its model is not this server's current version.
+        Raises a :class:`VerificationError` when the peer's aggregate does not verify.
+        """
+        if self.participants_ is None or self.model_digest_ != self.head_ or self.head_model_ is None:
+            return False
+        own = decode(self.aggregate(), max_bytes=2**31, max_dim=2**26, session=self.session)
+        peer_type = MsgType.AGGREGATE1 if self.role == 0 else MsgType.AGGREGATE0
+        peer = decode(peer_aggregate, max_bytes=2**31, max_dim=2**26, session=self.session, expect=(peer_type,))
+        peer.verify(expected_sender=self.peer)
+        _check_round(peer, self.round_)
+        seals = None
+        if self.config.mode == "sketch":
+            if peer_seal is None or self.peer_seal_commit_msg_ is None:
+                raise ProtocolError("sketch mode: following a round needs both seals")
+            own_seal = decode(self.seal(self.peer_seal_commit_msg_), max_bytes=4096, session=self.session)
+            other = decode(peer_seal, max_bytes=4096, session=self.session, expect=(MsgType.SEAL,))
+            other.verify(expected_sender=self.peer)
+            seals = (own_seal, other) if self.role == 0 else (other, own_seal)
+        a0, a1 = (own, peer) if self.role == 0 else (peer, own)
+        x, n = open_aggregate(self.config, a0, a1, session=self.session, roster=self._round_roster,
+                              model_digest=self.head_, seals=seals)
+        self.head_model_ = next_model(self.head_model_, x, n, self.config)
+        self.head_ = crypto.model_digest(self.head_model_)
+        self.head_round_, self.head_released_ = 0, False
+        self._save_chain()
+        log.info("round %d verified: next model version %s", self.round_, self.head_.hex()[:16])
+        return True
+
     # --- enrolment ------------------------------------------------------------------------------
-    def sign_roster(self, members, *, version: int) -> bytes:
+    def sign_roster(self, members, *, version: int, batches=None) -> bytes:
         """Sign the ROSTER message for ``members`` (the whole list of enrolled client keys) with this server's key.
 
-        Raises :class:`ConfigError` on a duplicate key, a key that is not 32 bytes, a server's own key,
-        or a version not above the installed roster's.
+        ``batches`` gives each member's participation batch (default: :func:`plan_batches`). Raises
+        :class:`ConfigError` on a duplicate key, a key that is not 32 bytes, an identity, small-order or
+        invalid Ed25519 key, a server's own key, a version not above the installed roster's, or batches
+        that break the batch policy (:func:`check_batches`).
         """
         members = list(members)
         bad = [m for m in members if not isinstance(m, bytes) or len(m) != 32]
         if bad:
             raise ConfigError(f"{len(bad)} roster entries are not 32-byte Ed25519 public keys")
+        weak = [m for m in members if crypto.is_weak_ed25519_key(m)]
+        if weak:
+            raise ConfigError(f"{len(weak)} roster entries are identity, small-order or invalid Ed25519 keys, whose "
+                              "signatures anyone can forge")
         seen: set[bytes] = set()
         for m in members:
             if m in seen:
@@ -757,7 +1102,16 @@ class _Server(ABC):
             raise ConfigError(f"roster version must be an int >= 1, got {version!r}")
         if self.roster_ is not None and version <= self.roster_.version:
             raise ConfigError(f"roster version {version} is not above the installed version {self.roster_.version}")
-        return encode(MsgType.ROSTER, self.session, 0, {"version": version, "ids": members}, self.keys.sign)
+        order = sorted(range(len(members)), key=members.__getitem__)
+        if batches is None:
+            batches = plan_batches(members, batch_size=self.config.batch_size, previous=self.roster_)
+        else:
+            batches = [int(batches[j]) for j in order]
+        members = [members[j] for j in order]
+        check_batches(members, batches, batch_size=self.config.batch_size, previous=self.roster_)
+        return encode(MsgType.ROSTER, self.session, 0,
+                      {"version": version, "ids": members, "batches": np.asarray(batches, dtype=np.uint32)},
+                      self.keys.sign)
 
     def install_roster(self, roster: Roster) -> None:
         """Enforce ``roster`` from the next announced round on (both signatures checked; versions only increase)."""
@@ -770,6 +1124,7 @@ class _Server(ABC):
                 raise ReplayError(f"a different roster with the installed version {checked.version}: "
                                   "sign a new roster with a higher version")
             return
+        check_batches(checked.members, checked.batches, batch_size=self.config.batch_size, previous=self.roster_)
         self.roster_ = checked
         if self.state_dir is not None and not self._replaying:
             _atomic_write(self.state_dir / "roster.bin", checked.to_bytes())
@@ -783,7 +1138,9 @@ class _Server(ABC):
         self.uploads_: dict[bytes, dict] = {}
         self.closed_ = False
         self.members_: frozenset = roster.member_set if roster is not None else frozenset()
+        self._round_roster: Roster | None = roster
         self.roster_digest_ = roster.digest if roster is not None else bytes(32)
+        self.nonce_ = bytes(NONCE_BYTES)
         self.participants_: tuple[bytes, ...] | None = None
         self.sketch_commits_: dict[bytes, bytes] = {}
         self._peer_seal_commit: bytes | None = None
@@ -833,10 +1190,10 @@ class _Server(ABC):
                     break  # torn final write: that message was never acknowledged
                 kind, *args = msgpack.unpackb(data[pos + 8:pos + 8 + size], raw=False)
                 pos += 8 + size
-                if kind == "announce":  # the round keeps the roster it was announced with
+                if kind == "announce":  # the round keeps the roster and nonce it was announced with
                     rr = Roster.from_bytes(args[2], s0=self._s0_key, s1=self._s1_key,
                                            session=self.session) if len(args) > 2 and args[2] else None
-                    self._announce(args[0], args[1], rr)
+                    self._announce(args[0], args[1], rr, nonce=args[3], retry=args[4])
                 elif kind == "msg":
                     self.receive(args[0])
                 elif kind == "agree":
@@ -851,7 +1208,14 @@ class _Server(ABC):
 
     # --- round lifecycle --------------------------------------------------------------------------
     def announce(self, rnd: int, model_digest: bytes) -> bytes:
-        """Open round ``rnd`` for the model with this 32-byte digest; returns the signed ANNOUNCE."""
+        """Open round ``rnd`` for the model with this 32-byte digest; returns the signed ANNOUNCE.
+
+        The model must be this server's current model version (the initial model, or the successor of
+        the last aggregate it verified, see :meth:`advance`) and the server must not have released an
+        aggregate for it: otherwise :class:`~janus_sa.errors.ModelReplayError`. A second round on the same
+        version (after a round that failed before this server released anything) carries ``retry``, the
+        earlier round's number, which lets clients that uploaded in it upload again.
+        """
         if not isinstance(rnd, int) or rnd < 0:
             raise ConfigError(f"round must be a non-negative int, got {rnd!r}")
         if self.round_ is not None and rnd <= self.round_:
@@ -860,14 +1224,25 @@ class _Server(ABC):
             raise ConfigError("model_digest must be 32 bytes (see janus_sa.model_digest)")
         if self.roster_ is None:
             raise ProtocolError("no roster installed: enrol the clients first (janus_sa.enroll or the enroll command)")
-        return self._announce(rnd, model_digest, self.roster_)
+        if model_digest != self.head_:
+            raise ModelReplayError("the model is not this server's current model version (the initial model or the "
+                                   "successor of the last aggregate it verified): refused, since two rounds on the "
+                                   "same or a nudged model could be subtracted")
+        if self.head_released_:
+            raise ModelReplayError(f"this server already released an aggregate for this model version (round "
+                                   f"{self.head_round_}); a second round on it could be subtracted from the first")
+        retry = self.head_round_
+        self.head_round_ = rnd
+        self._save_chain()
+        return self._announce(rnd, model_digest, self.roster_, nonce=self.start_nonce, retry=retry)
 
-    def _announce(self, rnd: int, model_digest: bytes, roster: Roster | None) -> bytes:
+    def _announce(self, rnd: int, model_digest: bytes, roster: Roster | None, *, nonce: bytes, retry: int) -> bytes:
         self._reset(rnd, model_digest, roster)
-        self._persist(["announce", rnd, model_digest, roster.to_bytes() if roster is not None else b""])
+        self.nonce_ = nonce
+        self._persist(["announce", rnd, model_digest, roster.to_bytes() if roster is not None else b"", nonce, retry])
         self.announcement_ = encode(MsgType.ANNOUNCE, self.session, rnd,
                                     {"model_digest": model_digest, "config_digest": self.config.digest,
-                                     "roster_digest": self.roster_digest_},
+                                     "roster_digest": self.roster_digest_, "nonce": nonce, "retry": retry},
                                     self.keys.sign)
         return self.announcement_
 
@@ -895,6 +1270,9 @@ class _Server(ABC):
                 raise RoundClosedError("uploads are closed for the current round (the participant list is fixed)")
             if msg.body["model_digest"] != self.model_digest_:
                 raise ModelInconsistencyError("upload is for a model other than the one announced")
+            own_nonce = msg.body["nonces"][NONCE_BYTES * self.role:NONCE_BYTES * (self.role + 1)]
+            if own_nonce != self.nonce_:
+                raise ReplayError("upload names another announcement of this round (captured before a restart?)")
             has_c = bool(msg.body["commitment"])
             if has_c != (self.config.mode == "exact"):
                 raise MalformedMessageError(f"{self.config.mode} mode {'needs' if not has_c else 'takes no'} "
@@ -958,14 +1336,21 @@ class _Server(ABC):
                 log.warning("round %d: %d uploads failed the consistency check (commitments disagree with each "
                             "other or with the masked vector); excluded", self.round_, len(self.inconsistent_))
             both -= set(self.inconsistent_)
-        agreed = tuple(sorted(both))
+        # batch policy: a client is aggregated only with its whole batch
+        split = self._round_roster.incomplete_batches(both) if self._round_roster is not None else set()
+        if split:
+            log.warning("round %d: %d clients left out because a member of their batch is missing", self.round_,
+                        len(split))
+        agreed = tuple(sorted(both - split))
         # only roster members are named: a peer listing keys nobody enrolled gets no signed claim about them
-        one_side = ((set(self.uploads_) | set(peer_ids)) & self.members_) - set(agreed) - set(self.inconsistent_)
-        self.excluded_ = tuple(sorted([(c, 1) for c in self.inconsistent_] + [(c, 2) for c in one_side]))
-        if len(agreed) < self.config.threshold:
+        one_side = ((set(self.uploads_) | set(peer_ids)) & self.members_) - both - set(self.inconsistent_)
+        self.excluded_ = tuple(sorted([(c, 1) for c in self.inconsistent_] + [(c, 2) for c in one_side]
+                                      + [(c, 3) for c in split]))
+        threshold = self.config.threshold_for(len(self.members_))
+        if len(agreed) < threshold:
             raise TooFewParticipantsError(
                 f"{len(agreed)} clients reached both servers (own {len(self.uploads_)}, peer lists "
-                f"{len(msg.body['ids'])}); at least min_participants={self.config.threshold} are required")
+                f"{len(msg.body['ids'])}); at least min_participants={threshold} are required")
         self.config.quantizer.check_capacity(len(agreed))
         self.participants_ = agreed
         self._aggregate_uploads(agreed)
@@ -1031,6 +1416,9 @@ class _Server(ABC):
         # recomputes both from its secrets and sees which server's pair is false
         pairs = [(self._checks()[c], self._peer_checks[c]) for c, b in self.excluded_ if b == 1]
         checks = b"".join(own + peer if self.role == 0 else peer + own for own, peer in pairs)
+        if self.model_digest_ == self.head_ and not self.head_released_:
+            self.head_released_ = True  # no second round on this model version (see announce)
+            self._save_chain()
         return encode(self.aggregate_type, self.session, self.round_,
                       {"participants_digest": participants_digest(agreed), "n": len(agreed),
                        "model_digest": self.model_digest_, "value": self._value, "commitment": commitment,

@@ -36,7 +36,9 @@ class RoundReport:
     """Outcome of :meth:`InProcessDeployment.run_round`.
 
     ``results`` maps client id to its verified :class:`RoundResult`; ``errors`` maps client id to the
-    exception raised while verifying (a rejected aggregate); ``stats`` holds per-client costs.
+    exception raised while verifying (a rejected aggregate); ``stats`` holds per-client costs;
+    ``server_errors`` maps ``"S0"``/``"S1"`` to the error a server raised when it checked the other's
+    aggregate (it then stays at the round's model version and refuses to announce another round on it).
     """
 
     round: int
@@ -44,6 +46,7 @@ class RoundReport:
     errors: dict[bytes, JanusError] = field(default_factory=dict)
     stats: dict[bytes, ClientStats] = field(default_factory=dict)
     server_seconds: float = 0.0
+    server_errors: dict[str, JanusError] = field(default_factory=dict)
 
 
 class InProcessDeployment:
@@ -58,6 +61,9 @@ class InProcessDeployment:
         The configuration all parties share.
     state_dir : str or os.PathLike, optional
         S0 and S1 persist their round logs under ``state_dir/s0`` and ``state_dir/s1``.
+    model : ndarray of shape (dim,), optional
+        The initial model (default zeros); each round's model is the successor of the previous verified
+        aggregate, ``w + learning_rate * mean`` (:attr:`model`).
 
     Attributes
     ----------
@@ -71,6 +77,8 @@ class InProcessDeployment:
         The roster both servers signed for the current clients (a new version on every join or leave).
     round : int
         The number of the most recent round.
+    model : ndarray of shape (dim,)
+        The current model version (S0's copy), the model the next round announces.
 
     Examples
     --------
@@ -87,42 +95,51 @@ class InProcessDeployment:
     True
     """
 
-    def __init__(self, *, config: JanusConfig, state_dir: str | os.PathLike | None = None) -> None:
+    def __init__(self, *, config: JanusConfig, state_dir: str | os.PathLike | None = None,
+                 model: np.ndarray | None = None) -> None:
         self.config = config.validate()
         self.session = os.urandom(16)
         self.keys0, self.keys1 = ServerKeys(), ServerKeys()
         sd = (lambda r: None) if state_dir is None else (lambda r: os.path.join(state_dir, r))
         self.s0 = AggregationServer(config=config, keys=self.keys0, session=self.session,
-                                    peer=self.keys1.sign.public, state_dir=sd("s0"))
+                                    peer=self.keys1.sign.public, state_dir=sd("s0"), model=model)
         self.s1 = MaskServer(config=config, keys=self.keys1, session=self.session,
-                             peer=self.keys0.sign.public, state_dir=sd("s1"))
+                             peer=self.keys0.sign.public, state_dir=sd("s1"), model=model)
         self.clients: dict[bytes, JanusClient] = {}
         self.roster: Roster | None = self.s0.roster_
         self.round = 0
 
-    def _enroll(self) -> None:
+    def _enroll(self, clients: dict[bytes, JanusClient]) -> None:
         version = 1 if self.roster is None else self.roster.version + 1
-        self.roster = enroll(self.clients, version=version, s0=self.s0, s1=self.s1)
+        self.roster = enroll(clients, version=version, s0=self.s0, s1=self.s1)  # raises before any change
+        self.clients = clients
         if self.clients:
             next(iter(self.clients.values())).set_roster(self.roster)  # checks both signatures
         for c in self.clients.values():
             c.roster_ = self.roster  # the same checked bytes for every in-process client (O(n), not O(n^2))
 
+    @property
+    def model(self) -> np.ndarray:
+        """The current model version: the weights the next round announces."""
+        assert self.s0.head_model_ is not None
+        return self.s0.head_model_
+
     def add_clients(self, n: int) -> list[bytes]:
-        """Create and enrol ``n`` new clients (a new roster version). Returns their ids."""
+        """Create and enrol ``n`` new clients (a new roster version) at the current model. Returns their ids."""
         new = [JanusClient(config=self.config, s0=self.keys0.public, s1=self.keys1.public,
-                           session=self.session) for _ in range(n)]
-        self.clients.update((c.id, c) for c in new)
-        self._enroll()
+                           session=self.session, model=self.s0.head_model_) for _ in range(n)]
+        self._enroll({**self.clients, **{c.id: c for c in new}})
         return [c.id for c in new]
 
     def remove_clients(self, ids: Iterable[bytes]) -> None:
         """Forget and revoke the clients ``ids`` (a new roster version without them)."""
-        for cid in ids:
-            self.clients.pop(cid)
-        self._enroll()
+        gone = set(ids)
+        missing = gone - set(self.clients)
+        if missing:
+            raise ConfigError(f"remove_clients: {len(missing)} ids are not current clients")
+        self._enroll({c: v for c, v in self.clients.items() if c not in gone})
 
-    def run_round(self, updates: Mapping[bytes, np.ndarray], *, model: bytes | np.ndarray = b"",
+    def run_round(self, updates: Mapping[bytes, np.ndarray], *, model: bytes | np.ndarray | None = None,
                   drop_before_s1: Iterable[bytes] = (), drop_before_sketch: Iterable[bytes] = (),
                   workers: int = 1, received_models: Mapping[bytes, bytes | np.ndarray] | None = None) -> RoundReport:
         """Run one full round: announce, upload, agree, aggregate, and verify at every client.
@@ -132,7 +149,8 @@ class InProcessDeployment:
         updates : mapping of bytes to ndarray of shape (dim,)
             Each uploading client's id and its float update.
         model : bytes or ndarray, optional
-            The global model of the round; its digest is announced and checked by every party.
+            The model the round announces (default: the current version, :attr:`model`). Both servers and
+            every client refuse any other (:class:`~janus_sa.errors.ModelReplayError`).
         drop_before_s1 : iterable of bytes, optional
             Clients that crash after their S0 upload (so they are outside the agreed set).
         drop_before_sketch : iterable of bytes, optional
@@ -154,6 +172,7 @@ class InProcessDeployment:
         if not isinstance(workers, int) or workers < 1:
             raise ConfigError(f"workers must be an int >= 1, got {workers!r}")
         self.round += 1
+        model = self.model if model is None else model
         rnd, digest = self.round, model_digest(model)
         report = RoundReport(round=rnd)
         stats = report.stats
@@ -177,10 +196,10 @@ class InProcessDeployment:
             stats[cid].download_bytes += len(ann0) + len(ann1)
             try:
                 client.begin_round(ann0, ann1, model=received.get(cid, model))
+                return client.upload(updates[cid]) if cid in updates else None
             except JanusError as err:
                 report.errors[cid] = err
                 return None
-            return client.upload(updates[cid]) if cid in updates else None
 
         drop1 = set(drop_before_s1)
         ids = list(self.clients)
@@ -213,6 +232,13 @@ class InProcessDeployment:
                     self.s1.receive(up.to_s1)
             t = time.process_time()
             agg0, agg1 = self.s0.aggregate(), self.s1.aggregate()
+            # each server checks the other's aggregate and moves to the successor model version
+            for name, server, peer_agg, peer_seal in (("S0", self.s0, agg1, seals.get("seal1")),
+                                                      ("S1", self.s1, agg0, seals.get("seal0"))):
+                try:
+                    server.advance(peer_agg, peer_seal=peer_seal)
+                except JanusError as err:
+                    report.server_errors[name] = err
             report.server_seconds += time.process_time() - t
 
             def verify(cid):

@@ -31,6 +31,7 @@ from janus_sa.crypto import (
 from janus_sa.errors import (
     MalformedMessageError,
     OversizedMessageError,
+    SignatureError,
     UnknownMessageTypeError,
     UnsupportedVersionError,
     WrongSessionError,
@@ -40,6 +41,7 @@ MAGIC = b"JSA"
 VERSION = 1
 SESSION_BYTES = 16
 MAX_ROUND = 2**63 - 1
+NONCE_BYTES = 16
 
 
 class MsgType(IntEnum):
@@ -65,11 +67,16 @@ _AGG = [("participants_digest", ("b", 32)), ("n", ("int", 0, 2**32)), ("model_di
         ("value", "u32vec"), ("commitment", "point"), ("randomness", "scalar"), ("ids", "ids"),
         ("excluded", "ids"), ("reasons", "blob"), ("checks", "blob")]
 SCHEMAS: dict[MsgType, list[tuple[str, Any]]] = {
-    MsgType.ANNOUNCE: [("model_digest", ("b", 32)), ("config_digest", ("b", 32)), ("roster_digest", ("b", 32))],
+    # nonce: drawn afresh each time the server starts; retry: the earlier round on the same model version
+    # that this server certifies ended without it releasing an aggregate (0 on a version's first round)
+    MsgType.ANNOUNCE: [("model_digest", ("b", 32)), ("config_digest", ("b", 32)), ("roster_digest", ("b", 32)),
+                       ("nonce", ("b", NONCE_BYTES)), ("retry", ("int", 0, MAX_ROUND))],
+    # nonces: S0's then S1's announcement nonce of the round (an upload captured before a restart is refused)
     MsgType.UPLOAD0: [("model_digest", ("b", 32)), ("masked", "u32vec"),
-                      ("seed_ct", ("b", SEED_CIPHERTEXT_BYTES)), ("commitment", "opt_point")],
+                      ("seed_ct", ("b", SEED_CIPHERTEXT_BYTES)), ("commitment", "opt_point"),
+                      ("nonces", ("b", 2 * NONCE_BYTES))],
     MsgType.UPLOAD1: [("model_digest", ("b", 32)), ("seed_ct", ("b", SEED_CIPHERTEXT_BYTES)),
-                      ("commitment", "opt_point")],
+                      ("commitment", "opt_point"), ("nonces", ("b", 2 * NONCE_BYTES))],
     MsgType.PARTICIPANTS: [("ids", "ids"), ("checks", "blob")],
     MsgType.SEAL: [("participants_digest", ("b", 32)), ("n", ("int", 0, 2**32)),
                    ("value_digest", ("b", 32)), ("nonce", ("b", 32)), ("peer_commitment", ("b", 32))],
@@ -78,7 +85,7 @@ SCHEMAS: dict[MsgType, list[tuple[str, Any]]] = {
     MsgType.SKETCH_COMMIT: [("commitment", "point")],
     MsgType.AGGREGATE0: _AGG,
     MsgType.AGGREGATE1: _AGG,
-    MsgType.ROSTER: [("version", ("int", 1, 2**32)), ("ids", "ids")],
+    MsgType.ROSTER: [("version", ("int", 1, 2**32)), ("ids", "ids"), ("batches", "u32vec")],
     MsgType.REQUEST: [("method", ("int", 0, 255))],
 }
 
@@ -101,8 +108,6 @@ class Message:
 
     def verify(self, expected_sender: bytes | None = None) -> Message:
         """Check the Ed25519 signature (and, if given, that ``sender`` is the expected key)."""
-        from janus_sa.errors import SignatureError
-
         if expected_sender is not None and self.sender != expected_sender:
             raise SignatureError("message is not from the expected sender key")
         verify_signature(self.sender, self.signature, self.signed_payload())
