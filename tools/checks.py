@@ -11,7 +11,8 @@
                                               #     (dry run) name `pip install "<dist>[cli]"` in one line
     python tools/checks.py shape [--root R]   # (d) every member has the monorepo's shape (README sections,
                                               #     no process words, LICENSE, py.typed, CHANGELOG, DATA.md,
-                                              #     extras, project URLs; see check_shape)
+                                              #     extras, project URLs, tests/test_param_contract.py calling
+                                              #     assert_rejects; see check_shape)
     python tools/checks.py lowest --packages fastpd   # declared lower bounds (tools/lowest.py)
 
 Each failure is printed as ``path:line: message``; the exit code is 1 when anything failed.
@@ -20,6 +21,7 @@ Each failure is printed as ``path:line: message``; the exit code is 1 when anyth
 from __future__ import annotations
 
 import argparse
+import ast
 import hashlib
 import json
 import os
@@ -123,12 +125,15 @@ README_SECTIONS = ("Install", "Example", "API", "Agreement with peers", "Benchma
 # Words about how the work was organised, not about the method: they belong in studies/ and CHANGELOGs.
 PROCESS_WORDS = tuple(re.compile(pattern, re.IGNORECASE) for pattern in (
     r"\bissues? #?\d+",
-    r"(?<![\w&])#\d+\b",
+    r"(?<![\w&\[])#\d+\b",  # not a SMARTS atom ([#7]) or an HTML entity
     r"\bitems? \d+",
     r"\bacceptance\b",
     r"pre-?registered",
     r"\b(outside|independent) review",
-    r"\b(this|last|next|previous|earlier) (round|session)\b",
+    r"\b(this|last|next|previous|earlier) session\b",
+    # a round of work, not a protocol's round ("the next round announces the model" is domain language)
+    r"\b(numbers|results|figures|fixes|changes|work|review|reruns?|runs?) (from|of|in) "
+    r"(this|the last|the previous|an earlier|the earlier) round\b",
     r"\bround[- ]\d+ (re)?run",
 ))
 # Extra names that have a canonical spelling in this monorepo.
@@ -261,6 +266,24 @@ def pyproject_problems(member: Member, root: Path) -> list[Problem]:
     return problems
 
 
+def param_contract_problems(member: Member) -> list[Problem]:
+    """tests/test_param_contract.py exists and calls ``icml25_shared.testing.assert_rejects``."""
+    path = member.path / "tests" / "test_param_contract.py"
+    if not path.is_file():
+        return [Problem(path, 1, "tests/test_param_contract.py is missing: call icml25_shared.testing.assert_rejects "
+                                 "on each public entry point (a wrong type -> TypeError, a wrong value -> ValueError, "
+                                 "both naming the parameter)")]
+    tree = ast.parse(path.read_text(), filename=str(path))
+    imported = any(isinstance(node, ast.ImportFrom) and node.module == "icml25_shared.testing"
+                   and any(alias.name == "assert_rejects" for alias in node.names) for node in ast.walk(tree))
+    calls = sum(isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "assert_rejects"
+                for node in ast.walk(tree))
+    if not imported or not calls:
+        return [Problem(path, 1, "tests/test_param_contract.py does not call assert_rejects imported from "
+                                 "icml25_shared.testing")]
+    return []
+
+
 def check_shape(members: list[Member], root: Path = ROOT) -> list[Problem]:
     """(d) the shape every member shares (the module docstring's list)."""
     problems: list[Problem] = []
@@ -269,6 +292,7 @@ def check_shape(members: list[Member], root: Path = ROOT) -> list[Problem]:
         problems += pyproject_problems(member, root)
         if member.module == SHARED_IMPORT:
             continue
+        problems += param_contract_problems(member)
         readme = member.path / "README.md"
         if readme.is_file():
             problems += readme_problems(readme)

@@ -95,7 +95,31 @@ def workspace(tmp_path):
     (member / "CHANGELOG.md").write_text("# Changelog\n\n## Unreleased\n\n- item 3 of the issue #4 (headings aside)\n")
     (member / "pyproject.toml").write_text(PYPROJECT)
     shutil.copy(ROOT / "LICENSE", member / "LICENSE")
+    (member / "tests").mkdir()
+    (member / "tests" / "test_param_contract.py").write_text(PARAM_CONTRACT)
     return tmp_path
+
+
+PARAM_CONTRACT = """from icml25_shared.testing import assert_rejects
+
+from toy_method import thing
+
+
+def test_contract():
+    assert_rejects(thing, "n", wrong_type="1", wrong_value=-1)
+"""
+
+
+def test_param_contract_test_is_required_and_must_call_assert_rejects(workspace):
+    contract = member(workspace) / "tests" / "test_param_contract.py"
+    contract.unlink()
+    assert any("test_param_contract.py is missing" in p for p in problems(workspace))
+    contract.write_text("def test_contract():\n    assert True\n")
+    assert any("does not call assert_rejects" in p for p in problems(workspace))
+    contract.write_text(PARAM_CONTRACT.replace("assert_rejects(thing", "print(thing"))
+    assert any("does not call assert_rejects" in p for p in problems(workspace))
+    contract.write_text(PARAM_CONTRACT)
+    assert problems(workspace) == []
 
 
 def shape(root: Path) -> tuple[int, str]:
@@ -138,7 +162,8 @@ def test_every_process_pattern_is_caught_in_src(workspace, text):
 
 def test_plain_words_are_not_process_words(workspace):
     source = member(workspace) / "src" / "toy_method" / "core.py"
-    source.write_text('"""Core: items, issues, rounding, colour #1f77b4, A&#39;s, item(s)."""\n')
+    source.write_text('"""Core: items, issues, rounding, colour #1f77b4, A&#39;s, item(s), SMARTS [#7]-[OX2],\n'
+                      'the next round announces the model, uploaded in this round."""\n')
     assert problems(workspace) == []
 
 

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
 from icml25_shared.random import RandomStateLike, check_random_state
+from icml25_shared.validation import Interval, check_params
 
 __all__ = ["BootstrapInterval", "bootstrap_mean"]
 
@@ -87,9 +87,11 @@ def bootstrap_mean(x: np.ndarray | list[float], *, confidence: float = 0.95, n_r
 
     Raises
     ------
+    TypeError
+        When ``confidence`` is not a float, ``n_resamples`` not an int or ``random_state`` of another type.
     ValueError
         When ``x`` has fewer than two values or a non-finite one, ``confidence`` is outside (0, 1), or
-        ``n_resamples`` is not a positive int.
+        ``n_resamples`` is below 1.
 
     Examples
     --------
@@ -102,15 +104,14 @@ def bootstrap_mean(x: np.ndarray | list[float], *, confidence: float = 0.95, n_r
     >>> bootstrap_mean([2.0, 4.0, 6.0, 8.0], random_state=0) == ci
     True
     """
+    check_params({"confidence": confidence, "n_resamples": n_resamples, "random_state": random_state},
+                 {"confidence": [Interval(float, 0, 1, closed="neither")], "n_resamples": [Interval(int, 1, None)],
+                  "random_state": ["random_state"]}, owner="bootstrap_mean")
     values = np.asarray(x, dtype=np.float64).ravel()
     if values.size < 2:
         raise ValueError(f"x needs at least two values, got {values.size}")
     if not np.all(np.isfinite(values)):
         raise ValueError("x contains NaN or infinity")
-    if not 0.0 < float(confidence) < 1.0:
-        raise ValueError(f"confidence must lie in (0, 1), got {confidence!r}")
-    if isinstance(n_resamples, bool) or not isinstance(n_resamples, numbers.Integral) or n_resamples < 1:
-        raise ValueError(f"n_resamples must be a positive int, got {n_resamples!r}")
     rng = check_random_state(random_state)
     means = values[rng.integers(0, values.size, size=(int(n_resamples), values.size))].mean(axis=1)
     tail = (1.0 - float(confidence)) / 2.0
