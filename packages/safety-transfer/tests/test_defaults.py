@@ -235,8 +235,14 @@ def test_load_local_model_errors(tmp_path):
         load_local_model(tmp_path / "missing")
     GPTNeoXConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=64).save_pretrained(
         tmp_path)
-    with pytest.raises(ValueError, match=r"unsupported architecture 'gpt_neox'.*'llama', 'qwen2', 'gemma2'"):
+    with pytest.raises(FileNotFoundError, match="no tokenizer files"):  # a causal LM: accepted, then the tokenizer
         load_local_model(tmp_path)
+    from transformers import ViTConfig
+
+    ViTConfig(hidden_size=32, num_hidden_layers=1, num_attention_heads=4, intermediate_size=64).save_pretrained(
+        tmp_path / "vit")
+    with pytest.raises(ValueError, match=r"unsupported architecture 'vit'.*no causal LM"):
+        load_local_model(tmp_path / "vit")
 
 
 @pytest.mark.parametrize("family", ["qwen2", "gpt2"])

@@ -80,8 +80,9 @@ def test_locators_and_layer_errors(families):
 
     opt = transformers.OPTForCausalLM(transformers.OPTConfig(vocab_size=50, hidden_size=16, num_hidden_layers=1,
                                                              ffn_dim=32, num_attention_heads=2, word_embed_proj_dim=16))
-    with pytest.raises(ValueError, match=r"unsupported architecture 'opt'.*'gemma2', 'gpt2', 'llama', 'mistral'"):
-        decoder_layers(opt)
+    assert decoder_layers(opt) is opt.model.decoder.layers  # located by structure, not by name
+    with pytest.raises(ValueError, match=r"no decoder-layer list found in Linear"):
+        decoder_layers(torch.nn.Linear(2, 2))
 
 
 @pytest.mark.parametrize("alpha", [math.inf, math.nan, "1"])

@@ -131,8 +131,15 @@ def test_transfer_errors_name_the_cause(source_model, target_model, tok):
     with pytest.raises(ValueError, match="alpha must be a finite"):
         mapped_vector(right, torch.zeros(3, 64), torch.zeros(64), alpha=float("nan"))
     other_vocab = tiny_causal_lm("qwen2", vocab_size=300, hidden_size=128, num_layers=4, random_state=0)
-    with pytest.raises(ValueError, match="one shared tokenizer"):
+    with pytest.warns(UserWarning, match="pass source_tokenizer and target_tokenizer"):
         with mapped_replacement(source_model, other_vocab, right, source_layer=1, target_layer=2):
+            pass
+    from safety_transfer import bpe_tokenizer, byte_tokenizer
+
+    other = bpe_tokenizer(["the cat sat on the mat"] * 20, vocab_size=275)
+    with pytest.raises(ValueError, match="one shared tokenizer"):
+        with mapped_replacement(source_model, other_vocab, right, source_layer=1, target_layer=2,
+                                source_tokenizer=byte_tokenizer(), target_tokenizer=other):
             pass
     with pytest.raises(ValueError, match="share one architecture"):
         SafetySwitch(source_model, tiny_causal_lm("gpt2", hidden_size=64), identity(64), layer=0)

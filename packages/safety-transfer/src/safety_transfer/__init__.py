@@ -22,7 +22,7 @@ if TYPE_CHECKING:  # static imports for type checkers and the API docs; at run t
         collect_pairs,
     )
     from safety_transfer.hooks import (
-        SUPPORTED_ARCHITECTURES,
+        LAYER_PATHS,
         ablate_direction,
         add_vector,
         check_layer,
@@ -66,7 +66,7 @@ _WHERE = {
     "align_offsets": "activations",
     "collect_activations": "activations",
     "collect_pairs": "activations",
-    "SUPPORTED_ARCHITECTURES": "hooks",
+    "LAYER_PATHS": "hooks",
     "ablate_direction": "hooks",
     "add_vector": "hooks",
     "check_layer": "hooks",
@@ -113,7 +113,7 @@ __all__ = [
     "AffineMapper",
     "AutoEncoderMapper",
     "MappingMetrics",
-    "SUPPORTED_ARCHITECTURES",
+    "LAYER_PATHS",
     "SafetySwitch",
     "SteeringVector",
     "SubstitutionMetrics",

@@ -225,7 +225,8 @@ def collect_activations(model: nn.Module, tokenizer: Any, texts: Sequence[str], 
     texts : sequence of str
         At least one non-empty text.
     layer : int
-        Decoder layer (``output_hidden_states[layer + 1]``).
+        Decoder layer (its output; ``output_hidden_states[layer + 1]`` except at the last layer, where
+        transformers stores the state after the final norm).
     positions : {"all", "last"}, default "all"
         Keep every non-padding token or only each text's last one.
     batch_size : int, default 8

@@ -1,7 +1,9 @@
 """Decoder-layer locators and context managers that read, add to, replace or ablate a layer's output.
 
-Layer ``l`` means the residual stream after decoder layer ``l`` (0-based): entry ``l + 1`` of
-``output_hidden_states``. Every context manager removes its hooks on exit, so the model computes
+Layer ``l`` means the residual stream after decoder layer ``l`` (0-based, the layer's own output). For
+``l < L - 1`` that is entry ``l + 1`` of ``output_hidden_states``; at the last layer it is not:
+transformers stores the state after the final norm there (``model.norm``, GPT-2's ``ln_f``), while
+:func:`read_layer` returns the last layer's output before that norm. Every context manager removes its hooks on exit, so the model computes
 bitwise what it computed before; none of them changes a parameter.
 """
 
@@ -16,13 +18,13 @@ from typing import Any
 import torch
 from torch import nn
 
-__all__ = ["SUPPORTED_ARCHITECTURES", "ablate_direction", "add_vector", "check_layer", "decoder_layers",
+__all__ = ["LAYER_PATHS", "ablate_direction", "add_vector", "check_layer", "decoder_layers",
            "hidden_size", "num_layers", "read_layer", "replace_layer"]
 
-# model_type -> attribute path of the decoder layers, from the *ForCausalLM or the bare model
-SUPPORTED_ARCHITECTURES = {"llama": "model.layers", "qwen2": "model.layers", "gemma2": "model.layers",
-                           "mistral": "model.layers", "gpt2": "transformer.h"}
-"""Supported ``model_type`` values and the attribute path of their decoder-layer list."""
+LAYER_PATHS = ("model.layers", "model.language_model.layers", "language_model.model.layers", "transformer.h",
+               "gpt_neox.layers", "model.decoder.layers", "transformer.blocks", "layers")
+"""Attribute paths tried first for the decoder-layer list (Llama, Qwen2/3, Gemma2/3, Mistral, Phi-3, GPT-2, NeoX,
+OPT, multimodal wrappers); any other model is searched for it (see :func:`decoder_layers`)."""
 
 Tokens = slice | None
 
@@ -36,13 +38,46 @@ def _model_type(model: nn.Module) -> str:
     return str(getattr(config, "model_type", type(model).__name__))
 
 
+def _text_config(model: nn.Module) -> Any:
+    config = getattr(model, "config", None)
+    getter = getattr(config, "get_text_config", None)
+    return getter() if callable(getter) else config
+
+
+def _configured_layers(model: nn.Module) -> int | None:
+    config = _text_config(model)
+    for name in ("num_hidden_layers", "n_layer", "num_layers"):
+        value = getattr(config, name, None)
+        if isinstance(value, int) and value > 0:
+            return value
+    return None
+
+
+def _resolve(model: nn.Module, path: str) -> Any:
+    obj: Any = model
+    for part in path.split("."):
+        obj = getattr(obj, part, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def _is_layer_list(obj: Any, expected: int | None) -> bool:
+    return (isinstance(obj, nn.ModuleList) and len(obj) > 0 and (expected is None or len(obj) == expected)
+            and len({type(m) for m in obj}) == 1)
+
+
 def decoder_layers(model: nn.Module) -> nn.ModuleList:
-    """The decoder layers of a Llama, Qwen2, Gemma2, Mistral or GPT-2 model.
+    """The decoder layers of a transformer language model, located by structure.
+
+    The paths of :data:`LAYER_PATHS` are tried first; otherwise the model's modules are searched for an
+    ``nn.ModuleList`` of ``config.num_hidden_layers`` blocks of one class (the shallowest such list).
+    Llama, Qwen2, Qwen3, Gemma2, Gemma3, Mistral, Phi-3 and GPT-2 are tested.
 
     Parameters
     ----------
     model : transformers.PreTrainedModel
-        A causal LM (``*ForCausalLM``) or its bare trunk.
+        A causal LM (``*ForCausalLM``), its bare trunk, or a wrapper holding a language model.
 
     Returns
     -------
@@ -52,20 +87,21 @@ def decoder_layers(model: nn.Module) -> nn.ModuleList:
     Raises
     ------
     ValueError
-        For any other architecture, naming the supported ones.
+        When no such list is found, naming the model class and what was looked for.
     """
-    kind = _model_type(model)
-    if kind not in SUPPORTED_ARCHITECTURES:
-        raise ValueError(f"unsupported architecture {kind!r}: decoder layers are located for "
-                         f"{sorted(SUPPORTED_ARCHITECTURES)}")
-    path = SUPPORTED_ARCHITECTURES[kind]
-    trunk_name, layers_name = path.split(".")
-    trunk = getattr(model, trunk_name, model)
-    layers = getattr(trunk, layers_name, None)
-    if not isinstance(layers, nn.ModuleList):
-        raise ValueError(f"a {kind!r} model is expected to hold its decoder layers at `{path}`; "
-                         f"{type(model).__name__} does not")
-    return layers
+    expected = _configured_layers(model)
+    for path in LAYER_PATHS:
+        found = _resolve(model, path)
+        if _is_layer_list(found, expected):
+            return found
+    candidates = [(name.count("."), name, module) for name, module in model.named_modules()
+                  if _is_layer_list(module, expected)]
+    if candidates:
+        return min(candidates, key=lambda c: (c[0], c[1]))[2]
+    wanted = f"{expected} blocks (config.num_hidden_layers)" if expected else "blocks"
+    raise ValueError(f"no decoder-layer list found in {type(model).__name__} (model_type {_model_type(model)!r}): "
+                     f"looked for an nn.ModuleList of {wanted} of one class, at {list(LAYER_PATHS)} and anywhere "
+                     "in the module tree")
 
 
 def num_layers(model: nn.Module) -> int:
@@ -74,8 +110,8 @@ def num_layers(model: nn.Module) -> int:
 
 
 def hidden_size(model: nn.Module) -> int:
-    """Residual-stream width ``d`` of ``model``."""
-    config = model.config
+    """Residual-stream width ``d`` of ``model`` (of its text model for multimodal configs)."""
+    config = _text_config(model)
     return int(getattr(config, "hidden_size", None) or config.n_embd)
 
 

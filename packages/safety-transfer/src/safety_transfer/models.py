@@ -18,8 +18,8 @@ from icml25_shared.random import RandomStateLike, check_random_state
 
 __all__ = ["FAMILIES", "bpe_tokenizer", "byte_tokenizer", "load_local_model", "tiny_causal_lm"]
 
-FAMILIES = ("llama", "qwen2", "gemma2", "mistral", "gpt2")
-"""Model families :func:`tiny_causal_lm` builds and :func:`load_local_model` accepts (``config.model_type``)."""
+FAMILIES = ("llama", "qwen2", "qwen3", "gemma2", "gemma3", "mistral", "phi3", "gpt2")
+"""Model families :func:`tiny_causal_lm` builds (``gemma3`` is the text model, ``model_type`` ``gemma3_text``)."""
 _SPECIAL = ("<pad>", "<eos>")
 # files from which AutoTokenizer builds a vocabulary (fast serialisation, sentencepiece, byte-level BPE)
 _TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "vocab.json", "spiece.model")
@@ -104,7 +104,7 @@ def tiny_causal_lm(family: str, *, vocab_size: int = 258, hidden_size: int = 64,
 
     Parameters
     ----------
-    family : {"llama", "qwen2", "gemma2", "mistral", "gpt2"}
+    family : {"llama", "qwen2", "qwen3", "gemma2", "gemma3", "mistral", "phi3", "gpt2"}
         Architecture.
     vocab_size : int, default 258
         Vocabulary size (258 matches :func:`byte_tokenizer`).
@@ -141,13 +141,15 @@ def tiny_causal_lm(family: str, *, vocab_size: int = 258, hidden_size: int = 64,
         config = tf.GPT2Config(n_embd=hidden_size, n_layer=num_layers, n_head=num_heads, n_positions=max_positions,
                                resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0, **common)
     else:
-        cls = {"llama": tf.LlamaConfig, "qwen2": tf.Qwen2Config, "gemma2": tf.Gemma2Config,
-               "mistral": tf.MistralConfig}[family]
+        cls = {"llama": tf.LlamaConfig, "qwen2": tf.Qwen2Config, "qwen3": tf.Qwen3Config, "gemma2": tf.Gemma2Config,
+               "gemma3": tf.Gemma3TextConfig, "mistral": tf.MistralConfig, "phi3": tf.Phi3Config}[family]
         extra: dict[str, Any] = {"head_dim": hidden_size // num_heads}
-        if family == "gemma2":
+        if family in ("gemma2", "gemma3"):
             extra.update(sliding_window=max_positions, query_pre_attn_scalar=hidden_size // num_heads)
-        if family == "mistral":
+        if family in ("mistral", "phi3"):
             extra.update(sliding_window=None)
+        if family == "phi3":
+            extra.pop("head_dim")
         config = cls(hidden_size=hidden_size, intermediate_size=4 * hidden_size, num_hidden_layers=num_layers,
                      num_attention_heads=num_heads, num_key_value_heads=num_heads,
                      max_position_embeddings=max_positions, tie_word_embeddings=False, **extra, **common)
@@ -163,8 +165,8 @@ def load_local_model(path: str | Path, *, dtype: Any = None, device: str | Any =
                      attn_implementation: str | None = None) -> tuple[Any, Any]:
     """Load a causal LM and its tokenizer from a local checkpoint folder (no download).
 
-    The folder's ``config.json`` is read first and its ``model_type`` checked against the supported
-    families, and the tokenizer is loaded and checked (it must encode text to tokens), before any weight
+    The folder's ``config.json`` is read first and checked to describe a causal LM that transformers
+    knows, and the tokenizer is loaded and checked (it must encode text to tokens), before any weight
     is loaded; the tokenizer gets its eos token as pad token when it has none.
 
     Parameters
@@ -188,7 +190,7 @@ def load_local_model(path: str | Path, *, dtype: Any = None, device: str | Any =
     FileNotFoundError
         When the folder, its ``config.json`` or its tokenizer files are missing (checked before the weights load).
     ValueError
-        For a ``model_type`` outside :data:`FAMILIES`, a tokenizer that encodes text to no tokens, or one with
+        For a config that is not a causal LM, a model without a decoder-layer list, a tokenizer that encodes text to no tokens, or one with
         neither pad nor eos token, or weights missing from the checkpoint (e.g. the LM head of a bare trunk,
         which transformers would initialise at random).
     """
@@ -200,8 +202,13 @@ def load_local_model(path: str | Path, *, dtype: Any = None, device: str | Any =
     if not (folder / "config.json").is_file():
         raise FileNotFoundError(f"{folder} holds no config.json: give the folder of a saved checkpoint")
     kind = json.loads((folder / "config.json").read_text()).get("model_type")
-    if kind not in FAMILIES:
-        raise ValueError(f"unsupported architecture {kind!r} in {folder}: supported model types are {list(FAMILIES)}")
+    try:
+        config = tf.AutoConfig.from_pretrained(str(folder), local_files_only=True)
+    except ValueError as exc:
+        raise ValueError(f"unsupported architecture {kind!r} in {folder}: transformers does not know it ({exc})") from None
+    if type(config) not in tf.MODEL_FOR_CAUSAL_LM_MAPPING:
+        raise ValueError(f"unsupported architecture {kind!r} in {folder}: transformers has no causal LM for it "
+                         "(AutoModelForCausalLM)")
     if not any((folder / name).is_file() for name in _TOKENIZER_FILES):
         raise FileNotFoundError(f"{folder} holds no tokenizer files (one of {list(_TOKENIZER_FILES)}): save the "
                                 "tokenizer next to the weights (tokenizer.save_pretrained)")
@@ -227,4 +234,7 @@ def load_local_model(path: str | Path, *, dtype: Any = None, device: str | Any =
         # transformers initialises them at random and only logs it: every logit would be noise
         raise ValueError(f"the checkpoint in {folder} lacks {len(missing)} weight(s) of a causal LM, e.g. "
                          f"{missing[:3]} (a bare trunk or another head?): they would be random")
+    from safety_transfer.hooks import decoder_layers
+
+    decoder_layers(model)  # a clear error now rather than at the first hook
     return model.to(device).eval(), tokenizer

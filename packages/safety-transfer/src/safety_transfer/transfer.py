@@ -13,6 +13,8 @@ vector zero-padded or cut to the target's width).
 
 from __future__ import annotations
 
+import warnings
+
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -115,13 +117,32 @@ def mapped_vector(mapper: Any, source_activations: Any, vector: Any, *, alpha: f
         return (mapper.transform(h + a * v.to(device=h.device, dtype=h.dtype)) - mapper.transform(h)).mean(dim=0)
 
 
+def _embedded_ids(model: nn.Module) -> int:
+    """Rows of the model's input embedding (ids it can embed); the config's ``vocab_size`` when unknown."""
+    getter = getattr(model, "get_input_embeddings", None)
+    embedding = getter() if callable(getter) else None
+    rows = getattr(embedding, "num_embeddings", None)
+    return int(rows) if rows is not None else int(model.config.vocab_size)
+
+
+def _same_vocabulary(first: Any, second: Any) -> bool:
+    if first is second:
+        return True
+    return bool(first.get_vocab() == second.get_vocab()
+                and getattr(first, "all_special_tokens", None) == getattr(second, "all_special_tokens", None))
+
+
 @contextmanager
 def mapped_replacement(source: nn.Module, target: nn.Module, mapper: Any, *, source_layer: int, target_layer: int,
-                       vector: Any = None, alpha: float = 1.0, tokens: slice | None = None) -> Iterator[None]:
+                       vector: Any = None, alpha: float = 1.0, tokens: slice | None = None,
+                       source_tokenizer: Any = None, target_tokenizer: Any = None) -> Iterator[None]:
     """While active, replace the target's layer output by ``M(h_s + alpha v_s)`` computed on the same ids.
 
     Each target forward first runs the source (up to ``source_layer``) on the same ``input_ids``,
-    ``attention_mask`` and ``position_ids``; the two models must therefore share a tokenizer. Forwards with a KV cache are
+    ``attention_mask`` and ``position_ids``; the two models must therefore share a tokenizer. Embedding
+    tables may differ in size (Qwen2.5-0.5B pads its vocabulary to 151936 rows, Qwen2.5-7B to 152064, with
+    one tokenizer): what matters is the tokenizers' vocabularies, compared when both are given, and that
+    every id of a forward is embedded by the source (checked on each forward). Forwards with a KV cache are
     refused (use ``generate(..., use_cache=False)``).
 
     Parameters
@@ -138,11 +159,20 @@ def mapped_replacement(source: nn.Module, target: nn.Module, mapper: Any, *, sou
         Strength.
     tokens : slice or None, default None
         Positions replaced (None: all).
+    source_tokenizer, target_tokenizer : transformers tokenizer, optional
+        The models' tokenizers; when both are given their vocabularies (tokens, ids and special tokens)
+        must be equal.
 
     Raises
     ------
     ValueError
-        When the mapper does not match the widths, a layer is out of range or alpha is not finite.
+        When the mapper does not match the widths, a layer is out of range, alpha is not finite, the
+        tokenizers differ, or (on a forward) an id is beyond the source's embedding table.
+
+    Warns
+    -----
+    UserWarning
+        When the embedding tables differ in size and no tokenizers were given to compare.
     """
     check_mapper(mapper, source, target)
     ls, lt = check_layer(source, source_layer, name="source_layer"), check_layer(target, target_layer,
@@ -150,10 +180,17 @@ def mapped_replacement(source: nn.Module, target: nn.Module, mapper: Any, *, sou
     _check_mapper_layers(mapper, ls, lt)
     a = _check_alpha(alpha)
     v = None if vector is None else _check_vector(vector, hidden_size(source), "vector")
-    if source.config.vocab_size != target.config.vocab_size:
-        raise ValueError(f"the source's vocabulary ({source.config.vocab_size}) differs from the target's "
-                         f"({target.config.vocab_size}): mapped replacement needs one shared tokenizer; use "
-                         "mapped_vector for models with different tokenizers")
+    if (source_tokenizer is None) != (target_tokenizer is None):
+        raise ValueError("mapped_replacement: give both source_tokenizer and target_tokenizer (or neither)")
+    if source_tokenizer is not None and not _same_vocabulary(source_tokenizer, target_tokenizer):
+        raise ValueError("the source's and the target's tokenizers have different vocabularies: mapped replacement "
+                         "runs both models on the same ids and needs one shared tokenizer; use mapped_vector for "
+                         "models with different tokenizers")
+    source_rows, target_rows = _embedded_ids(source), _embedded_ids(target)
+    if source_tokenizer is None and source_rows != target_rows:
+        warnings.warn(f"the source embeds {source_rows} ids and the target {target_rows}: mapped replacement needs one "
+                      "shared tokenizer; pass source_tokenizer and target_tokenizer to have them compared",
+                      UserWarning, stacklevel=3)
     seen: dict[str, Any] = {}
 
     def grab(_module: nn.Module, args: tuple, kwargs: dict) -> None:
@@ -162,6 +199,9 @@ def mapped_replacement(source: nn.Module, target: nn.Module, mapper: Any, *, sou
             raise ValueError("mapped_replacement needs input_ids (not inputs_embeds)")
         if kwargs.get("past_key_values") is not None and kwargs["past_key_values"].get_seq_length() > 0:
             raise ValueError("mapped_replacement needs full-sequence forwards: call generate(..., use_cache=False)")
+        if ids.numel() and int(ids.max()) >= source_rows:
+            raise ValueError(f"token id {int(ids.max())} is beyond the source's embedding table ({source_rows} ids): "
+                             "the two models do not share this tokenizer")
         seen["ids"], seen["mask"], seen["pos"] = ids, kwargs.get("attention_mask"), kwargs.get("position_ids")
 
     def fn(hidden: torch.Tensor) -> torch.Tensor:
