@@ -14,7 +14,6 @@ vector zero-padded or cut to the target's width).
 from __future__ import annotations
 
 import warnings
-
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
