@@ -82,7 +82,7 @@ def main() -> None:
 
     def ours(exact: bool = False, n_test: int = args.n_test) -> np.ndarray:
         cp = KandinskyCP(reg, groups=groups, exact=exact, random_state=0).conformalize(Xc, yc)
-        return cp.predict_interval(Xt[:n_test])
+        return cp.predict_interval(Xt[:n_test])[1][:, :, 0]
 
     def mapie(n_test: int = args.n_test) -> np.ndarray:
         m = ConditionalSplitConformalRegressor(feature_map, estimator=reg, confidence_level=0.9)
@@ -116,7 +116,7 @@ def main() -> None:
     report.add(row)
 
     def ours_split() -> np.ndarray:
-        return KandinskyCP(reg, groups=G.intercept(), randomize=False).conformalize(Xc, yc).predict_interval(Xt)
+        return KandinskyCP(reg, groups=G.intercept(), randomize=False).conformalize(Xc, yc).predict_interval(Xt)[1][:, :, 0]
 
     def mapie_split() -> np.ndarray:
         m = SplitConformalRegressor(reg, confidence_level=0.9, prefit=True).conformalize(Xc, yc)
@@ -132,7 +132,7 @@ def main() -> None:
 
     def ours_mondrian() -> np.ndarray:
         cp = KandinskyCP(reg, groups=G.mondrian(taxonomy), randomize=False).conformalize(Xc, yc)
-        return cp.predict_interval(Xt)
+        return cp.predict_interval(Xt)[1][:, :, 0]
 
     def crepes_mondrian() -> np.ndarray:
         cr = ConformalRegressor().fit(yc - reg.predict(Xc), bins=taxonomy(Xc))

@@ -52,7 +52,7 @@ def test_too_few_points_names_group_and_minimum(regression_split):
     cp = KandinskyCP(reg, groups=G.intercept() + tiny)
     with pytest.warns(UserWarning):
         cp.conformalize(Xc, yc)
-    width = np.diff(cp.predict_interval(Xt), axis=1)[:, 0]
+    width = np.diff(cp.predict_interval(Xt)[1][:, :, 0], axis=1)[:, 0]
     in_tiny = Xt[:, 0] > 0.985
     assert in_tiny.any() and np.all(np.isinf(width[in_tiny])) and np.all(np.isfinite(width[~in_tiny]))
 
@@ -97,7 +97,7 @@ def test_prefit_false_fits_a_clone(regression_split):
     cp = KandinskyCP(base, groups=G.intercept(), prefit=False).fit(Xc[:200], yc[:200])
     cp.conformalize(Xc[200:], yc[200:])
     assert not hasattr(base, "coef_")
-    assert cp.predict_interval(Xt).shape == (len(Xt), 2)
+    assert cp.predict_interval(Xt)[1].shape == (len(Xt), 2, 1)
 
 
 @pytest.mark.parametrize("labels", [np.array(["3"] * 5), np.array([-1] * 5), np.array([1.5] * 5), np.array([10] * 5)])
@@ -117,7 +117,7 @@ def test_confidence_level_below_one_half_warns_about_alpha(regression_split):
     reg, Xc, yc, Xt, yt = regression_split
     with pytest.warns(UserWarning, match="pass confidence_level=0.9"):
         cp = KandinskyCP(reg, groups=G.intercept(), confidence_level=[0.8, 0.1]).conformalize(Xc, yc)
-    lo, hi = cp.predict_interval(Xt)[:, 0, 1], cp.predict_interval(Xt)[:, 1, 1]
+    lo, hi = cp.predict_interval(Xt)[1][:, 0, 1], cp.predict_interval(Xt)[1][:, 1, 1]
     assert np.mean((yt >= lo) & (yt <= hi)) < 0.3  # still honoured: it is a valid level
     with warnings.catch_warnings():
         warnings.simplefilter("error")

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import logging
+import math
 import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -140,6 +141,8 @@ def group_quantile_regression(phi: np.ndarray, scores: np.ndarray, *, confidence
     if not np.all(np.isfinite(phi)) or np.any(phi < 0):
         raise ValueError("group weights must be finite and nonnegative")
     names = names or [f"group {j}" for j in range(phi.shape[1])]
+    if _is_partition(phi) and np.all(phi.any(axis=0)):
+        return _partition_fit(phi, scores, level, finite_sample_correction, names)
     rows = phantom_points(phi)
     weights = _check_group_sizes(phi, level, names, rows.sum(axis=0), finite_sample_correction)
     # With the correction, the phantoms' +infinity is a finite stand-in (_CAP standardised units):
@@ -152,6 +155,49 @@ def group_quantile_regression(phi: np.ndarray, scores: np.ndarray, *, confidence
                             n_interpolated=res.n_interpolated, cap=cap if finite_sample_correction else np.inf,
                             center=res.center, scale=res.scale, basis=res.basis,
                             columns=res.columns)
+
+
+def _partition_fit(phi: np.ndarray, scores: np.ndarray, level: float, correction: bool,
+                   names: list[str]) -> GroupQuantileFit:
+    """The LP's solution for disjoint 0/1 groups (split, class-conditional, Mondrian CP), without the LP.
+
+    Each group's threshold is its ceil(tau (n_j + 1))-th smallest score (ceil(tau n_j) without the
+    correction; ties resolved by row order), the vertex :func:`solve_quantile_lp` starts from and
+    confirms for such designs; a group whose order statistic is the phantom gets the same stand-in
+    for +infinity (reported as inf by :meth:`GroupQuantileFit.threshold`).
+    """
+    n, d = phi.shape
+    group = np.argmax(phi, axis=1)
+    counts = np.bincount(group, minlength=d)
+    weights = counts.astype(float)
+    phantom = np.ones(d)  # one phantom per group: the group's own indicator row
+    _check_group_sizes(phi, level, names, phantom, correction)
+    sums = np.bincount(group, weights=scores, minlength=d)
+    center = sums / counts
+    resid = scores - center[group]
+    scale = float(np.mean(np.abs(resid)))
+    if not (np.isfinite(scale) and scale > 0):
+        scale = float(np.max(np.abs(resid), initial=0.0))
+    if not (np.isfinite(scale) and scale > 0):
+        scale = 1.0
+    cap = _CAP * (1.0 + float(np.max(np.abs(resid / scale), initial=0.0)))
+    order = np.argsort(scores, kind="stable")
+    order = order[np.argsort(group[order], kind="stable")]  # by group, then score, then row
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
+    size = counts + 1 if correction else counts
+    k = np.array([max(1, math.ceil(round(level * int(m), 9))) for m in size])
+    finite = k <= counts
+    beta = np.where(finite, 0.0, scale * cap + center)
+    basis = n + (d - 1 - np.arange(d))  # the phantoms follow the rows, in phantom_points' (np.unique) order
+    chosen = order[starts[finite] + k[finite] - 1]
+    beta[finite] = scores[chosen]
+    basis[finite] = chosen
+    fitted = beta[group]
+    mag = np.abs(scores) + np.abs(fitted)
+    n_int = int(np.sum(np.abs(scores - fitted) <= 8 * np.finfo(float).eps * mag))
+    return GroupQuantileFit(beta=beta, phantom=phantom if correction else np.zeros(d), confidence_level=level,
+                            group_weights=weights, n_interpolated=n_int, cap=cap if correction else np.inf,
+                            center=center, scale=scale, basis=basis, columns=np.arange(d))
 
 
 @dataclass(frozen=True)
@@ -226,7 +272,8 @@ class KandinskyCP:
     Coverage 1 - alpha holds simultaneously for every group weight w(x, y) = Phi_j(x, y): groups may
     overlap, be fractional (weights in [0, 1]) and depend on the label as well as the covariates.
     Stages (as in MAPIE 1.x): ``fit(X, y)`` (only when ``prefit=False``) -> ``conformalize(X_cal, y_cal)``
-    -> ``predict_set(X)`` (classification) or ``predict_interval(X)`` (regression).
+    -> ``predict_set(X)`` (classification) or ``predict_interval(X)`` (regression; unions of intervals
+    for label-dependent groups from ``predict_interval_union(X)``).
 
     Parameters
     ----------
@@ -256,8 +303,10 @@ class KandinskyCP:
         between distinct scores (order kept; no noise when there are no ties or when every score is
         tied), on calibration and test scores alike. Regression thresholds are then re-solved on the
         scores before the noise (the noise only picks which tied score they interpolate), so intervals are
-        calibration scores as in split CP. A test row's noise is a fixed function of ``random_state``, its
-        feature values and the label: repeated calls and any batching give identical sets.
+        calibration scores as in split CP. A test row's noise is one uniform shared by its labels (as
+        Romano et al. randomise APS), a fixed function of ``random_state`` and its feature values:
+        repeated calls and any batching give identical sets, and the order of the labels' scores
+        within a row is kept.
     random_state : None, int or numpy Generator, optional
         Source of that noise (one 63-bit key drawn at ``conformalize``; None: fresh entropy).
     exact : bool, default False
@@ -307,8 +356,8 @@ class KandinskyCP:
     >>> cp = KandinskyCP(reg, groups=groups, confidence_level=0.9).conformalize(X[500:1500], y[500:1500])
     >>> cp.group_names_
     ['all', 'x[1] < 0.5', 'x[1] >= 0.5']
-    >>> intervals = cp.predict_interval(X[1500:])
-    >>> hit = (intervals[:, 0] <= y[1500:]) & (y[1500:] <= intervals[:, 1])
+    >>> y_pred, y_pis = cp.predict_interval(X[1500:])  # y_pis: (n, 2, n_levels), as in MAPIE
+    >>> hit = (y_pis[:, 0, 0] <= y[1500:]) & (y[1500:] <= y_pis[:, 1, 0])
     >>> round(float(hit.mean()), 2), round(float(hit[X[1500:, 1] >= 0.5].mean()), 2)
     (0.89, 0.89)
     """
@@ -469,9 +518,10 @@ class KandinskyCP:
         """Prediction sets for classification: bool array (n, K), column k is ``classes_[k]``.
 
         With a sequence of L confidence levels the sets are stacked on a last axis: (n, K, L). With
-        ``randomize=True`` (and randomised scores) the noise of test row i and label k is a fixed function
-        of ``random_state``, the row's feature values and k: repeated calls, and any split of X into
-        batches, return identical sets. ``return_pred=True`` returns MAPIE's ``(y_pred, sets)`` with
+        ``randomize=True`` (and randomised scores) the noise of test row i is one uniform shared by its
+        labels, a fixed function of ``random_state`` and the row's feature values (rounded to float32,
+        so float32 and float64 X agree): repeated calls, and any split of X into batches, return
+        identical sets, and a set never skips a label whose score is below an included label's. ``return_pred=True`` returns MAPIE's ``(y_pred, sets)`` with
         sets always of shape (n, K, L).
         """
         self._check_conformalized("predict_set")
@@ -484,10 +534,13 @@ class KandinskyCP:
         zero = np.zeros(n, dtype=bool)
         rows = _row_hash(X) if (self.tie_noise_ > 0 or self.score_.randomized) else None
         u = _uniform(self._key, _SCORE_STREAM, rows) if self.score_.randomized else None
+        # one tie-breaking uniform per row, shared by its labels (as Romano et al. randomise): scores
+        # that are ordered within a row stay ordered, so the noise only decides where the row's set ends
+        tie = self.tie_noise_ * _uniform(self._key, 1, rows) if self.tie_noise_ > 0 else None
         for j, label in enumerate(self.classes_):
             scores = self._class_scores(proba, j, u)
-            if self.tie_noise_ > 0:
-                scores = scores + self.tie_noise_ * _uniform(self._key, j + 1, rows)
+            if tie is not None:
+                scores = scores + tie
             labels = np.full(n, label, dtype=self.classes_.dtype) if self.groups_.uses_label else None
             phi = self.groups_(X, labels)
             for i in range(n_levels):
@@ -497,39 +550,65 @@ class KandinskyCP:
             return np.asarray(self._estimator().predict(X)), out
         return out[:, :, 0] if self._scalar_level() else out
 
-    def predict_interval(self, X: Any, *, return_pred: bool = False) -> Any:
-        """Prediction sets for regression.
+    def predict_interval(self, X: Any) -> tuple[np.ndarray, np.ndarray]:
+        """Prediction intervals for regression, as MAPIE 1.x returns them.
 
-        Returns an (n, 2) array [lower, upper] when the groups do not read the label (a single interval
-        per row), and an :class:`IntervalUnion` (per-row union of intervals, ``.contains(y)``,
-        ``.hull()``) when they depend on y through label bins. With a sequence of L confidence levels:
-        (n, 2, L), or a list of L unions. ``return_pred=True`` returns MAPIE's ``(y_pred, y_pis)`` with
-        y_pis of shape (n, 2, L) (single intervals only).
+        Returns
+        -------
+        y_pred : ndarray of shape (n,)
+            The estimator's point predictions (:meth:`predict`).
+        y_pis : ndarray of shape (n, 2, L)
+            Lower and upper bounds, one slice per confidence level (L = 1 for a single level).
+
+        Raises
+        ------
+        ValueError
+            When the groups depend on the label: the sets are then unions of intervals, returned by
+            :meth:`predict_interval_union`.
         """
         self._check_conformalized("predict_interval")
         if self.task_ != "regression":
             raise ValueError("predict_interval is for regression scores; use predict_set for classification")
+        if self.groups_.uses_label:
+            raise ValueError("the groups depend on the label, so each prediction set is a union of intervals: "
+                             "call predict_interval_union(X)")
         pred = self._regression_inputs(X)
         n = pred.shape[0]
-        n_levels = len(self._levels())
         zero = np.zeros(n, dtype=bool)
+        phi = self.groups_(X, None)
+        out = np.empty((n, 2, len(self._levels())))
+        for i in range(out.shape[2]):
+            out[:, 0, i], out[:, 1, i] = self.score_.interval(pred, self._thresholds(phi, zero, i))
+        self._warn_zero_rows(zero)
+        kind = self.score_.inputs
+        y_pred = pred if kind == "point" else pred[:, 0] if kind == "scaled" else self.predict(X)
+        return np.asarray(y_pred), out
+
+    def predict_interval_union(self, X: Any) -> list[IntervalUnion]:
+        """Prediction sets for regression as unions of intervals, one :class:`IntervalUnion` per level.
+
+        With groups that depend on y through label bins a set can be a union of disjoint intervals
+        (``.contains(y)``, ``.hull()``, ``.to_list()``); with other groups each union is the single
+        interval of :meth:`predict_interval`.
+
+        Returns
+        -------
+        list of IntervalUnion
+            One per confidence level (length 1 for a single level).
+        """
+        self._check_conformalized("predict_interval_union")
+        if self.task_ != "regression":
+            raise ValueError("predict_interval_union is for regression scores; use predict_set for classification")
         if not self.groups_.uses_label:
-            phi = self.groups_(X, None)
-            out = np.empty((n, 2, n_levels))
-            for i in range(n_levels):
-                lo, hi = self.score_.interval(pred, self._thresholds(phi, zero, i))
-                out[:, 0, i], out[:, 1, i] = lo, hi
-            self._warn_zero_rows(zero)
-            if return_pred:
-                return self.predict(X), out
-            return out[:, :, 0] if self._scalar_level() else out
-        if return_pred:
-            raise ValueError("return_pred=True needs single intervals; these groups read the label, so the sets "
-                             "are unions of intervals (call predict_interval without it)")
+            _, pis = self.predict_interval(X)
+            return [_merge_rows(pis[:, :1, i], pis[:, 1:, i]) for i in range(pis.shape[2])]
+        pred = self._regression_inputs(X)
+        n = pred.shape[0]
+        zero = np.zeros(n, dtype=bool)
         lower, upper, rep = _bin_representatives(self.groups_.label_edges)
         unions = []
         phis = [self.groups_(X, np.full(n, r)) for r in rep]
-        for i in range(n_levels):
+        for i in range(len(self._levels())):
             los, his = [], []
             for a, b, phi in zip(lower, upper, phis, strict=True):
                 lo, hi = self.score_.interval(pred, self._thresholds(phi, zero, i))
@@ -537,7 +616,7 @@ class KandinskyCP:
                 his.append(np.minimum(hi, b))
             unions.append(_merge_rows(np.column_stack(los), np.column_stack(his)))
         self._warn_zero_rows(zero)
-        return unions[0] if self._scalar_level() else unions
+        return unions
 
     def p_values(self, X: Any, y: Any = None, *, smoothing: bool = False) -> np.ndarray:
         """Conformal p-values for partition groups (intercept, Mondrian, ``by_class``, one ``by_feature``).
@@ -804,13 +883,17 @@ def _splitmix(z: np.ndarray) -> np.ndarray:
 
 
 def _row_hash(X: Any) -> np.ndarray:
-    """(n,) uint64 hash of each row's values (numeric X: their float64 bits; otherwise their repr)."""
+    """(n,) uint64 hash of each row's values (numeric X: their bits after rounding to float32; otherwise their repr).
+
+    The rounding to float32 is the canonical cast: the same data as float32 or float64 hashes alike.
+    """
     arr = np.asarray(X)
     if arr.ndim == 1:
         arr = arr[:, None]
     arr = arr.reshape(arr.shape[0], -1)
     if arr.dtype.kind in "biuf":
-        words = (np.ascontiguousarray(arr, dtype=float) + 0.0).view(np.uint64)  # + 0.0: -0.0 -> 0.0
+        canonical = arr.astype(np.float32).astype(np.float64)
+        words = (np.ascontiguousarray(canonical) + 0.0).view(np.uint64)  # + 0.0: -0.0 -> 0.0
         h = np.zeros(arr.shape[0], dtype=np.uint64)
         for col in words.T:
             h = _splitmix(h ^ col)

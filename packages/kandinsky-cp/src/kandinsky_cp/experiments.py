@@ -191,7 +191,7 @@ def _methods_regression(task: Task, edges: np.ndarray, mapie_test: int):
 
     def label_bins(Xc, yc, Xt):
         cp = KandinskyCP(model, groups=G.by_label_bins(edges), random_state=0).conformalize(Xc, yc)
-        return cp.predict_interval(Xt)
+        return cp.predict_interval_union(Xt)[0]
 
     cov_groups = cps_covariate_groups()
 
@@ -207,7 +207,7 @@ def _methods_regression(task: Task, edges: np.ndarray, mapie_test: int):
 
     def kandinsky(Xc, yc, Xt):
         cp = KandinskyCP(model, groups=task.groups, random_state=0, finite_sample_correction=False)
-        return cp.conformalize(Xc, yc).predict_interval(Xt)
+        return cp.conformalize(Xc, yc).predict_interval_union(Xt)[0]
 
     methods = {"split CP (MAPIE)": split_cp, "Mondrian region x ethnicity (crepes)": mondrian,
                "wage-bracket conditional (Kandinsky by_label_bins)": label_bins,

@@ -1,0 +1,67 @@
+"""Disjoint groups (split, class-conditional, Mondrian CP) skip the LP and give the LP's thresholds exactly."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+
+from kandinsky_cp import core
+from kandinsky_cp.core import group_quantile_regression
+
+
+def _lp_fit(phi, scores, level, correction, monkeypatch):
+    with monkeypatch.context() as m:
+        m.setattr(core, "_is_partition", lambda phi: False)  # force the general LP path
+        return group_quantile_regression(phi, scores, confidence_level=level, finite_sample_correction=correction)
+
+
+@pytest.mark.parametrize("seed", range(60))
+def test_partition_fast_path_equals_the_lp(seed, monkeypatch):
+    rng = np.random.default_rng(seed)
+    n, d = int(rng.integers(5, 150)), int(rng.integers(1, 6))
+    group = rng.integers(0, d, size=n)
+    group[:d] = np.arange(d)
+    phi = np.eye(d)[group]
+    scores = rng.normal(size=n) * 10.0 ** rng.integers(-6, 6)
+    if seed % 3 == 0:
+        scores = np.round(scores, 1)  # ties
+    level = float(rng.choice([0.5, 0.8, 0.9, 0.95, rng.uniform(0.5, 0.99)]))
+    test_phi = np.eye(d)
+    for correction in (True, False):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # small groups: infinite thresholds, warned on both paths
+            fast = group_quantile_regression(phi, scores, confidence_level=level,
+                                             finite_sample_correction=correction)
+            slow = _lp_fit(phi, scores, level, correction, monkeypatch)
+        assert fast.columns is not None and fast.basis is not None
+        np.testing.assert_array_equal(fast.threshold(test_phi), slow.threshold(test_phi))
+        finite = np.isfinite(fast.threshold(test_phi))
+        np.testing.assert_array_equal(fast.beta[finite], slow.beta[finite])
+        if len(np.unique(scores)) == n:  # the interpolated rows are unique without ties
+            np.testing.assert_array_equal(fast.basis, slow.basis)
+
+
+def test_fast_path_is_taken_and_matches_end_to_end(monkeypatch):
+    from sklearn.linear_model import LinearRegression
+
+    from kandinsky_cp import KandinskyCP
+    from kandinsky_cp import groups as G
+
+    rng = np.random.default_rng(0)
+    X = rng.uniform(size=(1200, 2))
+    y = np.round(X[:, 0] + rng.normal(scale=0.1 + X[:, 1], size=1200), 2)  # rounded: tied residuals
+    reg = LinearRegression().fit(X[:300], y[:300])
+    calls = []
+    real = core.solve_quantile_lp
+    monkeypatch.setattr(core, "solve_quantile_lp", lambda *a, **k: calls.append(1) or real(*a, **k))
+    for groups in (G.intercept(), G.by_feature(1, bins=[0.25, 0.5, 0.75])):
+        fast = KandinskyCP(reg, groups=groups, random_state=0).conformalize(X[300:900], y[300:900])
+        assert not calls  # no LP for disjoint groups
+        with monkeypatch.context() as m:
+            m.setattr(core, "_is_partition", lambda phi: False)
+            slow = KandinskyCP(reg, groups=groups, random_state=0).conformalize(X[300:900], y[300:900])
+        assert calls
+        calls.clear()
+        np.testing.assert_array_equal(fast.predict_interval(X[900:])[1], slow.predict_interval(X[900:])[1])
