@@ -102,16 +102,18 @@ def test_hugging_face_llama_quantize_train_convert(splits):
 
 
 def test_train_config_validation(splits):
-    with pytest.raises(ValueError, match="steps must be a positive int"):
+    with pytest.raises(ValueError, match="steps must be an int >= 1"):
         train_lm(TinyLlama(SMALL), *splits, TrainConfig(steps=0))
     with pytest.raises(ValueError, match="shorter than seq_len"):
         train_lm(TinyLlama(SMALL), splits[0][:10], splits[1], TrainConfig(steps=1, seq_len=64))
 
 
-def test_train_config_seed_is_deprecated_for_random_state():
+def test_train_config_rejects_wrong_types_and_values():
     from quest.train import TrainConfig
 
-    with pytest.warns(DeprecationWarning, match="TrainConfig: 'seed' is deprecated"):
-        cfg = TrainConfig(seed=7)
-    assert cfg.random_state == 7 and cfg.seed is None
-    assert TrainConfig(random_state=3).random_state == 3
+    with pytest.raises(TypeError, match="TrainConfig: steps must be an int >= 1; got str"):
+        TrainConfig(steps="10").validate()
+    with pytest.raises(ValueError, match="TrainConfig: warmup_frac must be a float in \\[0, 1\\); got 1.0"):
+        TrainConfig(warmup_frac=1.0).validate()
+    with pytest.raises(TypeError, match="seed"):
+        TrainConfig(seed=7)  # the field is random_state

@@ -164,19 +164,6 @@ def _runs(quick: bool) -> dict[str, QuestConfig | None]:
     return runs
 
 
-def reproduce_options(parser: argparse.ArgumentParser) -> None:
-    """Add ``--scaling`` to the ``reproduce`` sub-parser.
-
-    Parameters
-    ----------
-    parser : argparse.ArgumentParser
-        The ``reproduce`` sub-parser.
-    """
-    parser.add_argument("--scaling", action="store_true",
-                        help="the scaling run instead: 3 widths x W1A1/W2A2/W4A4/W8A8/BF16 x 3 seeds, "
-                             "same tokens (~10 min on one idle CPU thread, ~35 min on a loaded one); writes scaling.{json,md,png}")
-
-
 def reproduce(ctx: RunContext) -> None:
     """Tiny-LM QAT on the Python stdlib (bytes); validation-loss table and curves.
 
@@ -190,6 +177,9 @@ def reproduce(ctx: RunContext) -> None:
         Output folder, seed, ``--quick`` and ``--scaling``.
     """
     torch.set_num_threads(1)
+    if ctx.options.get("gap"):
+        _reproduce_gap(ctx, ctx.options["gap"])
+        return
     if ctx.options.get("scaling"):
         _reproduce_scaling(ctx)
         return
@@ -464,3 +454,44 @@ def _rerun_text(rerun: Mapping[str, Any] | None) -> str:
     e_text = ", ".join(f"{p} {v:.2f}" for p, v in sorted(e.items(), key=lambda kv: -kv[1]))
     return (f". Fresh seeds (`random_state={rerun['random_state']}`, new batches and inits): {e_text}; best per "
             f"seed: {', '.join(analysis['per_seed_best'])}")
+
+
+def _reproduce_gap(ctx: RunContext, name: str) -> None:
+    from quest.scaling import GAP_PROTOCOLS, gap_verdicts, run_gap_cells
+
+    protocol = dict(GAP_PROTOCOLS[name])
+    if ctx.quick:  # a smoke-test size of the same protocol
+        protocol.update(widths=[16], steps=3, n_seeds=2, eval_every=3, eval_batches=1, corpus_bytes=100_000,
+                        budget_minutes=None)
+    stem = f"gap-{name}"
+    folder = ctx.path(stem)
+    skipped = run_gap_cells(protocol, folder, random_state=ctx.seed)
+    report = gap_verdicts(folder, n_seeds=protocol["n_seeds"])
+    ctx.write_json({"protocol": protocol, "seed": ctx.seed, "torch": torch.__version__,
+                    "skipped_for_budget": skipped, **report}, stem)
+    rows = [[f"{k} table", "", v["loss"], "", "", ""] for k, v in report["ngram"].items()]
+    for label, row in report["runs"].items():
+        gap = row.get("gap_to_fp32")
+        ci = row["ci95"]
+        rows.append([label, len(row["seeds"]), row["mean"], "" if ci is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]",
+                     "" if gap is None else gap["mean"],
+                     "" if gap is None or gap["ci95"] is None else f"[{gap['ci95'][0]:+.3f}, {gap['ci95'][1]:+.3f}]"])
+    ctx.write_table(rows, stem, headers=["run", "seeds", "val loss (nats/byte)", "95% CI", "gap to FP32",
+                                         "gap 95% CI (paired)"])
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
+    labels = list(report["runs"])
+    for x, label in enumerate(labels):
+        losses = report["runs"][label]["losses"]
+        ax.plot([x] * len(losses), losses, "o", color="C0", alpha=0.6)
+        ax.plot([x - 0.25, x + 0.25], [np.mean(losses)] * 2, color="C1")
+    for k, (table, style) in enumerate((("bigram", ":"), ("order-2 Markov", "--"))):
+        if table in report["ngram"]:
+            ax.axhline(report["ngram"][table]["loss"], color="grey", ls=style, label=f"{table} table")
+    ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize=8)
+    ax.set_xlabel("precision and width")
+    ax.set_ylabel("validation loss (nats/byte)")
+    ax.set_title(f"final loss per seed (dots) and mean (bar), {protocol['n_seeds']} seeds", fontsize=9)
+    ax.legend(fontsize=8)
+    ctx.save_figure(fig, stem)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
-from icml25_shared.random import UNSET, renamed_seed
+from icml25_shared.random import int_seed
 from torch import nn
 
 __all__ = ["ByteTokenizer", "TinyLlama", "TinyLlamaConfig", "hf_tiny_llama", "stdlib_corpus"]
@@ -120,8 +120,7 @@ class TinyLlama(nn.Module):
 
 
 def hf_tiny_llama(*, d_model: int = 128, n_layers: int = 2, n_heads: int = 2, hidden: int = 384,
-                  vocab_size: int = 256, max_seq_len: int = 256, random_state: int = 0,
-                  seed: int = UNSET) -> nn.Module:
+                  vocab_size: int = 256, max_seq_len: int = 256, random_state: int = 0) -> nn.Module:
     """A Hugging Face ``LlamaForCausalLM`` built from a tiny config in code (no download; needs transformers).
 
     Parameters
@@ -129,25 +128,23 @@ def hf_tiny_llama(*, d_model: int = 128, n_layers: int = 2, n_heads: int = 2, hi
     d_model, n_layers, n_heads, hidden, vocab_size, max_seq_len : int
         The Llama configuration.
     random_state : int, default 0
-        Seeds the initial weights (``torch.manual_seed``).
-    seed : int, optional
-        Deprecated name of ``random_state``.
+        Seeds the initial weights (in a forked RNG: the caller's global torch RNG is left untouched).
 
     Returns
     -------
     torch.nn.Module
         A ``LlamaForCausalLM``.
     """
-    random_state = renamed_seed(random_state, seed, owner="hf_tiny_llama")
     try:
         from transformers import LlamaConfig, LlamaForCausalLM
     except ImportError as err:  # pragma: no cover - exercised only without the extra
         raise ImportError("hf_tiny_llama needs transformers: pip install 'quest-qat[hf]'") from err
-    torch.manual_seed(random_state)
     cfg = LlamaConfig(vocab_size=vocab_size, hidden_size=d_model, intermediate_size=hidden,
                       num_hidden_layers=n_layers, num_attention_heads=n_heads, num_key_value_heads=n_heads,
                       max_position_embeddings=max_seq_len, tie_word_embeddings=False)
-    return LlamaForCausalLM(cfg)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int_seed(random_state))
+        return LlamaForCausalLM(cfg)
 
 
 class ByteTokenizer:

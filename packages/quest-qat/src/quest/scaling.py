@@ -28,7 +28,8 @@ from quest.train import TrainConfig, make_splits, train_lm
 
 log = logging.getLogger(__name__)
 
-__all__ = ["PAPER_EFFECTIVE_PARAMS", "PAPER_PARAMS_PER_MEMORY", "SCALING_BITS", "bits_params_at_equal_loss", "run_scaling"]
+__all__ = ["GAP_PROTOCOLS", "PAPER_EFFECTIVE_PARAMS", "PAPER_PARAMS_PER_MEMORY", "SCALING_BITS", "bits_params_at_equal_loss",
+           "gap_verdicts", "ngram_baselines", "run_gap_cells", "run_scaling"]
 
 SCALING_BITS: dict[str, int] = {"W1A1": 1, "W2A2": 2, "W4A4": 4, "W8A8": 8, "BF16": 16}
 """Precisions of the scaling run and the bits each parameter costs (BF16: 16)."""
@@ -362,3 +363,82 @@ def run_gap_cells(protocol: Mapping[str, Any], out: Any, *, random_state: int = 
                     "cpu_seconds": cpu, "wall_seconds": wall, "torch": torch.__version__}, indent=1))
                 log.info("%s: val loss %.4f (%.0f s CPU)", label, result.final_val_loss, cpu)
     return skipped
+
+
+def gap_verdicts(folder: Any, *, n_seeds: int) -> dict[str, Any]:
+    """Aggregate the stored precision runs and apply the protocol's rules (gate first).
+
+    Parameters
+    ----------
+    folder : path-like
+        The folder :func:`run_gap_cells` wrote.
+    n_seeds : int
+        Seeds a precision needs to count as complete.
+
+    Returns
+    -------
+    dict
+        ``ngram`` (the byte-table baselines), ``runs`` (per precision and width: per-seed final losses, mean
+        and 95% interval, paired gap to FP32 with its interval, divergences) and ``rules`` (each with a
+        ``verdict`` and the numbers it read).
+    """
+    import json
+    from pathlib import Path
+
+    root = Path(folder)
+    ngram = json.loads((root / "ngram.json").read_text()) if (root / "ngram.json").exists() else {}
+    loaded: dict[str, dict[int, dict[int, dict[str, Any]]]] = {}
+    for path in sorted(root.glob("*-d*-seed*.json")):
+        run = json.loads(path.read_text())
+        loaded.setdefault(run["precision"], {}).setdefault(run["width"], {})[run["seed_index"]] = run
+    runs: dict[str, Any] = {}
+    for precision, by_width in loaded.items():
+        for width, by_seed in by_width.items():
+            seeds = sorted(by_seed)
+            losses = [by_seed[i]["final_val_loss"] for i in seeds]
+            row: dict[str, Any] = {"precision": precision, "width": width, "seeds": seeds, "losses": losses,
+                                   "complete": len(seeds) >= n_seeds,
+                                   "diverged": [by_seed[i]["diverged"] for i in seeds],
+                                   "cpu_seconds": [by_seed[i]["cpu_seconds"] for i in seeds]}
+            if len(losses) > 1:
+                iv = t_interval(losses)
+                row["mean"], row["ci95"] = iv.estimate, [iv.low, iv.high]
+            else:
+                row["mean"], row["ci95"] = float(np.mean(losses)), None
+            fp = loaded.get("FP32", {}).get(width, {})
+            paired = [i for i in seeds if i in fp]
+            if precision != "FP32" and paired:
+                gaps = [by_seed[i]["final_val_loss"] - fp[i]["final_val_loss"] for i in paired]
+                gap_iv = t_interval(gaps) if len(gaps) > 1 else None
+                row["gap_to_fp32"] = {"per_seed": gaps, "mean": float(np.mean(gaps)),
+                                      "ci95": [gap_iv.low, gap_iv.high] if gap_iv else None}
+            runs[f"{precision} d={width}"] = row
+    rules: dict[str, Any] = {}
+    markov = ngram.get("order-2 Markov", {}).get("loss")
+    widths = sorted({row["width"] for row in runs.values()})
+    fp_rows = [runs.get(f"FP32 d={w}") for w in widths]
+    if markov is None or not fp_rows or any(r is None or not r["complete"] for r in fp_rows):
+        rules["0 gate"] = {"verdict": "not run (FP32 incomplete)"}
+        return {"ngram": ngram, "runs": runs, "rules": rules}
+    gate = all(loss < markov for r in fp_rows if r is not None for loss in r["losses"])
+    rules["0 gate"] = {"verdict": "passes" if gate else "fails", "order-2 Markov": markov,
+                       "FP32 losses": {f"d={w}": r["losses"] for w, r in zip(widths, fp_rows, strict=True) if r}}
+    for w in widths:
+        w4, w1 = runs.get(f"W4A4 d={w}"), runs.get(f"W1A1 d={w}")
+        name = f"1 W1A1 costs more than W4A4 (d={w})"
+        if not gate:
+            rules[name] = {"verdict": "not read (trivial regime)"}
+        elif w4 is None or w1 is None or not (w4["complete"] and w1["complete"]):
+            rules[name] = {"verdict": "not run (W4A4 or W1A1 incomplete)"}
+        else:
+            diff = [b - a for a, b in zip(w4["losses"], w1["losses"], strict=True)]
+            iv = t_interval(diff)
+            verdict = "holds" if iv.low > 0 else "does not hold" if iv.high < 0 else "not resolved"
+            rules[name] = {"verdict": verdict, "W1A1 - W4A4 per seed": diff, "mean": iv.estimate,
+                           "ci95": [iv.low, iv.high]}
+        if w1 is not None and w1["complete"]:
+            stable = not any(d for r in runs.values() if r["width"] == w for d in r["diverged"]) and \
+                all(loss < markov for loss in w1["losses"])
+            rules[f"2 stable down to W1A1 (d={w})"] = {"verdict": "holds" if stable else "fails",
+                                                      "W1A1 losses": w1["losses"], "order-2 Markov": markov}
+    return {"ngram": ngram, "runs": runs, "rules": rules}

@@ -26,7 +26,7 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 from icml25_shared.cli import progress
-from icml25_shared.random import renamed_seed
+from icml25_shared.validation import Interval, check_params
 from torch import nn
 
 from quest.api import quantize_
@@ -55,30 +55,23 @@ class TrainConfig:
     eval_every: int = 50
     eval_batches: int = 8
     random_state: int = 0
-    seed: int | None = None
     checkpoint_dir: str | None = None
     checkpoint_every: int = 0
     resume_from: str | None = None
     progress: bool = False
 
-    def __post_init__(self) -> None:
-        """Accept the deprecated ``seed`` field as ``random_state`` (with a DeprecationWarning)."""
-        if self.seed is not None:
-            object.__setattr__(self, "random_state", renamed_seed(self.random_state, self.seed, owner="TrainConfig"))
-            object.__setattr__(self, "seed", None)
-
     def validate(self) -> TrainConfig:
-        """Raise ``ValueError`` naming the bad field; return self."""
-        for name in ("steps", "batch_size", "seq_len", "eval_every", "eval_batches"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if not self.lr > 0:
-            raise ValueError(f"lr must be positive, got {self.lr}")
-        if not 0 <= self.warmup_frac < 1:
-            raise ValueError(f"warmup_frac must be in [0, 1), got {self.warmup_frac}")
-        if self.checkpoint_every < 0:
-            raise ValueError(f"checkpoint_every must be >= 0, got {self.checkpoint_every}")
+        """Raise ``TypeError`` (wrong type) or ``ValueError`` (out of range) naming the field; return self."""
+        positive = [Interval(int, 1, None)]
+        check_params({name: getattr(self, name) for name in (
+            "steps", "batch_size", "seq_len", "eval_every", "eval_batches", "lr", "weight_decay", "warmup_frac",
+            "min_lr_frac", "grad_clip", "checkpoint_every", "random_state", "progress")}, {
+            "steps": positive, "batch_size": positive, "seq_len": positive, "eval_every": positive,
+            "eval_batches": positive, "lr": [Interval(float, 0, None, closed="neither")],
+            "weight_decay": [Interval(float, 0, None)], "warmup_frac": [Interval(float, 0, 1, closed="left")],
+            "min_lr_frac": [Interval(float, 0, 1)], "grad_clip": [Interval(float, 0, None, closed="neither")],
+            "checkpoint_every": [Interval(int, 0, None)], "random_state": [Interval(int, 0, None)],
+            "progress": ["boolean"]}, owner="TrainConfig")
         return self
 
 
@@ -107,6 +100,11 @@ def _world() -> tuple[int, int]:
     return 0, 1
 
 
+def _device_of(model: nn.Module) -> torch.device:
+    param = next(model.parameters(), None)
+    return param.device if param is not None else torch.device("cpu")
+
+
 def _logits(model: nn.Module, idx: torch.Tensor) -> torch.Tensor:
     out = model(idx)
     return out.logits if hasattr(out, "logits") else out
@@ -132,7 +130,7 @@ def evaluate(model: nn.Module, tokens: torch.Tensor, *, seq_len: int, batches: i
     model.eval()
     total = 0.0
     for chunk in starts.split(batch_size):
-        windows = torch.stack([tokens[s:s + seq_len + 1] for s in chunk.tolist()])
+        windows = torch.stack([tokens[s:s + seq_len + 1] for s in chunk.tolist()]).to(_device_of(model))
         logits = _logits(model, windows[:, :-1])
         total += F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), windows[:, 1:].reshape(-1),
                                  reduction="sum").item()
@@ -155,6 +153,7 @@ def train_lm(model: nn.Module, train_tokens: torch.Tensor, val_tokens: torch.Ten
     if len(train_tokens) <= cfg.seq_len + 1:
         raise ValueError(f"training set of {len(train_tokens)} tokens is shorter than seq_len + 1")
     local = cfg.batch_size // world
+    device = _device_of(model)
     decay = [p for n, p in model.named_parameters() if p.requires_grad and p.ndim >= 2]
     other = [p for n, p in model.named_parameters() if p.requires_grad and p.ndim < 2]
     opt = torch.optim.AdamW([{"params": decay, "weight_decay": cfg.weight_decay},
@@ -179,7 +178,7 @@ def train_lm(model: nn.Module, train_tokens: torch.Tensor, val_tokens: torch.Ten
                          total=cfg.steps - start):
         starts = torch.randint(0, len(train_tokens) - cfg.seq_len - 1, (cfg.batch_size,), generator=gen)
         mine = starts[rank * local:(rank + 1) * local].tolist()
-        batch = torch.stack([train_tokens[s:s + cfg.seq_len + 1] for s in mine])
+        batch = torch.stack([train_tokens[s:s + cfg.seq_len + 1] for s in mine]).to(device)
         logits = _logits(net, batch[:, :-1])
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), batch[:, 1:].reshape(-1))
         opt.zero_grad(set_to_none=True)
