@@ -181,17 +181,18 @@ def _partition_fit(phi: np.ndarray, scores: np.ndarray, level: float, correction
     if not (np.isfinite(scale) and scale > 0):
         scale = 1.0
     cap = _CAP * (1.0 + float(np.max(np.abs(resid / scale), initial=0.0)))
-    order = np.argsort(scores, kind="stable")
-    order = order[np.argsort(group[order], kind="stable")]  # by group, then score, then row
+    by_group = np.argsort(group, kind="stable")
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     size = counts + 1 if correction else counts
     k = np.array([max(1, math.ceil(round(level * int(m), 9))) for m in size])
     finite = k <= counts
     beta = np.where(finite, 0.0, scale * cap + center)
     basis = n + (d - 1 - np.arange(d))  # the phantoms follow the rows, in phantom_points' (np.unique) order
-    chosen = order[starts[finite] + k[finite] - 1]
-    beta[finite] = scores[chosen]
-    basis[finite] = chosen
+    for j in np.flatnonzero(finite):  # the k-th smallest score by selection; tied rows share the value
+        rows = by_group[starts[j] : starts[j] + counts[j]]
+        pick = rows[np.argpartition(scores[rows], k[j] - 1)[k[j] - 1]]
+        beta[j] = scores[pick]
+        basis[j] = pick
     fitted = beta[group]
     mag = np.abs(scores) + np.abs(fitted)
     n_int = int(np.sum(np.abs(scores - fitted) <= 8 * np.finfo(float).eps * mag))
