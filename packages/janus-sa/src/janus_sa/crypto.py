@@ -89,34 +89,46 @@ _D = -121665 * pow(121666, _P - 2, _P) % _P
 _SQRT_M1 = pow(2, (_P - 1) // 4, _P)
 
 
-def _ed_add(p1: tuple[int, int], p2: tuple[int, int]) -> tuple[int, int]:
-    (x1, y1), (x2, y2) = p1, p2
-    t = _D * x1 * x2 * y1 * y2 % _P
-    return ((x1 * y2 + y1 * x2) * pow(1 + t, _P - 2, _P) % _P, (y1 * y2 + x1 * x2) * pow(1 - t, _P - 2, _P) % _P)
+def _ed_double(x: int, y: int, z: int) -> tuple[int, int, int]:
+    """Projective doubling on -x^2 + y^2 = 1 + d x^2 y^2 (RFC 8032, 5.1.4 "dbl-2008-hwcd"), no inversion."""
+    b, c, d = (x + y) ** 2 % _P, x * x % _P, y * y % _P
+    e = (-c) % _P
+    f = (e + d) % _P
+    j = (f - 2 * z * z) % _P
+    return (b - c - d) * j % _P, f * (e - d) % _P, f * j % _P
 
 
-def is_weak_ed25519_key(public: bytes) -> bool:
-    """True for an Ed25519 public key no one should accept: not a curve point, non-canonical, or of small order.
-
-    The identity and the other seven points of order dividing 8 verify signatures that anyone can forge
-    (for some messages, with any signature), so a roster must never enrol them. Decodes ``y`` (RFC 8032,
-    5.1.3) and checks ``8 P != O`` in affine Edwards coordinates (three doublings).
-    """
-    if len(public) != 32:
-        return True
-    y = int.from_bytes(public, "little") & ((1 << 255) - 1)
-    if y >= _P:
-        return True
+def _has_small_order(y: int) -> bool:
+    """Whether the point with coordinate ``y`` (either x) satisfies ``8 P = O`` (three projective doublings)."""
     u, v = (y * y - 1) % _P, (_D * y * y + 1) % _P
     x = u * pow(v, 3, _P) * pow(u * pow(v, 7, _P), (_P - 5) // 8, _P) % _P
     if v * x * x % _P == (-u) % _P:
         x = x * _SQRT_M1 % _P
     if v * x * x % _P != u % _P:
-        return True  # no square root: not on the curve
-    point = (x, y)
+        return False  # not on the curve
+    px, py, pz = x, y, 1
     for _ in range(3):
-        point = _ed_add(point, point)
-    return point == (0, 1)
+        px, py, pz = _ed_double(px, py, pz)
+    return px == 0 and py == pz  # the identity (0 : 1 : 1)
+
+
+#: ``y`` of the eight points of order dividing 8: the identity (1), order 2 (-1), order 4 (0), order 8 (+-y8)
+_Y8 = int.from_bytes(bytes.fromhex("26e8958fc2b227b045c3f489f2ef98f0d5dfac05d3c63339b13802886d53fc05"), "little")
+SMALL_ORDER_Y = frozenset({0, 1, _P - 1, _Y8, _P - _Y8})
+
+
+def is_weak_ed25519_key(public: bytes) -> bool:
+    """True for an Ed25519 public key no one should enrol: a non-canonical encoding or a point of small order.
+
+    The identity and the other seven points of order dividing 8 accept signatures anyone can forge. As
+    libsodium does, the check compares ``y`` (RFC 8032, 5.1.3: the low 255 bits) with the ``y`` of those
+    points (:data:`SMALL_ORDER_Y`, each checked by :func:`_has_small_order` in the tests) and refuses
+    ``y >= p``. An encoding that is no curve point fails every signature check anyway.
+    """
+    if len(public) != 32:
+        return True
+    y = int.from_bytes(public, "little") & ((1 << 255) - 1)
+    return y >= _P or y in SMALL_ORDER_Y
 
 
 class KemKey:

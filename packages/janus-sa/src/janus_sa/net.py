@@ -391,10 +391,16 @@ class ServerNode:
                 self.finished.setdefault(rnd, {})["seal"] = self.server.seal(peer_commit)
             while time.monotonic() < deadline + round_timeout and not stop.is_set():
                 with self.lock:
-                    if "aggregate" in self.finished.get(rnd, {}):
-                        return agreed
+                    done = "aggregate" in self.finished.get(rnd, {})
+                if done:
+                    break
                 stop.wait(0.05)
-            raise errors.IncompleteRoundError("participants did not all send their sketch commitments in time")
+            else:
+                raise errors.IncompleteRoundError("participants did not all send their sketch commitments in time")
+        # S0 checks S1's aggregate against its own as a client would: a round whose aggregate does not
+        # verify (a cheating S1, or in sketch mode a participant whose masked vector contradicts its
+        # commitment) is listed as failed, not finished, and the model does not move on
+        self._follow(open_timeout, stop)
         return agreed
 
 
