@@ -12,7 +12,10 @@
     python tools/checks.py shape [--root R]   # (d) every member has the monorepo's shape (README sections,
                                               #     no process words, LICENSE, py.typed, CHANGELOG, DATA.md,
                                               #     extras, project URLs, tests/test_param_contract.py calling
-                                              #     assert_rejects; see check_shape)
+                                              #     assert_rejects, install lines; see check_shape)
+    python tools/checks.py readme [--write]   # the install line of every package, from its [tool.icml25]
+                                              #     install: in its README and the root table (--write
+                                              #     renders the root table's column)
     python tools/checks.py lowest --packages fastpd   # declared lower bounds (tools/lowest.py)
 
 Each failure is printed as ``path:line: message``; the exit code is 1 when anything failed.
@@ -266,6 +269,70 @@ def pyproject_problems(member: Member, root: Path) -> list[Problem]:
     return problems
 
 
+def install_extras(member: Member) -> list[str] | None:
+    """The extras of the member's documented install line: ``[tool.icml25] install`` of its pyproject."""
+    config = tomllib.loads((member.path / "pyproject.toml").read_text())
+    extras = config.get("tool", {}).get("icml25", {}).get("install")
+    return None if extras is None else [str(e) for e in extras]
+
+
+def install_line(member: Member) -> str:
+    """The one install command of a package, from its metadata (from a clone: shared is not on PyPI yet)."""
+    extras = install_extras(member) or []
+    folder = f"./packages/{member.path.name}" + (f"[{','.join(extras)}]" if extras else "")
+    return f'pip install ./shared "{folder}"'
+
+
+def install_problems(member: Member, root: Path) -> list[Problem]:
+    """``[tool.icml25] install`` names declared extras covering the CLI; both READMEs show its line."""
+    pyproject = member.path / "pyproject.toml"
+    extras = install_extras(member)
+    if extras is None:
+        return [Problem(pyproject, 1, '[tool.icml25] install = [...] is missing: the extras of the documented '
+                                      'install line (the README\'s examples and `demo` must run with them)')]
+    problems = [Problem(pyproject, line_of(pyproject, r"^install\s*="), f"install names extra {e!r}, which "
+                                                                         "[project.optional-dependencies] lacks")
+                for e in extras if e not in member.extras]
+    covered = {name for e in extras for r in member.extras.get(e, ())
+               for name in [parse_requirement(r)] if name[0] == "icml25-shared" and "cli" in name[1]}
+    if "cli" not in extras and not covered:
+        problems.append(Problem(pyproject, line_of(pyproject, r"^install\s*="),
+                                "install covers no `cli` extra: `python -m <pkg> demo` needs matplotlib and tqdm"))
+    line = install_line(member)
+    readme = member.path / "README.md"
+    if readme.is_file() and line not in readme.read_text():
+        problems.append(Problem(readme, line_of(readme, r"^## Install"), f"the Install section does not show `{line}` "
+                                                                         "(from [tool.icml25] install)"))
+    root_readme = root / "README.md"
+    if root_readme.is_file():
+        row = next((r for r in root_readme.read_text().splitlines() if r.startswith(f"| [{member.dist}]")), None)
+        if row is None:
+            problems.append(Problem(root_readme, 1, f"the package table has no row for {member.dist}"))
+        elif not row.rstrip().endswith(f"| `{line}` |"):
+            problems.append(Problem(root_readme, line_of(root_readme, rf"^\| \[{re.escape(member.dist)}\]"),
+                                    f"the install cell of {member.dist} is not `{line}` "
+                                    "(`python tools/checks.py readme --write` renders it from [tool.icml25] install)"))
+    return problems
+
+
+def write_install_cells(members: list[Member], root: Path) -> bool:
+    """Render the root README's install column from each package's ``[tool.icml25] install``; True if changed."""
+    readme = root / "README.md"
+    text = readme.read_text()
+    lines = text.splitlines(keepends=True)
+    for member in members:
+        if member.module == SHARED_IMPORT or install_extras(member) is None:
+            continue
+        for i, row in enumerate(lines):
+            if row.startswith(f"| [{member.dist}]"):
+                cells = row.rstrip("\n").rstrip().rstrip("|").rsplit(" | ", 1)
+                lines[i] = f"{cells[0]} | `{install_line(member)}` |\n"
+    new = "".join(lines)
+    if new != text:
+        readme.write_text(new)
+    return new != text
+
+
 def param_contract_problems(member: Member) -> list[Problem]:
     """tests/test_param_contract.py exists and calls ``icml25_shared.testing.assert_rejects``."""
     path = member.path / "tests" / "test_param_contract.py"
@@ -293,6 +360,7 @@ def check_shape(members: list[Member], root: Path = ROOT) -> list[Problem]:
         if member.module == SHARED_IMPORT:
             continue
         problems += param_contract_problems(member)
+        problems += install_problems(member, root)
         readme = member.path / "README.md"
         if readme.is_file():
             problems += readme_problems(readme)
@@ -611,16 +679,21 @@ def main(argv: list[str] | None = None) -> int:
 
         return lowest.main(argv[1:])
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("check", choices=["wheels", "shape", "lowest"],
+    parser.add_argument("check", choices=["wheels", "shape", "readme", "lowest"],
                         help="lowest: see `python tools/checks.py lowest --help`")
     parser.add_argument("packages", nargs="*", help="limit 'wheels' to these distributions")
     parser.add_argument("--root", type=Path, default=ROOT, help="workspace root (for tests)")
+    parser.add_argument("--write", action="store_true", help="readme: render the root table's install column")
     parser.add_argument("--installer", choices=["auto", "uv", "pip"], default="auto",
                         help="wheels: what installs into the fresh venvs (auto: uv when present, else pip)")
     args = parser.parse_args(argv)
     members = workspace(args.root)
     if args.check == "shape":
         problems = check_shape(members, args.root)
+    elif args.check == "readme":
+        if args.write and write_install_cells(members, args.root):
+            print("readme: rendered the package table's install column from [tool.icml25] install")
+        problems = [p for m in members[1:] for p in install_problems(m, args.root)]
     else:
         timings: dict[str, float] = {}
         problems = check_wheels(members, set(args.packages) or None, installer=args.installer, timings=timings)

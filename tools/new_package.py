@@ -116,7 +116,7 @@ README_CELLS = {
     "import": lambda n: f"`{n.module}`",
     "paper": lambda n: n.summary,
     "status": lambda n: NEW_STATUS,
-    "install": lambda n: f"`pip install ./shared ./packages/{n.dist}`",
+    "install": lambda n: f'`pip install ./shared "./packages/{n.dist}[cli]"`',  # the template's [tool.icml25] install
 }
 
 

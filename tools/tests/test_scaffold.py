@@ -72,7 +72,7 @@ def test_new_package_is_registered_everywhere(scaffolded):
     assert len((root / "hatch.toml").read_text().splitlines()) == len(original) + 2  # two lines added, no rewrite
     rows = [line for line in (root / "README.md").read_text().splitlines() if line.startswith(f"| [{DIST}]")]
     assert rows == [f"| [{DIST}](packages/{DIST}) | `{MODULE}` | A probe method | new: not yet measured | "
-                    f"`pip install ./shared ./packages/{DIST}` |"]
+                    f'`pip install ./shared "./packages/{DIST}[cli]"` |']
     table = [line for line in (root / "README.md").read_text().splitlines() if line.startswith("| [")]
     assert table[-1] == rows[0] and all(line.count(" | ") == rows[0].count(" | ") for line in table)
 

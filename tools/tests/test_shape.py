@@ -19,7 +19,7 @@ Toy method for tests, after A. Author, "A paper", ICML 2025.
 ## Install
 
 ```bash
-pip install ./shared ./packages/toy-method
+pip install ./shared "./packages/toy-method[cli]"
 ```
 
 ## Example
@@ -72,12 +72,16 @@ dependencies = ["icml25-shared>=0.1.0.dev0,<0.2", "numpy>=1.23"]
 
 [project.optional-dependencies]
 test = ["pytest>=7"]
+cli = ["icml25-shared[cli]"]
 
 [tool.hatch.build.targets.sdist]
 exclude = ["/studies"]
 
 [tool.hatch.build.targets.wheel]
 packages = ["src/toy_method"]
+
+[tool.icml25]
+install = ["cli"]
 """
 
 
@@ -242,7 +246,7 @@ def test_pyproject_rules(workspace):
     pyproject.write_text(PYPROJECT.replace('exclude = ["/studies"]', 'exclude = ["/docs"]')
                          .replace('test = ["pytest>=7"]', 'tests = ["pytest>=7"]\nbench = ["rich"]'))
     found = problems(workspace)
-    assert any('pyproject.toml:16: the sdist target must exclude "/studies"' in p for p in found), found
+    assert any('pyproject.toml:17: the sdist target must exclude "/studies"' in p for p in found), found
     assert any("pyproject.toml:12: no `test` extra" in p for p in found), found
     assert any("pyproject.toml:14: extra 'bench': use the canonical name" in p for p in found), found
     pyproject.write_text(PYPROJECT.replace('test = ["pytest>=7"]', 'test = ["pytest>=7"]\ndatasets = ["x"]'))

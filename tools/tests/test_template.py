@@ -37,7 +37,7 @@ def test_shape_and_names(tmp_path):
     assert (target / "LICENSE").read_bytes() == (ROOT / "LICENSE").read_bytes()
     readme = (target / "README.md").read_text()
     assert re.findall(r"^## (.+)$", readme, re.M) == SECTIONS
-    assert 'pip install ./shared "./packages/toy-method"' in readme and PAPER in readme
+    assert 'pip install ./shared "./packages/toy-method[cli]"' in readme and PAPER in readme
     assert "## Unreleased" in (target / "CHANGELOG.md").read_text()
     assert PAPER in (target / "src/toy_method/__main__.py").read_text()
 
