@@ -893,25 +893,33 @@ def test_documented_gaps_sketch_mode_masked_vector_and_out_of_range_codes():
     """The threat model's open gaps, pinned: (1) in sketch mode the commitment comes after the challenge
     and commits to projections, which no server can relate to its share, so a client uploading y_i + 1
     is not identified and every client rejects the round; (2) without a range proof a client can commit
-    to a code far outside [0, Q): the round verifies, and the sum leaves error_bound."""
-    from janus_sa.errors import AggregateMismatchError
+    to codes outside [0, Q): every verifier refuses a sum above n (Q - 1) on any coordinate (here codes
+    shifted by 2**31), but a shift that keeps the sum within that bound verifies and leaves error_bound."""
+    from janus_sa.errors import AggregateMismatchError, AggregateRangeError
 
     dep, ids, ups = _new(4, mode="sketch")
     _cheating_client(dep.clients[ids[0]], CHEATS["y+1"][0])
     report = dep.run_round(ups)
     assert not report.results and all(isinstance(report.errors[c], AggregateMismatchError) for c in ids)
 
-    class Huge(Quantizer):  # same parameters (same config digest), codes shifted far past Q
-        def quantize(self, x):
-            return super().quantize(x) + 2**31
+    for mode in ("exact", "sketch"):
+        for code, refused in ((2**31, True), (2 * (2**22 - 1), False)):
+            class Shifted(Quantizer):  # same parameters (same config digest), every code set past Q
+                def quantize(self, x, code=code):
+                    return np.full(np.shape(x), code, dtype=np.uint32)
 
-    dep, ids, ups = _new(4)
-    bad = dep.clients[ids[0]]
-    object.__setattr__(bad, "config", JanusConfig(dim=DIM, quantizer=Huge()))
-    assert bad.config.digest == dep.config.digest
-    res = dep.run_round(ups).results[ids[1]]
-    honest = sum(np.clip(ups[c], -8, 8) for c in ids)
-    assert res.n_participants == 4 and np.abs(res.sum - honest).min() > 1000 * res.error_bound
+            dep, ids, ups = _new(4, mode=mode)
+            bad = dep.clients[ids[0]]
+            object.__setattr__(bad, "config", JanusConfig(dim=DIM, mode=mode, quantizer=Shifted()))
+            assert bad.config.digest == dep.config.digest
+            report = dep.run_round(ups)
+            if refused:
+                assert not report.results and all(isinstance(e, AggregateRangeError) for e in report.errors.values())
+                continue
+            res = report.results[ids[1]]
+            honest = sum(np.clip(ups[c], -8, 8) for c in ids)
+            assert res.n_participants == 4 and np.abs(res.sum - honest).max() > 10 * res.error_bound
+            assert np.all(np.abs(res.mean) <= 8 + res.error_bound)  # the bound that holds: mean in [-c, c]
 
 
 def test_shrink_by_s1_against_the_real_s0_coordinator():
@@ -1089,7 +1097,8 @@ def test_keys_outside_the_roster_are_never_signed_as_excluded(role):
 def test_documented_gap_a_negative_code_passes_the_consistency_check():
     """The out-of-range gap includes negative codes: a client whose packed scalar carries -5 on coordinate
     0 (commitments and masked vector consistent with it) is not excluded, every client verifies, and the
-    sum has -5 in place of its code there. Only a range proof would catch it (README, threat model)."""
+    sum has -5 in place of its code there (within the aggregate range every client checks). Only a range
+    proof would catch it (README, threat model)."""
     class Negative(JanusClient):
         def upload(self, update):
             pack = crypto.pack

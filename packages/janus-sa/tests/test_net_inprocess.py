@@ -194,3 +194,59 @@ def test_client_uploading_y_plus_1_is_excluded_over_grpc_and_the_round_completes
             c.close()
         g0.stop(0)
         g1.stop(0)
+
+
+def run_many_clients_over_grpc(n: int, workers: int = 4) -> dict:
+    """One exact-mode round of ``n`` in-process clients (l = 1) with both servers as gRPC services.
+
+    Uploads go to the services' Submit handlers directly; the coordinator's Open, Count and Agree
+    exchange between S0 and S1 and the reads of both aggregates by a verifying client go over gRPC,
+    the messages that grow with n (PARTICIPANTS carries 99 B per client, an aggregate 35 B per id).
+    """
+    from concurrent.futures import ThreadPoolExecutor
+
+    cfg = JanusConfig(dim=1, min_participants=2)
+    k0, k1, session = ServerKeys(), ServerKeys(), bytes(range(16))
+    s1 = ServerNode(make_server("s1", config=cfg, keys=k1, session=session, peer_sign=k0.sign.public))
+    g1, p1 = start_server(s1, "127.0.0.1:0")
+    s0 = ServerNode(make_server("s0", config=cfg, keys=k0, session=session, peer_sign=k1.sign.public),
+                    peer=Remote(f"127.0.0.1:{p1}", max_bytes=2**20))
+    g0, p0 = start_server(s0, "127.0.0.1:0")
+    jcs = [JanusClient(config=cfg, s0=k0.public, s1=k1.public, session=session) for _ in range(n)]
+    roster = enroll([c.id for c in jcs], version=1, s0=s0.server, s1=s1.server)
+    jcs[0].set_roster(roster)
+    for c in jcs[1:]:
+        c.roster_ = roster  # the same checked roster (set_roster re-verifies it once per client)
+    done: list[int] = []
+    coord = threading.Thread(target=lambda: done.extend(s0.coordinate(rounds=1, expect=n, round_timeout=600,
+                                                                       settle=1, gap=0)))
+    coord.start()
+    net = NetworkClient(jcs[0], s0=f"127.0.0.1:{p0}", s1=f"127.0.0.1:{p1}", timeout=60)
+    try:
+        net.wait_for_round(0, timeout=120)
+        a0, a1 = s0.server.announcement_, s1.server.announcement_
+
+        def upload(c):
+            if c is not jcs[0]:
+                c.begin_round(a0, a1)
+            up = c.upload(np.full(1, 0.5))
+            s0.Submit(up.to_s0)
+            s1.Submit(up.to_s1)
+
+        with ThreadPoolExecutor(workers) as pool:
+            list(pool.map(upload, jcs))
+        res = net.participate(None, timeout=600)
+        coord.join(60)
+    finally:
+        net.close()
+        g0.stop(0)
+        g1.stop(0)
+    return {"done": done, "n": res.n_participants, "sum": int(res.sum_codes[0]),
+            "code": int(cfg.quantizer.quantize(np.full(1, 0.5))[0])}
+
+
+@pytest.mark.slow
+def test_twenty_thousand_clients_in_one_round_over_grpc():
+    """Before, gRPC's default message limits stopped a round above about 10,800 clients."""
+    out = run_many_clients_over_grpc(20_000)
+    assert out["done"] == [1] and out["n"] == 20_000 and out["sum"] == 20_000 * out["code"]

@@ -112,6 +112,14 @@ class AggregateMismatchError(VerificationError):
     """The unmasked aggregate does not open the aggregated commitments (a server cheated)."""
 
 
+class AggregateRangeError(VerificationError):
+    """The verified sum leaves the range ``[0, n (Q - 1)]`` that ``n`` codes in ``[0, Q)`` can reach.
+
+    The commitments bind the sum but carry no range proof, so this is the bound every verifier checks:
+    a participant contributed codes outside ``[0, Q)`` (README, threat model).
+    """
+
+
 class ExcludedError(VerificationError):
     """The client uploaded in the round but the servers' final participant list leaves it out.
 

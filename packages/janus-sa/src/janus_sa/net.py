@@ -51,8 +51,15 @@ class TLSConfig:
     ca: bytes | None = None
 
 
+#: gRPC's own message cap on every channel and server. The messages that grow with the number of clients
+#: (PARTICIPANTS: 99 B per client in exact mode, aggregates: 35 B per participant) stay far below it up to
+#: the 650,000 ids the decoder admits; each message's real bound is checked by :func:`janus_sa.wire.decode`.
+GRPC_MAX_BYTES = 256 * 2**20
+
+
 def _options(max_bytes: int) -> list[tuple[str, int]]:
-    return [("grpc.max_receive_message_length", max_bytes), ("grpc.max_send_message_length", max_bytes)]
+    limit = max(max_bytes, GRPC_MAX_BYTES)
+    return [("grpc.max_receive_message_length", limit), ("grpc.max_send_message_length", limit)]
 
 
 def read_request(method: str, session: bytes, rnd: int, key: SigningKey) -> bytes:

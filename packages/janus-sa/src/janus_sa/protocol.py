@@ -43,6 +43,7 @@ from janus_sa import crypto
 from janus_sa.crypto import H, ServerKeys, ServerPublicKeys, SigningKey, point_add, point_mul, point_sub, sha256
 from janus_sa.errors import (
     AggregateMismatchError,
+    AggregateRangeError,
     ConfigError,
     ConfigTypeError,
     ExcludedError,
@@ -592,7 +593,9 @@ class RoundResult:
     ``excluded`` maps each client both servers left out to the reason they signed (``"inconsistent upload"``:
     its upload failed the servers' consistency check; ``"reached one server only"``).
     ``error_bound`` holds when every participant is honest: without a range proof a participant can
-    contribute codes outside ``[0, quantization_range)`` that the servers cannot see (README, threat model).
+    contribute codes outside ``[0, quantization_range)`` that the servers cannot see (README, threat model);
+    what every verifier does check is that each coordinate of ``sum_codes`` lies in ``[0, n (Q - 1)]``,
+    so ``mean`` lies in ``[-c, c]`` up to ``error_bound / n``.
     ``model_digest`` is the round's model and ``next_model_digest`` its successor under the update rule
     (the only model the next round may announce).
     """
@@ -633,7 +636,8 @@ def open_aggregate(config: JanusConfig, a0: Message, a1: Message, *, session: by
     The checks every verifier runs (a client for its round, a server before it follows the model to
     the successor): same round, model, participant list and excluded list in both, the list a union of
     whole batches of ``roster`` of at least the round's threshold, the seals (sketch mode), and both
-    commitment equations ``C = X.G + R H`` and ``C' = X.G + S H``. Raises a :class:`VerificationError`.
+    commitment equations ``C = X.G + R H`` and ``C' = X.G + S H``, and every coordinate of the sum at most
+    ``n (Q - 1)`` (:class:`~janus_sa.errors.AggregateRangeError`). Raises a :class:`VerificationError`.
     """
     cfg = config
     if a0.round != a1.round:
@@ -692,6 +696,13 @@ def open_aggregate(config: JanusConfig, a0: Message, a1: Message, *, session: by
         raise AggregateMismatchError("the unmasked aggregate does not open S0's aggregated commitment")
     if a1.body["commitment"] != point_add(xg, point_mul(a0.body["randomness"], H)):
         raise AggregateMismatchError("the unmasked aggregate does not open S1's aggregated commitment")
+    # the cheapest sound bound without a range proof: n codes in [0, Q) sum to at most n (Q - 1) per
+    # coordinate, so the dequantised mean lies in [-c, c]; a participant whose codes leave [0, Q) far
+    # enough to push any coordinate past it aborts the round here
+    bound = n * (cfg.quantizer.quantization_range - 1)
+    if x.size and int(x.max()) > bound:
+        raise AggregateRangeError(f"the verified sum reaches {int(x.max())} on coordinate {int(x.argmax())}, above "
+                                  f"n (Q - 1) = {bound}: a participant contributed codes outside [0, Q)")
     return x, n
 
 

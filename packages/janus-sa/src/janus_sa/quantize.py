@@ -59,7 +59,8 @@ class Quantizer:
 
         Valid only when every summand is an honest client's code in ``[0, quantization_range)``: the
         protocol has no range proof, so a malicious participant can contribute out-of-range codes that
-        pass verification, and the sum can then be off by far more than this bound.
+        pass verification, and the sum can then be off by far more than this bound (verifiers only
+        check that the sum stays in ``[0, n (Q - 1)]``).
         """
         return n * self.step / 2.0
 
