@@ -10,6 +10,7 @@ from right_to_ai.assess import (
     Assessment,
     AssessmentWarning,
     DimensionScores,
+    GateStatus,
     NextTransition,
     SimilarCase,
     assess,
@@ -23,5 +24,5 @@ except PackageNotFoundError:  # source tree without install
     __version__ = "0.0.0"
 
 __all__ = ["AnswerError", "Assessment", "AssessmentWarning", "DataValidationError", "DataVersionError",
-           "DimensionScores", "NextTransition", "RightToAIData", "SimilarCase", "__version__", "assess",
+           "DimensionScores", "GateStatus", "NextTransition", "RightToAIData", "SimilarCase", "__version__", "assess",
            "available_versions", "load", "similar_cases"]

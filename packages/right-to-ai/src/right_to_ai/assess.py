@@ -1,6 +1,9 @@
 """Place one AI system on the four-tier model from its questionnaire answers.
 
-The tier is the highest tier whose gate indicators, and those of every lower tier, are answered "yes";
+The tier is the highest tier whose gate indicators, and those of every lower tier, are answered "yes"
+(the conservative tier). Each tier's own gate is also judged alone (met, partial or unmet): a higher
+tier whose own gate is met is reported beside the conservative tier, with an ``inconsistent_profile``
+warning, and the conservative tier's public role and governance structure are then not asserted;
 the Arnstein rung is the highest rung whose tier is at most that tier and whose criteria are met; each
 dimension score is the mean answer value of the dimension's questions. All three are monotone: turning an
 answer from no (or unknown, or partial) to yes never lowers them.
@@ -19,7 +22,8 @@ import numpy as np
 
 from right_to_ai.data import DIMENSIONS, RightToAIData, load
 
-__all__ = ["AnswerError", "Assessment", "AssessmentWarning", "DimensionScores", "NextTransition", "SimilarCase",
+__all__ = ["AnswerError", "Assessment", "AssessmentWarning", "DimensionScores", "GateStatus", "NextTransition",
+           "SimilarCase",
            "assess", "normalize_answers", "similar_cases"]
 
 _TRUE = {"yes", "y", "true"}
@@ -91,14 +95,44 @@ class NextTransition:
 
 
 @dataclass(frozen=True)
+class GateStatus:
+    """One tier's own gate, judged alone (the lower tiers' gates left out).
+
+    Attributes
+    ----------
+    tier : int
+        The tier (2 to 4; tier 1 has no gate).
+    tier_name : str
+        Its name.
+    state : str
+        ``"met"`` (every indicator yes), ``"partial"`` (none no or unknown, some partial: neither met nor
+        unmet) or ``"unmet"`` (some indicator no or unknown).
+    met, partial, unmet : tuple of str
+        The gate indicators in each state (``unmet`` holds no and unknown answers).
+    """
+
+    tier: int
+    tier_name: str
+    state: str
+    met: tuple[str, ...]
+    partial: tuple[str, ...]
+    unmet: tuple[str, ...]
+
+    def completion(self) -> str:
+        """What would complete the gate ("" when it is met)."""
+        todo = [f"{q} (now partial)" for q in self.partial] + list(self.unmet)
+        return "" if not todo else f"answering yes to {', '.join(todo)} would meet the tier-{self.tier} gate"
+
+
+@dataclass(frozen=True)
 class AssessmentWarning:
     """A warning raised by an assessment.
 
     Attributes
     ----------
     code : str
-        ``"participation_washing"``, ``"high_risk_without_hybrid_control"``, ``"unknown_answers"``,
-        ``"incomplete"`` or ``"unverified_data"``.
+        ``"inconsistent_profile"``, ``"partial_gate"``, ``"participation_washing"``,
+        ``"high_risk_without_hybrid_control"``, ``"unknown_answers"``, ``"incomplete"`` or ``"unverified_data"``.
     message : str
         What is wrong and why it matters.
     questions : tuple of str
@@ -117,7 +151,7 @@ class Assessment:
     Attributes
     ----------
     tier : int
-        1 to 4.
+        1 to 4: the conservative tier, the highest tier whose gate and every lower tier's gate are met.
     tier_name : str
         The tier's name.
     arnstein_rung : int
@@ -151,6 +185,14 @@ class Assessment:
         The data version.
     citation : str
         The paper's citation.
+    gates : tuple of GateStatus
+        Each gated tier's own gate (met, partial or unmet), lowest tier first.
+    higher_tiers_met : tuple of int
+        Tiers above ``tier`` whose own gate is met although a lower gate is not: the answers contradict
+        the conservative tier's public role and governance structure (an ``inconsistent_profile`` warning).
+    highest_rung_met : int
+        The highest Arnstein rung whose criteria and whose tier's own gate are met (equals
+        ``arnstein_rung`` when the profile is consistent).
     """
 
     tier: int
@@ -171,6 +213,14 @@ class Assessment:
     unverified: tuple[str, ...]
     data_version: str
     citation: str
+    gates: tuple[GateStatus, ...] = ()
+    higher_tiers_met: tuple[int, ...] = ()
+    highest_rung_met: int = 0
+
+    @property
+    def consistent(self) -> bool:
+        """True when no tier above ``tier`` has its own gate met (the tier's role and structure hold)."""
+        return not self.higher_tiers_met
 
     def warning_codes(self) -> tuple[str, ...]:
         """The codes of the warnings, in order.
@@ -230,7 +280,11 @@ class Assessment:
             warnings=tuple(AssessmentWarning(w["code"], w["message"], tuple(w["questions"])) for w in obj["warnings"]),
             explanations=tuple(obj["explanations"]), incomplete=bool(obj["incomplete"]), missing=tuple(obj["missing"]),
             high_risk=bool(obj["high_risk"]), answers=_ordered_answers(obj["answers"], obj["data_version"]),
-            unverified=tuple(obj["unverified"]), data_version=obj["data_version"], citation=obj["citation"])
+            unverified=tuple(obj["unverified"]), data_version=obj["data_version"], citation=obj["citation"],
+            gates=tuple(GateStatus(int(g["tier"]), g["tier_name"], g["state"], tuple(g["met"]), tuple(g["partial"]),
+                                   tuple(g["unmet"])) for g in obj.get("gates", ())),
+            higher_tiers_met=tuple(int(t) for t in obj.get("higher_tiers_met", ())),
+            highest_rung_met=int(obj.get("highest_rung_met", obj["arnstein_rung"])))
 
     @classmethod
     def from_json(cls, text: str) -> Assessment:
@@ -424,21 +478,35 @@ def assess(answers: Mapping[str, Any], *, data: RightToAIData | None = None, all
     values = dict(data.answer_values)
     explanations = []
 
+    gates = tuple(_gate(t, canon) for t in data.tiers[1:])
     tier = 1
-    for t in data.tiers[1:]:
-        met = _yes(canon, t.gate)
-        shown = ", ".join(f"{q} = {canon[q]}" for q in t.gate)
-        explanations.append(f"Tier {t.id} gate ({shown}): {'met' if met else 'not met'}.")
-        if not met:
+    for g in gates:
+        if g.state != "met":
             break
-        tier = t.id
+        tier = g.tier
+    for g in gates:
+        shown = ", ".join(f"{q} = {canon[q]}" for q in data.tier(g.tier).gate)
+        todo = f"; {g.completion()}" if g.state == "partial" else ""
+        explanations.append(f"Tier {g.tier} gate ({shown}): {g.state}{todo}.")
     placed = data.tier(tier)
     explanations.append(f"Tier {tier} ({placed.name}) is the highest tier whose gate and every lower gate are met.")
+    higher = tuple(g.tier for g in gates if g.tier > tier and g.state == "met")
+    own_gate_met = {1} | {g.tier for g in gates if g.state == "met"}
 
     rung = max((r for r in data.rungs if r.tier <= tier and _yes(canon, r.criteria)), key=lambda r: r.level)
     why = ", ".join(f"{q} = yes" for q in rung.criteria) or "no criteria beyond the tier"
     explanations.append(f"Arnstein rung {rung.level} ({rung.name}): the highest rung of tier {tier} or below whose "
                         f"criteria are met ({why}).")
+    top = max((r for r in data.rungs if r.tier in own_gate_met and _yes(canon, r.criteria)), key=lambda r: r.level)
+    if higher:
+        blocking = [g for g in gates if g.tier <= tier + 1 and g.state != "met"]
+        explanations.append(
+            f"The answers also meet the own gate of tier(s) {', '.join(map(str, higher))} "
+            f"({', '.join(data.tier(t).name for t in higher)}) but not tier {blocking[0].tier}'s; the public role "
+            f"({placed.public_role}) and governance structure ({placed.governance_structure}) of tier {tier} are "
+            "not asserted.")
+    if top.level > rung.level:
+        explanations.append(f"Without the cumulative gates the answers meet Arnstein rung {top.level} ({top.name}).")
 
     scores = {}
     for dim in DIMENSIONS:
@@ -456,6 +524,21 @@ def assess(answers: Mapping[str, Any], *, data: RightToAIData | None = None, all
                                     tuple(q for q in nxt.gate if canon[q] != "yes"), tr.verified, tr.source)
 
     warnings = []
+    if higher:
+        lowest_gap = next(g for g in gates if g.state != "met")
+        shown = ", ".join(f"{q} = {canon[q]}" for q in data.tier(lowest_gap.tier).gate)
+        warnings.append(AssessmentWarning(
+            "inconsistent_profile",
+            f"Inconsistent profile: the answers meet the tier-{', tier-'.join(map(str, higher))} gate(s) but not the "
+            f"tier-{lowest_gap.tier} gate ({shown}). The conservative tier is {tier} ({placed.name}); its public role "
+            f"and governance structure are not asserted, since the answers contradict them. Either the lower tiers' "
+            f"practices are missing or an answer is wrong; {lowest_gap.completion()}.",
+            tuple(q for t in (lowest_gap.tier, *higher) for q in data.tier(t).gate)))
+    partial_gates = [g for g in gates if g.tier > tier and g.state == "partial"]
+    for g in partial_gates:
+        warnings.append(AssessmentWarning(
+            "partial_gate", f"The tier-{g.tier} gate is partly met ({', '.join(f'{q} = partial' for q in g.partial)}), "
+            f"neither met nor unmet: {g.completion()}.", g.partial))
     sig = data.signals
     consulted = tuple(q for q in sig.consultation if canon[q] in ("yes", "partial"))
     decides = tuple(q for q in sig.decision_rights if canon[q] == "yes")
@@ -505,7 +588,16 @@ def assess(answers: Mapping[str, Any], *, data: RightToAIData | None = None, all
         satisfied_indicators=tuple(q.id for q in data.questions if canon[q.id] == "yes"),
         unmet_indicators=unmet, next_transition=transition, warnings=tuple(warnings),
         explanations=tuple(explanations), incomplete=bool(missing), missing=missing, high_risk=high_risk,
-        answers=tuple(canon.items()), unverified=tuple(used), data_version=data.version, citation=data.citation)
+        answers=tuple(canon.items()), unverified=tuple(used), data_version=data.version, citation=data.citation,
+        gates=gates, higher_tiers_met=higher, highest_rung_met=top.level)
+
+
+def _gate(tier: Any, canon: Mapping[str, str]) -> GateStatus:
+    met = tuple(q for q in tier.gate if canon[q] == "yes")
+    partial = tuple(q for q in tier.gate if canon[q] == "partial")
+    unmet = tuple(q for q in tier.gate if canon[q] not in ("yes", "partial"))
+    state = "unmet" if unmet else "partial" if partial else "met"
+    return GateStatus(tier.id, tier.name, state, met, partial, unmet)
 
 
 def _profile(answers: Mapping[str, str]) -> frozenset[tuple[str, str]]:

@@ -311,8 +311,8 @@ class Recommendation:
         Question ids linked to it.
     source : str
         Where the entry comes from.
-    verified : bool
-        Whether it was checked against the paper.
+    verified_fields : tuple of (str, bool)
+        Per field (``name``, ``summary``, ``questions``), whether it was checked against the paper.
     """
 
     id: str
@@ -320,7 +320,12 @@ class Recommendation:
     summary: str
     questions: tuple[str, ...]
     source: str
-    verified: bool
+    verified_fields: tuple[tuple[str, bool], ...]
+
+    @property
+    def verified(self) -> bool:
+        """True only when every field was checked against the paper."""
+        return all(ok for _, ok in self.verified_fields)
 
 
 @dataclass(frozen=True)
@@ -513,7 +518,8 @@ class RightToAIData:
         keys += [] if self.signals.verified else ["signals"]
         keys += [f"case:{c.id}" for c in self.case_studies if not c.verified]
         keys += [f"justification:{j.id}" for j in self.justifications if not j.verified]
-        keys += [f"recommendation:{r.id}" for r in self.recommendations if not r.verified]
+        keys += [f"recommendation:{r.id}.{field}" for r in self.recommendations for field, ok in r.verified_fields
+                 if not ok]
         return tuple(keys)
 
 
@@ -758,7 +764,8 @@ def _build(docs: dict[str, Any], version: str) -> RightToAIData:
         justifications=tuple(Justification(j["id"], j["name"], j["summary"], tuple(j["dimensions"]), j["source"],
                                            j["verified"]) for j in docs["justifications"]["justifications"]),
         recommendations=tuple(Recommendation(r["id"], r["name"], r["summary"], tuple(r["questions"]), r["source"],
-                                             r["verified"]) for r in docs["recommendations"]["recommendations"]),
+                                             tuple((f, bool(r["verified"][f])) for f in ("name", "summary", "questions")))
+                              for r in docs["recommendations"]["recommendations"]),
         examples=tuple(ExampleSystem(s["id"], s["name"], s["description"], s["high_risk"], ordered(s["answers"]))
                        for s in docs["examples"]["systems"]),
     )

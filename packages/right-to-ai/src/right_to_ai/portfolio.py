@@ -53,6 +53,10 @@ class Portfolio:
         Unanswered questions (scored as unknown).
     n_unmet_next : numpy.ndarray of int
         Unmet gate indicators of the next tier (0 at tier 4).
+    highest_own_gate : numpy.ndarray of int
+        The highest tier whose own gate is met (1 when none is), as ``Assessment.higher_tiers_met``.
+    inconsistent_profile : numpy.ndarray of bool
+        A tier above ``tier`` has its own gate met (``Assessment``'s ``inconsistent_profile`` warning).
     data_version, citation : str
         The data used.
     """
@@ -68,6 +72,8 @@ class Portfolio:
     high_risk_without_hybrid_control: np.ndarray
     n_missing: np.ndarray
     n_unmet_next: np.ndarray
+    highest_own_gate: np.ndarray
+    inconsistent_profile: np.ndarray
     data_version: str
     citation: str
 
@@ -99,6 +105,8 @@ class Portfolio:
                 "inclusivity": float(self.inclusivity[i]),
                 "next_transition": tier.transition.mechanism if tier.transition else "",
                 "n_unmet_next": int(self.n_unmet_next[i]),
+                "highest_own_gate": int(self.highest_own_gate[i]),
+                "inconsistent_profile": bool(self.inconsistent_profile[i]),
                 "participation_washing": bool(self.participation_washing[i]),
                 "high_risk": bool(self.high_risk[i]),
                 "high_risk_without_hybrid_control": bool(self.high_risk_without_hybrid_control[i]),
@@ -306,10 +314,14 @@ def assess_many(table: Any, *, data: RightToAIData | None = None, allow_missing:
         return yes[:, [col[q] for q in qids]].any(axis=1)
 
     tier = np.ones(n, dtype=np.int64)
+    own = np.ones(n, dtype=np.int64)
     reached = np.ones(n, dtype=bool)
     for t in data.tiers[1:]:
-        reached &= all_yes(t.gate)
+        met = all_yes(t.gate)
+        reached &= met
         tier[reached] = t.id
+        own[met] = t.id
+    inconsistent = own > tier
     rung = np.ones(n, dtype=np.int64)
     for r in data.rungs:
         ok = (tier >= r.tier) & all_yes(r.criteria)
@@ -332,7 +344,7 @@ def assess_many(table: Any, *, data: RightToAIData | None = None, allow_missing:
     names_given = columns.get("system", [None] * n)
     system = tuple(f"row {i + 1}" if _is_missing(v) else str(v) for i, v in enumerate(names_given))
     unguarded = high_risk & ~hybrid
-    arrays = (tier, rung, *scores.values(), washing, high_risk, unguarded, n_unmet)
+    arrays = (tier, rung, *scores.values(), washing, high_risk, unguarded, n_unmet, own, inconsistent)
     for array in arrays:
         array.setflags(write=False)
     n_missing = missing.sum(axis=1)
@@ -341,4 +353,5 @@ def assess_many(table: Any, *, data: RightToAIData | None = None, allow_missing:
                      transparency=scores["transparency"], inclusivity=scores["inclusivity"],
                      participation_washing=washing, high_risk=high_risk,
                      high_risk_without_hybrid_control=unguarded, n_missing=n_missing,
-                     n_unmet_next=n_unmet, data_version=data.version, citation=data.citation)
+                     n_unmet_next=n_unmet, highest_own_gate=own, inconsistent_profile=inconsistent,
+                     data_version=data.version, citation=data.citation)

@@ -28,8 +28,18 @@ def _context(assessment: Assessment, *, title: str, k: int) -> dict[str, Any]:
     gates = []
     for t in data.tiers[1:]:
         for qid in t.gate:
+            state = {"yes": "met", "partial": "partial"}.get(answers[qid], "unmet")
             gates.append({"tier": t.id, "question": qid, "text": data.question(qid).text, "answer": answers[qid],
-                          "met": answers[qid] == "yes"})
+                          "met": answers[qid] == "yes", "state": state})
+    higher = [data.tier(t) for t in assessment.higher_tiers_met]
+    if higher:
+        gap = next(g for g in assessment.gates if g.state != "met")
+        role = (f"The answers also meet the own gate of {', '.join(f'tier {t.id} ({t.name})' for t in higher)}, but "
+                f"not tier {gap.tier}'s ({gap.completion()}). Public role and governance structure are not asserted: "
+                f"the answers contradict tier {tier.id}'s ({tier.public_role}; {tier.governance_structure}).")
+    else:
+        role = f"Public role: {tier.public_role}; governance: {tier.governance_structure}."
+    top = data.rung(assessment.highest_rung_met) if assessment.highest_rung_met > assessment.arnstein_rung else None
     unverified = []
     questions = [key.split(":", 1)[1] for key in assessment.unverified if key.startswith("question:")]
     for key in assessment.unverified:
@@ -52,7 +62,8 @@ def _context(assessment: Assessment, *, title: str, k: int) -> dict[str, Any]:
     # a case study sharing no yes/partial answer (Jaccard 0) is not similar, whatever its rank
     similar = tuple(s for s in similar_cases(answers, k=k, data=data) if s.similarity > 0) if k else ()
     return {
-        "title": title, "a": assessment, "tier": tier, "answers": answers, "gates": gates,
+        "title": title, "a": assessment, "tier": tier, "answers": answers, "gates": gates, "role": role,
+        "top_rung": None if top is None else f"{top.name} (rung {top.level}, {data.band(top.band).name})",
         "dimensions": [(d, getattr(assessment.dimension_scores, d)) for d in DIMENSIONS],
         "transition": assessment.next_transition, "unverified": unverified, "similar": similar,
         "similar_requested": bool(k), "no_similar": NO_SIMILAR,
@@ -97,9 +108,13 @@ def to_markdown(assessment: Assessment, *, title: str = "AI system", similar: in
     a: Assessment = c["a"]
     tier = c["tier"]
     lines = [f"# Right-to-AI assessment: {title}", ""]
-    lines.append(f"**Tier {a.tier} of {c['tier_count']}: {a.tier_name}**{_mark(tier.verified)} (public role: "
-                 f"{tier.public_role}; governance: {tier.governance_structure}).")
-    lines.append(f"Arnstein rung {a.arnstein_rung} of {c['rung_count']}: {a.arnstein_rung_name} ({a.arnstein_band}).")
+    conservative = " (conservative: the highest tier whose gate and every lower gate are met)" if not a.consistent else ""
+    lines.append(f"**Tier {a.tier} of {c['tier_count']}: {a.tier_name}**{_mark(tier.verified)}{conservative}. "
+                 f"{c['role']}")
+    rung = f"Arnstein rung {a.arnstein_rung} of {c['rung_count']}: {a.arnstein_rung_name} ({a.arnstein_band})"
+    if c["top_rung"]:
+        rung += f" at the conservative tier; without the cumulative gates the answers meet {c['top_rung']}"
+    lines.append(rung + ".")
     if a.incomplete:
         lines.append(f"**Incomplete**: {len(a.missing)} unanswered question(s) scored as unknown.")
     if a.high_risk:
@@ -117,8 +132,8 @@ def to_markdown(assessment: Assessment, *, title: str = "AI system", similar: in
         lines += ["", "Unmet gate indicators:", ""]
         lines += [f"- `{q}` (tier {next(g['tier'] for g in c['gates'] if g['question'] == q)}): {c['unmet_text'][q]} "
                   f"Answer: {c['answers'][q]}." for q in a.unmet_indicators]
-    lines += ["", "## Gate indicators", "", "| tier | question | answer | met |", "|---|---|---|---|"]
-    lines += [f"| {g['tier']} | `{g['question']}` | {g['answer']} | {'yes' if g['met'] else 'no'} |" for g in c["gates"]]
+    lines += ["", "## Gate indicators", "", "| tier | question | answer | state |", "|---|---|---|---|"]
+    lines += [f"| {g['tier']} | `{g['question']}` | {g['answer']} | {g['state']} |" for g in c["gates"]]
     lines += ["", "## Warnings", ""]
     lines += [f"- **{w.code}**: {w.message}" for w in a.warnings] or ["None."]
     lines += ["", "## Why", ""] + [f"- {e}" for e in a.explanations]
