@@ -60,13 +60,3 @@ def test_help_names_the_paper(capsys):
     out = capsys.readouterr().out
     assert "Janus: Dual-Server Multi-Round Secure Aggregation" in out and "ICML 2025" in out
     assert "keygen" in out and "serve" in out
-
-
-def test_seed_is_deprecated():
-    from janus_sa.simulation import random_updates
-
-    ids = [bytes([i]) * 32 for i in range(3)]
-    with pytest.warns(DeprecationWarning, match="random_state"):
-        old = random_updates(4, ids, seed=2)
-    new = random_updates(4, ids, random_state=2)
-    assert all((old[c] == new[c]).all() for c in ids)

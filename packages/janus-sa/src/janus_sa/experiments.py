@@ -7,13 +7,11 @@ against n (Janus vs SecAgg+) and federated accuracy against plain FedAvg.
 from __future__ import annotations
 
 import time
-from typing import Any
 
 import numpy as np
 from icml25_shared.cli import RunContext
-from icml25_shared.random import UNSET, RandomStateLike, spawn
+from icml25_shared.random import RandomStateLike, spawn
 
-from janus_sa._seeding import resolve_random_state
 from janus_sa.crypto import model_digest
 from janus_sa.fl import run_federated
 from janus_sa.protocol import AggregationServer, JanusConfig
@@ -29,8 +27,7 @@ class _PlusOneS0(AggregationServer):
         self._value[0] += 1
 
 
-def janus_costs(n: int, dim: int, *, mode: str = "exact", random_state: RandomStateLike = 0,
-                seed: Any = UNSET) -> dict:
+def janus_costs(n: int, dim: int, *, mode: str = "exact", random_state: RandomStateLike = 0) -> dict:
     """Run one real in-process Janus round with ``n`` clients and measure its per-client cost.
 
     Parameters
@@ -43,15 +40,12 @@ def janus_costs(n: int, dim: int, *, mode: str = "exact", random_state: RandomSt
         Janus commitment mode.
     random_state : None, int or numpy Generator, default 0
         Draws the updates.
-    seed : int, optional
-        Deprecated name of ``random_state``.
 
     Returns
     -------
     dict
         Per-client mean upload and download bytes and CPU seconds, and whether all clients verified.
     """
-    random_state = resolve_random_state(random_state, seed, owner="janus_costs")
     dep = InProcessDeployment(config=JanusConfig(dim=dim, mode=mode))
     ids = dep.add_clients(n)
     t0 = time.perf_counter()
@@ -65,7 +59,7 @@ def janus_costs(n: int, dim: int, *, mode: str = "exact", random_state: RandomSt
             "client_seconds": float(np.mean([s.seconds for s in st])), "round_wall_seconds": wall}
 
 
-def secaggplus_costs(n: int, dim: int, *, random_state: RandomStateLike = 0, seed: Any = UNSET) -> dict:
+def secaggplus_costs(n: int, dim: int, *, random_state: RandomStateLike = 0) -> dict:
     """Run one full SecAgg+ round with ``n`` clients (one dropout when n >= 10) and measure its cost.
 
     Parameters
@@ -76,15 +70,13 @@ def secaggplus_costs(n: int, dim: int, *, random_state: RandomStateLike = 0, see
         Update length l.
     random_state : None, int or numpy Generator, default 0
         Root of two independent streams: the clients' codes and the neighbour graph.
-    seed : int, optional
-        Deprecated name of ``random_state``.
 
     Returns
     -------
     dict
         Per-client mean upload and download bytes and CPU seconds, and whether the sum was correct.
     """
-    codes_rng, graph_rng = spawn(resolve_random_state(random_state, seed, owner="secaggplus_costs"), 2)
+    codes_rng, graph_rng = spawn(random_state, 2)
     codes = {i: codes_rng.integers(0, 1 << 22, dim).astype(np.uint32) for i in range(1, n + 1)}
     drop = {1} if n >= 10 else set()
     t0 = time.perf_counter()

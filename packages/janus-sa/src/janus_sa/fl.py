@@ -9,13 +9,12 @@ security) from the same start, so the two trajectories can be compared coordinat
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
-from icml25_shared.random import UNSET, RandomStateLike, check_random_state
+from icml25_shared.random import RandomStateLike, check_random_state
+from icml25_shared.validation import Interval, Options
 
-from janus_sa._seeding import resolve_random_state
-from janus_sa.errors import ConfigError
+from janus_sa._validation import validate
 from janus_sa.protocol import JanusConfig
 from janus_sa.quantize import Quantizer
 from janus_sa.simulation import InProcessDeployment
@@ -60,8 +59,7 @@ class FederatedRun:
 
 def run_federated(*, n_clients: int = 20, rounds: int = 5, local_steps: int = 10, lr: float = 0.5,
                   clipping_range: float = 4.0, quantization_range: int = 1 << 22,
-                  random_state: RandomStateLike = 0, mode: str = "exact", participation: float = 1.0,
-                  seed: Any = UNSET) -> FederatedRun:
+                  random_state: RandomStateLike = 0, mode: str = "exact", participation: float = 1.0) -> FederatedRun:
     """Train softmax regression on digits split across clients, with Janus and with plain FedAvg.
 
     Parameters
@@ -82,20 +80,20 @@ def run_federated(*, n_clients: int = 20, rounds: int = 5, local_steps: int = 10
         Janus commitment mode.
     participation : float, default 1.0
         Fraction of clients sampled each round (dynamic participation).
-    seed : int, optional
-        Deprecated name of ``random_state``.
 
     Returns
     -------
     FederatedRun
         Per-round accuracies of both, the largest parameter gap, participant counts and error bounds.
     """
-    if not 2 <= n_clients <= 1000:
-        raise ConfigError(f"n_clients must be in [2, 1000], got {n_clients}")
-    if not 0 < participation <= 1:
-        raise ConfigError(f"participation must be in (0, 1], got {participation}")
+    validate({"n_clients": n_clients, "rounds": rounds, "local_steps": local_steps, "lr": lr,
+              "participation": participation, "mode": mode, "random_state": random_state},
+             {"n_clients": [Interval(int, 2, 1000)], "rounds": [Interval(int, 1, None)],
+              "local_steps": [Interval(int, 0, None)], "lr": [Interval(float, 0, None, closed="neither")],
+              "participation": [Interval(float, 0, 1, closed="right")], "mode": [Options(str, {"exact", "sketch"})],
+              "random_state": ["random_state"]}, owner="run_federated")
     x, y = _load_digits()
-    rng = check_random_state(resolve_random_state(random_state, seed, owner="run_federated"))
+    rng = check_random_state(random_state)
     order = rng.permutation(len(y))
     split = int(0.75 * len(y))
     tr, te = order[:split], order[split:]

@@ -37,15 +37,15 @@ from pathlib import Path
 
 import msgpack
 import numpy as np
-from icml25_shared.validation import Interval, Options, check_params
+from icml25_shared.validation import Interval, Options
 
 from janus_sa import crypto
+from janus_sa._validation import validate
 from janus_sa.crypto import H, ServerKeys, ServerPublicKeys, SigningKey, point_add, point_mul, point_sub, sha256
 from janus_sa.errors import (
     AggregateMismatchError,
     AggregateRangeError,
     ConfigError,
-    ConfigTypeError,
     ExcludedError,
     IncompleteRoundError,
     JanusError,
@@ -140,13 +140,7 @@ class JanusConfig:
 
         A value of the wrong type raises :class:`~janus_sa.errors.ConfigTypeError` (a ``TypeError``).
         """
-        try:
-            check_params({name: getattr(self, name) for name in self._constraints}, self._constraints,
-                         owner="JanusConfig")
-        except TypeError as err:
-            raise ConfigTypeError(str(err)) from None
-        except ValueError as err:
-            raise ConfigError(str(err)) from None
+        validate({name: getattr(self, name) for name in self._constraints}, self._constraints, owner="JanusConfig")
         if self.initial_model is not None and len(self.initial_model) != 32:
             raise ConfigError(f"JanusConfig: initial_model must be a 32-byte model digest (janus_sa.model_digest); "
                               f"got {len(self.initial_model)} bytes")
@@ -264,6 +258,7 @@ def next_model(model: np.ndarray, sum_codes: np.ndarray, n: int, config: JanusCo
 
 def _initial_model(config: JanusConfig, model: np.ndarray | None) -> np.ndarray | None:
     """The weights of the first round: ``model`` (checked against the configured digest) or zeros."""
+    validate({"model": model}, {"model": [None, np.ndarray]}, owner="janus_sa")
     if model is None:
         return np.zeros(config.dim) if config.initial_model is None else None
     model = np.ascontiguousarray(model, dtype=np.float64)
@@ -273,6 +268,14 @@ def _initial_model(config: JanusConfig, model: np.ndarray | None) -> np.ndarray 
     if crypto.model_digest(model) != config.initial_digest:
         raise ModelInconsistencyError("model is not the initial model the configuration names (digests differ)")
     return model
+
+
+def _check_setup(config: JanusConfig, session: bytes, *, owner: str) -> JanusConfig:
+    """The validated ``config`` of a party, after checking its type and the 16-byte ``session`` id."""
+    validate({"config": config, "session": session}, {"config": [JanusConfig], "session": [bytes]}, owner=owner)
+    if len(session) != SESSION_BYTES:
+        raise ConfigError(f"{owner}: session must be {SESSION_BYTES} bytes; got {len(session)} bytes")
+    return config.validate()
 
 
 def _atomic_write(path: Path, data: bytes, mode: int = 0o644) -> None:
@@ -737,9 +740,7 @@ class JanusClient:
     def __init__(self, *, config: JanusConfig, s0: ServerPublicKeys, s1: ServerPublicKeys, session: bytes,
                  signing_key: SigningKey | None = None, roster: Roster | None = None,
                  model: np.ndarray | None = None) -> None:
-        self.config = config.validate()
-        if not isinstance(session, bytes) or len(session) != SESSION_BYTES:
-            raise ConfigError(f"session must be {SESSION_BYTES} bytes")
+        self.config = _check_setup(config, session, owner="JanusClient")
         self.s0, self.s1, self.session = s0, s1, session
         self.key = signing_key or SigningKey()
         self.round_: int | None = None
@@ -996,9 +997,7 @@ class _Server(ABC):
     def __init__(self, *, config: JanusConfig, keys: ServerKeys, session: bytes, peer: bytes,
                  state_dir: str | os.PathLike | None = None, roster: Roster | None = None,
                  model: np.ndarray | None = None) -> None:
-        self.config = config.validate()
-        if not isinstance(session, bytes) or len(session) != SESSION_BYTES:
-            raise ConfigError(f"session must be {SESSION_BYTES} bytes")
+        self.config = _check_setup(config, session, owner=type(self).__name__)
         self.keys, self.session, self.peer = keys, session, peer
         self.state_dir = Path(state_dir) if state_dir is not None else None
         self.roster_: Roster | None = None

@@ -11,7 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+from icml25_shared.validation import Interval
 
+from janus_sa._validation import validate
 from janus_sa.errors import ConfigError
 
 
@@ -36,12 +38,14 @@ class Quantizer:
     def validate(self) -> Quantizer:
         """Check the ranges; raise :class:`ConfigError` naming the bad one. Returns ``self``."""
         c, q, m = self.clipping_range, self.quantization_range, self.modulus_range
-        if not (isinstance(c, (int, float)) and np.isfinite(c) and c > 0):
-            raise ConfigError(f"clipping_range must be a finite number > 0, got {c!r}")
-        if not (isinstance(m, int) and 2**8 <= m <= 2**32 and m & (m - 1) == 0):
-            raise ConfigError(f"modulus_range must be a power of two in [2**8, 2**32], got {m!r}")
-        if not (isinstance(q, int) and 2 <= q <= m):
-            raise ConfigError(f"quantization_range must be an int in [2, modulus_range={m}], got {q!r}")
+        validate({"clipping_range": c, "modulus_range": m},
+                 {"clipping_range": [Interval(float, 0, None, closed="neither")],
+                  "modulus_range": [Interval(int, 2**8, 2**32)]}, owner="Quantizer")
+        if not np.isfinite(c):
+            raise ConfigError(f"Quantizer: clipping_range must be a finite float > 0; got {c!r}")
+        if m & (m - 1):
+            raise ConfigError(f"Quantizer: modulus_range must be a power of two in [2**8, 2**32]; got {m!r}")
+        validate({"quantization_range": q}, {"quantization_range": [Interval(int, 2, m)]}, owner="Quantizer")
         return self
 
     @property

@@ -14,7 +14,6 @@ import math
 import os
 import time
 from dataclasses import dataclass
-from typing import Any
 
 import msgpack
 import numpy as np
@@ -22,9 +21,10 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric.x25519 import X25519PrivateKey, X25519PublicKey
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from cryptography.hazmat.primitives.kdf.hkdf import HKDF
-from icml25_shared.random import UNSET, RandomStateLike, check_random_state
+from icml25_shared.random import RandomStateLike, check_random_state
+from icml25_shared.validation import Interval
 
-from janus_sa._seeding import resolve_random_state
+from janus_sa._validation import validate
 from janus_sa.crypto import SigningKey, expand_mask
 
 PRIME = 2**521 - 1  # Mersenne prime field for Shamir shares of 32-byte secrets
@@ -145,8 +145,7 @@ class SecAggPlusClient:
 
 def run_secaggplus_round(codes: dict[int, np.ndarray], *, dim: int, k: int | None = None,
                          drop_after_shares: set[int] = frozenset(), modulus: int = 1 << 32,
-                         random_state: RandomStateLike = 0,
-                         seed: Any = UNSET) -> tuple[np.ndarray, list[SecAggPlusClient]]:
+                         random_state: RandomStateLike = 0) -> tuple[np.ndarray, list[SecAggPlusClient]]:
     """Run a full SecAgg+ round (server side included).
 
     Parameters
@@ -164,8 +163,6 @@ def run_secaggplus_round(codes: dict[int, np.ndarray], *, dim: int, k: int | Non
         Modulus of the masked arithmetic.
     random_state : None, int or numpy Generator, default 0
         Draws the random neighbour graph (the masks come from the OS random source).
-    seed : int, optional
-        Deprecated name of ``random_state``.
 
     Returns
     -------
@@ -174,7 +171,9 @@ def run_secaggplus_round(codes: dict[int, np.ndarray], *, dim: int, k: int | Non
     clients : list of SecAggPlusClient
         The clients, with their byte and CPU counters.
     """
-    random_state = resolve_random_state(random_state, seed, owner="run_secaggplus_round")
+    validate({"dim": dim, "k": k, "modulus": modulus, "random_state": random_state},
+             {"dim": [Interval(int, 1, None)], "k": [None, Interval(int, 1, None)],
+              "modulus": [Interval(int, 2, 2**32)], "random_state": ["random_state"]}, owner="run_secaggplus_round")
     ids = sorted(codes)
     n = len(ids)
     k = k or neighbours_for(n)

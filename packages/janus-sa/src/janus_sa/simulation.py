@@ -11,12 +11,12 @@ import time
 from collections.abc import Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
-from icml25_shared.random import UNSET, RandomStateLike, check_random_state
+from icml25_shared.random import RandomStateLike, check_random_state
+from icml25_shared.validation import Interval
 
-from janus_sa._seeding import resolve_random_state
+from janus_sa._validation import validate
 from janus_sa.crypto import ServerKeys, model_digest
 from janus_sa.errors import ConfigError, JanusError
 from janus_sa.protocol import AggregationServer, JanusClient, JanusConfig, MaskServer, Roster, RoundResult, enroll
@@ -97,6 +97,7 @@ class InProcessDeployment:
 
     def __init__(self, *, config: JanusConfig, state_dir: str | os.PathLike | None = None,
                  model: np.ndarray | None = None) -> None:
+        validate({"config": config}, {"config": [JanusConfig]}, owner="InProcessDeployment")
         self.config = config.validate()
         self.session = os.urandom(16)
         self.keys0, self.keys1 = ServerKeys(), ServerKeys()
@@ -169,8 +170,7 @@ class InProcessDeployment:
             Per-client results (all current clients, uploaders or not, verify the aggregate),
             per-client errors, and per-client bytes and CPU seconds.
         """
-        if not isinstance(workers, int) or workers < 1:
-            raise ConfigError(f"workers must be an int >= 1, got {workers!r}")
+        validate({"workers": workers}, {"workers": [Interval(int, 1, None)]}, owner="InProcessDeployment.run_round")
         self.round += 1
         model = self.model if model is None else model
         rnd, digest = self.round, model_digest(model)
@@ -256,8 +256,7 @@ class InProcessDeployment:
         return report
 
 
-def random_updates(dim: int, ids: Iterable[bytes], *, random_state: RandomStateLike = 0, scale: float = 1.0,
-                   seed: Any = UNSET) -> dict[bytes, np.ndarray]:
+def random_updates(dim: int, ids: Iterable[bytes], *, random_state: RandomStateLike = 0, scale: float = 1.0) -> dict[bytes, np.ndarray]:
     """Draw Gaussian float updates for test and benchmark rounds.
 
     Parameters
@@ -270,13 +269,14 @@ def random_updates(dim: int, ids: Iterable[bytes], *, random_state: RandomStateL
         The stream the updates are drawn from.
     scale : float, default 1.0
         Standard deviation of the coordinates.
-    seed : int, optional
-        Deprecated name of ``random_state``.
 
     Returns
     -------
     dict of bytes to ndarray of shape (dim,)
         One update per id.
     """
-    rng = check_random_state(resolve_random_state(random_state, seed, owner="random_updates"))
+    validate({"dim": dim, "scale": scale, "random_state": random_state},
+             {"dim": [Interval(int, 1, None)], "scale": [Interval(float, 0, None)], "random_state": ["random_state"]},
+             owner="random_updates")
+    rng = check_random_state(random_state)
     return {cid: scale * rng.standard_normal(dim) for cid in ids}
