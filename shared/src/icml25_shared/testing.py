@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CommandRun", "assert_rejects", "run_command", "run_module"]
+__all__ = ["CommandRun", "assert_figure_legible", "assert_rejects", "figure_problems", "run_command", "run_module"]
 
 DEFAULT_EXPECT = {"demo": ("md", "png"), "reproduce": ("json",)}
 
@@ -182,3 +182,123 @@ def assert_rejects(entry: Callable[..., Any], name: str, *, wrong_type: Any, wro
         else:
             raise AssertionError(f"{getattr(entry, '__qualname__', entry)}({name}={value!r}) raised nothing, "
                                  f"expected {expected.__name__}")
+
+
+def _tick_labels(axis: Any) -> list[Any]:
+    """The tick labels ``axis`` draws: ticks outside the view limits keep labels that are never drawn."""
+    low, high = sorted(float(v) for v in axis.get_view_interval())
+    slack = 1e-9 * max(high - low, 1e-300)
+    labels = []
+    for tick in [*axis.get_major_ticks(), *axis.get_minor_ticks()]:
+        location = tick.get_loc()
+        if location is None or not low - slack <= float(location) <= high + slack:
+            continue
+        labels += [label for label in (tick.label1, tick.label2) if label.get_visible() and label.get_text().strip()]
+    return labels
+
+
+def _texts(fig: Any) -> list[tuple[str, Any]]:
+    """Every visible, non-empty text of ``fig`` with a name saying where it sits."""
+    found: list[tuple[str, Any]] = [("suptitle", fig._suptitle)] if getattr(fig, "_suptitle", None) else []
+    found += [("figure text", t) for t in fig.texts]
+    for i, ax in enumerate(fig.axes):
+        where = f"axes {i}" + (f" ({ax.get_title()!r})" if ax.get_title() else "")
+        found += [(f"{where} title", t) for t in (ax.title, ax._left_title, ax._right_title)]
+        axes = [("x", ax.xaxis), ("y", ax.yaxis)] + ([("z", ax.zaxis)] if hasattr(ax, "zaxis") else [])
+        for letter, axis in axes:
+            found.append((f"{where} {letter} label", axis.label))
+            found += [(f"{where} {letter} tick label", t) for t in _tick_labels(axis)]
+            found.append((f"{where} {letter} offset", axis.get_offset_text()))
+        found += [(f"{where} text", t) for t in ax.texts]
+        legend = ax.get_legend()
+        if legend is not None and legend.get_visible():
+            found += [(f"{where} legend", t) for t in [legend.get_title(), *legend.get_texts()]]
+    for legend in fig.legends:
+        found += [("figure legend", t) for t in [legend.get_title(), *legend.get_texts()]]
+    unique: dict[int, tuple[str, Any]] = {}  # the suptitle is in fig.texts too: first name wins
+    for name, text in found:
+        unique.setdefault(id(text), (name, text))
+    return [(name, t) for name, t in unique.values() if t.get_visible() and t.get_text().strip()]
+
+
+def figure_problems(fig: Any, *, tolerance: float = 1.0) -> list[str]:
+    """What makes a matplotlib figure hard to read: text that overlaps other text, axes without labels.
+
+    The figure is drawn at its own size; every visible text's tight bounding box (titles, axis labels,
+    tick labels, offsets, annotations, legends) is compared with every other's. An axis whose tick labels
+    show needs a label (panels that share an axis and hide its tick labels need none); a colour bar's axis
+    is exempt.
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure, as the command saves it.
+    tolerance : float, default 1.0
+        Pixels two boxes may share in each direction before they count as overlapping.
+
+    Returns
+    -------
+    list of str
+        One line per problem; empty when the figure is legible.
+    """
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    problems = []
+    for i, ax in enumerate(fig.axes):
+        if not ax.get_visible() or not ax.axison or hasattr(ax, "_colorbar"):
+            continue
+        where = f"axes {i}" + (f" ({ax.get_title()!r})" if ax.get_title() else "")
+        axes = [("x", ax.xaxis), ("y", ax.yaxis)] + ([("z", ax.zaxis)] if hasattr(ax, "zaxis") else [])
+        for letter, axis in axes:
+            if _tick_labels(axis) and not axis.label.get_text().strip():
+                problems.append(f"{where} has no {letter} label")
+    texts = [(name, t, t.get_window_extent(renderer)) for name, t in _texts(fig)]
+    for a in range(len(texts)):
+        for b in range(a + 1, len(texts)):
+            (name_a, text_a, box_a), (name_b, text_b, box_b) = texts[a], texts[b]
+            width = min(box_a.x1, box_b.x1) - max(box_a.x0, box_b.x0)
+            height = min(box_a.y1, box_b.y1) - max(box_a.y0, box_b.y0)
+            if width > tolerance and height > tolerance:
+                problems.append(f"{name_a} {text_a.get_text()!r} overlaps {name_b} {text_b.get_text()!r} "
+                                f"({width:.0f} x {height:.0f} px)")
+    return problems
+
+
+def assert_figure_legible(fig: Any, *, tolerance: float = 1.0) -> None:
+    """Fail when :func:`figure_problems` finds overlapping text or axes without labels.
+
+    Call it on every figure a ``demo`` or ``reproduce`` writes, at its default size (a test can keep the
+    figure open by patching ``matplotlib.pyplot.close`` or build it with the command's plotting function).
+
+    Parameters
+    ----------
+    fig : matplotlib.figure.Figure
+        The figure.
+    tolerance : float, default 1.0
+        Pixels two text boxes may share in each direction.
+
+    Raises
+    ------
+    AssertionError
+        Listing every problem.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> fig, ax = plt.subplots(figsize=(4, 3))
+    >>> _ = ax.plot([0, 1], [0, 1])
+    >>> _ = ax.set_xlabel("time (s)"), ax.set_ylabel("loss")
+    >>> assert_figure_legible(fig)
+    >>> _ = ax.set_ylabel("")
+    >>> assert_figure_legible(fig)
+    Traceback (most recent call last):
+    ...
+    AssertionError: figure is hard to read:
+    axes 0 has no y label
+    """
+    problems = figure_problems(fig, tolerance=tolerance)
+    if problems:
+        raise AssertionError("figure is hard to read:\n" + "\n".join(problems))
+
