@@ -295,7 +295,8 @@ def _icl_cell_cost(r: int, steps: int) -> float:
     return steps * (0.010 + 0.0045 * r)
 
 
-def run_icl_cells(protocol: dict[str, Any], out: Any, *, random_state: int = 0) -> list[str]:
+def run_icl_cells(protocol: dict[str, Any], out: Any, *, random_state: int = 0,
+                  seed_indices: list[int] | None = None) -> list[str]:
     """Train the protocol's in-context regression cells, writing ``<out>/<model>-r<r>-seed<i>.json`` each.
 
     Cells run seed-major within each configuration group, in the protocol's order; a cell whose file exists
@@ -312,6 +313,8 @@ def run_icl_cells(protocol: dict[str, Any], out: Any, *, random_state: int = 0) 
     random_state : int, default 0
         Root seed: ``child_seeds(random_state, seeds)`` initialise the models; ``spawn(random_state, seeds)``
         give each seed its training and test streams (the same for every configuration of that seed).
+    seed_indices : list of int, optional
+        Run only these seeds (several processes can then share the cells, one seed each); default all.
 
     Returns
     -------
@@ -340,7 +343,7 @@ def run_icl_cells(protocol: dict[str, Any], out: Any, *, random_state: int = 0) 
             base["zero"] = ((test.ys.double() ** 2).mean(0) / test.error_scale).tolist()
             path.write_text(json.dumps({"seed_index": i, "errors": base}, indent=1))
     for kind, r, steps in cells:
-        for i in range(n):
+        for i in range(n) if seed_indices is None else seed_indices:
             name = f"{kind}-r{r}-steps{steps}-seed{i}"
             path = folder / f"{name}.json"
             if path.exists():

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import logging
 import math
 import time
@@ -486,7 +485,7 @@ def _reproduce_gap(ctx: RunContext, name: str) -> None:
         losses = report["runs"][label]["losses"]
         ax.plot([x] * len(losses), losses, "o", color="C0", alpha=0.6)
         ax.plot([x - 0.25, x + 0.25], [np.mean(losses)] * 2, color="C1")
-    for k, (table, style) in enumerate((("bigram", ":"), ("order-2 Markov", "--"))):
+    for table, style in (("bigram", ":"), ("order-2 Markov", "--")):
         if table in report["ngram"]:
             ax.axhline(report["ngram"][table]["loss"], color="grey", ls=style, label=f"{table} table")
     ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize=8)

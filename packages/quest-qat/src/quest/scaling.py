@@ -294,7 +294,8 @@ def ngram_baselines(corpus_bytes: int = 2_000_000) -> dict[str, Any]:
             for k, name in enumerate(("unigram", "bigram", "order-2 Markov", "order-3 Markov"))}
 
 
-def run_gap_cells(protocol: Mapping[str, Any], out: Any, *, random_state: int = 0) -> list[str]:
+def run_gap_cells(protocol: Mapping[str, Any], out: Any, *, random_state: int = 0,
+                  seed_indices: Sequence[int] | None = None) -> list[str]:
     """Train the protocol's runs, writing ``<out>/<precision>-d<width>-seed<i>.json`` as each ends.
 
     All runs share one batch stream (``child_seeds(random_state, n_seeds + 1)[0]``); seed ``i`` fixes the
@@ -310,6 +311,8 @@ def run_gap_cells(protocol: Mapping[str, Any], out: Any, *, random_state: int = 
         Folder of the run files.
     random_state : int, default 0
         Root seed.
+    seed_indices : sequence of int, optional
+        Run only these seeds (several processes can then share the runs, one seed each); default all.
 
     Returns
     -------
@@ -334,6 +337,8 @@ def run_gap_cells(protocol: Mapping[str, Any], out: Any, *, random_state: int = 
     groups = [names[:protocol.get("core", len(names))], names[protocol.get("core", len(names)):]]
     for width, group in ((w, g) for g in groups for w in protocol["widths"]):
         for i, seed in enumerate(init_seeds):
+            if seed_indices is not None and i not in seed_indices:
+                continue
             for name in group:
                 spec = protocol["precisions"][name]
                 label = f"{name}-d{width}-seed{i}".replace(" ", "_").replace(",", "")
