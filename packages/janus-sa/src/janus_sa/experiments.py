@@ -7,6 +7,7 @@ against n (Janus vs SecAgg+) and federated accuracy against plain FedAvg.
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import numpy as np
 from icml25_shared.cli import RunContext
@@ -109,11 +110,13 @@ def demo(ctx: RunContext) -> None:
     rows = [[r + 1, fl.participants[r], f"{fl.accuracy_janus[r]:.4f}", f"{fl.accuracy_fedavg[r]:.4f}",
              f"{fl.max_param_gap[r]:.2e}", "verified by all clients"] for r in range(rounds)]
     # cheating episode: S0 adds 1 to one coordinate of the masked sum
-    dim = fl.weights.size
-    dep = InProcessDeployment(config=JanusConfig(dim=dim, initial_model=model_digest(fl.weights)), model=fl.weights)
+    weights = fl.weights
+    assert weights is not None  # run_federated returns the final model
+    dim = weights.size
+    dep = InProcessDeployment(config=JanusConfig(dim=dim, initial_model=model_digest(weights)), model=weights)
     ids = dep.add_clients(n)
     dep.s0 = _PlusOneS0(config=dep.config, keys=dep.keys0, session=dep.session, peer=dep.keys1.sign.public,
-                        roster=dep.roster, model=fl.weights)
+                        roster=dep.roster, model=weights)
     report = dep.run_round(random_updates(dim, ids, random_state=cheat_stream))
     errs = sorted({type(e).__name__ for e in report.errors.values()})
     rows.append(["cheat", n, "-", "-", "-", f"S0 added 1 to coordinate 0: {len(report.errors)}/{n} clients "
@@ -145,6 +148,7 @@ def reproduce(ctx: RunContext) -> None:
     ctx : RunContext
         The command's output folder, seed and ``--quick`` flag (small n and l).
     """
+    fl_kw: dict[str, Any]
     if ctx.quick:
         ns, dim, fl_kw = [3, 6, 12], 20, {"n_clients": 4, "rounds": 1, "local_steps": 2}
     else:

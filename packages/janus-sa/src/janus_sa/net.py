@@ -145,19 +145,19 @@ class ServerNode:
             True when a round was resumed and produced its aggregate, False otherwise (nothing to
             resume, or the round is now listed failed).
         """
-        s = self.server
+        s, peer = self.server, self.peer
         with self.lock:
             rnd = s.round_
-            pending = (isinstance(s, AggregationServer) and s.config.mode == "sketch" and self.peer is not None
-                       and s.participants_ is not None and "seal" not in self.finished.get(rnd, {})
-                       and rnd not in self.failed)
-        if not pending:
+            pending = (isinstance(s, AggregationServer) and s.config.mode == "sketch" and peer is not None
+                       and rnd is not None and s.participants_ is not None
+                       and "seal" not in self.finished.get(rnd, {}) and rnd not in self.failed)
+        if not pending or rnd is None or peer is None:
             return False
         stop = stop or threading.Event()
         try:
             with self.lock:
                 own_commit = s.seal_commit()
-            peer_commit = self.peer.call("SealCommit", own_commit)
+            peer_commit = peer.call("SealCommit", own_commit)
             with self.lock:
                 self.finished.setdefault(rnd, {})["seal"] = s.seal(peer_commit)
                 self._maybe_finish()
@@ -243,7 +243,8 @@ class ServerNode:
             if self.server.round_ != msg.round:
                 if agg0:
                     self.server.advance(agg0, peer_seal=seal0 or None)
-                self.server.announce(msg.round, msg.body["model_digest"])
+                return self.server.announce(msg.round, msg.body["model_digest"])
+            assert self.server.announcement_ is not None  # the current round was announced
             return self.server.announcement_
 
     def _evidence(self) -> list[bytes]:
@@ -260,7 +261,7 @@ class ServerNode:
 
     def _follow(self, timeout: float, stop: threading.Event) -> None:
         """S0: follow its current agreed round to the next model version with S1's aggregate (and seal)."""
-        s = self.server
+        s, peer = self.server, self._peer()
         with self.lock:
             pending = s.participants_ is not None and s.model_digest_ == s.head_ and s.head_released_
             rnd = s.round_
@@ -272,7 +273,7 @@ class ServerNode:
         def fetch(method: str) -> bytes:
             while True:
                 try:
-                    return self.peer.call(method, read_request(method, s.session, rnd, sign))
+                    return peer.call(method, read_request(method, s.session, rnd, sign))
                 except (NotReadyError, ServerUnavailableError):
                     if time.monotonic() > deadline or stop.is_set():
                         raise
@@ -309,16 +310,16 @@ class ServerNode:
         with self.lock:
             own = self.server.seal_commit()
             seal = self.server.seal(req)
-            self.finished.setdefault(self.server.round_, {})["seal"] = seal
+            self.finished.setdefault(self.server._current_round, {})["seal"] = seal
             self._maybe_finish()
             return own
 
     # --- round bookkeeping ------------------------------------------------------------------------
     def _maybe_finish(self) -> None:
-        s = self.server
-        if s.participants_ is None or s.round_ in self.finished and "aggregate" in self.finished[s.round_]:
+        s, rnd = self.server, self.server.round_
+        if s.participants_ is None or rnd is None or rnd in self.finished and "aggregate" in self.finished[rnd]:
             return
-        entry = self.finished.setdefault(s.round_, {})
+        entry = self.finished.setdefault(rnd, {})
         if s.config.mode == "sketch":
             if "seal" not in entry or any(c not in s.sketch_commits_ for c in s.participants_):
                 return
@@ -357,8 +358,14 @@ class ServerNode:
             stop.wait(gap)
         return done
 
+    def _peer(self) -> Remote:
+        if self.peer is None:
+            raise ProtocolError("this node has no peer (S0 needs S1's address)")
+        return self.peer
+
     def _run_round(self, rnd: int, expect: int, round_timeout: float, settle: float, open_timeout: float,
                    stop: threading.Event) -> int:
+        peer = self._peer()
         self._follow(open_timeout, stop)  # the previous round's successor model, checked with S1's aggregate
         with self.lock:
             evidence = self._evidence()
@@ -367,7 +374,7 @@ class ServerNode:
         deadline = time.monotonic() + open_timeout
         while True:  # S1 may be restarting: retry opening until open_timeout
             try:
-                self.peer.call("Open", request)
+                peer.call("Open", request)
                 break
             except ServerUnavailableError:
                 if time.monotonic() > deadline or stop.is_set():
@@ -377,7 +384,7 @@ class ServerNode:
         last1, since = -1, time.monotonic()
         while time.monotonic() < deadline and not stop.is_set():
             count = read_request("Count", self.server.session, rnd, self.server.keys.sign)
-            c0, c1 = len(self.server.uploads_), int.from_bytes(self.peer.call("Count", count), "little")
+            c0, c1 = len(self.server.uploads_), int.from_bytes(peer.call("Count", count), "little")
             if c1 != last1:
                 last1, since = c1, time.monotonic()
             # S0 holds everyone expected; S1 either too, or it has stopped growing (a client died in between)
@@ -386,14 +393,14 @@ class ServerNode:
             stop.wait(0.05)
         with self.lock:
             own = self.server.participants()  # closes the round atomically under the lock
-        theirs = self.peer.call("Agree", own)
+        theirs = peer.call("Agree", own)
         with self.lock:
             agreed = len(self.server.agree(theirs))
             self._maybe_finish()
         if self.server.config.mode == "sketch":
             with self.lock:
                 own_commit = self.server.seal_commit()
-            peer_commit = self.peer.call("SealCommit", own_commit)
+            peer_commit = peer.call("SealCommit", own_commit)
             with self.lock:
                 self.finished.setdefault(rnd, {})["seal"] = self.server.seal(peer_commit)
             while time.monotonic() < deadline + round_timeout and not stop.is_set():
@@ -418,6 +425,7 @@ def _generic_handler(node: ServerNode) -> grpc.GenericRpcHandler:
                 return fn(request)
             except JanusError as err:
                 context.abort(_CODES.get(type(err), grpc.StatusCode.INVALID_ARGUMENT), f"{type(err).__name__}: {err}")
+                raise  # abort raises; this line only tells type checkers that no value is returned
         return grpc.unary_unary_rpc_method_handler(handle)
 
     return grpc.method_handlers_generic_handler(SERVICE, {m: wrap(getattr(node, m)) for m in METHODS})

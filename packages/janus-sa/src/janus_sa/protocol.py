@@ -34,6 +34,7 @@ import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, ClassVar
 
 import msgpack
 import numpy as np
@@ -122,7 +123,7 @@ class JanusConfig:
     learning_rate: float = 1.0
     batch_size: int = 1
 
-    _constraints = {
+    _constraints: ClassVar[dict[str, list[Any]]] = {
         "dim": [Interval(int, 1, 2**26)],
         "mode": [Options(str, set(MODES))],
         "sketch_k": [Interval(int, 1, 256)],
@@ -853,7 +854,7 @@ class JanusClient:
 
     def upload(self, update: np.ndarray) -> Upload:
         """Quantise, mask and commit a float update of shape ``(dim,)``."""
-        if self.round_ is None:
+        if self.round_ is None or self.model_digest_ is None or self.roster_ is None:
             raise ProtocolError("call begin_round before upload")
         if self._secrets is not None:
             raise ProtocolError(f"this client already uploaded in round {self.round_}")
@@ -899,6 +900,8 @@ class JanusClient:
     def _read_seals(self, seal0: bytes, seal1: bytes) -> tuple[Message, Message, bytes]:
         m0 = self._decode(seal0, MsgType.SEAL, self.s0.sign)
         m1 = self._decode(seal1, MsgType.SEAL, self.s1.sign)
+        if self.round_ is None:
+            raise ProtocolError("call begin_round first")
         return m0, m1, read_seals(m0, m1, session=self.session, rnd=self.round_)
 
     def sketch_commit(self, seal0: bytes, seal1: bytes) -> Upload:
@@ -914,7 +917,7 @@ class JanusClient:
         self._sketched = True  # only a checked challenge uses up the round's one commitment
         sec = self._secrets
         m = crypto.commit_message(project(sec["codes"], ch, self.config.sketch_k), self.config.value_bits)
-        rnd, sess = self.round_, self.session
+        rnd, sess = m0.round, self.session
         to0 = encode(MsgType.SKETCH_COMMIT, sess, rnd, {"commitment": point_add(m, point_mul(sec["r"], H))},
                      self.key)
         to1 = encode(MsgType.SKETCH_COMMIT, sess, rnd, {"commitment": point_add(m, point_mul(sec["s"], H))},
@@ -1059,7 +1062,8 @@ class _Server(ABC):
         nothing to follow: the round is not agreed, or its model is not this server's current version.
         Raises a :class:`VerificationError` when the peer's aggregate does not verify.
         """
-        if self.participants_ is None or self.model_digest_ != self.head_ or self.head_model_ is None:
+        if (self.participants_ is None or self.model_digest_ != self.head_ or self.head_model_ is None
+                or self._round_roster is None):
             return False
         own = decode(self.aggregate(), max_bytes=2**31, max_dim=2**26, session=self.session)
         peer_type = MsgType.AGGREGATE1 if self.role == 0 else MsgType.AGGREGATE0
@@ -1162,6 +1166,12 @@ class _Server(ABC):
         self._value: np.ndarray | None = None
         self._randomness = 0
         self._commitment = crypto.IDENTITY
+
+    @property
+    def _current_round(self) -> int:
+        if self.round_ is None:
+            raise ProtocolError("no round is open")
+        return self.round_
 
     @property
     def phase(self) -> str:
@@ -1309,7 +1319,7 @@ class _Server(ABC):
         """
         self.close()
         ids = sorted(self.uploads_)
-        return encode(MsgType.PARTICIPANTS, self.session, self.round_,
+        return encode(MsgType.PARTICIPANTS, self.session, self._current_round,
                       {"ids": ids, "checks": b"".join(self._checks()[c] for c in ids)}, self.keys.sign)
 
     def _checks(self) -> dict[bytes, bytes]:
@@ -1377,16 +1387,17 @@ class _Server(ABC):
         if self.config.mode != "sketch":
             raise ProtocolError("seals are only used in sketch mode")
         agreed = self._require_agreed()
+        assert self._value is not None  # set with the agreed participant set
         value_digest = sha256(self._value.astype("<u4").tobytes())
         # secret and deterministic (a restarted server re-derives it): only this server can compute it
         nonce = sha256(b"janus/seal-nonce", self.keys.sign.to_bytes(), self.session,
-                       self.round_.to_bytes(8, "little"), value_digest)
+                       self._current_round.to_bytes(8, "little"), value_digest)
         return agreed, value_digest, nonce
 
     def seal_commit(self) -> bytes:
         """Sketch mode, step 1: signed ``H(value digest, nonce)``, sent to the peer before either reveals."""
         agreed, value_digest, nonce = self._seal_parts()
-        return encode(MsgType.SEAL_COMMIT, self.session, self.round_,
+        return encode(MsgType.SEAL_COMMIT, self.session, self._current_round,
                       {"participants_digest": participants_digest(agreed), "n": len(agreed),
                        "commitment": seal_commitment(value_digest, nonce)}, self.keys.sign)
 
@@ -1408,7 +1419,7 @@ class _Server(ABC):
         if self._peer_seal_commit is None:
             self._peer_seal_commit, self.peer_seal_commit_msg_ = msg.body["commitment"], bytes(peer_commit)
             self._persist(["seal", bytes(peer_commit)])
-        return encode(MsgType.SEAL, self.session, self.round_,
+        return encode(MsgType.SEAL, self.session, self._current_round,
                       {"participants_digest": participants_digest(agreed), "n": len(agreed),
                        "value_digest": value_digest, "nonce": nonce, "peer_commitment": self._peer_seal_commit},
                       self.keys.sign)
@@ -1429,7 +1440,7 @@ class _Server(ABC):
         if self.model_digest_ == self.head_ and not self.head_released_:
             self.head_released_ = True  # no second round on this model version (see announce)
             self._save_chain()
-        return encode(self.aggregate_type, self.session, self.round_,
+        return encode(self.aggregate_type, self.session, self._current_round,
                       {"participants_digest": participants_digest(agreed), "n": len(agreed),
                        "model_digest": self.model_digest_, "value": self._value, "commitment": commitment,
                        "randomness": crypto.scalar_bytes(self._randomness), "ids": agreed,

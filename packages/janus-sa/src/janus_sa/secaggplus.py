@@ -13,6 +13,7 @@ from __future__ import annotations
 import math
 import os
 import time
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 
 import msgpack
@@ -144,7 +145,7 @@ class SecAggPlusClient:
 
 
 def run_secaggplus_round(codes: dict[int, np.ndarray], *, dim: int, k: int | None = None,
-                         drop_after_shares: set[int] = frozenset(), modulus: int = 1 << 32,
+                         drop_after_shares: AbstractSet[int] = frozenset(), modulus: int = 1 << 32,
                          random_state: RandomStateLike = 0) -> tuple[np.ndarray, list[SecAggPlusClient]]:
     """Run a full SecAgg+ round (server side included).
 
