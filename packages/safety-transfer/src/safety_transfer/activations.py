@@ -8,13 +8,13 @@ memory stays bounded by one batch.
 from __future__ import annotations
 
 import json
-import numbers
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
+from icml25_shared.validation import Interval, Options, check_params
 from torch import nn
 
 from safety_transfer.hooks import StopForward, _eval_mode, check_layer, hidden_size, read_layer
@@ -170,10 +170,8 @@ def _check_texts(texts: Any) -> list[str]:
 
 
 def _check_options(positions: str, batch_size: Any) -> int:
-    if positions not in POSITIONS:
-        raise ValueError(f"positions must be one of {POSITIONS}, got {positions!r}")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, numbers.Integral) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    check_params({"positions": positions, "batch_size": batch_size},
+                 {"positions": [Options(str, set(POSITIONS))], "batch_size": [Interval(int, 1, None)]})
     return int(batch_size)
 
 

@@ -16,6 +16,7 @@ from contextlib import contextmanager
 from typing import Any
 
 import torch
+from icml25_shared.validation import Interval, check_param
 from torch import nn
 
 __all__ = ["LAYER_PATHS", "ablate_direction", "add_vector", "check_layer", "decoder_layers",
@@ -159,8 +160,9 @@ def _eval_mode(model: nn.Module) -> Iterator[None]:
 
 
 def _check_alpha(alpha: Any) -> float:
-    if isinstance(alpha, bool) or not isinstance(alpha, numbers.Real) or not math.isfinite(float(alpha)):
-        raise ValueError(f"alpha must be a finite real number, got {alpha!r}")
+    check_param("alpha", alpha, [Interval(float, None, None), Interval(int, None, None)])
+    if not math.isfinite(float(alpha)):
+        raise ValueError(f"alpha must be a finite real number; got {alpha!r}")
     return float(alpha)
 
 

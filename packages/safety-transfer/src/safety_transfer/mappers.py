@@ -7,7 +7,6 @@ Both follow scikit-learn's conventions: hyperparameters in ``__init__``, ``fit(s
 from __future__ import annotations
 
 import math
-import numbers
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ from typing import Any
 import numpy as np
 import torch
 from icml25_shared.random import RandomStateLike, spawn
+from icml25_shared.validation import Interval, Options, check_param
 from sklearn.exceptions import NotFittedError
 from torch import nn
 
@@ -197,17 +197,17 @@ class _Mapper:
         return Path(path)
 
 
-def _check_int(value: Any, name: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < low:
-        raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
+def _check_int(value: Any, name: str, low: int, owner: str | None = None) -> int:
+    check_param(name, value, [Interval(int, low, None)], owner=owner)
     return int(value)
 
 
-def _check_pos(value: Any, name: str, allow_zero: bool = False) -> float:
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and math.isfinite(float(value))
-    if not ok or float(value) < 0 or (float(value) == 0 and not allow_zero):
-        raise ValueError(f"{name} must be a finite {'non-negative' if allow_zero else 'positive'} number, "
-                         f"got {value!r}")
+def _check_pos(value: Any, name: str, allow_zero: bool = False, owner: str | None = None) -> float:
+    check_param(name, value, [Interval(float, 0, None, closed="left" if allow_zero else "neither"),
+                              Interval(int, 0 if allow_zero else 1, None)], owner=owner)
+    if not math.isfinite(float(value)):
+        raise ValueError(f"{owner + ': ' if owner else ''}{name} must be a finite "
+                         f"{'non-negative' if allow_zero else 'positive'} number; got {value!r}")
     return float(value)
 
 
@@ -325,8 +325,8 @@ class AffineMapper(_Mapper):
             ``self``.
         """
         if self.solver not in ("lstsq", "ridge", "adam"):
-            raise ValueError(f"solver must be 'lstsq', 'ridge' or 'adam', got {self.solver!r}")
-        ridge = _check_pos(self.ridge, "ridge", allow_zero=True)
+            check_param("solver", self.solver, [Options(str, {"lstsq", "ridge", "adam"})], owner="AffineMapper")
+        ridge = _check_pos(self.ridge, "ridge", allow_zero=True, owner=type(self).__name__)
         src, tgt = _pair_source(source, target)
         if not isinstance(src, ActivationShards):
             src, tgt = _as_2d(src, "source"), _as_2d(tgt, "target")
@@ -337,11 +337,11 @@ class AffineMapper(_Mapper):
         if self.solver == "adam":
             init, shuffle = spawn(self.random_state, 2)
             module = _seeded(init, lambda: nn.Linear(d_s, d_t))
-            self.loss_curve_ = _train(module, src, tgt, epochs=_check_int(self.epochs, "epochs", 0),
-                                      lr=_check_pos(self.lr, "lr"), batch_size=_check_int(self.batch_size,
+            self.loss_curve_ = _train(module, src, tgt, epochs=_check_int(self.epochs, "epochs", 0, type(self).__name__),
+                                      lr=_check_pos(self.lr, "lr", owner=type(self).__name__), batch_size=_check_int(self.batch_size,
                                                                                          "batch_size", 1),
-                                      weight_decay=_check_pos(self.weight_decay, "weight_decay", allow_zero=True),
-                                      rng=shuffle, patience=_check_int(self.patience, "patience", 0))
+                                      weight_decay=_check_pos(self.weight_decay, "weight_decay", allow_zero=True, owner=type(self).__name__),
+                                      rng=shuffle, patience=_check_int(self.patience, "patience", 0, type(self).__name__))
             w, b = module.weight.detach(), module.bias.detach()
         else:
             w, b = self._closed_form(src, tgt, ridge if self.solver == "ridge" else 0.0, d_s)
@@ -436,15 +436,15 @@ class AutoEncoderMapper(_Mapper):
     @property
     def hidden_size(self) -> int:
         """The hidden width this configuration builds: ``hidden`` or ``int(sqrt(d_s * d_t))``."""
-        d_s, d_t = _check_int(self.d_s, "d_s", 1), _check_int(self.d_t, "d_t", 1)
-        return int(math.sqrt(d_s * d_t)) if self.hidden is None else _check_int(self.hidden, "hidden", 1)
+        d_s, d_t = _check_int(self.d_s, "d_s", 1, type(self).__name__), _check_int(self.d_t, "d_t", 1, type(self).__name__)
+        return int(math.sqrt(d_s * d_t)) if self.hidden is None else _check_int(self.hidden, "hidden", 1, type(self).__name__)
 
     def _build(self) -> nn.Sequential:
         d_s, d_t, h = self.d_s, self.d_t, self.hidden_size
         module = nn.Sequential(nn.Linear(d_s, h), nn.ReLU(), nn.Linear(h, d_t))
         if self.init_identity:
             m = min(d_s, d_t)
-            c = _check_pos(self.identity_shift, "identity_shift")
+            c = _check_pos(self.identity_shift, "identity_shift", owner=type(self).__name__)
             enc, dec = module[0], module[2]
             with torch.no_grad():
                 for p in (enc.weight, enc.bias, dec.weight, dec.bias):
@@ -491,10 +491,10 @@ class AutoEncoderMapper(_Mapper):
                              f"have d_s={got[0]}, d_t={got[1]}")
         init, shuffle = spawn(self.random_state, 2)
         module = _seeded(init, self._build)
-        self.loss_curve_ = _train(module, src, tgt, epochs=_check_int(self.epochs, "epochs", 0),
-                                  lr=_check_pos(self.lr, "lr"), batch_size=_check_int(self.batch_size, "batch_size", 1),
-                                  weight_decay=_check_pos(self.weight_decay, "weight_decay", allow_zero=True),
-                                  rng=shuffle, patience=_check_int(self.patience, "patience", 0))
+        self.loss_curve_ = _train(module, src, tgt, epochs=_check_int(self.epochs, "epochs", 0, type(self).__name__),
+                                  lr=_check_pos(self.lr, "lr", owner=type(self).__name__), batch_size=_check_int(self.batch_size, "batch_size", 1, type(self).__name__),
+                                  weight_decay=_check_pos(self.weight_decay, "weight_decay", allow_zero=True, owner=type(self).__name__),
+                                  rng=shuffle, patience=_check_int(self.patience, "patience", 0, type(self).__name__))
         module.requires_grad_(False)
         self.module_ = module
         self.hidden_ = self.hidden_size

@@ -15,6 +15,7 @@ from typing import Any
 
 import torch
 from icml25_shared.random import RandomStateLike, check_random_state
+from icml25_shared.validation import Interval, Options, check_params
 
 __all__ = ["FAMILIES", "bpe_tokenizer", "byte_tokenizer", "load_local_model", "tiny_causal_lm"]
 
@@ -131,8 +132,12 @@ def tiny_causal_lm(family: str, *, vocab_size: int = 258, hidden_size: int = 64,
     """
     import transformers as tf
 
-    if family not in FAMILIES:
-        raise ValueError(f"family must be one of {FAMILIES}, got {family!r}")
+    size = [Interval(int, 1, None)]
+    check_params({"family": family, "vocab_size": vocab_size, "hidden_size": hidden_size, "num_layers": num_layers,
+                  "num_heads": num_heads, "max_positions": max_positions, "random_state": random_state},
+                 {"family": [Options(str, set(FAMILIES))], "vocab_size": size, "hidden_size": size,
+                  "num_layers": size, "num_heads": size, "max_positions": size, "random_state": ["random_state"]},
+                 owner="tiny_causal_lm")
     if hidden_size % num_heads:
         raise ValueError(f"hidden_size {hidden_size} is not divisible by num_heads {num_heads}")
     common = {"vocab_size": vocab_size, "pad_token_id": 256 if vocab_size > 256 else None,
