@@ -392,8 +392,13 @@ def make_corpus(*, n_speakers: int = 20, n_utterances: int = 20, seconds: float 
     >>> len(c.utterances), c.utterances[0].wav.shape
     (2, (16000,))
     """
-    if n_speakers < 1 or n_utterances < 1 or words_per_utterance < 1:
-        raise ValueError("n_speakers, n_utterances and words_per_utterance must be >= 1")
+    from icml25_shared.validation import Interval, check_params
+
+    check_params({"n_speakers": n_speakers, "n_utterances": n_utterances, "words_per_utterance": words_per_utterance,
+                  "seconds": seconds},
+                 {"n_speakers": [Interval(int, 1, None)], "n_utterances": [Interval(int, 1, None)],
+                  "words_per_utterance": [Interval(int, 1, None)], "seconds": [Interval(float, 0, None, closed="neither")]},
+                 owner="make_corpus")
     n_frames = int(seconds * SAMPLE_RATE) // HOP
     root = np.random.SeedSequence(random_state)
     spk_ss, utt_ss = root.spawn(2)

@@ -449,12 +449,17 @@ class DiffWavePurifier:
     def __init__(self, model: DiffWave, *, schedule: DiffusionSchedule | None = None, t: int = 3,
                  reverse: str = "ddpm", chunk_seconds: float = 1.0, sde_steps: int = 10, peak: float | None = None,
                  random_state=None) -> None:
+        from icml25_shared.validation import Interval, Options, check_params
+
+        check_params({"t": t, "reverse": reverse, "chunk_seconds": chunk_seconds, "sde_steps": sde_steps,
+                      "random_state": random_state},
+                     {"t": [Interval(int, 1, None)], "reverse": [Options(str, {"ddpm", "sde"})],
+                      "chunk_seconds": [Interval(float, 1 / SAMPLE_RATE, None)], "sde_steps": [Interval(int, 1, None)],
+                      "random_state": ["random_state"]}, owner="DiffWavePurifier")
         self.model = model
         self.peak = _check_peak(peak)
         self.schedule = schedule or DiffusionSchedule()
         self.t = self.schedule._check_t(t)
-        if reverse not in ("ddpm", "sde"):
-            raise ValueError(f"reverse must be 'ddpm' or 'sde', got {reverse!r}")
         if reverse == "sde":
             try:
                 import torchsde  # noqa: F401

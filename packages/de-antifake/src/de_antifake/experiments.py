@@ -35,7 +35,7 @@ from de_antifake.protect import attackvc
 from de_antifake.purifiers import LowPassPurifier, available_codecs
 from de_antifake.refiner import PhonemeGuidedRefiner, PhonePuRe, load_refinement_ckpt, save_refinement_ckpt
 
-__all__ = ["ChainSizes", "demo", "load_weights", "reproduce", "run_chain", "shipped_weights"]
+__all__ = ["ChainSizes", "demo", "load_weights", "reproduce", "run_chain", "shipped_weights", "spectrogram_db"]
 
 STAGE1 = DiffWaveConfig(res_channels=32, skip_channels=32, num_res_layers=8, dilation_cycle=8,
                         diffusion_step_embed_dim_in=32, diffusion_step_embed_dim_mid=64, diffusion_step_embed_dim_out=64)
@@ -341,14 +341,60 @@ def demo(ctx: RunContext) -> None:
     ctx.write_table(markdown_table(rows, ["purifier", "SIM to clean reference", "SNR vs clean (dB)"]).rstrip()
                     + f"\n\nWeights: {source}.\n")
     ctx.write_json({"weights": source, "rows": rows, "codecs": available_codecs()})
+
+    show = {"clean": wavs[idx[0]], "protected": protected[0], "LPF": outputs["LPF"][0],
+            "stage 1 (t=3)": outputs["stage 1 (t=3)"][0], "PhonePuRe": outputs["PhonePuRe"][0]}
+    ctx.save_figure(_spectrogram_figure(show, caption=f"clip 1 of {len(idx)}, seed {ctx.seed}; weights: {source}"))
+
+
+def spectrogram_db(wav, *, n_fft: int = 510, hop: int = 128, floor_db: float = -100.0) -> np.ndarray:
+    """Power spectrogram in dB relative to full scale, floored at ``floor_db``.
+
+    Parameters
+    ----------
+    wav : array_like
+        16 kHz samples.
+    n_fft, hop : int
+        Hann window length and hop (the refiner's STFT: 510 and 128).
+    floor_db : float, default -100
+        Lowest value (exact digital silence has no finite dB value).
+
+    Returns
+    -------
+    numpy.ndarray, shape (n_fft // 2 + 1, frames)
+        dB values on one absolute scale (a full-scale sine peaks near -3 dB), so that spectrograms of
+        different clips compare.
+    """
+    from scipy.signal import stft as scipy_stft
+
+    _, _, z = scipy_stft(np.asarray(wav, dtype=np.float64), fs=16000, window="hann", nperseg=n_fft,
+                         noverlap=n_fft - hop, boundary=None, padded=False, scaling="spectrum")
+    power = 2.0 * np.abs(z) ** 2
+    return np.maximum(10.0 * np.log10(np.maximum(power, 1e-30)), floor_db)
+
+
+def _spectrogram_figure(clips: dict, *, caption: str, span_db: float = 80.0):
+    """Spectrogram panels on one shared dB scale, labelled axes and one colour bar.
+
+    The loudest bin over all panels sets the top of the scale and ``span_db`` below it the bottom, so
+    no panel is scaled on its own.
+    """
     import matplotlib.pyplot as plt
 
-    show = ["protected", "LPF", "stage 1 (t=3)", "PhonePuRe"]
-    fig, axes = plt.subplots(1, len(show), figsize=(12, 3))
-    for ax, name in zip(axes, show, strict=True):
-        x = protected[0] if name == "protected" else outputs[name][0]
-        with np.errstate(divide="ignore"):  # exact digital silence has no finite dB value
-            ax.specgram(x, NFFT=510, Fs=16000, noverlap=382)
-        ax.set_title(name)
-    fig.tight_layout()
-    ctx.save_figure(fig)
+    specs = {name: spectrogram_db(x) for name, x in clips.items()}
+    top = float(np.ceil(max(float(s.max()) for s in specs.values())))
+    fig, axes = plt.subplots(1, len(specs), figsize=(2.6 * len(specs) + 1.4, 3.2), sharey=True,
+                             layout="constrained")
+    image = None
+    for ax, (name, spec) in zip(axes, specs.items(), strict=True):
+        seconds = len(clips[name]) / 16000
+        image = ax.imshow(spec, origin="lower", aspect="auto", cmap="magma", vmin=top - span_db, vmax=top,
+                          extent=(0.0, seconds, 0.0, 8.0))
+        ax.set_title(name, fontsize=10)
+        ax.set_xlabel("time (s)")
+    axes[0].set_ylabel("frequency (kHz)")
+    bar = fig.colorbar(image, ax=list(axes), shrink=0.9)
+    bar.set_label("power (dB re full scale)")
+    fig.suptitle(caption, fontsize=8)
+    return fig
+

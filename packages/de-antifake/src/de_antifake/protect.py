@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 import torch
+from icml25_shared.validation import Interval, Options, check_params
 
 from de_antifake.audio import as_mono
 
@@ -151,21 +152,19 @@ def attackvc(wav, target, *, eps: float, encoder, sr: int = 16000, iters: int = 
     >>> bool(snr_db(x, adv) >= 25.0)
     True
     """
-    if not np.isfinite(eps) or eps <= 0:
-        raise ValueError(f"eps must be a positive L-infinity budget, got {eps}")
-    if iters < 1:
-        raise ValueError(f"iters must be >= 1, got {iters}")
-    if method not in ("pgd", "adam"):
-        raise ValueError(f"method must be 'pgd' or 'adam', got {method!r}")
+    check_params({"eps": eps, "iters": iters, "method": method, "lr": lr, "source_weight": source_weight,
+                  "min_snr_db": min_snr_db, "snr_weight": snr_weight, "adaptive": adaptive, "eot_samples": eot_samples,
+                  "precision": precision, "random_state": random_state},
+                 {"eps": [Interval(float, 0, 2, closed="right")], "iters": [Interval(int, 1, None)],
+                  "method": [Options(str, {"pgd", "adam"})], "lr": [Interval(float, 0, None, closed="neither"), None],
+                  "source_weight": [Interval(float, None, None, closed="neither")],
+                  "min_snr_db": [Interval(float, None, None, closed="neither"), Options(float, {-np.inf})],
+                  "snr_weight": [Interval(float, 0, None)], "adaptive": [Options(str, {"bpda", "eot"}), None],
+                  "eot_samples": [Interval(int, 1, None)], "precision": [Options(str, {"float32", "bfloat16"})],
+                  "random_state": [Interval(int, 0, None), None]}, owner="attackvc")
+    if min_snr_db == np.inf:
+        raise ValueError(f"attackvc: min_snr_db must be a finite number of dB or -inf (no floor); got {min_snr_db}")
     lr = (0.25 if method == "pgd" else 0.05) if lr is None else float(lr)
-    if not np.isfinite(lr) or lr <= 0:
-        raise ValueError(f"lr must be positive, got {lr}")
-    if np.isnan(min_snr_db) or min_snr_db == np.inf:
-        raise ValueError(f"min_snr_db must be a number or -inf, got {min_snr_db}")
-    if precision not in ("float32", "bfloat16"):
-        raise ValueError(f"precision must be 'float32' or 'bfloat16', got {precision!r}")
-    if adaptive not in (None, "bpda", "eot"):
-        raise ValueError(f"adaptive must be None, 'bpda' or 'eot', got {adaptive!r}")
     if adaptive is not None and purifier is None:
         raise ValueError(f"adaptive={adaptive!r} needs a purifier")
     if purify_kwargs is not None and adaptive != "bpda":
