@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 import numpy as np
 from icml25_shared.random import RandomStateLike, check_random_state
+from icml25_shared.validation import Interval, Options, check_param, check_params
 
 from wmarkgpt.scoring import VISIBILITY_LEVELS, check_visibility
 
@@ -155,9 +156,8 @@ class Sample:
     box: tuple[int, int, int, int] | None = None
 
 
-def _check_size(size: int, minimum: int = 16) -> int:
-    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < minimum:
-        raise ValueError(f"size must be an int >= {minimum}, got {size!r}")
+def _check_size(size: int, minimum: int = 16, owner: str | None = None) -> int:
+    check_param("size", size, [Interval(int, minimum, None)], owner=owner)
     return int(size)
 
 
@@ -178,9 +178,8 @@ def make_scene(*, size: int = 32, n_objects: int = 2, random_state: RandomStateL
     Scene
         The image and its objects.
     """
-    size = _check_size(size)
-    if not 2 <= n_objects <= 4:
-        raise ValueError(f"n_objects must be 2 to 4, got {n_objects}")
+    size = _check_size(size, owner="make_scene")
+    check_param("n_objects", n_objects, [Interval(int, 2, 4)], owner="make_scene")
     rng = check_random_state(random_state)
     base = rng.integers(60, 200, size=3)
     yy, xx = np.mgrid[0:size, 0:size] / size
@@ -383,10 +382,9 @@ def embed_watermark(cover: np.ndarray, logo: np.ndarray, mask: np.ndarray, *, we
         raise ValueError(f"mask must be a bool array of shape {logo.shape[:2]}, got {mask.shape} {mask.dtype}")
     if not mask.any():
         raise ValueError("mask is empty: nothing to embed")
-    if not 0.0 <= float(weight) <= 1.0:
-        raise ValueError(f"weight must lie in [0, 1], got {weight}")
-    if rematch not in ("box", "global"):
-        raise ValueError(f"rematch must be 'box' or 'global', got {rematch!r}")
+    check_params({"weight": weight, "rematch": rematch},
+                 {"weight": [Interval(float, 0.0, 1.0)], "rematch": [Options(str, {"box", "global"})]},
+                 owner="embed_watermark")
     H, W = cover.shape[:2]
     h, w = mask.shape
     if h > H or w > W:
@@ -498,7 +496,7 @@ def make_position_dataset(n: int, *, size: int = 32, random_state: RandomStateLi
     list of Sample
         ``kind="position"``.
     """
-    _check_n(n)
+    _check_n(n, owner="make_position_dataset")
     rng = check_random_state(random_state)
     out = []
     for _ in range(n):
@@ -532,11 +530,11 @@ def make_synthetic_dataset(n: int, *, size: int = 32, max_weight: float = 0.25, 
     list of Sample
         ``kind="synthetic"``.
     """
-    _check_n(n)
-    if not 0.0 <= short_answer_rate <= 1.0:
-        raise ValueError(f"short_answer_rate must lie in [0, 1], got {short_answer_rate}")
-    if not 0.0 <= max_weight <= 0.25:
-        raise ValueError(f"max_weight must lie in [0, 0.25] (gt_score = 5 - 20 w stays in [0, 5]), got {max_weight}")
+    check_params({"n": n, "size": size, "max_weight": max_weight, "short_answer_rate": short_answer_rate,
+                  "random_state": random_state},
+                 {"n": [Interval(int, 1, None)], "size": [Interval(int, 16, None)],
+                  "max_weight": [Interval(float, 0.0, 0.25)], "short_answer_rate": [Interval(float, 0.0, 1.0)],
+                  "random_state": ["random_state"]}, owner="make_synthetic_dataset")
     rng = check_random_state(random_state)
     out = []
     for _ in range(n):
@@ -633,7 +631,7 @@ def make_real_style_dataset(n: int, *, size: int = 32, short_answer_rate: float 
     list of Sample
         ``kind`` "real-dct", "real-dwt" or "real-text".
     """
-    _check_n(n)
+    _check_n(n, owner="make_real_style_dataset")
     rng = check_random_state(random_state)
     out = []
     for _ in range(n):
@@ -667,9 +665,8 @@ def make_real_style_dataset(n: int, *, size: int = 32, short_answer_rate: float 
     return out
 
 
-def _check_n(n: int) -> None:
-    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 1:
-        raise ValueError(f"n must be a positive int, got {n!r}")
+def _check_n(n: int, owner: str | None = None) -> None:
+    check_param("n", n, [Interval(int, 1, None)], owner=owner)
 
 
 def _load_json(path: str | Path) -> Any:
