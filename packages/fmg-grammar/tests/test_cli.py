@@ -26,8 +26,12 @@ def test_demo_quick_writes_card_metrics_and_grid(tmp_path):
 @pytest.mark.slow
 def test_reproduce_quick_runs_every_method(tmp_path):
     result = run_command(main, "reproduce", tmp_path).result
-    assert [r["method"] for r in result["rows"]] == ["FMG", "no merge", "random root", "max-spanning tree", "STONED"]
+    methods = ["FMG", "no merge", "random root", "max-spanning tree", "FMG, context-free lookup", "STONED"]
+    assert [r["method"] for r in result["rows"]] == methods
     assert all(r["valid"] == 1.0 for r in result["rows"])
+    chem = {r["method"]: r for r in result["chemistry"]}
+    assert set(chem) == {*methods, "training set"}
+    assert chem["FMG"]["large_ring_share"] == 0.0 and chem["FMG, context-free lookup"]["large_ring_share"] > 0.0
 
 
 def test_importing_the_command_line_imports_no_experiment_code():

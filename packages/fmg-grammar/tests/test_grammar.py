@@ -74,7 +74,8 @@ def test_index_lookup_draws_what_a_graphmatcher_scan_draws(fitted):
     for label in {r.lhs for r in g.rules} | {((1, 1), (2, 0))}:
         assert g.candidates(label) == g.candidates_scan(label)
     model = fitted[("acrylates", "FMG")]
-    assert model.sample(30, random_state=3) == model.sample(30, random_state=3, scan=True)
+    free = {"context": None, "budget": None}
+    assert model.sample(30, random_state=3, **free) == model.sample(30, random_state=3, scan=True, **free)
 
 
 def test_unique_collection_gives_distinct_samples(fitted):
@@ -99,10 +100,10 @@ def test_readme_isocyanate_numbers(fitted, datasets, isocyanate_draws):
     model = fitted[("isocyanates", "FMG")]
     distinct = evaluate(model.sample(500, random_state=0, unique=True).smiles, datasets["isocyanates"], "isocyanates")
     assert distinct.valid == 1.0 and distinct.unique == 1.0
-    assert distinct.diversity > 0.727 and round(distinct.diversity, 3) == 0.779
-    assert distinct.membership >= 0.8 and round(distinct.membership, 3) == 0.848
+    assert distinct.diversity > 0.727 and round(distinct.diversity, 3) == 0.736
+    assert distinct.membership >= 0.8 and round(distinct.membership, 3) == 0.92
     independent = evaluate(isocyanate_draws.smiles, datasets["isocyanates"], "isocyanates")
-    assert independent.valid == 1.0 and round(independent.unique, 2) == 0.22
+    assert independent.valid == 1.0 and round(independent.unique, 2) == 0.54
 
 
 @pytest.mark.slow
@@ -157,14 +158,17 @@ def test_step_rejection_and_uniform_weights(fitted):
         assert mol is not None and len(Chem.GetMolFrags(mol)) == 1 and canonical_smiles(s) == s
     # the same draws again, with two workers and with the GraphMatcher scan
     assert model.sample(30, random_state=4, rejection="step", n_jobs=2) == step
-    assert model.sample(10, random_state=4, rejection="step", scan=True).smiles == step.smiles[:10]
-    # refusing single steps keeps larger molecules than redrawing whole derivations
-    whole = model.sample(30, random_state=4)
+    free = {"context": None, "budget": None}
+    assert model.sample(10, random_state=4, rejection="step", scan=True, **free).smiles == model.sample(
+        10, random_state=4, rejection="step", **free).smiles
+    # refusing single steps keeps larger molecules than redrawing whole derivations (context-free lookup)
+    whole = model.sample(30, random_state=4, **free)
+    step = model.sample(30, random_state=4, rejection="step", **free)
     assert step.n_rejected < whole.n_rejected
     size = lambda smiles: np.mean([Chem.MolFromSmiles(s).GetNumAtoms() for s in smiles])  # noqa: E731
     assert size(step.smiles) > size(whole.smiles)
     assert len(set(model.sample(30, random_state=4, rejection="step", weights="uniform").smiles)) > len(set(whole.smiles))
-    with pytest.raises(ValueError, match="rejection must be one of 'derivation', 'step'; got 'rule'"):
+    with pytest.raises(ValueError, match="rejection must be one of .*'derivation'.*; got str 'rule'"):
         model.sample(3, rejection="rule")
     with pytest.raises(ValueError, match="weights must be one of 'counts', 'uniform'; got 'softmax'"):
         g.probabilities("softmax")
@@ -198,7 +202,7 @@ def test_sampling_gives_up_with_a_named_error(fitted):
         with pytest.raises(RuntimeError, match="no valid molecule in 3 derivations; raise max_tries or max_steps"):
             model.grammar_.sample(4, random_state=0, max_steps=1, max_tries=3, **kw)
     for kw in ({"max_tries": 0}, {"max_steps": -1}, {"n_jobs": 0}):
-        with pytest.raises(ValueError, match=f"{next(iter(kw))} must be a positive int"):
+        with pytest.raises(ValueError, match=f"{next(iter(kw))} must be an int >= 1"):
             model.grammar_.sample(4, random_state=0, **kw)
     ethane = FMG(HeuristicChemJudge()).fit(["CC"])  # one molecule only
     for n_jobs in (1, 2):

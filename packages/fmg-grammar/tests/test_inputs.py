@@ -46,7 +46,7 @@ def test_bad_options_and_unfitted_model(tmp_path):
     model = FMG(HeuristicChemJudge()).fit(["CCO"])
     with pytest.raises(ValueError, match="'CCCC' was not in the training set"):
         model.derive("CCCC")
-    with pytest.raises(ValueError, match="n must be a non-negative int"):
+    with pytest.raises(ValueError, match="n must be an int >= 0"):
         model.sample(-1)
     empty = tmp_path / "empty.txt"
     empty.write_text("\n\n")

@@ -15,7 +15,7 @@ from icml25_shared.cli import RunContext, progress
 
 from fmg.data import load_dataset
 from fmg.judges import HeuristicChemJudge
-from fmg.metrics import evaluate
+from fmg.metrics import compare_to_training, evaluate
 from fmg.model import FMG
 
 __all__ = ["CONFIGS", "SETS", "demo", "draw_grammar_card", "grammar_card", "make_judge", "reproduce", "stoned"]
@@ -27,6 +27,24 @@ CONFIGS: dict[str, dict[str, Any]] = {
     "random root": {"root": "random"},
     "max-spanning tree": {"tree": "max-spanning"},
 }
+#: sampling options of the rows of ``reproduce`` that differ from the default sampler (context 0, training budget)
+SAMPLING: dict[str, dict[str, Any]] = {"FMG, context-free lookup": {"context": None, "budget": None}}
+#: the grammar each ``SAMPLING`` row samples from
+SAMPLING_CONFIG = {"FMG, context-free lookup": "FMG"}
+#: chemistry columns of ``reproduce`` (``compare_to_training`` of independent draws against the training set)
+CHEMISTRY = ("peroxide", "large_ring_share", "ring_size_tv", "atoms_mean", "atoms_max", "atoms_w1", "PAINS", "Brenk",
+             "fragment_similarity", "scaffold_similarity", "kl_score")
+
+
+def chemistry_row(samples: Sequence[str], train: Sequence[str]) -> dict[str, float]:
+    """The ``CHEMISTRY`` columns of ``samples`` against ``train`` (see ``fmg.metrics.compare_to_training``)."""
+    report = compare_to_training(samples, train)
+    row = {k: float(getattr(report, k)) for k in CHEMISTRY if hasattr(report, k)}
+    row.update({k: report.alerts[k] for k in ("peroxide", "PAINS", "Brenk")})
+    row.update({f"train_{k}": report.train_alerts[k] for k in ("peroxide", "PAINS", "Brenk")})
+    row.update(train_atoms_mean=report.train_atoms_mean, train_atoms_max=float(report.train_atoms_max),
+               train_max_ring_size=float(report.train_max_ring_size), max_ring_size=float(report.max_ring_size))
+    return row
 
 
 def grammar_card(model: FMG, top: int = 15) -> list[dict[str, Any]]:
@@ -157,37 +175,56 @@ def reproduce(ctx: RunContext) -> None:
     ctx : RunContext
         Output folder, seed (the first of three consecutive sampling seeds) and the quick flag (one set,
         one seed, 100 samples instead of three sets, three seeds and 500 samples). FMG's samples are
-        collected as distinct molecules (the official loop); STONED's are independent mutations.
+        collected as distinct molecules (the official loop) for DEG's metrics; the chemistry columns
+        (``CHEMISTRY``: structural alerts, ring and size distributions, fragment and scaffold similarity,
+        GuacaMol's KL score; FCD is not computed, its ChemNet weights are not available offline) compare
+        as many independent draws with the training set. STONED's samples are independent mutations.
     """
     sets = ("isocyanates",) if ctx.quick else ("isocyanates", "acrylates", "chain_extenders")
     seeds = [ctx.seed] if ctx.quick else [ctx.seed, ctx.seed + 1000, ctx.seed + 2000]
     n = 100 if ctx.quick else 500
     rows, raw = [], []
-    jobs = [(s, c) for s in sets for c in [*CONFIGS, "STONED"]]
+    chem_rows: list[dict[str, Any]] = []
+    jobs = [(s, c) for s in sets for c in [*CONFIGS, *SAMPLING, "STONED"]]
     for dataset, config in progress(jobs, desc="reproduce"):
         train = load_dataset(dataset)
         per_seed = []
         for seed in seeds:
             if config == "STONED":
                 samples, n_rules = stoned(train, n, random_state=seed), None
+                iid = samples
             else:
-                model = FMG(make_judge(ctx.options), seeds=(seed,), **CONFIGS[config]).fit(train)
-                samples = model.sample(n, random_state=seed, unique=True).smiles
+                options = SAMPLING.get(config, {})
+                model = FMG(make_judge(ctx.options), seeds=(seed,), **CONFIGS[SAMPLING_CONFIG.get(config, config)])
+                model.fit(train)
+                samples = model.sample(n, random_state=seed, unique=True, **options).smiles
+                iid = model.sample(n, random_state=seed, **options).smiles
                 n_rules = model.grammar_.n_rules
             m = evaluate(samples, train, dataset).as_dict()
             m["n_rules"] = n_rules
+            m.update(chemistry_row(iid, train))
             per_seed.append(m)
             raw.append({"dataset": dataset, "method": config, "seed": seed, **m})
         mean = {k: float(np.mean([r[k] for r in per_seed])) for k in ("valid", "unique", "novelty", "diversity",
                                                                        "membership", "sa_mean", "rs_proxy",
                                                                        "chamfer")}
         rows.append({"dataset": dataset, "method": config, **{k: round(v, 3) for k, v in mean.items()}})
+        chem = {k: float(np.mean([r[k] for r in per_seed])) for k in CHEMISTRY}
+        chem_rows.append({"dataset": dataset, "method": config, **{k: round(v, 3) for k, v in chem.items()}})
+    for dataset in sets:  # the training set itself, for reference
+        train = load_dataset(dataset)
+        ref = chemistry_row(train, train)
+        chem_rows.append({"dataset": dataset, "method": "training set",
+                          **{k: round(float(ref[k]), 3) for k in CHEMISTRY}})
     ctx.write_table(rows)
-    ctx.write_json({"judge": type(make_judge(ctx.options)).__name__, "options": ctx.options, "seeds": seeds, "n_samples": n, "rows": rows, "runs": raw})
+    ctx.write_table(chem_rows, "chemistry")
+    ctx.write_json({"judge": type(make_judge(ctx.options)).__name__, "options": ctx.options, "seeds": seeds,
+                    "n_samples": n, "rows": rows, "chemistry": chem_rows, "runs": raw,
+                    "fcd": "not computed: the ChemNet weights FCD needs are not available offline"})
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6, 3))
-    methods = [*CONFIGS, "STONED"]
+    methods = [*CONFIGS, *SAMPLING, "STONED"]
     for k, dataset in enumerate(sets):
         vals = [next(r["diversity"] for r in rows if r["dataset"] == dataset and r["method"] == m) for m in methods]
         ax.bar(np.arange(len(methods)) + 0.25 * k, vals, width=0.25, label=dataset)

@@ -5,6 +5,13 @@ left-hand side is a nonterminal over the bonds it shares with its parent, and wh
 the bag's bond nodes, the atoms the node owns and one nonterminal per child. A nonterminal's label is
 the sorted tuple of ``(bond order, atoms still to attach)`` of its nodes, so every complete derivation
 gives each bond exactly two atoms and every atom the valence it had in training.
+
+Sampling is context-aware, as the official generator's index is (a Weisfeiler-Lehman hash of the
+nonterminal with its surroundings): besides its label, a nonterminal is looked up by the atoms already
+placed on its bond nodes (the anchor atoms) and, one level further, by the atoms bonded to them. A rule is
+applied only in a context it was seen in during training, so every bond a sample forms joins two atoms
+the way some training molecule joins them. A size and ring budget (the training maxima of heavy atoms,
+ring size and ring count) bounds what a derivation may build.
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 from icml25_shared.random import RandomStateLike, check_random_state, spawn
+from icml25_shared.validation import Interval, Options, check_params
 from rdkit import Chem
 
 from fmg.chem import atom_label, bond_order, build_molecule
@@ -34,6 +42,12 @@ REJECTIONS = ("derivation", "step")
 
 Pair = tuple[int, int]
 AtomLabel = tuple[str, int, int, int]
+# A nonterminal node in context: (bond order, atoms to attach, the anchor atoms already placed on it).
+Slot = tuple[int, int, tuple[Any, ...]]
+CONTEXT_DEPTHS = (0, 1)
+"""Context levels of the index: 0 = the anchor atoms, 1 = the anchor atoms with the atoms bonded to them."""
+BUDGETS = ("training", None)
+"""Accepted ``budget`` of ``Grammar.sample``."""
 
 
 @dataclass(frozen=True)
@@ -137,6 +151,22 @@ class _Host:
     next_node: int = 0
     ends: dict[int, list[int]] = field(default_factory=dict)  # bond node -> atoms placed on it so far
     pairs: set[tuple[int, int]] = field(default_factory=set)  # atom pairs already joined by a bond node
+
+
+def _atom_context(host: _Host, k: int, depth: int) -> Any:
+    """An anchor atom's label, with (depth 1) the sorted (bond order, label) of the atoms already bonded to it."""
+    label, nodes = host.atoms[k]
+    if depth == 0:
+        return label
+    neighbours = sorted((host.node_order[u], host.atoms[j][0]) for u in nodes for j in host.ends.get(u, ())
+                        if j != k and len(host.ends[u]) == 2)
+    return (label, tuple(neighbours))
+
+
+def _slots(host: _Host, label: Sequence[Pair], nodes: Sequence[int], depth: int) -> list[Slot]:
+    """The nonterminal's nodes in context, aligned with ``label``."""
+    return [(order, supply, tuple(sorted(_atom_context(host, k, depth) for k in host.ends.get(u, ()))))
+            for (order, supply), u in zip(label, nodes, strict=True)]
 
 
 def _fits(host: _Host, nodes: Sequence[int], rule: Rule, perm: Sequence[int]) -> bool:
@@ -282,6 +312,10 @@ class Grammar:
         self._buckets: dict[tuple[Any, str], list[int]] = {}
         self._graphs: dict[int, nx.Graph] = {}
         self._by_lhs: dict[tuple[Pair, ...], list[int]] = {}
+        # depth -> sorted slots of a nonterminal -> {(rule, slot of each external node): training uses}
+        self.contexts: dict[int, dict[tuple[Slot, ...], dict[tuple[int, tuple[Slot, ...]], float]]] = {
+            d: {} for d in CONTEXT_DEPTHS}
+        self.budget: dict[str, int] = {}
 
     # -- building ---------------------------------------------------------------------------------------
     def _key(self, rule: Rule) -> tuple[Any, str]:
@@ -345,13 +379,53 @@ class Grammar:
     def _add_rules(self, dec: Decomposition) -> None:
         for k, rule, _, _ in extract_rules(dec):
             self.add(rule, description=dec.descriptions[k], source=_fragment(dec, k))
+        self.add_contexts(self.derivation(dec))
+        rings = [len(r) for r in dec.mol.GetRingInfo().AtomRings()]
+        for key, value in (("max_atoms", dec.mol.GetNumHeavyAtoms()), ("max_ring_size", max(rings, default=0)),
+                           ("max_rings", len(rings))):
+            self.budget[key] = max(self.budget.get(key, 0), int(value))
+
+    def add_contexts(self, derivation: Derivation, count: float = 1.0) -> None:
+        """Count the context every step of a (training) derivation was applied in.
+
+        Parameters
+        ----------
+        derivation : Derivation
+            A derivation with this grammar's rules (``derivation(dec)``).
+        count : float, default 1.0
+            Uses to add.
+        """
+        host = _Host()
+        host.queue.append(((), ()))
+        for i, perm in derivation.steps:
+            label, nodes = host.queue.popleft()
+            rule = self.rules[i]
+            for depth in CONTEXT_DEPTHS:
+                slots = _slots(host, label, nodes, depth)
+                signature = tuple(slots[p] for p in perm)
+                table = self.contexts[depth].setdefault(tuple(sorted(slots)), {})
+                table[(i, signature)] = table.get((i, signature), 0.0) + count
+            _expand(host, nodes, rule, perm)
 
     def combine(self, other: Grammar) -> Grammar:
         """A new grammar with the rules of both and summed counts (isomorphic rules merged)."""
         out = Grammar()
         for g in (self, other):
-            for rule, count, d, src in zip(g.rules, g.counts, g.descriptions, g.sources, strict=True):
-                out.add(rule, count, description=d, source=src)
+            # where each of g's rules landed in `out`, and the order of its external nodes there
+            moved: dict[int, tuple[int, tuple[int, ...]]] = {}
+            for k, (rule, count, d, src) in enumerate(zip(g.rules, g.counts, g.descriptions, g.sources, strict=True)):
+                i = out.add(rule, count, description=d, source=src)
+                _, iso = out.find(rule) or (i, {})
+                moved[k] = (i, tuple(iso[("n", u)][1] for u in out.rules[i].external))
+            for depth, tables in g.contexts.items():
+                for key, table in tables.items():
+                    target = out.contexts[depth].setdefault(key, {})
+                    for (k, signature), count in table.items():
+                        i, order = moved[k]
+                        entry = (i, tuple(signature[u] for u in order))
+                        target[entry] = target.get(entry, 0.0) + count
+            for key, value in g.budget.items():
+                out.budget[key] = max(out.budget.get(key, 0), value)
         return out
 
     # -- probabilities ----------------------------------------------------------------------------------
@@ -437,39 +511,64 @@ class Grammar:
         return _to_smiles(host)
 
     # -- sampling ---------------------------------------------------------------------------------------
+    def _in_context(self, host: _Host, label: Sequence[Pair], nodes: Sequence[int], weights: str,
+                    max_depth: int) -> tuple[list[tuple[int, tuple[Slot, ...]]], np.ndarray, list[Slot]]:
+        """Rules seen in training in this nonterminal's context, at the most specific level (<= depth) that has any.
+
+        Returns the (rule, external slots) entries, their weights and the nonterminal's slots at that level.
+        """
+        for depth in range(max_depth, -1, -1):
+            slots = _slots(host, label, nodes, depth)
+            table = self.contexts[depth].get(tuple(sorted(slots)))
+            if table:
+                entries = list(table)
+                w = np.fromiter(table.values(), float, len(entries)) if weights == "counts" else np.ones(len(entries))
+                return entries, w, slots
+        return [], np.zeros(0), []
+
     def _sample_one(self, rng: np.random.Generator, probs: np.ndarray, max_steps: int, scan: bool,
-                    rejection: str = "derivation") -> str | None:
+                    rejection: str = "derivation", context: int | None = None, weights: str = "counts",
+                    budget: dict[str, int] | None = None) -> str | None:
         host = _Host()
         host.queue.append(((), ()))
         steps = 0
+        max_atoms = budget.get("max_atoms") if budget else None
         while host.queue:
             steps += 1
             if steps > max_steps:
                 return None
             label, nodes = host.queue.popleft()
-            cands = list(self.candidates_scan(label) if scan else self.candidates(label))
-            if not cands:
-                return None
-            if rejection == "derivation":
-                i = cands[_choose(rng, probs[cands])]
-                rule = self.rules[i]
-                perm = _random_perm(rule.lhs, label, rng)
-            else:  # "step": refuse a step that cannot be part of a molecule, draw among the other rules
-                while cands:
-                    j = _choose(rng, probs[cands])
-                    rule = self.rules[cands[j]]
-                    perm = _random_perm(rule.lhs, label, rng)
-                    if _fits(host, nodes, rule, perm):
-                        break
-                    cands.pop(j)
+            if context is not None:
+                entries, w, slots = self._in_context(host, label, nodes, weights, context)
+                options: list[Any] = entries
+            else:
+                options = list(self.candidates_scan(label) if scan else self.candidates(label))
+                w = probs[options] if options else np.zeros(0)
+            while options:
+                j = _choose(rng, w)
+                if context is not None:
+                    i, signature = options[j]
+                    rule = self.rules[i]
+                    perm = _random_perm(signature, slots, rng)
                 else:
-                    return None
+                    rule = self.rules[options[j]]
+                    perm = _random_perm(rule.lhs, label, rng)
+                if rejection == "derivation" or _fits(host, nodes, rule, perm):
+                    break
+                # "step": refuse a step that cannot be part of a molecule, draw among the other rules
+                options.pop(j)
+                w = np.delete(w, j)
+            else:
+                return None
             _expand(host, nodes, rule, perm)
-        return _to_smiles(host)
+            if max_atoms is not None and len(host.atoms) > max_atoms:
+                return None
+        return _to_smiles(host, budget)
 
     def sample(self, n: int, *, random_state: RandomStateLike = None, max_steps: int = 500, max_tries: int = 100,
                n_jobs: int = 1, scan: bool = False, unique: bool = False, weights: str = "counts",
-               rejection: str = "derivation") -> SampleResult:
+               rejection: str = "derivation", context: int | None = 0,
+               budget: str | None = "training") -> SampleResult:
         """Draw ``n`` valid molecules; invalid or fragmented derivations are redrawn.
 
         Parameters
@@ -487,7 +586,7 @@ class Grammar:
             Worker processes.
         scan : bool, default False
             Find candidate rules by scanning every rule with a GraphMatcher instead of the index
-            (slower; the same draws).
+            (slower; the same draws). Applies to the context-free lookup (``context=False``).
         unique : bool, default False
             Keep drawing until ``n`` distinct molecules are collected (the official generation loop);
             draw ``i`` still uses stream ``i``, so the result does not depend on ``n_jobs``.
@@ -500,23 +599,44 @@ class Grammar:
             a step that would put a second bond between two atoms (or bond an atom to itself) is refused
             and another rule of the same nonterminal is drawn from the remaining ones; only a nonterminal
             with no acceptable rule, ``max_steps`` or a final sanitisation failure discards the derivation.
+        context : {0, 1, None}, default 0
+            Apply a rule only in a context it was seen in during training. 0: the anchor atoms (those
+            already placed on the nonterminal's bonds) must match a training use of the rule; 1: the anchor
+            atoms and the atoms bonded to them must, falling back to the anchor atoms alone where that
+            neighbourhood never occurred (narrower: fewer distinct molecules). A nonterminal whose anchors
+            never occurred in training ends the derivation. None draws among every rule of the label,
+            whatever atoms surround it: that lookup forms bonds no training molecule has (21.6% O-O
+            peroxides from the acrylates) and is kept for comparison.
+        budget : {"training", None}, default "training"
+            ``"training"`` rejects derivations with more heavy atoms, a larger ring or more rings than any
+            training molecule (``Grammar.budget``); None sets no bound.
 
         Returns
         -------
         SampleResult
             The samples' canonical SMILES and the number of rejected derivations.
         """
-        if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 0:
-            raise ValueError(f"n must be a non-negative int, got {n!r}")
-        for name, value in (("n_jobs", n_jobs), ("max_steps", max_steps), ("max_tries", max_tries)):
-            if isinstance(value, bool) or not isinstance(value, int | np.integer) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        _check_choice("weights", weights, WEIGHTS)
-        _check_choice("rejection", rejection, REJECTIONS)
+        check_params(
+            {"n": n, "max_steps": max_steps, "max_tries": max_tries, "n_jobs": n_jobs, "scan": scan,
+             "unique": unique, "weights": weights, "rejection": rejection, "context": context, "budget": budget,
+             "random_state": random_state},
+            {"n": [Interval(int, 0, None)], "max_steps": [Interval(int, 1, None)],
+             "max_tries": [Interval(int, 1, None)], "n_jobs": [Interval(int, 1, None)], "scan": ["boolean"],
+             "unique": ["boolean"], "weights": [Options(str, set(WEIGHTS))],
+             "rejection": [Options(str, set(REJECTIONS))], "context": [Options(int, set(CONTEXT_DEPTHS)), None],
+             "budget": [Options(str, {"training"}), None], "random_state": ["random_state"]},
+            owner="Grammar.sample",
+        )
         if () not in self._by_lhs:
             raise ValueError("the grammar has no start rule: fit it on at least one molecule")
+        if context is not None and scan:
+            raise ValueError("Grammar.sample: scan checks the context-free lookup; pass context=None with scan=True")
+        if context is not None and not self.contexts[0]:
+            raise ValueError("Grammar.sample: this grammar has no context index (saved in format fmg-grammar/1); "
+                             "refit it, or pass context=None")
+        limits = dict(self.budget) if budget == "training" else None
         rng = check_random_state(random_state)
-        opts = (max_steps, max_tries, scan, weights, rejection)
+        opts = (max_steps, max_tries, scan, weights, rejection, context, limits)
         if not unique:
             out = self._run([(s, *opts) for s in spawn(rng, int(n))], n_jobs)
             if any(s is None for s, _ in out):
@@ -555,11 +675,12 @@ class Grammar:
         return self._draw(*a)
 
     def _draw(self, rng: np.random.Generator, max_steps: int, max_tries: int, scan: bool, weights: str = "counts",
-              rejection: str = "derivation") -> tuple[str | None, int]:
+              rejection: str = "derivation", context: int | None = None,
+              budget: dict[str, int] | None = None) -> tuple[str | None, int]:
         """One sample and its rejected derivations; ``(None, max_tries)`` when every try failed."""
         probs = self.probabilities(weights)
         for tries in range(max_tries):
-            smi = self._sample_one(rng, probs, max_steps, scan, rejection)
+            smi = self._sample_one(rng, probs, max_steps, scan, rejection, context, weights, budget)
             if smi is not None:
                 return smi, tries
         return None, max_tries
@@ -567,14 +688,18 @@ class Grammar:
     # -- persistence ------------------------------------------------------------------------------------
     def to_json(self) -> dict[str, Any]:
         """Plain-JSON form (rules and counts)."""
-        return {"format": "fmg-grammar/1", "rules": [r.to_json() for r in self.rules], "counts": self.counts,
-                "descriptions": self.descriptions, "sources": self.sources}
+        contexts = [[depth, _listify(key), [[i, _listify(sig), c] for (i, sig), c in table.items()]]
+                    for depth, tables in self.contexts.items() for key, table in tables.items()]
+        return {"format": "fmg-grammar/2", "rules": [r.to_json() for r in self.rules], "counts": self.counts,
+                "descriptions": self.descriptions, "sources": self.sources, "contexts": contexts,
+                "budget": self.budget}
 
     @classmethod
     def from_json(cls, d: dict[str, Any]) -> Grammar:
         """Inverse of ``to_json``."""
-        if d.get("format") != "fmg-grammar/1":
-            raise ValueError(f"not a saved fmg grammar (format {d.get('format')!r}; accepted: 'fmg-grammar/1')")
+        if d.get("format") not in ("fmg-grammar/1", "fmg-grammar/2"):
+            raise ValueError(f"not a saved fmg grammar (format {d.get('format')!r}; accepted: 'fmg-grammar/2', "
+                             "'fmg-grammar/1' without a context index)")
         g = cls()
         n = len(d["rules"])
         for key in ("counts", "descriptions", "sources"):
@@ -598,6 +723,13 @@ class Grammar:
             g.sources.append(str(src))
             g._buckets.setdefault(g._key(rule), []).append(i)
             g._by_lhs.setdefault(rule.lhs, []).append(i)
+        for depth, key, entries in d.get("contexts", []):
+            table = g.contexts.setdefault(int(depth), {}).setdefault(_tuplify(key), {})
+            for i, sig, c in entries:
+                if not 0 <= int(i) < n:
+                    raise ValueError(f"not a consistent fmg grammar: a context names rule {i} of {n}")
+                table[(int(i), _tuplify(sig))] = float(c)
+        g.budget = {str(k): int(v) for k, v in d.get("budget", {}).items()}
         return g
 
     def save(self, path: str | Path) -> Path:
@@ -636,6 +768,14 @@ def _fragment(dec: Decomposition, k: int) -> str:
                                 allHsExplicit=True)
 
 
+def _listify(value: Any) -> Any:
+    return [_listify(v) for v in value] if isinstance(value, tuple) else value
+
+
+def _tuplify(value: Any) -> Any:
+    return tuple(_tuplify(v) for v in value) if isinstance(value, list) else value
+
+
 def _choose(rng: np.random.Generator, p: np.ndarray) -> int:
     """``rng.choice(len(p), p=p / p.sum())`` without its argument checks: the same draw, about 2x faster."""
     cdf = np.cumsum(p / p.sum())
@@ -643,9 +783,12 @@ def _choose(rng: np.random.Generator, p: np.ndarray) -> int:
     return int(cdf.searchsorted(rng.random(), side="right"))
 
 
-def _random_perm(lhs: Sequence[Pair], label: Sequence[Pair], rng: np.random.Generator) -> tuple[int, ...]:
-    """Random label-preserving assignment of the rule's external nodes to the nonterminal's nodes."""
-    slots: dict[Pair, list[int]] = {}
+def _random_perm(lhs: Sequence[Any], label: Sequence[Any], rng: np.random.Generator) -> tuple[int, ...]:
+    """Random label-preserving assignment of the rule's external nodes to the nonterminal's nodes.
+
+    ``lhs[i]`` is external node ``i``'s label (a pair, or a slot in context), ``label`` the nonterminal's.
+    """
+    slots: dict[Any, list[int]] = {}
     for pos, pair in enumerate(label):
         slots.setdefault(tuple(pair), []).append(pos)
     shuffled = {pair: [pos[i] for i in rng.permutation(len(pos))] if len(pos) > 1 else pos
@@ -653,8 +796,14 @@ def _random_perm(lhs: Sequence[Pair], label: Sequence[Pair], rng: np.random.Gene
     return tuple(shuffled[tuple(pair)].pop() for pair in lhs)
 
 
-def _to_smiles(host: _Host) -> str | None:
+def _to_smiles(host: _Host, budget: dict[str, int] | None = None) -> str | None:
     mol = build_molecule(host.atoms, host.node_order)
     if mol is None or len(Chem.GetMolFrags(mol)) != 1:
         return None
+    if budget:
+        rings = [len(r) for r in mol.GetRingInfo().AtomRings()]
+        if (mol.GetNumHeavyAtoms() > budget.get("max_atoms", math.inf)
+                or max(rings, default=0) > budget.get("max_ring_size", math.inf)
+                or len(rings) > budget.get("max_rings", math.inf)):
+            return None
     return Chem.MolToSmiles(mol)

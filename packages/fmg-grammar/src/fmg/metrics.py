@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import math
+from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
@@ -11,7 +13,9 @@ from rdkit import Chem
 
 from fmg.chem import canonical_smiles
 
-__all__ = ["MEMBERSHIP", "Metrics", "chamfer_distance", "diversity", "evaluate", "membership", "sa_scores"]
+__all__ = ["ALERTS", "GUACAMOL_DESCRIPTORS", "MEMBERSHIP", "Metrics", "TrainingComparison", "alert_frequencies",
+           "chamfer_distance", "compare_to_training", "diversity", "evaluate", "guacamol_kl", "membership",
+           "ring_sizes", "sa_scores"]
 
 # Class-membership SMARTS (minimum number of matches) that accept every molecule of the DEG training sets.
 MEMBERSHIP: dict[str, tuple[tuple[str, ...], int]] = {
@@ -46,7 +50,8 @@ def _fingerprints(smiles: Sequence[str], radius: int, n_bits: int) -> np.ndarray
             raise ValueError(f"{name} must be {kind}, got {value!r}")
 
     gen = rdFingerprintGenerator.GetMorganGenerator(radius=radius, fpSize=n_bits)
-    return np.stack([gen.GetFingerprintAsNumPy(m).astype(np.float64) for m in _mols(smiles)])
+    rows = [gen.GetFingerprintAsNumPy(m).astype(np.float64) for m in _mols(smiles)]
+    return np.stack(rows) if rows else np.zeros((0, n_bits))
 
 
 def _tanimoto(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -116,14 +121,22 @@ def diversity(smiles: Sequence[str], *, radius: int = 3, n_bits: int = 2048) -> 
     >>> round(diversity(["CCO", "CCO"]), 12)
     0.0
     """
+    from rdkit import DataStructs
+    from rdkit.Chem import rdFingerprintGenerator
+
     if isinstance(smiles, str):
         raise ValueError("diversity takes a sequence of SMILES, not a single string")
     if len(smiles) < 2:
         raise ValueError(f"diversity needs at least two molecules, got {len(smiles)}")
-    x = _fingerprints(smiles, radius, n_bits)
-    sim = _tanimoto(x, x)
-    n = len(smiles)
-    return float(1.0 - sim[np.triu_indices(n, 1)].sum() / (n * (n - 1) / 2))
+    _fingerprints([], radius, n_bits)  # validates radius and n_bits
+    gen = rdFingerprintGenerator.GetMorganGenerator(radius=radius, fpSize=n_bits)
+    fps = [gen.GetFingerprint(m) for m in _mols(smiles)]
+    n = len(fps)
+    # one row of the upper triangle at a time: memory O(n), as DEG's loop, instead of a dense n x n matrix
+    total = 0.0
+    for i in range(n - 1):
+        total += math.fsum(DataStructs.BulkTanimotoSimilarity(fps[i], fps[i + 1:]))
+    return float(1.0 - total / (n * (n - 1) / 2))
 
 
 def membership(smiles: Sequence[str], monomer_class: str) -> np.ndarray:
@@ -264,3 +277,281 @@ def evaluate(samples: Sequence[str], train: Sequence[str], monomer_class: str | 
         chamfer=chamfer_distance(valid, sorted(train_canon)) if valid and train_canon else float("nan"),
         rs=float(np.mean([planner.plan(s) is not None for s in valid])) if planner is not None and valid
         else float("nan"))
+
+
+# --------------------------------------------------------------------------------------------------------
+# What chemists check (MOSES / GuacaMol style): size and ring distributions, structural alerts, fragment and
+# scaffold similarity, and GuacaMol's KL divergence over physico-chemical descriptors. FCD needs the
+# pretrained ChemNet weights, which no installable package ships for offline use, so it is not computed.
+# --------------------------------------------------------------------------------------------------------
+
+ALERTS: dict[str, str] = {
+    "peroxide": "[OX2]-[OX2]",
+    "acyl halide": "[CX3](=O)[F,Cl,Br,I]",
+    "N-O single bond": "[#7]-[OX2]",
+    "azide": "N=[N+]=[N-]",
+    "aldehyde": "[CX3H1](=O)[#6]",
+}
+"""SMARTS of reactive or unstable groups counted by ``alert_frequencies`` (beside RDKit's PAINS and Brenk)."""
+
+GUACAMOL_DESCRIPTORS = ("BertzCT", "MolLogP", "MolWt", "TPSA", "NumHAcceptors", "NumHDonors", "NumRotatableBonds",
+                        "NumAliphaticRings", "NumAromaticRings")
+"""The physico-chemical descriptors of GuacaMol's KL-divergence benchmark (the last five are discrete)."""
+_DISCRETE = {"NumHAcceptors", "NumHDonors", "NumRotatableBonds", "NumAliphaticRings", "NumAromaticRings"}
+
+
+def ring_sizes(smiles: Sequence[str]) -> list[list[int]]:
+    """The size of every ring (RDKit's smallest set of smallest rings) of each molecule.
+
+    Examples
+    --------
+    >>> from fmg.metrics import ring_sizes
+    >>> ring_sizes(["c1ccccc1C1CC1", "CCO"])
+    [[3, 6], []]
+    """
+    return [sorted(len(r) for r in m.GetRingInfo().AtomRings()) for m in _mols(smiles)]
+
+
+def _filter_catalog(name: str) -> Any:
+    from rdkit.Chem.FilterCatalog import FilterCatalog, FilterCatalogParams
+
+    params = FilterCatalogParams()
+    params.AddCatalog(getattr(FilterCatalogParams.FilterCatalogs, name))
+    return FilterCatalog(params)
+
+
+def alert_frequencies(smiles: Sequence[str]) -> dict[str, float]:
+    """Share of molecules with each structural alert.
+
+    Keys: every ``ALERTS`` group, ``"PAINS"`` and ``"Brenk"`` (any match of RDKit's FilterCatalog PAINS
+    A/B/C and Brenk sets), and ``"Brenk: <name>"`` for each Brenk alert that matches at least one molecule.
+
+    Examples
+    --------
+    >>> from fmg.metrics import alert_frequencies
+    >>> freq = alert_frequencies(["CCOOCC", "CCO"])
+    >>> freq["peroxide"], freq["Brenk: peroxide"]
+    (0.5, 0.5)
+    """
+    mols = _mols(smiles)
+    n = len(mols)
+    out: dict[str, float] = {}
+    for name, smarts in ALERTS.items():
+        pattern = Chem.MolFromSmarts(smarts)
+        out[name] = sum(m.HasSubstructMatch(pattern) for m in mols) / n
+    pains, brenk = _filter_catalog("PAINS"), _filter_catalog("BRENK")
+    out["PAINS"] = sum(pains.HasMatch(m) for m in mols) / n
+    names: Counter[str] = Counter()
+    any_brenk = 0
+    for m in mols:
+        hits = {e.GetDescription() for e in brenk.GetMatches(m)}
+        any_brenk += bool(hits)
+        names.update(hits)
+    out["Brenk"] = any_brenk / n
+    for name, count in sorted(names.items()):
+        out[f"Brenk: {name}"] = count / n
+    return out
+
+
+def _descriptor_values(mols: Sequence[Chem.Mol]) -> dict[str, np.ndarray]:
+    from rdkit.Chem import Descriptors
+
+    return {name: np.array([getattr(Descriptors, name)(m) for m in mols], dtype=np.float64)
+            for name in GUACAMOL_DESCRIPTORS}
+
+
+def _nearest_neighbour_similarity(mols: Sequence[Chem.Mol]) -> np.ndarray:
+    """Each molecule's largest Tanimoto similarity to another molecule of its own set (GuacaMol's tenth term)."""
+    from rdkit import DataStructs
+    from rdkit.Chem import rdFingerprintGenerator
+
+    gen = rdFingerprintGenerator.GetMorganGenerator(radius=2, fpSize=2048)
+    fps = [gen.GetFingerprint(m) for m in mols]
+    out = np.zeros(len(fps))
+    for i, fp in enumerate(fps):
+        sims = DataStructs.BulkTanimotoSimilarity(fp, fps[:i] + fps[i + 1:])
+        out[i] = max(sims, default=0.0)
+    return out
+
+
+def _kl(reference: np.ndarray, sampled: np.ndarray, discrete: bool) -> float:
+    """GuacaMol's KL(reference || sampled): 10-bin histograms for counts, Gaussian KDEs on 1000 points otherwise."""
+    from scipy.stats import entropy, gaussian_kde
+
+    if discrete:
+        p, bins = np.histogram(reference, bins=10, density=True)
+        q, _ = np.histogram(sampled, bins=bins, density=True)
+        return float(entropy(p + 1e-10, q + 1e-10))
+    grid = np.linspace(min(reference.min(), sampled.min()), max(reference.max(), sampled.max()), 1000)
+
+    def density(x: np.ndarray) -> np.ndarray:
+        if np.ptp(x) == 0:  # a KDE needs spread: a point mass becomes a narrow bump
+            x = x + np.linspace(-1e-3, 1e-3, x.size) * max(1.0, abs(float(x[0])))
+        return gaussian_kde(x)(grid)
+
+    return float(entropy(density(reference) + 1e-10, density(sampled) + 1e-10))
+
+
+def guacamol_kl(samples: Sequence[str], reference: Sequence[str]) -> tuple[float, dict[str, float]]:
+    """GuacaMol's KL-divergence score of ``samples`` against ``reference`` and the divergence per descriptor.
+
+    The score is ``mean_i exp(-KL_i)`` over ``GUACAMOL_DESCRIPTORS`` and the within-set nearest-neighbour
+    similarity (Morgan radius 2, 2048 bits), as Brown et al. (2019) define it: 1 when the distributions
+    match. Both sets need at least two molecules.
+
+    Returns
+    -------
+    (float, dict of str to float)
+        The score and ``KL_i`` per term.
+    """
+    a, b = _mols(reference), _mols(samples)
+    if len(a) < 2 or len(b) < 2:
+        raise ValueError(f"guacamol_kl needs at least two molecules in each set, got {len(b)} and {len(a)}")
+    ref, smp = _descriptor_values(a), _descriptor_values(b)
+    kls = {name: _kl(ref[name], smp[name], name in _DISCRETE) for name in GUACAMOL_DESCRIPTORS}
+    kls["internal similarity"] = _kl(_nearest_neighbour_similarity(a), _nearest_neighbour_similarity(b), False)
+    return float(np.mean([math.exp(-k) for k in kls.values()])), kls
+
+
+def _cosine(a: Counter[str], b: Counter[str]) -> float:
+    keys = sorted(set(a) | set(b))
+    x = np.array([a[k] for k in keys], dtype=np.float64)
+    y = np.array([b[k] for k in keys], dtype=np.float64)
+    norm = float(np.linalg.norm(x) * np.linalg.norm(y))
+    return float(x @ y / norm) if norm > 0 else float("nan")
+
+
+def _fragments(mols: Sequence[Chem.Mol]) -> Counter[str]:
+    """BRICS fragments as MOSES counts them: the molecule cut at every BRICS bond (linear in its size)."""
+    from rdkit.Chem import BRICS
+
+    out: Counter[str] = Counter()
+    for m in mols:
+        out.update(Chem.MolToSmiles(BRICS.BreakBRICSBonds(m)).split("."))
+    return out
+
+
+def _scaffolds(mols: Sequence[Chem.Mol]) -> Counter[str]:
+    from rdkit.Chem.Scaffolds import MurckoScaffold
+
+    return Counter(Chem.MolToSmiles(MurckoScaffold.GetScaffoldForMol(m)) for m in mols)
+
+
+def _wasserstein(a: np.ndarray, b: np.ndarray) -> float:
+    from scipy.stats import wasserstein_distance
+
+    return float(wasserstein_distance(a, b))
+
+
+@dataclass(frozen=True)
+class TrainingComparison:
+    """How the samples' chemistry compares with the training set's (MOSES / GuacaMol style).
+
+    Attributes
+    ----------
+    n_samples, n_train : int
+        Valid molecules compared.
+    atoms_mean, atoms_max, train_atoms_mean, train_atoms_max : float
+        Heavy-atom counts.
+    atoms_w1 : float
+        Wasserstein-1 distance between the heavy-atom-count distributions (atoms).
+    ring_size_tv : float
+        Total-variation distance between the ring-size histograms (sizes 3-8 and "larger"), pooled over
+        rings; 0 when both sets have no ring.
+    rings_per_molecule, train_rings_per_molecule : float
+        Mean ring count.
+    large_ring_share : float
+        Share of samples with a ring larger than every training ring.
+    max_ring_size, train_max_ring_size : int
+        Largest ring.
+    alerts, train_alerts : dict of str to float
+        ``alert_frequencies`` of each set.
+    fragment_similarity, scaffold_similarity : float
+        Cosine similarity of BRICS-fragment and Bemis-Murcko-scaffold counts (MOSES's Frag and Scaf).
+    kl_score : float
+        GuacaMol's KL-divergence score (``guacamol_kl``); NaN with fewer than two molecules in a set.
+    kl_divergences : dict of str to float
+        GuacaMol's divergence per descriptor.
+    """
+
+    n_samples: int
+    n_train: int
+    atoms_mean: float
+    atoms_max: int
+    train_atoms_mean: float
+    train_atoms_max: int
+    atoms_w1: float
+    ring_size_tv: float
+    rings_per_molecule: float
+    train_rings_per_molecule: float
+    large_ring_share: float
+    max_ring_size: int
+    train_max_ring_size: int
+    fragment_similarity: float
+    scaffold_similarity: float
+    kl_score: float
+    alerts: dict[str, float] = field(default_factory=dict)
+    train_alerts: dict[str, float] = field(default_factory=dict)
+    kl_divergences: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The fields as a dict."""
+        return asdict(self)
+
+
+def _ring_histogram(sizes: Sequence[Sequence[int]]) -> np.ndarray:
+    flat = [min(s, 9) for ring in sizes for s in ring]  # 3..8, and 9 for "larger than 8"
+    counts = np.bincount(np.asarray(flat, dtype=np.int64), minlength=10)[3:10].astype(np.float64)
+    return counts / counts.sum() if counts.sum() else counts
+
+
+def compare_to_training(samples: Sequence[str], train: Sequence[str]) -> TrainingComparison:
+    """Compare generated molecules with the training set: sizes, rings, alerts, fragments, scaffolds, GuacaMol KL.
+
+    FCD (Frechet ChemNet distance) is not computed: it needs ChemNet weights that are not available offline.
+
+    Parameters
+    ----------
+    samples : sequence of str
+        Valid generated SMILES (duplicates count, as in the samples' distribution).
+    train : sequence of str
+        The training molecules.
+
+    Returns
+    -------
+    TrainingComparison
+
+    Examples
+    --------
+    >>> from fmg.metrics import compare_to_training
+    >>> report = compare_to_training(["CCOOC", "CCO", "c1ccccc1"], ["CCO", "CCCO", "c1ccccc1O"])
+    >>> report.alerts["peroxide"], report.train_alerts["peroxide"], report.ring_size_tv
+    (0.3333333333333333, 0.0, 0.0)
+    """
+    smp, ref = _mols(samples), _mols(train)
+    if not smp or not ref:
+        raise ValueError(f"compare_to_training needs non-empty sets, got {len(smp)} samples and {len(ref)} "
+                         "training molecules")
+    atoms = np.array([m.GetNumHeavyAtoms() for m in smp], dtype=np.float64)
+    train_atoms = np.array([m.GetNumHeavyAtoms() for m in ref], dtype=np.float64)
+    rings = [[len(r) for r in m.GetRingInfo().AtomRings()] for m in smp]
+    train_rings = [[len(r) for r in m.GetRingInfo().AtomRings()] for m in ref]
+    train_max_ring = max((s for r in train_rings for s in r), default=0)
+    h, ht = _ring_histogram(rings), _ring_histogram(train_rings)
+    tv = 0.5 * float(np.abs(h - ht).sum()) if h.sum() and ht.sum() else float(h.sum() != ht.sum())
+    try:
+        kl_score, kls = guacamol_kl(samples, train)
+    except ValueError:
+        kl_score, kls = float("nan"), {}
+    return TrainingComparison(
+        n_samples=len(smp), n_train=len(ref), atoms_mean=float(atoms.mean()), atoms_max=int(atoms.max()),
+        train_atoms_mean=float(train_atoms.mean()), train_atoms_max=int(train_atoms.max()),
+        atoms_w1=_wasserstein(atoms, train_atoms), ring_size_tv=tv,
+        rings_per_molecule=float(np.mean([len(r) for r in rings])),
+        train_rings_per_molecule=float(np.mean([len(r) for r in train_rings])),
+        large_ring_share=float(np.mean([max(r, default=0) > train_max_ring for r in rings])),
+        max_ring_size=max((s for r in rings for s in r), default=0), train_max_ring_size=train_max_ring,
+        fragment_similarity=_cosine(_fragments(smp), _fragments(ref)),
+        scaffold_similarity=_cosine(_scaffolds(smp), _scaffolds(ref)),
+        kl_score=kl_score, alerts=alert_frequencies(samples), train_alerts=alert_frequencies(train),
+        kl_divergences=kls)

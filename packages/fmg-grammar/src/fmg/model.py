@@ -165,16 +165,21 @@ class FMG:
 
     def sample(self, n: int, *, random_state: int | None = None, n_jobs: int = 1, max_tries: int = 100,
                scan: bool = False, unique: bool = False, weights: str = "counts",
-               rejection: str = "derivation") -> SampleResult:
+               rejection: str = "derivation", context: int | None = 0,
+               budget: str | None = "training") -> SampleResult:
         """Draw ``n`` valid molecules from the grammar (see ``Grammar.sample`` for every option).
 
         ``unique=True`` collects distinct molecules (the official loop); ``weights`` picks count-based or
         uniform (DEG-style) rule probabilities; ``rejection="step"`` refuses single invalid steps as the
-        official generator does instead of redrawing whole derivations.
+        official generator does instead of redrawing whole derivations; ``context`` applies rules only
+        next to the atoms they were seen next to in training (0: the anchor atoms; 1: also their
+        neighbours; None: anywhere); ``budget="training"`` bounds heavy atoms, ring size and ring count by
+        the training maxima.
         """
         self._check_fitted()
         return self.grammar_.sample(n, random_state=random_state, n_jobs=n_jobs, max_tries=max_tries, scan=scan,
-                                    unique=unique, weights=weights, rejection=rejection)
+                                    unique=unique, weights=weights, rejection=rejection, context=context,
+                                    budget=budget)
 
     def derive(self, smiles: str) -> Derivation:
         """Derivation of a training molecule with the fitted grammar.
