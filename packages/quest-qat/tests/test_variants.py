@@ -138,7 +138,7 @@ def test_weight_and_activation_quantizers_are_chosen_separately():
         QuestConfig(weight_method="lsq", weight_grid="fp4")
     with pytest.raises(ValueError, match="fp4 grid has 4 bits"):
         QuestConfig(weight_bits=3, weight_grid="fp4")
-    with pytest.raises(ValueError, match="sparsity must be one of"):
+    with pytest.raises(ValueError, match="sparsity must be None or one of"):
         QuestConfig(weight_sparsity="1:4")
 
 

@@ -7,9 +7,10 @@ from dataclasses import dataclass, replace
 
 import torch
 import torch.nn.functional as F
+from icml25_shared.validation import Interval, Options, check_params
 from torch import nn
 
-from quest.grids import GRIDS, grid_for, grid_spec
+from quest.grids import GRIDS, grid_for
 from quest.hadamard import block_hadamard, check_block
 from quest.kernels import PackedInt4, dequantize_int4, find_scale, int4_gemm, quantize_int4, unpack_int4
 from quest.quantizers import METHODS, RMS_GRID_METHODS, exact_grid_values, make_quantizer, parse_sparsity
@@ -59,7 +60,7 @@ class QuestConfig:
     >>> QuestConfig(weight_bits=9)  # validated on construction
     Traceback (most recent call last):
     ...
-    ValueError: bits must be one of (1, 'ternary', 2, 3, 4, 5, 6, 7, 8), got 9
+    ValueError: QuestConfig: weight_bits must be an int in [1, 8] or one of 'ternary'; got 9
     """
 
     weight_bits: int | str = 4
@@ -80,22 +81,23 @@ class QuestConfig:
         self.validate()
 
     def validate(self) -> QuestConfig:
-        """Raise ``ValueError`` naming the bad field and the accepted values; return self."""
-        grid_spec(self.weight_bits)  # raises with the accepted values
-        if self.act_bits is not None:
-            grid_spec(self.act_bits)
-        if self.hadamard not in HADAMARD_MODES:
-            raise ValueError(f"hadamard must be one of {HADAMARD_MODES}, got {self.hadamard!r}")
-        for field in ("method", "weight_method", "act_method"):
-            value = getattr(self, field)
-            if (value is not None or field == "method") and value not in METHODS:
-                raise ValueError(f"{field} must be one of {METHODS}, got {value!r}")
-        for field, bits in (("weight_grid", self.weight_bits), ("act_grid", self.act_bits)):
-            grid = getattr(self, field)
-            if grid not in GRIDS:
-                raise ValueError(f"{field} must be one of {GRIDS}, got {grid!r}")
-            if bits is not None:
-                grid_for(bits, grid)  # fp4 needs 4 bits, lloyd_max an int width
+        """Raise ``TypeError`` (wrong type) or ``ValueError`` (wrong value) naming the field; return self."""
+        bits = [Interval(int, 1, 8), Options(str, {"ternary"})]
+        methods = Options(str, set(METHODS))
+        grids = [Options(str, set(GRIDS))]
+        check_params({name: getattr(self, name) for name in (
+            "weight_bits", "act_bits", "hadamard", "trust", "block", "method", "clip_scale", "weight_method",
+            "act_method", "weight_grid", "act_grid", "weight_sparsity", "filter_fn")}, {
+            "weight_bits": bits, "act_bits": [None, *bits], "hadamard": [None, Options(str, {"half", "full"})],
+            "trust": [None, Interval(float, 0, None, closed="neither")], "block": [Interval(int, 2, None)],
+            "method": [methods], "clip_scale": [Interval(float, 0, None, closed="neither")],
+            "weight_method": [None, methods], "act_method": [None, methods], "weight_grid": grids,
+            "act_grid": grids, "weight_sparsity": [None, Options(str, {"2:4", "4:8"})],
+            "filter_fn": [None, "callable"]}, owner="QuestConfig")
+        for field, value in (("weight_grid", self.weight_grid), ("act_grid", self.act_grid)):
+            operand_bits = self.weight_bits if field == "weight_grid" else self.act_bits
+            if operand_bits is not None:
+                grid_for(operand_bits, value)  # fp4 needs 4 bits, lloyd_max an int width
         parse_sparsity(self.weight_sparsity)
         for operand, method, grid, sparsity in (("weight", self.weight_method_, self.weight_grid, self.weight_sparsity),
                                                 ("act", self.act_method_, self.act_grid, None)):
@@ -103,14 +105,8 @@ class QuestConfig:
                 raise ValueError(f"{operand}_method {method!r} learns its scale on the uniform grid; use "
                                  f"{operand}_grid='uniform' and no sparsity with it (got grid={grid!r}, "
                                  f"sparsity={sparsity!r})")
-        if self.trust is not None and not (isinstance(self.trust, (int, float)) and self.trust > 0):
-            raise ValueError(f"trust must be a positive number, math.inf or None, got {self.trust!r}")
-        if not (isinstance(self.clip_scale, (int, float)) and self.clip_scale > 0):
-            raise ValueError(f"clip_scale must be a positive number, got {self.clip_scale!r}")
         if self.hadamard is not None:
             check_block(self.block)
-        if self.filter_fn is not None and not callable(self.filter_fn):
-            raise ValueError(f"filter_fn must be callable(module, fqn) -> bool, got {self.filter_fn!r}")
         return self
 
     @property
