@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 import torch
 from icml25_shared.validation import Interval, Options, check_params
@@ -184,10 +184,12 @@ def _encode(tokenizer: Any, texts: list[str], *, offsets: bool = False, special:
 
 def _forward_layer(model: nn.Module, layer: int, batch: Any, stop: bool) -> torch.Tensor:
     device = next(model.parameters()).device
-    n_ids = model.get_input_embeddings().num_embeddings
+    embedding: Any = getattr(model, "get_input_embeddings")()  # noqa: B009 - nn.Module's stubs type attributes as Tensor
+    config: Any = model.config
+    n_ids = embedding.num_embeddings
     top = int(batch["input_ids"].max())
     if top >= n_ids:
-        raise ValueError(f"the tokenizer gave token id {top} but the {model.config.model_type} model embeds {n_ids} "
+        raise ValueError(f"the tokenizer gave token id {top} but the {config.model_type} model embeds {n_ids} "
                          "ids: give each model its own tokenizer (collect_pairs: target_tokenizer=, align='offsets')")
     with torch.no_grad(), _eval_mode(model), read_layer(model, layer, stop=stop) as records:
         try:
@@ -205,6 +207,18 @@ def _rows(mask: torch.Tensor, positions: str) -> tuple[torch.Tensor, torch.Tenso
         return torch.arange(mask.shape[0]), last
     rows, cols = torch.nonzero(mask, as_tuple=True)
     return rows, cols
+
+
+@overload
+def collect_activations(model: nn.Module, tokenizer: Any, texts: Sequence[str], layer: int, *,
+                        positions: str = ..., batch_size: int = ..., stop_at_layer: bool = ..., out: None = ...,
+                        add_special_tokens: bool = ...) -> Activations: ...
+
+
+@overload
+def collect_activations(model: nn.Module, tokenizer: Any, texts: Sequence[str], layer: int, *,
+                        positions: str = ..., batch_size: int = ..., stop_at_layer: bool = ..., out: str | Path,
+                        add_special_tokens: bool = ...) -> ActivationShards: ...
 
 
 def collect_activations(model: nn.Module, tokenizer: Any, texts: Sequence[str], layer: int, *,
@@ -251,8 +265,9 @@ def collect_activations(model: nn.Module, tokenizer: Any, texts: Sequence[str], 
     texts = _check_texts(texts)
     bs = _check_options(positions, batch_size)
     layer = check_layer(model, layer)
+    config: Any = model.config
     meta = {"layer": str(layer), "dim": str(hidden_size(model)), "positions": positions,
-            "model": str(getattr(model.config, "name_or_path", "") or model.config.model_type)}
+            "model": str(getattr(config, "name_or_path", "") or config.model_type)}
     writer = _ShardWriter(out, ("values", "text_index", "position"), meta)
     for start in range(0, len(texts), bs):
         batch = _encode(tokenizer, texts[start:start + bs], special=bool(add_special_tokens))
@@ -291,6 +306,20 @@ def align_offsets(source_offsets: Sequence[tuple[int, int]],
         if e > s and int(e) in ends_t:
             pairs.append((i, ends_t[int(e)]))
     return pairs
+
+
+@overload
+def collect_pairs(source: nn.Module, target: nn.Module, texts: Sequence[str], *, source_tokenizer: Any,
+                  source_layer: int, target_layer: int, target_tokenizer: Any = ..., align: str = ...,
+                  positions: str = ..., batch_size: int = ..., stop_at_layer: bool = ..., out: None = ...,
+                  add_special_tokens: bool = ...) -> ActivationPairs: ...
+
+
+@overload
+def collect_pairs(source: nn.Module, target: nn.Module, texts: Sequence[str], *, source_tokenizer: Any,
+                  source_layer: int, target_layer: int, target_tokenizer: Any = ..., align: str = ...,
+                  positions: str = ..., batch_size: int = ..., stop_at_layer: bool = ..., out: str | Path,
+                  add_special_tokens: bool = ...) -> ActivationShards: ...
 
 
 def collect_pairs(source: nn.Module, target: nn.Module, texts: Sequence[str], *, source_tokenizer: Any,

@@ -187,7 +187,7 @@ def run_seed(seed_seq: Any, *, quick: bool = False, alpha: float | None = None, 
         def steer(layer_s: int = layer_s, v_s: torch.Tensor = v_s) -> Any:
             return add_vector(source, layer_s, v_s)
 
-        r = {"layer_s": layer_s, "alpha": a_task, "sweep": sweep,
+        r: dict[str, Any] = {"layer_s": layer_s, "alpha": a_task, "sweep": sweep,
              "source_rate": _rate(source, tok, test[pos], judge), "source_rate_steered": _rate(
                  source, tok, test[pos], judge, steer),
              "source_loss": src_loss, "source_loss_steered": _loss(source, tok, clean_text, steer)}

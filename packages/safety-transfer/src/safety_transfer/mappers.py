@@ -10,7 +10,7 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -104,8 +104,8 @@ def mapping_metrics(mapper: Any, source: Any, target: Any = None) -> MappingMetr
         chunks = ((s["source"], s["target"]) for s in src)
     else:
         chunks = iter([(_as_2d(src, "source"), _as_2d(tgt, "target"))])
-    sse = sum_y = sum_y2 = cos = 0.0
-    n, d = 0, None
+    sse = sum_y2 = cos = 0.0
+    n, d = 0, 0
     parts_y: list[torch.Tensor] = []
     with torch.no_grad():
         for x, y in chunks:
@@ -126,6 +126,11 @@ def mapping_metrics(mapper: Any, source: Any, target: Any = None) -> MappingMetr
 
 class _Mapper:
     module_: nn.Module
+    n_features_in_: int
+    n_features_out_: int
+    source_layer_: int | None
+    target_layer_: int | None
+    metadata_: dict[str, str]
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "module_"):
@@ -364,7 +369,11 @@ class AffineMapper(_Mapper):
             return sol[:d_s].T.contiguous(), sol[d_s].clone()
         # normal equations of the centred problem, accumulated shard by shard
         chunks = ((s["source"], s["target"]) for s in src) if isinstance(src, ActivationShards) else [(src, tgt)]
-        n, sx, sy, sxx, sxy = 0, 0.0, 0.0, 0.0, 0.0
+        n = 0
+        sx: Any = 0.0
+        sy: Any = 0.0
+        sxx: Any = 0.0
+        sxy: Any = 0.0
         for x, y in chunks:
             x, y = x.double(), y.double()
             n += x.shape[0]
@@ -441,11 +450,11 @@ class AutoEncoderMapper(_Mapper):
 
     def _build(self) -> nn.Sequential:
         d_s, d_t, h = self.d_s, self.d_t, self.hidden_size
-        module = nn.Sequential(nn.Linear(d_s, h), nn.ReLU(), nn.Linear(h, d_t))
+        enc, dec = nn.Linear(d_s, h), nn.Linear(h, d_t)
+        module = nn.Sequential(enc, nn.ReLU(), dec)
         if self.init_identity:
             m = min(d_s, d_t)
             c = _check_pos(self.identity_shift, "identity_shift", owner=type(self).__name__)
-            enc, dec = module[0], module[2]
             with torch.no_grad():
                 for p in (enc.weight, enc.bias, dec.weight, dec.bias):
                     p.zero_()
@@ -538,7 +547,8 @@ def load_mapper(path: str | Path) -> AffineMapper | AutoEncoderMapper:
     mapper.module_.load_state_dict(state)
     mapper.module_.requires_grad_(False).eval()
     if isinstance(mapper, AffineMapper):
-        mapper.weight_, mapper.bias_ = mapper.module_.weight, mapper.module_.bias
+        linear = cast(nn.Linear, mapper.module_)
+        mapper.weight_, mapper.bias_ = linear.weight, linear.bias
     mapper.n_features_in_, mapper.n_features_out_ = d_s, d_t
     mapper.source_layer_, mapper.target_layer_ = (int(meta[k]) if meta.get(k, "") != "" else None
                                                   for k in ("source_layer", "target_layer"))

@@ -140,7 +140,7 @@ def tiny_causal_lm(family: str, *, vocab_size: int = 258, hidden_size: int = 64,
                  owner="tiny_causal_lm")
     if hidden_size % num_heads:
         raise ValueError(f"hidden_size {hidden_size} is not divisible by num_heads {num_heads}")
-    common = {"vocab_size": vocab_size, "pad_token_id": 256 if vocab_size > 256 else None,
+    common: dict[str, Any] = {"vocab_size": vocab_size, "pad_token_id": 256 if vocab_size > 256 else None,
               "bos_token_id": None, "eos_token_id": 257 if vocab_size > 257 else None}
     if family == "gpt2":
         config = tf.GPT2Config(n_embd=hidden_size, n_layer=num_layers, n_head=num_heads, n_positions=max_positions,
@@ -233,7 +233,8 @@ def load_local_model(path: str | Path, *, dtype: Any = None, device: str | Any =
         kwargs["dtype"] = dtype
     if attn_implementation is not None:
         kwargs["attn_implementation"] = attn_implementation
-    model, info = tf.AutoModelForCausalLM.from_pretrained(str(folder), output_loading_info=True, **kwargs)
+    loaded: Any = tf.AutoModelForCausalLM.from_pretrained(str(folder), output_loading_info=True, **kwargs)
+    model, info = loaded
     missing = sorted(set(info.get("missing_keys", ())) | {str(k) for k in info.get("mismatched_keys", ())})
     if missing:
         # transformers initialises them at random and only logs it: every logit would be noise

@@ -58,6 +58,11 @@ class TriggerProbe:
     [[1.0, 1.0], [0.0, 0.0]]
     """
 
+    coef_: torch.Tensor
+    intercept_: float
+    n_features_in_: int
+    layer_: int | None
+
     def __init__(self, *, threshold: float = 0.5, hard: bool = True, C: float = 1.0,
                  random_state: RandomStateLike = None) -> None:
         self.threshold = threshold
@@ -183,9 +188,11 @@ class SafetySwitch:
         if gate is not None and not callable(gate):
             raise ValueError(f"gate must be a callable h -> (batch, seq) weights or None, got {type(gate).__name__}")
         if gate is not None and getattr(gate, "n_features_in_", self.width) != self.width:
-            raise ValueError(f"the gate was fitted on width {gate.n_features_in_} but the layer's width is {self.width}")
+            raise ValueError(f"the gate was fitted on width {getattr(gate, 'n_features_in_', None)} but the layer's "
+                             f"width is {self.width}")
         if gate is not None and getattr(gate, "layer_", None) not in (None, self.layer):
-            raise ValueError(f"the gate was fitted on activations of layer {gate.layer_} but the switch is at layer "
+            raise ValueError(f"the gate was fitted on activations of layer {getattr(gate, 'layer_', None)} but the "
+                             "switch is at layer "
                              f"{self.layer}")
         self.gate = gate
         self._stack: ExitStack | None = None

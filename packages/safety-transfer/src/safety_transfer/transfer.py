@@ -121,7 +121,8 @@ def _embedded_ids(model: nn.Module) -> int:
     getter = getattr(model, "get_input_embeddings", None)
     embedding = getter() if callable(getter) else None
     rows = getattr(embedding, "num_embeddings", None)
-    return int(rows) if rows is not None else int(model.config.vocab_size)
+    config: Any = model.config
+    return int(rows) if rows is not None else int(config.vocab_size)
 
 
 def _same_vocabulary(first: Any, second: Any) -> bool:
@@ -354,7 +355,10 @@ def _refine_epochs(module: nn.Module, opt: torch.optim.Optimizer, source: nn.Mod
             mse = torch.nn.functional.mse_loss(mapped[mask.to(p.device)].float(), h_t[mask].to(p.device).float())
             labels = batch["input_ids"].masked_fill(~mask, -100)
             device = next(target.parameters()).device
-            with replace_layer(target, lt, lambda h, mapped=mapped: mapped.to(device=h.device, dtype=h.dtype)):
+            def patched(h: torch.Tensor, mapped: torch.Tensor = mapped) -> torch.Tensor:
+                return mapped.to(device=h.device, dtype=h.dtype)
+
+            with replace_layer(target, lt, patched):
                 lm = target(input_ids=batch["input_ids"].to(device), attention_mask=batch["attention_mask"].to(device),
                             labels=labels.to(device), use_cache=False).loss
             lm = lm.to(p.device)
