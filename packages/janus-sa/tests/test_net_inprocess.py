@@ -11,7 +11,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
-from janus_sa import JanusClient, JanusConfig, ServerKeys, SigningKey, enroll, model_digest
+from janus_sa import JanusClient, JanusConfig, Quantizer, ServerKeys, SigningKey, enroll, model_digest
 from janus_sa.errors import NotEnrolledError, ServerUnavailableError, SignatureError
 from janus_sa.net import NetworkClient, Remote, ServerNode, TLSConfig, make_server, read_request, start_server
 from janus_sa.wire import MsgType, encode
@@ -205,7 +205,7 @@ def run_many_clients_over_grpc(n: int, workers: int = 4) -> dict:
     """
     from concurrent.futures import ThreadPoolExecutor
 
-    cfg = JanusConfig(dim=1, min_participants=2)
+    cfg = JanusConfig(dim=1, min_participants=2, quantizer=Quantizer(quantization_range=2**16))  # 65,537 fit
     k0, k1, session = ServerKeys(), ServerKeys(), bytes(range(16))
     s1 = ServerNode(make_server("s1", config=cfg, keys=k1, session=session, peer_sign=k0.sign.public))
     g1, p1 = start_server(s1, "127.0.0.1:0")
@@ -250,3 +250,51 @@ def test_twenty_thousand_clients_in_one_round_over_grpc():
     """Before, gRPC's default message limits stopped a round above about 10,800 clients."""
     out = run_many_clients_over_grpc(20_000)
     assert out["done"] == [1] and out["n"] == 20_000 and out["sum"] == 20_000 * out["code"]
+
+
+def test_a_client_that_missed_a_round_catches_up_and_takes_part_in_the_next():
+    """Round 2 announces the successor of round 1's aggregate; a client that slept through round 1 has
+    the initial model, so it first verifies round 1's aggregates (catch_up) and then verifies round 2."""
+    cfg = JanusConfig(dim=6, min_participants=3)
+    k0, k1, session = ServerKeys(), ServerKeys(), bytes(range(16))
+    s1 = ServerNode(make_server("s1", config=cfg, keys=k1, session=session, peer_sign=k0.sign.public))
+    g1, p1 = start_server(s1, "127.0.0.1:0")
+    s0 = ServerNode(make_server("s0", config=cfg, keys=k0, session=session, peer_sign=k1.sign.public),
+                    peer=Remote(f"127.0.0.1:{p1}", max_bytes=2**20))
+    g0, p0 = start_server(s0, "127.0.0.1:0")
+    jcs = [JanusClient(config=cfg, s0=k0.public, s1=k1.public, session=session) for _ in range(4)]
+    roster = enroll([c.id for c in jcs], version=1, s0=s0.server, s1=s1.server)
+    for c in jcs:
+        c.set_roster(roster)
+    nets = [NetworkClient(c, s0=f"127.0.0.1:{p0}", s1=f"127.0.0.1:{p1}") for c in jcs]
+    done: list[int] = []
+    coord = threading.Thread(target=lambda: done.extend(s0.coordinate(rounds=2, expect=3, round_timeout=30,
+                                                                       settle=0.5, gap=0.5)))
+    results: dict = {}
+
+    def take_part(i, rounds, upload=True):
+        for after in rounds:
+            rnd = nets[i].wait_for_round(after, timeout=30)
+            results[(i, rnd)] = nets[i].participate(np.full(6, 0.25 * (i + 1)) if upload else None, timeout=30)
+
+    try:
+        coord.start()
+        early = [threading.Thread(target=take_part, args=(i, (0, 1))) for i in range(3)]
+        for t in early:
+            t.start()
+        while (0, 1) not in results:
+            threading.Event().wait(0.05)
+        late = threading.Thread(target=take_part, args=(3, (1,), False))  # verifies round 2 only
+        late.start()
+        for t in [*early, late]:
+            t.join(90)
+        coord.join(30)
+    finally:
+        for n in nets:
+            n.close()
+        g0.stop(0)
+        g1.stop(0)
+    assert done == [1, 2]
+    assert jcs[3].round_ == 2 and jcs[3].head_ == jcs[0].head_ == s0.server.head_  # S1 moves on at the next Open
+    assert results[(3, 2)].n_participants == 3 and results[(0, 2)].sum_codes.tolist() == \
+        results[(3, 2)].sum_codes.tolist()
