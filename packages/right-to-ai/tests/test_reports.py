@@ -92,7 +92,7 @@ def test_html_escapes_the_title(tier_answers):
 
 
 def test_unknown_format_raises(tier_answers):
-    with pytest.raises(ValueError, match="accepted formats are: md, html, json"):
+    with pytest.raises(ValueError, match="fmt must be one of 'html', 'json', 'md'"):
         render(assess(tier_answers[1]), "pdf")
 
 

@@ -19,6 +19,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 import numpy as np
+from icml25_shared.validation import Interval, check_param, check_params
 
 from right_to_ai.data import DIMENSIONS, RightToAIData, load
 
@@ -406,12 +407,12 @@ def normalize_answers(answers: Mapping[str, Any], *, data: RightToAIData | None 
     """
     data = _data(data)
     if not isinstance(answers, Mapping):
-        raise TypeError(f"answers must be a mapping of question id to answer, got {type(answers).__name__}")
+        raise TypeError(f"answers must be a mapping of question id to answer; got {type(answers).__name__}")
     ids = tuple(q.id for q in data.questions)
     known = set(ids)
     for qid in answers:
         if qid not in known:
-            raise AnswerError(f"unknown question {qid!r}; the accepted question ids are: {', '.join(ids)}",
+            raise AnswerError(f"answers: unknown question {qid!r}; the accepted question ids are: {', '.join(ids)}",
                               question=str(qid), accepted=ids)
     out: dict[str, str] = {}
     missing = []
@@ -471,8 +472,8 @@ def assess(answers: Mapping[str, Any], *, data: RightToAIData | None = None, all
     >>> a.next_transition.mechanism
     'Structured feedback channels'
     """
-    if not isinstance(high_risk, bool):
-        raise TypeError(f"high_risk must be a bool, got {high_risk!r}")
+    check_params({"high_risk": high_risk, "allow_missing": allow_missing},
+                 {"high_risk": ["boolean"], "allow_missing": ["boolean"]}, owner="assess")
     data = _data(data)
     canon, missing = normalize_answers(answers, data=data, allow_missing=allow_missing)
     values = dict(data.answer_values)
@@ -658,8 +659,7 @@ def similar_cases(answers: Mapping[str, Any], k: int = 3, *, data: RightToAIData
     """
     data = _data(data)
     n = len(data.case_studies)
-    if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= n:
-        raise ValueError(f"k must be an int in [1, {n}], got {k!r}")
+    check_param("k", k, [Interval(int, 1, n)], owner="similar_cases")
     canon, _ = normalize_answers(answers, data=data, allow_missing=allow_missing)
     mine = _profile(canon)
     scored = [(jaccard(mine, _profile(dict(c.answers))), i, c) for i, c in enumerate(data.case_studies)]

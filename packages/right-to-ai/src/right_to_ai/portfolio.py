@@ -223,7 +223,7 @@ def _encode(question: Any, column: Sequence[Any]) -> np.ndarray:
         out = np.array(list(map(get, column, itertools.repeat(-1))), dtype=np.int8).reshape(len(column))
     except TypeError:  # an unhashable cell: every cell takes the slow path
         out = np.full(len(column), -1, dtype=np.int8)
-    for row in np.flatnonzero(out == -1):  # rare spellings, NaN, and invalid answers
+    for row in map(int, np.flatnonzero(out == -1)):  # rare spellings, NaN, and invalid answers
         raw = _key(column[row])
         answer = _ALIASES.get(raw, raw)
         if raw == "":

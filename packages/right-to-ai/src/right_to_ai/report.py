@@ -11,6 +11,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from icml25_shared.validation import Interval, Options, check_param, check_params
+
 from right_to_ai.assess import Assessment, similar_cases
 from right_to_ai.data import DIMENSIONS, RightToAIData, load
 
@@ -22,6 +24,8 @@ FORMATS = ("md", "html", "json")
 
 def _context(assessment: Assessment, *, title: str, k: int) -> dict[str, Any]:
     """What every text report shows, as plain data."""
+    check_params({"title": title, "similar": k}, {"title": [str], "similar": [Interval(int, 0, None)]},
+                 owner="report")
     data: RightToAIData = load(assessment.data_version)
     answers = dict(assessment.answers)
     tier = data.tier(assessment.tier)
@@ -45,14 +49,16 @@ def _context(assessment: Assessment, *, title: str, k: int) -> dict[str, Any]:
     for key in assessment.unverified:
         kind, _, ident = key.partition(":")
         if kind == "tier":
-            entry = data.tier(int(ident))
-            unverified.append({"key": key, "what": f"tier {entry.id} ({entry.name})", "source": entry.source})
+            placed = data.tier(int(ident))
+            unverified.append({"key": key, "what": f"tier {placed.id} ({placed.name})", "source": placed.source})
         elif kind == "transition":
-            entry = data.tier(int(ident.split("->")[0])).transition
-            unverified.append({"key": key, "what": f"transition {ident} ({entry.mechanism})", "source": entry.source})
+            transition = data.tier(int(ident.split("->")[0])).transition
+            assert transition is not None  # the key names an existing transition
+            unverified.append({"key": key, "what": f"transition {ident} ({transition.mechanism})",
+                               "source": transition.source})
         elif kind == "rung":
-            entry = data.rung(ident)
-            unverified.append({"key": key, "what": f"Arnstein rung mapping ({entry.name})", "source": entry.source})
+            rung = data.rung(ident)
+            unverified.append({"key": key, "what": f"Arnstein rung mapping ({rung.name})", "source": rung.source})
         elif kind == "signals":
             unverified.append({"key": key, "what": "warning rules (consultation, decision rights, hybrid control)",
                                "source": data.signals.source})
@@ -222,13 +228,14 @@ def render(assessment: Assessment, fmt: str = "md", *, title: str = "AI system")
     ValueError
         For an unknown format.
     """
+    check_param("fmt", fmt, [Options(str, set(FORMATS))], owner="render")
     if fmt == "md":
         return to_markdown(assessment, title=title)
     if fmt == "html":
         return to_html(assessment, title=title)
     if fmt == "json":
         return to_json(assessment)
-    raise ValueError(f"unknown format {fmt!r}; the accepted formats are: {', '.join(FORMATS)}")
+    raise AssertionError(fmt)  # unreachable: checked above
 
 
 _BAND_COLOURS = {"nonparticipation": "#d95f02", "tokenism": "#e6ab02", "citizen_power": "#1b9e77"}
