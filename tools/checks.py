@@ -8,7 +8,9 @@
                                               #     package's and the shared one) holds no matplotlib/tqdm
                                               #     unless the core declares them, imports the package and
                                               #     every name of its __all__, and its `demo`/`reproduce`
-                                              #     (dry run) name `pip install "<dist>[cli]"` in one line
+                                              #     (dry run) name `pip install "<dist>[cli]"` in one line;
+                                              #     then, in a venv from the documented install line,
+                                              #     `demo --quick` and the README's python blocks run
     python tools/checks.py shape [--root R]   # (d) every member has the monorepo's shape (README sections,
                                               #     no process words, LICENSE, py.typed, CHANGELOG, DATA.md,
                                               #     extras, project URLs, tests/test_param_contract.py calling
@@ -606,8 +608,56 @@ def probe_problems(report: dict, member: Member) -> list[Problem]:
     return problems
 
 
+NOT_RUN_MARK = "# Not run by the README test"
+DOCUMENTED_TIMEOUT_S = 600
+
+
+def readme_python_blocks(readme: Path) -> list[str]:
+    """The README's ```python blocks in order, without those whose first line is NOT_RUN_MARK."""
+    blocks = re.findall(r"^```python\n(.*?)^```", readme.read_text(encoding="utf-8"), re.S | re.M)
+    return [block for block in blocks if not block.startswith(NOT_RUN_MARK)]
+
+
+def documented_install_problems(member: Member, wheel: Path, shared_wheel: Path, folder: Path, installer: str,
+                                env: dict[str, str]) -> list[Problem]:
+    """In a fresh venv built from the member's documented install line (its wheel with [tool.icml25] install),
+    ``python -m <pkg> demo --quick`` and the README's python blocks (in order, one interpreter) must run."""
+    extras = ",".join(install_extras(member) or [])
+    venv = folder / "venv-documented"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    py = venv / "bin" / "python"
+    requirement = f"{member.dist}{f'[{extras}]' if extras else ''} @ {wheel.resolve().as_uri()}"
+    wheels = [requirement] if member.module == SHARED_IMPORT else [str(shared_wheel), requirement]
+    done = _run([*installer_command(py, installer), "-c", str(CONSTRAINTS), *wheels], env=env)
+    line = install_line(member) if member.module != SHARED_IMPORT else f'pip install "./shared[{extras}]"'
+
+    if done.returncode != 0:
+        return [Problem(member.path / "pyproject.toml", 1, f"installing `{line}` (as wheels) into a fresh venv "
+                                                           f"failed:\n{done.stderr[-2000:]}")]
+    problems = []
+    run_env = {**env, "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
+    runs = [("demo --quick", [str(py), "-m", member.module, "demo", "--quick", "--out", str(folder / "demo")],
+             member.src / "__main__.py")] if (member.src / "__main__.py").is_file() else []
+    blocks = readme_python_blocks(member.path / "README.md")
+    if blocks:
+        script = folder / "readme_examples.py"
+        script.write_text("\n\n".join(blocks), encoding="utf-8")
+        runs.append(("the README's python blocks", [str(py), str(script)], member.path / "README.md"))
+    for what, cmd, where in runs:
+        try:
+            done = subprocess.run(cmd, cwd=folder, env=run_env, capture_output=True, text=True,
+                                  timeout=DOCUMENTED_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            problems.append(Problem(where, 1, f"{what} ran over {DOCUMENTED_TIMEOUT_S} s after `{line}`"))
+            continue
+        if done.returncode != 0:
+            problems.append(Problem(where, 1, f"{what} fails after `{line}` (exit {done.returncode}):\n"
+                                              f"{(done.stdout + done.stderr)[-2500:]}"))
+    return problems
+
+
 def check_wheels(members: list[Member], selected: set[str] | None = None, *, installer: str = "auto",
-                 timings: dict[str, float] | None = None) -> list[Problem]:
+                 timings: dict[str, float] | None = None, documented: bool = True) -> list[Problem]:
     """(c) build every selected member once; inspect wheel and sdist; install the bare wheel in a fresh venv;
     check what it holds, import its API and dry-run its commands there (PROBE, probe_problems)."""
     problems: list[Problem] = []
@@ -666,6 +716,11 @@ def check_wheels(members: list[Member], selected: set[str] | None = None, *, ins
             except (IndexError, ValueError):
                 report = {"import": f"the probe failed (exit {done.returncode}):\n{done.stdout}{done.stderr}"}
             problems += probe_problems(report, member)
+            if documented and shared_wheel is not None:
+                folder = tmp / f"documented-{member.dist}"
+                folder.mkdir()
+                problems += documented_install_problems(member, wheel, shared_wheel, folder, installer, env)
+                shutil.rmtree(folder, ignore_errors=True)
             timed("run", start)
             shutil.rmtree(venv, ignore_errors=True)
     return problems
@@ -683,6 +738,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="lowest: see `python tools/checks.py lowest --help`")
     parser.add_argument("packages", nargs="*", help="limit 'wheels' to these distributions")
     parser.add_argument("--root", type=Path, default=ROOT, help="workspace root (for tests)")
+    parser.add_argument("--bare-only", action="store_true",
+                        help="wheels: skip the venv from the documented install line (demo --quick, README blocks)")
     parser.add_argument("--write", action="store_true", help="readme: render the root table's install column")
     parser.add_argument("--installer", choices=["auto", "uv", "pip"], default="auto",
                         help="wheels: what installs into the fresh venvs (auto: uv when present, else pip)")
@@ -696,7 +753,8 @@ def main(argv: list[str] | None = None) -> int:
         problems = [p for m in members[1:] for p in install_problems(m, args.root)]
     else:
         timings: dict[str, float] = {}
-        problems = check_wheels(members, set(args.packages) or None, installer=args.installer, timings=timings)
+        problems = check_wheels(members, set(args.packages) or None, installer=args.installer, timings=timings,
+                                documented=not args.bare_only)
         print("wheels: " + ", ".join(f"{name} {seconds:.1f}s" for name, seconds in timings.items()))
     for problem in problems:
         print(problem)

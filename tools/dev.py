@@ -50,6 +50,7 @@ ROOT = Path(__file__).resolve().parents[1]
 CONSTRAINTS = ROOT / "tools" / "constraints.txt"
 DEV_REQUIREMENTS = ROOT / "tools" / "requirements-dev.txt"
 DOCS_REQUIREMENTS = ROOT / "tools" / "requirements-docs.txt"
+OVERRIDES = ROOT / "tools" / "overrides.txt"
 SHARED_EXTRAS = "cli,sklearn,test"
 DEMO_TIMEOUT_S = 300
 
@@ -96,7 +97,7 @@ def ensure_environment(env_dir: Path, packages: list[tuple[str, str, Path]], *, 
         venv.EnvBuilder(with_pip=True).create(env_dir)
     specs = [f"{ROOT / 'shared'}[{SHARED_EXTRAS}]"] + [f"{path}[test]" for _, _, path in packages]
     digest = hashlib.sha256()
-    for path in [CONSTRAINTS, DEV_REQUIREMENTS, ROOT / "shared" / "pyproject.toml",
+    for path in [CONSTRAINTS, DEV_REQUIREMENTS, OVERRIDES, ROOT / "shared" / "pyproject.toml",
                  *(p / "pyproject.toml" for _, _, p in packages)]:
         digest.update(path.read_bytes())
     digest.update(" ".join(specs).encode())
@@ -130,12 +131,22 @@ def _install_lock(env_dir: Path):
 
 
 def _install_members(python: Path, specs: list[str]) -> None:
-    print("installing the workspace into the environment (first run takes a few minutes)", flush=True)
-    cmd = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q",
-           "-c", str(CONSTRAINTS), "-r", str(DEV_REQUIREMENTS)]
-    for spec in specs:
-        cmd += ["-e", spec]
+    """The development tools with pip, then every member editable with uv (its overrides pick CPU builds)."""
+    print("installing the workspace into the environment (first run: about 10-30 minutes and 4-5 GB)", flush=True)
     env = dict(os.environ, PIP_CONSTRAINT="")  # our constraints file, not a stray global one
+    pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", "-c", str(CONSTRAINTS)]
+    if subprocess.run([*pip, "-r", str(DEV_REQUIREMENTS)], env=env).returncode != 0:
+        raise SystemExit("installing the development tools failed")
+    editable = [arg for spec in specs for arg in ("-e", spec)]
+    uv = python.parent / ("uv.exe" if os.name == "nt" else "uv")
+    if uv.exists():
+        sys.path.insert(0, str(ROOT / "tools"))
+        from checks import pip_sources
+
+        cmd = [str(uv), "pip", "install", "-q", "--python", str(python), *pip_sources(), "-c", str(CONSTRAINTS),
+               "--override", str(OVERRIDES), *editable]
+    else:  # no uv: pip, which cannot override, installs the declared (full) builds
+        cmd = [*pip, *editable]
     done = subprocess.run(cmd, env=env)
     if done.returncode != 0:
         raise SystemExit(f"installing the environment failed (exit {done.returncode})")

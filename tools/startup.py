@@ -47,8 +47,12 @@ def measure(modules: list[str], repeats: int = 3, python: str = sys.executable) 
     baseline = wall([python, "-c", "pass"], repeats)
     rows = {}
     for module in modules:
-        imported = wall([python, "-c", f"import {module}"], repeats)
-        helped = wall([python, "-m", module, "--help"], repeats)
+        try:
+            imported = wall([python, "-c", f"import {module}"], repeats)
+            helped = wall([python, "-m", module, "--help"], repeats)
+        except RuntimeError as error:  # a package that cannot start is reported, the others still measured
+            rows[module] = {"error": str(error).splitlines()[-1][:300]}
+            continue
         rows[module] = {"import_s": imported, "help_s": helped, "import_ratio": imported / baseline,
                         "help_ratio": helped / baseline, "over_budget": helped > BUDGET_S}
     return {"baseline_s": baseline, "repeats": repeats, "budget_s": BUDGET_S, "python": platform.python_version(),
@@ -60,7 +64,10 @@ def table(result: dict) -> str:
     lines = [f"`python -c pass`: {result['baseline_s']:.3f} s (median of {result['repeats']}); "
              f"Python {result['python']}, {result['cpu_count']} cores, {result['measured']}", "",
              "| package | import (s) | x pass | --help (s) | x pass | --help over 1 s |", "|---|---|---|---|---|---|"]
-    for module, row in sorted(result["packages"].items(), key=lambda kv: -kv[1]["help_s"]):
+    for module, row in sorted(result["packages"].items(), key=lambda kv: -kv[1].get("help_s", float("inf"))):
+        if "error" in row:
+            lines.append(f"| {module} | fails | | fails | | {row['error']} |")
+            continue
         lines.append(f"| {module} | {row['import_s']:.2f} | {row['import_ratio']:.0f} | {row['help_s']:.2f} | "
                      f"{row['help_ratio']:.0f} | {'yes' if row['over_budget'] else 'no'} |")
     return "\n".join(lines)

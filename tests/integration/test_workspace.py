@@ -1,8 +1,9 @@
-"""Every member installed together: imports, public API, CLI frame and the demo report runner."""
+"""Every member installed together: imports, public API and the CLI frame.
+
+The README examples run in the wheel check, each in a venv built from its package's documented install line.
+"""
 
 import importlib
-import os
-import re
 import subprocess
 import sys
 from pathlib import Path
@@ -42,25 +43,3 @@ def test_cli_frame_is_the_shared_one(member):
         assert flag in done.stdout
 
 
-NOT_RUN_MARK = "# Not run by the README test"
-
-
-def readme_python_blocks(readme: Path) -> list[str]:
-    """The README's ```python blocks in order, without those whose first line is NOT_RUN_MARK."""
-    blocks = re.findall(r"^```python\n(.*?)^```", readme.read_text(encoding="utf-8"), re.S | re.M)
-    return [block for block in blocks if not block.startswith(NOT_RUN_MARK)]
-
-
-@pytest.mark.parametrize("member", MEMBERS, ids=[m.dist for m in MEMBERS])
-def test_readme_examples_run(member, tmp_path):
-    """A newcomer's first step: every python block of the README, run in order in one fresh interpreter
-    (later blocks may use names from earlier ones), from an empty folder."""
-    blocks = readme_python_blocks(member.path / "README.md")
-    if not blocks:
-        pytest.skip(f"{member.dist}'s README has no runnable python block")
-    script = tmp_path / "readme_examples.py"
-    script.write_text("\n\n".join(blocks), encoding="utf-8")
-    env = {**os.environ, "MPLBACKEND": "Agg"}
-    done = subprocess.run([sys.executable, str(script)], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=600, env=env)
-    assert done.returncode == 0, f"{member.dist} README example failed:\n{done.stderr[-3000:]}"

@@ -181,3 +181,10 @@ def test_wheel_build_with_a_forced_studies_file_fails(workspace):
     found = checks.artefact_problems(wheel, "alpha_pkg")
     assert found == [f"the wheel {wheel.name} holds 1 file(s) under studies/ (e.g. alpha_pkg/studies/log.md); "
                      "studies stay in the repository"], found
+
+
+def test_readme_blocks_in_order_without_the_marked_ones(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text("# x\n\n```python\na = 1\n```\n\n```bash\npip install x\n```\n\n```python\n"
+                      f"{checks.NOT_RUN_MARK}\nraise SystemExit\n```\n\n```python\nprint(a)\n```\n")
+    assert checks.readme_python_blocks(readme) == ["a = 1\n", "print(a)\n"]
