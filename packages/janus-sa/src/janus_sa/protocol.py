@@ -33,6 +33,7 @@ import math
 import os
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -176,7 +177,7 @@ class JanusConfig:
             return 3
         return max(min(3, n), 2, math.ceil((1 - self.dropout_rate) * n - 1e-9))
 
-    @property
+    @cached_property
     def initial_digest(self) -> bytes:
         """Digest of the first round's model (``initial_model`` or the digest of ``np.zeros(dim)``)."""
         return self.initial_model if self.initial_model is not None else crypto.model_digest(np.zeros(self.dim))
@@ -193,7 +194,7 @@ class JanusConfig:
             return self.modulus_bits
         return self.modulus_bits + max(1, math.ceil(math.log2(self.dim))) + 1
 
-    @property
+    @cached_property
     def digest(self) -> bytes:
         """SHA-256 of the canonical encoding of the configuration (carried by every announcement)."""
         q = self.quantizer
