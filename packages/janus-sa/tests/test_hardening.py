@@ -131,3 +131,25 @@ def test_sketch_mode_cheater_is_seen_by_both_servers_not_only_the_clients():
     assert set(report.server_errors) == {"S0", "S1"}
     assert all(isinstance(e, AggregateMismatchError) for e in report.server_errors.values())
     assert dep.s0.head_ == dep.s1.head_ == head  # the model did not move on
+
+
+def test_bundle_binds_the_initial_model_file_and_load_model_checks_it(tmp_path):
+    from janus_sa import model_digest
+    from janus_sa.deploy import _config, load_model
+
+    w0 = np.linspace(-1, 1, 4)
+    np.save(tmp_path / "w0.npy", w0)
+    for role in ("s0", "s1"):
+        deploy_main(["keygen", "--role", role, "--out", str(tmp_path / role)])
+    dep = tmp_path / "deployment.json"
+    assert deploy_main(["bundle", "--s0", str(tmp_path / "s0" / "s0.pub.json"), "--s1",
+                        str(tmp_path / "s1" / "s1.pub.json"), "--dim", "4", "--model", str(tmp_path / "w0.npy"),
+                        "--batch-size", "2", "--learning-rate", "0.5", "--out", str(dep)]) == 0
+    import json
+
+    cfg = _config(json.loads(dep.read_text())["config"])
+    assert cfg.initial_model == model_digest(w0) and cfg.batch_size == 2 and cfg.learning_rate == 0.5
+    np.testing.assert_array_equal(load_model(tmp_path / "w0.npy", 4), w0)
+    np.save(tmp_path / "bad.npy", np.zeros(5))
+    with pytest.raises(ValueError, match="length 4"):
+        load_model(tmp_path / "bad.npy", 4)
