@@ -257,24 +257,56 @@ def reproduction_page(pages: PageSet, member: DocMember) -> str:
     return "\n".join(lines)
 
 
+def table_rows(table: str) -> list[list[str]]:
+    """The body rows of a markdown table as cells (``\\|`` inside a cell kept as ``|``)."""
+    rows = []
+    for line in table.splitlines():
+        if not line.startswith("|") or set(line.replace("|", "").strip()) <= set("-: "):
+            continue
+        cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip()[1:-1])]
+        rows.append(cells)
+    return rows[1:]  # without the header
+
+
+def short_status(status: str, limit: int = 60) -> str:
+    """The verdict that opens a status cell (``"partly: ..."`` -> ``"partly"``), at most ``limit`` characters."""
+    head = status.split(":", 1)[0].strip()
+    return head if len(head) <= limit else head[: limit - 3].rstrip() + "..."
+
+
+def home_page(pages: PageSet, readme: str, root: Path) -> str:
+    """The home page: one row per package (paper, short status) and the install commands in one code block."""
+    rows = table_rows(_section(readme, "Packages"))
+    lines = ["# icml25: ICML 2025 methods as installable packages", "", _first_paragraph(readme), "",
+             "Each package has a guide (its README), an API reference generated from its docstrings, a "
+             "reproduction page (the paper's claims beside the stored measurements) and a changelog. "
+             "The [architecture](architecture.md) page describes the layout and the conventions every "
+             "package follows.", "",
+             "## Packages", "", "| package | method | status |", "|---|---|---|"]
+    installs = []
+    for distribution, module, paper, status, install in (row[:5] for row in rows if len(row) >= 5):
+        lines.append(f"| {distribution} ({module}) | {paper} | {short_status(status)} |")
+        name = re.sub(r"^\[([^\]]+)\].*", r"\1", distribution)
+        installs.append((install.strip("`"), name))
+    width = max((len(command) for command, _ in installs), default=0)
+    lines += ["", "The full status of each package (what was measured, on what sizes) opens its guide.", "",
+              "## Install", "", "From a clone (the packages are not on PyPI yet); each line installs one package "
+              "with the extras its guide's examples and `demo` need:", "", "```bash",
+              "git clone <repository> icml25 && cd icml25"]
+    lines += [f"{command:<{width}}  # {name}" for command, name in installs] + ["```", ""]
+    return pages.rewrite("\n".join(lines), root, "index.md")
+
+
 def site_pages(root: Path = ROOT) -> tuple[dict[str, bytes], str]:
-    """Every generated file of the site (path inside docs -> bytes) and the navigation (SUMMARY.md)."""
+    """Every generated file of the site (path inside docs -> bytes) and the navigation (SUMMARY.md).
+
+    The navigation groups each member's four pages under its name (collapsed until opened: the theme has
+    no ``navigation.sections``), shared first, then the packages in one section.
+    """
     members = doc_members(root)
     pages = PageSet(root, members)
     readme = (root / "README.md").read_text()
-    table = _section(readme, "Packages")
-    home = ["# icml25: ICML 2025 methods as installable packages", "", _first_paragraph(readme), "",
-            "Each package has a guide (its README), an API reference generated from its docstrings, a "
-            "reproduction page (the paper's claims beside the stored measurements) and a changelog. "
-            "The [architecture](architecture.md) page describes the layout and the conventions every "
-            "package follows.", "",
-            pages.rewrite(table.replace("## Packages", "## Packages", 1), root, "index.md"), "",
-            "## Install one method", "",
-            "```bash",
-            "git clone <repository> icml25 && cd icml25",
-            "pip install ./shared ./packages/fastpd    # any package folder; extras as its guide says",
-            "```", ""]
-    pages.add("index.md", "\n".join(home))
+    pages.add("index.md", home_page(pages, readme, root))
     architecture = ["# Architecture", "",
                     "How the repository is laid out and the conventions every package follows.", ""]
     for title in ("Layout", "Development", "Environment"):
@@ -290,10 +322,13 @@ def site_pages(root: Path = ROOT) -> tuple[dict[str, bytes], str]:
         changelog = member.path / "CHANGELOG.md"
         if changelog.exists():
             pages.copy(changelog, f"{member.slug}/changelog.md")
-        nav.append(f"* {member.dist}")
+        indent = "" if member.slug == "shared" else "    "
+        if member.slug != "shared" and "* Packages" not in nav:
+            nav.append("* Packages")
+        nav.append(f"{indent}* {member.dist}")
         for title, name in zip(SECTIONS, ("index", "api", "reproduction", "changelog"), strict=True):
             if f"{member.slug}/{name}.md" in pages.files:
-                nav.append(f"    * [{title}]({member.slug}/{name}.md)")
+                nav.append(f"{indent}    * [{title}]({member.slug}/{name}.md)")
     return pages.files, "\n".join(nav) + "\n"
 
 

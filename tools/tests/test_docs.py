@@ -130,3 +130,21 @@ def test_browser_check_fails_on_an_empty_api_section(tmp_path, chromium):
     (report,) = docs.check_pages(site, [("index.html", 2)], tmp_path / "shots", chromium=chromium)
     assert "API section lists 1 objects, 2 expected" in report.problems
     assert "empty API entry f" in report.problems
+
+
+def test_home_page_has_one_short_row_per_package_and_the_install_lines_in_one_block():
+    import checks
+
+    files, summary = docs.site_pages(ROOT)
+    home = files["index.md"].decode()
+    rows = [line for line in home.splitlines() if line.startswith("| [")]
+    assert len(rows) == len(docs.doc_members(ROOT))
+    assert all(len(line.rsplit(" | ", 1)[1]) <= 64 for line in rows)  # the verdict only, not the measurements
+    block = home.split("```bash\n", 1)[1].split("```", 1)[0]
+    for member in checks.workspace(ROOT)[1:]:
+        assert f"{checks.install_line(member)}" in block and f"# {member.dist}\n" in block
+    assert "pip install" not in "\n".join(rows)  # commands live in the code block, which scrolls
+    assert docs.short_status("partly: a, b: c") == "partly" and docs.short_status("x" * 80).endswith("...")
+    # grouped navigation: shared, then every package inside one "Packages" section, each with its 4 pages
+    assert summary.splitlines()[2] == "* icml25-shared" and "* Packages" in summary
+    assert "\n    * fastpd\n        * [Guide](packages/fastpd/index.md)\n" in summary
