@@ -273,15 +273,17 @@ def run_steps(steps: list[Step], jobs: int) -> list[Step]:
         return [f.result() for f in futures]
 
 
-def static_steps(python: Path | str) -> list[Step]:
-    """The checks that read the code without running its tests (``dev.py static``, the gate's first steps)."""
+def static_steps(python: Path | str, names: list[str] | None = None) -> list[Step]:
+    """The checks that read the code without running its tests (``dev.py static``, the gate's first steps);
+    with ``names``, deptry and mypy check only those members (and shared)."""
     python = str(python)
+    chosen = ["shared", *names] if names else []
     return [
         Step("ruff", [python, "-m", "ruff", "check", "shared", "packages", "tools", "tests", "conftest.py"]),
         # import-linter: no package imports another, shared imports no package
         Step("import-linter", [python, str(ROOT / "tools" / "dev.py"), "imports"]),
-        Step("deptry", [python, str(ROOT / "tools" / "dev.py"), "deptry"]),
-        Step("mypy", [python, str(ROOT / "tools" / "dev.py"), "mypy"]),
+        Step("deptry", [python, str(ROOT / "tools" / "dev.py"), "deptry", *chosen]),
+        Step("mypy", [python, str(ROOT / "tools" / "dev.py"), "mypy", *chosen]),
         # README sections, process words, release files, extras, [project.urls], the parameter-contract test
         Step("checks: shape", [python, str(ROOT / "tools" / "checks.py"), "shape"]),
     ]
@@ -391,7 +393,7 @@ def command_pytest(names: list[str], *, triton: bool, extra: list[str]) -> int:
 def command_test(python: Path, packages: list[tuple[str, str, Path]], args: argparse.Namespace) -> int:
     junit_dir = Path(tempfile.mkdtemp(prefix="icml25-junit-"))
     tools = [str(python), str(ROOT / "tools" / "checks.py")]
-    first = static_steps(python)
+    first = static_steps(python, [dist for dist, _, _ in packages] if args.packages else None)
     tests = []
     for name, (folder, src) in suites(packages).items():
         label = f"tests: {name}" + (" (+ doctests)" if src is not None else "")
@@ -476,7 +478,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "imports":
         return command_imports(args.root)
     if args.command == "static":
-        steps = run_steps(static_steps(sys.executable), jobs=1)
+        steps = run_steps(static_steps(sys.executable, args.names or None), jobs=1)
         return 0 if all(step.ok for step in steps) else 1
     everything = members()
     wanted = {p.strip() for p in args.packages.split(",") if p.strip()}
