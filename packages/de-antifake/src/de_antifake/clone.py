@@ -38,7 +38,7 @@ class VoiceCloner(Protocol):
 def embed_batch(encoder, waveforms, *, batch_size: int = 16) -> np.ndarray:
     """Embeddings ``(n, d)`` of equal-length float waveforms ``(n, samples)`` (integer PCM and NaN are refused)."""
     x = torch.as_tensor(_float_samples(waveforms, name="waveforms"))
-    return torch.cat([encoder.embed(x[i:i + batch_size]) for i in range(0, len(x), batch_size)]).numpy()
+    return torch.cat([encoder.embed(x[i:i + batch_size]).cpu() for i in range(0, len(x), batch_size)]).numpy()
 
 
 def _number(value) -> float | None:

@@ -175,7 +175,7 @@ class MelFrontEnd(nn.Module):
         return mel[0] if squeeze else mel
 
 
-def _as_wave_tensor(wav, dtype: torch.dtype, *, name: str = "wav") -> torch.Tensor:
+def _as_wave_tensor(wav, dtype: torch.dtype, *, name: str = "wav", device: torch.device | None = None) -> torch.Tensor:
     """Validate the input of a differentiable ``embed``: ``(n,)`` or ``(batch, n)`` real samples, cast to ``dtype``.
 
     A tensor keeps its autograd graph (the cast is differentiable); an array is converted. Integer PCM,
@@ -191,9 +191,9 @@ def _as_wave_tensor(wav, dtype: torch.dtype, *, name: str = "wav") -> torch.Tens
         raise ValueError(f"{name}: expected shape (n,) or (batch, n), got shape {tuple(x.shape)}")
     if x.numel() == 0:
         raise ValueError(f"{name}: the waveform is empty (shape {tuple(x.shape)})")
-    if not bool(torch.isfinite(x.detach()).all()):
+    if x.device.type != "meta" and not bool(torch.isfinite(x.detach()).all()):  # meta tensors hold no values
         raise ValueError(f"{name}: {int((~torch.isfinite(x.detach())).sum())} samples are NaN or infinite")
-    return x.to(dtype)
+    return x.to(device=device, dtype=dtype)
 
 
 def _resemblyzer_weights() -> Path:
@@ -361,7 +361,7 @@ class ResemblyzerEncoder(nn.Module):
         ValueError
             For integer (PCM) or complex samples, NaN or inf, an empty waveform or more than two axes.
         """
-        wav = _as_wave_tensor(wav, self.linear.weight.dtype)
+        wav = _as_wave_tensor(wav, self.linear.weight.dtype, device=self.linear.weight.device)
         squeeze = wav.dim() == 1
         x = wav.unsqueeze(0) if squeeze else wav
         if self.trim_silence:  # first trim, then measure the level of what is left
@@ -411,7 +411,7 @@ class ResemblyzerEncoder(nn.Module):
             Shape ``(d,)``, float32, unit norm.
         """
         x = torch.from_numpy(as_mono(wav, sr))
-        return self.embed(x).numpy()
+        return self.embed(x).cpu().numpy()
 
 
 def eer_threshold(genuine, impostor) -> tuple[float, float]:

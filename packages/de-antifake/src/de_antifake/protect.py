@@ -49,7 +49,7 @@ def _optimise(xt, method, iters, lr, loss_of, project, reach, eps, min_snr_db, s
             step = lr * 0.5 * (1 + np.cos(np.pi * k / iters)) * reach  # cosine decay of the step length
             gnorm = torch.clamp(grad.norm(dim=1), min=1e-30)
             delta = project(delta - (step / gnorm)[:, None] * grad)
-        adv = xt.double().numpy() + delta.double().numpy()
+        adv = xt.double().cpu().numpy() + delta.double().cpu().numpy()
     else:
         w = torch.zeros_like(xt, requires_grad=True)
         opt = torch.optim.Adam([w], lr=lr)
@@ -62,7 +62,7 @@ def _optimise(xt, method, iters, lr, loss_of, project, reach, eps, min_snr_db, s
             loss.sum().backward()
             opt.step()
         with torch.no_grad():
-            adv = (xt.double() + eps * torch.tanh(w.double())).numpy()
+            adv = (xt.double() + eps * torch.tanh(w.double())).cpu().numpy()
     return adv
 
 
@@ -200,15 +200,19 @@ def attackvc(wav, target, *, eps: float, encoder, sr: int = 16000, iters: int = 
         clip_kwargs = [dict(kw) for kw in clip_kwargs]
         if len(clip_kwargs) != len(x):
             raise ValueError(f"{len(clip_kwargs)} purify_kwargs for {len(x)} waveforms")
-    xt = torch.from_numpy(x)
+    # every tensor follows the (first) encoder's device; the constraints are applied there too
+    device = next((p.device for e in encoders if isinstance(e, torch.nn.Module) for p in e.parameters()),
+                  torch.device("cpu"))
+    xt = torch.from_numpy(x).to(device)
+    tgt = tgt.to(device)
     with torch.no_grad():
-        src = [e.embed(xt) for e in encoders]
+        src = [e.embed(xt).to(device) for e in encoders]
     for k, s in enumerate(src):
         if s.shape[-1] != tgt.shape[-1]:
             which = "the encoder" if len(src) == 1 else f"encoder {k}"
             raise ValueError(f"target embeddings have {tgt.shape[-1]} values but {which} embeds into {s.shape[-1]}; "
                              "embed the target with the same encoder")
-    gen = torch.Generator()
+    gen = torch.Generator(device=device)
     if random_state is None:
         gen.seed()  # fresh entropy, as None means everywhere else
     else:
@@ -218,11 +222,11 @@ def attackvc(wav, target, *, eps: float, encoder, sr: int = 16000, iters: int = 
     # (no floor: an infinite radius, also for silent clips, where 0 * inf would be NaN)
     radius = np.full(len(x64), np.inf) if min_snr_db == -np.inf else \
         np.sqrt((x64**2).sum(axis=1)) * 10 ** (-min_snr_db / 20) * (1 - 1e-5)
-    lo = torch.from_numpy(np.maximum(-eps, np.minimum(-1.0, x64) - x64).astype(np.float32))  # full scale
-    hi = torch.from_numpy(np.minimum(eps, np.maximum(1.0, x64) - x64).astype(np.float32))
-    rad_t = torch.from_numpy(radius.astype(np.float32))
+    lo = torch.from_numpy(np.maximum(-eps, np.minimum(-1.0, x64) - x64).astype(np.float32)).to(device)  # full scale
+    hi = torch.from_numpy(np.minimum(eps, np.maximum(1.0, x64) - x64).astype(np.float32)).to(device)
+    rad_t = torch.from_numpy(radius.astype(np.float32)).to(device)
     # step lengths are shares of the smaller of the SNR ball and the L2 extent of the L-infinity box
-    reach = torch.from_numpy(np.minimum(radius, eps * np.sqrt(x.shape[1])).astype(np.float32))
+    reach = torch.from_numpy(np.minimum(radius, eps * np.sqrt(x.shape[1])).astype(np.float32)).to(device)
 
     def project(d):
         d = torch.minimum(torch.maximum(d, lo), hi)
@@ -237,15 +241,16 @@ def attackvc(wav, target, *, eps: float, encoder, sr: int = 16000, iters: int = 
                     pure = purifier.purify_tensor(adv, generator=gen)
                 else:
                     pure = torch.from_numpy(np.stack([purifier.purify(a, 16000, **kw) for a, kw in
-                                                      zip(adv.detach().numpy(), clip_kwargs, strict=True)]))
+                                                      zip(adv.detach().cpu().numpy(), clip_kwargs, strict=True)])
+                                            ).to(device)
             views = [adv + (pure - adv).detach()]
         elif adaptive == "eot":
             views = [purifier.purify_tensor(adv, generator=gen) for _ in range(int(eot_samples))]
         loss = 0.0
         for v in views:
             for e, s in zip(encoders, src, strict=True):
-                with torch.autocast("cpu", dtype=torch.bfloat16, enabled=precision == "bfloat16"):
-                    emb = e.embed(v).float()
+                with torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bfloat16"):
+                    emb = e.embed(v).float().to(device)
                 loss = loss - (emb * tgt).sum(dim=1) + source_weight * (emb * s).sum(dim=1)
         return loss / (len(views) * len(encoders))
 
