@@ -505,7 +505,7 @@ def pip_sources() -> list[str]:
     for name, variable in (("index-url", "PIP_INDEX_URL"), ("extra-index-url", "PIP_EXTRA_INDEX_URL"),
                            ("find-links", "PIP_FIND_LINKS")):
         options[name] += [v for v in os.environ.get(variable, "").split() if v not in options[name]]
-    args = []
+    args = ["--index-strategy", "unsafe-best-match"]  # pip's rule: the best version over every index
     for name, values in options.items():
         for value in values[:1] if name == "index-url" else values:
             args += [f"--{name}", value]

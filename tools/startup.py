@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
@@ -42,14 +43,17 @@ def wall(cmd: list[str], repeats: int) -> float:
     return statistics.median(times)
 
 
-def measure(modules: list[str], repeats: int = 3, python: str = sys.executable) -> dict:
-    """Seconds and ratios to ``python -c pass`` of ``import <module>`` and ``python -m <module> --help``."""
+def measure(modules: list[str], repeats: int = 3, python: str = sys.executable, *, imports: bool = True) -> dict:
+    """Seconds and ratios to ``python -c pass`` of ``import <module>`` and ``python -m <module> --help``.
+
+    ``imports=False`` times ``--help`` only (it imports the package first, so it bounds the import too).
+    """
     baseline = wall([python, "-c", "pass"], repeats)
-    rows = {}
+    rows: dict[str, dict[str, Any]] = {}
     for module in modules:
         try:
-            imported = wall([python, "-c", f"import {module}"], repeats)
             helped = wall([python, "-m", module, "--help"], repeats)
+            imported = wall([python, "-c", f"import {module}"], repeats) if imports else float("nan")
         except RuntimeError as error:  # a package that cannot start is reported, the others still measured
             rows[module] = {"error": str(error).splitlines()[-1][:300]}
             continue
