@@ -9,7 +9,9 @@ from combo_redteam import (
     JudgeGrader,
     LiteLLMModel,
     OpenAICompatibleModel,
+    PolicyMonitor,
     RateLimiter,
+    SequentialMonitor,
     SingleModel,
     StandInStrong,
     StandInWeak,
@@ -56,6 +58,12 @@ def test_http_clients():
         assert_rejects(entry, "base_url", wrong_type=8000, wrong_value="127.0.0.1:8000", model="m")
     assert_rejects(LiteLLMModel, "model", wrong_type=3, wrong_value="")
     assert_rejects(RateLimiter, "requests_per_minute", wrong_type="60", wrong_value=0.0)
+
+
+def test_monitors():
+    assert_rejects(PolicyMonitor, "placement", wrong_type=1, wrong_value="anywhere", patterns=["x"])
+    assert_rejects(PolicyMonitor, "action", wrong_type=None, wrong_value="stop", patterns=["x"], placement="episode")
+    assert_rejects(SequentialMonitor, "threshold", wrong_type="1.5", wrong_value=float("nan"))
 
 
 def test_judge_grader():

@@ -174,9 +174,9 @@ class _Judge:
 
 
 def test_monitor_placement_is_validated():
-    with pytest.raises(ValueError, match=r"placement 'anywhere' is not accepted; accepted values: \['strong-input'"):
+    with pytest.raises(ValueError, match=r"placement must be one of 'episode', 'final-output', 'strong-input'"):
         PolicyMonitor(["x"], placement="anywhere")
-    with pytest.raises(ValueError, match=r"action 'stop'"):
+    with pytest.raises(ValueError, match=r"PolicyMonitor: action must be one of 'block', 'flag'; got str 'stop'"):
         PolicyMonitor(["x"], placement="episode", action="stop")
     assert len(PLACEMENTS) == 5
 

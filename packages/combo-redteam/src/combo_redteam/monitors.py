@@ -15,6 +15,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
+from icml25_shared.validation import Interval, Options, check_params
+
 from combo_redteam.models import ChatModel
 from combo_redteam.prompts import JUDGE_TEMPLATE
 
@@ -70,11 +72,15 @@ class Monitor(Protocol):
         ...
 
 
-def _validate(placement: str, action: str, allowed: Sequence[str] = PLACEMENTS) -> None:
-    if placement not in allowed:
-        raise ValueError(f"placement {placement!r} is not accepted; accepted values: {list(allowed)}")
-    if action not in ACTIONS:
-        raise ValueError(f"action {action!r} is not accepted; accepted values: {list(ACTIONS)}")
+def _validate(placement: str, action: str, allowed: Sequence[str] = PLACEMENTS, *, owner: str = "Monitor",
+              threshold: float | None = None) -> None:
+    params: dict[str, object] = {"placement": placement, "action": action}
+    constraints: dict[str, list[object]] = {"placement": [Options(str, set(allowed))],
+                                            "action": [Options(str, set(ACTIONS))]}
+    if threshold is not None:
+        params["threshold"] = threshold
+        constraints["threshold"] = [Interval(float, None, None), Interval(int, None, None)]
+    check_params(params, constraints, owner=owner)
 
 
 class _Base:
@@ -110,7 +116,7 @@ class PolicyMonitor(_Base):
 
     def __init__(self, patterns: Sequence[str], *, placement: str, action: str = "block", name: str | None = None
                  ) -> None:
-        _validate(placement, action)
+        _validate(placement, action, owner="PolicyMonitor")
         if isinstance(patterns, str) or not patterns:
             raise ValueError("patterns must be a non-empty sequence of regular expressions")
         self.patterns = tuple(patterns)
@@ -151,7 +157,7 @@ class JudgeMonitor(_Base):
 
     def __init__(self, judge: ChatModel, *, placement: str, threshold: float = 0.5, action: str = "block",
                  template: str = JUDGE_TEMPLATE, name: str | None = None) -> None:
-        _validate(placement, action)
+        _validate(placement, action, owner="JudgeMonitor", threshold=threshold)
         if "{text}" not in template:
             raise ValueError("template must contain a {text} field")
         self.judge, self.template = judge, template
@@ -219,7 +225,7 @@ class SequentialMonitor(_Base):
 
     def __init__(self, *, scorer: Callable[[Sequence[str]], float] | None = None, judge: ChatModel | None = None,
                  threshold: float = 1.5, action: str = "flag", name: str | None = None) -> None:
-        _validate("episode", action)
+        _validate("episode", action, owner="SequentialMonitor", threshold=threshold)
         if scorer is not None and judge is not None:
             raise ValueError("give a scorer or a judge, not both")
         self.scorer = scorer or related_request_score
