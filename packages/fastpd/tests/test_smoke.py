@@ -38,13 +38,6 @@ def test_consistency_experiment_in_process():
     assert again["raw"]["fastpd"]["300"] == res["raw"]["fastpd"]["300"]  # seeded: identical
 
 
-def test_consistency_experiment_seed_is_deprecated():
-    with pytest.warns(DeprecationWarning, match="random_state"):
-        old = consistency_experiment([300], 1, seed=1, n_eval=100, quick=True)
-    new = consistency_experiment([300], 1, random_state=1, n_eval=100, quick=True)
-    assert old["raw"] == new["raw"]
-
-
 @pytest.mark.slow
 def test_module_entry_point(tmp_path):
     run = run_module("fastpd", "reproduce", tmp_path, timeout=300)

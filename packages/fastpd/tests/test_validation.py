@@ -58,7 +58,7 @@ def test_bad_options_and_models(models, data):
     from sklearn.preprocessing import StandardScaler
 
     bg = data["bg"][:50]
-    with pytest.raises(ValueError, match="method='exact' is not supported; accepted: 'fastpd', 'path-dependent'"):
+    with pytest.raises(ValueError, match="FastPD: method must be one of 'fastpd', 'path-dependent'; got str 'exact'"):
         FastPD(models["xgboost"], bg, method="exact").fit()
     with pytest.raises(ValueError, match="max_background"):
         FastPD(models["xgboost"], bg, max_background=0).fit()

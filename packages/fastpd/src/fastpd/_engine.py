@@ -530,16 +530,22 @@ _PAIR_BATCH = 2**20  # table entries of scratch per batch of (row, leaf) pairs
 
 
 def _shap_rows(g: LeafGroup, c: np.ndarray) -> np.ndarray:
-    """(n, L, e): the rows' entries of the leaves' SHAP tables, without building the tables.
+    """(n, L, e): the rows' entries of the leaves' SHAP tables, without building the SHAP tables.
 
     Entry c of a leaf's SHAP table is a subset-sum over the 2**|c| subsets of c only, so it is
     computed on those, bit by bit in ascending order as the full transform runs: every product
-    and addition is the one the full table performs, and the result is equal bit for bit.
+    and addition is the one the full table performs, and the result is equal bit for bit. The
+    augmented-table entries come from the table when it is built, else from the background codes
+    (:func:`_row_subset_tables`).
     """
     n = c.shape[0]
     e = g.e
-    weights = _shapley_weights_t(e)
     out = np.empty((n, g.n_leaves, e))
+    if g.table is None:
+        for i in range(n):
+            for leaves, subsets, table in _row_subset_tables(g, c[i]):
+                out[i, leaves] = _subset_sum_top(table, subsets, e)
+        return out
     flat_codes = c.reshape(-1).astype(np.int64)  # (row, leaf) pairs, row-major
     size = _popcount(flat_codes)
     bits = ((flat_codes[:, None] >> np.arange(e)[None]) & 1).astype(bool)
@@ -547,16 +553,62 @@ def _shap_rows(g: LeafGroup, c: np.ndarray) -> np.ndarray:
     for p in np.unique(size):
         p = int(p)
         pairs = np.flatnonzero(size == p)
-        k_bits = (np.arange(1 << p)[:, None] >> np.arange(p)[None]) & 1  # (2**p, p)
         step = max(1, _PAIR_BATCH // ((1 << p) * e))
         for a in range(0, len(pairs), step):
             batch = pairs[a : a + step]
-            pos = np.nonzero(bits[batch])[1].reshape(len(batch), p)  # set bits of each code, ascending
-            subsets = (k_bits[None] << pos[:, None, :]).sum(axis=2)  # (m, 2**p): the k-th subset of the code
+            subsets = _deposit(bits[batch], p)
             leaf = batch % g.n_leaves
-            h = np.empty((len(batch), 1 << p, e))
-            np.multiply(g.table[leaf[:, None], subsets][:, :, None], weights[subsets], out=h)
-            out_flat[batch] = subset_sum_axis1(h, p)[:, -1]
+            out_flat[batch] = _subset_sum_top(g.table[leaf[:, None], subsets], subsets, e)
+    return out
+
+
+def _deposit(bits: np.ndarray, p: int) -> np.ndarray:
+    """(m, 2**p): the k-th subset of each code (k's bits deposited on the code's set bits, ascending)."""
+    pos = np.nonzero(bits)[1].reshape(bits.shape[0], p)
+    k_bits = (np.arange(1 << p)[:, None] >> np.arange(p)[None]) & 1  # (2**p, p)
+    return (k_bits[None] << pos[:, None, :]).sum(axis=2)
+
+
+def _subset_sum_top(table: np.ndarray, subsets: np.ndarray, e: int) -> np.ndarray:
+    """(m, e): sum over the subsets U of each code of P[U] * W[:, U], as the full SHAP table sums them."""
+    p = int(np.log2(subsets.shape[1]))
+    h = np.empty((subsets.shape[0], subsets.shape[1], e))
+    np.multiply(table[:, :, None], _shapley_weights_t(e)[subsets], out=h)
+    return subset_sum_axis1(h, p)[:, -1]
+
+
+def _row_subset_tables(g: LeafGroup, code: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+    """For one row's codes (L,): per popcount p, (leaves, subsets (Lp, 2**p), P at those subsets).
+
+    P_l[U] for U inside the row's code c counts the background rows whose code contains E_l minus
+    U; those rows contain E_l minus c, so only the (background row, leaf) pairs that do are
+    visited, their codes packed onto c's bits, counted and superset-summed: the same integer
+    counts, over the same n_b, as the full table.
+    """
+    e = g.e
+    zc = g.background_codes
+    full = (1 << e) - 1
+    relevant = (zc | code.astype(zc.dtype)[None]) == full
+    zi, li = np.nonzero(relevant)
+    c64 = code.astype(np.int64)
+    size = _popcount(c64)
+    below = (1 << np.arange(e)) - 1  # bits below j
+    rank = _popcount(c64[:, None] & below[None])  # (L, e): position of bit j among the code's bits
+    z = zc[zi, li].astype(np.int64)
+    m = c64[li]
+    q = np.zeros(len(zi), dtype=np.int64)
+    for j in range(e):
+        q |= (((z & m) >> j) & 1) << rank[li, j]
+    offset = np.concatenate([[0], np.cumsum(1 << size)[:-1]])
+    counts = np.bincount(offset[li] + q, minlength=int((1 << size).sum()))
+    bits = ((c64[:, None] >> np.arange(e)[None]) & 1).astype(bool)
+    out = []
+    for p in np.unique(size):
+        p = int(p)
+        leaves = np.flatnonzero(size == p)
+        hist = counts[offset[leaves][:, None] + np.arange(1 << p)[None]].astype(np.float64)
+        table = superset_sum(hist, p)[:, ::-1] / g.n_background
+        out.append((leaves, _deposit(bits[leaves], p), table))
     return out
 
 

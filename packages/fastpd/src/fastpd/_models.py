@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -367,7 +368,7 @@ def _parse_xgboost(model) -> TreeEnsemble:
     booster = model.get_booster() if hasattr(model, "get_booster") else model
     if not isinstance(booster, xgb.Booster):
         raise _err_unsupported(model)
-    raw = json.loads(booster.save_raw(raw_format="json"))
+    raw = _xgboost_model_dict(booster)
     learner = raw["learner"]
     gb = learner["gradient_booster"]
     name = gb["name"]
@@ -415,11 +416,102 @@ def _parse_xgboost(model) -> TreeEnsemble:
                         sparse_absent_missing=True)
 
 
+def _xgboost_model_dict(booster: Any) -> dict:
+    """The booster's model as the dict of its JSON dump, read from the (much faster) UBJSON dump.
+
+    Typed arrays become numpy arrays in one ``frombuffer`` each; any surprise in the binary format
+    falls back to the JSON dump.
+    """
+    try:
+        raw = bytes(booster.save_raw(raw_format="ubj"))
+        value, end = _UBJReader(raw).read(0)
+        if end == len(raw) and isinstance(value, dict):
+            return value
+    except (ValueError, TypeError, KeyError, IndexError, UnicodeDecodeError):  # pragma: no cover - old formats
+        pass
+    return json.loads(booster.save_raw(raw_format="json"))
+
+
+_UBJ_NUMBERS = {b"i": ">i1", b"U": ">u1", b"I": ">i2", b"l": ">i4", b"L": ">i8", b"d": ">f4", b"D": ">f8"}
+_UBJ_STRUCT = {k: struct.Struct(v.replace("i1", "b").replace("u1", "B").replace("i2", "h").replace("i4", "i")
+                                .replace("i8", "q").replace("f4", "f").replace("f8", "d"))
+               for k, v in _UBJ_NUMBERS.items()}
+
+
+class _UBJReader:
+    """A UBJSON (draft 12) decoder for XGBoost's model dumps: typed containers become numpy arrays."""
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def _number(self, marker: bytes, pos: int) -> tuple[Any, int]:
+        fmt = _UBJ_STRUCT[marker]
+        return fmt.unpack_from(self.data, pos)[0], pos + fmt.size
+
+    def _length(self, pos: int) -> tuple[int, int]:
+        marker = self.data[pos : pos + 1]
+        n, pos = self._number(marker, pos + 1)
+        return int(n), pos
+
+    def _string(self, pos: int) -> tuple[str, int]:
+        n, pos = self._length(pos)
+        return self.data[pos : pos + n].decode("utf-8"), pos + n
+
+    def read(self, pos: int, marker: bytes | None = None) -> tuple[Any, int]:
+        if marker is None:
+            marker = self.data[pos : pos + 1]
+            pos += 1
+            while marker == b"N":
+                marker, pos = self.data[pos : pos + 1], pos + 1
+        if marker in _UBJ_NUMBERS:
+            return self._number(marker, pos)
+        if marker == b"S" or marker == b"H":
+            text, pos = self._string(pos)
+            return (text if marker == b"S" else float(text)), pos
+        if marker == b"C":
+            return self.data[pos : pos + 1].decode("utf-8"), pos + 1
+        if marker in (b"T", b"F", b"Z"):
+            return {b"T": True, b"F": False, b"Z": None}[marker], pos
+        if marker == b"[":
+            return self._container(pos, b"]", keyed=False)
+        if marker == b"{":
+            return self._container(pos, b"}", keyed=True)
+        raise ValueError(f"unknown UBJSON marker {marker!r} at byte {pos - 1}")
+
+    def _container(self, pos: int, close: bytes, *, keyed: bool) -> tuple[Any, int]:
+        typ = None
+        count = None
+        if self.data[pos : pos + 1] == b"$":
+            typ, pos = self.data[pos + 1 : pos + 2], pos + 2
+        if self.data[pos : pos + 1] == b"#":
+            count, pos = self._length(pos + 1)
+        if not keyed and typ in _UBJ_NUMBERS and count is not None:
+            dt = np.dtype(_UBJ_NUMBERS[typ])
+            arr = np.frombuffer(self.data, dtype=dt, count=count, offset=pos).astype(dt.newbyteorder("="))
+            return arr, pos + count * dt.itemsize
+        items: list[Any] = []
+        out: dict[str, Any] = {}
+        i = 0
+        while count is None or i < count:
+            if count is None and self.data[pos : pos + 1] == close:
+                pos += 1
+                break
+            if keyed:
+                key, pos = self._string(pos)
+            value, pos = self.read(pos, typ)
+            if keyed:
+                out[key] = value
+            else:
+                items.append(value)
+            i += 1
+        return (out if keyed else items), pos
+
+
 def _xgboost_categorical(t: dict) -> dict[int, tuple[np.ndarray, bool, bool]]:
     """XGBoost's category splits: listed categories go right; other, negative or too large ones go left."""
     out: dict[int, tuple[np.ndarray, bool, bool]] = {}
     split_type = t.get("split_type", [])
-    if not any(int(v) != 0 for v in split_type):
+    if not np.any(np.asarray(split_type) != 0):
         return out
     cats = np.asarray(t["categories"], dtype=np.int64)
     for node, start, size in zip(t["categories_nodes"], t["categories_segments"], t["categories_sizes"],

@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 from icml25_shared.cli import RunContext, progress
-from icml25_shared.random import UNSET, RandomStateLike, child_seeds, renamed_seed, spawn
+from icml25_shared.random import RandomStateLike, child_seeds, spawn
 from icml25_shared.stats import mean_sd
 from icml25_shared.tables import markdown_table
 
@@ -169,8 +169,7 @@ def demo(ctx: RunContext) -> None:
 
 # ------------------------------------------------------------------------------------- reproduce
 def consistency_experiment(sizes: list[int], reps: int, *, random_state: RandomStateLike = 0, corr: float = 0.3,
-                           n_eval: int = 1000, quick: bool = False, show_progress: bool = False,
-                           seed: Any = UNSET) -> dict:
+                           n_eval: int = 1000, quick: bool = False, show_progress: bool = False) -> dict:
     """Measure the MSE of FastPD and path-dependent estimates against the closed-form truth.
 
     For each n and replication, one XGBoost model is fitted and explained by FastPD (full
@@ -193,8 +192,6 @@ def consistency_experiment(sizes: list[int], reps: int, *, random_state: RandomS
         Fewer boosting rounds (with a larger learning rate).
     show_progress : bool, default False
         A progress bar over the jobs.
-    seed : int, optional
-        Deprecated name of ``random_state``.
 
     Returns
     -------
@@ -202,9 +199,6 @@ def consistency_experiment(sizes: list[int], reps: int, *, random_state: RandomS
         JSON-able: ``mse[method][str(n)][target]`` holds ``mean``, ``sd`` and ``se`` over the
         replications, ``raw`` the per-replication values.
     """
-    if seed is not UNSET and isinstance(random_state, int) and random_state == 0:
-        random_state = None  # left at its default: only the old name was passed
-    random_state = renamed_seed(random_state, seed, owner="consistency_experiment")
     methods = {"fastpd": {}, "fastpd-100": {"max_background": 100}, "path-dependent": {"method": "path-dependent"}}
     targets = ["m1", "m2", "m12", "shap1", "shap2"]
     raw = {m: {n: {t: [] for t in targets} for n in sizes} for m in methods}
