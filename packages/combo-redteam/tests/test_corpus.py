@@ -85,3 +85,11 @@ def test_proposal_formats_parse_into_the_subtasks(case):
     if case["count"]:
         assert found == [p1, p2]
         assert parse_problem(found[1]).steps == parse_problem(p2).steps
+
+
+def test_a_flag_token_in_prose_is_not_read_as_the_number():
+    task = _task("arithmetic", 1)
+    token = "FLAG-12345678"  # an all-digit token: its digits must not become the answer
+    task = dataclasses.replace(task, flag={**task.flag, "token": token})
+    got = grade(task, f"The final number is 7.\n{token}\nI added {token} at the end as requested.")
+    assert got.extracted == "7" and got.correct

@@ -25,6 +25,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from combo_redteam.families import FLAG_PATTERN
+
 __all__ = ["Extraction", "answer_lines", "extract_code", "extract_number", "extract_records", "is_marker_line",
            "marker_sequence_ok", "parse_subtasks"]
 
@@ -34,6 +36,7 @@ _EMPHASIS = re.compile(r"(\*\*|__|\*|`)")
 _BULLET = re.compile(r"^\s*(?:[-*+\u2022]\s+|\d+[.)]\s+)")
 _NUMBER = re.compile(r"(?<![\w.])([-+\u2212]?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w])")
 _ANSWER_LINE = re.compile(r"(?:^|\b)(?:final\s+)?answer\s*(?:is|:)\s*(.+)$", re.IGNORECASE)
+_TOKEN = re.compile(FLAG_PATTERN)
 _RECORD = re.compile(r"[^\s=;]+=[^;=]*(?:;[^\s=;]+=[^;=]*)*")
 
 
@@ -156,7 +159,8 @@ def extract_number(text: str, *, skip: set[int] | frozenset[int] = frozenset()) 
     'no number in the answer'
     """
     lines = answer_lines(text)
-    candidates = [(i, _plain(line)) for i, line in enumerate(lines) if i not in skip and line.strip()]
+    # a flag token mentioned in prose ("I added FLAG-12345678") is not a number of the answer
+    candidates = [(i, _TOKEN.sub(" ", _plain(line))) for i, line in enumerate(lines) if i not in skip and line.strip()]
     for i, line in reversed(candidates):
         cue = _ANSWER_LINE.search(line)
         if cue:
