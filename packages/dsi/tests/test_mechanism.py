@@ -66,7 +66,7 @@ def test_mechanism_errors():
         Mechanism().fit(RANDOM_20x6)
     with pytest.raises(ValueError, match="exactly one of epsilon"):
         Mechanism(epsilon=1.0, noise_multiplier=1.0).fit(RANDOM_20x6)
-    with pytest.raises(ValueError, match="delta must lie"):
+    with pytest.raises(ValueError, match="delta must be a float in \\(0, 1\\)"):
         Mechanism(epsilon=1.0, delta=1.0).fit(RANDOM_20x6)
     with pytest.raises(ValueError, match="noise must be one of"):
         Mechanism(epsilon=1.0, noise="laplace").fit(RANDOM_20x6)

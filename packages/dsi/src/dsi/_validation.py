@@ -6,6 +6,7 @@ import math
 from typing import Any
 
 import numpy as np
+from icml25_shared.validation import Interval, check_param
 
 _CHUNK_ROWS = 1 << 16
 
@@ -80,27 +81,20 @@ def check_budgets(budgets: Any, n: int) -> np.ndarray:
     return arr
 
 
-def check_positive(value: Any, *, name: str, allow_inf: bool = False) -> float:
-    try:
-        out = float(value)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a positive number, got {value!r}") from None
-    if math.isnan(out) or out <= 0 or (math.isinf(out) and not allow_inf):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    return out
+def check_positive(value: Any, *, name: str, allow_inf: bool = False, owner: str | None = None) -> float:
+    """A positive (finite unless ``allow_inf``) real: TypeError for a non-number, ValueError out of range."""
+    high = None if allow_inf else math.inf
+    check_param(name, value, [Interval(float, 0, high, closed="neither")], owner=owner)
+    return float(value)
 
 
-def check_delta(delta: Any) -> float:
-    try:
-        out = float(delta)
-    except (TypeError, ValueError):
-        raise TypeError(f"delta must be a number in (0, 1), got {delta!r}") from None
-    if not 0.0 < out < 1.0:
-        raise ValueError(f"delta must lie in the open interval (0, 1), got {delta!r}")
-    return out
+def check_delta(delta: Any, *, owner: str | None = None) -> float:
+    """A delta in the open interval (0, 1)."""
+    check_param("delta", delta, [Interval(float, 0, 1, closed="neither")], owner=owner)
+    return float(delta)
 
 
-def check_steps(steps: Any) -> int:
-    if isinstance(steps, bool) or not isinstance(steps, (int, np.integer)) or steps < 1:
-        raise ValueError(f"steps must be a positive int (number of composed releases), got {steps!r}")
+def check_steps(steps: Any, *, name: str = "steps", owner: str | None = None) -> int:
+    """A positive int (a number of composed releases, rounds or steps)."""
+    check_param(name, steps, [Interval(int, 1, None)], owner=owner)
     return int(steps)

@@ -554,7 +554,7 @@ def backdoor_defense(
     >>> cfg = TaskConfig(hidden=8, rounds=2, local_steps=2)
     >>> a = backdoor_defense(epsilon=4.0, config=cfg, random_state=0, noise_random_state=1)
     >>> b = backdoor_defense(epsilon=4.0, config=cfg, random_state=0, noise_random_state=1)
-    >>> a == b
+    >>> (a.clean_accuracy, a.attack_success_rate) == (b.clean_accuracy, b.attack_success_rate)
     True
     """
     owner = "backdoor_defense"

@@ -15,11 +15,13 @@ so the d x d covariance is never formed.
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 from icml25_shared.random import check_random_state
+from icml25_shared.validation import Interval, Options, check_params
 
 from dsi._validation import _CHUNK_ROWS, check_budgets, check_differences, check_positive, gram
 
@@ -478,14 +480,14 @@ def optimal_covariance(
     >>> bool(cov.mahalanobis.max() <= 1.0), cov.converged
     (True, True)
     """
-    if method not in _METHODS:
-        raise ValueError(f"method must be one of {_METHODS}, got {method!r}")
-    if residual not in _RESIDUAL:
-        raise ValueError(f"residual must be one of {_RESIDUAL}, got {residual!r}")
-    tol = check_positive(tol, name="tol")
-    rank_tol = check_positive(rank_tol, name="rank_tol")
-    if isinstance(max_iter, bool) or not isinstance(max_iter, (int, np.integer)) or max_iter < 1:
-        raise ValueError(f"max_iter must be a positive int, got {max_iter!r}")
+    check_params(
+        {"method": method, "residual": residual, "tol": tol, "rank_tol": rank_tol, "max_iter": max_iter},
+        {"method": [Options(str, set(_METHODS))], "residual": [Options(str, set(_RESIDUAL))],
+         "tol": [Interval(float, 0, math.inf, closed="neither")],
+         "rank_tol": [Interval(float, 0, math.inf, closed="neither")], "max_iter": [Interval(int, 1, None)]},
+        owner="optimal_covariance",
+    )
+    tol, rank_tol = float(tol), float(rank_tol)
     diffs = check_differences(differences)
     n, d = diffs.shape
     eps = check_budgets(budgets, n)

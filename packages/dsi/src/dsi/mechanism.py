@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 import numpy as np
 from icml25_shared.random import check_random_state
+from icml25_shared.validation import Options, check_params
 
 from dsi._validation import as_numpy, check_delta, check_positive, check_steps
 from dsi.accounting import epsilon_from_sigma, rho_from_sigma, sigma_from_epsilon
@@ -207,6 +208,13 @@ class Mechanism:
         Mechanism
             ``self``, fitted.
         """
+        check_params(
+            {"noise": self.noise, "method": self.method, "accountant": self.accountant,
+             "random_state": self.random_state},
+            {"noise": [Options(str, {"dsi", "isotropic"})], "method": [Options(str, {"mirror-ascent", "sdp"})],
+             "accountant": [Options(str, {"zcdp", "gdp", "rdp", "prv"})], "random_state": ["random_state"]},
+            owner="Mechanism",
+        )
         random_state = self.random_state
         c = calibrate_multiplier(self.epsilon, self.noise_multiplier, self.delta, self.steps, self.accountant)
         cov = noise_covariance(differences, budgets, self.noise, method=self.method, tol=self.tol)

@@ -12,14 +12,16 @@ over between rounds.
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from icml25_shared.random import check_random_state
+from icml25_shared.validation import Interval, Options, check_params
 
-from dsi._validation import as_numpy, check_delta, check_steps
+from dsi._validation import as_numpy
 from dsi.accounting import epsilon_from_sigma
 from dsi.mechanism import calibrate_multiplier, noise_covariance
 
@@ -284,25 +286,23 @@ class DSITrainer:
         torch = require_torch()
         if not isinstance(self.model, torch.nn.Module):
             raise TypeError(f"model must be a torch.nn.Module, got {type(self.model).__name__}")
-        rounds = check_steps(self.rounds)
-        check_steps(self.local_steps)
-        check_delta(self.delta)
-        if isinstance(self.optimizer, str) and self.optimizer not in ("sgd", "adam"):
-            raise ValueError(
-                f"optimizer must be 'sgd', 'adam' or a callable params -> Optimizer, got {self.optimizer!r}"
-            )
-        if not isinstance(self.optimizer, str) and not callable(self.optimizer):
-            raise TypeError("optimizer must be 'sgd', 'adam' or a callable params -> torch.optim.Optimizer")
-        if not (isinstance(self.lr, (int, float)) and self.lr > 0):
-            raise ValueError(f"lr must be a positive number, got {self.lr!r}")
-        if self.max_grad_norm is not None and not (
-            isinstance(self.max_grad_norm, (int, float)) and self.max_grad_norm > 0
-        ):
-            raise ValueError(f"max_grad_norm must be None or a positive number, got {self.max_grad_norm!r}")
-        if self.residual not in ("noise", "raise"):
-            raise ValueError(f"residual must be 'noise' or 'raise', got {self.residual!r}")
-        if self.batch_size is not None and (not isinstance(self.batch_size, int) or self.batch_size < 1):
-            raise ValueError(f"batch_size must be None or a positive int, got {self.batch_size!r}")
+        positive = [Interval(float, 0, math.inf, closed="neither")]
+        check_params(
+            {k: getattr(self, k) for k in ("rounds", "local_steps", "delta", "optimizer", "lr", "max_grad_norm",
+                                           "residual", "batch_size", "sample_rate", "sampling", "noise", "method",
+                                           "accountant", "tol", "progress", "random_state")},
+            {"rounds": [Interval(int, 1, None)], "local_steps": [Interval(int, 1, None)],
+             "delta": [Interval(float, 0, 1, closed="neither")],
+             "optimizer": [Options(str, {"sgd", "adam"}), "callable"], "lr": positive,
+             "max_grad_norm": [None, *positive], "residual": [Options(str, {"noise", "raise"})],
+             "batch_size": [None, Interval(int, 1, None)], "sample_rate": [Interval(float, 0, 1, closed="right")],
+             "sampling": [Options(str, {"poisson", "fixed"})], "noise": [Options(str, {"dsi", "isotropic"})],
+             "method": [Options(str, {"mirror-ascent", "sdp"})],
+             "accountant": [Options(str, {"zcdp", "gdp", "rdp", "prv"})], "tol": positive, "progress": ["boolean"],
+             "random_state": ["random_state"]},
+            owner="DSITrainer",
+        )
+        rounds = int(self.rounds)
         x = torch.as_tensor(x) if not isinstance(x, torch.Tensor) else x
         y = torch.as_tensor(y) if not isinstance(y, torch.Tensor) else y
         g = np.asarray(as_numpy(groups, name="groups")).ravel()
@@ -325,11 +325,7 @@ class DSITrainer:
             )
         self.groups_ = ids
         self._budgets = budgets
-        q = float(self.sample_rate) if isinstance(self.sample_rate, (int, float)) else float("nan")
-        if not 0.0 < q <= 1.0:
-            raise ValueError(f"sample_rate must lie in (0, 1], got {self.sample_rate!r}")
-        if self.sampling not in ("poisson", "fixed"):
-            raise ValueError(f"sampling must be 'poisson' or 'fixed', got {self.sampling!r}")
+        q = float(self.sample_rate)
         self._n_fixed = max(1, int(round(q * ids.size)))
         self.sample_rate_ = self._n_fixed / ids.size if self.sampling == "fixed" and q < 1.0 else q
         kw = {"sample_rate": self.sample_rate_, "sampling": self.sampling}
