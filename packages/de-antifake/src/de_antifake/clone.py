@@ -99,7 +99,8 @@ class ParameterCloner:
 
     def __init__(self, encoder, *, alpha: float = 1.0, n_frames: int = 500, search_rounds: int = 2,
                  search_candidates: int = 8) -> None:
-        if _number(alpha) is None or not _number(alpha) >= 0:
+        penalty = _number(alpha)
+        if penalty is None or not penalty >= 0:
             raise ValueError(f"alpha must be a finite ridge penalty >= 0, got {alpha!r}")
         self.encoder = encoder
         self.alpha = alpha
@@ -223,7 +224,8 @@ class SpeakerVerifier:
         k = int(lab.max()) + 1
         self.centroids_ = np.stack([e[lab == j].mean(0) for j in range(k)])
         self.centroids_ /= np.linalg.norm(self.centroids_, axis=1, keepdims=True)
-        genuine, impostor = [], []
+        genuine: list[float] = []
+        impostor: list[float] = []
         for i in range(len(e)):
             others = e[(lab == lab[i]) & (np.arange(len(e)) != i)]
             if len(others):

@@ -459,7 +459,11 @@ def _textgrid_text(path: Path) -> str:
 
 def _long_textgrid_tiers(pairs) -> tuple[dict[str, list[tuple[str, float, float]]], set[str]]:
     """Interval tiers and point-tier names of a TextGrid in Praat's long text format (``key = value`` lines)."""
-    tiers, points, kind, cur, last = {}, set(), None, None, {}
+    tiers: dict[str, list[tuple[str, float, float]]] = {}
+    points: set[str] = set()
+    kind: str | None = None
+    cur: list[tuple[str, float, float]] | None = None
+    last: dict[str, float] = {}
     for key, value in pairs:
         if key == "class":
             kind = _unquote(value) if value.startswith('"') else value
@@ -479,7 +483,8 @@ def _short_textgrid_tiers(text: str) -> tuple[dict[str, list[tuple[str, float, f
     """Interval tiers and point-tier names of a TextGrid in Praat's short text format (values only, one per line)."""
     tokens = [_unquote(t) if t.startswith('"') else t for t in re.findall(f"{_TG_STRING}|{_TG_NUMBER}", text)]
     k = tokens.index("TextGrid") + 3  # the object class, then xmin, xmax, the tier count
-    tiers, points = {}, set()
+    tiers: dict[str, list[tuple[str, float, float]]] = {}
+    points: set[str] = set()
     for _ in range(int(tokens[k])):
         kind, name, n = tokens[k + 1], tokens[k + 2], int(tokens[k + 5])
         k += 5

@@ -260,7 +260,7 @@ def _build(root: Path, items: list[tuple[str, Path, list[str], str]], genders: d
                     continue
                 raise FileNotFoundError(f"no TextGrid for {path}; looked for {[str(p) for p in looked]}")
         wav = read_audio(path)
-        if align_root is not None:
+        if align_root is not None and grid is not None:
             phones, durs = _alignment(grid, len(wav), path, tier=tier, phone_map=pmap)
         corpus.utterances.append(Utterance(wav=wav, phones=phones, durations=durs, words=words, speaker=index[spk]))
         corpus.paths.append(path)

@@ -13,6 +13,7 @@ import json
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import torch
@@ -121,7 +122,7 @@ class _ZeroConv(nn.Module):
         super().__init__()
         self.conv = nn.Conv1d(cin, cout, 1)
         nn.init.zeros_(self.conv.weight)
-        nn.init.zeros_(self.conv.bias)
+        nn.init.zeros_(cast(torch.Tensor, self.conv.bias))
 
     def forward(self, x):
         return self.conv(x)
@@ -278,13 +279,16 @@ def load_purification_pkl(path: str | Path, *, config: str | Path | dict | None 
         raise ValueError(f"{path} is not a DiffWave-unconditional checkpoint (no init_conv.0.conv.weight_v)")
     if config is None and path.with_name("config.json").is_file():
         config = path.with_name("config.json")
+    settings: dict | None
     if isinstance(config, (str, Path)):
         if not Path(config).is_file():
             raise FileNotFoundError(f"DiffWave config not found: {config}")
-        config = json.loads(Path(config).read_text(encoding="utf-8"))
-    if config is not None:
-        wcfg = DiffWaveConfig(**config["wavenet_config"])
-        schedule = DiffusionSchedule(**config.get("diffusion_config", {}))
+        settings = json.loads(Path(config).read_text(encoding="utf-8"))
+    else:
+        settings = config
+    if settings is not None:
+        wcfg = DiffWaveConfig(**settings["wavenet_config"])
+        schedule = DiffusionSchedule(**settings.get("diffusion_config", {}))
     else:
         layers = len({k.split(".")[2] for k in state if k.startswith("residual_layer.residual_blocks.")})
         wcfg = DiffWaveConfig(

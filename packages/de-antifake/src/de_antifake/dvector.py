@@ -129,7 +129,9 @@ class DVectorEncoder(ResemblyzerEncoder):
                          num_layers=config.num_layers, partial_frames=config.partial_frames, level_dbfs=None,
                          trim_silence=False)
         self.config = config
-        n_mels = self.front.filters.shape[0]
+        self.feature_mean: torch.Tensor
+        self.feature_std: torch.Tensor
+        n_mels = int(self.front.filters.shape[0])
         self.register_buffer("feature_mean", torch.zeros(n_mels))
         self.register_buffer("feature_std", torch.ones(n_mels))
 
@@ -342,10 +344,10 @@ def train_dvector(waveforms, labels, *, sr: int, config: DVectorConfig | None = 
         raise ValueError(f"{len(eligible)} speakers have >= {cfg.n_utterances} utterances; a batch needs "
                          f"n_speakers={cfg.n_speakers} of them")
     members = {int(s): np.flatnonzero(lab == s) for s in eligible}
-    w = torch.nn.Parameter(torch.tensor(float(cfg.init_w)))
-    b = torch.nn.Parameter(torch.tensor(float(cfg.init_b)))
+    scale = torch.nn.Parameter(torch.tensor(float(cfg.init_w)))
+    bias = torch.nn.Parameter(torch.tensor(float(cfg.init_b)))
     opt = torch.optim.Adam([{"params": list(model.parameters()), "lr": cfg.lr},
-                            {"params": [w, b], "lr": cfg.lr * cfg.wb_lr_scale}])
+                            {"params": [scale, bias], "lr": cfg.lr * cfg.wb_lr_scale}])
     model.train()
     losses = np.empty(cfg.steps)
     for step in range(cfg.steps):
@@ -355,13 +357,13 @@ def train_dvector(waveforms, labels, *, sr: int, config: DVectorConfig | None = 
                 start = int(rng.integers(0, mels[i].shape[0] - p + 1))
                 batch.append(mels[i][start:start + p])
         emb = model(torch.stack(batch)).reshape(cfg.n_speakers, cfg.n_utterances, -1)
-        loss = ge2e_loss(emb, w, b)
+        loss = ge2e_loss(emb, scale, bias)
         opt.zero_grad()
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), cfg.clip_norm)
         opt.step()
         with torch.no_grad():
-            w.clamp_(min=1e-6)
+            scale.clamp_(min=1e-6)
         losses[step] = float(loss.detach())
-    return DVectorResult(encoder=_freeze(model), losses=losses, w=float(w.detach()), b=float(b.detach()),
+    return DVectorResult(encoder=_freeze(model), losses=losses, w=float(scale.detach()), b=float(bias.detach()),
                          speakers=np.asarray(eligible), config=cfg)

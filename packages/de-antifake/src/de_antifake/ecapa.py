@@ -23,6 +23,7 @@ import importlib
 import math
 import re
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -92,6 +93,8 @@ class SpeechbrainFbank(nn.Module):
         freqs = torch.linspace(0, sample_rate // 2, self.n_fft // 2 + 1)
         slope = (freqs[None, :] - centre[:, None]) / band[:, None]
         fb = torch.clamp(torch.minimum(slope + 1.0, 1.0 - slope), min=0.0).T  # (bins, n_mels)
+        self.filters: torch.Tensor
+        self.window: torch.Tensor
         self.register_buffer("filters", fb, persistent=False)
 
     def forward(self, wav: torch.Tensor) -> torch.Tensor:
@@ -346,7 +349,7 @@ class _Tagged(dict):
 def _read_hparams(path: Path) -> dict:
     yaml = _yaml()
 
-    class Loader(yaml.SafeLoader):
+    class Loader(yaml.SafeLoader):  # type: ignore[name-defined]  # yaml is imported at run time
         pass
 
     def tagged(loader, suffix, node):
@@ -533,14 +536,15 @@ def save_ecapa(model: ECAPATDNN, folder: str | Path, *, n_mels: int | None = Non
     """
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    first = model.blocks[0].conv.conv
-    mid = list(model.blocks)[1:]
-    channels = [first.out_channels] + [b.tdnn1.conv.conv.out_channels for b in mid] + [model.mfa.conv.conv.out_channels]
+    net: Any = model  # nested speechbrain-named submodules: attribute chains below
+    first = net.blocks[0].conv.conv
+    mid = list(net.blocks)[1:]
+    channels = [first.out_channels] + [b.tdnn1.conv.conv.out_channels for b in mid] + [net.mfa.conv.conv.out_channels]
     kernels = [first.kernel_size[0]] + [b.res2net_block.blocks[0].conv.conv.kernel_size[0] for b in mid] + \
-        [model.mfa.conv.conv.kernel_size[0]]
+        [net.mfa.conv.conv.kernel_size[0]]
     dilations = [first.dilation[0]] + [b.res2net_block.blocks[0].conv.conv.dilation[0] for b in mid] + \
-        [model.mfa.conv.conv.dilation[0]]
-    groups = [first.groups] + [b.tdnn1.conv.conv.groups for b in mid] + [model.mfa.conv.conv.groups]
+        [net.mfa.conv.conv.dilation[0]]
+    groups = [first.groups] + [b.tdnn1.conv.conv.groups for b in mid] + [net.mfa.conv.conv.groups]
     n_mels = first.in_channels if n_mels is None else int(n_mels)
     with_mean = embedding_mean is not None
     emb_norm = (f"mean_var_norm_emb: !new:{_NORM_CLASS}\n    norm_type: global\n    std_norm: False\n"
@@ -558,11 +562,11 @@ embedding_model: !new:{_ECAPA_CLASS}
     kernel_sizes: {_ints(kernels)}
     dilations: {_ints(dilations)}
     groups: {_ints(groups)}
-    attention_channels: {model.asp.tdnn.conv.conv.out_channels}
-    res2net_scale: {model.blocks[1].res2net_block.scale}
-    se_channels: {model.blocks[1].se_block.conv1.conv.out_channels}
-    global_context: {model.asp.global_context}
-    lin_neurons: {model.fc.conv.out_channels}
+    attention_channels: {net.asp.tdnn.conv.conv.out_channels}
+    res2net_scale: {net.blocks[1].res2net_block.scale}
+    se_channels: {net.blocks[1].se_block.conv1.conv.out_channels}
+    global_context: {net.asp.global_context}
+    lin_neurons: {net.fc.conv.out_channels}
 {emb_norm}pretrained_path: {folder.resolve()}
 modules:
     compute_features: !ref <compute_features>
@@ -580,5 +584,5 @@ pretrainer: !new:speechbrain.utils.parameter_transfer.Pretrainer
         mean = torch.as_tensor(embedding_mean, dtype=torch.float32).reshape(-1)
         torch.save({"count": 1, "glob_mean": mean, "glob_std": torch.ones_like(mean)}, folder / "mean_var_norm_emb.ckpt")
     (folder / "hyperparams.yaml").write_text(text, encoding="utf-8")
-    torch.save(model.state_dict(), folder / "embedding_model.ckpt")
+    torch.save(net.state_dict(), folder / "embedding_model.ckpt")
     return folder

@@ -150,6 +150,8 @@ class MelFrontEnd(nn.Module):
         self.n_fft = int(self.sample_rate * window_ms / 1000)
         self.hop = int(self.sample_rate * hop_ms / 1000)
         self.pad_mode = pad_mode
+        self.window: torch.Tensor
+        self.filters: torch.Tensor
         self.register_buffer("window", torch.hann_window(self.n_fft, periodic=True), persistent=False)
         fb = slaney_mel_filterbank(self.sample_rate, self.n_fft, n_mels)
         self.register_buffer("filters", torch.from_numpy(fb), persistent=False)
@@ -440,10 +442,11 @@ def eer_threshold(genuine, impostor) -> tuple[float, float]:
         raise ValueError("eer_threshold needs at least one genuine and one impostor score")
     if not (np.isfinite(g).all() and np.isfinite(i).all()):
         raise ValueError("eer_threshold: scores contain NaN or inf (a NaN score is neither accepted nor rejected)")
-    best = None
+    best: tuple[tuple[float, float], float, float] | None = None
     for thr in np.unique(np.concatenate([g, i])):
         frr, far = float(np.mean(g < thr)), float(np.mean(i >= thr))
         key = (abs(far - frr), thr)
         if best is None or key < best[0]:
             best = (key, float(thr), (far + frr) / 2)
+    assert best is not None  # g and i are non-empty
     return best[1], best[2]

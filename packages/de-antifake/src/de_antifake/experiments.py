@@ -14,6 +14,7 @@ import functools
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -21,7 +22,7 @@ from icml25_shared.cli import RunContext, progress
 
 from de_antifake.audio import snr_db
 from de_antifake.clone import ParameterCloner, SpeakerVerifier, embed_batch
-from de_antifake.corpus import WORDS, make_corpus, plan_utterance, synthesize
+from de_antifake.corpus import WORDS, Corpus, make_corpus, plan_utterance, synthesize
 from de_antifake.diffusion import (
     DiffWaveConfig,
     DiffWavePurifier,
@@ -77,10 +78,18 @@ class ChainSizes:
     diffwave_steps: int = _DW_STEPS
     refiner_steps: int = _REF_STEPS
     refiner_N: int = 30
+    shuffled_control: bool = False
+    """Add the negative control "PhonePuRe, shuffled alignment": each reference purified with the next
+    reference's alignment (a refiner that reads its text input must lose to the right alignment)."""
 
 
 FULL = ChainSizes(n_speakers=20, n_utterances=20, attack_iters=150, diffwave_steps=3000, refiner_steps=2000)
 """The protocol's full sizes."""
+
+POWERED = ChainSizes(n_speakers=30, n_utterances=20, attack_iters=150, diffwave_steps=3000, refiner_steps=2000,
+                     shuffled_control=True)
+"""Full training with 30 references per seed and the shuffled-alignment control
+(``studies/powered_protocol.md``: 8 seeds, 240 paired references)."""
 
 
 def _coverage(corpus, enrol, rng):
@@ -114,7 +123,7 @@ def _models(corpus, enrol, rng, sizes):
 class ProtectedReferences:
     """The first part of one seed of the reproduction: corpus, SV, cloner and protected references."""
 
-    corpus: object
+    corpus: Corpus
     labels: np.ndarray
     refs: np.ndarray
     enrol: np.ndarray
@@ -193,6 +202,10 @@ def run_chain(seed: int, sizes: ChainSizes = ChainSizes(), *, encoder=None, save
                  "unguided refiner": lambda x, i: PhonePuRe(stage1, plain).purify(x, 16000),
                  "PhonePuRe": lambda x, i: PhonePuRe(stage1, guided).purify(
                      x, 16000, alignment=corpus.utterances[i].alignment)}
+    if sizes.shuffled_control:
+        other = {int(i): int(refs[(k + 1) % len(refs)]) for k, i in enumerate(refs)}  # a derangement
+        purifiers["PhonePuRe, shuffled alignment"] = lambda x, i: PhonePuRe(stage1, guided).purify(
+            x, 16000, alignment=corpus.utterances[other[int(i)]].alignment)
     # item of its own: what each diffusion purifier does to the clean (held-out) references
     clean_snr = {name: float(np.mean([snr_db(wavs[i], fn(wavs[i], i)) for i in refs]))
                  for name, fn in (("stage 1 (t=3)", lambda x, i: stage1.purify(x, 16000)),
@@ -207,14 +220,17 @@ def run_chain(seed: int, sizes: ChainSizes = ChainSizes(), *, encoder=None, save
         clones = np.stack([cloner.clone_from_embedding(e[j], words[j], random_state=np.random.default_rng(clone_seeds[j]))
                            for j in range(len(refs))])
         ce = embed_batch(enc, clones)
-        rows[name] = {"success": float(verifier.accept(ce, lab[refs]).mean()),
-                      "sim": float(verifier.scores(ce, lab[refs]).mean()),
-                      "snr_db": float(np.mean([snr_db(wavs[i], w) for i, w in zip(refs, ref_wavs, strict=True)]))}
+        accepted = verifier.accept(ce, lab[refs])
+        sims = verifier.scores(ce, lab[refs])
+        rows[name] = {"success": float(accepted.mean()), "sim": float(sims.mean()),
+                      "snr_db": float(np.mean([snr_db(wavs[i], w) for i, w in zip(refs, ref_wavs, strict=True)])),
+                      "accepted": [bool(a) for a in accepted], "sims": [float(s) for s in sims]}
 
     score("clean reference", wavs[refs])
     for name, fn in purifiers.items():
-        score(name, np.stack([fn(protected[j], i) if name in ("protected (none)", "PhonePuRe", "unguided refiner")
-                              else fn(protected[j], 16000) for j, i in enumerate(refs)]))
+        takes_index = name in ("protected (none)", "PhonePuRe", "unguided refiner", "PhonePuRe, shuffled alignment")
+        score(name, np.stack([fn(protected[j], i) if takes_index else fn(protected[j], 16000)
+                              for j, i in enumerate(refs)]))
     return {"seed": seed, "rows": rows, "clean_snr_db": clean_snr, "threshold": verifier.threshold_, "eer": verifier.eer_,
             "seconds": time.perf_counter() - start, "cpu_seconds": time.process_time() - cpu}
 
@@ -385,7 +401,7 @@ def _spectrogram_figure(clips: dict, *, caption: str, span_db: float = 80.0):
     top = float(np.ceil(max(float(s.max()) for s in specs.values())))
     fig, axes = plt.subplots(1, len(specs), figsize=(2.6 * len(specs) + 1.4, 3.2), sharey=True,
                              layout="constrained")
-    image = None
+    image: Any = None
     for ax, (name, spec) in zip(axes, specs.items(), strict=True):
         seconds = len(clips[name]) / 16000
         image = ax.imshow(spec, origin="lower", aspect="auto", cmap="magma", vmin=top - span_db, vmax=top,

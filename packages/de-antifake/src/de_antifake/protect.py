@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import numpy as np
 import torch
@@ -189,6 +190,7 @@ def attackvc(wav, target, *, eps: float, encoder, sr: int = 16000, iters: int = 
         tgt = tgt.expand(len(x), -1)
     if tgt.shape[0] != len(x):
         raise ValueError(f"{tgt.shape[0]} targets for {len(x)} waveforms")
+    clip_kwargs: list[Any]
     if purify_kwargs is None or isinstance(purify_kwargs, Mapping):
         clip_kwargs = [dict(purify_kwargs or {})] * len(x)
     else:

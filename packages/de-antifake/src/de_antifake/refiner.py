@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import cast
 
 import numpy as np
 import torch
@@ -74,7 +75,7 @@ class ScoreNet(nn.Module):
                                   for i in range(layers))
         self.out = nn.Conv2d(channels, 1, 3, padding=1)
         nn.init.zeros_(self.out.weight)  # starts as "no correction" (the denoiser parametrization returns y)
-        nn.init.zeros_(self.out.bias)
+        nn.init.zeros_(cast(torch.Tensor, self.out.bias))
 
     def forward(self, x: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
         """``x``: ``(batch, in_channels, bins, frames)``, ``t``: ``(batch,)`` -> ``(batch, 1, bins, frames)``."""
@@ -235,7 +236,7 @@ class PhonemeGuidedRefiner:
     def sample(self, y: torch.Tensor, text: torch.Tensor | None, *, generator: torch.Generator) -> torch.Tensor:
         """PC sampling of compressed magnitudes ``(batch, 1, bins, frames)`` given the estimate ``y``."""
         sde = self.sde_
-        self.score_net_.to(memory_format=torch.channels_last)
+        self.score_net_.to(memory_format=torch.channels_last)  # type: ignore[call-overload]  # torch stubs lack it
         ts = torch.linspace(1.0, self.t_eps, self.N)
         dt = (1.0 - self.t_eps) / self.N
         x = y + sde.std(torch.tensor(1.0)) * torch.randn(y.shape, generator=generator)

@@ -89,7 +89,7 @@ def load_folder(data: str | Path, *, seconds: float = 2.0) -> tuple[np.ndarray, 
     if not files:
         raise ValueError(f"{folder} holds no audio file ({', '.join(AUDIO_SUFFIXES)})")
     n = int(round(seconds * 16000))
-    clips = []
+    clips: list[np.ndarray] = []
     for path in files:
         wav = read_audio(path)
         clips.extend(wav[i:i + n] for i in range(0, len(wav) - n + 1, n))
