@@ -39,6 +39,8 @@ SERVICE = "janus.v1.Janus"
 METHODS = ("Announcement", "Submit", "Seal", "Aggregate", "Open", "Agree", "Count", "SealCommit")
 #: read RPCs that answer only enrolled clients or the peer server (the request is a signed REQUEST)
 READ_METHODS = {"Aggregate": 1, "Seal": 2, "Count": 3}
+#: seconds S0 waits for S1's answer to Agree or SealCommit (it works through every upload of the round)
+PEER_WORK_TIMEOUT = 300.0
 _CODES = {NotReadyError: grpc.StatusCode.FAILED_PRECONDITION, RoundFailedError: grpc.StatusCode.ABORTED}
 
 
@@ -80,9 +82,14 @@ class Remote:
         self._calls = {m: self.channel.unary_unary(f"/{SERVICE}/{m}") for m in METHODS}
 
     def call(self, method: str, payload: bytes = b"") -> bytes:
-        """Send ``payload`` to the remote RPC ``method`` and return its reply (raises :class:`ServerUnavailableError`)."""
+        """Send ``payload`` to the remote RPC ``method`` and return its reply (raises :class:`ServerUnavailableError`).
+
+        ``Agree`` and ``SealCommit`` make the peer compare and sum every upload of the round: they get
+        :data:`PEER_WORK_TIMEOUT` seconds (or ``timeout`` if longer) instead of ``timeout``.
+        """
+        timeout = max(self.timeout, PEER_WORK_TIMEOUT) if method in ("Agree", "SealCommit") else self.timeout
         try:
-            return self._calls[method](payload, timeout=self.timeout)
+            return self._calls[method](payload, timeout=timeout)
         except grpc.RpcError as err:
             code, details = err.code(), err.details() or ""
             name, _, text = details.partition(": ")

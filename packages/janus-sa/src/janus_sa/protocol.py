@@ -1160,7 +1160,7 @@ class _Server(ABC):
         self.sketch_commits_: dict[bytes, bytes] = {}
         self._peer_seal_commit: bytes | None = None
         self.peer_seal_commit_msg_: bytes | None = None
-        self._check_cache: dict[bytes, bytes] | None = None
+        self._check_cache: dict[bytes, bytes] = {}
         self.inconsistent_: tuple[bytes, ...] = ()
         self._peer_checks: dict[bytes, bytes] = {}
         self.excluded_: tuple[tuple[bytes, int], ...] = ()
@@ -1299,6 +1299,8 @@ class _Server(ABC):
                 raise MalformedMessageError(f"{self.config.mode} mode {'needs' if not has_c else 'takes no'} "
                                             "commitment in the upload")
             self.uploads_[cid] = self._accept_upload(msg)
+            if self.config.mode == "exact":  # the consistency point now, so closing the round stays O(n) cheap
+                self._check_cache[cid] = self._check_value(cid)
         self._persist(["msg", bytes(data)])
 
     def close(self) -> None:
@@ -1326,8 +1328,8 @@ class _Server(ABC):
     def _checks(self) -> dict[bytes, bytes]:
         if self.config.mode != "exact":
             return dict.fromkeys(self.uploads_, b"")
-        if self._check_cache is None or len(self._check_cache) != len(self.uploads_):
-            self._check_cache = {c: self._check_value(c) for c in self.uploads_}
+        for c in self.uploads_.keys() - self._check_cache.keys():  # normally computed as each upload arrives
+            self._check_cache[c] = self._check_value(c)
         return self._check_cache
 
     def agree(self, peer_participants: bytes) -> tuple[bytes, ...]:
