@@ -70,7 +70,9 @@ def demo(ctx: RunContext) -> None:
     x = _llm_like_activations(rows, 512, outlier_seed)
     gauss = torch.randn(rows, 512, generator=torch.Generator().manual_seed(gauss_seed))
     rot = block_hadamard(x, 128)
-    mse_rows, curves = [], {"absmax": [], "QuEST grid": [], "QuEST grid + Hadamard": [], "Gaussian optimum": []}
+    mse_rows: list[str] = []
+    curves: dict[str, list[float]] = {"absmax": [], "QuEST grid": [], "QuEST grid + Hadamard": [],
+                                      "Gaussian optimum": []}
     for bits in DEMO_BITS:
         q = TrustQuantizer(bits)
         spec = grid_spec(bits)
@@ -128,10 +130,10 @@ def demo(ctx: RunContext) -> None:
 
     import matplotlib.pyplot as plt
 
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
     labels = [grid_spec(b).name for b in DEMO_BITS]
-    for key, values in curves.items():
-        ax1.plot(labels, values, marker="o", label=key, linestyle="--" if key == "Gaussian optimum" else "-")
+    for key, curve in curves.items():
+        ax1.plot(labels, curve, marker="o", label=key, linestyle="--" if key == "Gaussian optimum" else "-")
     ax1.set_yscale("log")
     ax1.set_xlabel("grid")
     ax1.set_ylabel("relative MSE")
@@ -239,7 +241,7 @@ def reproduce(ctx: RunContext) -> None:
 
     import matplotlib.pyplot as plt
 
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
     for name, res in results.items():
         ax1.plot(res.eval_steps, res.val_loss, marker=".", label=name)
         smooth = np.convolve(res.train_loss, np.ones(5) / 5, mode="valid") if len(res.train_loss) >= 5 \
@@ -267,7 +269,7 @@ def _reproduce_scaling(ctx: RunContext) -> None:
 
     import matplotlib.pyplot as plt
 
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
     params = np.asarray(result["params"], dtype=float)
     for k, (precision, bits) in enumerate(result["bits"].items()):
         per_width = result["runs"][precision]

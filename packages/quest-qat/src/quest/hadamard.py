@@ -33,12 +33,12 @@ def _rotate(x: torch.Tensor, block: int) -> torch.Tensor:
 
 class _BlockHadamard(torch.autograd.Function):
     @staticmethod
-    def forward(ctx, x: torch.Tensor, block: int) -> torch.Tensor:  # type: ignore[override]
+    def forward(ctx, x: torch.Tensor, block: int) -> torch.Tensor:
         ctx.block = block
         return _rotate(x, block)
 
     @staticmethod
-    def backward(ctx, grad: torch.Tensor):  # type: ignore[override]
+    def backward(ctx, grad: torch.Tensor):
         return _rotate(grad, ctx.block), None
 
 

@@ -194,6 +194,7 @@ if triton_available(None) or triton_available("cuda"):
             if m and n:
                 bm, bn, bk = GEMM_BLOCKS
                 if epilogue:
+                    assert row_sum_a is not None and row_sum_w is not None and step_a is not None and step_w is not None
                     extra = (row_sum_a.to(torch.int32).contiguous(), row_sum_w.to(torch.int32).contiguous(),
                              step_a.float().contiguous(), step_w.float().contiguous())
                 else:
@@ -252,6 +253,7 @@ def _int4_gemm_torch(packed_a: torch.Tensor, packed_w: torch.Tensor, row_sum_a: 
     acc = int_matmul(unpack_int4(packed_a), unpack_int4(packed_w))
     if step_a is None:
         return acc
+    assert row_sum_a is not None and row_sum_w is not None and step_w is not None  # given together with step_a
     return _epilogue_torch(acc, row_sum_a.to(torch.int32), row_sum_w.to(torch.int32), step_a, step_w,
                            2 * packed_a.shape[1])
 

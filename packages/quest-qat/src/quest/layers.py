@@ -10,7 +10,7 @@ import torch.nn.functional as F
 from icml25_shared.validation import Interval, Options, check_params
 from torch import nn
 
-from quest.grids import GRIDS, grid_for
+from quest.grids import GRIDS, Codebook, GridSpec, grid_for
 from quest.hadamard import block_hadamard, check_block
 from quest.kernels import PackedInt4, dequantize_int4, find_scale, int4_gemm, quantize_int4, unpack_int4
 from quest.quantizers import METHODS, RMS_GRID_METHODS, exact_grid_values, make_quantizer, parse_sparsity
@@ -19,6 +19,12 @@ __all__ = ["HADAMARD_MODES", "Int4Linear", "QuestConfig", "QuestLinear"]
 
 HADAMARD_MODES = ("half", "full", None)
 FilterFn = Callable[[nn.Module, str], bool]
+
+
+def _uniform(spec: GridSpec | Codebook) -> GridSpec:
+    if not isinstance(spec, GridSpec):  # exact_eval holds only for uniform grids
+        raise TypeError(f"the exact eval product needs a uniform grid, got {type(spec).__name__}")
+    return spec
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -145,11 +151,11 @@ class _ValueWithGradOf(torch.autograd.Function):
     """Forward: ``value`` (no rounding added); backward: the gradient goes to ``source`` unchanged."""
 
     @staticmethod
-    def forward(ctx, source: torch.Tensor, value: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+    def forward(ctx, source: torch.Tensor, value: torch.Tensor) -> torch.Tensor:
         return value.clone()
 
     @staticmethod
-    def backward(ctx, grad: torch.Tensor):  # type: ignore[override]
+    def backward(ctx, grad: torch.Tensor):
         return grad, None
 
 
@@ -215,9 +221,9 @@ class QuestLinear(nn.Linear):
         had, block = self.config.hadamard, self.config.block
         with torch.no_grad():
             x = x.detach()
-            x = x.double() if self.act_quantizer is None else exact_grid_values(x, self.act_quantizer.spec)
+            x = x.double() if self.act_quantizer is None else exact_grid_values(x, _uniform(self.act_quantizer.spec))
             w = self.weight.detach().float()
-            w = exact_grid_values(w if had is None else block_hadamard(w, block), self.weight_quantizer.spec)
+            w = exact_grid_values(w if had is None else block_hadamard(w, block), _uniform(self.weight_quantizer.spec))
             if had == "full":
                 x, w = block_hadamard(x, block), block_hadamard(w, block)
             return F.linear(x, w).float()
@@ -285,7 +291,12 @@ class Int4Linear(nn.Module):
         self.register_buffer("weight_row_sum", torch.zeros(out_features, dtype=torch.int32))
         self.register_buffer("bias", None)
 
-    def _apply(self, fn, recurse=True):  # type: ignore[override]
+    packed_weight: torch.Tensor
+    weight_step: torch.Tensor
+    weight_row_sum: torch.Tensor
+    bias: torch.Tensor | None
+
+    def _apply(self, fn, recurse=True):
         # .half()/.to(dtype) cast the float buffers; the steps stay float32 (they define the codes)
         step = self._buffers.pop("weight_step")
         try:

@@ -126,13 +126,13 @@ class _Straight(torch.autograd.Function):
     """
 
     @staticmethod
-    def forward(ctx, x: torch.Tensor, xq: torch.Tensor, mask: torch.Tensor | None):  # type: ignore[override]
+    def forward(ctx, x: torch.Tensor, xq: torch.Tensor, mask: torch.Tensor | None):
         ctx.save_for_backward(mask if mask is not None else torch.empty(0))
         ctx.has_mask = mask is not None
         return xq.to(x.dtype)
 
     @staticmethod
-    def backward(ctx, grad: torch.Tensor):  # type: ignore[override]
+    def backward(ctx, grad: torch.Tensor):
         (mask,) = ctx.saved_tensors
         return (grad * mask if ctx.has_mask else grad), None, None
 
@@ -165,19 +165,19 @@ class Quantizer(nn.Module):
     def _quantize(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor | None]:
         """``(x_q float32, sigma (..., 1), keep mask or None)`` for the forward value and the masks."""
         keep = None
+        n, m = self._nm if self._nm is not None else (1, 1)
         if self._nm is not None:
-            n, m = self._nm
             keep = nm_mask(x, n, m)
             x = x.detach().float() * keep
         if isinstance(self.spec, Codebook):
-            sigma = _rms(x, 1.0 if keep is None else self._nm[0] / self._nm[1])
+            sigma = _rms(x, 1.0 if keep is None else n / m)
             xq = codebook_quantize(x, self.spec, sigma)
             sigma = sigma.unsqueeze(-1)
         else:
             if keep is None:
                 step = rms_step(x, self.spec)
             else:  # the step of the kept entries' RMS
-                step = rms_step(x * (self._nm[1] / self._nm[0]) ** 0.5, self.spec)
+                step = rms_step(x * (m / n) ** 0.5, self.spec)
             xq = grid_quantize(x, step, self.spec)
             sigma = (step * ((self.spec.levels - 1) / 2.0) / self.spec.alpha).unsqueeze(-1)
         if keep is not None:
@@ -271,6 +271,11 @@ class _LearnedQuantizer(Quantizer):
         self.rows = rows
         self.value = nn.Parameter(torch.ones(rows))
         self.register_buffer("initialized", torch.zeros((), dtype=torch.bool))
+        if not isinstance(self.spec, GridSpec):  # learned scales live on the uniform grid
+            raise ValueError(f"{type(self).__name__} learns its scale on the uniform grid, not a codebook")
+        self.uniform: GridSpec = self.spec
+
+    initialized: torch.Tensor
 
     def _init_value(self, x: torch.Tensor) -> torch.Tensor:
         raise TypeError(f"{type(self).__name__} does not define an initial value")
@@ -317,17 +322,17 @@ class LSQQuantizer(_LearnedQuantizer):
     """
 
     def _init_value(self, rms: torch.Tensor) -> torch.Tensor:
-        return rms * self.spec.step_in_sigma + 1e-8
+        return rms * self.uniform.step_in_sigma + 1e-8
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Fake-quantize ``x`` over its last dimension (same shape and dtype)."""
         _check_input(x)
         self._maybe_init(x)
-        q_max = max(self.spec.index_max, 1)
+        q_max = max(self.uniform.index_max, 1)
         g = 1.0 / math.sqrt(x.numel() / self.rows * q_max)
         step = _grad_scale(self._shaped(x).abs() + 1e-8, g).to(x.dtype)
-        off = self.spec.offset
-        codes = _round_ste(torch.clamp(x / step - off, self.spec.index_min, self.spec.index_max))
+        off = self.uniform.offset
+        codes = _round_ste(torch.clamp(x / step - off, self.uniform.index_min, self.uniform.index_max))
         return (codes + off) * step
 
 
@@ -338,7 +343,7 @@ class PACTQuantizer(_LearnedQuantizer):
     """
 
     def _init_value(self, rms: torch.Tensor) -> torch.Tensor:
-        return rms * self.spec.alpha + 1e-8
+        return rms * self.uniform.alpha + 1e-8
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Fake-quantize ``x`` over its last dimension (same shape and dtype)."""
@@ -346,8 +351,8 @@ class PACTQuantizer(_LearnedQuantizer):
         self._maybe_init(x)
         clip = self._shaped(x).abs().to(x.dtype) + 1e-8
         clipped = torch.minimum(torch.maximum(x, -clip), clip)
-        step = (clip.detach().float() * (self.spec.step_in_sigma / self.spec.alpha)).expand(*x.shape[:-1], 1)
-        return _Straight.apply(clipped, grid_quantize(clipped, step.squeeze(-1), self.spec), None)
+        step = (clip.detach().float() * (self.uniform.step_in_sigma / self.uniform.alpha)).expand(*x.shape[:-1], 1)
+        return _Straight.apply(clipped, grid_quantize(clipped, step.squeeze(-1), self.uniform), None)
 
 
 def make_quantizer(method: str, bits: int | str, *, rows: int = 1, trust: float | None = None,

@@ -242,6 +242,7 @@ def _bits(value: str) -> int | str | None:
 def build_model(args: argparse.Namespace) -> nn.Module:
     """The model named by the command-line arguments, quantized unless ``--method none``."""
     torch.manual_seed(args.seed)
+    model: nn.Module
     if args.model == "tiny":
         model = TinyLlama(TinyLlamaConfig(d_model=args.d_model, n_layers=args.n_layers, n_heads=args.n_heads,
                                           max_seq_len=max(args.seq_len, 256)))
@@ -251,7 +252,10 @@ def build_model(args: argparse.Namespace) -> nn.Module:
                               max_seq_len=max(args.seq_len, 256), random_state=args.seed)
     if args.method != "none":
         hadamard = None if args.hadamard.lower() == "none" else args.hadamard
-        quantize_(model, QuestConfig(weight_bits=_bits(args.weight_bits), act_bits=_bits(args.act_bits),
+        weight_bits = _bits(args.weight_bits)
+        if weight_bits is None:
+            raise SystemExit("--weight-bits none: use --method none for a full-precision model")
+        quantize_(model, QuestConfig(weight_bits=weight_bits, act_bits=_bits(args.act_bits),
                                      hadamard=hadamard, method=args.method))
     return model
 
