@@ -132,7 +132,7 @@ def _install_lock(env_dir: Path):
 
 def _install_members(python: Path, specs: list[str]) -> None:
     """The development tools with pip, then every member editable with uv (its overrides pick CPU builds)."""
-    print("installing the workspace into the environment (first run: about 10-30 minutes and 4-5 GB)", flush=True)
+    print("installing the workspace into the environment (first run: about 5 minutes and 3 GB with warm download caches, longer when downloading)", flush=True)
     env = dict(os.environ, PIP_CONSTRAINT="")  # our constraints file, not a stray global one
     pip = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", "-c", str(CONSTRAINTS)]
     if subprocess.run([*pip, "-r", str(DEV_REQUIREMENTS)], env=env).returncode != 0:
