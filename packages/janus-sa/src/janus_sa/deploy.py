@@ -320,7 +320,7 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--quantization-range", type=int, default=1 << 22)
     b.add_argument("--modulus-range", type=int, default=1 << 32)
     b.add_argument("--min-participants", type=int,
-                   help="smallest participant set accepted (default max(3, ceil((1 - dropout rate) n)))")
+                   help="smallest participant set accepted (default max(min(3, n), ceil((1 - dropout rate) n)))")
     b.add_argument("--n-expected", type=int, help="clients a round expects (default: the roster size)")
     b.add_argument("--dropout-rate", type=float, default=0.5, help="fraction of clients a round tolerates losing")
     b.add_argument("--learning-rate", type=float, default=1.0, help="update rule: w_next = w + lr * mean")
