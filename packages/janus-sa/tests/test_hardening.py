@@ -153,3 +153,8 @@ def test_bundle_binds_the_initial_model_file_and_load_model_checks_it(tmp_path):
     np.save(tmp_path / "bad.npy", np.zeros(5))
     with pytest.raises(ValueError, match="length 4"):
         load_model(tmp_path / "bad.npy", 4)
+    np.save(tmp_path / "other.npy", w0 + 1e-12)
+    with pytest.raises(SystemExit, match="digests differ"):
+        load_model(tmp_path / "other.npy", 4, cfg)
+    with pytest.raises(SystemExit, match="pass it with --model"):
+        load_model(None, 4, cfg)

@@ -36,15 +36,24 @@ def _config(d: dict) -> JanusConfig:
                        initial_model=bytes.fromhex(initial) if initial else None).validate()
 
 
-def load_model(path: str | os.PathLike | None, dim: int) -> np.ndarray | None:
-    """The initial model of a ``--model`` file: a ``.npy`` float vector of length ``dim`` (None without a file)."""
+def load_model(path: str | os.PathLike | None, dim: int, config: JanusConfig | None = None) -> np.ndarray | None:
+    """The initial model of a ``--model`` file: a ``.npy`` float vector of length ``dim`` (None without a file).
+
+    With ``config``, a deployment that names an initial model needs the file (every party computes each
+    later version from it) and the file must be that model.
+    """
     if not path:
+        if config is not None and config.initial_model is not None:
+            raise SystemExit("this deployment names an initial model: pass it with --model (the .npy given to bundle)")
         return None
     weights = np.load(path, allow_pickle=False)
     if weights.ndim != 1 or weights.shape[0] != dim or not np.issubdtype(weights.dtype, np.floating):
         raise ValueError(f"{path}: the model must be a .npy float vector of length {dim}; got {weights.dtype} "
                          f"{weights.shape}")
-    return weights.astype(np.float64)
+    weights = weights.astype(np.float64)
+    if config is not None and crypto.model_digest(weights) != config.initial_digest:
+        raise SystemExit(f"{path} is not the initial model this deployment names (digests differ)")
+    return weights
 
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1", "[::1]")
@@ -183,7 +192,7 @@ def serve(args: argparse.Namespace) -> int:
                  have_tls=tls is not None and tls.cert is not None and (args.peer is None or tls.ca is not None))
     server = make_server(args.role, config=config, keys=keys, session=session,
                          peer_sign=bytes.fromhex(dep[other]["sign"]), state_dir=args.state_dir,
-                         roster=load_roster(args.roster, dep), model=load_model(args.model, config.dim))
+                         roster=load_roster(args.roster, dep), model=load_model(args.model, config.dim, config))
     peer = Remote(args.peer, max_bytes=config.max_message_bytes * 2 + 2**20, tls=tls) if args.peer else None
     node = ServerNode(server, peer=peer)
     if args.die_at_round is not None:
@@ -266,7 +275,7 @@ def client(args: argparse.Namespace) -> int:
     _require_tls(args, [args.s0, args.s1], have_tls=tls is not None and tls.ca is not None)
     jc = JanusClient(config=config, s0=pk["s0"], s1=pk["s1"], session=session,
                      signing_key=SigningKey.from_bytes(Path(args.key).read_bytes()), roster=load_roster(args.roster, dep),
-                     model=load_model(args.model, config.dim))
+                     model=load_model(args.model, config.dim, config))
     net = NetworkClient(jc, s0=args.s0, s1=args.s1, tls=tls)
     model = None  # the client follows the model versions itself from the initial model
     last = args.after_round
