@@ -1,10 +1,9 @@
 """icml25_shared.random: scikit-learn's check_random_state semantics, independent streams, the seed rename."""
 
-import warnings
 
 import numpy as np
 import pytest
-from icml25_shared.random import UNSET, check_random_state, child_seeds, renamed_seed, spawn
+from icml25_shared.random import check_random_state, child_seeds, spawn
 
 
 def test_none_draws_fresh_entropy():
@@ -94,19 +93,3 @@ def test_child_seeds_are_reproducible_distinct_63_bit_ints():
     assert max(seeds) > 2**60  # the high bits are used
     with pytest.raises(ValueError):
         child_seeds(-1, 2)
-
-
-def test_renamed_seed_warns_and_forwards_the_old_name():
-    def fit(*, random_state=None, seed=UNSET):
-        return renamed_seed(random_state, seed, owner="Thing.fit")
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert fit(random_state=3) == 3 and fit() is None
-    with pytest.warns(DeprecationWarning, match=r"Thing.fit: 'seed' is deprecated.*random_state") as record:
-        assert fit(seed=4) == 4
-    assert record[0].filename == __file__  # points at the caller of fit, not at fit
-    with pytest.warns(DeprecationWarning):
-        assert fit(seed=None) is None  # None passed under the old name is still the old name
-    with pytest.warns(DeprecationWarning):
-        assert fit(random_state=1, seed=2) == 2  # a random_state default cannot be told from a value: seed wins

@@ -19,17 +19,13 @@ True
 from __future__ import annotations
 
 import numbers
-import warnings
-from typing import Any
 
 import numpy as np
 
-__all__ = ["UNSET", "RandomStateLike", "check_random_state", "child_seeds", "int_seed", "renamed_seed", "spawn"]
+__all__ = ["RandomStateLike", "check_random_state", "child_seeds", "int_seed", "spawn"]
 
 RandomStateLike = int | np.integer | np.random.SeedSequence | np.random.Generator | np.random.RandomState | None
 
-# Default of a deprecated argument: tells "not passed" apart from None (a meaningful random_state).
-UNSET: Any = object()
 
 
 def check_random_state(random_state: RandomStateLike) -> np.random.Generator:
@@ -155,42 +151,3 @@ def int_seed(random_state: RandomStateLike) -> int:
         return int(check_random_state(random_state).integers(0, 2**63))
     check_random_state(random_state)  # the type check
     return child_seeds(random_state, 1)[0]
-
-
-def renamed_seed(random_state: Any, seed: Any = UNSET, *, owner: str, old: str = "seed") -> Any:
-    """Resolve a ``random_state`` argument that replaced an older ``seed`` argument.
-
-    Parameters
-    ----------
-    random_state : object
-        The value passed as ``random_state``.
-    seed : object, optional
-        The value passed under the old name, if any.
-    owner : str
-        The function or class, named in the warning.
-    old : str, default "seed"
-        The old argument's name.
-
-    Returns
-    -------
-    object
-        ``seed`` when the old name was used (with a DeprecationWarning), else ``random_state``.
-
-    Notes
-    -----
-    The old name wins when both are given: a ``random_state`` default (often 0) cannot be told apart from
-    an explicit value.
-
-    Examples
-    --------
-    >>> def fit(*, random_state=None, seed=UNSET):
-    ...     return renamed_seed(random_state, seed, owner="fit")
-    >>> fit(random_state=3)
-    3
-    """
-    if seed is UNSET:
-        return random_state
-    warnings.warn(f"{owner}: '{old}' is deprecated and will be removed in the next release; use 'random_state'",
-                  DeprecationWarning, stacklevel=3)
-    return seed
-
