@@ -298,3 +298,62 @@ def test_a_client_that_missed_a_round_catches_up_and_takes_part_in_the_next():
     assert jcs[3].round_ == 2 and jcs[3].head_ == jcs[0].head_ == s0.server.head_  # S1 moves on at the next Open
     assert results[(3, 2)].n_participants == 3 and results[(0, 2)].sum_codes.tolist() == \
         results[(3, 2)].sum_codes.tolist()
+
+
+def test_sketch_round_broken_by_a_client_is_listed_failed_by_the_coordinator():
+    """Sketch mode cannot identify a client sending y_i + 1: every client rejects the aggregate. S0 now
+    checks S1's aggregate before it records the round, so its log lists the round as failed (before:
+    "finished") and the model version does not move on."""
+    from janus_sa.errors import AggregateMismatchError
+    from janus_sa.protocol import Upload
+    from janus_sa.wire import decode
+
+    class PlusOne(JanusClient):
+        def upload(self, update):
+            up = super().upload(update)
+            m = decode(up.to_s0, max_bytes=10**6)
+            masked = m.body["masked"].copy()
+            masked[0] += np.uint32(1)
+            return Upload(encode(m.type, m.session, m.round, {**m.body, "masked": masked}, self.key), up.to_s1)
+
+    cfg = JanusConfig(dim=8, mode="sketch", sketch_k=8)
+    k0, k1, session = ServerKeys(), ServerKeys(), bytes(range(16))
+    s1 = ServerNode(make_server("s1", config=cfg, keys=k1, session=session, peer_sign=k0.sign.public))
+    g1, p1 = start_server(s1, "127.0.0.1:0")
+    s0 = ServerNode(make_server("s0", config=cfg, keys=k0, session=session, peer_sign=k1.sign.public),
+                    peer=Remote(f"127.0.0.1:{p1}", max_bytes=2**20))
+    g0, p0 = start_server(s0, "127.0.0.1:0")
+    jcs = [PlusOne(config=cfg, s0=k0.public, s1=k1.public, session=session)]
+    jcs += [JanusClient(config=cfg, s0=k0.public, s1=k1.public, session=session) for _ in range(3)]
+    roster = enroll([c.id for c in jcs], version=1, s0=s0.server, s1=s1.server)
+    head = s0.server.head_
+    done: list[int] = []
+    coord = threading.Thread(target=lambda: done.extend(s0.coordinate(rounds=1, expect=4, round_timeout=30,
+                                                                       settle=0.5, gap=0)))
+    nets, errs = [], [None] * 4
+    try:
+        coord.start()
+        for c in jcs:
+            c.set_roster(roster)
+            nets.append(NetworkClient(c, s0=f"127.0.0.1:{p0}", s1=f"127.0.0.1:{p1}"))
+
+        def run(i):
+            nets[i].wait_for_round(0, timeout=30)
+            try:
+                nets[i].participate(np.full(8, 0.5), timeout=30)
+            except AggregateMismatchError as err:
+                errs[i] = err
+
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        coord.join(60)
+    finally:
+        for n in nets:
+            n.close()
+        g0.stop(0)
+        g1.stop(0)
+    assert all(isinstance(e, AggregateMismatchError) for e in errs), errs
+    assert done == [] and s0.failed == {1} and s0.server.head_ == head
