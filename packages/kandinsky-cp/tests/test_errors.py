@@ -14,7 +14,7 @@ from kandinsky_cp import groups as G
 @pytest.mark.parametrize("level", [0.0, 1.0, 1.5, -0.1])
 def test_confidence_level_outside_unit_interval(regression_split, level):
     reg, Xc, yc, _, _ = regression_split
-    with pytest.raises(ValueError, match=r"strictly between 0 and 1"):
+    with pytest.raises(ValueError, match=r"KandinskyCP: confidence_level must be a float in \(0, 1\)"):
         KandinskyCP(reg, groups=G.intercept(), confidence_level=level).conformalize(Xc, yc)
 
 

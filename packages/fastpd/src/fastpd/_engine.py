@@ -24,6 +24,7 @@ import functools
 import itertools
 import math
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -223,6 +224,8 @@ class Block:
 
     def _categorical(self, v: np.ndarray) -> np.ndarray:
         """(n, C) direction at the category-set splits for raw values v (n, C)."""
+        if self.cat_table is None or self.cat_neg_left is None or self.cat_node is None:
+            raise RuntimeError("the block has no category-set splits")
         nan = np.isnan(v)
         t = np.trunc(np.where(nan, 0.0, v))
         neg = t < 0 if self.cat_trunc_first else np.where(nan, 0.0, v) < 0
@@ -286,7 +289,7 @@ def _compile_block(ens: TreeEnsemble, trees: list) -> Block:
         raise ValueError(f"the augmented trees would need {entries:,} table entries (sum over leaves of 2**e, e = "
                          f"distinct features on the leaf's path), above the limit of {MAX_TABLE_ENTRIES:,}; "
                          "FastPD suits moderately deep trees: limit max_depth (or num_leaves)")
-    cat = {}
+    cat: dict[str, Any] = {}
     if cat_recs:
         m = max(len(r[1]) for r in cat_recs)
         table = np.zeros((len(cat_recs), m + 1), dtype=bool)
@@ -408,7 +411,7 @@ def _make_group(e: int, lp: _LeafPaths, idx: np.ndarray, sentinel: int) -> LeafG
     valid = np.arange(lp.node.shape[1])[None, :dp] < lp.length[idx, None]
     node = np.where(valid, lp.node[idx, :dp], sentinel).astype(np.int64)
     pdir = np.where(valid, lp.left[idx, :dp], True)
-    pmask = np.where(valid, np.left_shift(1, lp.bit[idx, :dp]), 0).astype(code_dtype(e))
+    pmask: np.ndarray = np.where(valid, np.left_shift(1, lp.bit[idx, :dp]), 0).astype(code_dtype(e))
     if node.shape[1] < dp:  # trees of depth 0 only
         pad = dp - node.shape[1]
         node = np.pad(node, ((0, 0), (0, pad)), constant_values=sentinel)
@@ -464,9 +467,10 @@ def build_tables(block: Block) -> None:
     for g in block.groups:
         size = 1 << g.e
         h = np.zeros((g.n_leaves, size))
-        if g.background_codes is None:
-            raise RuntimeError("build_tables needs the background codes kept by keep_background")
-        accumulate_background_group(g, g.background_codes, h)
+        codes = _kept_codes(g)
+        step = max(1, _HIST_CHUNK // max(g.n_leaves, 1))  # bounded int64 scratch, as when streaming
+        for start in range(0, codes.shape[0], step):
+            accumulate_background_group(g, codes[start : start + step], h)
         hist.append(h)
     finish_background(block, hist, block.groups[0].n_background if block.groups else 1)
 
@@ -475,6 +479,20 @@ def accumulate_background_group(g: LeafGroup, c: np.ndarray, h: np.ndarray) -> N
     size = 1 << g.e
     flat = c.astype(np.int64) + (np.arange(g.n_leaves) * size)[None]
     h += np.bincount(flat.ravel(), minlength=g.n_leaves * size).reshape(g.n_leaves, size)
+
+
+def _table(g: LeafGroup) -> np.ndarray:
+    """The group's augmented table; built before any query that reads it."""
+    if g.table is None:
+        raise RuntimeError("the augmented table is read before it is built")
+    return g.table
+
+
+def _kept_codes(g: LeafGroup) -> np.ndarray:
+    """The background codes kept by :func:`keep_background`."""
+    if g.background_codes is None:
+        raise RuntimeError("the background codes were not kept (the tables were built while streaming)")
+    return g.background_codes
 
 
 def has_tables(block: Block) -> bool:
@@ -512,7 +530,7 @@ def table_entries(g: LeafGroup, subsets: np.ndarray) -> np.ndarray:
     if g.table is not None:
         return np.take_along_axis(g.table, subsets.T.astype(np.int64), axis=1).T
     full = (1 << g.e) - 1
-    zc = g.background_codes
+    zc = _kept_codes(g)
     out = np.empty(subsets.shape)
     for i, u in enumerate(subsets.astype(zc.dtype)):
         out[i] = ((zc | u[None]) == full).sum(axis=0) / g.n_background
@@ -527,6 +545,7 @@ def _shapley_weights_t(e: int) -> np.ndarray:
 
 
 _PAIR_BATCH = 2**20  # table entries of scratch per batch of (row, leaf) pairs
+_HIST_CHUNK = 2**20  # (background row, leaf) codes per bincount when the tables are built from kept codes
 
 
 def _shap_rows(g: LeafGroup, c: np.ndarray) -> np.ndarray:
@@ -558,7 +577,7 @@ def _shap_rows(g: LeafGroup, c: np.ndarray) -> np.ndarray:
             batch = pairs[a : a + step]
             subsets = _deposit(bits[batch], p)
             leaf = batch % g.n_leaves
-            out_flat[batch] = _subset_sum_top(g.table[leaf[:, None], subsets], subsets, e)
+            out_flat[batch] = _subset_sum_top(_table(g)[leaf[:, None], subsets], subsets, e)
     return out
 
 
@@ -586,7 +605,7 @@ def _row_subset_tables(g: LeafGroup, code: np.ndarray) -> list[tuple[np.ndarray,
     counts, over the same n_b, as the full table.
     """
     e = g.e
-    zc = g.background_codes
+    zc = _kept_codes(g)
     full = (1 << e) - 1
     relevant = (zc | code.astype(zc.dtype)[None]) == full
     zi, li = np.nonzero(relevant)
@@ -680,7 +699,7 @@ def _shap_table(g: LeafGroup) -> np.ndarray:
     """(L, 2**e, e): SHAP values of the leaf's game (without its value) for every code."""
     def build() -> np.ndarray:
         h = np.empty((g.n_leaves, 1 << g.e, g.e))  # C order: transformed in place in this layout
-        np.multiply(g.table[:, :, None], shapley_weights(g.e).T[None], out=h)
+        np.multiply(_table(g)[:, :, None], shapley_weights(g.e).T[None], out=h)
         return subset_sum_axis1(h, g.e)
     return _cached(g, "shap", build)
 
@@ -689,7 +708,7 @@ def _interaction_table(g: LeafGroup) -> np.ndarray:
     """(L, 2**e, e, e): SHAP interaction values of the leaf's game for every code."""
     def build() -> np.ndarray:
         h = np.empty((g.n_leaves, 1 << g.e, g.e, g.e))  # C order: transformed in place in this layout
-        np.multiply(g.table[:, :, None, None], np.moveaxis(interaction_weights(g.e), 2, 0)[None], out=h)
+        np.multiply(_table(g)[:, :, None, None], np.moveaxis(interaction_weights(g.e), 2, 0)[None], out=h)
         return subset_sum_axis1(h, g.e)
     return _cached(g, "inter", build)
 
@@ -760,7 +779,7 @@ def _component_table(g: LeafGroup, r: int) -> np.ndarray:
         vb = (v[:, None] >> np.arange(r)[None]) & 1  # (2**r, r)
         expand = (vb[None] << bits[:, None, :]).sum(axis=2)  # (n_s, 2**r) full masks of sub-subsets
         sign = np.where((r - vb.sum(axis=1)) % 2 == 0, 1.0, -1.0)
-        return subset_sum(g.table[:, expand] * sign[None, None], r)
+        return subset_sum(_table(g)[:, expand] * sign[None, None], r)
     return _cached(g, ("comp", r), build)
 
 

@@ -25,8 +25,6 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg
-from scipy.optimize import linprog
 
 logger = logging.getLogger(__name__)
 
@@ -70,6 +68,8 @@ def independent_columns(phi: np.ndarray) -> np.ndarray:
     """Sorted indices of a maximal set of linearly independent columns (QR with column pivoting)."""
     if phi.shape[1] == 0 or phi.shape[0] == 0:
         return np.arange(0)
+    import scipy.linalg  # on first use: `import kandinsky_cp` stays light
+
     _, r, piv = scipy.linalg.qr(phi, mode="economic", pivoting=True)
     diag = np.abs(np.diag(r))
     if diag.size == 0 or diag[0] == 0:
@@ -92,6 +92,8 @@ def standardise(phi: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, float]
 
 def _highs_dual(phi: np.ndarray, scores: np.ndarray, tau: float, rhs: np.ndarray):
     # HiGHS presolve costs ~1 s on this box-constrained dual and gains nothing: off.
+    from scipy.optimize import linprog
+
     res = linprog(-scores, A_eq=phi.T, b_eq=rhs, bounds=(tau - 1.0, tau), method="highs",
                   options={"presolve": False, "primal_feasibility_tolerance": 1e-10,
                            "dual_feasibility_tolerance": 1e-10})
@@ -257,14 +259,15 @@ def solve_quantile_lp(phi: np.ndarray, scores: np.ndarray, tau: float,
     else:
         z = (scores - (phi if cap_rows is None or not len(cap_rows) else np.vstack([phi, cap_rows])) @ v) / s
         beta_std, eta_hint = _highs_dual(p, z, tau, rhs)
-        basis = _pick_basis(p, z - p @ beta_std, eta_hint, tau)
-        if basis is None:  # no interpolating vertex found: keep HiGHS' solution
+        picked = _pick_basis(p, z - p @ beta_std, eta_hint, tau)
+        if picked is None:  # no interpolating vertex found: keep HiGHS' solution
             beta = np.zeros(d)
             beta[cols] = s * beta_std + v[cols]
             resid = scores - p @ beta[cols]
             n_int = int(np.sum(np.abs(resid) <= 1e-9 * s))
             return QuantileLPResult(beta=beta, duals=eta_hint, objective=float(eta_hint @ scores), n_interpolated=n_int,
                                     basis=np.arange(0), columns=cols, center=v, scale=s)
+        basis = picked
     beta_red, eta, basis, pivots = _active_set(p, scores, tau, rhs, basis, eta_hint, max_iter)
     if pivots:
         logger.debug("quantile LP: %d active-set pivots after the start vertex", pivots)

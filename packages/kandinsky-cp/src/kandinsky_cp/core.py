@@ -16,8 +16,7 @@ from typing import Any
 
 import numpy as np
 from icml25_shared.random import check_random_state
-from sklearn.base import is_classifier
-from sklearn.exceptions import NotFittedError
+from icml25_shared.validation import Interval, check_param, check_params
 
 from kandinsky_cp._lp import _CAP, InfeasibleQuantileLP, independent_columns, solve_quantile_lp
 from kandinsky_cp.groups import as_group
@@ -70,13 +69,20 @@ class GroupQuantileFit:
         return np.where(z >= 0.5 * self.cap, np.inf, q)
 
 
-def _check_level(confidence_level: float) -> float:
-    if isinstance(confidence_level, bool) or not isinstance(confidence_level, (int, float, np.floating)):
-        raise TypeError(f"confidence_level must be a float in (0, 1), got {confidence_level!r}")
-    level = float(confidence_level)
-    if not 0.0 < level < 1.0:
-        raise ValueError(f"confidence_level must lie strictly between 0 and 1, got {level}")
-    return level
+_LEVEL = Interval(float, 0, 1, closed="neither")
+_PARAMETER_CONSTRAINTS: dict[str, list[Any]] = {
+    "confidence_level": [_LEVEL, (list, tuple, np.ndarray)],
+    "prefit": ["boolean"],
+    "finite_sample_correction": ["boolean"],
+    "randomize": ["boolean"],
+    "random_state": ["random_state"],
+    "exact": ["boolean"],
+}
+
+
+def _check_level(confidence_level: float, owner: str = "KandinskyCP") -> float:
+    check_param("confidence_level", confidence_level, [_LEVEL], owner=owner)
+    return float(confidence_level)
 
 
 def phantom_points(phi: np.ndarray) -> np.ndarray:
@@ -130,7 +136,8 @@ def group_quantile_regression(phi: np.ndarray, scores: np.ndarray, *, confidence
         exactly split / Mondrian conformal prediction; off gives ceil(n_j (1 - alpha)).
     names: group names used in error messages.
     """
-    level = _check_level(confidence_level)
+    level = _check_level(confidence_level, owner="group_quantile_regression")
+    check_param("finite_sample_correction", finite_sample_correction, ["boolean"], owner="group_quantile_regression")
     phi = np.asarray(phi, dtype=float)
     scores = np.asarray(scores, dtype=float).ravel()
     if phi.ndim != 2 or phi.shape[0] != scores.shape[0]:
@@ -219,7 +226,7 @@ class IntervalUnion:
             raise ValueError(f"y has {y.shape[0]} values but the union has {self.bounds.shape[0]} rows")
         with np.errstate(invalid="ignore"):
             inside = (self.bounds[:, :, 0] <= y[:, None]) & (y[:, None] <= self.bounds[:, :, 1])
-        return inside.any(axis=1)
+        return np.asarray(inside.any(axis=1))
 
     def width(self) -> np.ndarray:
         """(n,) total length of each row's set."""
@@ -386,6 +393,7 @@ class KandinskyCP:
         With ``score="normalized"`` and a ``scale_estimator`` that has ``fit``, a clone of it is fitted
         on (X, |y - estimator.predict(X)|) as well (``scale_estimator_``).
         """
+        check_params(vars(self), _PARAMETER_CONSTRAINTS, owner="KandinskyCP")
         if self.prefit:
             raise ValueError("prefit=True: the estimator is already fitted; call conformalize directly "
                              "or construct with prefit=False")
@@ -404,6 +412,7 @@ class KandinskyCP:
 
         X_conformalize: (n, p) array or DataFrame; y_conformalize: (n,) labels or targets.
         """
+        check_params(vars(self), _PARAMETER_CONSTRAINTS, owner="KandinskyCP")
         levels = self._levels()
         low = [v for v in levels if v < 0.5]
         if low:
@@ -429,7 +438,7 @@ class KandinskyCP:
             if not hasattr(estimator, "predict_proba"):
                 raise TypeError(f"score {score.name!r} is for classification but the estimator has no predict_proba")
             self.task_ = "classification"
-            self.classes_ = np.asarray(estimator.classes_)
+            self.classes_: np.ndarray | None = np.asarray(estimator.classes_)
             idx = _label_index(self.classes_, y, "calibration labels")
             proba = np.asarray(estimator.predict_proba(X_conformalize), dtype=float)
             if score.randomized:
@@ -528,21 +537,22 @@ class KandinskyCP:
         self._check_conformalized("predict_set")
         if self.task_ != "classification":
             raise ValueError("predict_set is for classification scores; use predict_interval for regression")
+        classes = self._class_labels()
         proba = self._test_proba(X)
         n, k = proba.shape
         n_levels = len(self._levels())
         out = np.zeros((n, k, n_levels), dtype=bool)
         zero = np.zeros(n, dtype=bool)
-        rows = _row_hash(X) if (self.tie_noise_ > 0 or self.score_.randomized) else None
+        rows = _row_hash(X) if (self.tie_noise_ > 0 or self.score_.randomized) else np.zeros(0, np.uint64)
         u = _uniform(self._key, _SCORE_STREAM, rows) if self.score_.randomized else None
         # one tie-breaking uniform per row, shared by its labels (as Romano et al. randomise): scores
         # that are ordered within a row stay ordered, so the noise only decides where the row's set ends
         tie = self.tie_noise_ * _uniform(self._key, 1, rows) if self.tie_noise_ > 0 else None
-        for j, label in enumerate(self.classes_):
+        for j, label in enumerate(classes):
             scores = self._class_scores(proba, j, u)
             if tie is not None:
                 scores = scores + tie
-            labels = np.full(n, label, dtype=self.classes_.dtype) if self.groups_.uses_label else None
+            labels = np.full(n, label, dtype=classes.dtype) if self.groups_.uses_label else None
             phi = self.groups_(X, labels)
             for i in range(n_levels):
                 out[:, j, i] = scores <= self._thresholds(phi, zero, i)
@@ -606,7 +616,10 @@ class KandinskyCP:
         pred = self._regression_inputs(X)
         n = pred.shape[0]
         zero = np.zeros(n, dtype=bool)
-        lower, upper, rep = _bin_representatives(self.groups_.label_edges)
+        edges = self.groups_.label_edges
+        if edges is None:  # uses_label without edges is refused at conformalize
+            raise ValueError("the groups read the label but declare no label bins")
+        lower, upper, rep = _bin_representatives(edges)
         unions = []
         phis = [self.groups_(X, np.full(n, r)) for r in rep]
         for i in range(len(self._levels())):
@@ -635,21 +648,22 @@ class KandinskyCP:
                              "one group with weight 1): intercept(), mondrian(), by_class(), a single by_feature(); "
                              f"got {self.group_names_[:5]}")
         if self.task_ == "classification":
+            classes = self._class_labels()
             proba = self._test_proba(X)
             n = proba.shape[0]
             rows = _row_hash(X)
             u = _uniform(self._key, _SCORE_STREAM, rows) if self.score_.randomized else None
             if y is None:
                 cols = []
-                for j, label in enumerate(self.classes_):
-                    labels = np.full(n, label, dtype=self.classes_.dtype) if self.groups_.uses_label else None
+                for j, label in enumerate(classes):
+                    labels = np.full(n, label, dtype=classes.dtype) if self.groups_.uses_label else None
                     cols.append(self._p_value(self._class_scores(proba, j, u), self.groups_(X, labels),
                                               rows, j, smoothing))
                 return np.column_stack(cols)
             y = np.asarray(y).ravel()
             if len(y) != n:
                 raise ValueError(f"X has {n} rows but y has {len(y)}")
-            idx = _label_index(self.classes_, y, "p_values labels y")
+            idx = _label_index(classes, y, "p_values labels y")
             s = (self.score_.score(proba, idx, u) if self.score_.randomized else self.score_.score(proba, idx))
             return self._p_value(np.asarray(s, dtype=float), self.groups_(X, y if self.groups_.uses_label else None),
                                  rows, 0, smoothing)
@@ -664,8 +678,13 @@ class KandinskyCP:
                              _row_hash(X), 0, smoothing)
 
     # ----- internals ------------------------------------------------------------------------------
+    def _class_labels(self) -> np.ndarray:
+        if self.classes_ is None:
+            raise ValueError("no classes: the estimator was conformalized with a regression score")
+        return self.classes_
+
     def _levels(self) -> tuple[float, ...]:
-        level = self.confidence_level
+        level: Any = self.confidence_level
         if isinstance(level, (list, tuple, np.ndarray)):
             if len(level) == 0:
                 raise ValueError("confidence_level is an empty sequence; pass a float or a non-empty sequence")
@@ -744,6 +763,8 @@ class KandinskyCP:
     def _estimator(self) -> Any:
         if not self.prefit:
             if not hasattr(self, "estimator_"):
+                from sklearn.exceptions import NotFittedError
+
                 raise NotFittedError("prefit=False: call fit(X, y) before conformalize")
             return self.estimator_
         if self.estimator is None:
@@ -759,6 +780,8 @@ class KandinskyCP:
 
     def _check_conformalized(self, method: str) -> None:
         if not hasattr(self, "groups_"):
+            from sklearn.exceptions import NotFittedError
+
             raise NotFittedError(f"call conformalize(X_cal, y_cal) before {method}")
 
     def _thresholds(self, phi: np.ndarray, zero: np.ndarray, level_index: int = 0) -> np.ndarray:
@@ -856,6 +879,8 @@ def _is_classifier(estimator: Any) -> bool:
     if isinstance(estimator, (list, tuple)):
         return False
     try:
+        from sklearn.base import is_classifier
+
         return bool(is_classifier(estimator))
     except (AttributeError, TypeError):  # not a scikit-learn estimator
         return False

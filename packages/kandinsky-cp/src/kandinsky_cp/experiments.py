@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 from icml25_shared.cli import RunContext
-from icml25_shared.random import UNSET, check_random_state, renamed_seed, spawn
+from icml25_shared.random import check_random_state, spawn
 from icml25_shared.tables import markdown_table
 
 from kandinsky_cp import KandinskyCP, group_quantile_regression
@@ -81,10 +81,10 @@ def cps_covariate_groups() -> G.Group:
 def cps_groups(edges: np.ndarray) -> G.Group:
     """Covariate groups + 4 wage brackets (quartiles) + afam x {below, above the median wage}."""
     afam = G.fractional(lambda X, y: np.asarray(X)[:, 2], names="afam")
-    return G.concat(cps_covariate_groups(), G.by_label_bins(edges), G.intersect(afam, G.by_label_bins(edges[1:2])))
+    return G.concat(cps_covariate_groups(), G.by_label_bins(list(edges)), G.intersect(afam, G.by_label_bins(list(edges[1:2]))))
 
 
-def cps_task(n_rows: int | None, random_state: Any = None, *, seed: Any = UNSET) -> tuple[Task, np.ndarray]:
+def cps_task(n_rows: int | None, random_state: Any = None) -> tuple[Task, np.ndarray]:
     """Build the CPS1988 task: a gradient-boosting model on a quarter of the rows, the rest as the pool.
 
     Parameters
@@ -93,8 +93,6 @@ def cps_task(n_rows: int | None, random_state: Any = None, *, seed: Any = UNSET)
         Subsample of CPS1988 rows (None: all 28,155).
     random_state : None, int or numpy Generator, optional
         Source of the subsample, the split and the model's seed.
-    seed : int, optional
-        Deprecated name of ``random_state``.
 
     Returns
     -------
@@ -105,7 +103,7 @@ def cps_task(n_rows: int | None, random_state: Any = None, *, seed: Any = UNSET)
     """
     from sklearn.ensemble import GradientBoostingRegressor
 
-    rng = check_random_state(renamed_seed(random_state, seed, owner="cps_task"))
+    rng = check_random_state(random_state)
     X, y = load_cps1988(n_rows, rng)
     perm = rng.permutation(len(y))
     n_train = len(y) // 4
@@ -121,15 +119,13 @@ def _dense_centre(X: Any) -> np.ndarray:
     return np.asarray(X)[:, 20:44].mean(axis=1) > 0.25
 
 
-def digits_task(random_state: Any = None, *, seed: Any = UNSET) -> Task:
+def digits_task(random_state: Any = None) -> Task:
     """Build the digits task: a weak logistic regression on 150 images, the other 1,647 as the pool.
 
     Parameters
     ----------
     random_state : None, int or numpy Generator, optional
         Source of the shuffle.
-    seed : int, optional
-        Deprecated name of ``random_state``.
 
     Returns
     -------
@@ -140,7 +136,7 @@ def digits_task(random_state: Any = None, *, seed: Any = UNSET) -> Task:
     from sklearn.linear_model import LogisticRegression
 
     d = load_digits()
-    perm = check_random_state(renamed_seed(random_state, seed, owner="digits_task")).permutation(len(d.target))
+    perm = check_random_state(random_state).permutation(len(d.target))
     X, y = d.data[perm] / 16.0, d.target[perm]
     model = LogisticRegression(C=0.02, max_iter=500).fit(X[:150], y[:150])
     dense = G.fractional(lambda X, y: _dense_centre(X), names="dense")
@@ -277,16 +273,17 @@ def run_comparison(task: Task, methods: dict, n_reps: int, n_cal: int, rng: np.r
         cov = np.nanmean([r.coverage for r in reports], axis=0)
         se = np.sqrt(np.nanmean([r.stderr**2 for r in reports], axis=0) / len(reports))
         worst = [r.worst_deviation for r in reports]
+        sizes = [r.set_size for r in reports if r.set_size is not None]  # _evaluate always measures it
         out[name] = {
             "report": GroupCoverage(names=groups.names, coverage=cov, stderr=se, weight=reports[0].weight,
                                     effective_n=reports[0].effective_n,
-                                    set_size=np.mean([r.set_size for r in reports], axis=0), confidence_level=LEVEL),
+                                    set_size=np.mean(sizes, axis=0), confidence_level=LEVEL),
             "coverage": float(np.mean([r.coverage[0] for r in reports])),
             "n_reps": len(reports),
             "worst_group_dev_mean": float(np.mean(worst)),
             "worst_group_dev_std": float(np.std(worst)),
             "worst_mean_group_dev": float(np.nanmax(np.abs(cov - LEVEL))),
-            "mean_size": float(np.mean([r.set_size[0] for r in reports])),
+            "mean_size": float(np.mean([size[0] for size in sizes])),
         }
     return out
 

@@ -251,9 +251,14 @@ class _ByLabelBins(Group):
         self.label_edges = _check_edges(edges, "by_label_bins")
         self.name = "by_label_bins"
 
+    def _edges(self) -> np.ndarray:
+        if self.label_edges is None:
+            raise ValueError("label bins need edges")
+        return self.label_edges
+
     @property
     def names(self) -> list[str]:
-        return _bin_names(self.label_edges, "y")
+        return _bin_names(self._edges(), "y")
 
     def _transform(self, X, y):
         return _bin_onehot(np.asarray(y, dtype=float).ravel(), self.label_edges, "by_label_bins: y")
