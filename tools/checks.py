@@ -18,7 +18,6 @@
     python tools/checks.py readme [--write]   # the install line of every package, from its [tool.icml25]
                                               #     install: in its README and the root table (--write
                                               #     renders the root table's column)
-    python tools/checks.py lowest --packages fastpd   # declared lower bounds (tools/lowest.py)
 
 Each failure is printed as ``path:line: message``; the exit code is 1 when anything failed.
 """
@@ -728,14 +727,8 @@ def check_wheels(members: list[Member], selected: set[str] | None = None, *, ins
 
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "lowest":  # its own options: tools/lowest.py parses them
-        sys.path.insert(0, str(Path(__file__).resolve().parent))
-        import lowest
-
-        return lowest.main(argv[1:])
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("check", choices=["wheels", "shape", "readme", "lowest"],
-                        help="lowest: see `python tools/checks.py lowest --help`")
+    parser.add_argument("check", choices=["wheels", "shape", "readme"])
     parser.add_argument("packages", nargs="*", help="limit 'wheels' to these distributions")
     parser.add_argument("--root", type=Path, default=ROOT, help="workspace root (for tests)")
     parser.add_argument("--bare-only", action="store_true",

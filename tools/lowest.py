@@ -1,7 +1,7 @@
 """Test a member at the lowest versions its pyproject declares (CI's `lowest` job).
 
-    python tools/checks.py lowest --packages fastpd          # or: python tools/lowest.py --packages fastpd,dsi
-    python tools/checks.py lowest --packages all --keep       # every member; keep the venvs under out/lowest/
+    python tools/lowest.py --packages fastpd,dsi
+    python tools/lowest.py --packages all --keep   # every member; keep the venvs under out/lowest/
 
 For each member, uv resolves the member's declared requirements (its base dependencies, those of every
 extra but `test`, and those of the icml25-shared extras it asks for) with ``--resolution lowest-direct``:

@@ -87,21 +87,20 @@ def test_lowest_covers_every_member_and_wheels_run_twine():
                          capture_output=True, text=True, check=True).stdout.splitlines()
     assert out == ["packages=[]", f"members={json.dumps(['icml25-shared', *PACKAGES])}"]
     assert python_of(lowest) == "3.10"
-    assert "python tools/checks.py lowest --packages ${{ matrix.package }}" in run_lines(lowest)
+    assert "python tools/lowest.py --packages ${{ matrix.package }}" in run_lines(lowest)
     wheels = run_lines(ci["jobs"]["wheels"])
     assert "python tools/checks.py wheels" in wheels and any("twine" in line for line in wheels)
 
 
-def test_checks_cli_hands_lowest_to_tools_lowest(monkeypatch):
-    import types
+def test_tools_import_no_circle():
+    """lowest.py imports checks.py; checks.py imports neither lowest nor dev (no circle among the tools)."""
+    import ast
 
-    import checks
-
-    seen = []
-    monkeypatch.setitem(sys.modules, "lowest", types.SimpleNamespace(main=lambda argv: seen.append(argv) or 7))
-    assert checks.main(["lowest", "--packages", "fastpd"]) == 7
-    assert seen == [["--packages", "fastpd"]]
-
+    for name in ("checks", "release", "plan"):
+        tree = ast.parse((ROOT / "tools" / f"{name}.py").read_text())
+        imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        imported |= {node.module for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
+        assert not imported & {"lowest", "dev", "docs", "new_package"}, (name, imported)
 
 def test_release_on_package_tags():
     rel = load("release.yml")
