@@ -168,7 +168,7 @@ def run_member(member: Member, members: list[Member], *, keep: Path | None, mark
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python tools/checks.py lowest", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python tools/lowest.py", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--packages", required=True, help="comma-separated distributions, or 'all'")
     parser.add_argument("--keep", type=Path, default=None, help="keep venvs and pins under this folder")
