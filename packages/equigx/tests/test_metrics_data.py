@@ -109,3 +109,24 @@ def test_training_reduces_the_loss():
     assert result.losses[-1] < 0.8 * result.losses[0], result.losses
     with pytest.raises(ValueError, match="labels"):
         train(model, Graphs(graphs.pos, graphs.node_attr, graphs.batch, graphs.n_graphs), epochs=1)
+
+
+def test_degree_alone_finds_shapes_motifs_but_not_decoy_shapes_motifs():
+    from equigx import TFN
+    from equigx.baselines import DegreeBaseline
+    from equigx.data import make_decoy_shapes
+    from equigx.metrics import explanation_auroc
+
+    torch.manual_seed(0)
+    model = TFN(n_out=5, mul=2, lmax=1, r_max=1.5)
+    shapes, decoy = make_shapes(60, random_state=0), make_decoy_shapes(60, random_state=0)
+    on = {name: explanation_auroc(DegreeBaseline(model).explain(g).node_relevance, g.node_mask, g.batch)
+          for name, g in (("shapes", shapes), ("decoy", decoy))}
+    assert on["shapes"] > 0.95 and 0.4 < on["decoy"] < 0.6, on
+    # the degree is the number of other nodes within the cutoff, by brute force
+    g = decoy.select([0])
+    d = torch.cdist(g.pos, g.pos)
+    brute = ((d < 1.5).sum(dim=1) - 1).numpy()
+    np.testing.assert_array_equal(DegreeBaseline(model).explain(g).node_relevance, brute)
+    # the mask holds exactly the class motif's points
+    assert decoy.node_mask.sum() == sum(len(MOTIFS[n]) for n in np.array(list(MOTIFS))[decoy.y.numpy()])

@@ -14,7 +14,8 @@ def test_demo_quick_writes_table_json_and_figure(tmp_path):
     run = run_command(main, "demo", tmp_path, expect=("md", "json", "png"))
     assert run.table.startswith("| explainer | AUROC |")
     rows = {r["explainer"]: r["AUROC"] for r in run.result["rows"]}
-    assert set(rows) == {"equigx-node", "equigx-split", "gradient", "gradcam", "input_x_gradient", "random"}
+    assert set(rows) == {"equigx-node", "equigx-split", "gradient", "gradcam", "input_x_gradient", "degree", "random"}
+    assert all({"low", "high"} <= set(r) for r in run.result["rows"])  # the figure's intervals are stored too
     assert all(0.0 <= v <= 1.0 for v in rows.values())
     assert 0.0 <= run.result["test_accuracy"] <= 1.0
 
@@ -27,9 +28,9 @@ def test_run_seed_reports_every_metric(monkeypatch):
                  "model": {**cfg["model"], "mul": 2, "lmax": 1 if t == "shapes" else 2}}
              for t, cfg in experiments.SETTINGS.items()}
     monkeypatch.setattr(experiments, "SETTINGS", small)
-    for task in ("shapes", "spiral"):
+    for task in ("shapes", "decoy", "spiral"):
         out = experiments.run_seed(task, np.random.default_rng(0), quick=True, slow_baselines=False)
-        assert out["n_test"] == 6
+        assert out["n_test"] == 6 and "degree" in out["explainers"]
         for name, row in out["explainers"].items():
             assert 0.0 <= row["auroc"] <= 1.0, name
             assert -1.0 <= row["fid_plus"] <= 1.0 and row["seconds"] >= 0

@@ -11,6 +11,8 @@
 - :class:`LRIBernoulli`: learnable randomness injection with Bernoulli point masks (Miao et al. 2023), on
   the frozen model (post hoc).
 - :class:`RandomExplainer`: uniform scores.
+- :class:`DegreeBaseline`: each node's number of neighbours within the model's cutoff (no model gradient):
+  the score an explainer must beat before it can be said to use geometry.
 
 ``z`` is the explained output of :func:`equigx.explain.target_output` (the target's logit).
 """
@@ -35,8 +37,9 @@ from equigx.explain import Attribution, eval_mode, is_regression, model_geometry
 from equigx.graphs import Geometry, Graphs
 from equigx.models import Convolution
 
-__all__ = ["BASELINES", "CoordinateGradient", "GNNExplainer", "GradCAM", "InputXGradient", "IntegratedGradients",
-           "LRIBernoulli", "PGExplainer", "RandomExplainer", "Saliency", "graph_forward", "node_embeddings"]
+__all__ = ["BASELINES", "CoordinateGradient", "DegreeBaseline", "GNNExplainer", "GradCAM", "InputXGradient",
+           "IntegratedGradients", "LRIBernoulli", "PGExplainer", "RandomExplainer", "Saliency", "graph_forward",
+           "node_embeddings"]
 
 
 def _require(module: str, extra: str = "peers") -> Any:
@@ -379,6 +382,41 @@ class GNNExplainer(_Base):
                              else t[:, None].to(graphs.node_attr) if binary else t)
             result = explainer(graphs.node_attr.detach(), edge_index, target=target_values)
         return self._result(result.node_mask[:, 0], graphs, t, pred)
+
+
+class DegreeBaseline(_Base):
+    """Node score = number of neighbours within the model's cutoff (self-loops not counted).
+
+    Uses no gradient and no learned weight: on a data set where the ground-truth nodes are the densely
+    connected ones it scores high AUROC without looking at directions or at the model's reasoning.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        The network (its radius graph and its prediction).
+    """
+
+    name = "degree"
+
+    def explain(self, graphs: Graphs, target: Any = None) -> Attribution:
+        """Degrees.
+
+        Parameters
+        ----------
+        graphs : Graphs
+            The batch.
+        target : None, int or array of int, optional
+            Class to explain (None: the prediction); the scores do not depend on it.
+
+        Returns
+        -------
+        Attribution
+            The degrees as scores.
+        """
+        geo, t, pred = self._setup(graphs, target)
+        real = geo.edge_src != geo.edge_dst
+        degree = torch.bincount(geo.edge_dst[real], minlength=graphs.n_nodes).to(torch.float64)
+        return self._result(degree, graphs, t, pred)
 
 
 class RandomExplainer(_Base):
@@ -766,4 +804,4 @@ class LRIBernoulli(_MaskExplainer):
 
 BASELINES: dict[str, type] = {c.name: c for c in (CoordinateGradient, GradCAM, InputXGradient, Saliency,
                                                     IntegratedGradients, GNNExplainer, PGExplainer, LRIBernoulli,
-                                                    RandomExplainer)}
+                                                    RandomExplainer, DegreeBaseline)}

@@ -4,6 +4,9 @@ Shapes: one regular motif (tetrahedron, cube, octahedron, square pyramid or tria
 random rotation, scale jitter) among uniform distractor points that keep a minimum distance from each
 other and from the motif. Label = motif type; ground truth = the motif's nodes.
 
+Decoy Shapes: the motif among decoys, jittered copies of randomly drawn motifs, instead of sparse distractors, so
+that motif and background nodes have about the same number of neighbours and node degree cannot find the motif.
+
 Spiral Noise: a left- or right-handed helix among distractors. Label = handedness (1 = right); ground
 truth = the helix's nodes. Mirror images have opposite labels, so an E(3)-invariant read-out cannot
 separate them: the model reads a pseudoscalar.
@@ -17,7 +20,7 @@ from icml25_shared.random import RandomStateLike, check_random_state
 
 from equigx.graphs import Graphs
 
-__all__ = ["MOTIFS", "helix", "make_shapes", "make_spiral", "random_rotation"]
+__all__ = ["MOTIFS", "helix", "make_decoy_shapes", "make_shapes", "make_spiral", "random_rotation"]
 
 
 def _motifs() -> dict[str, np.ndarray]:
@@ -129,6 +132,69 @@ def make_shapes(n_graphs: int, *, n_distractors: tuple[int, int] = (10, 20), box
     return _finish(pos_list, masks, labels, rng, dtype)
 
 
+def make_decoy_shapes(n_graphs: int, *, n_decoys: tuple[int, int] = (2, 3), jitter: float = 0.2,
+                      decoy_scale: float = 0.8, separation: float = 3.2, box: float = 4.0, scale_jitter: float = 0.05,
+                      random_state: RandomStateLike = None, dtype: torch.dtype = torch.float32) -> Graphs:
+    """Shapes with degree-matched backgrounds: the class motif among decoy clusters; ground truth = motif nodes.
+
+    Each decoy is a motif of a uniformly drawn type (possibly the class's own), rotated, with independent
+    Gaussian noise of standard deviation ``jitter`` on every coordinate: it keeps the motif's size, point
+    count and density (hence about the same node degrees at a cutoff of 1.5) but not its regular geometry.
+    Clusters lie ``separation`` apart (centre to centre), so no edge of a 1.5 cutoff joins two clusters.
+
+    Parameters
+    ----------
+    n_graphs : int
+        Number of graphs; labels cycle through the five motifs.
+    n_decoys : (int, int), default (2, 3)
+        Inclusive range of the number of decoy clusters.
+    jitter : float, default 0.2
+        Noise on the decoys' coordinates (motif edges have length 1).
+    decoy_scale : float, default 0.8
+        Decoys are shrunk by this factor before the noise, so that the noise does not push their neighbours out
+        of the cutoff (which would make them sparser than the motif).
+    separation : float, default 3.2
+        Minimum distance between cluster centres.
+    box : float, default 4.0
+        Cluster centres are uniform in ``[-box, box]^3``.
+    scale_jitter : float, default 0.05
+        Every cluster is scaled by a uniform factor in ``1 +- scale_jitter``.
+    random_state : None, int or numpy Generator
+        Source of randomness.
+    dtype : torch.dtype, default torch.float32
+        Floating dtype.
+
+    Returns
+    -------
+    Graphs
+        With ``y`` (motif index) and ``node_mask`` (the class motif's nodes).
+    """
+    if n_graphs < 1:
+        raise ValueError(f"n_graphs must be positive, got {n_graphs}")
+    rng = check_random_state(random_state)
+    names = tuple(MOTIFS)
+    pos_list, masks, labels = [], [], []
+    for g in range(n_graphs):
+        label = g % len(names)
+        n = int(rng.integers(n_decoys[0], n_decoys[1] + 1))
+        centres: list[np.ndarray] = []
+        while len(centres) < n + 1:
+            c = rng.uniform(-box, box, size=3)
+            if all(np.linalg.norm(c - d) >= separation for d in centres):
+                centres.append(c)
+        clusters = []
+        for k, centre in enumerate(centres):
+            kind = names[label] if k == 0 else names[int(rng.integers(len(names)))]
+            points = MOTIFS[kind] * rng.uniform(1 - scale_jitter, 1 + scale_jitter)
+            if k:
+                points = points * decoy_scale + rng.normal(scale=jitter, size=points.shape)
+            clusters.append(points @ random_rotation(rng).T + centre)
+        pos_list.append(np.concatenate(clusters))
+        masks.append(np.arange(len(pos_list[-1])) < len(clusters[0]))
+        labels.append(label)
+    return _finish(pos_list, masks, labels, rng, dtype)
+
+
 def helix(n_points: int, *, handed: int = 1, radius: float = 1.0, turn: float = np.pi / 3,
           rise: float = 0.35) -> np.ndarray:
     """Points on a helix, centred; ``handed=+1`` right-handed, ``-1`` its mirror image.
@@ -159,7 +225,10 @@ def helix(n_points: int, *, handed: int = 1, radius: float = 1.0, turn: float = 
 def make_spiral(n_graphs: int, *, helix_points: tuple[int, int] = (7, 9), n_distractors: tuple[int, int] = (8, 14),
                 box: float = 2.5, min_dist: float = 0.9, random_state: RandomStateLike = None,
                 dtype: torch.dtype = torch.float32) -> Graphs:
-    """Spiral Noise: a left- or right-handed helix among distractors; label 1 = right-handed.
+    """Decoy Shapes: the motif among decoys, jittered copies of randomly drawn motifs, instead of sparse distractors, so
+that motif and background nodes have about the same number of neighbours and node degree cannot find the motif.
+
+Spiral Noise: a left- or right-handed helix among distractors; label 1 = right-handed.
 
     Parameters
     ----------
