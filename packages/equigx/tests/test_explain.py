@@ -93,6 +93,7 @@ def test_coordinate_gradient_equals_finite_differences(tfn64, shapes64):
 
 def test_head_relevance_equals_captum_lrp_epsilon():
     import captum.attr as captum  # in the test extra: this parity check runs, never skips
+
     from equigx.rules import RuleContext, find_rule
 
     torch.manual_seed(0)
@@ -128,6 +129,7 @@ def test_head_relevance_equals_zennit_epsilon(monkeypatch):
                               ("torchvision.models.resnet", resnet)):
                 monkeypatch.setitem(sys.modules, name, mod)
     import zennit.attribution as zennit_attr  # in the test extra: this parity check runs, never skips
+
     from equigx.rules import RuleContext, find_rule
 
     torch.manual_seed(1)

@@ -225,10 +225,7 @@ def helix(n_points: int, *, handed: int = 1, radius: float = 1.0, turn: float = 
 def make_spiral(n_graphs: int, *, helix_points: tuple[int, int] = (7, 9), n_distractors: tuple[int, int] = (8, 14),
                 box: float = 2.5, min_dist: float = 0.9, random_state: RandomStateLike = None,
                 dtype: torch.dtype = torch.float32) -> Graphs:
-    """Decoy Shapes: the motif among decoys, jittered copies of randomly drawn motifs, instead of sparse distractors, so
-that motif and background nodes have about the same number of neighbours and node degree cannot find the motif.
-
-Spiral Noise: a left- or right-handed helix among distractors; label 1 = right-handed.
+    """Spiral Noise: a left- or right-handed helix among distractors; label 1 = right-handed.
 
     Parameters
     ----------
