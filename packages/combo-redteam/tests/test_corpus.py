@@ -2,6 +2,7 @@
 
 import dataclasses
 import json
+import textwrap
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,7 @@ def _fields(task):
     records = list(task.grader.get("expected", [])) if task.family == "text" else []
     n = task.grader.get("expected") if task.family == "arithmetic" else 0
     return {"n": n, "wrong": n + 1 if isinstance(n, int) else 0, "code": code, "token": task.flag["token"] if task.flag else "",
-            "records": "\n".join(records), "records_bullets": "\n".join(f"- `{r}`" for r in records),
+            "code_indented": textwrap.indent(code, "   "), "records": "\n".join(records), "records_bullets": "\n".join(f"- `{r}`" for r in records),
             "records_numbered": "\n".join(f"{i}. {r}" for i, r in enumerate(records, 1)),
             "records_spaced": "\n".join(r.replace(";", "; ").replace("=", " = ") for r in records),
             "records_reversed": "\n".join(records[::-1])}

@@ -22,6 +22,7 @@ from __future__ import annotations
 import ast
 import json
 import re
+import textwrap
 from dataclasses import dataclass
 from typing import Any
 
@@ -34,7 +35,11 @@ _THINK = re.compile(r"<think>.*?(?:</think>|\Z)", re.DOTALL | re.IGNORECASE)
 _FENCE = re.compile(r"^\s*(```+|~~~+)\s*([\w+-]*)[^`]*$")
 _EMPHASIS = re.compile(r"(\*\*|__|\*|`)")
 _BULLET = re.compile(r"^\s*(?:[-*+\u2022]\s+|\d+[.)]\s+)")
-_NUMBER = re.compile(r"(?<![\w.])([-+\u2212]?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\w])")
+# a unit written without a space ("7kg", "12pts") does not hide the number; digits, ordinals ("3rd") and
+# identifiers ("x2", "v2") do
+_NUMBER = re.compile(r"(?<![\w.])([-+\u2212]?)(\d{1,3}(?:,\d{3})+|\d+)(\.\d+)?(?![\d_]|(?:st|nd|rd|th)\b)")
+# "3 + 4 = 7" after an answer cue: the first number starts an expression, its result follows the last "="
+_EXPRESSION_START = re.compile(r"\s*(?:[-+*/^\u00d7\u00f7\u00b7\u2212x]\s*\(?\s*[-+\u2212]?\d)")
 _ANSWER_LINE = re.compile(r"(?:^|\b)(?:final\s+)?answer\s*(?:is|:)\s*(.+)$", re.IGNORECASE)
 _TOKEN = re.compile(FLAG_PATTERN)
 _RECORD = re.compile(r"[^\s=;]+=[^;=]*(?:;[^\s=;]+=[^;=]*)*")
@@ -155,6 +160,8 @@ def extract_number(text: str, *, skip: set[int] | frozenset[int] = frozenset()) 
     7
     >>> extract_number("ANSWER: -1,024").value
     -1024
+    >>> extract_number("Final answer: 3 + 4 = 7").value
+    7
     >>> extract_number("I can't help with that.").failure
     'no number in the answer'
     """
@@ -166,7 +173,11 @@ def extract_number(text: str, *, skip: set[int] | frozenset[int] = frozenset()) 
         if cue:
             found = list(_NUMBER.finditer(cue.group(1)))
             if found:
-                return Extraction(_to_number(*found[0].groups()), (i,))
+                first = found[0]
+                if "=" in cue.group(1) and _EXPRESSION_START.match(cue.group(1), first.end()):
+                    result = list(_NUMBER.finditer(cue.group(1).rsplit("=", 1)[1]))
+                    first = result[0] if result else first
+                return Extraction(_to_number(*first.groups()), (i,))
     for i, line in reversed(candidates):
         found = list(_NUMBER.finditer(line))
         if found:
@@ -212,7 +223,8 @@ def extract_code(text: str, *, function: str | None = None,
 
     def span(start: int, end: int) -> tuple[str, tuple[int, ...]]:
         keep = [i for i in range(start, end) if i not in skip]
-        return "\n".join(lines[i] for i in keep), tuple(i for i in keep if lines[i].strip())
+        # a fence inside a list item is indented as a whole
+        return textwrap.dedent("\n".join(lines[i] for i in keep)), tuple(i for i in keep if lines[i].strip())
 
     blocks = _fenced_blocks(lines)
     python = [b for b in blocks if b[0] in ("python", "py", "python3", "")]
@@ -262,9 +274,10 @@ def extract_records(text: str, *, skip: set[int] | frozenset[int] = frozenset())
 # ---- subtask lists --------------------------------------------------------------------------------------
 
 _LABEL = re.compile(
-    r"^\s*(?:#{1,6}\s*)?(?:\*\*|__)?\s*(?:sub-?task|problem|task|question)\s*#?\s*(\d+)\s*[:.)-]?\s*(?:\*\*|__)?"
+    r"^\s*(?:[-*+\u2022]\s+)?(?:#{1,6}\s*)?(?:\*\*|__)?\s*(?:sub-?task|problem|task|question)\s*#?\s*(\d+)\s*[:.)-]?\s*(?:\*\*|__)?"
     r"\s*[:.)-]?\s*(.*)$", re.IGNORECASE)
 _NUMBERED = re.compile(r"^(?:#{1,6}\s*)?(?:\*\*)?(\d+)[.)](?:\*\*)?\s+(.*)$")
+_BULLETED = re.compile(r"^()[-*+\u2022]\s+(.*)$")
 
 
 def _json_subtasks(text: str) -> list[str] | None:
@@ -310,7 +323,7 @@ def parse_subtasks(text: str, k: int) -> list[str]:
     list), whole or in a fenced block; lines labelled ``Subtask``/``Problem``/``Task``/``Question`` and
     a number, as headings (``### Subtask 1``), bold labels (``**Subtask 1:**``) or plain labels, with the
     text on the same line or below; top-level numbered items (``1.`` or ``1)``) with their continuation
-    lines. Each subtask runs to the next label.
+    lines; failing those, top-level bullets (``-``, ``*``). Each subtask runs to the next label.
 
     Parameters
     ----------
@@ -336,6 +349,7 @@ def parse_subtasks(text: str, k: int) -> list[str]:
         return found[:k]
     lines = answer_lines(text)
     heads = [(i, m.group(2)) for i, line in enumerate(lines) if (m := _LABEL.match(line))]
-    if not heads:
-        heads = [(i, m.group(2)) for i, line in enumerate(lines) if (m := _NUMBERED.match(line))]
+    for form in (_NUMBERED, _BULLETED):
+        if not heads:
+            heads = [(i, m.group(2)) for i, line in enumerate(lines) if (m := form.match(line))]
     return _blocks(lines, heads)[:k]
