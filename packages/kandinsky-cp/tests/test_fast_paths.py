@@ -65,3 +65,20 @@ def test_fast_path_is_taken_and_matches_end_to_end(monkeypatch):
         assert calls
         calls.clear()
         np.testing.assert_array_equal(fast.predict_interval(X[900:])[1], slow.predict_interval(X[900:])[1])
+
+
+def test_unjitter_shortcut_equals_the_solve(monkeypatch):
+    """Regression with tied residuals: thresholds re-solved on the raw scores, with and without the shortcut."""
+    rng = np.random.default_rng(5)
+    n, d = 400, 4
+    group = rng.integers(0, d, size=n)
+    phi = np.eye(d)[group]
+    raw = np.round(rng.normal(size=n), 1)
+    jittered = raw + 1e-3 * rng.uniform(size=n)
+    fit = group_quantile_regression(phi, jittered, confidence_level=0.9)
+    short = core._unjitter(fit, phi, raw)
+    with monkeypatch.context() as m:
+        m.setattr(core, "_is_partition", lambda phi: False)
+        solved = core._unjitter(fit, phi, raw)
+    np.testing.assert_array_equal(short.beta, solved.beta)
+    assert np.all(np.isin(short.beta, raw))

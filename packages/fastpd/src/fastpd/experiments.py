@@ -136,7 +136,7 @@ def demo(ctx: RunContext) -> None:
     fp = FastPD(model, data.X, feature_names=list(data.feature_names))
     ex = fp.explain(data.X)
     elapsed = time.perf_counter() - t0
-    names = fp.feature_names_
+    names: list[str] = fp.feature_names_ or [f"x{j}" for j in range(fp.n_features_in_)]
     pairs = sorted(ex.decomposition.of_order(2).items(), key=lambda kv: -np.abs(kv[1]).mean())[:5]
     imp = np.abs(ex.shap_values).mean(axis=0)
     top = np.argsort(-imp)[:5]
@@ -199,9 +199,11 @@ def consistency_experiment(sizes: list[int], reps: int, *, random_state: RandomS
         JSON-able: ``mse[method][str(n)][target]`` holds ``mean``, ``sd`` and ``se`` over the
         replications, ``raw`` the per-replication values.
     """
-    methods = {"fastpd": {}, "fastpd-100": {"max_background": 100}, "path-dependent": {"method": "path-dependent"}}
+    methods: dict[str, dict[str, Any]] = {"fastpd": {}, "fastpd-100": {"max_background": 100},
+                                          "path-dependent": {"method": "path-dependent"}}
     targets = ["m1", "m2", "m12", "shap1", "shap2"]
-    raw = {m: {n: {t: [] for t in targets} for n in sizes} for m in methods}
+    raw: dict[str, dict[int, dict[str, list[float]]]] = {m: {n: {t: [] for t in targets} for n in sizes}
+                                                         for m in methods}
     jobs = [n for n in sizes for _ in range(reps)]
     streams = spawn(random_state, len(jobs))
     for n, rng in progress(list(zip(jobs, streams, strict=True)), enabled=show_progress, desc="reproduce"):
@@ -218,7 +220,7 @@ def consistency_experiment(sizes: list[int], reps: int, *, random_state: RandomS
                    "m12": dec.components.get((0, 1), np.zeros(len(xe))), "shap1": sv[:, 0], "shap2": sv[:, 1]}
             for t in targets:
                 raw[name][n][t].append(float(np.mean((est[t] - truth[t]) ** 2)))
-    summary = {}
+    summary: dict[str, dict[str, dict[str, dict[str, Any]]]] = {}
     for m, by_n in raw.items():
         summary[m] = {}
         for n, by_t in by_n.items():

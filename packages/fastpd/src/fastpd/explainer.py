@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import math
@@ -238,7 +239,7 @@ class FastPD:
             chunks: list[list[list[np.ndarray]]] = [[] for _ in self._blocks]
             for start in range(0, bg.shape[0], rows):
                 x = bg[start : start + rows]
-                codes = self._map(lambda i, x=x: self._blocks[i].codes(x, self._ens.strict))
+                codes = self._map(functools.partial(self._block_codes, x=x))
                 for i, c in enumerate(codes):
                     chunks[i].append(c)
             for b, c in zip(self._blocks, chunks, strict=True):
@@ -247,10 +248,15 @@ class FastPD:
         hists = [[np.zeros((g.n_leaves, 1 << g.e)) for g in b.groups] for b in self._blocks]
         for start in range(0, bg.shape[0], rows):
             x = bg[start : start + rows]
-            self._map(lambda i, x=x: eng.accumulate_background(
-                self._blocks[i], self._blocks[i].codes(x, self._ens.strict), hists[i]))
+            self._map(functools.partial(self._accumulate_chunk, x=x, hists=hists))
         for b, h in zip(self._blocks, hists, strict=True):
             eng.finish_background(b, h, bg.shape[0])
+
+    def _block_codes(self, i: int, x: np.ndarray) -> list[np.ndarray]:
+        return self._blocks[i].codes(x, self._ens.strict)
+
+    def _accumulate_chunk(self, i: int, x: np.ndarray, hists: list[list[np.ndarray]]) -> None:
+        eng.accumulate_background(self._blocks[i], self._block_codes(i, x), hists[i])
 
     def _tables(self, *, subsets: int = 0, need: bool = False) -> None:
         """Build the augmented tables P_l from the kept background codes if needed or cheaper.
@@ -641,7 +647,8 @@ class FastPD:
             flat = np.concatenate([k for kb in keys for k in kb], axis=0)
             uniq, inv = np.unique(flat, axis=0, return_inverse=True)
             inv = inv.reshape(-1)
-            ids, pos = [], 0
+            ids: list[list[np.ndarray]] = []
+            pos = 0
             for kb in keys:
                 ids.append([])
                 for k in kb:
@@ -776,10 +783,14 @@ class FastPD:
         pieces: dict[Any, list[np.ndarray]] = {}
         for x in progress(self._chunks(X, rows), enabled=self.progress, desc="fastpd"):
             n = x.shape[0]
-            res = self._map(lambda i, x=x, n=n: fn(self._blocks[i], i, self._blocks[i].codes(x, self._ens.strict), n))
+            res = self._map(functools.partial(self._call_block, fn=fn, x=x, n=n))
             for key in res[0]:
                 pieces.setdefault(key, []).append(sum(r[key] for r in res))
         return {k: np.concatenate(v, axis=0) for k, v in pieces.items()}
+
+    def _call_block(self, i: int, fn: Callable[[eng.Block, int, list[np.ndarray], int], dict], x: np.ndarray,
+                    n: int) -> dict:
+        return fn(self._blocks[i], i, self._block_codes(i, x), n)
 
     def _run(self, X: Any, width: Callable[[eng.LeafGroup], int],
              fn: Callable[[eng.Block, list[np.ndarray], int], np.ndarray], per_row: int = 0) -> np.ndarray:

@@ -531,8 +531,9 @@ class KandinskyCP:
         ``randomize=True`` (and randomised scores) the noise of test row i is one uniform shared by its
         labels, a fixed function of ``random_state`` and the row's feature values (rounded to float32,
         so float32 and float64 X agree): repeated calls, and any split of X into batches, return
-        identical sets, and a set never skips a label whose score is below an included label's. ``return_pred=True`` returns MAPIE's ``(y_pred, sets)`` with
-        sets always of shape (n, K, L).
+        identical sets; with groups that do not read the label, a set never skips a label whose
+        score is below an included label's. ``return_pred=True`` returns MAPIE's ``(y_pred, sets)``
+        with sets always of shape (n, K, L).
         """
         self._check_conformalized("predict_set")
         if self.task_ != "classification":
@@ -850,6 +851,14 @@ def _unjitter(fit: GroupQuantileFit, phi: np.ndarray, raw: np.ndarray) -> GroupQ
     if fit.basis is None or fit.basis.size == 0:
         return fit
     n = len(raw)
+    if _is_partition(phi) and len(fit.basis) == phi.shape[1]:
+        # disjoint groups: the basis rows are one per group, so the solve below is the identity
+        beta = fit.beta.copy()
+        real = fit.basis < n
+        beta[real] = raw[fit.basis[real]]
+        fitted = beta[np.argmax(phi, axis=1)]
+        n_int = int(np.sum(np.abs(raw - fitted) <= 1e-12 * max(1.0, float(np.max(np.abs(raw))))))
+        return replace(fit, beta=beta, n_interpolated=n_int)
     rows = phantom_points(phi) if np.isfinite(fit.cap) else np.zeros((0, phi.shape[1]))
     center = np.zeros(phi.shape[1]) if fit.center is None else fit.center
     full_phi = np.vstack([phi, rows])
