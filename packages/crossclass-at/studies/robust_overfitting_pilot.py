@@ -63,7 +63,19 @@ def noisy(y: torch.Tensor, rate: float, seed: int) -> torch.Tensor:
     return y
 
 
-def run_pilot(name: str, data, *, label_noise: float, epochs: int, seed: int = 0) -> dict:
+class _Progress:
+    """Writes the epochs done so far, so that a pilot stopped early still leaves its rows."""
+
+    def __init__(self, path: Path, name: str) -> None:
+        self.path, self.name = path, name
+
+    def on_epoch_end(self, trainer, record) -> None:
+        rows = [*trainer.history_, record]
+        self.path.write_text(json.dumps({"pilot": self.name, "epochs_done": len(rows), "history": rows}, indent=1))
+
+
+def run_pilot(name: str, data, *, label_noise: float, epochs: int, seed: int = 0,
+              progress: Path | None = None) -> dict:
     init_seed, train_seed = child_seeds(seed, 2)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(init_seed)
@@ -75,7 +87,8 @@ def run_pilot(name: str, data, *, label_noise: float, epochs: int, seed: int = 0
     attack = PGD(eps=eps, steps=20)
     start = time.perf_counter()
     trainer = AdversarialTrainer(model, eps=eps, steps=10, epochs=epochs, batch_size=128, lr=0.05,
-                                 eval_steps=20, random_state=train_seed).fit(x, y, xv, yv)
+                                 eval_steps=20, callbacks=[_Progress(progress, name)] if progress else [],
+                                 random_state=train_seed).fit(x, y, xv, yv)
     best, last = trainer.best_model(), trainer.model.eval()
     test = {}
     for which, m in (("best", best), ("last", last)):
@@ -102,7 +115,8 @@ def main() -> None:
     data = mnist_split(*args.sizes)
     rows = []
     for name, rate in (("20% label noise", 0.2), ("clean labels", 0.0)):
-        rows.append(run_pilot(name, data, label_noise=rate, epochs=args.epochs))
+        partial = Path(args.out).with_suffix(f".partial-{int(rate * 100)}.json")
+        rows.append(run_pilot(name, data, label_noise=rate, epochs=args.epochs, progress=partial))
         Path(args.out).write_text(json.dumps({"protocol": "studies/robust-overfitting-pilot.md", "sizes": args.sizes,
                                               "pilots": rows}, indent=1) + "\n")
         r = rows[-1]
