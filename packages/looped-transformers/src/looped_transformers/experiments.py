@@ -28,7 +28,7 @@ from looped_transformers.train import (
     train,
 )
 
-__all__ = ["ICL_PROTOCOLS", "PROTOCOL", "demo", "icl_verdicts", "reproduce", "run_icl_cells"]
+__all__ = ["ICL_PROTOCOLS", "PROTOCOL", "demo", "icl_table", "icl_verdicts", "reproduce", "run_icl_cells"]
 
 #: The reproduce protocol: sizes of the quick and the full run (the full run was not executed).
 PROTOCOL: dict[str, dict[str, Any]] = {
@@ -467,6 +467,50 @@ def icl_verdicts(folder: Any, *, n_seeds: int, steps: int) -> dict[str, Any]:
     return {"models": models, "baselines": base, "baseline_curves": base_curves, "rules": rules}
 
 
+def icl_table(report: dict[str, Any]) -> str:
+    """Markdown tables of an :func:`icl_verdicts` report: errors per model and baseline, then the rules.
+
+    Parameters
+    ----------
+    report : dict
+        What :func:`icl_verdicts` returns (or the ``icl-*.json`` a reproduce run stores).
+
+    Returns
+    -------
+    str
+        Two markdown tables.
+    """
+    def ci(s: dict[str, Any]) -> str:
+        return f"{s['mean']:.3f} [{s['low']:.3f}, {s['high']:.3f}]" if len(s["values"]) > 1 else f"{s['mean']:.3f}"
+
+    lines = ["| model | seeds | mean error [95% CI] | per seed | at r_test = 2r | at r_test = 4r |",
+             "|---|---|---|---|---|---|"]
+    for label, row in report["models"].items():
+        s = row["r_test=1r"]
+        lines.append(f"| {label} | {len(row['seeds'])} | {ci(s)} | {', '.join(f'{v:.3f}' for v in s['values'])} | "
+                     f"{row['r_test=2r']['mean']:.3f} | {row['r_test=4r']['mean']:.3f} |")
+    for label, s in report["baselines"].items():
+        lines.append(f"| {label.replace('_', ' ')} (baseline) | {len(s['values'])} | {ci(s)} | "
+                     f"{', '.join(f'{v:.3f}' for v in s['values'])} | | |")
+    lines += ["", "| rule | verdict | numbers |", "|---|---|---|"]
+    for name, rule in report["rules"].items():
+        numbers = "; ".join(f"{k}: {_fmt(v)}" for k, v in rule.items() if k != "verdict")
+        lines.append(f"| {name} | {rule['verdict']} | {numbers} |")
+    return "\n".join(lines) + "\n"
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_fmt(v) for v in value) + "]"
+    if isinstance(value, dict):
+        if "mean" in value and "low" in value:
+            return f"{value['mean']:+.3f} [{value['low']:+.3f}, {value['high']:+.3f}]"
+        return "{" + ", ".join(f"{k}: {_fmt(v)}" for k, v in value.items()) + "}"
+    return str(value)
+
+
 def _reproduce_icl(ctx: RunContext, name: str) -> None:
     protocol = ICL_PROTOCOLS[name]
     if ctx.quick:  # a smoke-test size of the same protocol
@@ -478,15 +522,7 @@ def _reproduce_icl(ctx: RunContext, name: str) -> None:
     stem = f"icl-{name}"
     ctx.write_json({"protocol": protocol, "seed": ctx.seed, "torch": torch.__version__, "skipped_for_budget": skipped,
                     **report}, stem)
-    rows = []
-    for label, row in report["models"].items():
-        s = row["r_test=1r"]
-        rows.append([label, len(row["seeds"]), s["mean"], s["low"], s["high"], row["r_test=2r"]["mean"],
-                     row["r_test=4r"]["mean"]])
-    for label, s in report["baselines"].items():
-        rows.append([label.replace("_", " "), len(s["values"]), s["mean"], s["low"], s["high"], "", ""])
-    ctx.write_table(rows, stem, headers=["model", "seeds", "mean error", "95% low", "95% high", "at r_test=2r",
-                                         "at r_test=4r"])
+    ctx.write_table(icl_table(report), stem)
     import matplotlib.pyplot as plt
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")

@@ -457,28 +457,63 @@ def _rerun_text(rerun: Mapping[str, Any] | None) -> str:
             f"seed: {', '.join(analysis['per_seed_best'])}")
 
 
+def gap_table(report: Mapping[str, Any]) -> str:
+    """Markdown tables of a :func:`quest.scaling.gap_verdicts` report: n-gram baselines and runs, then the rules.
+
+    Parameters
+    ----------
+    report : mapping
+        What ``gap_verdicts`` returns (or the ``gap-*.json`` a reproduce run stores).
+
+    Returns
+    -------
+    str
+        Two markdown tables.
+    """
+    lines = ["| run | seeds | val loss, nats/byte: mean [95% CI] | per seed | gap to FP32 [paired 95% CI] |",
+             "|---|---|---|---|---|"]
+    for table, row in report["ngram"].items():
+        lines.append(f"| {table} table (baseline, alpha {row['alpha']}) | | {row['loss']:.3f} | | |")
+    for label, row in report["runs"].items():
+        ci = row["ci95"]
+        mean = f"{row['mean']:.3f}" + ("" if ci is None else f" [{ci[0]:.3f}, {ci[1]:.3f}]")
+        gap = row.get("gap_to_fp32")
+        gap_text = "" if gap is None else f"{gap['mean']:+.3f}" + (
+            "" if gap["ci95"] is None else f" [{gap['ci95'][0]:+.3f}, {gap['ci95'][1]:+.3f}]")
+        lines.append(f"| {label} | {len(row['seeds'])} | {mean} | {', '.join(f'{v:.3f}' for v in row['losses'])} | "
+                     f"{gap_text} |")
+    lines += ["", "| rule | verdict | numbers |", "|---|---|---|"]
+    for name, rule in report["rules"].items():
+        numbers = "; ".join(f"{k}: {_fmt(v)}" for k, v in rule.items() if k != "verdict")
+        lines.append(f"| {name} | {rule['verdict']} | {numbers} |")
+    return "\n".join(lines) + "\n"
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3f}"
+    if isinstance(value, list):
+        return "[" + ", ".join(_fmt(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k}: {_fmt(v)}" for k, v in value.items()) + "}"
+    return str(value)
+
+
 def _reproduce_gap(ctx: RunContext, name: str) -> None:
     from quest.scaling import GAP_PROTOCOLS, gap_verdicts, run_gap_cells
 
     protocol = dict(GAP_PROTOCOLS[name])
     if ctx.quick:  # a smoke-test size of the same protocol
-        protocol.update(widths=[16], steps=3, n_seeds=2, eval_every=3, eval_batches=1, corpus_bytes=100_000,
-                        budget_minutes=None)
+        protocol.update(widths=[16], steps=2, n_seeds=2, eval_every=2, eval_batches=1, corpus_bytes=30_000,
+                        budget_minutes=None, core=3,
+                        precisions={k: protocol["precisions"][k] for k in ("FP32", "W4A4", "W1A1")})
     stem = f"gap-{name}"
     folder = ctx.path(stem)
     skipped = run_gap_cells(protocol, folder, random_state=ctx.seed)
     report = gap_verdicts(folder, n_seeds=protocol["n_seeds"])
     ctx.write_json({"protocol": protocol, "seed": ctx.seed, "torch": torch.__version__,
                     "skipped_for_budget": skipped, **report}, stem)
-    rows = [[f"{k} table", "", v["loss"], "", "", ""] for k, v in report["ngram"].items()]
-    for label, row in report["runs"].items():
-        gap = row.get("gap_to_fp32")
-        ci = row["ci95"]
-        rows.append([label, len(row["seeds"]), row["mean"], "" if ci is None else f"[{ci[0]:.3f}, {ci[1]:.3f}]",
-                     "" if gap is None else gap["mean"],
-                     "" if gap is None or gap["ci95"] is None else f"[{gap['ci95'][0]:+.3f}, {gap['ci95'][1]:+.3f}]"])
-    ctx.write_table(rows, stem, headers=["run", "seeds", "val loss (nats/byte)", "95% CI", "gap to FP32",
-                                         "gap 95% CI (paired)"])
+    ctx.write_table(gap_table(report), stem)
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")

@@ -1,0 +1,36 @@
+"""The precision-gap protocol: n-gram tables against brute force, the gate, the rules and the stored report."""
+
+import json
+import math
+
+import torch
+
+from quest.__main__ import main
+from quest.lm import ngram_loss
+
+
+def test_ngram_loss_equals_a_brute_force_count():
+    g = torch.Generator().manual_seed(0)
+    train = torch.randint(0, 3, (400,), generator=g)
+    val = torch.randint(0, 3, (100,), generator=g)
+    alpha = 0.5
+    counts, context = {}, {}
+    for a, b, c in zip(train[:-2].tolist(), train[1:-1].tolist(), train[2:].tolist(), strict=True):
+        counts[(a, b, c)] = counts.get((a, b, c), 0) + 1
+        context[(a, b)] = context.get((a, b), 0) + 1
+    expected = -sum(math.log((counts.get((a, b, c), 0) + alpha) / (context.get((a, b), 0) + 3 * alpha))
+                    for a, b, c in zip(val[:-2].tolist(), val[1:-1].tolist(), val[2:].tolist(), strict=True)) / 98
+    assert math.isclose(ngram_loss(train, val, order=2, alphas=(alpha,), vocab_size=3)["loss"], expected,
+                        rel_tol=1e-12)
+
+
+def test_gap_protocol_quick_applies_the_gate_first(tmp_path):
+    assert main(["reproduce", "--gap", "cpu", "--quick", "--out", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "gap-cpu.json").read_text())
+    assert set(report["runs"]) == {"FP32 d=16", "W4A4 d=16", "W1A1 d=16"}
+    assert report["rules"]["0 gate"]["verdict"] == "fails"  # 2 steps cannot beat the order-2 table
+    assert report["rules"]["1 W1A1 costs more than W4A4 (d=16)"]["verdict"] == "not read (trivial regime)"
+    gap = report["runs"]["W4A4 d=16"]["gap_to_fp32"]
+    fp, w4 = report["runs"]["FP32 d=16"]["losses"], report["runs"]["W4A4 d=16"]["losses"]
+    assert gap["per_seed"] == [b - a for a, b in zip(fp, w4, strict=True)]
+    assert (tmp_path / "gap-cpu.png").exists() and (tmp_path / "gap-cpu.md").read_text().startswith("| run |")
