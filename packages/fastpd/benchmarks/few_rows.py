@@ -68,6 +68,7 @@ def main() -> None:
                     "versions": {"shap": shap.__version__, "xgboost": xgb.__version__, "sklearn": sklearn.__version__,
                                  "numpy": np.__version__, "python": platform.python_version()},
                     "machine": platform.processor() or platform.machine(), "model": {"trees": args.trees, "d": 10},
+                    "shap_rows_max": args.shap_rows_max, "repeats": args.repeats,
                     "cases": []}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     for depth in args.depths:
