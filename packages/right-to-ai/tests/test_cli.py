@@ -203,3 +203,20 @@ def test_unwritable_output_of_other_commands_exits_2(tmp_path, capsys, command):
     argv = [str(table) if a == "TABLE" else a for a in command] + ["--output", str(blocker / "out.csv")]
     assert main(argv) == 2
     assert capsys.readouterr().err.startswith("error: ")
+
+
+def test_png_without_matplotlib_exits_2_naming_the_extra_and_writes_nothing(tmp_path, capsys, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # as in a base install without the cli extra
+    report = tmp_path / "r.md"
+    path = FIXTURES / "tier1_feedback_button.yaml"
+    assert main(["assess", str(path), "--output", str(report), "--png", str(tmp_path / "r.png")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and 'right-to-ai[cli]' in err and not report.exists()
+    from right_to_ai import assess, load
+    from right_to_ai.report import plot_assessment
+
+    answers = {q.id: "no" for q in load().questions}
+    with pytest.raises(ImportError, match=r"right-to-ai\[cli\]"):
+        plot_assessment(assess(answers))

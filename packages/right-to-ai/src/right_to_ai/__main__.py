@@ -8,6 +8,7 @@ writes a blank questionnaire; ``demo`` and ``reproduce`` write tables, JSON and 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import sys
 from pathlib import Path
 from typing import Any, TextIO
@@ -170,6 +171,10 @@ def _assess(argv: list[str]) -> int:
     args = parser.parse_args(argv)
     if (args.answers is None) == (not args.interactive):
         parser.error("give an answers file or --interactive (not both)")
+    if args.png is not None and importlib.util.find_spec("matplotlib") is None:
+        # checked before anything is written, so a failed run leaves no report behind
+        sys.stderr.write('error: --png needs matplotlib: pip install "right-to-ai[cli]"\n')
+        return 2
     try:
         version = args.data_version
         if args.interactive:

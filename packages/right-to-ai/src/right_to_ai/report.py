@@ -260,8 +260,16 @@ def plot_assessment(assessment: Assessment, path: str | Path | None = None, *, t
     -------
     matplotlib.figure.Figure
         The figure (closed when ``path`` is given).
+
+    Raises
+    ------
+    ImportError
+        Without matplotlib (the ``cli`` extra), naming the install command.
     """
-    import matplotlib
+    try:
+        import matplotlib
+    except ImportError:
+        raise ImportError('plot_assessment needs matplotlib: pip install "right-to-ai[cli]"') from None
 
     if path is not None:
         matplotlib.use("Agg")
