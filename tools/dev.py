@@ -455,6 +455,10 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     extra = argv[argv.index("--") + 1:] if "--" in argv else []
     argv = argv[:argv.index("--")] if "--" in argv else argv
+    if argv[:1] == ["pytest"]:  # pytest's own options may come without "--" (hatch can drop it)
+        first = next((i for i, a in enumerate(argv) if a.startswith("-") and a not in ("--triton", "-h", "--help")),
+                     len(argv))
+        argv, extra = argv[:first], argv[first:] + extra
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", choices=["demo", "test", "setup", "docs", "pytest", "static", "mypy", "deptry",
                                             "imports"])
