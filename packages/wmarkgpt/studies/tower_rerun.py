@@ -22,11 +22,11 @@ OUT = Path(__file__).resolve().parents[1] / "results" / "tower"
 def run(seed: int) -> None:
     import torch
 
-    from wmarkgpt.experiments import CurriculumSettings, run_curriculum
+    from wmarkgpt.experiments import TOWER, run_curriculum
 
     torch.set_num_threads(1)
     t0 = time.process_time()
-    res = run_curriculum(CurriculumSettings(), seed=seed)
+    res = run_curriculum(TOWER, seed=seed)
     res["cpu_seconds"] = time.process_time() - t0
     OUT.mkdir(parents=True, exist_ok=True)
     (OUT / f"seed{seed}.json").write_text(json.dumps(res, indent=1))

@@ -127,7 +127,7 @@ def test_datasets_are_seeded_and_labelled():
     kinds = {x.kind for x in real}
     assert kinds <= {"real-dct", "real-dwt", "real-text"} and "real-text" in kinds
     assert all(x.visibility == "invisible" for x in real if x.kind != "real-text")
-    with pytest.raises(ValueError, match="positive int"):
+    with pytest.raises(ValueError, match="n must be an int >= 1"):
         make_synthetic_dataset(0)
 
 

@@ -22,11 +22,17 @@ def test_demo_reproduces_the_official_table(tmp_path, data_dir, monkeypatch):
 
 
 def test_curriculum_runner_on_a_miniature_setting():
+    from dataclasses import replace
+
     from wmarkgpt.experiments import CurriculumSettings, run_curriculum
 
     s = CurriculumSettings(image_size=16, n_position=8, n_synthetic=8, n_real=8, n_test=6, epochs=(1, 1, 1),
                            batch_size=8, hidden_size=32, vision_hidden_size=16, num_learnable_queries=4)
     res = run_curriculum(s, seed=0)
+    assert "stage0" not in res  # the default is the first protocol's tower (no stage 0)
+    tower = replace(s, conv_stem=(8, 8, 8), n_stage0=16, stage0_epochs=1, aux_weight=1.0)
+    res0 = run_curriculum(tower, seed=0)
+    assert set(res0["stage0"]) >= {"aux_head_synthetic_SRCC", "losses"}
     for key in ("S1", "S2", "S3", "stage3_only"):
         assert 0.0 <= res[key]["BLEU-1"] <= 1.0 and 0.0 <= res[key]["ACC exact"] <= 1.0
     assert 0.0 <= res["position_exact_match"] <= 1.0

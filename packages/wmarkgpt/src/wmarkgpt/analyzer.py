@@ -7,7 +7,7 @@ import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -158,8 +158,9 @@ class WatermarkAnalyzer:
             load["device_map"] = device_map
         model = WMarkGPTForCausalLM.from_pretrained(path, **load)
         if device_map is not None and not isinstance(device_map, dict) and device_map != "auto":
-            model = model.to(torch.device(device_map))
+            model = cast(WMarkGPTForCausalLM, model.to(torch.device(device_map)))  # type: ignore[arg-type]
         tokenizer = AutoTokenizer.from_pretrained(path, local_files_only=True)
+        Processor: Any
         try:
             from transformers import CLIPImageProcessorPil as Processor
         except ImportError:

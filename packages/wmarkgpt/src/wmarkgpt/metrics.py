@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = [
     "JUDGE_FALLBACK",
@@ -261,7 +262,7 @@ class CorrelationResult:
     n: int
 
 
-def correlation(predicted: Sequence[float], target: Sequence[float]) -> CorrelationResult:
+def correlation(predicted: ArrayLike, target: ArrayLike) -> CorrelationResult:
     """SRCC and PLCC of ``predicted`` against ``target``.
 
     Parameters

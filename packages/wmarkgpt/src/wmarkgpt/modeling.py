@@ -22,7 +22,7 @@ import math
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -205,6 +205,8 @@ def _rotate_half(x: torch.Tensor) -> torch.Tensor:
 class DecoderAttention(nn.Module):
     """Causal self-attention with rotary positions and two-way key/value projections."""
 
+    inv_freq: torch.Tensor
+
     def __init__(self, config: WMarkGPTConfig) -> None:
         super().__init__()
         self.num_heads = config.num_attention_heads
@@ -289,8 +291,8 @@ class DecoderLayer(nn.Module):
 class ConvStem(nn.Module):
     """A convolutional patch embedding: 3x3 convolutions with BatchNorm and ReLU, then a 1x1 projection.
 
-    The first convolution keeps the resolution, the next ``log2(patch_size)`` halve it, the rest keep it,
-    so that the output grid equals the ViT's patch grid. Small CNNs with BatchNorm learn local contrast
+    The first convolutions keep the full resolution and the last ``log2(patch_size)`` halve it, so that
+    the output grid equals the ViT's patch grid. Small CNNs with BatchNorm learn local contrast
     (a faint logo, a frequency-domain mark) from a few thousand images where a randomly initialised
     linear patch embedding does not.
 
@@ -313,8 +315,10 @@ class ConvStem(nn.Module):
         layers: list[nn.Module] = []
         c_in = 3
         for i, c in enumerate(channels):
-            stride = 2 if 1 <= i <= n_down else 1
-            layers += [nn.Conv2d(c_in, c, 3, stride=stride, padding=1, bias=False), nn.BatchNorm2d(c), nn.ReLU()]
+            stride = 2 if i >= len(channels) - n_down else 1  # full resolution first: a faint mark is fine detail
+            conv = nn.Conv2d(c_in, c, 3, stride=stride, padding=1, bias=False)
+            setattr(conv, "he_init", True)  # noqa: B010 - read by WMarkGPTForCausalLM._init_weights
+            layers += [conv, nn.BatchNorm2d(c), nn.ReLU()]
             c_in = c
         layers.append(nn.Conv2d(c_in, hidden_size, 1))
         self.layers = nn.Sequential(*layers)
@@ -421,6 +425,9 @@ class VisionModel(nn.Module):
 
 class AbstractorMultiHeadAttention(nn.Module):
     """Cross-attention of the queries to ``[queries; image tokens]`` with fixed sin-cos position codes."""
+
+    q_pos_embed: torch.Tensor
+    k_pos_embed: torch.Tensor
 
     def __init__(self, cfg: dict[str, Any]) -> None:
         super().__init__()
@@ -596,19 +603,17 @@ class WMarkGPTForCausalLM(PreTrainedModel):
         self.model = WMarkGPTModel(config)
         self.lm_head = nn.Linear(config.hidden_size, config.vocab_size, bias=False)
         vm = config.visual_config["visual_model"]
-        # optional auxiliary head on the mean vision token: standardised gt_score and the watermark box
+        # optional auxiliary head on the max-pooled vision tokens: standardised gt_score and the watermark box
         self.visual_aux_head = nn.Linear(vm["hidden_size"], AUX_OUTPUTS) if vm.get("aux_head") else None
         self._last_vision_tokens: torch.Tensor | None = None
         self.post_init()
 
     def _init_weights(self, module: nn.Module) -> None:
         std = self.config.initializer_range
-        if isinstance(module, ConvStem):  # visited after its convolutions: He initialisation for the ReLU stack
-            for conv in module.modules():
-                if isinstance(conv, nn.Conv2d):
-                    nn.init.kaiming_normal_(conv.weight, nonlinearity="relu")
-                    if conv.bias is not None:
-                        nn.init.zeros_(conv.bias)
+        if isinstance(module, nn.Conv2d) and getattr(module, "he_init", False):  # the ConvStem's ReLU stack
+            nn.init.kaiming_normal_(module.weight, nonlinearity="relu")
+            if module.bias is not None:
+                nn.init.zeros_(module.bias)
         elif isinstance(module, nn.BatchNorm2d):
             nn.init.ones_(module.weight)
             nn.init.zeros_(module.bias)
@@ -706,7 +711,8 @@ class WMarkGPTForCausalLM(PreTrainedModel):
             tokens = self._last_vision_tokens
         else:
             raise ValueError("visual_aux needs images outside a training forward pass")
-        return self.visual_aux_head(tokens[:, 1:].mean(dim=1))
+        # max over the patch tokens: a mark occupies few patches, a mean over all of them dilutes it
+        return self.visual_aux_head(tokens[:, 1:].amax(dim=1))
 
     def build_inputs(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                      images: torch.Tensor | None = None, labels: torch.Tensor | None = None
@@ -882,8 +888,9 @@ class WMarkGPTForCausalLM(PreTrainedModel):
         return embeds, modality, attention_mask
 
     @classmethod
-    def from_pretrained(cls, pretrained_model_name_or_path: str | os.PathLike[str], *args: Any,
-                        local_files_only: bool = True, **kwargs: Any) -> WMarkGPTForCausalLM:
+    def from_pretrained(  # type: ignore[override]  # same call, offline by default
+            cls, pretrained_model_name_or_path: str | os.PathLike[str], *args: Any, local_files_only: bool = True,
+            **kwargs: Any) -> WMarkGPTForCausalLM:
         """Load a saved model folder (e.g. the released WMarkGPT-Synthetic/-Real) offline by default.
 
         Parameters
@@ -973,6 +980,7 @@ def tiny_config(*, vocab_size: int, hidden_size: int = 32, num_hidden_layers: in
                                     "num_hidden_layers": abstractor_layers, "num_attention_heads": 2,
                                     "intermediate_size": 2 * vision_hidden_size, "layer_norm_eps": 1e-6,
                                     "encoder_hidden_size": vision_hidden_size, "grid_size": grid}}
-    return WMarkGPTConfig(visual_config=visual, vocab_size=vocab_size, hidden_size=hidden_size,
+    return WMarkGPTConfig(visual_config=cast(dict[str, dict[str, Any]], visual), vocab_size=vocab_size,
+                          hidden_size=hidden_size,
                           intermediate_size=2 * hidden_size, num_hidden_layers=num_hidden_layers,
                           num_attention_heads=4, max_position_embeddings=512, **kwargs)

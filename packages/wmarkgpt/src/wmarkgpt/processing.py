@@ -224,6 +224,7 @@ def build_image_processor(image_size: int) -> Any:
     transformers.CLIPImageProcessor
         The processor (the PIL backend when torchvision is absent).
     """
+    Processor: Any
     try:
         from transformers import CLIPImageProcessorPil as Processor
     except ImportError:  # older transformers
@@ -255,7 +256,7 @@ def preprocess_images(images: Sequence[Any], processor: Any) -> Any:
         raise TypeError(f"images must be a list of images, got {type(images).__name__}")
     if len(images) == 0:
         raise ValueError("images is empty")
-    mean = tuple(int(x * 255) for x in processor.image_mean)
+    mean = (int(processor.image_mean[0] * 255), int(processor.image_mean[1] * 255), int(processor.image_mean[2] * 255))
     pils = [expand2square(to_pil(im), mean) for im in images]
     return processor(pils, return_tensors="pt")["pixel_values"]
 

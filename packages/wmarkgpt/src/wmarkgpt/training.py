@@ -233,7 +233,8 @@ def train_stage(model: torch.nn.Module, samples: Sequence[Sample], *, tokenizer:
                   "batch_size": [Interval(int, 1, None)], "lr": [Interval(float, 0, None, closed="neither")],
                   "weight_decay": [Interval(float, 0, None)], "aux_weight": [Interval(float, 0, None)],
                   "random_state": ["random_state"]}, owner="train_stage")
-    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    net: Any = model  # a WMarkGPTForCausalLM or a peft wrapper of one
+    base = net.get_base_model() if hasattr(net, "get_base_model") else net
     if aux_weight > 0 and getattr(base, "visual_aux_head", None) is None:
         raise ValueError("train_stage: aux_weight > 0 needs a model with an auxiliary visual head "
                          "(tiny_config(..., aux_head=True))")
@@ -255,7 +256,7 @@ def train_stage(model: torch.nn.Module, samples: Sequence[Sample], *, tokenizer:
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda step: min(1.0, (step + 1) / max(1, total // 20))
                                               * max(0.05, 1.0 - step / total))
     # batches follow the model: the device of its input embeddings (where a prompt enters), its float dtype
-    embed = model.get_input_embeddings()
+    embed = net.get_input_embeddings()
     device = embed.weight.device
     pixels = enc.pixels.to(device=device, dtype=embed.weight.dtype)
     aux_t, aux_m = (x.to(device) for x in aux_targets(samples))
@@ -289,7 +290,7 @@ def train_stage(model: torch.nn.Module, samples: Sequence[Sample], *, tokenizer:
     checkpoint = None
     if checkpoint_dir is not None:
         folder = Path(checkpoint_dir) / f"stage{stage}"
-        model.save_pretrained(folder)
+        net.save_pretrained(folder)
         tokenizer.save_pretrained(folder)
         image_processor.save_pretrained(folder)
         checkpoint = str(folder)
@@ -298,7 +299,7 @@ def train_stage(model: torch.nn.Module, samples: Sequence[Sample], *, tokenizer:
 
 
 def pretrain_vision(model: torch.nn.Module, samples: Sequence[Sample], *, image_processor: Any, epochs: int = 6,
-                    batch_size: int = 32, lr: float = 2e-3, random_state: RandomStateLike = None) -> StageResult:
+                    batch_size: int = 32, lr: float = 1e-3, random_state: RandomStateLike = None) -> StageResult:
     """Stage 0: supervised pre-training of the vision tower and the auxiliary head on watermark labels.
 
     The tower learns to regress the standardised ``gt_score`` and the watermark box (squared error,
@@ -317,7 +318,7 @@ def pretrain_vision(model: torch.nn.Module, samples: Sequence[Sample], *, image_
         Passes over the samples.
     batch_size : int, default 32
         Items per step.
-    lr : float, default 2e-3
+    lr : float, default 1e-3
         AdamW learning rate (cosine decay).
     random_state : None, int or Generator
         Shuffling order.
@@ -336,17 +337,18 @@ def pretrain_vision(model: torch.nn.Module, samples: Sequence[Sample], *, image_
                  {"epochs": [Interval(int, 1, None)], "batch_size": [Interval(int, 1, None)],
                   "lr": [Interval(float, 0, None, closed="neither")], "random_state": ["random_state"]},
                  owner="pretrain_vision")
-    if getattr(model, "visual_aux_head", None) is None:
+    net: Any = model
+    if getattr(net, "visual_aux_head", None) is None:
         raise ValueError("pretrain_vision: the model has no auxiliary visual head (tiny_config(..., aux_head=True))")
     if len(samples) == 0 or any(x.gt_score is None for x in samples):
         raise ValueError("pretrain_vision: samples must be non-empty and every one needs a gt_score")
     rng = check_random_state(random_state)
-    embed = model.get_input_embeddings()
+    embed = net.get_input_embeddings()
     device = embed.weight.device
     pixels = preprocess_images([x.image for x in samples], image_processor).to(device=device,
                                                                                dtype=embed.weight.dtype)
     target, mask = (x.to(device) for x in aux_targets(samples))
-    params = [*model.model.vision_model.parameters(), *model.visual_aux_head.parameters()]
+    params = [*net.model.vision_model.parameters(), *net.visual_aux_head.parameters()]
     for p in model.parameters():
         p.requires_grad_(False)
     for p in params:
@@ -362,7 +364,7 @@ def pretrain_vision(model: torch.nn.Module, samples: Sequence[Sample], *, image_
         epoch_loss = []
         for start in range(0, n, batch_size):
             rows = order[start:start + batch_size]
-            loss = _aux_loss(model.visual_aux(pixels[rows]), target[rows], mask[rows])
+            loss = _aux_loss(net.visual_aux(pixels[rows]), target[rows], mask[rows])
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
