@@ -130,7 +130,7 @@ def test_presets_build_and_train_one_tiny_step():
 
 
 def test_trainer_refuses_a_non_callable_augment():
-    with pytest.raises(TypeError, match="augment must be None or a function"):
+    with pytest.raises(TypeError, match="augment must be None or a callable"):
         AdversarialTrainer(ResNet18(width=2), augment="flip", epochs=1).fit(torch.rand(4, 3, 32, 32), torch.arange(4),
                                                                              torch.rand(2, 3, 32, 32), torch.arange(2))
 

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+from icml25_shared.validation import Interval, Options, check_param
 from torch import nn
 
 __all__ = ["FGSM", "PGD", "BN_MODES", "Normalized", "TradesKL", "autoattack_accuracy", "bn_mode", "check_generator",
@@ -175,22 +176,23 @@ def bn_mode(model: nn.Module, mode: str) -> Iterator[nn.Module]:
             module.training = training
 
 
-def _check_eps(eps: float, name: str = "eps") -> float:
-    if isinstance(eps, bool) or not isinstance(eps, numbers.Real) or not math.isfinite(eps) or eps < 0:
-        raise ValueError(f"{name} must be a finite number >= 0, got {eps!r}")
+_BUDGET = Interval(float, 0, math.inf, closed="left")  # finite and >= 0
+
+
+def _check_eps(eps: float, name: str = "eps", owner: str | None = None) -> float:
+    check_param(name, eps, [_BUDGET], owner=owner)
     return float(eps)
 
 
-def _check_steps(steps: int) -> int:
-    if isinstance(steps, bool) or not isinstance(steps, numbers.Integral) or steps < 1:
-        raise ValueError(f"steps must be an int >= 1, got {steps!r}")
+def _check_steps(steps: int, owner: str | None = None) -> int:
+    check_param("steps", steps, [Interval(int, 1, None)], owner=owner)
     return int(steps)
 
 
 def _check_common(attack: PGD | FGSM | TradesKL) -> None:
-    object.__setattr__(attack, "eps", _check_eps(attack.eps))
-    if attack.bn_mode not in BN_MODES:
-        raise ValueError(f"bn_mode must be one of {BN_MODES}, got {attack.bn_mode!r}")
+    owner = type(attack).__name__
+    object.__setattr__(attack, "eps", _check_eps(attack.eps, owner=owner))
+    check_param("bn_mode", attack.bn_mode, [Options(str, set(BN_MODES))], owner=owner)
 
 
 def _check_batch(model: nn.Module, x: torch.Tensor, y: torch.Tensor | None) -> torch.Tensor | None:
@@ -266,11 +268,10 @@ class PGD:
 
     def __post_init__(self) -> None:
         _check_common(self)
-        object.__setattr__(self, "steps", _check_steps(self.steps))
-        if self.norm not in NORMS:
-            raise ValueError(f"norm must be one of {NORMS}, got {self.norm!r}")
+        object.__setattr__(self, "steps", _check_steps(self.steps, "PGD"))
+        check_param("norm", self.norm, [Options(str, set(NORMS))], owner="PGD")
         if self.alpha is not None:
-            object.__setattr__(self, "alpha", _check_eps(self.alpha, "alpha"))
+            object.__setattr__(self, "alpha", _check_eps(self.alpha, "alpha", "PGD"))
         warn_implausible_budget(self.eps, self.alpha, self.norm, owner="PGD")
 
     @property
@@ -425,9 +426,9 @@ class TradesKL:
 
     def __post_init__(self) -> None:
         _check_common(self)
-        object.__setattr__(self, "steps", _check_steps(self.steps))
+        object.__setattr__(self, "steps", _check_steps(self.steps, "TradesKL"))
         if self.alpha is not None:
-            object.__setattr__(self, "alpha", _check_eps(self.alpha, "alpha"))
+            object.__setattr__(self, "alpha", _check_eps(self.alpha, "alpha", "TradesKL"))
         warn_implausible_budget(self.eps, self.alpha, "linf", owner="TradesKL")
 
     @property

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import copy
 import logging
-import numbers
+import math
 import time
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -20,6 +20,7 @@ import torch
 import torch.nn.functional as F
 from icml25_shared.cli import progress as _progress
 from icml25_shared.random import RandomStateLike, check_random_state, spawn
+from icml25_shared.validation import Interval, Options, check_params
 from sklearn.exceptions import NotFittedError
 from torch import nn
 
@@ -47,13 +48,6 @@ __all__ = ["METHODS", "AdversarialTrainer"]
 
 METHODS = ("pgd-at", "trades", "standard")
 logger = logging.getLogger(__name__)
-
-
-def _positive(value: Any, name: str, kind: type = numbers.Real, *, zero: bool = False) -> None:
-    ok = isinstance(value, kind) and not isinstance(value, bool) and (value >= 0 if zero else value > 0)
-    if not ok:
-        what = "an int" if kind is numbers.Integral else "a number"
-        raise ValueError(f"{name} must be {what} {'>= 0' if zero else '> 0'}, got {value!r}")
 
 
 class AdversarialTrainer:
@@ -158,36 +152,42 @@ class AdversarialTrainer:
         self.progress = progress
         self.random_state = random_state
 
+    _parameter_constraints: dict = {
+        "method": [Options(str, set(METHODS))],
+        "norm": [Options(str, set(NORMS))],
+        "eps": [Interval(float, 0, math.inf, closed="left")],
+        "alpha": [None, Interval(float, 0, math.inf, closed="neither")],
+        "steps": [Interval(int, 1, None)],
+        "epochs": [Interval(int, 1, None)],
+        "batch_size": [Interval(int, 1, None)],
+        "eval_steps": [Interval(int, 1, None)],
+        "lr": [Interval(float, 0, math.inf, closed="neither")],
+        "beta": [Interval(float, 0, math.inf, closed="left")],
+        "momentum": [Interval(float, 0, math.inf, closed="left")],
+        "weight_decay": [Interval(float, 0, math.inf, closed="left")],
+        "milestones": [list, tuple],
+        "attack_bn_mode": [None, Options(str, set(BN_MODES))],
+        "augment": [None, "callable"],
+        "progress": ["boolean"],
+        "random_state": ["random_state"],
+    }
+
     def _validate(self) -> None:
         if not isinstance(self.model, nn.Module):
             raise TypeError(f"model must be a torch.nn.Module, got {type(self.model).__name__}")
-        if self.method not in METHODS:
-            raise ValueError(f"method must be one of {METHODS}, got {self.method!r}")
         if self.soft_labels is not None:
             if not isinstance(self.soft_labels, (LabelSmoothing, SelfDistillation, Distillation)):
                 raise TypeError(f"soft_labels must be None, LabelSmoothing, SelfDistillation or Distillation, got "
                                 f"{type(self.soft_labels).__name__}")
             if self.method == "trades":
                 raise ValueError("soft_labels apply to method='pgd-at' and 'standard'; TRADES has its own soft target")
-        if self.norm not in NORMS:
-            raise ValueError(f"norm must be one of {NORMS}, got {self.norm!r}")
+        check_params({name: getattr(self, name) for name in self._parameter_constraints}, self._parameter_constraints,
+                     owner="AdversarialTrainer")
         if self.method == "trades" and self.norm != "linf":
-            raise ValueError("method='trades' supports norm='linf' only")
-        _positive(self.eps, "eps", zero=True)
-        if self.alpha is not None:
-            _positive(self.alpha, "alpha")
-        for name in ("steps", "epochs", "batch_size", "eval_steps"):
-            _positive(getattr(self, name), name, numbers.Integral)
-        for name in ("lr", "beta"):
-            _positive(getattr(self, name), name, zero=name == "beta")
-        for name in ("momentum", "weight_decay"):
-            _positive(getattr(self, name), name, zero=True)
+            raise ValueError("AdversarialTrainer: method='trades' supports norm='linf' only")
         if any(not 0 < float(m) <= 1 for m in self.milestones):
-            raise ValueError(f"milestones must be fractions of the epochs in (0, 1], got {tuple(self.milestones)!r}")
-        if self.attack_bn_mode is not None and self.attack_bn_mode not in BN_MODES:
-            raise ValueError(f"attack_bn_mode must be one of {BN_MODES} or None, got {self.attack_bn_mode!r}")
-        if self.augment is not None and not callable(self.augment):
-            raise TypeError(f"augment must be None or a function (x, generator) -> x, got {type(self.augment).__name__}")
+            raise ValueError(f"AdversarialTrainer: milestones must be fractions of the epochs in (0, 1]; got "
+                             f"{tuple(self.milestones)!r}")
         for cb in self.callbacks:
             if not callable(getattr(cb, "on_epoch_end", None)):
                 raise TypeError(f"callback {cb!r} has no on_epoch_end(trainer, record) method")
