@@ -9,9 +9,10 @@ from train_test_overlap import Instance, OverlapIndex, TestSet, get_tokenizer, i
 TS = TestSet("t", "test", [Instance("q", "a b c", ["d"])])
 
 
-@pytest.mark.parametrize("n", [0, -1, 2.5, True, [], [3, 0], "5"])
-def test_bad_n(n):
-    with pytest.raises(ValueError, match="n must be an int >= 1"):
+@pytest.mark.parametrize(("n", "error"), [(0, ValueError), (-1, ValueError), (2.5, TypeError), (True, TypeError),
+                                        ([], ValueError), ([3, 0], ValueError), ("5", TypeError), ([3, "5"], TypeError)])
+def test_bad_n(n, error):
+    with pytest.raises(error, match="OverlapIndex: n must be"):
         OverlapIndex(TS, n=n)
 
 

@@ -25,6 +25,7 @@ from itertools import repeat
 from typing import Any
 
 import numpy as np
+from icml25_shared.validation import Interval, check_param
 
 from train_test_overlap.data import TestSet, corpus_files, iter_documents
 from train_test_overlap.tokenizers import Tokenizer, corpus_tokenize, get_tokenizer
@@ -62,11 +63,19 @@ def _window_hashes(ids: np.ndarray, n: int) -> np.ndarray:
     return h
 
 
-def check_n(n: Any) -> tuple[int, ...]:
-    """Validate ``n`` (an int or a sequence of ints >= 1) and return a sorted tuple without duplicates."""
-    values = [n] if isinstance(n, numbers.Integral) and not isinstance(n, bool) else list(n) if isinstance(n, (list, tuple)) else None
-    if not values or any(isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1 for v in values):
-        raise ValueError(f"n must be an int >= 1 or a non-empty list of them, got {n!r}")
+def check_n(n: Any, owner: str = "OverlapIndex") -> tuple[int, ...]:
+    """Validate ``n`` (an int or a sequence of ints >= 1) and return a sorted tuple without duplicates.
+
+    A value of another type (a float, a bool, a string) is a TypeError; an int below 1 or an empty list a
+    ValueError; the message names ``owner`` and ``n``.
+    """
+    what = "an int >= 1 or a non-empty list of them"
+    check_param("n", n, [Interval(int, None, None), list, tuple], owner=owner)
+    values = [n] if isinstance(n, numbers.Integral) else list(n)
+    for v in values:
+        check_param("n", v, [Interval(int, None, None)], owner=owner)
+    if not values or any(v < 1 for v in values):
+        raise ValueError(f"{owner}: n must be {what}; got {n!r}")
     return tuple(sorted({int(v) for v in values}))
 
 

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import json
 import math
-import numbers
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+from icml25_shared.validation import Interval, check_params
 
 from train_test_overlap.data import TestSet, iter_documents
 from train_test_overlap.tokenizers import _NAMED, Tokenizer, corpus_tokenize, get_tokenizer
@@ -66,14 +66,11 @@ class CorpusSketch:
 
     def __init__(self, *, n: int = 13, tokenizer: str | Tokenizer = "helm-default", capacity: int = 10_000_000,
                  fp_rate: float = 1e-3, seed: int = 0) -> None:
-        if isinstance(n, bool) or not isinstance(n, numbers.Integral) or n < 1:
-            raise ValueError(f"n must be an int >= 1, got {n!r}")
-        if isinstance(capacity, bool) or not isinstance(capacity, numbers.Integral) or capacity < 1:
-            raise ValueError(f"capacity must be a positive int, got {capacity!r}")
-        if not isinstance(fp_rate, numbers.Real) or not 0.0 < float(fp_rate) < 1.0:
-            raise ValueError(f"fp_rate must lie in (0, 1), got {fp_rate!r}")
-        if isinstance(seed, bool) or not isinstance(seed, numbers.Integral) or not 0 <= seed < 2**64:
-            raise ValueError(f"seed must be an int in [0, 2**64) (the xxhash seed), got {seed!r}")
+        check_params({"n": n, "capacity": capacity, "fp_rate": fp_rate, "seed": seed},
+                     {"n": [Interval(int, 1, None)], "capacity": [Interval(int, 1, None)],
+                      "fp_rate": [Interval(float, 0, 1, closed="neither")],
+                      "seed": [Interval(int, 0, 2**64, closed="left")]},  # the xxhash seed
+                     owner="CorpusSketch")
         self.n = int(n)
         self.tokenizer = get_tokenizer(tokenizer)
         self.capacity = int(capacity)
