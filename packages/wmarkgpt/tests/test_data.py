@@ -180,3 +180,38 @@ def test_synthetic_max_weight_outside_the_score_range_is_an_error(max_weight):
     # gt_score = 5 - 20 w leaves [0, 5] above w = 0.25: max_weight=0.5 gave gt_score down to -5 silently
     with pytest.raises(ValueError, match="max_weight"):
         make_synthetic_dataset(50, size=16, max_weight=max_weight, random_state=0)
+
+
+@pytest.mark.parametrize("mark", ["dwtDctSvd", "rivaGan"])
+def test_invisible_watermark_marks_on_photo_covers_decode(mark):
+    pytest.importorskip("imwatermark")
+    pytest.importorskip("skimage")
+    from imwatermark import WatermarkDecoder
+
+    from wmarkgpt.data import IMWM_PAYLOAD
+
+    (item,) = make_real_style_dataset(1, size=256, covers="photos", marks=(mark,), short_answer_rate=0.0,
+                                      random_state=1)
+    assert item.kind == f"real-{mark}" and item.visibility == "invisible" and item.image.shape == (256, 256, 3)
+    assert 4.0 <= item.gt_score <= 5.0 and item.box == (0, 0, 256, 256)
+    if mark == "rivaGan":
+        WatermarkDecoder.loadModel()
+    assert WatermarkDecoder("bytes", 32).decode(np.ascontiguousarray(item.image[..., ::-1]), mark) == IMWM_PAYLOAD
+
+
+def test_photo_covers_and_mark_errors():
+    pytest.importorskip("skimage")
+    from wmarkgpt.data import natural_cover
+
+    a, b = natural_cover(32, random_state=3), natural_cover(32, random_state=3)
+    assert a.shape == (32, 32, 3) and a.dtype == np.uint8 and np.array_equal(a, b) and a.std() > 0
+    items = make_real_style_dataset(6, size=32, covers="photos", short_answer_rate=0.0, random_state=2)
+    assert {x.kind for x in items} <= {"real-dct", "real-dwt", "real-text"}
+    texts = [x.answer for x in items if x.kind == "real-text"]
+    assert texts and all("picture;" in t for t in texts)  # a photo has no labelled objects to relate to
+    with pytest.raises(ValueError, match="256"):
+        make_real_style_dataset(1, size=32, marks=("rivaGan",))
+    with pytest.raises(ValueError, match="marks"):
+        make_real_style_dataset(1, marks=("lsb",))
+    with pytest.raises(ValueError, match="covers"):
+        make_real_style_dataset(1, covers="coco")

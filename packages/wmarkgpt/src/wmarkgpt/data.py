@@ -27,6 +27,9 @@ from icml25_shared.validation import Interval, Options, check_param, check_param
 from wmarkgpt.scoring import VISIBILITY_LEVELS, check_visibility
 
 __all__ = [
+    "IMWM_PAYLOAD",
+    "INVISIBLE_MARKS",
+    "NATURAL_PHOTOS",
     "POSITION_VOCABULARY",
     "SYNTHETIC_VISIBILITY_BINS",
     "Sample",
@@ -41,6 +44,7 @@ __all__ = [
     "make_real_style_dataset",
     "make_scene",
     "make_synthetic_dataset",
+    "natural_cover",
     "read_qscore",
     "read_results",
     "read_wqa",
@@ -608,55 +612,171 @@ def _text_mark(img: np.ndarray, rng: np.random.Generator, alpha: float) -> tuple
     return np.clip(np.rint(out), 0, 255).astype(np.uint8), box
 
 
-def make_real_style_dataset(n: int, *, size: int = 32, short_answer_rate: float = 0.25,
-                            random_state: RandomStateLike = None) -> list[Sample]:
-    """Stage-3 items from a different generator: invisible DCT/DWT marks and visible text overlays.
+NATURAL_PHOTOS: tuple[str, ...] = ("astronaut", "coffee", "chelsea", "rocket", "cat", "camera", "moon", "coins",
+                                   "clock", "hubble_deep_field")
+"""``skimage.data`` photographs used as natural covers (bundled in the scikit-image wheel; grey ones as RGB)."""
 
-    A third of the items carry an invisible mark (block-DCT mid-band or Haar-DWT HH sign pattern,
-    ``gt_score`` in [4, 5]); the rest a text overlay with opacity ``alpha ~ U[0.05, 0.95]`` and
-    ``gt_score = round(5 - 5 alpha, 2)`` clipped at 0, whose level follows ``visibility_from_score``.
+INVISIBLE_MARKS: tuple[str, ...] = ("dct", "dwt", "dwtDct", "dwtDctSvd", "rivaGan")
+"""Invisible marks of :func:`make_real_style_dataset`: the hand-rolled block-DCT and Haar-DWT sign marks,
+and the three methods of the ``invisible-watermark`` package (images of at least 256 x 256)."""
+
+IMWM_PAYLOAD = b"wmgp"
+"""The 32-bit payload the ``invisible-watermark`` marks embed (decodable from the images)."""
+
+_photo_cache: dict[str, np.ndarray] = {}
+_rivagan_loaded = False
+
+
+def natural_cover(size: int, *, random_state: RandomStateLike = None) -> np.ndarray:
+    """A random square crop of a ``skimage.data`` photograph, resized to ``size`` (needs scikit-image).
+
+    Parameters
+    ----------
+    size : int
+        Output side (>= 16).
+    random_state : None, int or Generator
+        Photograph, crop side (between ``size`` and the photo's shorter side, at least 64) and position.
+
+    Returns
+    -------
+    numpy.ndarray, shape (size, size, 3), uint8
+        The cover.
+
+    Raises
+    ------
+    ImportError
+        Naming the extra when scikit-image is missing.
+    """
+    from PIL import Image
+
+    size = _check_size(size, owner="natural_cover")
+    rng = check_random_state(random_state)
+    name = str(rng.choice(NATURAL_PHOTOS))
+    if name not in _photo_cache:
+        try:
+            import skimage.data
+        except ImportError as err:
+            raise ImportError("natural covers come from scikit-image's bundled photographs: "
+                              "pip install 'wmarkgpt[real]'") from err
+        photo = np.asarray(getattr(skimage.data, name)())
+        _photo_cache[name] = np.repeat(photo[..., None], 3, axis=2) if photo.ndim == 2 else photo[..., :3]
+    photo = _photo_cache[name]
+    h, w = photo.shape[:2]
+    side = int(rng.integers(min(max(size, 64), min(h, w)), min(h, w) + 1))
+    y, x = int(rng.integers(0, h - side + 1)), int(rng.integers(0, w - side + 1))
+    crop = Image.fromarray(np.ascontiguousarray(photo[y:y + side, x:x + side]).astype(np.uint8), "RGB")
+    return np.asarray(crop.resize((size, size), Image.Resampling.LANCZOS), dtype=np.uint8)
+
+
+def _imwm_mark(img: np.ndarray, method: str) -> np.ndarray:
+    """Embed :data:`IMWM_PAYLOAD` with the ``invisible-watermark`` method (RGB in, RGB out)."""
+    global _rivagan_loaded
+    if min(img.shape[:2]) < 256:
+        raise ValueError(f"the invisible-watermark mark {method!r} needs images of at least 256 x 256; "
+                         f"got {img.shape[0]} x {img.shape[1]} (pass size >= 256)")
+    try:
+        from imwatermark import WatermarkEncoder
+    except ImportError as err:
+        raise ImportError(f"the {method!r} mark comes from invisible-watermark: pip install 'wmarkgpt[real]'") from err
+    if method == "rivaGan" and not _rivagan_loaded:
+        WatermarkEncoder.loadModel()
+        _rivagan_loaded = True
+    encoder = WatermarkEncoder()
+    encoder.set_watermark("bytes", IMWM_PAYLOAD)
+    bgr = np.ascontiguousarray(img[..., ::-1])
+    return np.ascontiguousarray(encoder.encode(bgr, method)[..., ::-1]).astype(np.uint8)
+
+
+def make_real_style_dataset(n: int, *, size: int = 32, short_answer_rate: float = 0.25,
+                            covers: str = "scenes", marks: Sequence[str] = ("dct", "dwt", "text"),
+                            random_state: RandomStateLike = None) -> list[Sample]:
+    """Stage-3 items from a different generator: invisible marks and visible text overlays.
+
+    With the default ``marks``, a third of the items carry an invisible mark (block-DCT mid-band or
+    Haar-DWT HH sign pattern, ``gt_score`` in [4, 5]); the rest a text overlay with opacity
+    ``alpha ~ U[0.05, 0.95]`` and ``gt_score = round(5 - 5 alpha, 2)`` clipped at 0, whose level follows
+    ``visibility_from_score``. Other invisible marks are drawn uniformly from those named; the marks of
+    the ``invisible-watermark`` package (DWT-DCT, DWT-DCT-SVD, the RivaGAN ONNX encoder) embed
+    :data:`IMWM_PAYLOAD` and get ``gt_score = 5 - min(1, mean |change| / 3)``.
 
     Parameters
     ----------
     n : int
         Items (>= 1).
     size : int, default 32
-        Image side (>= 16).
+        Image side (>= 16; >= 256 with an ``invisible-watermark`` mark).
     short_answer_rate : float, default 0.25
         Share of visibility-only questions.
+    covers : {"scenes", "photos"}, default "scenes"
+        Procedural scenes with labelled shapes, or crops of natural photographs (:func:`natural_cover`,
+        needs scikit-image; descriptions then name no objects).
+    marks : sequence of str, default ("dct", "dwt", "text")
+        Marks to draw from: any of :data:`INVISIBLE_MARKS` and "text".
     random_state : None, int or Generator
         Source of everything.
 
     Returns
     -------
     list of Sample
-        ``kind`` "real-dct", "real-dwt" or "real-text".
+        ``kind`` "real-<mark>" (e.g. "real-dct", "real-rivaGan", "real-text").
+
+    Raises
+    ------
+    ValueError
+        On an unknown mark or cover, no mark, or an ``invisible-watermark`` mark below 256 x 256.
+    ImportError
+        Naming the ``real`` extra when scikit-image or invisible-watermark is missing.
     """
-    _check_n(n, owner="make_real_style_dataset")
+    check_params({"n": n, "size": size, "short_answer_rate": short_answer_rate, "covers": covers,
+                  "random_state": random_state},
+                 {"n": [Interval(int, 1, None)], "size": [Interval(int, 16, None)],
+                  "short_answer_rate": [Interval(float, 0.0, 1.0)], "covers": [Options(str, {"scenes", "photos"})],
+                  "random_state": ["random_state"]}, owner="make_real_style_dataset")
+    marks = tuple(marks) if not isinstance(marks, str) else (marks,)
+    unknown = sorted(set(marks) - set(INVISIBLE_MARKS) - {"text"})
+    if unknown or not marks:
+        raise ValueError(f"make_real_style_dataset: marks must be a non-empty subset of "
+                         f"{(*INVISIBLE_MARKS, 'text')}; got {marks!r}")
+    invisible = [m for m in INVISIBLE_MARKS if m in marks]
+    if size < 256 and set(invisible) - {"dct", "dwt"}:
+        raise ValueError(f"make_real_style_dataset: the invisible-watermark marks need size >= 256; got {size}")
     rng = check_random_state(random_state)
     out = []
     for _ in range(n):
-        scene = make_scene(size=size, n_objects=2, random_state=rng)
+        if covers == "scenes":
+            scene = make_scene(size=size, n_objects=2, random_state=rng)
+            cover, objects = scene.image, scene.objects
+        else:
+            cover, objects = natural_cover(size, random_state=rng), ()
         u = rng.random()
-        if u < 1 / 3:
-            strength = float(rng.uniform(1.0, 3.0))
-            kind = "real-dct" if rng.random() < 0.5 else "real-dwt"
-            image = (_dct_mark if kind == "real-dct" else _dwt_mark)(scene.image, rng, strength)
-            box = (0, 0, size, size)
-            score = round(5.0 - strength / 3.0, 2)
-            vis = "invisible"
+        if invisible and (u < 1 / 3 or "text" not in marks):
+            if invisible == ["dct", "dwt"]:  # the original draw, kept for reproducibility
+                strength = float(rng.uniform(1.0, 3.0))
+                mark = "dct" if rng.random() < 0.5 else "dwt"
+            else:
+                mark = str(rng.choice(invisible))
+                strength = float(rng.uniform(1.0, 3.0))
+            if mark in ("dct", "dwt"):
+                image = (_dct_mark if mark == "dct" else _dwt_mark)(cover, rng, strength)
+                score = round(5.0 - strength / 3.0, 2)
+            else:
+                image = _imwm_mark(cover, mark)
+                change = float(np.abs(image.astype(np.float64) - cover.astype(np.float64)).mean())
+                score = round(5.0 - min(1.0, change / 3.0), 2)
+            kind, box, vis = f"real-{mark}", (0, 0, size, size), "invisible"
             text = (f"No watermark can be seen in the picture; {_TEXT_APPEARANCE[vis]}, and the content is "
                     f"intact. The watermark visibility is: {vis}.")
         else:
             alpha = float(rng.uniform(0.05, 0.95))
-            image, box = _text_mark(scene.image, rng, alpha)
+            image, box = _text_mark(cover, rng, alpha)
             score = max(0.0, round(5.0 - 5.0 * alpha, 2))
             vis = visibility_from_score(score)
             if vis == "invisible":
                 vis = "faint"  # a drawn text overlay is never labelled invisible
             kind = "real-text"
             where = relative_position(box, (0, 0, size, size)).lower()
-            text = (f"A text watermark is placed in the {where} of the picture, {_nearest_relation(box, scene.objects)}; "
+            relation = f", {_nearest_relation(box, objects)}" if objects else ""
+            text = (f"A text watermark is placed in the {where} of the picture{relation}; "
                     f"{_TEXT_APPEARANCE[vis]}. The watermark visibility is: {vis}.")
         if rng.random() < short_answer_rate:
             q, a = VISIBILITY_QUESTION, _short_answer(vis)
