@@ -148,8 +148,10 @@ def group_quantile_regression(phi: np.ndarray, scores: np.ndarray, *, confidence
     if not np.all(np.isfinite(phi)) or np.any(phi < 0):
         raise ValueError("group weights must be finite and nonnegative")
     names = names or [f"group {j}" for j in range(phi.shape[1])]
-    if _is_partition(phi) and np.all(phi.any(axis=0)):
-        return _partition_fit(phi, scores, level, finite_sample_correction, names)
+    if _is_partition(phi):
+        fast = _partition_fit(phi, scores, level, finite_sample_correction, names)
+        if fast is not None:
+            return fast
     rows = phantom_points(phi)
     weights = _check_group_sizes(phi, level, names, rows.sum(axis=0), finite_sample_correction)
     # With the correction, the phantoms' +infinity is a finite stand-in (_CAP standardised units):
@@ -165,7 +167,7 @@ def group_quantile_regression(phi: np.ndarray, scores: np.ndarray, *, confidence
 
 
 def _partition_fit(phi: np.ndarray, scores: np.ndarray, level: float, correction: bool,
-                   names: list[str]) -> GroupQuantileFit:
+                   names: list[str]) -> GroupQuantileFit | None:
     """The LP's solution for disjoint 0/1 groups (split, class-conditional, Mondrian CP), without the LP.
 
     Each group's threshold is its ceil(tau (n_j + 1))-th smallest score (ceil(tau n_j) without the
@@ -174,8 +176,10 @@ def _partition_fit(phi: np.ndarray, scores: np.ndarray, level: float, correction
     for +infinity (reported as inf by :meth:`GroupQuantileFit.threshold`).
     """
     n, d = phi.shape
-    group = np.argmax(phi, axis=1)
+    group = (phi @ np.arange(d, dtype=float)).astype(np.int64)  # one-hot rows: exact
     counts = np.bincount(group, minlength=d)
+    if not np.all(counts > 0):
+        return None  # an empty group: the general path reports it
     weights = counts.astype(float)
     phantom = np.ones(d)  # one phantom per group: the group's own indicator row
     _check_group_sizes(phi, level, names, phantom, correction)
@@ -897,8 +901,7 @@ def _is_classifier(estimator: Any) -> bool:
 
 def _is_partition(phi: np.ndarray) -> bool:
     """Every row has exactly one nonzero weight, equal to 1."""
-    nonzero = phi != 0
-    return bool(np.all(nonzero.sum(axis=1) == 1) and np.all(phi[nonzero] == 1.0))
+    return bool(np.all((phi == 0.0) | (phi == 1.0)) and np.all(phi.sum(axis=1) == 1.0))
 
 
 _SCORE_STREAM = 1 << 40  # uniforms of randomised scores
