@@ -75,7 +75,8 @@ def test_a_mapper_knows_its_layers_and_refuses_others(tok, layer_pairs, tmp_path
     assert (loaded.source_layer_, loaded.target_layer_) == (0, 1)
     assert loaded.metadata_["source_layer"] == "0" and loaded.metadata_["target_layer"] == "1"
     for m in (mapper, loaded):
-        with mapped_replacement(src, tgt, m, source_layer=0, target_layer=-2):  # -2 is layer 1 of 3
+        with mapped_replacement(src, tgt, m, source_layer=0, target_layer=-2, source_tokenizer=tok,
+                                target_tokenizer=tok):  # -2 is layer 1 of 3
             pass
         with pytest.raises(ValueError, match="fitted on source layer 0 and target layer 1"):
             with mapped_replacement(src, tgt, m, source_layer=0, target_layer=2):
@@ -100,7 +101,8 @@ def test_mapped_replacement_gives_the_source_the_targets_positions(tok):
                                               target_layer=1))
     enc = tok(["a much longer prompt here", "hi"], return_tensors="pt", padding=True, padding_side="left")
     pos = (enc["attention_mask"].cumsum(-1) - 1).clamp(min=0)
-    with torch.no_grad(), mapped_replacement(src, tgt, mapper, source_layer=1, target_layer=1):
+    with torch.no_grad(), mapped_replacement(src, tgt, mapper, source_layer=1, target_layer=1, source_tokenizer=tok,
+                                             target_tokenizer=tok):
         batched = tgt(**enc, position_ids=pos, use_cache=False).logits[1, -2:]
         alone = tgt(**tok(["hi"], return_tensors="pt")).logits[0]
     assert (batched - alone).abs().max() < 1e-5

@@ -52,7 +52,8 @@ def test_replacement_with_the_identity_equals_steering_the_model_itself(tok):
     with torch.no_grad():
         with add_vector(model, 1, v, alpha=2.0):
             steered = model(**ids).logits
-        with mapped_replacement(twin, model, identity(32), source_layer=1, target_layer=1, vector=v, alpha=2.0):
+        with mapped_replacement(twin, model, identity(32), source_layer=1, target_layer=1, vector=v, alpha=2.0,
+                                source_tokenizer=tok, target_tokenizer=tok):
             mapped = model(**ids).logits
         plain = model(**ids).logits
     assert torch.allclose(mapped, steered, atol=1e-5) and not torch.allclose(plain, steered, atol=1e-3)

@@ -208,7 +208,8 @@ def run_seed(seed_seq: Any, *, quick: bool = False, alpha: float | None = None, 
             "none": None,
             "mapped vector": (lambda v_t=v_t, lt=layer_t: add_vector(ft, lt, v_t)),
             "mapped replacement": (lambda v_s=v_s, ls=layer_s, lt=layer_t, ae=ae: mapped_replacement(
-                source, ft, ae, source_layer=ls, target_layer=lt, vector=v_s)),
+                source, ft, ae, source_layer=ls, target_layer=lt, vector=v_s, source_tokenizer=tok,
+                target_tokenizer=tok)),
             "random (norm of mapped)": (lambda lt=layer_t, v=random_like(v_t, random_state=s_rand): add_vector(
                 ft, lt, v)),
             "source vector padded": (lambda lt=layer_t, v=pad_or_truncate(v_s, 128): add_vector(ft, lt, v)),

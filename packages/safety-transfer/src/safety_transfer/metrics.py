@@ -124,7 +124,8 @@ def substitution_metrics(source: nn.Module, target: nn.Module, mapper: Any, toke
     for start in range(0, len(texts), batch_size):
         batch = _on_model(target, _encode(tokenizer, texts[start:start + batch_size], special=bool(add_special_tokens)))
         logits = _logits(target, batch)
-        with mapped_replacement(source, target, mapper, source_layer=source_layer, target_layer=target_layer):
+        with mapped_replacement(source, target, mapper, source_layer=source_layer, target_layer=target_layer,
+                                source_tokenizer=tokenizer, target_tokenizer=tokenizer):
             logits_m = _logits(target, batch)
         nll, mask = _token_losses(logits, batch)
         nll_m, _ = _token_losses(logits_m, batch)

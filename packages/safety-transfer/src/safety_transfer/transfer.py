@@ -172,7 +172,8 @@ def mapped_replacement(source: nn.Module, target: nn.Module, mapper: Any, *, sou
     Warns
     -----
     UserWarning
-        When the embedding tables differ in size and no tokenizers were given to compare.
+        When no tokenizers were given to compare (and the source is not the target itself): embedding
+        sizes cannot tell two vocabularies apart.
     """
     check_mapper(mapper, source, target)
     ls, lt = check_layer(source, source_layer, name="source_layer"), check_layer(target, target_layer,
@@ -187,10 +188,12 @@ def mapped_replacement(source: nn.Module, target: nn.Module, mapper: Any, *, sou
                          "runs both models on the same ids and needs one shared tokenizer; use mapped_vector for "
                          "models with different tokenizers")
     source_rows, target_rows = _embedded_ids(source), _embedded_ids(target)
-    if source_tokenizer is None and source_rows != target_rows:
-        warnings.warn(f"the source embeds {source_rows} ids and the target {target_rows}: mapped replacement needs one "
-                      "shared tokenizer; pass source_tokenizer and target_tokenizer to have them compared",
-                      UserWarning, stacklevel=3)
+    if source_tokenizer is None and source is not target:
+        # equal embedding sizes do not show one tokenizer (Llama-2 and Mistral-7B both embed 32000 ids)
+        sizes = (f"the source embeds {source_rows} ids and the target {target_rows}" if source_rows != target_rows
+                 else f"both models embed {source_rows} ids, but equal sizes do not show one vocabulary")
+        warnings.warn(f"{sizes}: mapped replacement needs one shared tokenizer, and the tokenizers were not compared; "
+                      "pass source_tokenizer and target_tokenizer to have them compared", UserWarning, stacklevel=3)
     seen: dict[str, Any] = {}
 
     def grab(_module: nn.Module, args: tuple, kwargs: dict) -> None:
