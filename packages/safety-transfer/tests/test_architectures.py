@@ -116,3 +116,33 @@ def test_mapped_replacement_accepts_one_tokenizer_with_differently_padded_embedd
         with torch.no_grad(), mapped_replacement(small, large, mapper, source_layer=1, target_layer=1,
                                                  source_tokenizer=tok, target_tokenizer=tok):
             large(input_ids=torch.tensor([[5, 152000]]))
+
+
+def test_a_pruned_model_whose_config_names_the_old_depth_is_located_with_a_warning():
+    # layer pruning cuts model.layers in place; transformers' forward runs what is left
+    model = tiny_causal_lm("llama", hidden_size=16, num_layers=4, random_state=0)
+    model.model.layers = model.model.layers[:2]
+    with pytest.warns(UserWarning, match="holds 2 layers but config.num_hidden_layers is 4"):
+        assert decoder_layers(model) is model.model.layers
+    with torch.no_grad(), pytest.warns(UserWarning):
+        hs = model(input_ids=IDS, output_hidden_states=True).hidden_states
+        acts = collect_activations(model, byte_tokenizer(), ["hello w"], 0, add_special_tokens=False).values
+    assert len(hs) == 3 and torch.allclose(acts, hs[1][0], atol=1e-5)
+
+
+def test_equal_embedding_sizes_without_tokenizers_warn_that_vocabularies_were_not_compared():
+    # Llama-2 and Mistral-7B both embed 32000 ids with different vocabularies
+    source = tiny_causal_lm("llama", vocab_size=300, hidden_size=16, num_layers=2, random_state=0)
+    target = tiny_causal_lm("mistral", vocab_size=300, hidden_size=32, num_layers=2, random_state=1)
+    mapper = AffineMapper().fit(torch.randn(100, 16), torch.randn(100, 32))
+    with pytest.warns(UserWarning, match="equal sizes do not show one vocabulary"):
+        with mapped_replacement(source, target, mapper, source_layer=1, target_layer=1):
+            pass
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        tok = byte_tokenizer()
+        with mapped_replacement(source, target, mapper, source_layer=1, target_layer=1, source_tokenizer=tok,
+                                target_tokenizer=tok):
+            pass

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -73,6 +74,8 @@ def decoder_layers(model: nn.Module) -> nn.ModuleList:
 
     The paths of :data:`LAYER_PATHS` are tried first; otherwise the model's modules are searched for an
     ``nn.ModuleList`` of ``config.num_hidden_layers`` blocks of one class (the shallowest such list).
+    Failing both, a list of one class at one of those paths is used with a warning (a pruned model whose
+    config still names the original depth).
     Llama, Qwen2, Qwen3, Gemma2, Gemma3, Mistral, Phi-3 and GPT-2 are tested.
 
     Parameters
@@ -99,6 +102,13 @@ def decoder_layers(model: nn.Module) -> nn.ModuleList:
                   if _is_layer_list(module, expected)]
     if candidates:
         return min(candidates, key=lambda c: (c[0], c[1]))[2]
+    for path in LAYER_PATHS:
+        # a model whose layer list was cut or extended in place (layer pruning) without updating its config
+        found = _resolve(model, path)
+        if expected is not None and _is_layer_list(found, None):
+            warnings.warn(f"{type(model).__name__}.{path} holds {len(found)} layers but config.num_hidden_layers is "
+                          f"{expected}; using the {len(found)} layers of {path}", UserWarning, stacklevel=2)
+            return found
     wanted = f"{expected} blocks (config.num_hidden_layers)" if expected else "blocks"
     raise ValueError(f"no decoder-layer list found in {type(model).__name__} (model_type {_model_type(model)!r}): "
                      f"looked for an nn.ModuleList of {wanted} of one class, at {list(LAYER_PATHS)} and anywhere "
