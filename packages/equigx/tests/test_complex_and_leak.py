@@ -174,10 +174,10 @@ def test_learned_mask_settings_that_give_nan_or_inverted_scores_are_refused(cls,
 @pytest.mark.parametrize("flag", ["False", 0, None])
 def test_head_bias_must_be_a_bool(flag):
     # head_bias="False" is truthy and silently kept the biases (and the leak)
-    with pytest.raises(ValueError, match="head_bias"):
+    with pytest.raises(TypeError, match="head_bias must be a bool"):
         TFN(head_bias=flag)
-    with pytest.raises(ValueError, match="head_bias"):
+    with pytest.raises(TypeError, match="head_bias must be a bool"):
         ProteinLigandTFN(head_bias=flag)
-    with pytest.raises(ValueError, match="self_loops"):
+    with pytest.raises(TypeError, match="self_loops must be a bool"):
         TFN(self_loops=flag)
 

@@ -42,10 +42,11 @@ def test_integer_like_targets_are_accepted(tfn64, shapes64):
         assert (EquiGX(tfn64).explain(shapes64, target=target).target == 2).all()
 
 
-@pytest.mark.parametrize("eps", [True, 0.0, 0, -1e-9, float("inf")])
-def test_eps_that_is_not_a_positive_float_is_refused(tfn64, shapes64, eps):
+@pytest.mark.parametrize(("eps", "error"), [(True, TypeError), ("1e-9", TypeError), (0.0, ValueError), (0, ValueError),
+                                            (-1e-9, ValueError), (float("inf"), ValueError)])
+def test_eps_that_is_not_a_positive_float_is_refused(tfn64, shapes64, eps, error):
     # eps = 0 divided the never-reached output blocks (0o, 1e, ... of the first convolution) by zero: NaN
-    with pytest.raises(ValueError, match="eps must be a positive"):
+    with pytest.raises(error, match="EquiGX: eps must be a float in"):
         EquiGX(tfn64, eps=eps).explain(shapes64)
 
 

@@ -9,6 +9,7 @@ from typing import Literal
 
 import numpy as np
 import torch
+from icml25_shared.validation import Interval, Options, check_params
 from torch import nn
 
 from equigx.graphs import Geometry, Graphs, scatter_sum
@@ -339,20 +340,19 @@ class EquiGX:
         self.head_rule = head_rule
         self.gamma = gamma
 
+    _parameter_constraints: dict = {
+        "variant": [Options(str, {"node", "split"})],
+        "root": [Options(str, {"input", "zero"})],
+        # positive: eps = 0 divides the output blocks no path reaches (zero) by zero
+        "eps": [Interval(float, 0, float("inf"), closed="neither")],
+        "norm_rule": [Options(str, {"rescale", "identity"})],
+        "head_rule": [Options(str, {"epsilon", "gamma"})],
+        "gamma": [Interval(float, 0, float("inf"), closed="left")],
+    }
+
     def _validate(self) -> None:
-        if self.variant not in ("node", "split"):
-            raise ValueError(f"variant must be 'node' or 'split', got {self.variant!r}")
-        if self.root not in ("input", "zero"):
-            raise ValueError(f"root must be 'input' or 'zero', got {self.root!r}")
-        if self.head_rule not in ("epsilon", "gamma"):
-            raise ValueError(f"head_rule must be 'epsilon' or 'gamma', got {self.head_rule!r}")
-        if isinstance(self.gamma, bool) or not (isinstance(self.gamma, float | int) and 0 <= self.gamma < float("inf")):
-            raise ValueError(f"gamma must be a non-negative finite float, got {self.gamma!r}")
-        if self.norm_rule not in ("rescale", "identity"):
-            raise ValueError(f"norm_rule must be 'rescale' or 'identity', got {self.norm_rule!r}")
-        if isinstance(self.eps, bool) or not (isinstance(self.eps, float | int) and 0 < self.eps < float("inf")):
-            raise ValueError(f"eps must be a positive finite float (e.g. 1e-9; 0 divides zero blocks by zero), got "
-                             f"{self.eps!r}")
+        check_params({name: getattr(self, name) for name in self._parameter_constraints}, self._parameter_constraints,
+                     owner="EquiGX")
         for name in ("layers", "run", "check_graphs"):
             if not hasattr(self.model, name) or not (hasattr(self.model, "geometry")
                                                      or hasattr(self.model, "graph_geometry")):

@@ -17,6 +17,7 @@ import torch
 from e3nn import o3
 from e3nn.math import soft_one_hot_linspace
 from e3nn.nn import FullyConnectedNet, Gate, NormActivation
+from icml25_shared.validation import Interval, Options, check_params
 from torch import nn
 
 from equigx.graphs import Geometry, Graphs, radius_graph, scatter_sum
@@ -196,10 +197,21 @@ def _body(irreps_in: o3.Irreps, irreps_sh: o3.Irreps, *, mul: int, lmax: int, n_
     return layers
 
 
-def _check_flags(**flags: object) -> None:
-    for name, value in flags.items():
-        if not isinstance(value, bool):  # head_bias="False" is truthy: biases would stay on
-            raise ValueError(f"{name} must be True or False, got {value!r}")
+_POSITIVE = Interval(int, 1, None)
+_LENGTH = Interval(float, 0, float("inf"), closed="neither")
+_TFN_CONSTRAINTS: dict = {
+    **{name: [_POSITIVE] for name in ("n_types", "mul", "n_layers", "n_basis", "radial_hidden", "n_out", "n_scalars",
+                                      "head_hidden")},
+    "lmax": [Interval(int, 0, 4)],
+    "r_max": [_LENGTH],
+    "output": [Options(str, {"scalar", "pseudoscalar"})],
+    "nonlinearity": [Options(str, {"norm", "gate"})],
+    "num_neighbors": [_LENGTH],
+    "typical_nodes": [_LENGTH],
+    # a bool, never a truthy stand-in: head_bias="False" would keep the biases (and the leak)
+    "self_loops": ["boolean"],
+    "head_bias": ["boolean"],
+}
 
 
 def _check_positions(pos: torch.Tensor) -> None:
@@ -280,20 +292,11 @@ class TFN(nn.Module):
                  nonlinearity: Literal["norm", "gate"] = "norm", num_neighbors: float = 8.0,
                  typical_nodes: float = 20.0, self_loops: bool = True, head_bias: bool = True) -> None:
         super().__init__()
-        for name, value in (("n_types", n_types), ("mul", mul), ("n_layers", n_layers), ("n_basis", n_basis),
-                            ("radial_hidden", radial_hidden), ("n_out", n_out), ("n_scalars", n_scalars),
-                            ("head_hidden", head_hidden)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if isinstance(lmax, bool) or not isinstance(lmax, int) or not 0 <= lmax <= 4:
-            raise ValueError(f"lmax must be an int in [0, 4], got {lmax!r}")
-        if not r_max > 0:
-            raise ValueError(f"r_max must be positive, got {r_max!r}")
-        if output not in ("scalar", "pseudoscalar"):
-            raise ValueError(f"output must be 'scalar' or 'pseudoscalar', got {output!r}")
-        if nonlinearity not in ("norm", "gate"):
-            raise ValueError(f"nonlinearity must be 'norm' or 'gate', got {nonlinearity!r}")
-        _check_flags(head_bias=head_bias, self_loops=self_loops)
+        check_params({"n_types": n_types, "mul": mul, "n_layers": n_layers, "n_basis": n_basis,
+                      "radial_hidden": radial_hidden, "n_out": n_out, "n_scalars": n_scalars, "head_hidden": head_hidden,
+                      "lmax": lmax, "r_max": r_max, "output": output, "nonlinearity": nonlinearity,
+                      "num_neighbors": num_neighbors, "typical_nodes": typical_nodes, "self_loops": self_loops,
+                      "head_bias": head_bias}, _TFN_CONSTRAINTS, owner="TFN")
         self.lmax, self.r_max, self.n_basis, self.self_loops = lmax, float(r_max), n_basis, self_loops
         self.output = output
         #: spherical-harmonic orders zeroed on every edge (an ablation: ``(1, 2)`` keeps distances only)
@@ -519,23 +522,16 @@ class ProteinLigandTFN(nn.Module):
                  nonlinearity: Literal["norm", "gate"] = "norm", num_neighbors: float = 8.0,
                  typical_nodes: float = 20.0, head_bias: bool = True) -> None:
         super().__init__()
-        for name, value in (("n_protein_types", n_protein_types), ("n_ligand_types", n_ligand_types),
-                            ("mul", mul), ("n_layers", n_layers), ("n_basis", n_basis),
-                            ("radial_hidden", radial_hidden), ("n_out", n_out), ("n_scalars", n_scalars),
-                            ("head_hidden", head_hidden)):
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if isinstance(lmax, bool) or not isinstance(lmax, int) or not 0 <= lmax <= 4:
-            raise ValueError(f"lmax must be an int in [0, 4], got {lmax!r}")
-        if not (r_max_protein > 0 and r_max_ligand > 0):
-            raise ValueError(f"cutoffs must be positive, got {r_max_protein!r} and {r_max_ligand!r}")
-        if task not in ("regression", "classification"):
-            raise ValueError(f"task must be 'regression' or 'classification', got {task!r}")
+        check_params({"n_protein_types": n_protein_types, "n_ligand_types": n_ligand_types, "mul": mul,
+                      "n_layers": n_layers, "n_basis": n_basis, "radial_hidden": radial_hidden, "n_out": n_out,
+                      "n_scalars": n_scalars, "head_hidden": head_hidden, "lmax": lmax, "r_max_protein": r_max_protein,
+                      "r_max_ligand": r_max_ligand, "task": task, "nonlinearity": nonlinearity,
+                      "num_neighbors": num_neighbors, "typical_nodes": typical_nodes, "head_bias": head_bias},
+                     {**_TFN_CONSTRAINTS, "n_protein_types": [_POSITIVE], "n_ligand_types": [_POSITIVE],
+                      "r_max_protein": [_LENGTH], "r_max_ligand": [_LENGTH],
+                      "task": [Options(str, {"regression", "classification"})]}, owner="ProteinLigandTFN")
         if task == "regression" and n_out != 1:
-            raise ValueError(f"a regression head has one output, got n_out={n_out}")
-        if nonlinearity not in ("norm", "gate"):
-            raise ValueError(f"nonlinearity must be 'norm' or 'gate', got {nonlinearity!r}")
-        _check_flags(head_bias=head_bias)
+            raise ValueError(f"ProteinLigandTFN: n_out must be 1 (a regression head has one output); got {n_out}")
         self.task, self.n_out, self.lmax, self.n_basis = task, n_out, lmax, n_basis
         self.r_max = (float(r_max_protein), float(r_max_ligand))
         self.n_types = (n_protein_types, n_ligand_types)
