@@ -9,7 +9,7 @@ from rdkit import Chem, RDLogger
 
 __all__ = ["canonical_smiles", "draw_motifs", "parse_molecule"]
 
-RDLogger.DisableLog("rdApp.*")
+RDLogger.DisableLog("rdApp.*")  # type: ignore[attr-defined]  # RDKit stubs lack DisableLog
 
 
 def parse_molecule(smiles: str, *, index: int | None = None) -> Chem.Mol:

@@ -196,4 +196,4 @@ def load_dataset(name: str, *, path: str | Path | None = None) -> list[str]:
         raise ValueError(f"unknown dataset {name!r}; accepted: {', '.join(DATASETS + LOCAL_DATASETS)}")
     if path is not None:
         raise ValueError(f"dataset {name!r} is shipped; path is only for {', '.join(LOCAL_DATASETS)}")
-    return load_smiles(files("fmg") / "data" / f"{name}.txt")
+    return load_smiles(Path(str(files("fmg") / "data" / f"{name}.txt")))

@@ -183,7 +183,8 @@ def reproduce(ctx: RunContext) -> None:
     sets = ("isocyanates",) if ctx.quick else ("isocyanates", "acrylates", "chain_extenders")
     seeds = [ctx.seed] if ctx.quick else [ctx.seed, ctx.seed + 1000, ctx.seed + 2000]
     n = 100 if ctx.quick else 500
-    rows, raw = [], []
+    rows: list[dict[str, Any]] = []
+    raw: list[dict[str, Any]] = []
     chem_rows: list[dict[str, Any]] = []
     jobs = [(s, c) for s in sets for c in [*CONFIGS, *SAMPLING, "STONED"]]
     for dataset, config in progress(jobs, desc="reproduce"):
@@ -200,7 +201,7 @@ def reproduce(ctx: RunContext) -> None:
                 samples = model.sample(n, random_state=seed, unique=True, **options).smiles
                 iid = model.sample(n, random_state=seed, **options).smiles
                 n_rules = model.grammar_.n_rules
-            m = evaluate(samples, train, dataset).as_dict()
+            m: dict[str, Any] = dict(evaluate(samples, train, dataset).as_dict())
             m["n_rules"] = n_rules
             m.update(chemistry_row(iid, train))
             per_seed.append(m)

@@ -254,7 +254,7 @@ def extract_rules(dec: Decomposition) -> list[tuple[int, Rule, list[int], list[i
         breadth-first derivation expands them.
     """
     t = dec.tree
-    parent = {dec.root: None}
+    parent: dict[int, int | None] = {dec.root: None}
     order = [dec.root]
     for u, v in nx.bfs_edges(t, dec.root):
         parent[v] = u
@@ -264,7 +264,9 @@ def extract_rules(dec: Decomposition) -> list[tuple[int, Rule, list[int], list[i
     for a, k in enumerate(dec.owner):
         subtree_atoms[k].add(a)
     for k in reversed(order[1:]):
-        subtree_atoms[parent[k]] |= subtree_atoms[k]
+        up = parent[k]
+        assert up is not None  # only the root has no parent
+        subtree_atoms[up] |= subtree_atoms[k]
     supply: dict[tuple[int, int], int] = {}
     for k in order:
         for b in dec.bags[k]:
@@ -309,7 +311,7 @@ class Grammar:
         self.counts: list[float] = []
         self.descriptions: list[str] = []
         self.sources: list[str] = []
-        self._buckets: dict[tuple[Any, str], list[int]] = {}
+        self._buckets: dict[tuple[Any, ...], list[int]] = {}
         self._graphs: dict[int, nx.Graph] = {}
         self._by_lhs: dict[tuple[Pair, ...], list[int]] = {}
         # depth -> sorted slots of a nonterminal -> {(rule, slot of each external node): training uses}
@@ -318,7 +320,7 @@ class Grammar:
         self.budget: dict[str, int] = {}
 
     # -- building ---------------------------------------------------------------------------------------
-    def _key(self, rule: Rule) -> tuple[Any, str]:
+    def _key(self, rule: Rule) -> tuple[Any, ...]:
         g = self._graph(rule)
         return (rule.lhs, len(rule.node_order), len(rule.atoms), len(rule.nonterminals),
                 nx.weisfeiler_lehman_graph_hash(g, node_attr="label", edge_attr="label", iterations=3))
@@ -424,8 +426,8 @@ class Grammar:
                         i, order = moved[k]
                         entry = (i, tuple(signature[u] for u in order))
                         target[entry] = target.get(entry, 0.0) + count
-            for key, value in g.budget.items():
-                out.budget[key] = max(out.budget.get(key, 0), value)
+            for name, value in g.budget.items():
+                out.budget[name] = max(out.budget.get(name, 0), value)
         return out
 
     # -- probabilities ----------------------------------------------------------------------------------
@@ -641,7 +643,7 @@ class Grammar:
             out = self._run([(s, *opts) for s in spawn(rng, int(n))], n_jobs)
             if any(s is None for s, _ in out):
                 raise RuntimeError(_NO_MOLECULE.format(max_tries))
-            return SampleResult([s for s, _ in out], int(sum(r for _, r in out)))
+            return SampleResult([s for s, _ in out if s is not None], int(sum(r for _, r in out)))
         root = np.random.SeedSequence(int(rng.integers(2**63)))
         seen: dict[str, None] = {}
         rejected = draws = 0

@@ -52,7 +52,7 @@ class MotifView:
 
     def motif_atoms(self, k: int) -> list[int]:
         """Sorted atom indices touched by the bonds of motif ``k``."""
-        atoms = set()
+        atoms: set[int] = set()
         for b in self.motifs[k]:
             bond = self.mol.GetBondWithIdx(b)
             atoms.update((bond.GetBeginAtomIdx(), bond.GetEndAtomIdx()))
@@ -355,7 +355,7 @@ class MMFMJudge:
         n = len(view.motifs)
 
         def parse(answer: str) -> list[str] | None:
-            found = {}
+            found: dict[int, str] = {}
             for line in answer.splitlines():
                 m = re.match(r"\s*\**\s*Motif\s+(\d+)\s*\**\s*[:.\-]\s*(.+)", line)
                 if m:

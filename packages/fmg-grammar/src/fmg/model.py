@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from icml25_shared.cli import progress as _progress
@@ -109,9 +110,12 @@ class FMG:
         if isinstance(smiles, str) or len(smiles) == 0:
             raise ValueError("smiles must be a non-empty sequence of SMILES strings")
         mols = [parse_molecule(s, index=i) for i, s in enumerate(smiles)]
-        canon, keep = [], []
+        canon: list[str] = []
+        keep: list[str] = []
         for i, m in enumerate(mols):
             c = canonical_smiles(m)
+            if c is None:  # parse_molecule sanitised it, so RDKit writes it back
+                raise ValueError(f"molecule {i} {smiles[i]!r}: RDKit cannot write it back as SMILES")
             if c not in canon:
                 canon.append(c)
                 # stereo was removed (and announced) above; decompose the stereo-free form so it is not again
@@ -148,10 +152,11 @@ class FMG:
             return first
         candidates = [first] + [decompose(smiles, self.judge, merge=self.merge, root="random", tree=self.tree,
                                           random_state=stream, index=index) for _ in range(self.n_candidates - 1)]
+        judge: Any = self.judge  # compare is the judge's optional fifth method (checked in _validate)
         comparisons = []
         for a in range(len(candidates)):
             for b in range(a + 1, len(candidates)):
-                winner = self.judge.compare(candidates[a], candidates[b])
+                winner = judge.compare(candidates[a], candidates[b])
                 if winner not in (0, 1):
                     raise ValueError(f"molecule {index} {smiles!r}: the judge's comparison answer {winner!r} is not "
                                      "0 (first better) or 1 (second better)")

@@ -149,7 +149,7 @@ class RetroPlanner:
         """
         target = _canon(smiles, "target")
         # a state: open molecules, each with its depth and the molecules above it (no cycles)
-        start = ((target, 0, frozenset()),)
+        start: tuple[tuple[str, int, frozenset[str]], ...] = ((target, 0, frozenset()),)
         heap: list[tuple[float, int, tuple, tuple]] = [(0.0, 0, start, ())]
         cache: dict[str, list[tuple[tuple[str, ...], float]]] = {}
         tie = 1
