@@ -280,6 +280,18 @@ _NUMBERED = re.compile(r"^(?:#{1,6}\s*)?(?:\*\*)?(\d+)[.)](?:\*\*)?\s+(.*)$")
 _BULLETED = re.compile(r"^()[-*+\u2022]\s+(.*)$")
 
 
+_TEXT_KEYS = ("problem", "subtask", "task", "question", "description", "prompt", "text", "content")
+
+
+def _json_item_text(item: dict[str, Any]) -> str:
+    """A subtask object's text: a problem/description-like key, else its longest string (not an id or a title)."""
+    strings = {str(k).lower(): v for k, v in item.items() if isinstance(v, str)}
+    for key in _TEXT_KEYS:
+        if key in strings:
+            return strings[key]
+    return max(strings.values(), key=len, default="")
+
+
 def _json_subtasks(text: str) -> list[str] | None:
     candidates = [text.strip()]
     lines = answer_lines(text)
@@ -292,8 +304,8 @@ def _json_subtasks(text: str) -> list[str] | None:
         if isinstance(data, dict):
             data = next((v for v in data.values() if isinstance(v, list)), None)
         if isinstance(data, list):
-            items = [item if isinstance(item, str) else next((v for v in item.values() if isinstance(v, str)), "")
-                     if isinstance(item, dict) else "" for item in data]
+            items = [item if isinstance(item, str) else _json_item_text(item) if isinstance(item, dict) else ""
+                     for item in data]
             items = [i.strip() for i in items if i and i.strip()]
             if items:
                 return items
