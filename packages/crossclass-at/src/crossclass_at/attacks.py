@@ -21,6 +21,7 @@ import numbers
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import overload
 
 import torch
 import torch.nn.functional as F
@@ -193,6 +194,14 @@ def _check_common(attack: PGD | FGSM | TradesKL) -> None:
     owner = type(attack).__name__
     object.__setattr__(attack, "eps", _check_eps(attack.eps, owner=owner))
     check_param("bn_mode", attack.bn_mode, [Options(str, set(BN_MODES))], owner=owner)
+
+
+@overload
+def _check_batch(model: nn.Module, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor: ...
+
+
+@overload
+def _check_batch(model: nn.Module, x: torch.Tensor, y: None) -> None: ...
 
 
 def _check_batch(model: nn.Module, x: torch.Tensor, y: torch.Tensor | None) -> torch.Tensor | None:
@@ -484,6 +493,10 @@ class Normalized(nn.Module):
     mean, std : sequence of float
         Per-channel statistics (channel is dimension 1).
     """
+
+    model: nn.Module
+    mean: torch.Tensor
+    std: torch.Tensor
 
     def __init__(self, model: nn.Module, mean: tuple[float, ...] | list[float], std: tuple[float, ...] | list[float]):
         super().__init__()

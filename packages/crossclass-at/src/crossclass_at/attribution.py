@@ -238,9 +238,9 @@ def cas(correlation: np.ndarray, *, atol: float = 1e-4) -> float:
                          f"{diag[i]:.9g}; pass correlation_matrix(A), not A or a covariance")
     asym = np.abs(c - c.T)
     if np.max(asym) > atol:
-        i, j = np.unravel_index(int(np.argmax(asym)), c.shape)
-        raise ValueError(f"correlation must be symmetric, but C[{i}, {j}] = {c[i, j]:.9g} and C[{j}, {i}] = "
-                         f"{c[j, i]:.9g}")
+        row, col = np.unravel_index(int(np.argmax(asym)), c.shape)
+        raise ValueError(f"correlation must be symmetric, but C[{row}, {col}] = {c[row, col]:.9g} and C[{col}, {row}] = "
+                         f"{c[col, row]:.9g}")
     if c.min() < -1.0 - atol or c.max() > 1.0 + atol:
         raise ValueError(f"correlation entries are cosines in [-1, 1], got entries in [{c.min():.6g}, {c.max():.6g}]")
     return float(np.clip(c, 0.0, 1.0).sum() - c.shape[0])

@@ -305,6 +305,7 @@ class AdversarialTrainer:
                     if isinstance(soft, LabelSmoothing):
                         loss = soft.loss(logits, yb)
                     elif teacher is not None and lam > 0:
+                        assert isinstance(soft, (SelfDistillation, Distillation))  # a teacher comes from soft labels
                         with torch.no_grad():
                             teacher_logits = teacher(inputs)
                         loss = distillation_loss(logits, teacher_logits, yb, temperature=soft.T, lam=lam)
@@ -314,6 +315,7 @@ class AdversarialTrainer:
                 loss.backward()
                 opt.step()
                 if isinstance(soft, SelfDistillation):
+                    assert teacher is not None  # make_teacher above
                     ema_update(teacher, model, soft.ema)
                 total_loss += float(loss.detach()) * len(idx)
                 correct += int((logits.argmax(1) == yb).sum())
