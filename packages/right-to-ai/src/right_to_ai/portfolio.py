@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from icml25_shared.validation import check_param
 
 from right_to_ai.assess import AnswerError, _data
 from right_to_ai.data import ANSWERS, DIMENSIONS, RightToAIData, load
@@ -195,7 +196,7 @@ def _columns(table: Any) -> tuple[list[str], dict[str, Sequence[Any]], int]:
     if isinstance(table, Sequence) and all(isinstance(r, Mapping) for r in table):
         names = list(dict.fromkeys(k for r in table for k in r))
         return names, {n: [r.get(n) for r in table] for n in names}, len(table)
-    raise TypeError("assess_many takes a CSV path, a pandas DataFrame or a sequence of mappings, got "
+    raise TypeError("assess_many: table must be a CSV path, a pandas DataFrame or a sequence of mappings; got "
                     f"{type(table).__name__}")
 
 
@@ -286,6 +287,7 @@ def assess_many(table: Any, *, data: RightToAIData | None = None, allow_missing:
     >>> assess_many(rows).tier.tolist()
     [2, 2, 2, 2, 4, 2, 1, 1, 2]
     """
+    check_param("allow_missing", allow_missing, ["boolean"], owner="assess_many")
     data = _data(data)
     names, columns, n = _columns(table)
     ids = [q.id for q in data.questions]
