@@ -39,6 +39,8 @@ if TYPE_CHECKING:
         available_codecs,
     )
     from de_antifake.refiner import PhonemeGuidedRefiner, PhonePuRe, load_refinement_ckpt, save_refinement_ckpt
+    from de_antifake.retrain import RetrainResult, retrain
+    from de_antifake.weights import load_weights, shipped_weights
 
 try:
     __version__ = version("de-antifake")
@@ -66,6 +68,7 @@ _EXPORTS = {
     "Purifier": "purifiers", "available_codecs": "purifiers",
     "PhonemeGuidedRefiner": "refiner", "PhonePuRe": "refiner", "load_refinement_ckpt": "refiner",
     "save_refinement_ckpt": "refiner",
+    "load_weights": "weights", "shipped_weights": "weights", "retrain": "retrain", "RetrainResult": "retrain",
 }
 
 __all__ = [
@@ -92,6 +95,7 @@ __all__ = [
     "PhonemeSpectra",
     "Purifier",
     "ResemblyzerEncoder",
+    "RetrainResult",
     "SAMPLE_RATE",
     "SpeakerParams",
     "SpeakerVerifier",
@@ -111,15 +115,18 @@ __all__ = [
     "load_ecapa",
     "load_purification_pkl",
     "load_refinement_ckpt",
+    "load_weights",
     "make_corpus",
     "pronounce",
     "read_audio",
     "read_librispeech",
     "read_textgrid",
     "read_vctk",
+    "retrain",
     "save_ecapa",
     "save_purification_pkl",
     "save_refinement_ckpt",
+    "shipped_weights",
     "snr_db",
     "synthesize",
     "train_diffwave",

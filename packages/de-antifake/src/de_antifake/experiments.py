@@ -26,7 +26,6 @@ from de_antifake.corpus import WORDS, Corpus, make_corpus, plan_utterance, synth
 from de_antifake.diffusion import (
     DiffWaveConfig,
     DiffWavePurifier,
-    load_purification_pkl,
     save_purification_pkl,
     train_diffwave,
 )
@@ -34,7 +33,8 @@ from de_antifake.encoder import ResemblyzerEncoder
 from de_antifake.phoneme import PhonemeSpectra
 from de_antifake.protect import attackvc
 from de_antifake.purifiers import LowPassPurifier, available_codecs
-from de_antifake.refiner import PhonemeGuidedRefiner, PhonePuRe, load_refinement_ckpt, save_refinement_ckpt
+from de_antifake.refiner import PhonemeGuidedRefiner, PhonePuRe, save_refinement_ckpt
+from de_antifake.weights import STAGE1_PEAK, WEIGHT_FILES, load_weights, shipped_weights
 
 __all__ = ["ChainSizes", "demo", "load_weights", "reproduce", "run_chain", "shipped_weights", "spectrogram_db"]
 
@@ -42,8 +42,6 @@ STAGE1 = DiffWaveConfig(res_channels=32, skip_channels=32, num_res_layers=8, dil
                         diffusion_step_embed_dim_in=32, diffusion_step_embed_dim_mid=64, diffusion_step_embed_dim_out=64)
 """The tiny stage-1 DiffWave used at CPU scale."""
 
-STAGE1_PEAK = 0.95
-"""Peak level (``max |x|``) at which the tiny DiffWave is trained and purifies (``peak=`` of both)."""
 
 
 CLONE_WORDS = 6
@@ -275,15 +273,6 @@ def reproduce(ctx: RunContext) -> None:
     ctx.save_figure(fig)
 
 
-WEIGHT_FILES = ("purification.pkl", "config.json", "refinement.ckpt", "refinement_unguided.ckpt")
-"""The files of a weights folder written by ``run_chain(save_to=...)`` and read by ``demo``."""
-
-
-def shipped_weights() -> Path:
-    """The folder of tiny weights shipped in the package (made by ``reproduce --quick``, seed 0)."""
-    return Path(__file__).resolve().parent / "data" / "weights"
-
-
 def _weights_folder(out: Path) -> Path | None:
     """Find the trained weights ``demo`` uses.
 
@@ -295,22 +284,6 @@ def _weights_folder(out: Path) -> Path | None:
             return folder
     return None
 
-
-def load_weights(folder: str | Path, *, random_state=None):
-    """Stage 1 at ``t* = 3`` and the guided and unguided refiners from a weights folder.
-
-    Returns
-    -------
-    stage1 : DiffWavePurifier
-        At ``t = 3`` and ``peak = STAGE1_PEAK``.
-    guided, unguided : PhonemeGuidedRefiner
-    """
-    folder = Path(folder)
-    dw, schedule = load_purification_pkl(folder / "purification.pkl")
-    stage1 = DiffWavePurifier(dw, schedule=schedule, t=3, peak=STAGE1_PEAK, random_state=random_state)
-    guided = load_refinement_ckpt(folder / "refinement.ckpt", random_state=random_state)
-    plain = load_refinement_ckpt(folder / "refinement_unguided.ckpt", random_state=random_state)
-    return stage1, guided, plain
 
 
 @_one_thread

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,6 +40,7 @@ __all__ = [
     "WatermarkedImage",
     "describe_synthetic",
     "embed_watermark",
+    "find_data_dir",
     "make_logo",
     "make_position_dataset",
     "make_real_style_dataset",
@@ -896,3 +898,37 @@ def read_qscore(path: str | Path) -> dict[str, dict[str, Any]]:
                                              for v in data.values()):
         raise ValueError(f"{path}: expected {{image: {{gt_score, logits, predict_score}}}}")
     return data
+
+
+_FILES: dict[str, Any] = {"labels": "WQA-Real_test.json.gz",
+          "WMarkGPT-7B": ("WQA-Real_wmarkgpt-7b.json.gz", "WQA-Real_wmarkgpt-7b-result.json.gz"),
+          "Qwen2-VL-7B": ("WQA-Real_qwen2-vl-7b-instruct.json.gz", "WQA-Real_qwen2-vl-7b-instruct-result.json.gz"),
+          "qscore-real": "WQA-Real_wmarkgpt_qscore.json.gz",
+          "qscore-synthetic": "WQA-Synthetic_wmarkgpt_qscore.json.gz"}
+
+
+def find_data_dir() -> Path:
+    """The folder of the shipped official files: ``$WMARKGPT_DATA``, else the checkout's ``tests/data``.
+
+    The checkout is found from the installed source (an editable install) or, for a regular install,
+    from the current directory: the repository root, as after the README's install commands.
+
+    Returns
+    -------
+    pathlib.Path
+        The folder.
+
+    Raises
+    ------
+    FileNotFoundError
+        When neither holds the WQA-Real labels.
+    """
+    env = os.environ.get("WMARKGPT_DATA")
+    candidates = [Path(env)] if env else []
+    candidates.append(Path(__file__).resolve().parents[2] / "tests" / "data")
+    candidates.append(Path.cwd() / "packages" / "wmarkgpt" / "tests" / "data")
+    for folder in candidates:
+        if (folder / _FILES["labels"]).is_file():
+            return folder
+    raise FileNotFoundError("the official WQA-Real files were not found; set WMARKGPT_DATA to a folder holding "
+                            f"{_FILES['labels']} and the answer files (see DATA.md of the repository)")

@@ -10,7 +10,6 @@ synthetic test set and full-reference PSNR/SSIM baselines.
 
 from __future__ import annotations
 
-import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -25,38 +24,7 @@ PAPER_REAL = {"WMarkGPT-7B": {"BLEU-1": 0.424, "ROUGE-L": 0.418, "LLM x25": 71.9
               "Qwen2-VL-7B": {"BLEU-1": 0.328, "ROUGE-L": 0.289, "LLM x25": 24.45, "ACC": 0.156}}
 """The official tables' numbers (recomputed from the shipped per-item files)."""
 
-_FILES: dict[str, Any] = {"labels": "WQA-Real_test.json.gz",
-          "WMarkGPT-7B": ("WQA-Real_wmarkgpt-7b.json.gz", "WQA-Real_wmarkgpt-7b-result.json.gz"),
-          "Qwen2-VL-7B": ("WQA-Real_qwen2-vl-7b-instruct.json.gz", "WQA-Real_qwen2-vl-7b-instruct-result.json.gz"),
-          "qscore-real": "WQA-Real_wmarkgpt_qscore.json.gz",
-          "qscore-synthetic": "WQA-Synthetic_wmarkgpt_qscore.json.gz"}
-
-
-def find_data_dir() -> Path:
-    """The folder of the shipped official files: ``$WMARKGPT_DATA``, else the checkout's ``tests/data``.
-
-    The checkout is found from the installed source (an editable install) or, for a regular install,
-    from the current directory: the repository root, as after the README's install commands.
-
-    Returns
-    -------
-    pathlib.Path
-        The folder.
-
-    Raises
-    ------
-    FileNotFoundError
-        When neither holds the WQA-Real labels.
-    """
-    env = os.environ.get("WMARKGPT_DATA")
-    candidates = [Path(env)] if env else []
-    candidates.append(Path(__file__).resolve().parents[2] / "tests" / "data")
-    candidates.append(Path.cwd() / "packages" / "wmarkgpt" / "tests" / "data")
-    for folder in candidates:
-        if (folder / _FILES["labels"]).is_file():
-            return folder
-    raise FileNotFoundError("the official WQA-Real files were not found; set WMARKGPT_DATA to a folder holding "
-                            f"{_FILES['labels']} and the answer files (see DATA.md of the repository)")
+from wmarkgpt.data import _FILES, find_data_dir  # noqa: E402  (re-exported: the shipped official files)
 
 
 def shipped_evaluation(folder: Path | None = None) -> dict[str, Any]:
