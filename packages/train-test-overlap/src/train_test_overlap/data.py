@@ -31,7 +31,7 @@ class Instance:
 
     id: str
     input: str
-    references: tuple[str, ...] = ()
+    references: Sequence[str] = ()  # stored as a tuple
 
     def __post_init__(self) -> None:
         if not isinstance(self.id, str) or not self.id:
@@ -68,7 +68,7 @@ class TestSet:
 
     name: str
     split: str
-    instances: tuple[Instance, ...]
+    instances: Sequence[Instance]  # stored as a tuple
     spec: dict[str, Any] | None = field(default=None, compare=False)
 
     def __post_init__(self) -> None:
@@ -141,7 +141,7 @@ _TEXT = (".txt", ".text")
 def _open_text(path: Path, errors: str) -> io.TextIOBase:
     suffixes = path.suffixes
     if suffixes and suffixes[-1] == ".gz":
-        return gzip.open(path, "rt", encoding="utf-8", errors=errors)  # type: ignore[return-value]
+        return gzip.open(path, "rt", encoding="utf-8", errors=errors)
     if suffixes and suffixes[-1] == ".zst":
         try:
             import zstandard
@@ -294,7 +294,7 @@ def iter_documents(source: str | os.PathLike[str] | Sequence[Any] | Iterable[str
         raise ValueError(f"errors must be 'strict' or 'replace', got {errors!r}")
     if isinstance(source, (str, os.PathLike)) or (isinstance(source, (list, tuple)) and source
                                                   and all(isinstance(s, os.PathLike) for s in source)):
-        for path in corpus_files(source):  # type: ignore[arg-type]
+        for path in corpus_files(source):
             yield from _iter_file(path, text_field, errors, lines)
         return
     if isinstance(source, (list, tuple)) and source and all(isinstance(s, str) and os.path.isfile(s) for s in source):

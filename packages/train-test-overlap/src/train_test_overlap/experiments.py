@@ -217,7 +217,7 @@ def reproduce(ctx: RunContext) -> None:
     ts, truth, docs = planted_corpus(n_instances=n_inst, target_bytes=size, random_state=ctx.seed)
     names = sorted(PRESETS)
     results, stats = evaluate_presets(ts, docs, presets=names, random_state=ctx.seed)
-    table = {}
+    table: dict[str, Any] = {}
     for r in results:
         by_kind = {}
         for kind in KINDS:

@@ -533,9 +533,9 @@ class OverlapIndex:
 
     def set_index(self, key: tuple[str, str] | TestSet) -> int:
         """Position of a test set given its ``(name, split)`` key or the object."""
-        key = key.key if isinstance(key, TestSet) else tuple(key)
+        wanted = key.key if isinstance(key, TestSet) else tuple(key)
         for s, ts in enumerate(self.test_sets):
-            if ts.key == key:
+            if ts.key == wanted:
                 return s
         raise KeyError(f"no test set {key}; known: {[ts.key for ts in self.test_sets]}")
 

@@ -182,7 +182,7 @@ class CorpusSketch:
             raise ValueError(f"n-gram {tuple(bad)!r} has {len(bad)} tokens; this sketch holds {self.n}-grams")
         pos = self._positions(joined)
         bit = (self.bits[(pos >> np.uint64(3)).astype(np.intp)] >> (pos & np.uint64(7)).astype(np.uint8)) & 1
-        return bit.all(axis=1)
+        return np.asarray(bit.all(axis=1))
 
     def overlap(self, test_sets: TestSet | Sequence[TestSet], *, part: str = "input", n: int | None = None,
                 tokenizer: Any = None) -> dict[tuple[str, str], dict[str, float]]:

@@ -26,7 +26,9 @@ class Tokenizer(Protocol):
     :func:`corpus_tokenize` picks it.
     """
 
-    name: str
+    @property
+    def name(self) -> str:
+        """The tokenizer's name (recorded in reports and saved sketches)."""
 
     def tokenize(self, text: str) -> list[str]:
         """Split ``text`` into tokens."""
