@@ -455,9 +455,10 @@ class DiffWavePurifier:
                  random_state=None) -> None:
         from icml25_shared.validation import Interval, Options, check_params
 
-        check_params({"t": t, "reverse": reverse, "chunk_seconds": chunk_seconds, "sde_steps": sde_steps,
+        # t is checked by the schedule (a whole number of steps, 3.0 included)
+        check_params({"reverse": reverse, "chunk_seconds": chunk_seconds, "sde_steps": sde_steps,
                       "random_state": random_state},
-                     {"t": [Interval(int, 1, None)], "reverse": [Options(str, {"ddpm", "sde"})],
+                     {"reverse": [Options(str, {"ddpm", "sde"})],
                       "chunk_seconds": [Interval(float, 1 / SAMPLE_RATE, None)], "sde_steps": [Interval(int, 1, None)],
                       "random_state": ["random_state"]}, owner="DiffWavePurifier")
         self.model = model
