@@ -98,3 +98,16 @@ def test_load_refuses_another_object(tmp_path):
     path.write_bytes(pickle.dumps({"not": "an explainer"}))
     with pytest.raises(TypeError, match="FastPD"):
         FastPD.load(path)
+
+
+@pytest.mark.parametrize("augment", ["full", "per-row", "auto"])
+def test_single_leaf_trees(data, augment):
+    """A forest fitted on a constant target has no split at all: PD and SHAP of a constant."""
+    from sklearn.ensemble import RandomForestRegressor
+
+    x = data["X"][:200]
+    model = RandomForestRegressor(n_estimators=3, max_depth=3, random_state=0).fit(x, np.full(len(x), 2.5))
+    fp = FastPD(model, x[:50], augment=augment)
+    np.testing.assert_array_equal(fp.shap_values(x[:4]), np.zeros((4, x.shape[1])))
+    np.testing.assert_allclose(fp.pd_function(x[:4], [0, 1]), 2.5, rtol=1e-15)
+    np.testing.assert_allclose(fp.intercept_, 2.5, rtol=1e-15)

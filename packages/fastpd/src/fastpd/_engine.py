@@ -202,7 +202,10 @@ class Block:
         if self._feature_nodes is None:
             order = np.argsort(self.feature, kind="stable")
             sf = self.feature[order]
-            starts = np.flatnonzero(np.r_[True, sf[1:] != sf[:-1]]) if len(sf) else np.zeros(0, np.int64)
+            if not len(sf):  # every tree of the block is a single leaf
+                self._feature_nodes = []
+                return self._feature_nodes
+            starts = np.flatnonzero(np.r_[True, sf[1:] != sf[:-1]])
             ends = np.r_[starts[1:], len(sf)]
             self._feature_nodes = [(int(sf[a]), order[a:b]) for a, b in zip(starts, ends, strict=True)]
         return self._feature_nodes
