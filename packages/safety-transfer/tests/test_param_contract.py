@@ -1,5 +1,6 @@
 """Each public entry point names the parameter in TypeError (wrong type) and ValueError (wrong value)."""
 
+import pytest
 import torch
 from icml25_shared.testing import assert_rejects
 
@@ -9,6 +10,11 @@ from safety_transfer import (
     add_vector,
     byte_tokenizer,
     collect_activations,
+    collect_pairs,
+    diff_in_means,
+    lm_loss,
+    read_layer,
+    steering_vector,
     tiny_causal_lm,
 )
 
@@ -52,3 +58,26 @@ def test_add_vector():
 def test_tiny_causal_lm():
     assert_rejects(tiny_causal_lm, "family", wrong_type=1, wrong_value="bert")
     assert_rejects(tiny_causal_lm, "num_layers", wrong_type=2.0, wrong_value=0, family="llama")
+
+
+def test_flags_are_bools_not_truthy_strings():
+    # "no" is truthy: unchecked, add_special_tokens="no" added the special tokens the caller declined
+    model, tok = tiny_causal_lm("llama", hidden_size=16, num_layers=2, random_state=0), byte_tokenizer()
+    texts = ["hi there"]
+    calls = {
+        "add_special_tokens": [lambda v: collect_activations(model, tok, texts, 0, add_special_tokens=v),
+                               lambda v: collect_pairs(model, model, texts, source_tokenizer=tok, source_layer=0,
+                                                       target_layer=0, add_special_tokens=v),
+                               lambda v: lm_loss(model, tok, texts, add_special_tokens=v),
+                               lambda v: steering_vector(model, tok, texts, texts, 0, add_special_tokens=v)],
+        "stop_at_layer": [lambda v: collect_activations(model, tok, texts, 0, stop_at_layer=v)],
+        "paired": [lambda v: diff_in_means(X, X, paired=v), lambda v: steering_vector(model, tok, texts, texts, 0,
+                                                                                      paired=v)],
+        "stop": [lambda v: read_layer(model, 0, stop=v).__enter__()],
+    }
+    for name, entries in calls.items():
+        for call in entries:
+            with pytest.raises(TypeError, match=name):
+                call("no")
+    with pytest.raises(TypeError, match="layer must be an int"):
+        collect_activations(model, tok, texts, True)

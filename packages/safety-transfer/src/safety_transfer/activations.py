@@ -169,9 +169,11 @@ def _check_texts(texts: Any) -> list[str]:
     return texts
 
 
-def _check_options(positions: str, batch_size: Any) -> int:
-    check_params({"positions": positions, "batch_size": batch_size},
-                 {"positions": [Options(str, set(POSITIONS))], "batch_size": [Interval(int, 1, None)]})
+def _check_options(positions: str, batch_size: Any, stop_at_layer: Any, add_special_tokens: Any) -> int:
+    check_params({"positions": positions, "batch_size": batch_size, "stop_at_layer": stop_at_layer,
+                  "add_special_tokens": add_special_tokens},
+                 {"positions": [Options(str, set(POSITIONS))], "batch_size": [Interval(int, 1, None)],
+                  "stop_at_layer": ["boolean"], "add_special_tokens": ["boolean"]})
     return int(batch_size)
 
 
@@ -263,7 +265,7 @@ def collect_activations(model: nn.Module, tokenizer: Any, texts: Sequence[str], 
         a pad token.
     """
     texts = _check_texts(texts)
-    bs = _check_options(positions, batch_size)
+    bs = _check_options(positions, batch_size, stop_at_layer, add_special_tokens)
     layer = check_layer(model, layer)
     config: Any = model.config
     meta = {"layer": str(layer), "dim": str(hidden_size(model)), "positions": positions,
@@ -367,7 +369,7 @@ def collect_pairs(source: nn.Module, target: nn.Module, texts: Sequence[str], *,
         empty prompt set.
     """
     texts = _check_texts(texts)
-    bs = _check_options(positions, batch_size)
+    bs = _check_options(positions, batch_size, stop_at_layer, add_special_tokens)
     if align not in ("ids", "offsets"):
         raise ValueError(f"align must be 'ids' or 'offsets', got {align!r}")
     ls, lt = check_layer(source, source_layer, name="source_layer"), check_layer(target, target_layer,

@@ -35,6 +35,12 @@ class StopForward(Exception):
     """Raised by a hook to end a forward pass after the layer it reads (caught by the package)."""
 
 
+def _boolean(name: str, value: Any) -> bool:
+    """``value`` checked to be a bool (a string such as "no" is truthy and would silently mean True)."""
+    check_param(name, value, ["boolean"])
+    return bool(value)
+
+
 def _model_type(model: nn.Module) -> str:
     config = getattr(model, "config", None)
     return str(getattr(config, "model_type", type(model).__name__))
@@ -145,12 +151,14 @@ def check_layer(model: nn.Module, layer: Any, *, name: str = "layer") -> int:
 
     Raises
     ------
+    TypeError
+        When ``layer`` is not an int (a bool is not one).
     ValueError
-        When ``layer`` is not an int or is out of range, naming the layer count.
+        When ``layer`` is out of range, naming the layer count.
     """
     n = num_layers(model)
     if isinstance(layer, bool) or not isinstance(layer, numbers.Integral):
-        raise ValueError(f"{name} must be an int, got {layer!r}")
+        raise TypeError(f"{name} must be an int, got {layer!r}")
     if not -n <= int(layer) < n:
         raise ValueError(f"{name} {layer} is out of range: the {_model_type(model)} model has {n} decoder layers "
                          f"(valid 0..{n - 1} or -{n}..-1)")
@@ -224,6 +232,7 @@ def read_layer(model: nn.Module, layer: int, *, stop: bool = False) -> Iterator[
     list of torch.Tensor
         One detached ``(batch, seq, d)`` tensor per forward pass, appended as they happen.
     """
+    _boolean("stop", stop)
     records: list[torch.Tensor] = []
 
     def fn(hidden: torch.Tensor) -> None:

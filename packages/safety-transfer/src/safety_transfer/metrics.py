@@ -11,7 +11,7 @@ import torch
 from torch import nn
 
 from safety_transfer.activations import _check_texts, _encode
-from safety_transfer.hooks import _eval_mode
+from safety_transfer.hooks import _boolean, _eval_mode
 from safety_transfer.transfer import mapped_replacement
 
 __all__ = ["SubstitutionMetrics", "generate", "lm_loss", "substitution_metrics", "trigger_rate"]
@@ -61,7 +61,7 @@ def lm_loss(model: nn.Module, tokenizer: Any, texts: Sequence[str], *, batch_siz
     texts = _check_texts(texts)
     total, count = 0.0, 0
     for start in range(0, len(texts), batch_size):
-        batch = _on_model(model, _encode(tokenizer, texts[start:start + batch_size], special=bool(add_special_tokens)))
+        batch = _on_model(model, _encode(tokenizer, texts[start:start + batch_size], special=_boolean("add_special_tokens", add_special_tokens)))
         nll, mask = _token_losses(_logits(model, batch), batch)
         total += float(nll[mask].sum())
         count += int(mask.sum())
@@ -122,7 +122,7 @@ def substitution_metrics(source: nn.Module, target: nn.Module, mapper: Any, toke
     texts = _check_texts(texts)
     tot, tot_m, tot_kl, count = 0.0, 0.0, 0.0, 0
     for start in range(0, len(texts), batch_size):
-        batch = _on_model(target, _encode(tokenizer, texts[start:start + batch_size], special=bool(add_special_tokens)))
+        batch = _on_model(target, _encode(tokenizer, texts[start:start + batch_size], special=_boolean("add_special_tokens", add_special_tokens)))
         logits = _logits(target, batch)
         with mapped_replacement(source, target, mapper, source_layer=source_layer, target_layer=target_layer,
                                 source_tokenizer=tokenizer, target_tokenizer=tokenizer):
@@ -169,7 +169,7 @@ def generate(model: nn.Module, tokenizer: Any, prompts: Sequence[str], *, max_ne
     outs: list[str] = []
     for start in range(0, len(prompts), batch_size):
         enc = tokenizer(prompts[start:start + batch_size], return_tensors="pt", padding=True, padding_side="left",
-                        add_special_tokens=bool(add_special_tokens))
+                        add_special_tokens=_boolean("add_special_tokens", add_special_tokens))
         batch = _on_model(model, enc)
         ids, mask = batch["input_ids"], batch["attention_mask"]
         new = []

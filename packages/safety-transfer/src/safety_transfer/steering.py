@@ -14,7 +14,7 @@ import torch
 from torch import nn
 
 from safety_transfer.activations import Activations, collect_activations
-from safety_transfer.hooks import _check_alpha, add_vector, check_layer
+from safety_transfer.hooks import _boolean, _check_alpha, add_vector, check_layer
 
 __all__ = ["SteeringVector", "SweepResult", "diff_in_means", "pca_direction", "steering_vector", "sweep"]
 
@@ -22,6 +22,7 @@ METHODS = ("mean", "pca")
 
 
 def _pair(positive: Any, negative: Any, paired: bool) -> tuple[torch.Tensor, torch.Tensor]:
+    _boolean("paired", paired)
     pos, neg = torch.as_tensor(positive), torch.as_tensor(negative)
     for name, t in (("positive", pos), ("negative", neg)):
         if t.ndim != 2 or t.shape[0] == 0:
@@ -176,10 +177,10 @@ def steering_vector(model: nn.Module, tokenizer: Any, positive: Sequence[str], n
     for name, texts in (("positive", positive), ("negative", negative)):
         if len(texts) == 0:
             raise ValueError(f"the {name} prompt set is empty")
-    if paired and len(positive) != len(negative):
+    if _boolean("paired", paired) and len(positive) != len(negative):
         raise ValueError(f"paired=True needs as many positive as negative prompts, got {len(positive)} and "
                          f"{len(negative)}")
-    special = bool(add_special_tokens)
+    special = _boolean("add_special_tokens", add_special_tokens)
     pos = _last(model, tokenizer, positive, layer, batch_size, special)
     neg = _last(model, tokenizer, negative, layer, batch_size, special)
     vec = diff_in_means(pos, neg, paired=paired) if method == "mean" else pca_direction(pos, neg)

@@ -24,6 +24,7 @@ from torch import nn
 
 from safety_transfer.hooks import (
     StopForward,
+    _boolean,
     _check_alpha,
     _check_vector,
     _eval_mode,
@@ -332,7 +333,7 @@ def refine_with_lm_loss(mapper: Any, source: nn.Module, target: nn.Module, token
     try:
         with _eval_mode(target), _eval_mode(source):
             losses = _refine_epochs(module, opt, source, target, tokenizer, texts, ls, lt, w, int(epochs),
-                                    int(batch_size), rng, bool(add_special_tokens))
+                                    int(batch_size), rng, _boolean("add_special_tokens", add_special_tokens))
     finally:
         for p, flag in zip(target.parameters(), flags, strict=True):
             p.requires_grad_(flag)
