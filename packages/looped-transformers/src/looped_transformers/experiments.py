@@ -76,7 +76,9 @@ def demo(ctx: RunContext) -> None:
     task = DPTask("ed", min_length=2, max_length=5, alphabet=4)
     steps = 40 if ctx.quick else 250
     data_seed, test_seed = spawn(ctx.seed, 2)
-    rows, curves, gates = [], {}, None
+    rows: list[dict[str, Any]] = []
+    curves: dict[str, list[float]] = {}
+    gates = np.zeros((8, 2))
     test_loops = (1, 2, 4, 8, 16)
     test_int = int(test_seed.integers(2**31))
     for timestep in progress(("none", "tmlt"), desc="demo"):
@@ -118,7 +120,8 @@ def _ed(p: dict[str, Any], seeds: list[int], streams: list[np.random.Generator],
     out: dict[str, Any] = {}
     runs = [("LT", "none", r) for r in p["lt_loops"]] + [("TMLT", "tmlt", r) for r in p["tmlt_loops"]]
     for name, timestep, r in progress(runs, enabled=show, desc="ed"):
-        acc, extra = [], {2 * r: [], 4 * r: []}
+        acc: list[float] = []
+        extra: dict[int, list[float]] = {2 * r: [], 4 * r: []}
         for seed, stream in zip(seeds, streams, strict=True):
             data, test = spawn(stream, 2)
             torch.manual_seed(seed)
@@ -137,10 +140,12 @@ def _ed(p: dict[str, Any], seeds: list[int], streams: list[np.random.Generator],
 def _icl(p: dict[str, Any], seeds: list[int], streams: list[np.random.Generator], show: bool) -> dict[str, Any]:
     task = RegressionTask(**p["task"])
     out: dict[str, Any] = {}
-    ls = []
+    ls: list[dict[str, np.ndarray]] = []
     runs = [("LT", "none", r) for r in p["lt_loops"]] + [("TMLT", "tmlt", r) for r in p["tmlt_loops"]]
     for name, timestep, r in progress(runs, enabled=show, desc="icl"):
-        err, last, extra = [], [], {2 * r: [], 4 * r: []}
+        err: list[float] = []
+        last: list[float] = []
+        extra: dict[int, list[float]] = {2 * r: [], 4 * r: []}
         for i, (seed, stream) in enumerate(zip(seeds, streams, strict=True)):
             data, test = spawn(stream, 2)
             batch = task.sample(p["test"], test)
@@ -170,7 +175,8 @@ def _charlm(p: dict[str, Any], seeds: list[int], streams: list[np.random.Generat
     out: dict[str, Any] = {}
     runs = [("LT", "none", r) for r in p["lt_loops"]] + [("TMLT", "tmlt", r) for r in p["tmlt_loops"]]
     for name, timestep, r in progress(runs, enabled=show, desc="charlm"):
-        loss, extra = [], {2 * r: [], 4 * r: []}
+        loss: list[float] = []
+        extra: dict[int, list[float]] = {2 * r: [], 4 * r: []}
         for seed, stream in zip(seeds, streams, strict=True):
             data, test = spawn(stream, 2)
             torch.manual_seed(seed)

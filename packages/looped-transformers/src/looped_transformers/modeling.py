@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -41,9 +41,13 @@ __all__ = [
 _OLD_CACHE_NAME = "cache" not in CausalLMOutputWithPast.__dataclass_fields__
 
 
-def _with_old_cache_name(out: ModelOutput) -> ModelOutput:
-    if _OLD_CACHE_NAME and out.cache is not None:
-        out["past_key_values"] = out.cache  # sets the key and the attribute generate reads
+_Out = TypeVar("_Out", bound=ModelOutput)
+
+
+def _with_old_cache_name(out: _Out) -> _Out:
+    cache = getattr(out, "cache", None)
+    if _OLD_CACHE_NAME and cache is not None:
+        out["past_key_values"] = cache  # sets the key and the attribute generate reads
     return out
 
 
@@ -306,7 +310,7 @@ class LoopedConfig(PretrainedConfig):
         if self.head_dim is None and self.hidden_size % self.num_attention_heads:
             raise ValueError(f"LoopedConfig: num_attention_heads={self.num_attention_heads} does not divide "
                              f"hidden_size={self.hidden_size}; set head_dim to use heads of another width")
-        if self.num_attention_heads % self.num_key_value_heads:
+        if self.num_attention_heads % int(self.num_key_value_heads or self.num_attention_heads):
             raise ValueError(f"LoopedConfig: num_key_value_heads={self.num_key_value_heads} does not divide "
                              f"num_attention_heads={self.num_attention_heads}")
         if self.block == "llama" and self.head_width % 2:
@@ -422,9 +426,9 @@ class LoopedAttention(nn.Module):
 
     def __init__(self, config: LoopedConfig) -> None:
         super().__init__()
-        d, bias, out_bias = config.hidden_size, config.attention_bias, config.attention_output_bias
-        self.n_heads, self.n_kv_heads, self.head_dim = (config.num_attention_heads, config.num_key_value_heads,
-                                                        config.head_width)
+        d, bias, out_bias = config.hidden_size, bool(config.attention_bias), bool(config.attention_output_bias)
+        self.n_heads, self.head_dim = config.num_attention_heads, config.head_width
+        self.n_kv_heads = int(config.num_key_value_heads or config.num_attention_heads)
         self.rope_theta = config.rope_theta if config.block == "llama" else None
         self.q_proj = nn.Linear(d, self.n_heads * self.head_dim, bias=bias)
         self.k_proj = nn.Linear(d, self.n_kv_heads * self.head_dim, bias=bias)
@@ -454,7 +458,8 @@ class LoopedMLP(nn.Module):
 
     def __init__(self, config: LoopedConfig) -> None:
         super().__init__()
-        d, m, gpt, bias = config.hidden_size, config.intermediate_size, config.block == "gpt", config.mlp_bias
+        d, gpt, bias = config.hidden_size, config.block == "gpt", bool(config.mlp_bias)
+        m = int(config.intermediate_size or 4 * d)
         self.gate_proj = None if gpt else nn.Linear(d, m, bias=bias)
         self.up_proj, self.down_proj = nn.Linear(d, m, bias=bias), nn.Linear(m, d, bias=bias)
 
@@ -476,15 +481,16 @@ class LoopedBlock(nn.Module):
         self.post_attention_layernorm = None if self.quirk else RMSNorm(config.hidden_size, config.rms_norm_eps,
                                                                          affine)
         self.mlp = LoopedMLP(config)
-        self.modulation = None
+        self.modulation: nn.Linear | None = None
         if config.timestep == "tmlt":
             self.modulation = nn.Linear(config.hidden_size, (6 if config.shift else 4) * config.hidden_size)
-            self.modulation._looped_zero_init = True
+            self.modulation._looped_zero_init = True  # type: ignore[assignment]  # a marker read by _init_weights
 
     def forward(self, x: torch.Tensor, cond: torch.Tensor | None, gates: torch.Tensor | None,
                 mask: torch.Tensor | None, rope: tuple[torch.Tensor, ...] | None, cache: Cache | None,
                 layer_idx: int) -> torch.Tensor:  # noqa: D102
         if self.modulation is not None:
+            assert cond is not None and self.post_attention_layernorm is not None  # tmlt blocks always have both
             mod = self.modulation(F.silu(cond))[:, None, :].chunk(6 if self.modulation.out_features
                                                                    == 6 * x.shape[-1] else 4, dim=-1)
             beta1, beta2, gamma1, gamma2 = mod[:4]
@@ -496,8 +502,16 @@ class LoopedBlock(nn.Module):
         h = self.input_layernorm(x)
         a = self.self_attn(h, x if self.quirk else h, mask, rope, cache, layer_idx)
         x = x + (a if gates is None else gates[0] * a)
-        m = self.mlp(x if self.quirk else self.post_attention_layernorm(x))
+        norm = self.post_attention_layernorm
+        m = self.mlp(x if norm is None else norm(x))
         return x + (m if gates is None else gates[1] * m)
+
+
+def _modulation_of(block: nn.Module) -> nn.Linear:
+    modulation = getattr(block, "modulation", None)
+    if not isinstance(modulation, nn.Linear):
+        raise ValueError("timestep='tmlt' blocks carry a modulation layer; this block has none")
+    return modulation
 
 
 class TimestepEmbedder(nn.Module):
@@ -510,7 +524,9 @@ class TimestepEmbedder(nn.Module):
                                  nn.Linear(config.hidden_size, config.hidden_size))
 
     def forward(self, t: torch.Tensor) -> torch.Tensor:  # noqa: D102
-        return self.mlp(timestep_embedding(t, self.dim, self.max_period).to(self.mlp[0].weight.dtype))
+        first = self.mlp[0]
+        assert isinstance(first, nn.Linear)
+        return self.mlp(timestep_embedding(t, self.dim, self.max_period).to(first.weight.dtype))
 
 
 @dataclass
@@ -570,9 +586,10 @@ class LoopedPreTrainedModel(PreTrainedModel):
     @torch.no_grad()
     def _init_weights(self, module: nn.Module) -> None:
         std = self.config.initializer_range
-        if getattr(module, "_looped_zero_init", False):
+        if isinstance(module, nn.Linear) and getattr(module, "_looped_zero_init", False):
             init.zeros_(module.weight)
-            init.zeros_(module.bias)
+            if module.bias is not None:
+                init.zeros_(module.bias)
         elif isinstance(module, nn.Linear):
             init.normal_(module.weight, mean=0.0, std=std)
             if module.bias is not None:
@@ -582,9 +599,9 @@ class LoopedPreTrainedModel(PreTrainedModel):
         elif isinstance(module, (RMSNorm, nn.LayerNorm)):
             if module.weight is not None:
                 init.ones_(module.weight)
-            if getattr(module, "bias", None) is not None:
+            if isinstance(module, nn.LayerNorm) and module.bias is not None:
                 init.zeros_(module.bias)
-        elif isinstance(module, LoopedModel) and module.loop_gates is not None:
+        elif isinstance(module, LoopedModel) and module.loop_gates is not None and module.loop_embed is not None:
             init.ones_(module.loop_gates)
             init.zeros_(module.loop_embed.weight)
 
@@ -616,7 +633,9 @@ class LoopedModel(LoopedPreTrainedModel):
     def get_input_embeddings(self) -> nn.Embedding:  # noqa: D102
         return self.embed_tokens
 
-    def set_input_embeddings(self, value: nn.Embedding) -> None:  # noqa: D102
+    def set_input_embeddings(self, value: nn.Module) -> None:  # noqa: D102
+        if not isinstance(value, nn.Embedding):
+            raise TypeError(f"set_input_embeddings: value must be an nn.Embedding; got {type(value).__name__}")
         self.embed_tokens = value
 
     def resolve_loops(self, n_loops: int | None) -> int:
@@ -665,7 +684,7 @@ class LoopedModel(LoopedPreTrainedModel):
         if self.timestep_embedder is None:
             raise ValueError("timestep='none' has no per-loop modulation")
         cond = self.timestep_embedder(torch.arange(r, dtype=torch.float32, device=self.embed_tokens.weight.device))
-        rows = [blk.modulation(F.silu(cond)).view(r, -1, self.config.hidden_size) for blk in self.layers]
+        rows = [_modulation_of(blk)(F.silu(cond)).view(r, -1, self.config.hidden_size) for blk in self.layers]
         return torch.stack(rows, dim=1)
 
     def _check_device(self, tensor: torch.Tensor, name: str) -> None:
@@ -699,7 +718,7 @@ class LoopedModel(LoopedPreTrainedModel):
         if input_ids is not None:
             if not isinstance(input_ids, torch.Tensor) or input_ids.is_floating_point() or input_ids.is_complex() \
                     or input_ids.dtype == torch.bool:
-                shown = input_ids.dtype if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__
+                shown = str(input_ids.dtype) if isinstance(input_ids, torch.Tensor) else type(input_ids).__name__
                 raise TypeError(f"{type(self).__name__}: input_ids must be an integer tensor of token ids; got {shown}")
             if input_ids.dim() != 2:
                 raise ValueError(f"{type(self).__name__}: input_ids must have shape (batch, seq); got "
@@ -710,7 +729,7 @@ class LoopedModel(LoopedPreTrainedModel):
                                  f"[{int(input_ids.min())}, {int(input_ids.max())}]")
             inputs_embeds = self.embed_tokens(input_ids)
         elif not isinstance(inputs_embeds, torch.Tensor) or not inputs_embeds.is_floating_point():
-            shown = inputs_embeds.dtype if isinstance(inputs_embeds, torch.Tensor) else type(inputs_embeds).__name__
+            shown = str(inputs_embeds.dtype) if isinstance(inputs_embeds, torch.Tensor) else type(inputs_embeds).__name__
             raise TypeError(f"{type(self).__name__}: inputs_embeds must be a floating-point tensor; got {shown}")
         elif inputs_embeds.dim() != 3 or inputs_embeds.shape[-1] != self.config.hidden_size:
             raise ValueError(f"{type(self).__name__}: inputs_embeds must have shape (batch, seq, "
@@ -776,7 +795,7 @@ class LoopedModel(LoopedPreTrainedModel):
             cache = DynamicCache()
         past = cache.get_seq_length() if cache is not None else 0
         n_layers = r * self.config.n_blocks
-        if past and len(cache.layers) != n_layers:
+        if past and cache is not None and len(cache.layers) != n_layers:
             raise ValueError(f"the cache holds {len(cache.layers)} layers (loops x blocks) but this call runs "
                              f"{r} loops x {self.config.n_blocks} blocks = {n_layers}; use the same n_loops")
         e, position_ids = self.embed(input_ids, inputs_embeds, position_ids, past)
@@ -862,8 +881,8 @@ class LoopedForCausalLM(LoopedPreTrainedModel, GenerationMixin):
     def get_input_embeddings(self) -> nn.Embedding:  # noqa: D102
         return self.model.embed_tokens
 
-    def set_input_embeddings(self, value: nn.Embedding) -> None:  # noqa: D102
-        self.model.embed_tokens = value
+    def set_input_embeddings(self, value: nn.Module) -> None:  # noqa: D102
+        self.model.set_input_embeddings(value)
 
     def get_output_embeddings(self) -> nn.Linear:  # noqa: D102
         return self.lm_head
@@ -965,14 +984,15 @@ class LoopedForCausalLM(LoopedPreTrainedModel, GenerationMixin):
         loop_logits = None
         if need_states:
             loop_logits = tuple(self.lm_head(self.model.norm(h[:, keep])) for h in out.loop_states[:-1]) + (logits,)
-        loss = None
+        loss: torch.Tensor | None = None
         if labels is not None:
-            chosen = loop_logits[r - big_t:] if big_t > 1 else (logits,)
+            assert big_t is not None
+            chosen = loop_logits[r - big_t:] if loop_logits is not None and big_t > 1 else (logits,)
             target = labels[:, 1:].reshape(-1)
             items = kwargs.get("num_items_in_batch")  # Trainer with gradient accumulation: sum / items
-            loss = sum(F.cross_entropy(z[:, :-1].reshape(-1, z.shape[-1]).float(), target, ignore_index=-100,
-                                       reduction="mean" if items is None else "sum")
-                       for z in chosen) / len(chosen)
+            loss = torch.stack([F.cross_entropy(z[:, :-1].reshape(-1, z.shape[-1]).float(), target,
+                                                ignore_index=-100, reduction="mean" if items is None else "sum")
+                                for z in chosen]).sum() / len(chosen)
             if items is not None:
                 loss = loss / (items.to(loss.device) if torch.is_tensor(items) else items)
         return _with_old_cache_name(LoopedCausalLMOutput(

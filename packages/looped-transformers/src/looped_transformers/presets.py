@@ -182,7 +182,7 @@ def prepare_corpus(folder: str | Path, tokenizer: Callable[[str], list[int]] | A
     except (TypeError, ValueError):  # builtins without a signature
         takes_special = False
     if takes_special:  # transformers tokenizers: no BOS/EOS/CLS inside the corpus at every chunk
-        encode = functools.partial(encode, add_special_tokens=False)
+        encode = functools.partial(encode, add_special_tokens=False)  # type: ignore[call-arg]  # checked above
     out = {}
     for split in ("train", "val"):
         path = _text_file(folder, split)

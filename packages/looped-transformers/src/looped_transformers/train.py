@@ -16,7 +16,7 @@ import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -158,7 +158,7 @@ class LoopedRegressor(nn.Module):
     @property
     def config(self) -> LoopedConfig:
         """The trunk's configuration."""
-        return self.backbone.config
+        return cast(LoopedConfig, self.backbone.config)
 
     def forward(self, xs: torch.Tensor, ys: torch.Tensor, *, n_loops: int | None = None) -> tuple[torch.Tensor, ...]:
         """Predictions of ``y_i`` from the prompt before it, after every loop.
@@ -186,7 +186,7 @@ class LoopedRegressor(nn.Module):
             shown = f"{xs.dtype} of shape {tuple(xs.shape)}" if isinstance(xs, torch.Tensor) else type(xs).__name__
             raise TypeError(f"LoopedRegressor: xs must be a floating-point tensor (n, points, n_dims); got {shown}")
         if not isinstance(ys, torch.Tensor) or not ys.is_floating_point():
-            shown = ys.dtype if isinstance(ys, torch.Tensor) else type(ys).__name__
+            shown = str(ys.dtype) if isinstance(ys, torch.Tensor) else type(ys).__name__
             raise TypeError(f"LoopedRegressor: ys must be a floating-point tensor; got {shown}")
         n, p, d = xs.shape
         if d != self.n_dims:
@@ -422,30 +422,34 @@ def train(model: nn.Module, task: DPTask | CharLMTask | InContextTask, config: T
         When the model and the task do not fit together, a curriculum does not fit the task, the loop
         curriculum starts above the training loops, or the batch does not split evenly over the processes.
     """
-    in_context = isinstance(task, InContextTask)
+    ic_task = task if isinstance(task, InContextTask) else None
+    token_task = task if not isinstance(task, InContextTask) else None
+    in_context = ic_task is not None
     if in_context != isinstance(model, LoopedRegressor):
         raise ValueError("in-context tasks train a LoopedRegressor and token tasks a LoopedForCausalLM; got "
                          f"{type(model).__name__} for {task.name!r}")
-    if not in_context:
-        if not isinstance(model, LoopedForCausalLM):
-            raise ValueError(f"token tasks train a LoopedForCausalLM, got {type(model).__name__}")
-        task.check_vocab(model.config.vocab_size)
-        if task.max_sequence_length > model.config.max_position_embeddings:
+    if not isinstance(model, (LoopedRegressor, LoopedForCausalLM)):
+        raise ValueError(f"token tasks train a LoopedForCausalLM, got {type(model).__name__}")
+    model_config = cast(LoopedConfig, model.config)
+    if token_task is not None:
+        task = token_task
+        task.check_vocab(model_config.vocab_size)
+        if task.max_sequence_length > model_config.max_position_embeddings:
             raise ValueError(f"task {task.name!r} needs {task.max_sequence_length} positions but the model has "
-                             f"max_position_embeddings={model.config.max_position_embeddings}")
+                             f"max_position_embeddings={model_config.max_position_embeddings}")
         if config.dims_curriculum is not None or config.points_curriculum is not None:
             raise ValueError(f"dims_curriculum and points_curriculum apply to in-context tasks, not {task.name!r}")
-    else:
-        if task.n_dims != model.n_dims:
-            raise ValueError(f"task {task.name!r} has n_dims={task.n_dims} but the model reads {model.n_dims}")
-        if 2 * task.n_points > model.config.max_position_embeddings:
-            raise ValueError(f"task {task.name!r} needs {2 * task.n_points} positions but the model has "
-                             f"max_position_embeddings={model.config.max_position_embeddings}")
-        for name, limit in (("dims_curriculum", task.n_dims), ("points_curriculum", task.n_points)):
+    elif ic_task is not None and isinstance(model, LoopedRegressor):
+        if ic_task.n_dims != model.n_dims:
+            raise ValueError(f"task {task.name!r} has n_dims={ic_task.n_dims} but the model reads {model.n_dims}")
+        if 2 * ic_task.n_points > model_config.max_position_embeddings:
+            raise ValueError(f"task {task.name!r} needs {2 * ic_task.n_points} positions but the model has "
+                             f"max_position_embeddings={model_config.max_position_embeddings}")
+        for name, limit in (("dims_curriculum", ic_task.n_dims), ("points_curriculum", ic_task.n_points)):
             cur = getattr(config, name)
             if cur is not None and cur.end > limit:
                 raise ValueError(f"{name} ends at {cur.end} but the task has {name.split('_')[0]}={limit}")
-    final = config.n_loops or model.config.n_loops
+    final = int(config.n_loops or model_config.n_loops)
     if config.loss_loops > final:
         raise ValueError(f"loss_loops={config.loss_loops} exceeds n_loops={final}")
     if config.loop_curriculum is not None and config.loops_at(0, 10**9) > final:  # it would never take effect
@@ -471,12 +475,13 @@ def train(model: nn.Module, task: DPTask | CharLMTask | InContextTask, config: T
     for step in progress(range(config.steps), enabled=config.progress and rank == 0, desc="train"):
         r = config.loops_at(step, final)
         items = None
-        if in_context:
+        batch: TokenBatch | RegressionBatch
+        if ic_task is not None:
             result.n_dims = None if config.dims_curriculum is None else config.dims_curriculum.at(step)
             result.n_points = None if config.points_curriculum is None else config.points_curriculum.at(step)
-            batch = task.sample(config.batch_size, rng, n_dims=result.n_dims, n_points=result.n_points)
-        else:
-            batch = task.sample(config.batch_size, rng)
+            batch = ic_task.sample(config.batch_size, rng, n_dims=result.n_dims, n_points=result.n_points)
+        elif token_task is not None:
+            batch = token_task.sample(config.batch_size, rng)
             if world > 1:  # sum over this share / (tokens of the whole batch / world): DDP's mean is then exact
                 items = float((batch.labels[:, 1:] != -100).sum()) / world
         if world > 1 and step == 0:
@@ -501,7 +506,7 @@ def train(model: nn.Module, task: DPTask | CharLMTask | InContextTask, config: T
         result.losses.append(float(value))
         result.grad_norms.append(norm)
         if config.checkpoint_every and (step + 1) % config.checkpoint_every == 0 and rank == 0:
-            folder = Path(config.checkpoint_dir) / f"step-{step + 1}"
+            folder = Path(str(config.checkpoint_dir)) / f"step-{step + 1}"
             if isinstance(model, LoopedForCausalLM):
                 model.save_pretrained(folder)
             else:
@@ -509,9 +514,9 @@ def train(model: nn.Module, task: DPTask | CharLMTask | InContextTask, config: T
                 torch.save(model.state_dict(), folder / "model.pt")
     model.eval()
     result.n_loops, result.seconds = r, time.perf_counter() - start
-    if in_context:
-        result.n_dims = result.n_dims or task.n_dims
-        result.n_points = result.n_points or task.n_points
+    if ic_task is not None:
+        result.n_dims = result.n_dims or ic_task.n_dims
+        result.n_points = result.n_points or ic_task.n_points
     return result
 
 
