@@ -111,3 +111,40 @@ def test_single_leaf_trees(data, augment):
     np.testing.assert_array_equal(fp.shap_values(x[:4]), np.zeros((4, x.shape[1])))
     np.testing.assert_allclose(fp.pd_function(x[:4], [0, 1]), 2.5, rtol=1e-15)
     np.testing.assert_allclose(fp.intercept_, 2.5, rtol=1e-15)
+
+
+def test_loaded_explainer_answers_other_rows_as_a_fresh_one(models, data, tmp_path):
+    """Saved mid-way (per-row state, no tables yet), then asked about rows it never saw."""
+    fp = FastPD(models["xgboost"], data["bg"])
+    fp.shap_values(data["Xe"][:1])
+    assert _no_shap_tables(fp)
+    fp.save(tmp_path / "e.pkl")
+    loaded = FastPD.load(tmp_path / "e.pkl")
+    full = FastPD(models["xgboost"], data["bg"], augment="full")
+    other = data["Xe"][5:25]
+    np.testing.assert_array_equal(loaded.shap_values(other), full.shap_values(other))
+    np.testing.assert_array_equal(loaded.pd_function(other, [1, 3]), full.pd_function(other, [1, 3]))
+    FastPD(models["xgboost"], data["bg"]).save(tmp_path / "unfitted.pkl")  # not fitted: fits on first use
+    np.testing.assert_array_equal(FastPD.load(tmp_path / "unfitted.pkl").shap_values(other), full.shap_values(other))
+
+
+def test_load_of_another_version_refits_and_says_so(models, data, tmp_path, monkeypatch):
+    from fastpd import explainer
+
+    fp = FastPD(models["lightgbm"], data["bg"]).fit()
+    monkeypatch.setattr(explainer, "_version", lambda: "0.0.1")
+    fp.save(tmp_path / "old.pkl")
+    monkeypatch.undo()
+    with pytest.warns(UserWarning, match="written by fastpd 0.0.1.*refits"):
+        loaded = FastPD.load(tmp_path / "old.pkl")
+    assert "_blocks" not in loaded.__dict__  # the other version's fitted state is not used
+    np.testing.assert_array_equal(loaded.shap_values(data["Xe"]), fp.shap_values(data["Xe"]))
+
+
+def test_load_refuses_an_unstamped_explainer(models, data, tmp_path):
+    import pickle
+
+    path = tmp_path / "bare.pkl"
+    path.write_bytes(pickle.dumps(FastPD(models["lightgbm"], data["bg"]).fit()))
+    with pytest.raises(ValueError, match="without a version stamp"):
+        FastPD.load(path)

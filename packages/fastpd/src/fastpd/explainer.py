@@ -39,6 +39,17 @@ _PARAMETER_CONSTRAINTS: dict[str, list[Any]] = {
 _PAIR_COST = 1.0  # reading one PD table entry from the codes, per (background row, leaf) pair
 _ROW_COST = 6.0  # one entry of the per-row SHAP subset-sum, against one entry of the full SHAP tables
 _CODE_PASS_COST = 1.0  # selecting a row's (background row, leaf) pairs from the codes, per pair
+_PARAMETERS = ("model", "background", "method", "max_background", "n_jobs", "random_state", "chunk_memory_mb",
+               "progress", "feature_names", "augment")
+_SAVE_FORMAT = "fastpd.FastPD/1"  # FastPD.save's file layout
+
+
+def _version() -> str:
+    from fastpd import __version__
+
+    return __version__
+
+
 _FITTED_ATTRIBUTES = frozenset({
     "intercept_", "expected_value_", "offset_", "n_features_in_", "n_outputs_", "feature_names_", "background_",
     "background_size_", "n_trees_", "n_leaves_", "max_path_features_", "feature_names_in_",
@@ -307,8 +318,9 @@ class FastPD:
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the explainer, fitted state included, to ``path`` (a pickle).
 
-        The file holds the model and the background, like ``joblib.dump`` of an estimator; load
-        it with :meth:`load`, only from a source you trust (unpickling runs code).
+        The file holds the model, the background, the constructor's parameters and the fitted
+        state, stamped with the fastpd version that wrote it (like ``joblib.dump`` of an
+        estimator); load it with :meth:`load`, only from a source you trust (unpickling runs code).
 
         Parameters
         ----------
@@ -317,12 +329,20 @@ class FastPD:
         """
         import pickle
 
+        params = {name: self.__dict__[name] for name in _PARAMETERS}
+        state = {k: v for k, v in self.__dict__.items() if k not in _PARAMETERS}
+        payload = {"format": _SAVE_FORMAT, "fastpd_version": _version(), "params": params,
+                   "state": pickle.dumps(state, protocol=pickle.HIGHEST_PROTOCOL) if state else None}
         with open(path, "wb") as fh:
-            pickle.dump(self, fh, protocol=pickle.HIGHEST_PROTOCOL)
+            pickle.dump(payload, fh, protocol=pickle.HIGHEST_PROTOCOL)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> FastPD:
         """Read an explainer written by :meth:`save`; a fitted one answers queries without refitting.
+
+        A file written by another fastpd version keeps only its model, background and parameters:
+        its fitted state (whose layout may differ between versions) is not read, a ``UserWarning``
+        says so, and the explainer refits on its first query.
 
         Parameters
         ----------
@@ -338,14 +358,35 @@ class FastPD:
         ------
         TypeError
             When the file holds another kind of object.
+        ValueError
+            When the file carries no fastpd version stamp, or its parameters do not fit this version.
         """
         import pickle
 
         with open(path, "rb") as fh:
             obj = pickle.load(fh)  # noqa: S301 - the documented contract: files the caller wrote
-        if not isinstance(obj, cls):
-            raise TypeError(f"FastPD.load: {os.fspath(path)!r} holds a {type(obj).__name__}, not a FastPD")
-        return obj
+        where = repr(os.fspath(path))
+        if isinstance(obj, cls):
+            raise ValueError(f"FastPD.load: {where} holds a FastPD without a version stamp (written by an earlier "
+                             "fastpd); its fitted state cannot be checked: build FastPD(model, background) again "
+                             "and save it")
+        if not (isinstance(obj, dict) and obj.get("format") == _SAVE_FORMAT):
+            raise TypeError(f"FastPD.load: {where} holds a {type(obj).__name__}, not a FastPD written by save()")
+        written, current = obj["fastpd_version"], _version()
+        try:
+            explainer = cls(**obj["params"])
+        except TypeError as err:
+            raise ValueError(f"FastPD.load: {where} was written by fastpd {written}, whose parameters this fastpd "
+                             f"{current} does not accept ({err})") from err
+        if obj["state"] is None:
+            return explainer
+        if written != current:
+            warnings.warn(f"FastPD.load: {where} was written by fastpd {written}, this is fastpd {current}: its "
+                          "fitted state is not read; the explainer refits from the stored model and background "
+                          "on its first query", UserWarning, stacklevel=2)
+            return explainer
+        explainer.__dict__.update(pickle.loads(obj["state"]))  # noqa: S301 - same trusted file
+        return explainer
 
     def __getattr__(self, name: str) -> Any:
         """Raise NotFittedError for a fitted attribute read before :meth:`fit` (AttributeError otherwise)."""
