@@ -132,13 +132,13 @@ class _Boundary(torch.autograd.Function):
     """Identity on a registered module's output whose backward applies the module's rule."""
 
     @staticmethod
-    def forward(ctx: Any, info: tuple, output: torch.Tensor, *inputs: torch.Tensor) -> torch.Tensor:  # type: ignore[override]
+    def forward(ctx: Any, info: tuple, output: torch.Tensor, *inputs: torch.Tensor) -> torch.Tensor:
         ctx.info = info
         ctx.save_for_backward(output, *inputs)
         return output.clone()
 
     @staticmethod
-    def backward(ctx: Any, message: torch.Tensor) -> tuple[torch.Tensor | None, ...]:  # type: ignore[override]
+    def backward(ctx: Any, message: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
         module, rule, eps, requires, state = ctx.info
         output, *inputs = ctx.saved_tensors
         inputs = [x.requires_grad_(r) if x is not None else None for x, r in zip(inputs, requires, strict=True)]
