@@ -148,3 +148,15 @@ def test_load_refuses_an_unstamped_explainer(models, data, tmp_path):
     path.write_bytes(pickle.dumps(FastPD(models["lightgbm"], data["bg"]).fit()))
     with pytest.raises(ValueError, match="without a version stamp"):
         FastPD.load(path)
+
+
+def test_decomposition_of_a_model_without_splits_sums_to_its_constant(data):
+    from sklearn.ensemble import RandomForestRegressor
+
+    x = data["X"][:200]
+    model = RandomForestRegressor(n_estimators=2, max_depth=3, random_state=0).fit(x, np.full(len(x), 2.5))
+    fp = FastPD(model, x[:50])
+    dec = fp.decompose(x[:4])
+    assert dec.components == {}
+    np.testing.assert_allclose(dec.total(), np.full(4, 2.5), rtol=1e-15)
+    np.testing.assert_allclose(fp.explain(x[:3]).decomposition.total(), np.full(3, 2.5), rtol=1e-15)

@@ -537,7 +537,8 @@ class FastPD:
         orders = self._orders(max_order)
         self._tables(need=True)
         parts = self._run_dict(X, self._comp_width(orders), lambda b, i, c, n: self._comp_parts(b, i, c, n, orders))
-        return self._decomposition(parts, orders)
+        n = next((a.shape[0] for a in parts.values()), _n_rows(X))  # no parts: a model without splits
+        return self._decomposition(parts, orders, n if n < 2**62 else None)
 
     def shap_values(self, X: Any) -> np.ndarray:
         """SHAP values phi_j(x) = sum over S containing j of m_S(x) / |S|.
@@ -634,7 +635,7 @@ class FastPD:
         inter = out["inter"] if interactions else np.zeros((n, 0, 0, k))
         return Explanation(prediction=self._squeeze(out["pred"] + self._ens.offset), intercept=self.intercept_,
                            shap_values=self._squeeze(out["shap"]), shap_interaction_values=self._squeeze(inter),
-                           decomposition=self._decomposition(out, orders))
+                           decomposition=self._decomposition(out, orders, n))
 
     # ------------------------------------------------------------------------------- helpers
     def _squeeze(self, a: np.ndarray) -> Any:
@@ -705,7 +706,7 @@ class FastPD:
             res[("comp", r)] = eng.components(b, c, n, r, ids[i], len(uniq))
         return res
 
-    def _decomposition(self, parts: dict, orders: list[int]) -> Decomposition:
+    def _decomposition(self, parts: dict, orders: list[int], n: int | None) -> Decomposition:
         comps: dict[tuple[int, ...], np.ndarray] = {}
         for r in orders:
             uniq, _ = self._component_index(r)
@@ -713,7 +714,7 @@ class FastPD:
             for j, key in enumerate(uniq):
                 comps[tuple(int(v) for v in key)] = self._squeeze(arr[:, j])
         return Decomposition(intercept=self.intercept_, components=comps, feature_names=self.feature_names_,
-                             max_order=max(orders, default=0))
+                             max_order=max(orders, default=0), n_rows=n)
 
     def _check_names(self, X: Any, what: str) -> None:
         """Compare a DataFrame's columns with ``feature_names_in_`` as scikit-learn does."""

@@ -22,12 +22,15 @@ class Decomposition:
         Names of the model's features, when known.
     max_order : int
         The largest |S| that was computed; components of higher order were skipped.
+    n_rows : int or None
+        Number of rows explained (what :meth:`total` returns for a model without splits).
     """
 
     intercept: float | np.ndarray
     components: dict[tuple[int, ...], np.ndarray]
     feature_names: list[str] | None
     max_order: int
+    n_rows: int | None = None
 
     def total(self) -> np.ndarray:
         """Sum the intercept and all components.
@@ -39,7 +42,10 @@ class Decomposition:
         """
         comps = list(self.components.values())
         if not comps:
-            raise ValueError("the decomposition has no components to sum")
+            if self.n_rows is None:
+                raise ValueError("the decomposition has no components to sum")
+            intercept = np.asarray(self.intercept, dtype=float)
+            return np.broadcast_to(intercept, (self.n_rows, *intercept.shape)).copy()
         return self.intercept + np.sum(comps, axis=0)
 
     def of_order(self, order: int) -> dict[tuple[int, ...], np.ndarray]:
