@@ -158,3 +158,32 @@ def test_bundle_binds_the_initial_model_file_and_load_model_checks_it(tmp_path):
         load_model(tmp_path / "other.npy", 4, cfg)
     with pytest.raises(SystemExit, match="pass it with --model"):
         load_model(None, 4, cfg)
+
+
+def test_enroll_command_keeps_the_batches_of_the_previous_roster_version(tmp_path):
+    """With --batch-size 2, version 2 of the roster (two clients added) keeps every version-1 batch for
+    both signers; planned from scratch, the sorted keys would be re-cut into new pairs and the serving
+    servers would refuse the roster (or, worse, pair old clients differently)."""
+    import json
+
+    from janus_sa.deploy import load_roster
+
+    for role in ("s0", "s1"):
+        deploy_main(["keygen", "--role", role, "--out", str(tmp_path / role)])
+    for i in range(8):
+        assert deploy_main(["keygen", "--role", "client", "--name", f"c{i}", "--out", str(tmp_path / "c")]) == 0
+    dep, roster = str(tmp_path / "deployment.json"), str(tmp_path / "roster.json")
+    assert deploy_main(["bundle", "--s0", str(tmp_path / "s0" / "s0.pub.json"), "--s1",
+                        str(tmp_path / "s1" / "s1.pub.json"), "--dim", "4", "--batch-size", "2", "--out", dep]) == 0
+    pubs = [str(tmp_path / "c" / f"c{i}.pub.json") for i in range(8)]
+    rosters = []
+    for version, clients in ((1, pubs[:6]), (2, pubs)):
+        for role in ("s0", "s1"):
+            assert deploy_main(["enroll", "--role", role, "--key", str(tmp_path / role / f"{role}.key"),
+                                "--deployment", dep, "--clients", *clients, "--version", str(version),
+                                "--roster", roster]) == 0
+        rosters.append(load_roster(roster, json.loads(open(dep).read())))
+    v1, v2 = rosters
+    assert v2.version == 2 and len(v2.members) == 8
+    assert all(v2.batch_of[m] == b for m, b in v1.batch_of.items())
+    assert sorted(len(g) for g in v2.batch_members.values()) == [2, 2, 2, 2]

@@ -19,6 +19,8 @@ from janus_sa import (
     JanusConfig,
     MaskServer,
     ModelInconsistencyError,
+    SigningKey,
+    enroll,
     model_digest,
 )
 from janus_sa.errors import ModelReplayError, ParticipationPolicyError, TooFewParticipantsError
@@ -192,3 +194,38 @@ def test_batches_are_kept_whole_across_roster_versions():
     batch = dep.roster.batch_members[dep.roster.batch_of[ids[0]]]
     dep.remove_clients(batch)  # revoking the whole batch is accepted
     assert set(dep.roster.members) == set(ids) - batch
+
+
+def test_a_revoked_key_cannot_return_in_another_batch():
+    """Re-enrolment attack on the batch policy: batches {A, B}, {C, D}, {E, F}; revoke {A, B}, then enrol
+    A again beside a new key G (and later B beside G, ...). Rounds over {A, B}, {A, G} and {B, G} isolate
+    A as (X1 + X2 - X3) / 2, so a key keeps the batch it first had, for good: it returns only with that
+    whole batch, under that batch number."""
+    dep, ids, _ = _deployment(n=6, batch_size=2, min_participants=2)
+    a = ids[0]
+    number = dep.roster.batch_of[a]
+    batch = dep.roster.batch_members[number]
+    dep.remove_clients(batch)
+    new = dep.add_clients(2)  # a fresh batch is accepted
+    version = dep.roster.version + 1
+    for server in (dep.s0, dep.s1):  # A back without B, in a new batch with two new keys
+        with pytest.raises(ConfigError, match="keep a batch whole"):
+            server.sign_roster([*dep.roster.members, a, SigningKey().public, SigningKey().public], version=version)
+        with pytest.raises(ConfigError, match="keep a batch whole"):  # or alone under its old number
+            server.sign_roster([*dep.roster.members, a], version=version)
+    assert set(new) <= set(dep.roster.members)
+    roster = enroll([*dep.roster.members, *batch], version=version, s0=dep.s0, s1=dep.s1)
+    assert {roster.batch_of[c] for c in batch} == {number}  # the whole batch returns under its number
+
+
+def test_the_batch_history_survives_a_server_restart(tmp_path):
+    config = JanusConfig(dim=DIM, batch_size=2, min_participants=2)
+    dep = InProcessDeployment(config=config, state_dir=tmp_path)
+    ids = dep.add_clients(4)
+    dep.remove_clients(dep.roster.batch_members[dep.roster.batch_of[ids[0]]])
+    s1 = MaskServer(config=config, keys=dep.keys1, session=dep.session, peer=dep.keys0.public.sign,
+                    state_dir=tmp_path / "s1")
+    assert ids[0] in s1.batch_history_
+    with pytest.raises(ConfigError, match="keep a batch whole"):
+        s1.sign_roster([*dep.roster.members, ids[0], SigningKey().public, SigningKey().public],
+                       version=dep.roster.version + 1)

@@ -162,12 +162,20 @@ def enroll_cmd(args: argparse.Namespace) -> int:
     other = "s1" if args.role == "s0" else "s0"
     server = make_server(args.role, config=config, keys=keys, session=session,
                          peer_sign=bytes.fromhex(dep[other]["sign"]))
-    signed = server.sign_roster(members, version=args.version)
     path = Path(args.roster)
     ids = sorted(m.hex() for m in members)
     data = json.loads(path.read_text()) if path.exists() else {}
+    previous = data.get("previous")  # the last roster both servers signed: a new version keeps its batches
+    if data.get("s0") and data.get("s1") and data.get("version", args.version) < args.version:
+        previous = {"s0": data["s0"], "s1": data["s1"]}
+    if previous:
+        pk = _public_keys(dep)
+        server.install_roster(Roster.from_signed(bytes.fromhex(previous["s0"]), bytes.fromhex(previous["s1"]),
+                                                 s0=pk["s0"].sign, s1=pk["s1"].sign, session=session))
+    signed = server.sign_roster(members, version=args.version)
     if data.get("version") != args.version or data.get("members") != ids:
-        data = {"version": args.version, "members": ids, "s0": "", "s1": ""}  # a new roster: old signatures go
+        # a new roster: old signatures go
+        data = {"version": args.version, "members": ids, "s0": "", "s1": "", "previous": previous}
     data[args.role] = signed.hex()
     path.write_text(json.dumps(data, indent=2))
     return 0
@@ -342,7 +350,8 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--deployment", required=True, help="deployment.json written by bundle")
     e.add_argument("--clients", nargs="+", required=True, help="every enrolled client's .pub.json")
     e.add_argument("--version", type=int, required=True, help="roster version (revoke a key with a higher one)")
-    e.add_argument("--roster", required=True, help="roster.json to create or countersign")
+    e.add_argument("--roster", required=True, help="roster.json to create or countersign (a new version keeps the "
+                   "batches of the version it replaces)")
     for name in ("serve", "client"):
         s = sub.add_parser(name)
         s.add_argument("--tls-cert")

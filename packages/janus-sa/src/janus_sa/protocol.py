@@ -32,6 +32,7 @@ import logging
 import math
 import os
 from abc import ABC, abstractmethod
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -427,15 +428,22 @@ def roster_digest(version: int, members, batches=None) -> bytes:
     return sha256(b"janus/roster", *parts)
 
 
-def plan_batches(members, *, batch_size: int, previous: Roster | None = None) -> list[int]:
-    """Batch numbers for ``members`` (sorted order): members of ``previous`` keep theirs, new ones form new batches.
+def _past_batches(previous: Roster | None, history: Mapping[bytes, int] | None) -> dict[bytes, int]:
+    """Every key's batch in ``history`` (all keys ever enrolled) and in ``previous``."""
+    return {**(history or {}), **(previous.batch_of if previous is not None else {})}
 
-    New members, sorted by key, are cut into batches of ``batch_size``; a remainder smaller than
+
+def plan_batches(members, *, batch_size: int, previous: Roster | None = None,
+                 history: Mapping[bytes, int] | None = None) -> list[int]:
+    """Batch numbers for ``members`` (sorted order): known keys keep theirs, new ones form new batches.
+
+    A key of ``previous`` or of ``history`` (every key ever enrolled, with its batch) keeps its batch
+    number; new members, sorted by key, are cut into batches of ``batch_size``; a remainder smaller than
     ``batch_size`` joins the last new batch. Raises :class:`ConfigError` when fewer than ``batch_size``
     new members arrive.
     """
     members = sorted(members)
-    old = previous.batch_of if previous is not None else {}
+    old = _past_batches(previous, history)
     fresh = [m for m in members if m not in old]
     if fresh and len(fresh) < batch_size:
         raise ConfigError(f"{len(fresh)} new clients cannot form a batch of batch_size={batch_size}: enrol new "
@@ -445,11 +453,14 @@ def plan_batches(members, *, batch_size: int, previous: Roster | None = None) ->
     return [old.get(m, new.get(m, 0)) for m in members]
 
 
-def check_batches(members, batches, *, batch_size: int, previous: Roster | None = None) -> None:
-    """Refuse a roster whose batches are smaller than ``batch_size`` or split a batch of ``previous``.
+def check_batches(members, batches, *, batch_size: int, previous: Roster | None = None,
+                  history: Mapping[bytes, int] | None = None) -> None:
+    """Refuse a roster whose batches are smaller than ``batch_size`` or split a batch of ``previous`` or ``history``.
 
-    A batch is kept whole or revoked whole: a roster that drops part of a batch (or moves a member to
-    another batch) would let aggregates over the old and new batch be subtracted.
+    A batch is kept whole or revoked whole, and a revoked key returns only with its whole batch, under
+    its old number (``history`` maps every key ever enrolled to its batch): a roster that drops part of
+    a batch, moves a member to another batch or re-enrols a revoked key beside others would let
+    aggregates over the old and new batches be combined to isolate a client.
     """
     members = list(members)
     if len(batches) != len(members):
@@ -457,16 +468,20 @@ def check_batches(members, batches, *, batch_size: int, previous: Roster | None 
     groups: dict[int, set[bytes]] = {}
     for m, b in zip(members, batches, strict=True):
         groups.setdefault(int(b), set()).add(m)
-    if previous is not None:
-        for b, old in previous.batch_members.items():
-            now = groups.get(b, set())
-            if now and now != set(old):
+    past = _past_batches(previous, history)
+    if past:
+        past_groups: dict[int, set[bytes]] = {}
+        for m, b in past.items():
+            past_groups.setdefault(b, set()).add(m)
+        for b, now in groups.items():
+            if b in past_groups and now != past_groups[b]:
                 raise ConfigError(f"batch {b} changes members between roster versions: keep a batch whole or revoke "
-                                  "it whole (a partial change lets two rounds' aggregates isolate a client)")
-        moved = [m for m, b in zip(members, batches, strict=True) if m in previous.batch_of
-                 and previous.batch_of[m] != int(b)]
+                                  "it whole, and re-enrol a revoked client only with its whole batch (a partial "
+                                  "change lets aggregates of several rounds isolate a client)")
+        moved = [m for m, b in zip(members, batches, strict=True) if m in past and past[m] != int(b)]
         if moved:
-            raise ConfigError(f"{len(moved)} clients change batch between roster versions")
+            raise ConfigError(f"{len(moved)} clients change batch between roster versions (a key keeps the batch "
+                              "it was first enrolled in: keep a batch whole)")
     small = sorted(b for b, g in groups.items() if len(g) < batch_size)
     if small:
         raise ConfigError(f"batches {small} have fewer than batch_size={batch_size} members")
@@ -490,7 +505,8 @@ def enroll(members, *, version: int, s0: _Server, s1: _Server) -> Roster:
         The roster both servers now enforce.
     """
     members = sorted(members)
-    batches = plan_batches(members, batch_size=s0.config.batch_size, previous=s0.roster_)
+    batches = plan_batches(members, batch_size=s0.config.batch_size, previous=s0.roster_,
+                           history=s0.batch_history_)
     roster = Roster.from_signed(s0.sign_roster(members, version=version, batches=batches),
                                 s1.sign_roster(members, version=version, batches=batches),
                                 s0=s0.keys.sign.public, s1=s1.keys.sign.public, session=s0.session)
@@ -748,6 +764,7 @@ class JanusClient:
         self.round_: int | None = None
         self.model_digest_: bytes | None = None
         self.roster_: Roster | None = None
+        self._batch_history: dict[bytes, int] = {}  # every key of the rosters this client adopted -> batch
         #: the weights of the current model version (None until known) and its digest
         self.model_: np.ndarray | None = None
         self.head_: bytes = self.config.initial_digest
@@ -782,10 +799,12 @@ class JanusClient:
         if self.roster_ is not None and checked.version == self.roster_.version and checked.digest != self.roster_.digest:
             raise ReplayError(f"a different roster with the current version {checked.version}")
         try:
-            check_batches(checked.members, checked.batches, batch_size=self.config.batch_size, previous=self.roster_)
+            check_batches(checked.members, checked.batches, batch_size=self.config.batch_size, previous=self.roster_,
+                          history=self._batch_history)
         except ConfigError as err:
             raise ParticipationPolicyError(f"the servers signed a roster that breaks the batch policy: {err}") from err
         self.roster_ = checked
+        self._batch_history.update(checked.batch_of)
 
     def _blame(self, a0: Message) -> tuple[str, ...]:
         """The servers whose listed consistency pair for this client differs from the one its secrets give."""
@@ -1005,6 +1024,8 @@ class _Server(ABC):
         self.keys, self.session, self.peer = keys, session, peer
         self.state_dir = Path(state_dir) if state_dir is not None else None
         self.roster_: Roster | None = None
+        #: every key ever enrolled -> its batch: a revoked key may return only with its whole batch
+        self.batch_history_: dict[bytes, int] = {}
         #: drawn at every start: bound into this server's announcements and every upload of their rounds,
         #: so uploads captured before a restart cannot be replayed into a round of the new process
         self.start_nonce = os.urandom(NONCE_BYTES)
@@ -1022,6 +1043,9 @@ class _Server(ABC):
             if (self.state_dir / "roster.bin").exists():  # the installed roster survives restarts ...
                 self.roster_ = Roster.from_bytes((self.state_dir / "roster.bin").read_bytes(), s0=self._s0_key,
                                                  s1=self._s1_key, session=session)
+                self.batch_history_.update(self.roster_.batch_of)
+            if (self.state_dir / "batches.bin").exists():
+                self.batch_history_.update(msgpack.unpackb((self.state_dir / "batches.bin").read_bytes(), raw=False))
         if roster is not None:
             self.install_roster(roster)  # ... and a stale roster argument cannot roll it back (ReplayError)
         if self.state_dir is not None:
@@ -1119,11 +1143,13 @@ class _Server(ABC):
             raise ConfigError(f"roster version {version} is not above the installed version {self.roster_.version}")
         order = sorted(range(len(members)), key=members.__getitem__)
         if batches is None:
-            batches = plan_batches(members, batch_size=self.config.batch_size, previous=self.roster_)
+            batches = plan_batches(members, batch_size=self.config.batch_size, previous=self.roster_,
+                                   history=self.batch_history_)
         else:
             batches = [int(batches[j]) for j in order]
         members = [members[j] for j in order]
-        check_batches(members, batches, batch_size=self.config.batch_size, previous=self.roster_)
+        check_batches(members, batches, batch_size=self.config.batch_size, previous=self.roster_,
+                      history=self.batch_history_)
         return encode(MsgType.ROSTER, self.session, 0,
                       {"version": version, "ids": members, "batches": np.asarray(batches, dtype=np.uint32)},
                       self.keys.sign)
@@ -1139,9 +1165,12 @@ class _Server(ABC):
                 raise ReplayError(f"a different roster with the installed version {checked.version}: "
                                   "sign a new roster with a higher version")
             return
-        check_batches(checked.members, checked.batches, batch_size=self.config.batch_size, previous=self.roster_)
+        check_batches(checked.members, checked.batches, batch_size=self.config.batch_size, previous=self.roster_,
+                      history=self.batch_history_)
         self.roster_ = checked
+        self.batch_history_.update(checked.batch_of)
         if self.state_dir is not None and not self._replaying:
+            _atomic_write(self.state_dir / "batches.bin", msgpack.packb(self.batch_history_, use_bin_type=True))
             _atomic_write(self.state_dir / "roster.bin", checked.to_bytes())
 
     # --- state -------------------------------------------------------------------------------
