@@ -58,3 +58,12 @@ def test_bad_inputs_are_named(small_corpus, ge2e):
         ResemblyzerEncoder(hidden_size=4, embedding_size=4, num_layers=1, level_dbfs=6.0)
     with pytest.raises(TypeError, match="trim_silence"):
         ResemblyzerEncoder(hidden_size=4, embedding_size=4, num_layers=1, trim_silence="yes")
+
+
+def test_clips_too_short_for_the_zero_phase_filters_are_named():
+    from de_antifake import BandPassPurifier, LowPassPurifier
+
+    for purifier, padlen in ((LowPassPurifier(), 21), (BandPassPurifier(), 27)):  # scipy's sosfiltfilt padlen
+        with pytest.raises(ValueError, match=f"{type(purifier).__name__}: a waveform of {padlen} samples is too short"):
+            purifier.purify(np.zeros(padlen, np.float32), 16000)
+        assert purifier.purify(np.zeros(padlen + 1, np.float32), 16000).shape == (padlen + 1,)
