@@ -146,3 +146,18 @@ def test_equal_embedding_sizes_without_tokenizers_warn_that_vocabularies_were_no
         with mapped_replacement(source, target, mapper, source_layer=1, target_layer=1, source_tokenizer=tok,
                                 target_tokenizer=tok):
             pass
+
+
+def test_tokenizers_of_equal_size_but_different_vocabularies_are_refused():
+    from safety_transfer import bpe_tokenizer
+
+    first = bpe_tokenizer(["the cat sat on the mat"] * 20, vocab_size=264)
+    second = bpe_tokenizer(["a dog ran in the park"] * 20, vocab_size=264)
+    assert len(first) == len(second) == 264  # a size comparison cannot tell them apart
+    source = tiny_causal_lm("llama", vocab_size=264, hidden_size=16, num_layers=2, random_state=0)
+    target = tiny_causal_lm("qwen3", vocab_size=264, hidden_size=32, num_layers=2, random_state=1)
+    mapper = AffineMapper().fit(torch.randn(100, 16), torch.randn(100, 32))
+    with pytest.raises(ValueError, match="different vocabularies"):
+        with mapped_replacement(source, target, mapper, source_layer=1, target_layer=1, source_tokenizer=first,
+                                target_tokenizer=second):
+            pass
