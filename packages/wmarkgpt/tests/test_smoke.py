@@ -52,10 +52,10 @@ def test_importing_the_package_does_not_import_torch():
 
 
 def test_data_folder_is_found_from_the_repository_root_without_an_editable_install(data_dir, monkeypatch):
-    import wmarkgpt.experiments as ex
+    import wmarkgpt.data as ex
 
     monkeypatch.delenv("WMARKGPT_DATA", raising=False)
-    monkeypatch.setattr(ex, "__file__", str(data_dir.parents[3] / "site-packages" / "wmarkgpt" / "experiments.py"))
+    monkeypatch.setattr(ex, "__file__", str(data_dir.parents[3] / "site-packages" / "wmarkgpt" / "data.py"))
     monkeypatch.chdir(data_dir.parents[3])
     assert ex.find_data_dir().resolve() == data_dir.resolve()
     monkeypatch.chdir(data_dir)
