@@ -72,7 +72,7 @@ def test_negative_or_bad_penalties():
 def test_shape_mismatch_and_family_parameters():
     with pytest.raises(ValueError, match="30 samples but y has 29"):
         gcv(X, y[:-1], 1.0)
-    with pytest.raises(ValueError, match="xi > 0"):
+    with pytest.raises(ValueError, match=r"xi must be a float in \(0, inf\)"):
         ExponentialCorrelation(xi=0.0)
     with pytest.raises(ValueError, match=r"\|rho\| < 0.5"):
         NearestNeighbourCorrelation(rho=0.6)

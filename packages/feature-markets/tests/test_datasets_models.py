@@ -98,7 +98,7 @@ def test_bad_labels_budgets_and_unfitted():
         NaiveClassifier(epochs=1).fit(data.X, data.y, -data.budgets)
     with pytest.raises(ValueError, match="non-negative"):
         NaiveClassifier(epochs=1).fit(-data.X, data.y, data.budgets)
-    with pytest.raises(ValueError, match="epochs must be a positive int"):
+    with pytest.raises(ValueError, match="epochs must be an int >= 1"):
         NaiveClassifier(epochs=0).fit(data.X, data.y, data.budgets)
     from sklearn.exceptions import NotFittedError
 
@@ -108,14 +108,12 @@ def test_bad_labels_budgets_and_unfitted():
         NaiveClassifier(epochs=1).fit(data.X, data.y).predict(data.X[:, :1])
 
 
-def test_seed_is_deprecated_for_random_state():
-    with pytest.warns(DeprecationWarning, match="make_market_data: 'seed' is deprecated"):
-        old = make_market_data(50, seed=3)
-    new = make_market_data(50, random_state=3)
-    np.testing.assert_array_equal(old.X, new.X)
-    with pytest.warns(DeprecationWarning, match="MarketData.split"):
-        old_train, _ = new.split(0.3, seed=1)
-    np.testing.assert_array_equal(old_train.y, new.split(0.3, random_state=1)[0].y)
+def test_random_state_reproduces_data_and_split():
+    np.testing.assert_array_equal(make_market_data(50, random_state=3).X, make_market_data(50, random_state=3).X)
+    data = make_market_data(50, random_state=3)
+    np.testing.assert_array_equal(data.split(0.3, random_state=1)[0].y, data.split(0.3, random_state=1)[0].y)
+    with pytest.raises(TypeError, match="seed"):
+        make_market_data(50, seed=3)
 
 
 def test_uniform_budgets_defeat_every_method():

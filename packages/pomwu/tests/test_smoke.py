@@ -82,13 +82,11 @@ def test_seed_streams_are_the_seed_sequence_spawn():
             assert np.array_equal(got.random(8), want.random(8))
 
 
-def test_seed_arguments_are_deprecated_aliases_of_random_state():
-    from pomwu import NoisyOracle, SGDContextPredictor, predict_contexts
+def test_random_state_reproduces_the_noisy_oracle():
+    from pomwu import NoisyOracle, predict_contexts
 
     z = np.random.default_rng(5).integers(4, size=300)
-    with pytest.warns(DeprecationWarning, match="random_state"):
-        old = NoisyOracle(n_contexts=4, error_rate=0.3, seed=7)
-    assert old.random_state == 7
+    old = NoisyOracle(n_contexts=4, error_rate=0.3, random_state=7)
     new = NoisyOracle(n_contexts=4, error_rate=0.3, random_state=7)
     assert np.array_equal(predict_contexts(old, z), predict_contexts(new, z))
     # the default (random_state=0) draws what default_rng(0) draws, as the old seed=0 default did
@@ -99,8 +97,6 @@ def test_seed_arguments_are_deprecated_aliases_of_random_state():
         other = int(rng.integers(3))
         expected.append(other + (other >= zt))
     assert predict_contexts(NoisyOracle(n_contexts=4, error_rate=1.0), z[:50]).tolist() == expected
-    with pytest.warns(DeprecationWarning, match="random_state"):
-        assert SGDContextPredictor(n_contexts=3, seed=4).random_state == 4
 
 
 def test_help_names_the_paper(capsys):

@@ -18,6 +18,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 import scipy.linalg
+from icml25_shared.validation import Interval, check_param
 
 __all__ = [
     "Correlation",
@@ -83,8 +84,7 @@ class ExponentialCorrelation(Correlation):
     name: ClassVar[str] = "exponential"
 
     def __post_init__(self) -> None:
-        if not (np.isfinite(self.xi) and self.xi > 0):
-            raise ValueError(f"exponential correlation needs a finite xi > 0, got {self.xi!r}")
+        check_param("xi", self.xi, [Interval(float, 0, math.inf, closed="neither")], owner="ExponentialCorrelation")
 
     @property
     def parameter(self) -> float:

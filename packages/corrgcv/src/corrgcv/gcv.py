@@ -95,7 +95,10 @@ def check_xy(X: Any, y: Any) -> tuple[np.ndarray, np.ndarray]:
 
 def check_alphas(alphas: Any) -> np.ndarray:
     """Penalties as a non-empty 1-D float array of finite, non-negative values."""
-    a = np.atleast_1d(np.asarray(alphas, dtype=float))
+    try:
+        a = np.atleast_1d(np.asarray(alphas, dtype=float))
+    except (TypeError, ValueError):
+        raise TypeError(f"alphas must be a non-negative float or a 1-D sequence of them; got {alphas!r}") from None
     if a.ndim != 1 or a.size == 0:
         raise ValueError(f"alphas must be a scalar or a non-empty 1-D sequence, got shape {a.shape}")
     if not np.all(np.isfinite(a)):

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from icml25_shared.random import UNSET, check_random_state, renamed_seed
+from icml25_shared.random import check_random_state
 
 from corrgcv.correlation import Correlation, check_k_matrix
 
@@ -49,7 +49,7 @@ class LinearProblem:
         return self.spectrum.shape[0]
 
     def sample(
-        self, n_samples: int, random_state: Any = None, *, K_factor: np.ndarray | None = None, rng: Any = UNSET
+        self, n_samples: int, random_state: Any = None, *, K_factor: np.ndarray | None = None
     ) -> tuple[np.ndarray, np.ndarray]:
         """Draw a training set from the model.
 
@@ -61,15 +61,13 @@ class LinearProblem:
             Source of randomness (scikit-learn semantics; a Generator is used as is).
         K_factor : ndarray of shape (T, T), optional
             Any L with L L^T = K (e.g. from :func:`correlated_factor`); None draws independent rows.
-        rng : numpy Generator, optional
-            Deprecated name of ``random_state``.
 
         Returns
         -------
         X : ndarray of shape (T, N)
         y : ndarray of shape (T,)
         """
-        rng = check_random_state(renamed_seed(random_state, rng, owner="LinearProblem.sample", old="rng"))
+        rng = check_random_state(random_state)
         z = rng.standard_normal((n_samples, self.n_features)) * np.sqrt(self.spectrum)
         eps = self.noise_std * rng.standard_normal(n_samples)
         if K_factor is not None:

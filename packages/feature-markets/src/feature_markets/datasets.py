@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from icml25_shared.random import UNSET, check_random_state, renamed_seed
+from icml25_shared.random import check_random_state
+from icml25_shared.validation import Interval, Options, check_params
 
 __all__ = ["MarketData", "adult_csv", "breast_cancer_proxy", "make_market_data"]
 
@@ -37,7 +38,7 @@ class MarketData:
     budgets: np.ndarray
     description: str
 
-    def split(self, test_size: float = 0.3, *, random_state=0, seed=UNSET) -> tuple[MarketData, MarketData]:
+    def split(self, test_size: float = 0.3, *, random_state=0) -> tuple[MarketData, MarketData]:
         """Random train/test split.
 
         Parameters
@@ -46,15 +47,12 @@ class MarketData:
             Share of users in the test part, in (0, 1).
         random_state : int, numpy Generator or None, default 0
             Seeds the permutation.
-        seed : int, optional
-            Deprecated name of ``random_state``.
 
         Returns
         -------
         tuple of MarketData
             ``(train, test)``.
         """
-        random_state = renamed_seed(random_state, seed, owner="MarketData.split")
         if not 0 < test_size < 1:
             raise ValueError(f"test_size must be in (0, 1), got {test_size}")
         order = check_random_state(random_state).permutation(self.y.shape[0])
@@ -73,7 +71,6 @@ def make_market_data(
     feature_signal: float = 1.0,
     min_budget: float = 1.0,
     random_state=0,
-    seed=UNSET,
 ) -> MarketData:
     """Synthetic users.
 
@@ -102,19 +99,18 @@ def make_market_data(
         The smallest budget.
     random_state : int, numpy Generator or None, default 0
         Seeds the draw.
-    seed : int, optional
-        Deprecated name of ``random_state``.
 
     Returns
     -------
     MarketData
         The users.
     """
-    random_state = renamed_seed(random_state, seed, owner="make_market_data")
-    if isinstance(n_samples, bool) or not isinstance(n_samples, int) or n_samples < 2:
-        raise ValueError(f"n_samples must be an int >= 2, got {n_samples!r}")
-    if distribution not in ("beta", "gaussian-mixture"):
-        raise ValueError(f"distribution must be 'beta' or 'gaussian-mixture', got {distribution!r}")
+    check_params(
+        {"n_samples": n_samples, "distribution": distribution, "random_state": random_state},
+        {"n_samples": [Interval(int, 2, None)], "distribution": [Options(str, {"beta", "gaussian-mixture"})],
+         "random_state": ["random_state"]},
+        owner="make_market_data",
+    )
     if not inequality >= 1:
         raise ValueError(f"inequality (max/min budget) must be >= 1, got {inequality}")
     if not 0 <= label_correlation <= 1:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import numpy as np
 from icml25_shared.cli import RunContext, progress
-from icml25_shared.random import UNSET, renamed_seed
 from icml25_shared.stats import mean_sd
 from icml25_shared.tables import markdown_table
 
@@ -27,7 +26,7 @@ METHODS = {
 }
 
 
-def evaluate(data: MarketData, *, random_state: int = 0, epochs: int, seed=UNSET) -> dict[str, MarketReport]:
+def evaluate(data: MarketData, *, random_state: int = 0, epochs: int) -> dict[str, MarketReport]:
     """Fit every method on a 70/30 split and report each on the test users.
 
     Parameters
@@ -38,15 +37,12 @@ def evaluate(data: MarketData, *, random_state: int = 0, epochs: int, seed=UNSET
         Seeds the split and every method's training.
     epochs : int
         Training epochs of every method.
-    seed : int, optional
-        Deprecated name of ``random_state``.
 
     Returns
     -------
     dict of str to MarketReport
         One report per method in :data:`METHODS`, on the test users.
     """
-    random_state = renamed_seed(random_state, seed, owner="evaluate")
     train, test = data.split(0.3, random_state=random_state)
     return {
         name: market_report(

@@ -25,7 +25,8 @@ import numbers
 
 import numpy as np
 import torch
-from icml25_shared.random import check_random_state
+from icml25_shared.random import check_random_state, int_seed
+from icml25_shared.validation import Interval, check_params
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_array, check_is_fitted, check_X_y
@@ -99,13 +100,6 @@ def _uniform_budgets(X, budgets):
     return np.ones(np.shape(X)[0]) if budgets is None else budgets
 
 
-def _torch_seed(random_state) -> int:
-    """A torch seed from ``random_state``: an int is used as is; None or a generator draws one."""
-    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
-        check_random_state(random_state)  # rejects a negative int
-        return int(random_state)
-    return int(check_random_state(random_state).integers(0, 2**63))
-
 
 class _LinearMarketModel(ClassifierMixin, BaseEstimator):
     """Shared training loop: Adam on a hinge-type loss plus ``alpha ||w||^2``, minibatches, seeded."""
@@ -166,16 +160,13 @@ class _LinearMarketModel(ClassifierMixin, BaseEstimator):
 
     # ---- sklearn API
     def _check_params(self) -> None:
-        for name in ("epochs", "batch_size"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        for name in ("alpha", "lr"):
-            value = getattr(self, name)
-            if not isinstance(value, numbers.Real) or value < 0 or (name == "lr" and value == 0):
-                raise ValueError(
-                    f"{name} must be a {'positive' if name == 'lr' else 'non-negative'} number, got {value!r}"
-                )
+        check_params(
+            {name: getattr(self, name) for name in ("epochs", "batch_size", "alpha", "lr", "random_state")},
+            {"epochs": [Interval(int, 1, None)], "batch_size": [Interval(int, 1, None)],
+             "alpha": [Interval(float, 0, None)], "lr": [Interval(float, 0, None, closed="neither")],
+             "random_state": ["random_state"]},
+            owner=type(self).__name__,
+        )
 
     def _validate_fit(self, X, y, budgets):
         if y is None:
@@ -214,7 +205,7 @@ class _LinearMarketModel(ClassifierMixin, BaseEstimator):
         self.n_features_in_ = X.shape[1]
         self._prepare(X, signs, budgets)
         features = self._features(X, budgets)
-        generator = torch.Generator().manual_seed(_torch_seed(self.random_state))
+        generator = torch.Generator().manual_seed(int_seed(self.random_state))
         Xt = torch.tensor(features, dtype=torch.float64)  # a copy: read-only inputs stay untouched
         yt = torch.as_tensor(signs, dtype=torch.float64)
         bt = torch.as_tensor(budgets, dtype=torch.float64)

@@ -10,10 +10,11 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from icml25_shared.cli import RunContext, progress
-from icml25_shared.random import UNSET, renamed_seed, spawn
+from icml25_shared.random import spawn
 from icml25_shared.stats import mean_sd, paired_difference
 from icml25_shared.tables import markdown_table
 
@@ -140,7 +141,7 @@ class RoutingSetup:
 
 
 def sioux_falls_setup(
-    *, T: int, n_contexts: int = 10, covariate_noise: float = 0.5, random_state: int = 0, seed: int = UNSET
+    *, T: int, n_contexts: int = 10, covariate_noise: float = 0.5, random_state: int = 0
 ) -> RoutingSetup:
     """Build the Sessa et al. (2020) Sioux Falls setup with covariates and predicted contexts.
 
@@ -155,15 +156,12 @@ def sioux_falls_setup(
     random_state : int, default 0
         Seed. ``spawn(random_state, 2)`` gives two independent streams: the first draws the
         capacities, contexts, covariates and loss bounds, the second the path sampling.
-    seed : int, optional
-        Deprecated name of ``random_state``.
 
     Returns
     -------
     RoutingSetup
         528 agents, 76 links, ``n_contexts`` contexts, ``T`` rounds.
     """
-    random_state = renamed_seed(random_state, seed, owner="sioux_falls_setup")
     rng = spawn(random_state, 2)[0]
     net = load_sioux_falls()
     caps = context_capacities(net, n_contexts, rng=rng)
@@ -212,8 +210,10 @@ def run_learner(
         The run. Path sampling uses the seed's second spawned stream, so every learner on a seed
         sees the same draws.
     """
-    extra = {"file_under": file_under} if source != "none" else {}  # no-op for context-blind learners
-    learner = LEARNERS[name](n_actions=setup.game.n_actions, n_contexts=setup.game.n_contexts, step_size=eta, **extra)
+    extra: dict[str, Any] = {"file_under": file_under} if source != "none" else {}  # context-blind: no filing
+    learner = LEARNERS[name](
+        n_actions=setup.game.n_actions.tolist(), n_contexts=setup.game.n_contexts, step_size=eta, **extra
+    )
     return play_routing_game(
         setup.game,
         learner,

@@ -22,10 +22,11 @@ checked (see the README); the default follows the research notes' reconstruction
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
-from numbers import Real
 
 import numpy as np
+from icml25_shared.validation import Interval, Options, check_params
 
 __all__ = ["POMWU", "ContextualHedge", "Hedge", "OptimisticHedge", "MultiplicativeWeights"]
 
@@ -94,17 +95,12 @@ class MultiplicativeWeights:
                 raise ValueError(f"n_agents={self.n_agents} but n_actions lists {counts.size} agents")
         if np.any(counts < 1):
             raise ValueError(f"every agent needs at least one action, got counts {counts.tolist()}")
-        if (
-            isinstance(self.n_contexts, bool)
-            or not isinstance(self.n_contexts, (int, np.integer))
-            or self.n_contexts < 1
-        ):
-            raise ValueError(f"n_contexts must be a positive int, got {self.n_contexts!r}")
-        eta = self.step_size
-        if isinstance(eta, bool) or not isinstance(eta, Real) or not np.isfinite(eta) or eta <= 0:
-            raise ValueError(f"step_size must be a finite float > 0, got {eta!r}")
-        if self.file_under not in self.FILE_UNDER:
-            raise ValueError(f"file_under must be one of {self.FILE_UNDER}, got {self.file_under!r}")
+        check_params(
+            {"n_contexts": self.n_contexts, "step_size": self.step_size, "file_under": self.file_under},
+            {"n_contexts": [Interval(int, 1, None)], "step_size": [Interval(float, 0, math.inf, closed="neither")],
+             "file_under": [Options(str, set(self.FILE_UNDER))]},
+            owner=type(self).__name__,
+        )
         self.n_actions_ = counts.astype(np.int64)
 
     def reset(self) -> MultiplicativeWeights:

@@ -8,10 +8,9 @@ Every predictor has ``predict(covariates, true_context) -> int`` (called before 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
-from icml25_shared.random import UNSET, RandomStateLike, check_random_state, renamed_seed
+from icml25_shared.random import RandomStateLike, check_random_state
 
 __all__ = [
     "OracleContext",
@@ -67,16 +66,14 @@ class NoisyOracle:
         Probability of a wrong prediction, in [0, 1].
     random_state : None, int or numpy Generator, default 0
         Source of the errors (scikit-learn semantics, :func:`icml25_shared.random.check_random_state`).
-    seed : int, optional
-        Deprecated name of ``random_state``.
     """
 
     def __init__(
-        self, *, n_contexts: int, error_rate: float = 0.1, random_state: RandomStateLike = 0, seed: Any = UNSET
+        self, *, n_contexts: int, error_rate: float = 0.1, random_state: RandomStateLike = 0
     ) -> None:
         self.n_contexts = n_contexts
         self.error_rate = error_rate
-        self.random_state = renamed_seed(random_state, seed, owner="NoisyOracle")
+        self.random_state = random_state
 
     def predict(self, covariates: np.ndarray | None, true_context: int) -> int:
         """Return ``true_context`` or, with probability ``error_rate``, another context."""
@@ -142,7 +139,7 @@ class OnlineLogisticRegression:
             raise ValueError(f"covariates have {x.size} features but the model was started with {self.coef_.shape[1]}")
         return x
 
-    def predict_proba(self, covariates: np.ndarray) -> np.ndarray:
+    def predict_proba(self, covariates: np.ndarray | None) -> np.ndarray:
         """Class probabilities ``(n_contexts,)`` for one covariate vector."""
         x = self._x(covariates)
         s = self.coef_ @ x + self.intercept_
@@ -175,9 +172,9 @@ class SGDContextPredictor:
     Extra keyword arguments go to ``SGDClassifier``.
     """
 
-    def __init__(self, *, n_contexts: int, random_state: int | None = 0, seed: Any = UNSET, **sgd_params) -> None:
+    def __init__(self, *, n_contexts: int, random_state: int | None = 0, **sgd_params) -> None:
         self.n_contexts = n_contexts
-        self.random_state = renamed_seed(random_state, seed, owner="SGDContextPredictor")
+        self.random_state = random_state
         self.sgd_params = sgd_params
 
     def _model(self):

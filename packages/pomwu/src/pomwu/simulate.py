@@ -113,8 +113,8 @@ def play_matrix_game(
     avg = sums / np.maximum(counts, 1)[:, None, None]
     gaps = np.full(game.n_contexts, np.nan)
     if game.is_zero_sum:
-        for z in np.flatnonzero(counts):
-            gaps[z] = duality_gap(game.row_losses[z], avg[z, 0, :n_rows], avg[z, 1, :n_cols])
+        for k in np.flatnonzero(counts):
+            gaps[k] = duality_gap(game.row_losses[k], avg[k, 0, :n_rows], avg[k, 1, :n_cols])
     return MatrixGameRun(regret=tracker.summary(), avg_strategies=avg, duality_gaps=gaps, regret_curve=curve)
 
 
