@@ -127,7 +127,7 @@ def test_bad_in_context_tasks_raise():
         DecisionTreeTask(depth=0)
     with pytest.raises(ValueError, match="hidden must be an int"):
         ReluNetTask(hidden=0)
-    with pytest.raises(ValueError, match="dims_curriculum"):
+    with pytest.raises(TypeError, match="dims_curriculum must be None or a Curriculum"):
         TrainConfig(dims_curriculum=(2, 5))
     assert isinstance(make_task("decision_tree", n_dims=3), DecisionTreeTask)
     assert isinstance(make_task("relu_2nn_regression"), ReluNetTask)
