@@ -229,3 +229,65 @@ def test_the_batch_history_survives_a_server_restart(tmp_path):
     with pytest.raises(ConfigError, match="keep a batch whole"):
         s1.sign_roster([*dep.roster.members, ids[0], SigningKey().public, SigningKey().public],
                        version=dep.roster.version + 1)
+
+
+def test_rolling_back_the_honest_servers_state_dir_reopens_a_version(tmp_path):
+    """The gap the threat model names: the chain is only as durable as the honest server's state_dir.
+    S1's state is copied after it announced round 1; round 1 reaches agreement and S1 releases its
+    aggregate (S0 withholds everything from the clients); S1 is restarted from the copy (a restored
+    backup or VM snapshot), so it certifies round 1 as abandoned (retry = 1), the clients upload again
+    on the same version and S0 subtracts the two aggregates to recover the victim's codes exactly."""
+    import shutil
+
+    from janus_sa.protocol import open_aggregate
+    from janus_sa.wire import decode
+
+    dep = InProcessDeployment(config=JanusConfig(dim=DIM, min_participants=9), state_dir=tmp_path)
+    ids = dep.add_clients(10)
+    ups = random_updates(DIM, ids, random_state=7)
+    s0, s1, victim, head = dep.s0, dep.s1, ids[0], dep.s0.head_
+
+    def run(ann0, ann1, s1, skip=()):
+        for cid, c in dep.clients.items():
+            c.begin_round(ann0, ann1)
+            up = c.upload(ups[cid])
+            if cid not in skip:
+                s0.receive(up.to_s0)
+            s1.receive(up.to_s1)
+        s0.agree(s1.participants())
+        s1.agree(s0.participants())
+        msgs = [decode(a, max_bytes=2**24, max_dim=2**20, session=dep.session) for a in (s0.aggregate(), s1.aggregate())]
+        return open_aggregate(dep.config, *msgs, session=dep.session, roster=dep.roster, model_digest=head)[0]
+
+    ann0, ann1 = s0.announce(1, head), s1.announce(1, head)
+    shutil.copytree(tmp_path / "s1", tmp_path / "backup")
+    full = run(ann0, ann1, s1)
+    shutil.rmtree(tmp_path / "s1")
+    shutil.copytree(tmp_path / "backup", tmp_path / "s1")
+    restored = MaskServer(config=dep.config, keys=dep.keys1, session=dep.session, peer=dep.keys0.sign.public,
+                          state_dir=tmp_path / "s1")
+    assert restored.head_ == head and not restored.head_released_
+    ann0 = s0._announce(2, head, s0.roster_, nonce=s0.start_nonce, retry=1)
+    without = run(ann0, restored.announce(2, head), restored, skip={victim})
+    np.testing.assert_array_equal(full - without, dep.config.quantizer.quantize(ups[victim]))
+
+
+def test_one_out_of_range_client_ends_the_deployment():
+    """The availability gap the threat model names: one client whose codes push the sum past n (Q - 1)
+    makes every verifier refuse the round, the version is spent, and revoking the client does not let
+    the deployment announce another round (re-opening the version would re-enable the subtraction)."""
+    from janus_sa import Quantizer
+    from janus_sa.errors import AggregateRangeError
+
+    class Shifted(Quantizer):  # same parameters, hence the same configuration digest
+        def quantize(self, x):
+            return np.full(np.shape(x), 2**31, dtype=np.uint32)
+
+    dep, ids, ups = _deployment(n=4)
+    object.__setattr__(dep.clients[ids[0]], "config", JanusConfig(dim=DIM, quantizer=Shifted()))
+    report = dep.run_round(ups)
+    assert not report.results and all(isinstance(e, AggregateRangeError) for e in report.errors.values())
+    assert set(report.server_errors) == {"S0", "S1"}
+    dep.remove_clients(ids[:1])
+    with pytest.raises(ModelReplayError, match="already released an aggregate"):
+        dep.run_round({c: ups[c] for c in ids[1:]})

@@ -60,3 +60,19 @@ def test_help_names_the_paper(capsys):
     out = capsys.readouterr().out
     assert "Janus: Dual-Server Multi-Round Secure Aggregation" in out and "ICML 2025" in out
     assert "keygen" in out and "serve" in out
+
+
+def test_readme_tables_are_rendered_from_the_results_json():
+    """The benchmark and reproduction tables are exactly what readme_tables renders from results/."""
+    import re
+    from pathlib import Path
+
+    from janus_sa.experiments import readme_tables
+
+    root = Path(__file__).resolve().parents[1]
+    readme = (root / "README.md").read_text()
+    tables = readme_tables(root / "results")
+    for name, table in tables.items():
+        block = re.search(rf"readme_tables -->\n([^<]*)\n<!-- end {name} -->", readme)
+        assert block is not None and block.group(1) == table, name
+    assert "5,227" in tables["benchmark"] and "5,159" not in readme

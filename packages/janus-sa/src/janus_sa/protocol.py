@@ -110,8 +110,9 @@ class JanusConfig:
     batch_size : int, default 1
         Participation policy: clients are enrolled in batches of at least ``batch_size`` and every
         participant set is a union of whole batches (a client whose batch-mate is missing is left out,
-        reason ``"batch incomplete"``). Any combination of aggregates over any number of rounds then
-        reveals sums over whole batches only (So et al., 2023). 1 disables the policy.
+        reason ``"batch incomplete"``). A key keeps its batch for good: a revoked key returns only with
+        its whole batch. Any combination of aggregates over any number of rounds then reveals sums over
+        whole batches only (So et al., 2023). 1 disables the policy.
     """
 
     dim: int
