@@ -25,7 +25,7 @@ import functools
 import importlib
 import math
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -73,7 +73,8 @@ def graph_forward(model: nn.Module, graphs: Graphs, target: torch.Tensor, geomet
     """
     def forward(x: torch.Tensor) -> torch.Tensor:
         regression = is_regression(model)
-        return torch.stack([target_output(model.run(xb, geometry), target, regression=regression).sum() for xb in x])
+        run = cast(Any, model).run
+        return torch.stack([target_output(run(xb, geometry), target, regression=regression).sum() for xb in x])
 
     return forward
 
@@ -98,7 +99,7 @@ class _Base:
                 setattr(cls, name, _in_eval_mode(cls.__dict__[name]))
 
     def __init__(self, model: nn.Module) -> None:
-        self.model = model
+        self.model: Any = model  # a TFN-shaped module: run, check_graphs, (graph_)geometry
 
     def _setup(self, graphs: Graphs, target: Any) -> tuple[Geometry, torch.Tensor, torch.Tensor]:
         self.model.check_graphs(graphs)
@@ -190,7 +191,7 @@ class GradCAM(_Base):
         finally:
             for h in hooks:
                 h.remove()
-        scores = sum((a * g).sum(dim=1) for a, g in zip(acts, grads, strict=True))
+        scores = torch.stack([(a * g).sum(dim=1) for a, g in zip(acts, grads, strict=True)]).sum(dim=0)
         return self._result(scores, graphs, t, pred)
 
 
@@ -325,7 +326,7 @@ class IntegratedGradients(_Base):
 class _PygModel(nn.Module):
     def __init__(self, model: nn.Module, geometry: Geometry) -> None:
         super().__init__()
-        self.model = model
+        self.model: Any = model
         self.geometry = geometry
 
     def forward(self, x: torch.Tensor, edge_index: torch.Tensor, **kwargs: Any) -> torch.Tensor:
@@ -480,7 +481,7 @@ def node_embeddings(model: nn.Module, graphs: Graphs, geometry: Geometry) -> tor
              for m in model.modules() if isinstance(m, Convolution)]
     try:
         with torch.no_grad():
-            model.run(graphs.node_attr, geometry)
+            cast(Any, model).run(graphs.node_attr, geometry)
     finally:
         for h in hooks:
             h.remove()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -116,6 +116,7 @@ class Explanation(Attribution):
         numpy.ndarray, shape (n_graphs,)
             The share of the output not attributed (NaN where undefined).
         """
+        assert self.output is not None and self.leak is not None and self.logits is not None  # set by explain
         n_graphs = len(self.output)
         magnitude = np.bincount(self.batch, np.abs(self.node_relevance), minlength=n_graphs)
         if self.edge_index is not None and self.edge_sh_by_l is not None and self.edge_distance is not None:
@@ -143,6 +144,7 @@ class Explanation(Attribution):
         """
         scores = self.node_relevance.copy()
         if geometry:
+            assert self.edge_sh_by_l is not None and self.edge_distance is not None and self.edge_index is not None
             edge = self.edge_sh_by_l.sum(axis=1) + self.edge_distance
             for row in self.edge_index:
                 np.add.at(scores, row, 0.5 * edge)
@@ -209,9 +211,10 @@ def model_geometry(model: nn.Module, graphs: Graphs, *, pos: torch.Tensor | None
         Edges and their attributes.
     """
     pos = graphs.pos if pos is None else pos
-    if hasattr(model, "graph_geometry"):
-        return model.graph_geometry(graphs, pos=pos, require_edges=require_edges)
-    return model.geometry(pos, graphs.batch, graphs.n_graphs, require_edges=require_edges)
+    shaped: Any = model  # TFN-shaped: graph_geometry or geometry
+    if hasattr(shaped, "graph_geometry"):
+        return shaped.graph_geometry(graphs, pos=pos, require_edges=require_edges)
+    return shaped.geometry(pos, graphs.batch, graphs.n_graphs, require_edges=require_edges)
 
 
 def model_target(logits: torch.Tensor, target: int | np.ndarray | torch.Tensor | None, *,
@@ -332,7 +335,7 @@ class EquiGX:
                  root: Literal["input", "zero"] = "input", eps: float = 1e-9,
                  norm_rule: Literal["rescale", "identity"] = "rescale",
                  head_rule: Literal["epsilon", "gamma"] = "epsilon", gamma: float = 0.25) -> None:
-        self.model = model
+        self.model: Any = model  # a TFN-shaped module: layers, run, check_graphs, (graph_)geometry
         self.variant = variant
         self.root = root
         self.eps = eps

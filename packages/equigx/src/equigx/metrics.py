@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -97,7 +98,7 @@ def predict(model: nn.Module, graphs: Graphs) -> np.ndarray:
     """
     with torch.no_grad():
         geo = model_geometry(model, graphs, require_edges=False)
-        logits = model.run(graphs.node_attr, geo)
+        logits = cast(Any, model).run(graphs.node_attr, geo)
     return ((logits[:, 0] > 0).long() if logits.shape[1] == 1 else logits.argmax(dim=1)).numpy()
 
 

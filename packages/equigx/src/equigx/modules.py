@@ -117,7 +117,7 @@ register_module_rule(o3.Linear, lambda m, inputs, y, r, eps: [linear_rule(m, inp
                      lambda m, inputs, y: ([m.irreps_in], m.irreps_out))
 register_module_rule(NormActivation, lambda m, inputs, y, r, eps: [normact_rule(m, inputs[0], r, eps=eps)],
                      lambda m, inputs, y: ([m.irreps_in], m.irreps_out))
-register_module_rule(Gate, lambda m, inputs, y, r, eps: [_gate_rule(m, inputs[0], y, r, None)],  # type: ignore[arg-type]
+register_module_rule(Gate, lambda m, inputs, y, r, eps: [_gate_rule(m, inputs[0], y, r, None)],
                      lambda m, inputs, y: ([m.irreps_in], m.irreps_out))
 register_module_rule(FullyConnectedNet, lambda m, inputs, y, r, eps: [_fcnet_rule(m, inputs[0], r, eps)],
                      lambda m, inputs, y: ([_scalars(inputs[0].shape[-1])], _scalars(y.shape[-1])))

@@ -40,7 +40,7 @@ __all__ = ["RULES", "RuleContext", "block_dot", "epsilon_rule", "expand_blocks",
            "normact_rule",
            "register_rule", "scatter_rule", "stabilize", "tensor_product_rule"]
 
-Rule = Callable[[nn.Module, torch.Tensor, torch.Tensor, torch.Tensor, "RuleContext"], torch.Tensor]
+Rule = Callable[..., torch.Tensor]  # (module, x_in, y_out, R_out, ctx) -> R_in; modules are subclasses
 RULES: dict[type, Rule] = {}
 
 
@@ -284,10 +284,10 @@ def tensor_product_rule(tp: o3.TensorProduct, x1: torch.Tensor, x2: torch.Tensor
     with torch.enable_grad():
         y = tp(*args)
         c = (y * expand_blocks(relevance / (block_dot(y, y, tp.irreps_out) + eps), tp.irreps_out)).detach()
+        grads: list[torch.Tensor] = []
         if root == "input":
-            grads = torch.autograd.grad((y * c).sum(), args)
+            grads = list(torch.autograd.grad((y * c).sum(), args))
         elif root == "zero":
-            grads = []
             for k in range(3):
                 zero = torch.zeros_like(args[k], requires_grad=True)
                 inputs = [zero if j == k else args[j].detach() for j in range(3)]
