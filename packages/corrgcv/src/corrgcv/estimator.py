@@ -153,7 +153,8 @@ class RidgeCorrGCV(RegressorMixin, BaseEstimator):
         if not isinstance(self.estimate, str) or self.estimate not in ESTIMATES:
             raise ValueError(f"estimate must be one of {ESTIMATES}, got {self.estimate!r}")
         alphas = check_alphas(self.alphas)
-        self.feature_correlation_ = self.noise_correlation_ = None
+        self.feature_correlation_: Correlation | None = None
+        self.noise_correlation_: Correlation | None = None
         spectrum = RidgeSpectrum.from_data(X, y, fit_intercept=bool(self.fit_intercept))
         self.gcv_path_ = spectrum.gcv(alphas)
         correlation, eigs, path = self._select(spectrum, alphas, T)
@@ -177,7 +178,8 @@ class RidgeCorrGCV(RegressorMixin, BaseEstimator):
         if isinstance(spec, str) and spec in FAMILIES:
             cls = correlation_family(spec)
             if self.correlation_param is not None:
-                corr = cls(float(self.correlation_param))
+                family: Any = cls  # a concrete family: one positional parameter (xi, rho, ...)
+                corr = family(float(self.correlation_param))
                 eigs = k_eigenvalues(corr, T)
                 return corr, eigs, spectrum.corrgcv(alphas, eigs)
             if self.estimate in ("features", "both"):
@@ -194,8 +196,8 @@ class RidgeCorrGCV(RegressorMixin, BaseEstimator):
             eigs = np.ones(T)
             return None, eigs, spectrum.corrgcv(alphas, eigs)
         eigs = k_eigenvalues(spec, T)
-        corr = spec if isinstance(spec, Correlation) else None
-        return corr, eigs, spectrum.corrgcv(alphas, eigs)
+        given = spec if isinstance(spec, Correlation) else None
+        return given, eigs, spectrum.corrgcv(alphas, eigs)
 
     def _estimate_features_noise(self, spectrum: RidgeSpectrum, cls: type[Correlation], T: int) -> Correlation:
         feature = estimate_correlation_from_features(cls, spectrum.X)

@@ -238,7 +238,10 @@ def simulate_estimation(
             model = RidgeCorrGCV(alphas=a, correlation=correlation.name, estimate=rule, fit_intercept=False)
             model.fit(X, y)
             paths[rule] = model.cv_path_
-            xis[rule].append(model.correlation_.parameter)
+            fitted = model.correlation_
+            if fitted is None:  # a family name was given, so a family is always fitted
+                raise RuntimeError(f"{rule}: no correlation family was fitted")
+            xis[rule].append(fitted.parameter)
         for name, path in paths.items():
             i = path.best_index
             out[name]["ratio"].append(float(path.criterion[i] / risk[i]))
