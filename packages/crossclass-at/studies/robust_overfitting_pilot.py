@@ -105,12 +105,29 @@ def run_pilot(name: str, data, *, label_noise: float, epochs: int, seed: int = 0
             "threads": torch.get_num_threads()}
 
 
+def render(path: str) -> str:
+    """The README's markdown table from the stored JSON."""
+    rows = ["| pilot | best epoch (val) | test PGD-20 best / last | best - last (gate >= 0.03) | test clean last | "
+            "CAS best / last | verdict |", "|---|---|---|---|---|---|---|"]
+    for r in json.loads(Path(path).read_text())["pilots"]:
+        t = r["test"]
+        verdict = "passed" if r["gate_passed"] else ("did not train" if not r["trained"] else "not passed")
+        rows.append(f"| {r['pilot']} | {r['best_epoch']} of {r['epochs']} | {t['best']['robust']:.3f} / "
+                    f"{t['last']['robust']:.3f} | {r['test_robust_best_minus_last']:+.3f} | {t['last']['clean']:.3f} | "
+                    f"{t['best']['cas']:.2f} / {t['last']['cas']:.2f} | {verdict} |")
+    return "\n".join(rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--sizes", type=int, nargs=3, default=(1000, 500, 1000))
     parser.add_argument("--out", default=str(HERE / "results/robust-overfitting-pilot.json"))
+    parser.add_argument("--render", action="store_true", help="print the README table of --out and stop")
     args = parser.parse_args()
+    if args.render:
+        print(render(args.out))
+        return
     torch.set_num_threads(1)
     data = mnist_split(*args.sizes)
     rows = []
