@@ -82,3 +82,28 @@ def test_unjitter_shortcut_equals_the_solve(monkeypatch):
         solved = core._unjitter(fit, phi, raw)
     np.testing.assert_array_equal(short.beta, solved.beta)
     assert np.all(np.isin(short.beta, raw))
+
+
+@pytest.mark.parametrize("rounded", [False, True])
+@pytest.mark.parametrize("randomize", [True, False])
+def test_split_cp_order_statistic_from_the_sorted_scores_equals_the_lp(monkeypatch, rounded, randomize):
+    """Without tie noise the single group's order statistic is read from the scores sorted once in conformalize."""
+    from sklearn.linear_model import LinearRegression
+
+    from kandinsky_cp import KandinskyCP
+    from kandinsky_cp import groups as G
+
+    rng = np.random.default_rng(11)
+    X = rng.uniform(size=(1100, 2))
+    y = X[:, 0] + rng.normal(scale=0.1 + X[:, 1], size=1100)
+    y = np.round(y, 1) if rounded else y
+    reg = LinearRegression().fit(X[:300], y[:300])
+    kw = dict(groups=G.intercept(), randomize=randomize, random_state=0, confidence_level=[0.5, 0.9, 0.99])
+    fast = KandinskyCP(reg, **kw).conformalize(X[300:900], y[300:900])
+    with monkeypatch.context() as m:
+        m.setattr(core, "_is_partition", lambda phi: False)
+        slow = KandinskyCP(reg, **kw).conformalize(X[300:900], y[300:900])
+    np.testing.assert_array_equal(fast.beta_, slow.beta_)
+    np.testing.assert_array_equal(fast.predict_interval(X[900:])[1], slow.predict_interval(X[900:])[1])
+    for f in fast.fit_results_:
+        assert np.all(fast._raw_scores[f.basis] == f.beta)  # the basis row holds the threshold

@@ -104,9 +104,9 @@ def phantom_points(phi: np.ndarray) -> np.ndarray:
 
 
 def _check_group_sizes(phi: np.ndarray, level: float, names: list[str], phantom: np.ndarray,
-                       correction: bool = True) -> np.ndarray:
+                       correction: bool = True, weights: np.ndarray | None = None) -> np.ndarray:
     # With phantom weight c_j, group j gets a finite threshold iff (1 - tau) * sum_i Phi_ij >= tau * c_j.
-    weights = phi.sum(axis=0)
+    weights = phi.sum(axis=0) if weights is None else weights
     empty = [names[j] for j in np.flatnonzero(weights <= 0)]
     if empty:
         raise ValueError(f"groups {empty} have no calibration weight; drop them or add calibration data")
@@ -138,6 +138,12 @@ def group_quantile_regression(phi: np.ndarray, scores: np.ndarray, *, confidence
     """
     level = _check_level(confidence_level, owner="group_quantile_regression")
     check_param("finite_sample_correction", finite_sample_correction, ["boolean"], owner="group_quantile_regression")
+    return _fit_thresholds(phi, scores, level, finite_sample_correction, names)
+
+
+def _fit_thresholds(phi: np.ndarray, scores: np.ndarray, level: float, finite_sample_correction: bool,
+                    names: list[str] | None, ordered: np.ndarray | None = None) -> GroupQuantileFit:
+    """:func:`group_quantile_regression` on validated parameters; ``ordered``: ``np.sort(scores)`` if known."""
     phi = np.asarray(phi, dtype=float)
     scores = np.asarray(scores, dtype=float).ravel()
     if phi.ndim != 2 or phi.shape[0] != scores.shape[0]:
@@ -149,7 +155,7 @@ def group_quantile_regression(phi: np.ndarray, scores: np.ndarray, *, confidence
         raise ValueError("group weights must be finite and nonnegative")
     names = names or [f"group {j}" for j in range(phi.shape[1])]
     if _is_partition(phi):
-        fast = _partition_fit(phi, scores, level, finite_sample_correction, names)
+        fast = _partition_fit(phi, scores, level, finite_sample_correction, names, ordered)
         if fast is not None:
             return fast
     rows = phantom_points(phi)
@@ -167,13 +173,14 @@ def group_quantile_regression(phi: np.ndarray, scores: np.ndarray, *, confidence
 
 
 def _partition_fit(phi: np.ndarray, scores: np.ndarray, level: float, correction: bool,
-                   names: list[str]) -> GroupQuantileFit | None:
+                   names: list[str], ordered: np.ndarray | None = None) -> GroupQuantileFit | None:
     """The LP's solution for disjoint 0/1 groups (split, class-conditional, Mondrian CP), without the LP.
 
     Each group's threshold is its ceil(tau (n_j + 1))-th smallest score (ceil(tau n_j) without the
     correction; ties resolved by row order), the vertex :func:`solve_quantile_lp` starts from and
     confirms for such designs; a group whose order statistic is the phantom gets the same stand-in
-    for +infinity (reported as inf by :meth:`GroupQuantileFit.threshold`).
+    for +infinity (reported as inf by :meth:`GroupQuantileFit.threshold`). With one group and the
+    sorted scores at hand (``ordered``), the order statistic is read from them (no selection).
     """
     n, d = phi.shape
     group = (phi @ np.arange(d, dtype=float)).astype(np.int64)  # one-hot rows: exact
@@ -182,7 +189,7 @@ def _partition_fit(phi: np.ndarray, scores: np.ndarray, level: float, correction
         return None  # an empty group: the general path reports it
     weights = counts.astype(float)
     phantom = np.ones(d)  # one phantom per group: the group's own indicator row
-    _check_group_sizes(phi, level, names, phantom, correction)
+    _check_group_sizes(phi, level, names, phantom, correction, weights)
     sums = np.bincount(group, weights=scores, minlength=d)
     center = sums / counts
     resid = scores - center[group]
@@ -191,8 +198,11 @@ def _partition_fit(phi: np.ndarray, scores: np.ndarray, level: float, correction
         scale = float(np.max(np.abs(resid), initial=0.0))
     if not (np.isfinite(scale) and scale > 0):
         scale = 1.0
-    cap = _CAP * (1.0 + float(np.max(np.abs(resid / scale), initial=0.0)))
-    by_group = np.argsort(group, kind="stable")
+    # max |r| / s equals max |r / s| exactly (correctly rounded division is monotone), one pass fewer
+    cap = _CAP * (1.0 + float(np.max(np.abs(resid), initial=0.0)) / scale)
+    # stable argsort of small integers is a radix sort
+    small = group.astype(np.uint16) if d <= np.iinfo(np.uint16).max else group
+    by_group = np.argsort(small, kind="stable") if d > 1 or ordered is None else np.arange(n)
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     size = counts + 1 if correction else counts
     k = np.array([max(1, math.ceil(round(level * int(m), 9))) for m in size])
@@ -200,6 +210,11 @@ def _partition_fit(phi: np.ndarray, scores: np.ndarray, level: float, correction
     beta = np.where(finite, 0.0, scale * cap + center)
     basis = n + (d - 1 - np.arange(d))  # the phantoms follow the rows, in phantom_points' (np.unique) order
     for j in np.flatnonzero(finite):  # the k-th smallest score by selection; tied rows share the value
+        if d == 1 and ordered is not None:
+            pick = int(np.flatnonzero(scores == ordered[k[j] - 1])[0])
+            beta[j] = scores[pick]
+            basis[j] = pick
+            continue
         rows = by_group[starts[j] : starts[j] + counts[j]]
         pick = rows[np.argpartition(scores[rows], k[j] - 1)[k[j] - 1]]
         beta[j] = scores[pick]
@@ -469,8 +484,10 @@ class KandinskyCP:
             raise ValueError(f"the estimator's predictions give non-finite calibration scores at rows {_rows(bad)} "
                              f"of X_conformalize (score {score.name!r})")
         self._raw_scores = scores
-        self.tie_noise_ = _tie_noise_width(scores) if self.randomize else 0.0
+        ordered: np.ndarray | None = np.sort(scores)  # for the tie check and, without noise, a single group's order statistic
+        self.tie_noise_ = _tie_noise_width(scores, ordered) if self.randomize else 0.0
         if self.tie_noise_ > 0:
+            ordered = None
             scores = scores + self.tie_noise_ * _uniform(self._key, 0, np.arange(n, dtype=np.uint64))
         groups = as_group(self.groups).fit(X_conformalize, y, classes=self.classes_)
         if self.task_ == "regression" and groups.uses_label and groups.label_edges is None:
@@ -494,9 +511,8 @@ class KandinskyCP:
         else:
             fits = []
             for level in levels:
-                fit = group_quantile_regression(
-                    phi, scores, confidence_level=level, finite_sample_correction=self.finite_sample_correction,
-                    names=self.group_names_)
+                fit = _fit_thresholds(phi, scores, level, self.finite_sample_correction, self.group_names_,
+                                      ordered)
                 if self.task_ == "regression" and self.tie_noise_ > 0:
                     fit = _unjitter(fit, phi, self._raw_scores)
                 fits.append(fit)
@@ -830,14 +846,14 @@ class KandinskyCP:
         return self._exact_cache[key]
 
 
-def _tie_noise_width(scores: np.ndarray) -> float:
+def _tie_noise_width(scores: np.ndarray, ordered: np.ndarray | None = None) -> float:
     """Width of the uniform tie-breaking noise: half the smallest gap between distinct calibration scores.
 
     Distinct scores (gaps above 1e-12 of the largest |score|) keep their order; tied ones (e.g. LAC with a
     tree's discrete probabilities) get random ranks. No ties, or every score tied: 0 (no noise at all).
     """
-    ordered = np.sort(scores)
-    scale = float(np.max(np.abs(ordered), initial=0.0))
+    ordered = np.sort(scores) if ordered is None else ordered
+    scale = float(max(abs(ordered[0]), abs(ordered[-1]))) if ordered.size else 0.0  # the largest |score|
     gaps = np.diff(ordered)
     tied = gaps <= _TIE_TOL * scale
     if not tied.any():
@@ -901,7 +917,8 @@ def _is_classifier(estimator: Any) -> bool:
 
 def _is_partition(phi: np.ndarray) -> bool:
     """Every row has exactly one nonzero weight, equal to 1."""
-    return bool(np.all((phi == 0.0) | (phi == 1.0)) and np.all(phi.sum(axis=1) == 1.0))
+    # on 0/1 entries the row sums are exact integers whichever way they are added (here by BLAS)
+    return bool(np.all((phi == 0.0) | (phi == 1.0)) and np.all(phi @ np.ones(phi.shape[1]) == 1.0))
 
 
 _SCORE_STREAM = 1 << 40  # uniforms of randomised scores
