@@ -146,7 +146,7 @@ def reproduce(ctx: RunContext) -> None:
     n, epochs = (300, 10) if ctx.quick else (600, 15)
     per_split: dict[str, dict[str, list[list[float]]]] = {m: {"short": [], "long": []} for m in METHODS}
     for exponent in progress(exponents, desc="inequality"):
-        level = {m: {"short": [], "long": []} for m in METHODS}
+        level: dict[str, dict[str, list[float]]] = {m: {"short": [], "long": []} for m in METHODS}
         for split in range(splits):
             data = make_market_data(
                 n,
@@ -165,12 +165,12 @@ def reproduce(ctx: RunContext) -> None:
         name: {term: [_mean_se(values) for values in per_split[name][term]] for term in ("short", "long")}
         for name in METHODS
     }
-    paired = {}
+    paired: dict[str, list[dict[str, float]]] = {}
     for label, (a, b) in PAIRED.items():
-        rows = []
+        pair_rows: list[dict[str, float]] = []
         for i in range(len(exponents)):
             diff = np.asarray(per_split[a]["long"][i]) - np.asarray(per_split[b]["long"][i])
-            rows.append(
+            pair_rows.append(
                 {
                     "mean": _mean_se(diff)[0],
                     "se": _mean_se(diff)[1],
@@ -179,8 +179,8 @@ def reproduce(ctx: RunContext) -> None:
                     "losses": int(np.sum(diff < 0)),
                 }
             )
-        paired[label] = rows
-    gaps = {}
+        paired[label] = pair_rows
+    gaps: dict[str, list[tuple[float, float]]] = {}
     for name in ("strategic, fixed price", "market-aware (MASC)"):
         gaps[name] = [
             _mean_se(np.abs(np.asarray(per_split[name]["short"][i]) - np.asarray(per_split[name]["long"][i])))
@@ -202,7 +202,7 @@ def reproduce(ctx: RunContext) -> None:
     ctx.write_json(payload)
     head = "| method | term | " + " | ".join(f"2^{e}" for e in exponents) + " |"
     rule = "|" + "---|" * (len(exponents) + 2)
-    rows = [head, rule]
+    rows: list[str] = [head, rule]
     for name, terms in results.items():
         for term, series in terms.items():
             rows.append(f"| {name} | {term} | " + " | ".join(f"{m:.3f} ± {s:.3f}" for m, s in series) + " |")
@@ -213,10 +213,10 @@ def reproduce(ctx: RunContext) -> None:
         head.replace("method | term", "difference | "),
         rule,
     ]
-    for label, series in paired.items():
+    for label, pair_series in paired.items():
         rows.append(
             f"| {label} | | "
-            + " | ".join(f"{r['mean']:+.3f} ± {r['se']:.3f} ({r['wins']}/{r['ties']}/{r['losses']})" for r in series)
+            + " | ".join(f"{r['mean']:+.3f} ± {r['se']:.3f} ({r['wins']}/{r['ties']}/{r['losses']})" for r in pair_series)
             + " |"
         )
     rows += ["", "Mean |short - long| accuracy gap:", "", head.replace("method | term", "method | "), rule]
@@ -234,9 +234,10 @@ def reproduce(ctx: RunContext) -> None:
         ax.set_ylim(0.4, 1.0)
     axes[0].set_ylabel(f"test accuracy (mean ± s.e., {splits} splits)")
     axes[1].legend(fontsize=7)
-    for label, series in paired.items():
+    for label, pair_series in paired.items():
         axes[2].errorbar(
-            exponents, [r["mean"] for r in series], yerr=[r["se"] for r in series], marker="o", capsize=3, label=label
+            exponents, [r["mean"] for r in pair_series], yerr=[r["se"] for r in pair_series], marker="o", capsize=3,
+            label=label,
         )
     axes[2].axhline(0.0, color="grey", lw=0.5)
     axes[2].set_xlabel("budget inequality log2(b_max / b_min)")

@@ -22,6 +22,7 @@ predictions come back in the labels' own encoding.
 from __future__ import annotations
 
 import numbers
+from typing import Any
 
 import numpy as np
 import torch
@@ -671,7 +672,7 @@ class MarketAwareClassifier(_LinearMarketModel):
 
         Best: the highest exact post-market accuracy, ties broken by the exact-price market hinge loss.
         """
-        best = None
+        best: tuple[tuple[float, Any], np.ndarray, float, str] | None = None
         for w, bias, name in self._candidates:
             scores = Xs @ w + bias
             if np.any(w > 0):
@@ -682,6 +683,8 @@ class MarketAwareClassifier(_LinearMarketModel):
             key = (-accuracy, self._checkpoint_loss(Xs, ys, bs, w, bias))
             if best is None or key < best[0]:
                 best = (key, w, bias, name)
+        if best is None:  # there is always at least one candidate
+            raise RuntimeError("no candidate model to choose from")
         return -best[0][0], best[1], best[2], best[3]
 
     def _split_rows(self, y: np.ndarray, fraction: float) -> tuple[np.ndarray, np.ndarray]:
@@ -689,11 +692,11 @@ class MarketAwareClassifier(_LinearMarketModel):
         if fraction == 0:
             return everyone, everyone
         rng = check_random_state(0 if self.random_state is None else self.random_state)
-        held = []
+        parts = []
         for label in np.unique(y):
             rows = rng.permutation(np.flatnonzero(y == label))
-            held.append(rows[: int(round(fraction * rows.size))])
-        held = np.sort(np.concatenate(held))
+            parts.append(rows[: int(round(fraction * rows.size))])
+        held = np.sort(np.concatenate(parts))
         rest = np.setdiff1d(everyone, held)
         if held.size == 0 or np.unique(y[held]).size < 2 or np.unique(y[rest]).size < 2:
             raise ValueError(f"validation_fraction={fraction} leaves a part without both classes")
