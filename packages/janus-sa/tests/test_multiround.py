@@ -291,3 +291,37 @@ def test_one_out_of_range_client_ends_the_deployment():
     dep.remove_clients(ids[:1])
     with pytest.raises(ModelReplayError, match="already released an aggregate"):
         dep.run_round({c: ups[c] for c in ids[1:]})
+
+
+def test_a_client_state_file_keeps_the_spent_version_across_a_client_restart(tmp_path):
+    """S1 restarted without state re-opens the initial model (retry = 0); a client process restarted
+    without state would upload for it again, one restarted from `client --state-dir` refuses."""
+    from janus_sa import JanusClient
+    from janus_sa.deploy import load_client_state, save_client_state
+
+    dep, ids, ups = _deployment(n=10, min_participants=9)
+    a0, a1 = dep.s0.announce(1, dep.s0.head_), dep.s1.announce(1, dep.s1.head_)
+    c = dep.clients[ids[0]]
+    c.begin_round(a0, a1)
+    c.upload(ups[ids[0]])
+    save_client_state(tmp_path / "client.state", c)
+
+    def restarted(with_state):
+        jc = JanusClient(config=dep.config, s0=dep.keys0.public, s1=dep.keys1.public, session=dep.session,
+                         signing_key=c.key, roster=dep.roster)
+        if with_state:
+            assert load_client_state(tmp_path / "client.state", jc)
+        return jc
+
+    fresh = MaskServer(config=dep.config, keys=dep.keys1, session=dep.session, peer=dep.keys0.sign.public,
+                       roster=dep.roster)
+    ann0 = dep.s0._announce(2, dep.s0.head_, dep.s0.roster_, nonce=dep.s0.start_nonce, retry=0)
+    ann1 = fresh.announce(2, fresh.head_)
+    amnesiac = restarted(False)
+    amnesiac.begin_round(ann0, ann1)
+    amnesiac.upload(ups[ids[0]])  # the gap a client without a state file has
+    remembers = restarted(True)
+    assert remembers.spent_ == {dep.s0.head_: 1} and remembers.round_ == 1
+    remembers.begin_round(ann0, ann1)
+    with pytest.raises(ModelReplayError, match="already uploaded for this model version"):
+        remembers.upload(ups[ids[0]])

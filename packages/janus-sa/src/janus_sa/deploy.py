@@ -12,13 +12,14 @@ import sys
 import threading
 from pathlib import Path
 
+import msgpack
 import numpy as np
 
 from janus_sa import crypto
 from janus_sa.crypto import ServerKeys, ServerPublicKeys, SigningKey
 from janus_sa.errors import ExcludedError, JanusError
 from janus_sa.net import NetworkClient, Remote, ServerNode, TLSConfig, make_server, start_server
-from janus_sa.protocol import JanusClient, JanusConfig, Roster, Upload
+from janus_sa.protocol import JanusClient, JanusConfig, Roster, Upload, _atomic_write
 from janus_sa.quantize import Quantizer
 from janus_sa.wire import decode, encode
 
@@ -275,6 +276,42 @@ def _masked_plus_one(jc: JanusClient):
     return upload
 
 
+def save_client_state(path: str | os.PathLike, jc: JanusClient) -> None:
+    """Write the client's place in the model chain (last round, version, weights, spent versions) atomically.
+
+    A client restarted from it keeps refusing a second upload for a version it uploaded for, also when a
+    server that lost its own state re-opens that version.
+    """
+    weights = b"" if jc.model_ is None else jc.model_.astype("<f8").tobytes()
+    blob = msgpack.packb({"round": jc.round_, "head": jc.head_, "weights": weights,
+                          "spent": [[k, v] for k, v in jc.spent_.items()]}, use_bin_type=True)
+    _atomic_write(Path(path), blob, 0o600)
+
+
+def load_client_state(path: str | os.PathLike, jc: JanusClient) -> bool:
+    """Restore what :func:`save_client_state` wrote into ``jc``; False when there is no file yet."""
+    path = Path(path)
+    if not path.exists():
+        return False
+    d = msgpack.unpackb(path.read_bytes(), raw=False)
+    jc.round_, jc.head_ = d["round"], bytes(d["head"])
+    jc.model_ = np.frombuffer(d["weights"], dtype="<f8").astype(np.float64) if d["weights"] else None
+    jc.spent_ = {bytes(k): int(v) for k, v in d["spent"]}
+    return True
+
+
+def _saving_upload(jc: JanusClient, path: Path):
+    """``jc.upload`` that records the spent version on disk before the upload can leave the process."""
+    inner = jc.upload
+
+    def upload(update: np.ndarray) -> Upload:
+        up = inner(update)
+        save_client_state(path, jc)
+        return up
+
+    return upload
+
+
 def client(args: argparse.Namespace) -> int:
     """Take part in ``--rounds`` rounds; print one JSON line per round (verified sum or the error)."""
     dep, config, session = _load(args.deployment)
@@ -284,6 +321,11 @@ def client(args: argparse.Namespace) -> int:
     jc = JanusClient(config=config, s0=pk["s0"], s1=pk["s1"], session=session,
                      signing_key=SigningKey.from_bytes(Path(args.key).read_bytes()), roster=load_roster(args.roster, dep),
                      model=load_model(args.model, config.dim, config))
+    state = None
+    if args.state_dir:
+        Path(args.state_dir).mkdir(parents=True, exist_ok=True)
+        state = Path(args.state_dir) / "client.state"
+        load_client_state(state, jc)
     net = NetworkClient(jc, s0=args.s0, s1=args.s1, tls=tls)
     model = None  # the client follows the model versions itself from the initial model
     last = args.after_round
@@ -301,6 +343,8 @@ def client(args: argparse.Namespace) -> int:
             jc.__dict__.pop("upload", None)
             if args.masked_plus_one_round == rnd:  # fault injection: a malicious client in the named round
                 setattr(jc, "upload", _masked_plus_one(jc))  # noqa: B010 - shadows the method on this object
+            if state is not None:
+                setattr(jc, "upload", _saving_upload(jc, state))  # noqa: B010 - as above
             if args.kill_after_s0_upload == rnd:  # fault injection: die between the two uploads
                 up = jc.upload(client_update(args.index, rnd, config.dim))
                 net.s0.call("Submit", up.to_s0)
@@ -312,6 +356,8 @@ def client(args: argparse.Namespace) -> int:
             line.update(ok=False, error=type(err).__name__)
             if isinstance(err, ExcludedError):  # the signed reason, and the server whose listed pair is false
                 line.update(reason=err.reason, blamed=list(err.blamed))
+        if state is not None:
+            save_client_state(state, jc)
         print(json.dumps(line), flush=True)
     net.close()
     return 0
@@ -392,6 +438,8 @@ def build_parser() -> argparse.ArgumentParser:
     c.add_argument("--index", type=int, default=0, help="selects the deterministic test update")
     c.add_argument("--after-round", type=int, default=0, help="skip rounds up to this number")
     c.add_argument("--last-round", type=int, help="stop after taking part in (or skipping past) round LAST_ROUND")
+    c.add_argument("--state-dir", help="keep this client's place in the model chain here (it then refuses a "
+                   "second upload for a version across restarts)")
     c.add_argument("--kill-after-s0-upload", type=int, help=argparse.SUPPRESS)
     c.add_argument("--masked-plus-one-round", type=int, help=argparse.SUPPRESS)
     return p
