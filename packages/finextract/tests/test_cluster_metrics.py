@@ -44,7 +44,7 @@ def _medoid(feats, members):
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_recovers_planted_clusters_and_their_medoids(seed):
     feats, labels = _planted(seed=seed)
-    res = cluster_extract(feats, 6)
+    res = cluster_extract(feats, 6, stop="paper")
     assert len(res.cliques) >= 6 and len(res.selected) == len(res.cliques)
     top = res.selected[:6]
     # one representative per planted cluster, each a member of that cluster
@@ -64,7 +64,7 @@ def test_threshold_path_starts_at_quantile_and_rises_by_001():
     off = sim[np.triu_indices(len(feats), 1)]
     rng = np.random.default_rng(0)
     start = math.floor(np.quantile(rng.choice(off, 1000, replace=False), 0.25) * 100) / 100
-    res = cluster_extract(feats, 6)
+    res = cluster_extract(feats, 6, stop="paper")
     assert res.start_threshold == pytest.approx(start)
     assert res.thresholds[0] == pytest.approx(start)
     assert np.allclose(np.diff(res.thresholds), 0.01)
@@ -75,7 +75,7 @@ def test_threshold_path_starts_at_quantile_and_rises_by_001():
 
 def test_more_clusters_requested_raises_the_threshold():
     feats, _ = _planted()
-    low, high = cluster_extract(feats, 6), cluster_extract(feats, 40)
+    low, high = cluster_extract(feats, 6, stop="paper"), cluster_extract(feats, 40, stop="paper")
     assert high.threshold > low.threshold and len(high.cliques) >= 40
 
 
@@ -83,7 +83,7 @@ def test_many_generations_finish_and_leftover_nodes_are_singletons():
     """The paper's 500 generations: the per-removal budget keeps the search finite (the old per-threshold budget
     was spent by peeling n isolated nodes one at a time, n^2 / 2 enumerations, so the threshold rose forever)."""
     feats, labels = _planted(n_clusters=8, per=10, n_noise=420, d=256, seed=3)
-    res = cluster_extract(feats, 8, max_enumerated=2_000)
+    res = cluster_extract(feats, 8, max_enumerated=2_000, stop="paper")
     assert len(res.cliques) >= 8 and sorted(int(labels[i]) for i in res.selected[:8]) == list(range(8))
     assert sorted(v for c in res.cliques for v in c) == list(range(len(feats)))  # a partition of the generations
     from finextract.cluster import _peel_cliques
@@ -272,7 +272,8 @@ def test_paper_rule_reproduces_the_stored_benchmark_rows():
     rows = [r for r in stored["rows"] if r["label"].startswith("cluster_extract, 88")]
     assert len(rows) == 1
     feats, labels = _planted(n_noise=40)
-    res = cluster_extract(feats, 6)  # stop="paper" is the default
+    assert cluster_extract(feats, 6).stop == "robust"  # the default
+    res = cluster_extract(feats, 6, stop="paper")
     assert res.stop == "paper"
     metrics = rows[0]["metrics"]
     assert res.threshold == metrics["threshold"] and len(res.thresholds) == metrics["thresholds_tried"]

@@ -1,5 +1,4 @@
 import os
-import warnings
 
 import numpy as np
 import pytest
@@ -74,23 +73,18 @@ def test_seed_streams_are_independent_seedsequence_children():
     assert len(set(values)) == len(values)
 
 
-def test_old_seed_names_warn_and_give_the_same_result():
+def test_random_state_reproduces_data_and_selection():
     from finextract import cluster_extract
     from finextract.training import digits_data, instance_data
 
-    with pytest.warns(DeprecationWarning, match="'seed' is deprecated"):
-        old = digits_data(4, seed=3)
-    assert np.array_equal(old.finetune_indices, digits_data(4, random_state=3).finetune_indices)
-    with pytest.warns(DeprecationWarning, match="instance_data"):
-        old = instance_data(8, seed=2)
-    assert np.array_equal(old.finetune_indices, instance_data(8, random_state=2).finetune_indices)
+    assert np.array_equal(digits_data(4, random_state=3).finetune_indices, digits_data(4, random_state=3).finetune_indices)
+    assert np.array_equal(instance_data(8, random_state=2).finetune_indices,
+                          instance_data(8, random_state=2).finetune_indices)
     feats = np.random.default_rng(0).normal(size=(12, 5))
-    with pytest.warns(DeprecationWarning, match="cluster_extract"):
-        old = cluster_extract(feats, 3, seed=1)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        new = cluster_extract(feats, 3, random_state=1)
-    assert np.array_equal(old.selected, new.selected) and old.threshold == new.threshold
+    a, b = cluster_extract(feats, 3, random_state=1), cluster_extract(feats, 3, random_state=1)
+    assert np.array_equal(a.selected, b.selected) and a.threshold == b.threshold
+    with pytest.raises(TypeError, match="seed"):
+        digits_data(4, seed=3)
     with pytest.raises(ValueError, match="pool block"):
         instance_data(8, random_state=np.random.default_rng(0))
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
+from icml25_shared.validation import Interval, check_param
 
 from finextract.cluster import ClusterResult, cluster_extract, extract_features
 from finextract.metrics import ExtractionMetrics, extraction_metrics
@@ -54,8 +55,7 @@ def extract(
     if latents is None and n_generations is None:
         n_generations = 50 * n_train
     n = latents.shape[0] if latents is not None else n_generations
-    if isinstance(n_train, bool) or not isinstance(n_train, int) or n_train < 1:
-        raise ValueError(f"n_train must be a positive int, got {n_train!r}")
+    check_param("n_train", n_train, [Interval(int, 1, None)], owner="extract")
     if n_train > n:
         raise ValueError(f"n_train={n_train} is larger than the number of generations ({n})")
     out = sampler.sample(cond, n=None if latents is not None else n, latents=latents, generator=generator, **sample_kw)

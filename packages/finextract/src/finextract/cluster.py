@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 import torch
-from icml25_shared.random import UNSET, check_random_state, renamed_seed
+from icml25_shared.random import check_random_state
+from icml25_shared.validation import Interval, Options, check_params
 
 __all__ = [
     "STOP_RULES",
@@ -113,7 +114,7 @@ def extract_features(
             f"extractor must be None, 'pixel', a path to an SSCD TorchScript file or a callable, "
             f"got {type(extractor).__name__}"
         )
-    feats = extractor(images)
+    feats = extractor(torch.as_tensor(images))
     if isinstance(feats, torch.Tensor):
         feats = feats.detach().cpu().numpy()
     feats = np.asarray(feats, dtype=np.float64)
@@ -327,14 +328,13 @@ def cluster_extract(
     features: np.ndarray | torch.Tensor,
     n_train: int,
     *,
-    stop: str = "paper",
+    stop: str = "robust",
     min_clique_size: int = 2,
     quantile: float = 0.25,
     step: float = 0.01,
     n_quantile_samples: int = 1000,
     random_state: Any = 0,
     max_enumerated: int | None = None,
-    seed: Any = UNSET,
 ) -> ClusterResult:
     """FineXtract's selection of the most likely training images among generations.
 
@@ -344,9 +344,10 @@ def cluster_extract(
         (n, d) one feature row per generated image (see :func:`extract_features`); similarity is cosine.
     n_train
         Number of fine-tuning images N; at least N cliques are sought and their representatives returned.
-    stop : {"paper", "robust"}, default "paper"
+    stop : {"robust", "paper"}, default "robust"
         ``"paper"``: the official rule, the first threshold with at least N cliques, singletons included (use it to
-        reproduce the paper). ``"robust"``: only cliques of at least ``min_clique_size`` members count. Thresholds
+        reproduce the paper; on planted clusters among noise it can stop while its largest cliques merge
+        clusters, e.g. 6 of 7 found where "robust" finds 7). ``"robust"``: only cliques of at least ``min_clique_size`` members count. Thresholds
         on the paper's grid are tried downwards from the largest similarity until the start threshold or until a
         clique search exceeds its budget; among the thresholds with at least N qualifying cliques, the one whose N
         largest have the highest mean :func:`clique_separation` is kept (the lowest on ties; with none, the one
@@ -365,8 +366,6 @@ def cluster_extract(
         ``"robust"``: the downward scan ends there, since lower thresholds only add edges.
     random_state : None, int or numpy Generator, default 0
         Draws the random similarities that set the start threshold.
-    seed : int, optional
-        Deprecated name of ``random_state``.
 
     Returns
     -------
@@ -375,46 +374,45 @@ def cluster_extract(
 
     Examples
     --------
-    Three groups of four generations around the corners of a simplex, N = 3 training images. The threshold
-    starts at the 25 % quantile of the similarities and rises by 0.01 until peeling gives at least N cliques:
+    Three groups of four generations around the corners of a simplex, N = 3 training images. With the paper's
+    rule the threshold starts at the 25 % quantile of the similarities and rises by 0.01 until peeling gives at
+    least N cliques:
 
     >>> import numpy as np
     >>> rng = np.random.default_rng(0)
     >>> q, _ = np.linalg.qr(rng.normal(size=(32, 3)))
     >>> centres = q.T - q.T.mean(0)
     >>> labels = np.repeat([0, 1, 2], 4)
-    >>> res = cluster_extract(centres[labels] + rng.normal(size=(12, 32)) / 20, n_train=3)
+    >>> res = cluster_extract(centres[labels] + rng.normal(size=(12, 32)) / 20, n_train=3, stop="paper")
     >>> len(res.cliques), sorted(labels[res.selected].tolist()), bool(np.allclose(np.diff(res.thresholds), 0.01))
     (3, [0, 1, 2], True)
 
-    The robust rule scans on and reports why it kept its threshold:
+    The robust rule (the default) scans on and reports why it kept its threshold:
 
-    >>> rob = cluster_extract(centres[labels] + rng.normal(size=(12, 32)) / 20, n_train=3, stop="robust")
+    >>> rob = cluster_extract(centres[labels] + rng.normal(size=(12, 32)) / 20, n_train=3)
     >>> [len(c) for c in rob.cliques], rob.n_qualifying, rob.separation > 0
     ([4, 4, 4], 3, True)
     """
-    random_state = renamed_seed(random_state, seed, owner="cluster_extract")
     feats = np.asarray(features.detach().cpu() if isinstance(features, torch.Tensor) else features, dtype=np.float64)
     if feats.ndim != 2:
         raise ValueError(f"features must be 2-D (n_generations, dim), got shape {feats.shape}")
     n = feats.shape[0]
-    if isinstance(n_train, bool) or not isinstance(n_train, (int, np.integer)) or n_train < 1:
-        raise ValueError(f"n_train must be a positive int, got {n_train!r}")
+    check_params(
+        {"n_train": n_train, "stop": stop, "min_clique_size": min_clique_size, "quantile": quantile, "step": step,
+         "n_quantile_samples": n_quantile_samples, "random_state": random_state, "max_enumerated": max_enumerated},
+        {"n_train": [Interval(int, 1, None)], "stop": [Options(str, set(STOP_RULES))],
+         "min_clique_size": [Interval(int, 1, None)], "quantile": [Interval(float, 0, 1, closed="neither")],
+         "step": [Interval(float, 0, 1, closed="neither")], "n_quantile_samples": [Interval(int, 1, None)],
+         "random_state": ["random_state"], "max_enumerated": [Interval(int, 1, None), None]},
+        owner="cluster_extract",
+    )
     if n_train > n:
         raise ValueError(
             f"n_train={n_train} is larger than the number of generations ({n}); generate at least "
             "n_train images (the paper uses 50 per training image)"
         )
-    if stop not in STOP_RULES:
-        raise ValueError(f"stop must be one of {STOP_RULES}, got {stop!r}")
-    if isinstance(min_clique_size, bool) or not isinstance(min_clique_size, (int, np.integer)) or min_clique_size < 1:
-        raise ValueError(f"min_clique_size must be a positive int, got {min_clique_size!r}")
     if max_enumerated is None:
         max_enumerated = 20_000 if stop == "paper" else 5_000
-    if isinstance(max_enumerated, bool) or not isinstance(max_enumerated, int) or max_enumerated < 1:
-        raise ValueError(f"max_enumerated must be a positive int, got {max_enumerated!r}")
-    if not 0 < quantile < 1 or not 0 < step < 1:
-        raise ValueError(f"quantile and step must lie in (0, 1), got {quantile} and {step}")
     sim = cosine_matrix(feats)
     np.fill_diagonal(sim, 0.0)
     iu = np.triu_indices(n, k=1)
@@ -539,9 +537,10 @@ def _robust_choice(trace: list[ThresholdStep], n_train: int) -> int:
         raise RuntimeError("the clique search exceeded its budget at every threshold")
 
     def score(j: int) -> float:
-        return -math.inf if trace[j].separation is None else trace[j].separation
+        separation = trace[j].separation
+        return -math.inf if separation is None else separation
 
-    enough = [j for j in done if trace[j].n_qualifying >= n_train]
+    enough = [j for j in done if (trace[j].n_qualifying or 0) >= n_train]
     if enough:
         return max(enough, key=lambda j: (score(j), -j))
     return max(done, key=lambda j: (trace[j].n_qualifying, score(j), -j))

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 import torch
 from icml25_shared.cli import RunContext, progress
-from icml25_shared.random import UNSET, child_seeds, renamed_seed
+from icml25_shared.random import child_seeds
 from icml25_shared.stats import mean_sd
 from icml25_shared.tables import markdown_table
 
@@ -298,7 +298,6 @@ def no_extraction_reference(
     thresholds: tuple[float, ...] = ESR_THRESHOLDS,
     trials: int = 2000,
     random_state: Any = 123,
-    seed: Any = UNSET,
 ) -> dict[str, Any]:
     """Score a set that extracts nothing: real images by other writers, without any model.
 
@@ -317,8 +316,6 @@ def no_extraction_reference(
         Random draws.
     random_state : None, int or numpy Generator, default 123
         Draws the splits.
-    seed : int, optional
-        Deprecated name of ``random_state``.
 
     Returns
     -------
@@ -328,8 +325,6 @@ def no_extraction_reference(
         look-alike that exists).
     """
     from icml25_shared.random import check_random_state
-
-    random_state = renamed_seed(random_state, seed, owner="no_extraction_reference")
     from sklearn.datasets import load_digits
 
     from finextract.cluster import cosine_matrix, pixel_features

@@ -115,7 +115,7 @@ def _read_file(path: Path) -> torch.Tensor:
     return torch.from_numpy(pixels[None] if pixels.ndim == 2 else pixels.transpose(2, 0, 1).copy())
 
 
-def _check_array(array: object, path: Path) -> torch.Tensor:
+def _check_array(array: object, path: Path) -> tuple[torch.Tensor, ...]:
     if not isinstance(array, torch.Tensor) or array.ndim != 4 or array.shape[1] not in (1, 3) or len(array) == 0:
         got = tuple(array.shape) if isinstance(array, torch.Tensor) else type(array).__name__
         raise ValueError(f"{path}: expected an (n, C, H, W) array with C = 1 or 3 and n >= 1, got {got}")

@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from icml25_shared.random import UNSET, renamed_seed
 
 __all__ = ["add_lora", "load_lora", "save_lora"]
 
@@ -32,7 +31,6 @@ def add_lora(
     alpha: float | None = None,
     target_modules: Sequence[str] = DEFAULT_TARGETS,
     random_state: Any = None,
-    seed: Any = UNSET,
 ) -> torch.nn.Module:
     """Inject a peft LoRA adapter (B initialised to zero, so the output is unchanged) and freeze the base.
 
@@ -50,8 +48,6 @@ def add_lora(
     random_state : None, int or numpy Generator, optional
         Seeds the initialisation of the A matrices; None draws from torch's global generator. torch's global
         generator is left as it was when this is given.
-    seed : int, optional
-        Deprecated name of ``random_state``.
 
     Returns
     -------
@@ -60,7 +56,6 @@ def add_lora(
     """
     from peft import LoraConfig, inject_adapter_in_model
 
-    random_state = renamed_seed(random_state, seed, owner="add_lora")
 
     if isinstance(rank, bool) or not isinstance(rank, int) or rank < 1:
         raise ValueError(f"rank must be a positive int, got {rank!r}")
@@ -74,10 +69,10 @@ def add_lora(
     if random_state is None:
         inject_adapter_in_model(config, model)
     else:
-        from finextract.training import torch_seed
+        from icml25_shared.random import int_seed
 
         with torch.random.fork_rng(devices=[]):
-            torch.manual_seed(torch_seed(random_state))
+            torch.manual_seed(int_seed(random_state))
             inject_adapter_in_model(config, model)
     for name, p in model.named_parameters():
         p.requires_grad_("lora_" in name)

@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 import torch
-from icml25_shared.random import UNSET, check_random_state, child_seeds, renamed_seed
+from icml25_shared.random import check_random_state, child_seeds, int_seed
 
 from finextract.denoisers import PixelUNet
 from finextract.lora import add_lora, load_lora, lora_parameters, save_lora
@@ -46,7 +46,6 @@ __all__ = [
     "instance_pool",
     "pretrain",
     "tiny_unet",
-    "torch_seed",
 ]
 
 log = logging.getLogger(__name__)
@@ -94,7 +93,7 @@ def _load_digits(size: int) -> tuple[torch.Tensor, torch.Tensor]:
     return x, torch.tensor(d.target)
 
 
-def digits_data(n_train: int = 8, *, size: int = 8, random_state: Any = 0, seed: Any = UNSET) -> DigitsData:
+def digits_data(n_train: int = 8, *, size: int = 8, random_state: Any = 0) -> DigitsData:
     """Split the digits for the "new-concept" design.
 
     Pretraining gets digits 0-7; the personalisation set is ``n_train`` random 8s and 9s.
@@ -107,8 +106,6 @@ def digits_data(n_train: int = 8, *, size: int = 8, random_state: Any = 0, seed:
         Image side; above 8 the images are upsampled bilinearly.
     random_state : None, int or numpy Generator, default 0
         Draws the fine-tuning images (scikit-learn semantics).
-    seed : int, optional
-        Deprecated name of ``random_state``.
 
     Returns
     -------
@@ -121,7 +118,6 @@ def digits_data(n_train: int = 8, *, size: int = 8, random_state: Any = 0, seed:
     >>> tuple(d.finetune_images.shape), sorted(set(d.finetune_digits.tolist())) <= [8, 9]
     ((4, 1, 8, 8), True)
     """
-    random_state = renamed_seed(random_state, seed, owner="digits_data")
     _check_steps(n_train=n_train)
     x, y = _load_digits(size)
     pre = y < 8
@@ -169,7 +165,6 @@ def instance_data(
     random_state: int = 0,
     digit: int = INSTANCE_DIGIT,
     pool_size: int = INSTANCE_POOL,
-    seed: Any = UNSET,
 ) -> DigitsData:
     """Split the digits for the "instance" design (see the module docstring).
 
@@ -190,15 +185,12 @@ def instance_data(
         The pretrained digit whose instances are personalised.
     pool_size : int, default 48
         Images of ``digit`` held out of pretraining.
-    seed : int, optional
-        Deprecated name of ``random_state``.
 
     Returns
     -------
     DigitsData
         With ``design="instance"`` and ``token_init=digit``.
     """
-    random_state = renamed_seed(random_state, seed, owner="instance_data")
     if isinstance(random_state, bool) or not isinstance(random_state, (int, np.integer)) or random_state < 0:
         raise ValueError(f"random_state selects a pool block and must be a non-negative int, got {random_state!r}")
     _check_steps(n_train=n_train)
@@ -225,32 +217,12 @@ def instance_data(
     )
 
 
-def torch_seed(random_state: Any) -> int:
-    """Return an int seed for torch from a scikit-learn style ``random_state``.
-
-    Parameters
-    ----------
-    random_state : None, int or numpy Generator
-        An int is used as is; a Generator (or None, fresh entropy) yields a derived seed.
-
-    Returns
-    -------
-    int
-        A seed for ``torch.Generator().manual_seed``.
-    """
-    if isinstance(random_state, (int, np.integer)) and not isinstance(random_state, bool):
-        check_random_state(random_state)  # validates the sign
-        return int(random_state)
-    return child_seeds(random_state, 1)[0]
-
-
 def tiny_unet(
     *,
     size: int = 8,
     channels: tuple[int, ...] = (16, 32),
     num_classes: int = 10,
     random_state: Any = 0,
-    seed: Any = UNSET,
 ) -> Any:
     """Build a ~0.16 M-parameter class-conditional ``UNet2DModel`` (no attention) for 1-channel images.
 
@@ -264,8 +236,6 @@ def tiny_unet(
         Class embeddings (digits 0-7, ``NEW_TOKEN``, ``NULL_CLASS``).
     random_state : None, int or numpy Generator, default 0
         Seeds the weight initialisation (torch's global generator is left as it was).
-    seed : int, optional
-        Deprecated name of ``random_state``.
 
     Returns
     -------
@@ -274,9 +244,8 @@ def tiny_unet(
     """
     from diffusers import UNet2DModel
 
-    random_state = renamed_seed(random_state, seed, owner="tiny_unet")
     with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(torch_seed(random_state))
+        torch.manual_seed(int_seed(random_state))
         return _build_unet(UNet2DModel, size, channels, num_classes)
 
 
@@ -339,7 +308,7 @@ def _check_steps(**kw: Any) -> None:
 
 
 def init_new_token(
-    unet: torch.nn.Module, *, random_state: Any = NEW_TOKEN_SEED, from_class: int | None = None, seed: Any = UNSET
+    unet: torch.nn.Module, *, random_state: Any = NEW_TOKEN_SEED, from_class: int | None = None
 ) -> torch.Tensor:
     """Set ``NEW_TOKEN``'s class embedding and return it.
 
@@ -356,15 +325,12 @@ def init_new_token(
         None: a fixed random direction scaled to the mean norm of the trained digit embeddings (rows 0-7).
         ``c``: a copy of digit ``c``'s trained embedding (the "instance" design: the token starts out meaning
         "a c", as DreamBooth's "sks dog" starts out meaning "dog").
-    seed : int, optional
-        Deprecated name of ``random_state``.
 
     Returns
     -------
     torch.Tensor
         A copy of the new row.
     """
-    random_state = renamed_seed(random_state, seed, owner="init_new_token")
     weight = unet.class_embedding.weight
     if from_class is not None:
         if not 0 <= from_class < NEW_TOKEN:
@@ -372,7 +338,7 @@ def init_new_token(
         with torch.no_grad():
             weight[NEW_TOKEN] = weight[from_class]
         return weight[NEW_TOKEN].detach().clone()
-    generator = torch.Generator().manual_seed(torch_seed(random_state))
+    generator = torch.Generator().manual_seed(int_seed(random_state))
     direction = torch.randn(weight.shape[1], generator=generator, dtype=torch.float64)
     scale = weight[:NEW_TOKEN].detach().double().norm(dim=1).mean()
     with torch.no_grad():
@@ -390,7 +356,6 @@ def pretrain(
     channels: tuple[int, ...] = (16, 32),
     cache: str | Path | None = None,
     progress: bool = False,
-    seed: Any = UNSET,
 ) -> PixelUNet:
     """Train the "pretrained" model on digits 0-7 with 10 % null-class dropout.
 
@@ -412,8 +377,6 @@ def pretrain(
         Folder to reuse or write the trained model.
     progress : bool, default False
         A tqdm bar over the training steps.
-    seed : int, optional
-        Deprecated name of ``random_state``.
 
     Returns
     -------
@@ -422,7 +385,6 @@ def pretrain(
     """
     from diffusers import UNet2DModel
 
-    random_state = renamed_seed(random_state, seed, owner="pretrain")
     _check_steps(steps=steps, batch_size=batch_size)
     size = int(data.pretrain_images.shape[-1])
     if cache is not None and (Path(cache) / "config.json").is_file():
@@ -462,7 +424,6 @@ def finetune(
     random_state: Any = 0,
     cache: str | Path | None = None,
     progress: bool = False,
-    seed: Any = UNSET,
 ) -> PixelUNet:
     """Personalise a copy of ``pretrained`` on ``images`` bound to class ``NEW_TOKEN``.
 
@@ -488,8 +449,6 @@ def finetune(
         Folder to reuse or write the fine-tuned weights (full) or adapter (LoRA).
     progress : bool, default False
         A tqdm bar over the training steps.
-    seed : int, optional
-        Deprecated name of ``random_state``.
 
     Returns
     -------
@@ -498,7 +457,6 @@ def finetune(
     """
     from diffusers import UNet2DModel
 
-    random_state = renamed_seed(random_state, seed, owner="finetune")
     lora_seed, train_seed = child_seeds(random_state, 2)
 
     batch_size = batch_size or int(images.shape[0])
