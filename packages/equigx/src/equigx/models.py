@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import abc
 import math
-from typing import Literal
+from typing import Any, Literal
 
 import torch
 from e3nn import o3
@@ -459,7 +459,8 @@ class Towers(GraphLayer):
     def __init__(self, protein: list[nn.Module], ligand: list[nn.Module]) -> None:
         super().__init__()
         self.protein, self.ligand = nn.ModuleList(protein), nn.ModuleList(ligand)
-        self.widths = (protein[-1].irreps_out.dim, ligand[-1].irreps_out.dim)
+        last: list[Any] = [protein[-1], ligand[-1]]  # SumPool parts, with irreps_out
+        self.widths: tuple[int, int] = (int(last[0].irreps_out.dim), int(last[1].irreps_out.dim))
 
     @property
     def towers(self) -> tuple[nn.ModuleList, nn.ModuleList]:
@@ -539,7 +540,7 @@ class ProteinLigandTFN(nn.Module):
         self.irreps_in = o3.Irreps(f"{n_protein_types + n_ligand_types}x0e")
         self.irreps_sh = o3.Irreps.spherical_harmonics(lmax)
         conv = {"n_basis": n_basis, "radial_hidden": radial_hidden, "num_neighbors": num_neighbors}
-        body = {"mul": mul, "lmax": lmax, "n_layers": n_layers, "n_scalars": n_scalars, "parity": "0e",
+        body: dict[str, Any] = {"mul": mul, "lmax": lmax, "n_layers": n_layers, "n_scalars": n_scalars, "parity": "0e",
                 "nonlinearity": nonlinearity, "conv": conv, "typical_nodes": typical_nodes}
         towers = Towers(_body(self.irreps_in, self.irreps_sh, **body), _body(self.irreps_in, self.irreps_sh, **body))
         self.layers = nn.ModuleList([towers, nn.Linear(2 * n_scalars, head_hidden, bias=head_bias), nn.ReLU(),
@@ -594,9 +595,9 @@ class ProteinLigandTFN(nn.Module):
                     raise ValueError(f"graph(s) {empty[:5]} have no protein edge within r_max_protein={r_max}")
             vec, sh, radial = _edge_attributes(pos, src, dst, self.irreps_sh, r_max, self.n_basis, self.mask_sh_orders)
             towers.append(Geometry(src, dst, vec, sh, radial, graphs.batch, n_nodes, n_graphs, node_mask=part == k))
-        cat = [torch.cat([getattr(t, f) for t in towers]) for f in ("edge_src", "edge_dst", "edge_vec", "edge_sh",
-                                                                     "edge_radial")]
-        return Geometry(*cat, graphs.batch, n_nodes, n_graphs, towers=tuple(towers))
+        src, dst, vec, sh, radial = (torch.cat([getattr(t, f) for t in towers])
+                                     for f in ("edge_src", "edge_dst", "edge_vec", "edge_sh", "edge_radial"))
+        return Geometry(src, dst, vec, sh, radial, graphs.batch, n_nodes, n_graphs, towers=tuple(towers))
 
     def check_graphs(self, graphs: Graphs) -> None:
         """Raise when the batch does not match the model (see :meth:`TFN.check_graphs`).

@@ -45,6 +45,8 @@ def accuracy(model: nn.Module, graphs: Graphs) -> float:
     float
         Accuracy.
     """
+    if graphs.y is None:
+        raise ValueError("graphs.y is None: accuracy needs labels")
     return float((predict(model, graphs) == graphs.y.numpy()).mean())
 
 
@@ -85,7 +87,8 @@ def train(model: nn.Module, graphs: Graphs, *, epochs: int = 20, lr: float = 1e-
         order = rng.permutation(graphs.n_graphs)
         total = 0.0
         for start in range(0, len(order), batch_size):
-            part = graphs.select(order[start:start + batch_size])
+            part = graphs.select(torch.as_tensor(order[start:start + batch_size]))
+            assert part.y is not None  # checked above
             logits = model(part)
             if regression:
                 loss = nn.functional.mse_loss(logits[:, 0], part.y.to(logits))
