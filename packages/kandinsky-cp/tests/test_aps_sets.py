@@ -65,3 +65,27 @@ def test_float32_and_float64_inputs_give_equal_sets(knn_digits, score):
     knn, Xc, yc, Xt, _ = knn_digits
     cp = KandinskyCP(knn, groups=G.intercept() + G.by_class(), score=score, random_state=0).conformalize(Xc, yc)
     np.testing.assert_array_equal(cp.predict_set(Xt.astype(np.float32)), cp.predict_set(Xt))
+
+
+class _GridKNN:
+    """kNN on features snapped back to the digits' 1/16 grid: the same probabilities for float32 and float64."""
+
+    def __init__(self, knn):
+        self.knn, self.classes_ = knn, knn.classes_
+
+    def predict_proba(self, X):
+        return self.knn.predict_proba(np.round(np.asarray(X, dtype=float) * 16) / 16)
+
+    def predict(self, X):
+        return self.knn.predict(np.round(np.asarray(X, dtype=float) * 16) / 16)
+
+
+def test_float32_sets_equal_float64_sets_for_values_float32_cannot_hold(knn_digits):
+    """Features off the float32 grid (k/16 + small offsets): the tie noise hashes the values after the float32 cast."""
+    knn, Xc, yc, Xt, _ = knn_digits
+    offset = 1e-3 * np.random.default_rng(0).uniform(size=Xt.shape)
+    xt = Xt + offset  # not representable in float32
+    assert not np.array_equal(xt.astype(np.float32).astype(float), xt)
+    cp = KandinskyCP(_GridKNN(knn), groups=G.intercept(), score="aps", random_state=0).conformalize(Xc, yc)
+    assert cp.tie_noise_ > 0
+    np.testing.assert_array_equal(cp.predict_set(xt.astype(np.float32)), cp.predict_set(xt))
