@@ -20,8 +20,8 @@ RESULTS = Path(__file__).resolve().parents[1] / "results" / "reproduce.json"
 
 def main() -> None:
     data = json.loads(RESULTS.read_text())
-    print("| data set | method | per-draw worst deviation, mean [95 % CI] (sd) | worst deviation of the mean "
-          "coverage | set size / width |")
+    print("| data set | method | per-draw worst deviation, mean [95 % CI] (sd), draws | worst deviation of the "
+          "mean coverage | set size / width |")
     print("|---|---|---|---|---|")
     for name, methods in data["results"].items():
         for method, r in methods.items():
@@ -29,8 +29,11 @@ def main() -> None:
             half = stats.t.ppf(0.975, n - 1) * r["worst_group_dev_std"] / math.sqrt(n) if n > 1 else float("nan")
             m = r["worst_group_dev_mean"]
             size = r.get("mean_size", r.get("mean_width", float("nan")))
-            print(f"| {name} | {method} | {m:.3f} [{m - half:.3f}, {m + half:.3f}] ({r['worst_group_dev_std']:.3f}), "
-                  f"{n} draws | {r['worst_mean_group_dev']:.3f} | {size:.2f} |")
+            cell = f"{m:.3f} [{m - half:.3f}, {m + half:.3f}]"
+            if method.startswith("Kandinsky ("):  # the method of the paper, in bold
+                method, cell = f"**{method}**", f"**{cell}**"
+            print(f"| {name} | {method} | {cell} ({r['worst_group_dev_std']:.3f}), {n} | "
+                  f"{r['worst_mean_group_dev']:.3f} | {size:.2f} |")
 
 
 if __name__ == "__main__":
