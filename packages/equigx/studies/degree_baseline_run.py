@@ -20,12 +20,32 @@ from equigx.experiments import _mean_ci, run_seed
 HERE = Path(__file__).resolve().parents[1]
 
 
+def render(path: str) -> str:
+    """The README's markdown table from the stored JSON: mean [95% t-interval] over seeds, per task."""
+    out = json.loads(Path(path).read_text())
+    tasks = list(out["tasks"])
+    names = list(out["tasks"][tasks[0]]["auroc"])
+    head = "| explainer | " + " | ".join(f"{t} AUROC ({len(out['tasks'][t]['runs'])} seeds)" for t in tasks) + " |"
+    rows = [head, "|---|" + "---|" * len(tasks)]
+    for n in names:
+        cells = [f"{out['tasks'][t]['auroc'][n]['mean']:.3f} [{out['tasks'][t]['auroc'][n]['low']:.3f}, "
+                 f"{out['tasks'][t]['auroc'][n]['high']:.3f}]" for t in tasks]
+        rows.append(f"| {n} | " + " | ".join(cells) + " |")
+    acc = " | ".join(f"{out['tasks'][t]['test_accuracy']['mean']:.3f}" for t in tasks)
+    rows.append(f"| (test accuracy) | {acc} |")
+    return "\n".join(rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seeds", type=int, default=3)
     parser.add_argument("--root-seed", type=int, default=3)
     parser.add_argument("--out", default=str(HERE / "results/degree-baseline-seed3.json"))
+    parser.add_argument("--render", action="store_true", help="print the README table of --out and stop")
     args = parser.parse_args()
+    if args.render:
+        print(render(args.out))
+        return
     torch.set_num_threads(1)
     out: dict = {"protocol": "studies/degree-baseline-protocol.md", "root_seed": args.root_seed, "tasks": {}}
     start = time.perf_counter()
