@@ -50,3 +50,23 @@ def test_help_shows_the_paper(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     assert "On Explaining Equivariant Graph Networks" in capsys.readouterr().out
+
+
+def test_demo_figure_has_labels_and_the_colour_bar_clears_the_3d_axes():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from equigx.data import make_shapes
+    from equigx.experiments import demo_figure
+
+    test = make_shapes(3, n_distractors=(3, 4), random_state=0)
+    rows = [{"explainer": n, "AUROC": 0.7, "low": 0.6, "high": 0.8} for n in ("equigx-split", "gradcam", "degree")]
+    fig = demo_figure(test, np.linspace(-1, 1, test.n_nodes), rows, seed=0)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    ax3d, colour_bar, bars = fig.axes
+    assert ax3d.get_xlabel() and ax3d.get_zlabel() and bars.get_xlabel() and bars.get_ylabel()
+    assert colour_bar.get_ylabel() and "seed 0" in bars.get_title() and "95%" in bars.get_title()
+    # no overlap between the 3-D axes' labels and ticks and the colour bar (with its label)
+    a, b = ax3d.get_tightbbox(renderer), colour_bar.get_tightbbox(renderer)
+    assert a.x1 <= b.x0 or b.x1 <= a.x0, (a, b)
