@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 from icml25_shared.cli import progress as _progress
 from icml25_shared.random import spawn
-from sklearn.exceptions import NotFittedError
 
 from fmg.chem import canonical_smiles, parse_molecule
 from fmg.decompose import Decomposition, decompose
@@ -166,6 +165,8 @@ class FMG:
 
     def _check_fitted(self) -> None:
         if not hasattr(self, "grammar_"):
+            from sklearn.exceptions import NotFittedError  # on first use: `python -m fmg --help` stays light
+
             raise NotFittedError("This FMG instance is not fitted yet; call fit(smiles) first")
 
     def sample(self, n: int, *, random_state: int | None = None, n_jobs: int = 1, max_tries: int = 100,
