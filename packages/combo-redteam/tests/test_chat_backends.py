@@ -149,6 +149,22 @@ def test_a_dead_backend_errors_every_episode_and_raises():
     assert result.errors("single-strong") == 2
 
 
+def test_a_dead_strong_backend_under_a_decomposition_is_not_zero_success_alone():
+    # every subtask's strong call fails, the weak model still answers without references: the episodes have
+    # answers (they are rated) but must not read as a plain 0% success
+    dead = OpenAICompatibleModel("m", base_url="http://127.0.0.1:9/v1", api_key_env=None, max_retries=1,
+                                 sleep=lambda s: None)
+    suite = benign_suite(2, random_state=0, variants=("flagged",))
+    strategy = AutomatedDecomposition(StandInWeak(capability=2), dead, k=2)
+    with pytest.raises(TooManyErrors, match=r"automated-k2 0/2 \(\+2 answered with failed calls\)") as caught:
+        run(suite, [strategy])
+    assert "Connection refused" in str(caught.value)
+    (row,) = caught.value.result.summary()
+    assert row["errored"] == 0 and row["with_failed_calls"] == 2 and row["success"] == 0.0
+    with pytest.warns(RuntimeWarning, match="answered with failed calls"):
+        run(suite, [strategy], max_error_share=1.0)
+
+
 class _JsonServer:
     def __init__(self, answer, script=()):
         self.requests, self.script = [], list(script)

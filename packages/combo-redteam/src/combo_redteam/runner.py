@@ -351,7 +351,8 @@ class RunResult:
         """One row per strategy: tasks, episodes, errored, success and its bounds, refusal and format-failure rates.
 
         ``n`` counts tasks (the units of the interval), ``episodes`` the non-errored episodes rated,
-        ``errored`` those left out; a strategy whose every episode errored has ``success`` nan.
+        ``errored`` those left out, ``with_failed_calls`` the rated episodes some of whose calls failed
+        (answered without those parts); a strategy whose every episode errored has ``success`` nan.
         """
         rows = []
         for name, kind in self.strategies:
@@ -363,12 +364,13 @@ class RunResult:
             if rated:
                 ci = self.success_rate(name, variant)
                 calls, tokens = self.per_success(name, variant)
-                row.update(n=ci.n, episodes=len(rated), errored=len(everything) - len(rated), success=ci.estimate,
-                           low=ci.low, high=ci.high)
+                row.update(n=ci.n, episodes=len(rated), errored=len(everything) - len(rated),
+                           with_failed_calls=sum(e.errors > 0 for e in rated), success=ci.estimate, low=ci.low,
+                           high=ci.high)
             else:
                 calls = tokens = float("nan")
-                row.update(n=0, episodes=0, errored=len(everything), success=float("nan"), low=float("nan"),
-                           high=float("nan"))
+                row.update(n=0, episodes=0, errored=len(everything), with_failed_calls=0, success=float("nan"),
+                           low=float("nan"), high=float("nan"))
             row.update(refusal_rate=self.refusal_rate(name, variant),
                        format_failure_rate=self.format_failure_rate(name, variant), calls_per_success=calls,
                        tokens_per_success=tokens)
@@ -567,9 +569,12 @@ def run(suite: TaskSuite, strategies: Sequence[Strategy], *, seeds: Sequence[int
         Decides success (default :class:`~combo_redteam.RuleGrader`, the task's own rule; e.g.
         :class:`~combo_redteam.JudgeGrader` for an LLM judge).
     max_error_share : float, default 0.1
-        Most share of a strategy's episodes that may error (a model error left no answer). Errored
-        episodes are left out of the rates and counted apart; any of them gives a warning, and a
-        larger share than this raises :class:`TooManyErrors` (1.0 never raises).
+        Most share of a strategy's episodes that model errors may hit. An errored episode (a model error
+        left no answer) is left out of the rates and counted apart; an episode answered although some of
+        its calls failed (a decomposition drops a subtask whose strong call failed) stays in the rates.
+        Either kind gives a warning, and a larger share of both together than this raises
+        :class:`TooManyErrors` (1.0 never raises), so a dead strong backend under a decomposition
+        never reads as 0% success alone.
     offline : bool, default False
         Answer every call from ``cache_dir`` (recorded by an earlier run) and call no model; a call
         missing from the cache fails (the episode errors).
@@ -617,6 +622,7 @@ def run(suite: TaskSuite, strategies: Sequence[Strategy], *, seeds: Sequence[int
     monitor_meta = [(m.name, m.placement) for ms in by_placement.values() for m in ms]
     log = None
     lock = threading.Lock()
+    call_errors: list[str] = []
     if log_path is not None:
         Path(log_path).parent.mkdir(parents=True, exist_ok=True)
         log = open(log_path, "w")  # noqa: SIM115 - closed in the finally below
@@ -642,6 +648,7 @@ def run(suite: TaskSuite, strategies: Sequence[Strategy], *, seeds: Sequence[int
         graded = memo(task, final)
         fv = [asdict(v) for v in final_verdicts]
         result = _episode_result(meta, episode.calls, final, fv, graded, episode.format_failures)
+        call_errors.extend(c["error"] for c in episode.calls if c["error"] is not None)
         if log is not None:
             lines = [json.dumps(c) for c in episode.calls]
             lines.append(json.dumps({"type": "episode", **meta, "final": final, "final_verdicts": fv,
@@ -663,22 +670,28 @@ def run(suite: TaskSuite, strategies: Sequence[Strategy], *, seeds: Sequence[int
             log.close()
     result = RunResult(tuple(episodes), tuple((s.name, s.kind) for s in strategies), tuple(seed_list),
                        tuple(monitor_meta), suite.name)
-    _check_errors(result, max_error_share)
+    _check_errors(result, max_error_share, call_errors)
     return result
 
 
-def _check_errors(result: RunResult, max_error_share: float) -> None:
-    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+def _check_errors(result: RunResult, max_error_share: float, call_errors: Sequence[str] = ()) -> None:
+    # an episode is hit by errors when it errored (no answer) or answered without the parts whose calls failed
+    # (a decomposition drops a subtask whose strong call failed): a dead strong backend must not read as 0% success
+    counts: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
     for e in result.episodes:
         counts[e.strategy][0] += e.errored
-        counts[e.strategy][1] += 1
-    errored = {name: (bad, total) for name, (bad, total) in counts.items() if bad}
-    if not errored:
+        counts[e.strategy][1] += e.errors > 0 and not e.errored
+        counts[e.strategy][2] += 1
+    hit = {name: c for name, c in counts.items() if c[0] or c[1]}
+    if not hit:
         return
-    shown = ", ".join(f"{name} {bad}/{total}" for name, (bad, total) in errored.items())
-    worst = max(bad / total for bad, total in errored.values())
-    message = (f"errored episodes (a model error left no answer), left out of the rates: {shown}; "
-               f"first error: {_first_error(result)}")
+    shown = ", ".join(f"{name} {errored}/{total}" + (f" (+{partial} answered with failed calls)" if partial else "")
+                      for name, (errored, partial, total) in hit.items())
+    worst = max((errored + partial) / total for errored, partial, total in hit.values())
+    dropped = ("; episodes answered with failed calls (their parts dropped) stay in the rates"
+               if any(partial for _, partial, _ in hit.values()) else "")
+    message = (f"errored episodes (a model error left no answer), left out of the rates: {shown}{dropped}; first "
+               f"error: {_first_error(result) or min(call_errors, default='')}")
     if worst > max_error_share:
         raise TooManyErrors(f"{message}; more than max_error_share={max_error_share:g} of a strategy's episodes",
                             result)
