@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import torch
@@ -51,7 +51,7 @@ SETTINGS: dict[str, dict[str, Any]] = {
 }
 
 
-def _equigx(model: TFN, variant: str) -> Callable[[Graphs], Attribution]:
+def _equigx(model: TFN, variant: Literal["node", "split"]) -> Callable[[Graphs], Attribution]:
     def run(graphs: Graphs) -> Attribution:
         exp = EquiGX(model, variant=variant).explain(graphs)
         exp.node_relevance = exp.node_scores(geometry=True)  # node + half of each incident edge's geometry
@@ -111,7 +111,8 @@ def fit_task(task: str, rng: np.random.Generator, *, quick: bool) -> tuple[TFN, 
         ``(model, train_graphs, test_graphs, seconds)``.
     """
     cfg = SETTINGS[task]
-    make = {"shapes": make_shapes, "decoy": make_decoy_shapes, "spiral": make_spiral}[task]
+    makers: dict[str, Callable[..., Graphs]] = {"shapes": make_shapes, "decoy": make_decoy_shapes, "spiral": make_spiral}
+    make = makers[task]
     data_rng, test_rng, init_rng, shuffle_rng = spawn(rng, 4)
     train_graphs = make(cfg["n_train"][quick], random_state=data_rng)
     test_graphs = make(cfg["n_test"][quick], random_state=test_rng)
@@ -124,6 +125,8 @@ def fit_task(task: str, rng: np.random.Generator, *, quick: bool) -> tuple[TFN, 
 
 def _edge_direction_by_kind(model: TFN, graphs: Graphs) -> dict[str, float]:
     exp = EquiGX(model, variant="split").explain(graphs)
+    assert graphs.node_mask is not None and exp.edge_index is not None and exp.edge_direction is not None
+    assert exp.edge_sh_by_l is not None and exp.edge_distance is not None
     mask = graphs.node_mask.numpy()
     src, dst = exp.edge_index
     real = src != dst
@@ -168,7 +171,8 @@ def run_seed(task: str, rng: np.random.Generator, *, quick: bool, slow_baselines
         att = explain(graphs)
         seconds = time.perf_counter() - start
         fid = fidelity(model, graphs, att, fraction=0.1)
-        per_graph = explanation_auroc(att.node_relevance, graphs.node_mask, graphs.batch, per_graph=True)
+        assert graphs.node_mask is not None
+        per_graph = np.asarray(explanation_auroc(att.node_relevance, graphs.node_mask, graphs.batch, per_graph=True))
         result["explainers"][name] = {
             "auroc": float(np.nanmean(per_graph)), "auroc_first_graphs": float(np.nanmean(per_graph[:n_sub])),
             "n_graphs": graphs.n_graphs, "fid_plus": fid.fid_plus, "fid_minus": fid.fid_minus,
@@ -274,7 +278,8 @@ def demo(ctx: RunContext) -> None:
     for name, explain in explainers(model, random_state=rng, gnnexplainer=False, integrated_gradients=False).items():
         att = explain(test)
         scores[name] = att
-        per_graph = explanation_auroc(att.node_relevance, test.node_mask, test.batch, per_graph=True)
+        assert test.node_mask is not None
+        per_graph = np.asarray(explanation_auroc(att.node_relevance, test.node_mask, test.batch, per_graph=True))
         ci = _mean_ci([float(v) for v in per_graph if np.isfinite(v)])
         rows.append({"explainer": name, "AUROC": ci["mean"], "low": ci["low"], "high": ci["high"]})
     ctx.write_table(rows, headers=list(rows[0]))

@@ -21,7 +21,7 @@ import importlib.util
 import re
 import shutil
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
@@ -90,8 +90,8 @@ class PDBAtoms:
         PDBAtoms
             A new record set (the secondary-structure ranges are kept).
         """
-        return PDBAtoms(*(getattr(self, f)[keep] for f in ("name", "resname", "chain", "resseq", "icode", "element",
-                                                            "hetatm", "pos")), self.helix, self.sheet)
+        return replace(self, **{f: getattr(self, f)[keep] for f in (
+            "name", "resname", "chain", "resseq", "icode", "element", "hetatm", "pos")})
 
     def calpha(self, chain: str | None = None) -> PDBAtoms:
         """C-alpha atoms of standard-record residues (optionally of one chain).
@@ -245,7 +245,7 @@ def _one_hot(index: np.ndarray, width: int) -> np.ndarray:
     return out
 
 
-def residue_index(resname: Sequence[str]) -> np.ndarray:
+def residue_index(resname: Sequence[str] | np.ndarray) -> np.ndarray:
     """One-hot column of each residue name (20 for a non-standard residue).
 
     Parameters
@@ -262,7 +262,7 @@ def residue_index(resname: Sequence[str]) -> np.ndarray:
     return np.array([lookup.get(str(r).upper(), len(AMINO_ACIDS)) for r in resname], dtype=np.int64)
 
 
-def element_index(elements: Sequence[str]) -> np.ndarray:
+def element_index(elements: Sequence[str] | np.ndarray) -> np.ndarray:
     """One-hot column of each ligand element (9 for any other element).
 
     Parameters
@@ -282,7 +282,7 @@ def element_index(elements: Sequence[str]) -> np.ndarray:
 def complex_graph(protein_pos: np.ndarray, residue_types: np.ndarray, ligand_pos: np.ndarray,
                   ligand_types: np.ndarray, *, pocket_radius: float | None = 10.0,
                   protein_mask: np.ndarray | None = None, hydrogens: bool = False,
-                  ligand_elements: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+                  ligand_elements: Sequence[str] | np.ndarray | None = None) -> dict[str, np.ndarray]:
     """One complex as arrays for :meth:`equigx.Graphs.from_list` (protein C-alpha nodes first, then ligand atoms).
 
     Parameters
@@ -675,13 +675,13 @@ def load_scop(root: str | Path, *, split: str = "training", labels: str = "{spli
         ca = atoms.calpha()
         if len(ca.pos) == 0:
             raise ValueError(f"{path} has no C-alpha atom")
-        mask = _dssp_labels(path, ca, executable) if use_dssp else secondary_structure_records(ca)
+        mask = _dssp_labels(path, ca, str(executable)) if use_dssp else secondary_structure_records(ca)
         pos.append(ca.pos)
         attr.append(_one_hot(residue_index(ca.resname), len(AMINO_ACIDS) + 1))
         masks.append(mask)
         ys.append(lookup[label])
         ids.append(domain)
-    graphs = Graphs.from_list(pos, attr, y=np.asarray(ys, dtype=np.int64), node_mask=masks, dtype=dtype)
+    graphs = Graphs.from_list(pos, attr, y=[int(v) for v in ys], node_mask=masks, dtype=dtype)
     return ScopSet(graphs, ids, names, "dssp" if use_dssp else "records")
 
 
