@@ -16,7 +16,6 @@ from corrgcv.correlation import (
     lag1_autocorrelation,
 )
 from corrgcv.estimate import estimate_correlation, estimate_correlation_from_features, estimate_noise_correlation
-from corrgcv.estimator import RidgeCorrGCV
 from corrgcv.gcv import CVPath, RidgeSpectrum, corrgcv, gcv, loo, solve_kappa_tilde
 from corrgcv.simulate import (
     LinearProblem,
@@ -63,3 +62,12 @@ __all__ = [
     "solve_kappa_tilde",
     "test_point_factor",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """Load the scikit-learn estimator on first use, so that ``import corrgcv`` and ``--help`` skip scikit-learn."""
+    if name == "RidgeCorrGCV":
+        from corrgcv.estimator import RidgeCorrGCV
+
+        return RidgeCorrGCV
+    raise AttributeError(f"module 'corrgcv' has no attribute {name!r}")
