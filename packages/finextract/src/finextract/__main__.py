@@ -21,7 +21,7 @@ import logging
 import math
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from icml25_shared.cli import ExtraCommand, RunContext, run_cli, save_figure, seed_everything
 from icml25_shared.tables import markdown_table
@@ -183,8 +183,11 @@ def audit(argv: list[str]) -> int:
     if args.class_label is not None:
         cond = args.class_label
     elif args.prompt is not None:
-        cond = ft.encode_prompt(args.prompt)
-        kw["pretrained_cond"] = pre.inner.encode_prompt(args.prompt) if lora else pre.encode_prompt(args.prompt)
+        text_ft: Any = ft  # a LatentUNet (prompts need a text encoder)
+        base: Any = pre
+        text_pre: Any = base.inner if lora else base  # without_adapters wraps the LatentUNet as .inner
+        cond = text_ft.encode_prompt(args.prompt)
+        kw["pretrained_cond"] = text_pre.encode_prompt(args.prompt)
     else:
         cond = torch.load(args.prompt_embeds, map_location="cpu")
     if args.null_embeds is not None:
@@ -209,7 +212,8 @@ def audit(argv: list[str]) -> int:
     rows = [("extracted", res.extracted)]
     scores = None
     if training is not None:
-        train_images = training.fit(tuple(res.extracted.shape[1:]))
+        channels, height, width = (int(v) for v in res.extracted.shape[1:])
+        train_images = training.fit((channels, height, width))
         scores = extraction_metrics(res.extracted, train_images, thresholds=thresholds, extractor=args.sscd)
         rows += [("training", train_images), ("its best match", res.extracted[torch.as_tensor(scores.nearest)])]
     save_figure(
@@ -238,7 +242,7 @@ def audit(argv: list[str]) -> int:
         "clique_sizes": sizes,
         "selected_generation_indices": res.cluster.selected[: args.n_train].tolist(),
     }
-    if scores is not None:
+    if scores is not None and training is not None:
         report.update(
             training_images=str(args.training_images),
             average_similarity=scores.similarity,
@@ -280,7 +284,7 @@ RULES = {
 
 def _trace_section(cluster: ClusterResult, n_train: int) -> str:
     """The stopping rule in words and the per-threshold trace as a markdown table."""
-    rows = []
+    rows: list[list[Any]] = []
     for st in cluster.trace:
         if st.n_cliques is None:
             rows.append([f"{st.threshold:.2f}", "budget exceeded", "", "", ""])
@@ -306,7 +310,7 @@ def _trace_section(cluster: ClusterResult, n_train: int) -> str:
 
 def _training_section(report: dict, thresholds: tuple[float, ...]) -> str:
     esr = ", ".join(f"A-ESR@{t:g} {report['a_esr'][str(t)]:.3f}" for t in thresholds)
-    rows = []
+    rows: list[list[Any]] = []
     for row in report["per_training_image"]:
         shown = math.floor(row["best_similarity"] * 1000) / 1000  # rounded down, so 0.8995 never reads as 0.900
         marks = ["yes" if row["best_similarity"] >= t else "no" for t in thresholds]

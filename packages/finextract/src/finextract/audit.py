@@ -54,7 +54,7 @@ def extract(
     """
     if latents is None and n_generations is None:
         n_generations = 50 * n_train
-    n = latents.shape[0] if latents is not None else n_generations
+    n = int(latents.shape[0]) if latents is not None else int(n_generations or 0)
     check_param("n_train", n_train, [Interval(int, 1, None)], owner="extract")
     if n_train > n:
         raise ValueError(f"n_train={n_train} is larger than the number of generations ({n})")

@@ -73,7 +73,7 @@ class PixelUNet(Denoiser):
     scheduler: Any = None
 
     def __post_init__(self) -> None:
-        cfg = self.unet.config
+        cfg: Any = self.unet.config  # a diffusers config (attributes not typed)
         self.sample_shape = (int(cfg.in_channels), *_hw(cfg.sample_size))
         self.cond_size = getattr(cfg, "num_class_embeds", None)
         self.cond_kind = "class id" if self.cond_size else "none"
@@ -109,7 +109,7 @@ class PixelUNet(Denoiser):
     def pair(self, x: torch.Tensor, t: int, cond_a: Any, cond_b: Any) -> tuple[torch.Tensor, torch.Tensor]:
         """Predictions under two conditionings, in one batched UNet call."""
         a, b = self._labels(cond_a, x), self._labels(cond_b, x)
-        if a is None:
+        if a is None or b is None:
             return super().pair(x, t, cond_a, cond_b)
         tt = torch.full((2 * x.shape[0],), int(t), device=x.device, dtype=torch.long)
         out = self.unet(torch.cat([x, x]), tt, class_labels=torch.cat([a, b])).sample
@@ -134,7 +134,7 @@ class LatentUNet(Denoiser):
     extra: dict = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        cfg = self.unet.config
+        cfg: Any = self.unet.config  # a diffusers config (attributes not typed)
         self.sample_shape = (int(cfg.in_channels), *_hw(cfg.sample_size))
         self.cond_size = int(cfg.cross_attention_dim)
         self.cond_kind = "prompt embeddings"
@@ -196,8 +196,9 @@ class LatentUNet(Denoiser):
         """Decode latents with the VAE (identity without one); images in [-1, 1]."""
         if self.vae is None:
             return x
-        scale = float(getattr(self.vae.config, "scaling_factor", 1.0))
-        return self.vae.decode(x / scale).sample.clamp(-1, 1)
+        vae: Any = self.vae  # a diffusers AutoencoderKL
+        scale = float(getattr(vae.config, "scaling_factor", 1.0))
+        return vae.decode(x / scale).sample.clamp(-1, 1)
 
 
 @dataclass
@@ -287,8 +288,9 @@ class _AdaptersOff(Denoiser):
         return self.inner.dtype
 
     def __call__(self, x: torch.Tensor, t: int, cond: Any) -> torch.Tensor:
-        with _adapters_disabled(self.inner.unet):
-            return self.inner(x, t, cond)
+        inner: Any = self.inner  # a UNet wrapper (PixelUNet or LatentUNet): it has .unet
+        with _adapters_disabled(inner.unet):
+            return inner(x, t, cond)
 
     def decode(self, x: torch.Tensor) -> torch.Tensor:
         return self.inner.decode(x)

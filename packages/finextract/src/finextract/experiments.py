@@ -23,6 +23,7 @@ from icml25_shared.tables import markdown_table
 from finextract.audit import ExtractionResult, extract
 from finextract.denoisers import PixelUNet, without_adapters
 from finextract.guidance import CFGSampler, ModelGuidanceSampler
+from finextract.metrics import ExtractionMetrics
 from finextract.training import INSTANCE_DIGIT, INSTANCE_POOL, NEW_TOKEN, digits_data, finetune, instance_data, pretrain
 
 log = logging.getLogger(__name__)
@@ -132,7 +133,7 @@ class Config:
 
 #: fine-tuning degree: "light" leaves the model part-way to the data (the paper's λ < 1 premise), "strong" nearly
 #: memorises the 8 images so plain sampling already returns them
-REGIMES = {
+REGIMES: dict[str, dict[str, Any]] = {
     "light": {"full_steps": 30, "full_lr": 2e-4, "lora_steps": 30, "lora_lr": 5e-4},
     "strong": {"full_steps": 150, "full_lr": 2e-4, "lora_steps": 150, "lora_lr": 2e-3},
 }
@@ -245,7 +246,7 @@ def run_setting(
     base = without_adapters(ft) if lora else pre
     n_gen = cfg.gen_per_image * cfg.n_train
     latents = torch.randn((n_gen, *ft.sample_shape), generator=torch.Generator().manual_seed(streams["latents"]))
-    common = {"steps": cfg.ddim_steps, "rescale_x0": cfg.rescale_x0}
+    common: dict[str, Any] = {"steps": cfg.ddim_steps, "rescale_x0": cfg.rescale_x0}
     samplers = {
         name: ModelGuidanceSampler(base, ft, w=m[1], k=m[2], **common)
         if m[0] == "mg"
@@ -387,8 +388,15 @@ def lookalike_reference(data: Any, thresholds: tuple[float, ...]) -> dict[str, f
     return {"AS": float(best.mean()), **{f"A-ESR@{t}": float(np.mean(best >= t)) for t in thresholds}}
 
 
+def _scored(r: ExtractionResult) -> ExtractionMetrics:
+    """The metrics of a run that was given the training images (every run here is)."""
+    if r.metrics is None:
+        raise ValueError("the extraction was run without training images, so it has no metrics")
+    return r.metrics
+
+
 def _row(mode: str, seed: int, method: str, r: ExtractionResult) -> dict[str, Any]:
-    m = r.metrics
+    m = _scored(r)
     return {
         "setting": mode,
         "seed": seed,
@@ -422,7 +430,7 @@ def _grid(fig_rows: list[tuple[str, torch.Tensor]], title: str) -> Any:
 
 def _matched(train: torch.Tensor, r: ExtractionResult) -> torch.Tensor:
     """The extracted image matched to each training image (best pixel cosine)."""
-    return r.extracted[torch.as_tensor(r.metrics.nearest, dtype=torch.long)]
+    return r.extracted[torch.as_tensor(_scored(r).nearest, dtype=torch.long)]
 
 
 def _markdown(rows: list[dict[str, Any]], keys: list[str]) -> str:
@@ -586,7 +594,7 @@ def reproduce(
     thresholds = des.thresholds
     torch.set_num_threads(1)  # 0.16 M-param model: threads only add contention on shared CPUs
     base_cfg = QUICK if ctx.quick else Config()
-    regimes = {"quick": {}} if ctx.quick else REGIMES
+    regimes: dict[str, dict[str, Any]] = {"quick": {}} if ctx.quick else REGIMES
     if (seeds is None) != (calibration is None):
         raise ValueError("seeds and calibration go together: more test seeds reuse an earlier run's settings")
     frozen = None
@@ -624,7 +632,7 @@ def reproduce(
             pre, data, mode, cfg, cal_seed, cache=sub(regime, mode, cal_seed), methods=grid, thresholds=thresholds
         )
         for cand, r in res.items():
-            scores[mode].setdefault(cand, []).append(r.metrics.similarity)
+            scores[mode].setdefault(cand, []).append(_scored(r).similarity)
             cal_rows.append({"regime": regime, **_row(mode, cal_seed, cand, r)})
     chosen = frozen.chosen if frozen else calibrate(scores, grid)
     log.info("calibrated on seed %d: %s", cal_seed, chosen)

@@ -108,15 +108,16 @@ class DDIMSchedule:
         offset = int(getattr(cfg, "steps_offset", 0) or 0)
         spacing = getattr(cfg, "timestep_spacing", "leading") or "leading"
         # The timesteps of diffusers' DDIMScheduler.set_timesteps; its step always goes back T // steps.
+        grid: np.ndarray
         if spacing == "leading":
-            ts = (np.arange(steps) * (T // steps))[::-1] + offset
+            grid = (np.arange(steps) * (T // steps))[::-1] + offset
         elif spacing == "trailing":
-            ts = np.round(np.arange(T, 0, -T / steps)).astype(np.int64) - 1
+            grid = np.round(np.arange(T, 0, -T / steps)).astype(np.int64) - 1
         elif spacing == "linspace":
-            ts = np.linspace(0, T - 1, steps).round()[::-1]
+            grid = np.linspace(0, T - 1, steps).round()[::-1]
         else:
             raise ValueError(f"timestep_spacing must be 'leading', 'trailing' or 'linspace', got {spacing!r}")
-        ts = tuple(int(t) for t in ts)
+        ts = tuple(int(t) for t in grid)
         alphas = torch.as_tensor(alphas, dtype=torch.float32)
         final = 1.0 if getattr(cfg, "set_alpha_to_one", True) else float(alphas[0])
         return cls(alphas_cumprod=alphas, timesteps=ts, final_alpha_cumprod=final)

@@ -77,7 +77,8 @@ def load_checkpoint(
     if (root / "text_encoder").is_dir():
         from transformers import CLIPTextModel
 
-        text_encoder = CLIPTextModel.from_pretrained(str(root / "text_encoder"), local_files_only=True).to(device)
+        text_encoder = CLIPTextModel.from_pretrained(str(root / "text_encoder"), local_files_only=True)
+        text_encoder = text_encoder.to(device)  # type: ignore[arg-type]  # transformers' stub types .to's self
         text_encoder.eval()
     if (root / "tokenizer").is_dir():
         from transformers import CLIPTokenizer

@@ -61,7 +61,7 @@ def add_lora(
         raise ValueError(f"rank must be a positive int, got {rank!r}")
     config = LoraConfig(
         r=rank,
-        lora_alpha=alpha if alpha is not None else rank,
+        lora_alpha=alpha if alpha is not None else rank,  # type: ignore[arg-type]  # peft's stub says int; floats work
         target_modules=_present_targets(model, target_modules),
         init_lora_weights=True,
     )
@@ -76,7 +76,7 @@ def add_lora(
             inject_adapter_in_model(config, model)
     for name, p in model.named_parameters():
         p.requires_grad_("lora_" in name)
-    model._finextract_lora_config = config  # noqa: SLF001 - remembered for save_lora
+    setattr(model, "_finextract_lora_config", config)  # noqa: B010 - remembered for save_lora (not a Module field)
     return model
 
 
@@ -124,7 +124,7 @@ def load_lora(model: torch.nn.Module, path: str | Path) -> torch.nn.Module:
         unexpected = getattr(result, "unexpected_keys", None)
         if unexpected:
             raise ValueError(f"LoRA weights in {path} do not fit this model: unexpected keys {unexpected[:3]}...")
-        model._finextract_lora_config = config  # noqa: SLF001
+        setattr(model, "_finextract_lora_config", config)  # noqa: B010 - not a Module field
         return model
     if (path / "pytorch_lora_weights.safetensors").is_file():
         if not hasattr(model, "load_lora_adapter"):
@@ -141,7 +141,8 @@ def load_lora(model: torch.nn.Module, path: str | Path) -> torch.nn.Module:
                 UserWarning,
                 stacklevel=2,
             )
-        model.load_lora_adapter(
+        unet: Any = model  # a diffusers UNet (PeftAdapterMixin), whose mixin methods are not in Module's type
+        unet.load_lora_adapter(
             str(path), prefix="unet", weight_name="pytorch_lora_weights.safetensors", local_files_only=True
         )
         return model

@@ -291,7 +291,7 @@ def _train(
         y[torch.rand(batch_size, generator=gen) < p_uncond] = NULL_CLASS
         noise = torch.randn(x0.shape, generator=gen)
         t = torch.randint(0, 1000, (batch_size,), generator=gen)
-        pred = model(sched.add_noise(x0, noise, t), t, class_labels=y).sample
+        pred = model(sched.add_noise(x0, noise, t), t, class_labels=y).sample  # type: ignore[attr-defined]  # diffusers stub gap
         loss = torch.nn.functional.mse_loss(pred, noise)
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -331,7 +331,8 @@ def init_new_token(
     torch.Tensor
         A copy of the new row.
     """
-    weight = unet.class_embedding.weight
+    embedding: Any = unet.class_embedding  # an nn.Embedding (torch types submodule attributes as Tensor | Module)
+    weight: torch.Tensor = embedding.weight
     if from_class is not None:
         if not 0 <= from_class < NEW_TOKEN:
             raise ValueError(f"from_class must be a pretrained digit 0-{NEW_TOKEN - 1}, got {from_class}")
@@ -471,7 +472,7 @@ def finetune(
         params = list(model.parameters())
     else:
         model = copy.deepcopy(pretrained.unet)
-        if cached:
+        if cached and cache is not None:
             return PixelUNet(load_lora(model, cache).eval(), null_class=NULL_CLASS)
         add_lora(model, rank=lora_rank, random_state=lora_seed)
         params = lora_parameters(model)
@@ -490,7 +491,7 @@ def finetune(
     )
     if cache is not None:
         if lora_rank is None:
-            model.save_pretrained(str(cache))
+            model.save_pretrained(str(cache))  # type: ignore[operator]  # a diffusers UNet: ModelMixin.save_pretrained
         else:
             save_lora(model, cache)
     return PixelUNet(model, null_class=NULL_CLASS)
