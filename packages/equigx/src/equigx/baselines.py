@@ -573,11 +573,11 @@ class _MaskExplainer(_Base):
             chunks.append((sub, sub_geo, standardise(node_embeddings(self.model, sub, sub_geo)), t[idx],
                            reference[idx]))
         rng = check_random_state(self.random_state)
-        gen = torch.Generator().manual_seed(int(rng.integers(2**63 - 1)))
-        with torch.random.fork_rng():
+        gen = torch.Generator(device=emb.device).manual_seed(int(rng.integers(2**63 - 1)))  # draws on emb's device
+        with torch.random.fork_rng(devices=[]):  # the explainer's initial weights, the caller's generator untouched
             torch.manual_seed(int(rng.integers(2**63 - 1)))
             net = nn.Sequential(nn.Linear(n_in * emb.shape[1], self.hidden), nn.ReLU(), nn.Linear(self.hidden, 1))
-        return geo, t, pred, standardise(emb), net.to(emb.dtype), gen, chunks, rng
+        return geo, t, pred, standardise(emb), net.to(device=emb.device, dtype=emb.dtype), gen, chunks, rng
 
 
 class PGExplainer(_MaskExplainer):
@@ -651,7 +651,8 @@ class PGExplainer(_MaskExplainer):
                 for k in rng.permutation(len(chunks)):
                     sub, sub_geo, sub_emb, sub_t, sub_ref = chunks[k]
                     logits = net(torch.cat([sub_emb[sub_geo.edge_src], sub_emb[sub_geo.edge_dst]], dim=1))[:, 0]
-                    u = (1 - 2 * bias) * torch.rand(logits.shape, generator=gen, dtype=logits.dtype) + bias
+                    u = (1 - 2 * bias) * torch.rand(logits.shape, generator=gen, dtype=logits.dtype,
+                                                    device=logits.device) + bias
                     mask = ((u.log() - (1 - u).log() + logits) / temp).sigmoid()
                     out = self.model.run(sub.node_attr, _with_edge_weight(sub_geo, mask))
                     ent = -mask * (mask + 1e-15).log() - (1 - mask) * (1 - mask + 1e-15).log()
@@ -789,7 +790,8 @@ class LRIBernoulli(_MaskExplainer):
                 for k in rng.permutation(len(chunks)):
                     sub, sub_geo, sub_emb, sub_t, sub_ref = chunks[k]
                     logits = net(sub_emb)[:, 0]
-                    u = torch.empty(logits.shape, dtype=logits.dtype).uniform_(1e-10, 1 - 1e-10, generator=gen)
+                    u = torch.empty(logits.shape, dtype=logits.dtype, device=logits.device).uniform_(
+                        1e-10, 1 - 1e-10, generator=gen)
                     m = ((logits + u.log() - (1 - u).log()) / self.temperature).sigmoid()
                     out = self.model.run(sub.node_attr,
                                          _with_edge_weight(sub_geo, m[sub_geo.edge_src] * m[sub_geo.edge_dst]))

@@ -116,8 +116,9 @@ def fit_task(task: str, rng: np.random.Generator, *, quick: bool) -> tuple[TFN, 
     data_rng, test_rng, init_rng, shuffle_rng = spawn(rng, 4)
     train_graphs = make(cfg["n_train"][quick], random_state=data_rng)
     test_graphs = make(cfg["n_test"][quick], random_state=test_rng)
-    torch.manual_seed(int(init_rng.integers(2**31 - 1)))
-    model = TFN(**cfg["model"])
+    with torch.random.fork_rng(devices=[]):  # the initial weights, without reseeding the caller's generator
+        torch.manual_seed(int(init_rng.integers(2**31 - 1)))
+        model = TFN(**cfg["model"])
     start = time.perf_counter()
     train(model, train_graphs, epochs=cfg["epochs"][quick], lr=cfg["lr"], random_state=shuffle_rng)
     return model.eval(), train_graphs, test_graphs, time.perf_counter() - start
@@ -269,8 +270,9 @@ def demo(ctx: RunContext) -> None:
     n_train, epochs = (60, 4) if ctx.quick else (300, 12)
     train_graphs = make_shapes(n_train, random_state=data_rng)
     test = make_shapes(30, random_state=test_rng)
-    torch.manual_seed(int(init_rng.integers(2**31 - 1)))
-    model = TFN(**SETTINGS["shapes"]["model"])
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(init_rng.integers(2**31 - 1)))
+        model = TFN(**SETTINGS["shapes"]["model"])
     train(model, train_graphs, epochs=epochs, lr=1e-2, random_state=shuffle_rng)
     model.eval()
     rows = []
