@@ -128,6 +128,10 @@ def test_a_pruned_model_whose_config_names_the_old_depth_is_located_with_a_warni
         hs = model(input_ids=IDS, output_hidden_states=True).hidden_states
         acts = collect_activations(model, byte_tokenizer(), ["hello w"], 0, add_special_tokens=False).values
     assert len(hs) == 3 and torch.allclose(acts, hs[1][0], atol=1e-5)
+    grown = tiny_causal_lm("llama", hidden_size=16, num_layers=2, random_state=0)
+    grown.model.layers.append(grown.model.layers[-1])  # the forward runs only config.num_hidden_layers of them
+    with pytest.raises(ValueError, match="no decoder-layer list found"):
+        decoder_layers(grown)
 
 
 def test_equal_embedding_sizes_without_tokenizers_warn_that_vocabularies_were_not_compared():

@@ -80,8 +80,8 @@ def decoder_layers(model: nn.Module) -> nn.ModuleList:
 
     The paths of :data:`LAYER_PATHS` are tried first; otherwise the model's modules are searched for an
     ``nn.ModuleList`` of ``config.num_hidden_layers`` blocks of one class (the shallowest such list).
-    Failing both, a list of one class at one of those paths is used with a warning (a pruned model whose
-    config still names the original depth).
+    Failing both, a shorter list of one class at one of those paths is used with a warning (a pruned model
+    whose config still names the original depth).
     Llama, Qwen2, Qwen3, Gemma2, Gemma3, Mistral, Phi-3 and GPT-2 are tested.
 
     Parameters
@@ -109,9 +109,10 @@ def decoder_layers(model: nn.Module) -> nn.ModuleList:
     if candidates:
         return min(candidates, key=lambda c: (c[0], c[1]))[2]
     for path in LAYER_PATHS:
-        # a model whose layer list was cut or extended in place (layer pruning) without updating its config
+        # a model whose layer list was cut in place (layer pruning) without updating its config; a longer list is
+        # not accepted: transformers' forwards run only the first config.num_hidden_layers layers
         found = _resolve(model, path)
-        if expected is not None and _is_layer_list(found, None):
+        if expected is not None and _is_layer_list(found, None) and len(found) < expected:
             warnings.warn(f"{type(model).__name__}.{path} holds {len(found)} layers but config.num_hidden_layers is "
                           f"{expected}; using the {len(found)} layers of {path}", UserWarning, stacklevel=2)
             return found
