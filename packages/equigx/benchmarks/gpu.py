@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from equigx import TFN, EquiGX
-from equigx.baselines import CoordinateGradient, DegreeBaseline, GradCAM
+from equigx.baselines import CoordinateGradient, DegreeBaseline, GradCAM, LRIBernoulli, PGExplainer
 from equigx.data import make_decoy_shapes, make_shapes
 from equigx.modules import ModuleEquiGX
 from equigx.train import train
@@ -82,6 +82,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             a = baseline(model).explain(_to(test, device)).node_relevance
             b = baseline(cpu_model).explain(test).node_relevance
             row[f"{baseline.name}_max_abs_diff_vs_cpu"] = float(np.abs(a - b).max())
+        for learned in (PGExplainer, LRIBernoulli):  # their random draws and networks follow the model's device
+            start = time.perf_counter()
+            scores = learned(model, epochs=2 if args.tiny else 10, random_state=0).explain(_to(test, device))
+            row[f"{learned.name}_seconds"] = time.perf_counter() - start
+            row[f"{learned.name}_finite"] = bool(np.isfinite(scores.node_relevance).all())
         out["checks"][name] = row
         write()
     from e3nn.nn.models.gate_points_2101 import Network

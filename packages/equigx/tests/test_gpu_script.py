@@ -16,5 +16,6 @@ def test_gpu_script_runs_tiny_on_cpu(tmp_path):
     for name in ("shapes", "decoy"):
         assert checks[name]["equigx_split_max_rel_diff_vs_cpu"] < 1e-12
         assert checks[name]["degree_max_abs_diff_vs_cpu"] == 0
+        assert checks[name]["pgexplainer_finite"] and checks[name]["lri_bernoulli_finite"]
     assert checks["module_equigx_gate_points"]["max_rel_diff_vs_cpu"] < 1e-12
     assert checks["module_equigx_gate_points"]["relative_leak"] < 1e-6
