@@ -325,3 +325,22 @@ def test_a_client_state_file_keeps_the_spent_version_across_a_client_restart(tmp
     remembers.begin_round(ann0, ann1)
     with pytest.raises(ModelReplayError, match="already uploaded for this model version"):
         remembers.upload(ups[ids[0]])
+
+
+def test_an_aggregate_that_fails_in_follow_leaves_the_client_where_it_was():
+    """A client catching up is handed S0's round-2 aggregate with S1's round-1 one (a server mixing
+    rounds, or a corrupted fetch): follow refuses, and the client can still follow the real round 2
+    (before, its round counter had jumped to 2 and every later catch-up was refused as a replay)."""
+    from janus_sa.errors import ReplayError
+
+    dep, ids, ups = _deployment(n=5, min_participants=3)
+    dep.run_round(ups)
+    agg1_round1 = dep.s1.aggregate()
+    late = dep.clients.pop(ids[0])  # misses round 2 (still enrolled)
+    dep.run_round({c: ups[c] for c in ids[1:]})
+    agg0, agg1 = dep.s0.aggregate(), dep.s1.aggregate()
+    with pytest.raises(ReplayError, match="AGGREGATE1 is from round 1"):
+        late.follow(agg0, agg1_round1)
+    assert late.round_ == 1
+    res = late.follow(agg0, agg1)
+    assert res.round == 2 and late.head_ == dep.s0.head_

@@ -1006,9 +1006,14 @@ class JanusClient:
         rnd = self._decode(aggregate0, MsgType.AGGREGATE0, self.s0.sign).round
         if self.round_ is not None and rnd <= self.round_:
             raise ReplayError(f"round {rnd} is not after the last round this client saw ({self.round_})")
+        before = (self.round_, self.model_digest_, self._round_roster)
         self.round_, self.model_digest_, self._round_roster = rnd, self.head_, self.roster_
         self._secrets, self._seals, self._sketched, self._may_upload = None, None, False, False
-        return self.finish_round(aggregate0, aggregate1, seal0=seal0, seal1=seal1)
+        try:
+            return self.finish_round(aggregate0, aggregate1, seal0=seal0, seal1=seal1)
+        except JanusError:  # nothing verified: stay where the client was (a later round may still be followed)
+            self.round_, self.model_digest_, self._round_roster = before
+            raise
 
 
 class _Server(ABC):
