@@ -301,13 +301,13 @@ def _train(
     torch = require_torch()
     model = _mlp(x.shape[1], cfg.hidden, n_classes, seed)
     if regime == "dpsgd-group":
-        regime, epsilon = "dpsgd", group_sample_epsilon(float(epsilon), cfg.delta, group_size)
+        regime, epsilon = "dpsgd", group_sample_epsilon(float(epsilon or 0.0), cfg.delta, group_size)
     if regime == "dpsgd":
         return train_dpsgd(
             model,
             x,
             y,
-            epsilon=float(epsilon),
+            epsilon=float(epsilon or 0.0),  # validated positive for every noisy regime
             delta=cfg.delta,
             steps=cfg.rounds * cfg.local_steps,
             batch_size=cfg.dpsgd_batch_size,

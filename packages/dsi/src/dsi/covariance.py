@@ -374,8 +374,8 @@ def _mirror_ascent(dual: _Dual, tol: float, max_iter: int) -> tuple[dict[str, An
         if gap <= tol:
             return state, it, True
         use_newton = not stalled["newton"] and (it >= first_order_iters or stalled["mirror"])
-        cand = _newton_step(dual, state) if use_newton else _mirror_step(dual, state, eta)
-        if cand is None:
+        found: Any = _newton_step(dual, state) if use_newton else _mirror_step(dual, state, eta)
+        if found is None:
             stalled["newton" if use_newton else "mirror"] = True
             if all(stalled.values()):
                 return state, it, False
@@ -383,11 +383,11 @@ def _mirror_ascent(dual: _Dual, tol: float, max_iter: int) -> tuple[dict[str, An
                 eta = 1.0
             continue
         if not use_newton:
-            cand, eta = cand
+            found, eta = found  # the mirror step also returns its next step size
             stalled["newton"] = not newton_ok  # progress: Newton may be retried after a stall
         else:
             stalled["mirror"] = False
-        state = cand
+        state = found
     return state, max_iter, _certificate(dual, state) <= tol
 
 
@@ -517,7 +517,7 @@ def optimal_covariance(
         cands = [(state["u"], state["sw"])]
         if s_sdp[0] > 0:
             cands.append((u_sdp, s_sdp))
-        u, s = min(cands, key=lambda us: max(1.0, float(np.max(_mahalanobis(*us, c) / eps))) * us[1].sum())
+        u, s = min(cands, key=lambda us: max(1.0, float(np.max(_mahalanobis(us[0], us[1], c) / eps))) * us[1].sum())
         dual_obj = state["f"]
     if np.any(s <= 0):  # Sigma singular on the span (only on badly scaled input): lift it minimally
         s = np.clip(s, 1e-15 * s.max(), None)

@@ -229,7 +229,7 @@ def _run_seed(
     require_torch().set_num_threads(1)
     mem: list[dict[str, Any]] = []
     bd: list[dict[str, Any]] = []
-    chosen_dsi: dict[float, int] = {}
+    chosen_dsi: dict[float | None, int] = {}
     for regime, eps in [("none", None)] + [(r, e) for r in regimes for e in epsilons]:
         # isotropic noise is the same trainer with another covariance: it runs at DSI's chosen cell
         only = chosen_dsi[eps] if regime == "isotropic" else None
@@ -319,7 +319,7 @@ def reproduce(ctx: RunContext) -> dict[str, Any]:
         "attack success rate | chosen cell per seed |",
         "|---|---|---|---|---|---|---|---|",
     ]
-    summary = []
+    summary: list[dict[str, Any]] = []
     for regime, eps in [("none", None)] + [(r, e) for r in regimes for e in epsilons]:
         sel = cells_of(mem, regime, eps)
         acc = [r["result"].test_accuracy for r in sel]
@@ -430,22 +430,22 @@ def reproduce(ctx: RunContext) -> dict[str, Any]:
         ax.legend(fontsize=7)
     bds = [e for e in summary if e["task"] == "backdoor"]
     labels = ["none" if e["epsilon"] is None else f"DSI eps={e['epsilon']:g}" for e in bds]
-    xs = np.arange(len(bds))
+    positions = np.arange(len(bds))
     axes[2].bar(
-        xs - 0.2,
+        positions - 0.2,
         [e["clean_accuracy"][0] for e in bds],
         0.4,
         yerr=[e["clean_accuracy"][1] for e in bds],
         label="clean accuracy",
     )
     axes[2].bar(
-        xs + 0.2,
+        positions + 0.2,
         [e["attack_success_rate"][0] for e in bds],
         0.4,
         yerr=[e["attack_success_rate"][1] for e in bds],
         label="attack success",
     )
-    axes[2].set_xticks(xs, labels, fontsize=8)
+    axes[2].set_xticks(positions, labels, fontsize=8)
     axes[2].legend(fontsize=7)
     axes[2].set_title("blended backdoor, digits (mean, sd over seeds)")
     fig.tight_layout()

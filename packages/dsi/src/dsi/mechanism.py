@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Any, Literal, cast
 
 import numpy as np
 from icml25_shared.random import check_random_state
@@ -10,7 +10,14 @@ from icml25_shared.validation import Options, check_params
 
 from dsi._validation import as_numpy, check_delta, check_positive, check_steps
 from dsi.accounting import epsilon_from_sigma, rho_from_sigma, sigma_from_epsilon
-from dsi.covariance import IsotropicCovariance, OptimalCovariance, isotropic_covariance, optimal_covariance
+from dsi.covariance import (
+    IsotropicCovariance,
+    Method,
+    OptimalCovariance,
+    Residual,
+    isotropic_covariance,
+    optimal_covariance,
+)
 
 __all__ = ["Mechanism", "calibrate_multiplier"]
 
@@ -106,7 +113,10 @@ def noise_covariance(
     if noise not in _NOISE:
         raise ValueError(f"noise must be one of {_NOISE}, got {noise!r}")
     if noise == "dsi":
-        return optimal_covariance(differences, budgets, method=method, tol=tol, residual=residual)
+        # the values were checked against the literals by the callers (Mechanism.fit, DSITrainer)
+        return optimal_covariance(
+            differences, budgets, method=cast(Method, method), tol=tol, residual=cast(Residual, residual)
+        )
     return isotropic_covariance(differences, budgets)
 
 

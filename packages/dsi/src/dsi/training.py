@@ -15,7 +15,7 @@ import logging
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from icml25_shared.random import check_random_state
@@ -328,7 +328,7 @@ class DSITrainer:
         q = float(self.sample_rate)
         self._n_fixed = max(1, int(round(q * ids.size)))
         self.sample_rate_ = self._n_fixed / ids.size if self.sampling == "fixed" and q < 1.0 else q
-        kw = {"sample_rate": self.sample_rate_, "sampling": self.sampling}
+        kw: dict[str, Any] = {"sample_rate": self.sample_rate_, "sampling": self.sampling}
         self.noise_multiplier_ = calibrate_multiplier(
             self.epsilon, self.noise_multiplier, self.delta, rounds, self.accountant, **kw
         )
@@ -350,7 +350,8 @@ class DSITrainer:
             return torch.optim.SGD(params, lr=self.lr)
         if self.optimizer == "adam":
             return torch.optim.Adam(params, lr=self.lr)
-        return self.optimizer(params)
+        make = cast(Callable[[Any], Any], self.optimizer)  # validated in _setup: a callable here
+        return make(params)
 
     # -- one round --------------------------------------------------------------------------------
     def _local_run(self, theta0: Any, x: Any, y: Any, batches: list[np.ndarray]) -> tuple[Any, float]:
