@@ -9,14 +9,6 @@ from importlib.metadata import PackageNotFoundError, version
 from feature_markets.datasets import MarketData, adult_csv, breast_cancer_proxy, make_market_data
 from feature_markets.market import MarketOutcome, MarketPrice, market_price, simulate_market
 from feature_markets.metrics import MarketReport, burden, market_report, welfare
-from feature_markets.models import (
-    BudgetFeatureClassifier,
-    FixedPriceStrategicClassifier,
-    MarketAwareClassifier,
-    MarketLineSearchClassifier,
-    NaiveClassifier,
-)
-from feature_markets.soft import soft_market_price
 
 try:
     __version__ = version("feature-markets")
@@ -44,3 +36,19 @@ __all__ = [
     "soft_market_price",
     "welfare",
 ]
+
+_MODELS = ("BudgetFeatureClassifier", "FixedPriceStrategicClassifier", "MarketAwareClassifier",
+           "MarketLineSearchClassifier", "NaiveClassifier")
+
+
+def __getattr__(name: str) -> object:
+    """Load the classifiers (torch, scikit-learn) on first use, so ``--help`` and the market solver stay light."""
+    if name in _MODELS:
+        from feature_markets import models
+
+        return getattr(models, name)
+    if name == "soft_market_price":
+        from feature_markets.soft import soft_market_price
+
+        return soft_market_price
+    raise AttributeError(f"module 'feature_markets' has no attribute {name!r}")

@@ -2,11 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from icml25_shared.cli import run_cli
 
-from feature_markets.experiments import demo, reproduce
-
 PAPER = "Sommer, Hikri, Amit, Rosenfeld (ICML 2025). Learning Classifiers That Induce Markets."
+
+
+def _demo(ctx: Any) -> Any:
+    from feature_markets.experiments import demo  # on first use: --help loads no torch or scikit-learn
+
+    return demo(ctx)
+
+
+def _reproduce(ctx: Any) -> Any:
+    from feature_markets.experiments import reproduce
+
+    return reproduce(ctx)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     int
         The exit code (0 on success).
     """
-    return run_cli("feature_markets", demo=demo, reproduce=reproduce, argv=argv, description=__doc__, paper=PAPER)
+    return run_cli("feature_markets", demo=_demo, reproduce=_reproduce, argv=argv, description=__doc__, paper=PAPER)
 
 
 if __name__ == "__main__":
