@@ -29,7 +29,7 @@ def test_noisy_oracle_error_rate_and_errors_are_uniform_over_other_contexts():
     assert abs(wrong.mean() - 0.2) < 0.0113
     counts = np.bincount(pred[wrong & (z == 0)], minlength=4)
     assert counts[0] == 0 and counts[1:].min() > 0.8 * counts[1:].mean()
-    with pytest.raises(ValueError, match=r"error_rate must lie in \[0, 1\]"):
+    with pytest.raises(ValueError, match=r"NoisyOracle: error_rate must be a float in \[0, 1\]"):
         NoisyOracle(n_contexts=4, error_rate=1.5).predict(None, 0)
 
 

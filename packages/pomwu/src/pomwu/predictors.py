@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from icml25_shared.random import RandomStateLike, check_random_state
+from icml25_shared.validation import Interval, check_param, check_params
 
 __all__ = [
     "OracleContext",
@@ -28,9 +29,8 @@ def _check_context(z: int, n_contexts: int) -> int:
     return int(z)
 
 
-def _check_n_contexts(n_contexts: int) -> None:
-    if isinstance(n_contexts, bool) or not isinstance(n_contexts, (int, np.integer)) or n_contexts < 1:
-        raise ValueError(f"n_contexts must be a positive int, got {n_contexts!r}")
+def _check_n_contexts(n_contexts: int, owner: str) -> None:
+    check_param("n_contexts", n_contexts, [Interval(int, 1, None)], owner=owner)
 
 
 class OracleContext:
@@ -47,7 +47,7 @@ class OracleContext:
 
     def predict(self, covariates: np.ndarray | None, true_context: int) -> int:
         """Return ``true_context`` (checked against ``n_contexts``); ``covariates`` are ignored."""
-        _check_n_contexts(self.n_contexts)
+        _check_n_contexts(self.n_contexts, "OracleContext")
         return _check_context(true_context, self.n_contexts)
 
     def update(self, covariates: np.ndarray | None, true_context: int) -> OracleContext:
@@ -78,11 +78,14 @@ class NoisyOracle:
     def predict(self, covariates: np.ndarray | None, true_context: int) -> int:
         """Return ``true_context`` or, with probability ``error_rate``, another context."""
         if not hasattr(self, "rng_"):
-            _check_n_contexts(self.n_contexts)
-            if not 0.0 <= float(self.error_rate) <= 1.0:
-                raise ValueError(f"error_rate must lie in [0, 1], got {self.error_rate!r}")
+            check_params(
+                {"n_contexts": self.n_contexts, "error_rate": self.error_rate, "random_state": self.random_state},
+                {"n_contexts": [Interval(int, 1, None)], "error_rate": [Interval(float, 0, 1)],
+                 "random_state": ["random_state"]},
+                owner="NoisyOracle",
+            )
             if self.n_contexts == 1 and self.error_rate > 0:
-                raise ValueError("error_rate > 0 needs at least two contexts to err between")
+                raise ValueError("NoisyOracle: error_rate > 0 needs n_contexts >= 2 to err between; got n_contexts 1")
             self.rng_ = check_random_state(self.random_state)
         z = _check_context(true_context, self.n_contexts)
         if self.rng_.random() < self.error_rate:
@@ -120,11 +123,12 @@ class OnlineLogisticRegression:
         self.decay = decay
 
     def _init(self, dim: int) -> None:
-        _check_n_contexts(self.n_contexts)
-        if not self.step_size > 0:
-            raise ValueError(f"step_size must be > 0, got {self.step_size!r}")
-        if self.l2 < 0:
-            raise ValueError(f"l2 must be >= 0, got {self.l2!r}")
+        check_params(
+            {"n_contexts": self.n_contexts, "step_size": self.step_size, "l2": self.l2, "decay": self.decay},
+            {"n_contexts": [Interval(int, 1, None)], "step_size": [Interval(float, 0, None, closed="neither")],
+             "l2": [Interval(float, 0, None)], "decay": ["boolean"]},
+            owner="OnlineLogisticRegression",
+        )
         self.coef_ = np.zeros((self.n_contexts, dim))
         self.intercept_ = np.zeros(self.n_contexts)
         self.n_seen_ = 0
@@ -181,7 +185,7 @@ class SGDContextPredictor:
         if not hasattr(self, "model_"):
             from sklearn.linear_model import SGDClassifier
 
-            _check_n_contexts(self.n_contexts)
+            _check_n_contexts(self.n_contexts, "SGDContextPredictor")
             params = {"loss": "log_loss", "random_state": self.random_state, **self.sgd_params}
             self.model_ = SGDClassifier(**params)
             self.fitted_ = False
@@ -226,7 +230,7 @@ def make_covariates(
 
     Returns ``(covariates (T, dim), model)``. Larger ``noise`` lowers the attainable accuracy.
     """
-    _check_n_contexts(n_contexts)
+    _check_n_contexts(n_contexts, "make_covariates")
     if dim < 1 or noise < 0:
         raise ValueError(f"need dim >= 1 and noise >= 0, got dim={dim}, noise={noise}")
     model = CovariateModel(means=rng.standard_normal((n_contexts, dim)), noise=float(noise))
