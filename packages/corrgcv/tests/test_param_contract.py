@@ -16,3 +16,10 @@ def test_ridge_corrgcv():
 
 def test_correlations_and_problems():
     assert_rejects(corrgcv.ExponentialCorrelation, "xi", wrong_type="long", wrong_value=-2.0)
+
+
+def test_power_law_problem():
+    assert_rejects(corrgcv.power_law_problem, "n_features", wrong_type=10.5, wrong_value=0)
+    assert_rejects(corrgcv.power_law_problem, "capacity", wrong_type="steep", wrong_value=0.0, n_features=10)
+    assert_rejects(corrgcv.power_law_problem, "noise_std", wrong_type=None, wrong_value=-0.1, n_features=10)
+    assert_rejects(corrgcv.power_law_problem, "source", wrong_type="smooth", wrong_value=float("nan"), n_features=10)

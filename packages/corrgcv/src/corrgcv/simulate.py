@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 from icml25_shared.random import check_random_state
+from icml25_shared.validation import Interval, check_params
 
 from corrgcv.correlation import Correlation, check_k_matrix
 
@@ -89,10 +90,12 @@ def power_law_problem(
     n_features: int, *, capacity: float = 1.8, source: float = 0.3, noise_std: float = 0.05
 ) -> LinearProblem:
     """eta_k = k^{-capacity}, eta_k w_k^2 proportional to k^{-(1 + 2 capacity source)}, w^T Sigma w = 1."""
-    if n_features < 1 or capacity <= 0 or noise_std < 0:
-        raise ValueError(
-            f"need n_features >= 1, capacity > 0, noise_std >= 0; got {n_features}, {capacity}, {noise_std}"
-        )
+    check_params(
+        {"n_features": n_features, "capacity": capacity, "source": source, "noise_std": noise_std},
+        {"n_features": [Interval(int, 1, None)], "capacity": [Interval(float, 0, None, closed="neither")],
+         "source": [Interval(float, None, None)], "noise_std": [Interval(float, 0, None)]},
+        owner="power_law_problem",
+    )
     k = np.arange(1, n_features + 1, dtype=float)
     eta = k**-capacity
     signal = k ** -(1.0 + 2.0 * capacity * source)
