@@ -15,3 +15,8 @@ def test_classifiers():
 
 def test_data():
     assert_rejects(fm.make_market_data, "n_samples", wrong_type="many", wrong_value=0)
+
+
+def test_split():
+    assert_rejects(DATA.split, "test_size", wrong_type="half", wrong_value=1.0)
+    assert_rejects(DATA.split, "random_state", wrong_type="seed", wrong_value=-1)

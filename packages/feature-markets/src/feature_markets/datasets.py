@@ -53,8 +53,11 @@ class MarketData:
         tuple of MarketData
             ``(train, test)``.
         """
-        if not 0 < test_size < 1:
-            raise ValueError(f"test_size must be in (0, 1), got {test_size}")
+        check_params(
+            {"test_size": test_size, "random_state": random_state},
+            {"test_size": [Interval(float, 0, 1, closed="neither")], "random_state": ["random_state"]},
+            owner="MarketData.split",
+        )
         order = check_random_state(random_state).permutation(self.y.shape[0])
         cut = int(round(test_size * self.y.shape[0]))
         take = lambda rows: MarketData(self.X[rows], self.y[rows], self.budgets[rows], self.description)  # noqa: E731
