@@ -1,4 +1,4 @@
-"""Render the README's few-rows table from results/few_rows.json (written by benchmarks/few_rows.py).
+"""Render the few-rows study table (studies/few_rows.md) from results/few_rows.json (written by benchmarks/few_rows.py).
 
 One row per (depth, N); each cell is fastpd's time, the peer's time and peer / fastpd (above 1: fastpd
 faster). SHAP cells compare with shap's interventional TreeExplainer, the PD cell with scikit-learn's
