@@ -1,4 +1,4 @@
-"""Render the README's special-case table from results/special_cases.json (benchmarks/special_cases.py).
+"""Render the special-case table of studies/special_cases.md from results/special_cases.json (benchmarks/special_cases.py).
 
     python packages/kandinsky-cp/studies/special_cases_table.py
 """
