@@ -139,8 +139,23 @@ def test_relative_leak_is_undefined_not_huge_where_the_output_is_zero():
                       logits=np.array([[1e-13, 2.0], [1.0, 0.5]]))
     leak = exp.relative_leak
     assert np.isnan(leak[0]) and leak[1] == pytest.approx(0.1)
-    # a pseudoscalar of planar graphs is zero up to roundoff, and so is its relevance: the share stays <= 1
+    # a pseudoscalar of planar graphs is zero up to roundoff, and so is its relevance: no share
     exp = EquiGX(_model("pseudoscalar"), variant="split").explain(degenerate_graphs("planar", 6, random_state=1),
                                                                   target=1)
     assert np.abs(exp.output).max() < 1e-6
-    assert (exp.relative_leak <= 1 + 1e-9).all()
+    assert np.isnan(exp.relative_leak).all()
+
+
+@pytest.mark.parametrize("dtype", [torch.float64, torch.float32])
+def test_relative_leak_is_undefined_on_two_node_graphs_whose_pseudoscalar_is_roundoff(dtype):
+    """Every logit of a two-node (collinear) graph is roundoff, so its own scale cannot tell it from zero."""
+    rng = np.random.default_rng(0)
+    pos = [np.array([[0.0, 0.0, 0.0], [0.8, 0.0, 0.0]]) @ random_rotation(k) + rng.normal(size=3) for k in range(3)]
+    chiral = degenerate_graphs("sparse", 12, random_state=5)
+    graphs = Graphs.from_list(pos + [chiral.pos[chiral.batch == 0].numpy()],
+                              [np.eye(2)[[0, 1]]] * 3 + [chiral.node_attr[chiral.batch == 0].numpy()], dtype=dtype)
+    model = _model("pseudoscalar").to(dtype)
+    exp = EquiGX(model, variant="split").explain(graphs, target=1)
+    assert np.abs(exp.output[:3]).max() < 1e-6 and abs(exp.output[3]) > 1e-3
+    leak = exp.relative_leak
+    assert np.isnan(leak[:3]).all() and np.isfinite(leak[3])

@@ -106,9 +106,10 @@ class Explanation(Attribution):
     def relative_leak(self) -> np.ndarray:
         """``|leak| / |output|`` per graph; NaN where the output is zero within rounding.
 
-        A graph whose explained output is below ``1e-6`` of its scale (the largest of its logits and of its
-        summed absolute relevance) has no meaningful share: an untrained or mirror-symmetric graph's
-        pseudoscalar is zero up to roundoff, and dividing by it gives numbers of any size. Summarise with
+        A graph whose explained output is below ``1e-6`` of the batch's scale (the largest of the graphs'
+        logits and summed absolute relevances, taken as at least 1) has no meaningful share: an untrained or
+        mirror-symmetric graph's pseudoscalar is zero up to roundoff (a graph whose logits are all roundoff
+        cannot be its own scale), and dividing by it gives numbers of any size. Summarise with
         ``np.nanmedian`` / ``np.nanmax``.
 
         Returns
@@ -124,7 +125,9 @@ class Explanation(Attribution):
             magnitude = magnitude + np.bincount(self.batch[self.edge_index[1]], edge, minlength=n_graphs)
         scale = np.maximum(np.abs(self.logits).max(axis=1), magnitude)
         out = np.abs(self.output)
-        defined = out > 1e-6 * scale
+        # A graph whose logits are all roundoff (a pseudoscalar of a mirror-symmetric graph) has a roundoff
+        # scale of its own: compare with the batch's scale instead, taken as at least 1.
+        defined = out > 1e-6 * max(float(scale.max(initial=0.0)), 1.0)
         return np.where(defined, np.abs(self.leak) / np.where(defined, out, 1.0), np.nan)
 
     def node_scores(self, *, geometry: bool = True, absolute: bool = False) -> np.ndarray:
