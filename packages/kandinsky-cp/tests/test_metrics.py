@@ -1,3 +1,6 @@
+import re
+import sys
+
 import numpy as np
 import pytest
 
@@ -34,9 +37,19 @@ def test_covered_and_sizes_for_all_prediction_types():
 
 
 def test_plot_has_error_bars_per_method():
+    pytest.importorskip("matplotlib")
     rng = np.random.default_rng(0)
     phi = (rng.uniform(size=(200, 3)) < 0.5).astype(float)
     reps = {m: group_coverage(rng.uniform(size=200) < 0.9, phi, confidence_level=0.9) for m in ("a", "b")}
     fig = plot_group_coverage(reps, title="t")
     ax = fig.axes[0]
     assert len(ax.containers) == 2 and ax.get_title() == "t"
+
+
+def test_plot_without_matplotlib_names_the_cli_extra(monkeypatch):
+    """matplotlib is not a core dependency: without it the plot says which extra brings it."""
+    for name in ("matplotlib", "matplotlib.pyplot"):
+        monkeypatch.setitem(sys.modules, name, None)  # a None entry makes `import name` raise ImportError
+    rep = group_coverage(np.ones(10, dtype=bool), np.ones((10, 1)), confidence_level=0.9)
+    with pytest.raises(ImportError, match=re.escape('pip install "kandinsky-cp[cli]"')):
+        plot_group_coverage(rep)

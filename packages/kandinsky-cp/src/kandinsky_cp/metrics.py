@@ -142,8 +142,12 @@ def plot_group_coverage(reports: GroupCoverage | Mapping[str, GroupCoverage], *,
     """Grouped bar-free dot plot: coverage per group with ±1.96 s.e. bars, one colour per method.
 
     reports: one report or {method name: report} sharing the same groups. Returns the Figure.
+    Needs matplotlib, which the base install does not bring: ``pip install "kandinsky-cp[cli]"``.
     """
-    import matplotlib.pyplot as plt
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise ImportError('plot_group_coverage needs matplotlib: pip install "kandinsky-cp[cli]"') from exc
 
     if isinstance(reports, GroupCoverage):
         reports = {"": reports}
