@@ -103,3 +103,31 @@ def test_a_leaf_module_without_a_rule_is_refused_and_a_registered_one_is_used():
     with torch.no_grad():  # per sample: R_i = x_i w_i * 2 * path weight, a z-rule on a linear model
         contrib = (x * 2.0 * model[1].weight.reshape(1, 2) / np.sqrt(2)).numpy()
     np.testing.assert_allclose(exp.node_relevance_by_block, contrib, rtol=1e-8)
+
+
+@pytest.mark.parametrize("make", [nn.Softplus, lambda: nn.LayerNorm(2, elementwise_affine=False)],
+                         ids=["Softplus", "LayerNorm"])
+def test_a_parameter_free_nonlinearity_without_a_rule_is_refused_not_differentiated(make):
+    """Gradient times input through softplus is not the relevance its output held: refuse, do not answer."""
+    model = nn.Sequential(o3.Linear("2x0e", "2x0e").double(), make(), o3.Linear("2x0e", "1x0e").double())
+    x = torch.tensor([[1.0, 2.0], [3.0, -1.0]], dtype=torch.float64)
+    name = type(model[1]).__name__
+    with pytest.raises(TypeError, match=f"{name} is called on the node features but has no relevance rule"):
+        ModuleEquiGX(model).explain(model, x, "2x0e")
+
+
+def test_e3nn_activation_passes_relevance_as_the_elementwise_modules_do():
+    from e3nn.nn import Activation
+
+    torch.manual_seed(0)
+    first, last = o3.Linear("2x0e", "2x0e").double(), o3.Linear("2x0e", "1x0e").double()
+    x = torch.tensor([[1.0, 2.0], [3.0, -1.0]], dtype=torch.float64)
+    e3nn_act = nn.Sequential(first, Activation("2x0e", [torch.tanh]), last)
+    torch_act = nn.Sequential(first, nn.Tanh(), last)
+    a = ModuleEquiGX(e3nn_act, eps=1e-14).explain(e3nn_act, x, "2x0e", batch=torch.arange(2))
+    b = ModuleEquiGX(torch_act, eps=1e-14).explain(torch_act, x, "2x0e", batch=torch.arange(2))
+    # e3nn normalises tanh to unit second moment (a constant factor): the relevances scale with the output
+    factor = (a.output / b.output)[:, None]
+    assert not np.allclose(factor, 1.0)
+    np.testing.assert_allclose(a.node_relevance_by_block, b.node_relevance_by_block * factor, rtol=1e-7)
+    np.testing.assert_allclose(a.attributed, a.output, rtol=1e-7)

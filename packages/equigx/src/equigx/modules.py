@@ -3,8 +3,9 @@
 :class:`ModuleEquiGX` explains a model that is not shaped like :class:`equigx.TFN` (no ``layers`` list, its own
 message passing), e.g. e3nn's ``gate_points_2101.Network``: as zennit's composites do, it attaches a rule to
 every module of a registered type (``TensorProduct`` and ``FullyConnectedTensorProduct``, ``o3.Linear``,
-``Gate``, ``NormActivation``, ``FullyConnectedNet``, ``torch.nn.Linear`` and elementwise activations) and
-differentiates the code between them.
+``Gate``, ``NormActivation``, e3nn's ``Activation``, ``FullyConnectedNet``, ``torch.nn.Linear`` and elementwise
+activations) and differentiates the code between them; any other leaf module called on the node features
+(``nn.Softplus``, ``nn.LayerNorm``, a custom module) is refused by name until a rule is registered for it.
 
 How relevance flows: a registered module's output ``y`` receives a message ``c`` (the gradient of the
 explained output through the code after it), its relevance per irrep block is ``<y, c>``, its rule maps that
@@ -26,9 +27,10 @@ from typing import Any
 import numpy as np
 import torch
 from e3nn import o3
-from e3nn.nn import FullyConnectedNet, Gate, NormActivation
+from e3nn.nn import Activation, FullyConnectedNet, Gate, NormActivation
 from torch import nn
 
+from equigx.models import SumPool
 from equigx.rules import (
     _fcnet_rule,
     _gate_rule,
@@ -126,6 +128,13 @@ register_module_rule(nn.Linear, lambda m, inputs, y, r, eps: [epsilon_rule(m, in
 for _elementwise in (nn.ReLU, nn.SiLU, nn.Tanh, nn.Sigmoid, nn.Identity, nn.Dropout, nn.LeakyReLU, nn.GELU):
     register_module_rule(_elementwise, lambda m, inputs, y, r, eps: [r],
                          lambda m, inputs, y: ([_scalars(y.shape[-1])], _scalars(y.shape[-1])))
+register_module_rule(Activation, lambda m, inputs, y, r, eps: [r],
+                     lambda m, inputs, y: ([m.irreps_in], m.irreps_out))
+
+_SHAPE_ONLY = (nn.Flatten, nn.Unflatten, SumPool)
+"""Leaf modules without a rule that reshape or sum (differentiated like the code between modules); any other
+unregistered leaf module called on the node features is refused: a nonlinearity (``nn.Softplus``, a norm)
+differentiated as if it were linear gives relevance that silently breaks the rules' conservation."""
 
 
 class _Boundary(torch.autograd.Function):
@@ -192,9 +201,10 @@ class ModuleEquiGX:
     Parameters
     ----------
     model : torch.nn.Module
-        The network. Every leaf module with parameters that it calls on the path of the node features must have
-        a rule (:data:`MODULE_RULES`, :func:`register_module_rule`); a registered module's children are not
-        visited; parameter-free modules without a rule are differentiated like the code between modules.
+        The network. Every leaf module that it calls on the path of the node features must have a rule
+        (:data:`MODULE_RULES`, :func:`register_module_rule`), except ``nn.Flatten``, ``nn.Unflatten`` and
+        :class:`equigx.models.SumPool`; a
+        registered module's children are not visited.
     eps : float, default 1e-9
         Stabiliser of every division.
 
@@ -245,7 +255,7 @@ class ModuleEquiGX:
         Raises
         ------
         TypeError
-            When the model calls, on the node path, a leaf module with parameters and no rule (the message names
+            When the model calls, on the node path, a leaf module with no rule (the message names
             it).
         ValueError
             When ``node_features`` does not match ``irreps`` or ``target`` is not a column of the output.
@@ -300,7 +310,7 @@ class ModuleEquiGX:
             if rule is not None and not inside:
                 ruled.add(id(module))
                 handles.append(module.register_forward_hook(self._hook(module, rule), with_kwargs=True))
-            elif not inside and not list(module.children()) and any(True for _ in module.parameters(recurse=False)):
+            elif not inside and not list(module.children()) and not isinstance(module, _SHAPE_ONLY):
                 handles.append(module.register_forward_pre_hook(_refuse_unruled, with_kwargs=True))
             for child in module.children():
                 visit(child, inside or rule is not None)
