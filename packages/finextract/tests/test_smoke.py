@@ -110,3 +110,18 @@ def test_calibrate_picks_best_mean_held_out_as_per_mode_and_method():
     chosen = calibrate(scores, grid)
     assert chosen["full"] == {"FineXtract (calibrated)": ("mg", 3.0, 0.0), "CFG baseline (calibrated)": ("cfg", 1.0)}
     assert chosen["lora"] == {"FineXtract (calibrated)": ("mg", 2.0, 0.0), "CFG baseline (calibrated)": ("cfg", 3.0)}
+
+
+def test_help_and_import_load_no_torch():
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, json, runpy; sys.argv = ['finextract', '--help']\n"
+        "try:\n    runpy.run_module('finextract', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+        "print(json.dumps([m for m in ('torch', 'diffusers', 'transformers', 'sklearn', 'matplotlib', 'tqdm')"
+        " if m in sys.modules]))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []

@@ -339,7 +339,7 @@ def test_design_option_routes_to_reproduce(monkeypatch, tmp_path, capsys):
     import finextract.__main__ as cli
 
     seen = []
-    monkeypatch.setattr(cli, "reproduce", lambda ctx, design, **kw: seen.append(design))
+    monkeypatch.setattr("finextract.experiments.reproduce", lambda ctx, design, **kw: seen.append(design))
     assert cli.main(["reproduce", "--design", "new-concept", "--out", str(tmp_path)]) == 0
     assert cli.main(["reproduce", "--out", str(tmp_path), "--design=instance"]) == 0
     assert cli.main(["reproduce", "--out", str(tmp_path)]) == 0
@@ -363,7 +363,7 @@ def test_seeds_and_calibration_options(monkeypatch, tmp_path, capsys):
     cal = tmp_path / "reproduce.json"
     cal.write_text("{}")
     seen = []
-    monkeypatch.setattr(cli, "reproduce", lambda ctx, design, **kw: seen.append((design, kw, ctx.seed)))
+    monkeypatch.setattr("finextract.experiments.reproduce", lambda ctx, design, **kw: seen.append((design, kw, ctx.seed)))
     assert cli.main(["reproduce", "--seeds", "4,5", "--calibration", str(cal), "--out", str(tmp_path)]) == 0
     assert cli.main(["reproduce", "--out", str(tmp_path), f"--calibration={cal}", "--seeds=5"]) == 0
     assert cli.main(["reproduce", "--out", str(tmp_path)]) == 0

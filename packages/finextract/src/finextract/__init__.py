@@ -5,22 +5,55 @@ baseline (:class:`CFGSampler`), clique clustering of generations (:func:`cluster
 metrics (:func:`extraction_metrics`). Heavy imports (diffusers, peft, networkx) happen on first use.
 """
 
+import importlib
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING
 
-from finextract.cluster import (
-    ClusterResult,
-    SSCDFeatures,
-    ThresholdStep,
-    clique_separation,
-    cluster_extract,
-    extract_features,
-    pixel_features,
-)
-from finextract.denoisers import Denoiser, FunctionDenoiser, LatentUNet, PixelUNet, as_denoiser, without_adapters
-from finextract.guidance import CFGSampler, ModelGuidanceSampler, SampleResult, ddim_step, guided_noise
-from finextract.images import ImageSet, load_images
-from finextract.lora import add_lora, load_lora, save_lora
-from finextract.metrics import ExtractionMetrics, extraction_metrics
+if TYPE_CHECKING:
+    from finextract.cluster import (
+        ClusterResult,
+        SSCDFeatures,
+        ThresholdStep,
+        clique_separation,
+        cluster_extract,
+        extract_features,
+        pixel_features,
+    )
+    from finextract.denoisers import Denoiser, FunctionDenoiser, LatentUNet, PixelUNet, as_denoiser, without_adapters
+    from finextract.guidance import CFGSampler, ModelGuidanceSampler, SampleResult, ddim_step, guided_noise
+    from finextract.images import ImageSet, load_images
+    from finextract.lora import add_lora, load_lora, save_lora
+    from finextract.metrics import ExtractionMetrics, extraction_metrics
+
+#: public name -> the module that defines it; loaded on first access (PEP 562), so that ``import finextract``
+#: and ``python -m finextract --help`` load no torch.
+_LAZY = {
+    "CFGSampler": "finextract.guidance",
+    "ClusterResult": "finextract.cluster",
+    "Denoiser": "finextract.denoisers",
+    "ExtractionMetrics": "finextract.metrics",
+    "FunctionDenoiser": "finextract.denoisers",
+    "ImageSet": "finextract.images",
+    "LatentUNet": "finextract.denoisers",
+    "ModelGuidanceSampler": "finextract.guidance",
+    "PixelUNet": "finextract.denoisers",
+    "SSCDFeatures": "finextract.cluster",
+    "SampleResult": "finextract.guidance",
+    "ThresholdStep": "finextract.cluster",
+    "add_lora": "finextract.lora",
+    "as_denoiser": "finextract.denoisers",
+    "clique_separation": "finextract.cluster",
+    "cluster_extract": "finextract.cluster",
+    "ddim_step": "finextract.guidance",
+    "extract_features": "finextract.cluster",
+    "extraction_metrics": "finextract.metrics",
+    "guided_noise": "finextract.guidance",
+    "load_images": "finextract.images",
+    "load_lora": "finextract.lora",
+    "pixel_features": "finextract.cluster",
+    "save_lora": "finextract.lora",
+    "without_adapters": "finextract.denoisers",
+}
 
 try:
     __version__ = version("finextract")
@@ -55,3 +88,16 @@ __all__ = [
     "save_lora",
     "without_adapters",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """Import the module that defines ``name`` on first access."""
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'finextract' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

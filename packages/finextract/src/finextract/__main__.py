@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from icml25_shared.cli import ExtraCommand, RunContext, run_cli, save_figure, seed_everything
 from icml25_shared.tables import markdown_table
 
-from finextract.experiments import DEFAULT_DESIGN, DESIGNS, demo, parse_seeds, reproduce
+from finextract._options import DEFAULT_DESIGN, DESIGNS, parse_seeds
 
 if TYPE_CHECKING:
     from finextract.cluster import ClusterResult
@@ -374,7 +374,15 @@ def _reproduce(ctx: RunContext) -> None:
         if not calibration.is_file():
             raise SystemExit(f"--calibration: {calibration} is not a file (give an earlier run's reproduce.json)")
         frozen = {"seeds": seeds, "calibration": calibration}
+    from finextract.experiments import reproduce
+
     reproduce(ctx, design=ctx.options["design"], **frozen)
+
+
+def _demo(ctx: RunContext) -> None:
+    from finextract.experiments import demo
+
+    demo(ctx)
 
 
 AUDIT = ExtraCommand("extract the likely fine-tuning images of a fine-tuned model from local diffusers folders", audit)
@@ -395,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
     """
     return run_cli(
         "finextract",
-        demo=demo,
+        demo=_demo,
         reproduce=_reproduce,
         argv=argv,
         description=__doc__,

@@ -20,6 +20,7 @@ from icml25_shared.random import child_seeds
 from icml25_shared.stats import mean_sd
 from icml25_shared.tables import markdown_table
 
+from finextract._options import DEFAULT_DESIGN, DESIGNS
 from finextract.audit import ExtractionResult, extract
 from finextract.denoisers import PixelUNet, without_adapters
 from finextract.guidance import CFGSampler, ModelGuidanceSampler
@@ -70,10 +71,6 @@ def seed_streams(seed: int) -> dict[str, int]:
     return dict(zip(STREAMS, child_seeds(seed, len(STREAMS)), strict=True))
 
 
-#: experiment designs (see :mod:`finextract.training`); ``reproduce`` runs ``DEFAULT_DESIGN`` unless told otherwise.
-#: "instance" leads because it is the paper's setting (DreamBooth on instances of a class the base model knows).
-DESIGNS = ("instance", "new-concept")
-DEFAULT_DESIGN = "instance"
 
 
 @dataclass(frozen=True)
@@ -473,35 +470,6 @@ class FrozenCalibration:
     source: str
     seed: int  # the held-out seed they were chosen on
     chosen: dict[str, Methods]  # {mode: {"FineXtract (calibrated)": ("mg", w, k), "CFG baseline (calibrated)": ...}}
-
-
-def parse_seeds(text: str) -> list[int]:
-    """Parse ``"4,5"`` into ``[4, 5]``: distinct non-negative integers, in the given order.
-
-    Parameters
-    ----------
-    text : str
-        Comma-separated integers.
-
-    Returns
-    -------
-    list of int
-        The seeds.
-
-    Examples
-    --------
-    >>> parse_seeds("4,5")
-    [4, 5]
-    """
-    try:
-        seeds = [int(part) for part in text.split(",")]
-    except ValueError:
-        raise ValueError(f"seeds must be comma-separated integers like 4,5; got {text!r}") from None
-    if any(s < 0 for s in seeds):
-        raise ValueError(f"seeds must be non-negative, got {text!r}")
-    if len(set(seeds)) != len(seeds):
-        raise ValueError(f"seeds must be distinct, got {text!r}")
-    return seeds
 
 
 def load_calibration(
