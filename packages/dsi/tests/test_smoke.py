@@ -70,7 +70,8 @@ def test_missing_extra_exits_2_with_one_line(monkeypatch, capsys, tmp_path):
 def test_entry_point_imports_no_extra():
     code = (
         "import sys, json, dsi.__main__; "
-        "print(json.dumps([m for m in ('torch', 'opacus', 'cvxpy', 'matplotlib') if m in sys.modules]))"
+        "print(json.dumps([m for m in ('torch', 'opacus', 'cvxpy', 'matplotlib', 'tqdm', 'sklearn', 'scipy.optimize')"
+        " if m in sys.modules]))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert json.loads(done.stdout) == []

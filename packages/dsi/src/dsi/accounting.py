@@ -21,7 +21,7 @@ import math
 from typing import Any
 
 import numpy as np
-from scipy import optimize, special
+from scipy import special
 
 from dsi._validation import as_numpy, check_delta, check_positive, check_steps
 
@@ -57,6 +57,13 @@ REFERENCE_MULTIPLIERS: dict[int, float] = {
     8: 0.69035,
 }
 """Noise multipliers of the paper's code (``utils.multiplier``) for epsilon = 1..8 at delta = 1e-5, one step."""
+
+
+def _brentq(*args: Any, **kwargs: Any) -> float:
+    """scipy.optimize.brentq, imported on first use (scipy.optimize alone takes ~0.7 s to import)."""
+    from scipy.optimize import brentq
+
+    return brentq(*args, **kwargs)
 
 
 _FLOAT_MAX = float(np.finfo(np.float64).max)
@@ -651,7 +658,7 @@ def sigma_from_epsilon(
         lo *= 0.5
     # the absolute xtol is 1e-9 (as before) or relative 1e-9 for multipliers below 1
     root = float(
-        optimize.brentq(
+        _brentq(
             lambda s: math.log(max(eps_at(s), 1e-300) / epsilon), lo, hi, xtol=min(1e-9, 1e-9 * lo), rtol=1e-7
         )
     )
@@ -787,7 +794,7 @@ def gdp_mu_from_epsilon(epsilon: float, delta: float) -> float:
     while excess(hi) < 0:
         hi *= 2.0
     if excess(1e-12) < 0:
-        mu = float(optimize.brentq(excess, 1e-12, hi, xtol=1e-14, rtol=1e-13))
+        mu = float(_brentq(excess, 1e-12, hi, xtol=1e-14, rtol=1e-13))
         if mu > 1e-3:  # the absolute xtol is relative 1e-11 or better
             return mu
     # tiny mu (tiny epsilon and delta): solve for log mu so that the tolerance is relative
@@ -804,7 +811,7 @@ def gdp_mu_from_epsilon(epsilon: float, delta: float) -> float:
                 f"epsilon={epsilon!r}, delta={delta!r}: the Gaussian-DP mu is below the smallest float64 "
                 "(epsilon and delta both too close to 0)"
             )
-    return math.exp(float(optimize.brentq(log_excess, t_lo, math.log(hi), xtol=1e-14, rtol=1e-14)))
+    return math.exp(float(_brentq(log_excess, t_lo, math.log(hi), xtol=1e-14, rtol=1e-14)))
 
 
 def epsilon_from_gdp(mu: float, delta: float) -> float:
@@ -825,7 +832,7 @@ def epsilon_from_gdp(mu: float, delta: float) -> float:
     def excess(e: float) -> float:
         return _gdp_delta(mu, e)[0] - delta
 
-    eps = float(optimize.brentq(excess, 0.0, hi, xtol=1e-12, rtol=1e-12))
+    eps = float(_brentq(excess, 0.0, hi, xtol=1e-12, rtol=1e-12))
     if eps < 1e-3:  # the absolute xtol is not small against epsilon: refine on log epsilon
         log_delta = math.log(delta)
 
@@ -838,5 +845,5 @@ def epsilon_from_gdp(mu: float, delta: float) -> float:
             t_lo -= 10.0
             if t_lo < -700.0:
                 return 0.0  # below 1e-300: zero to float64 precision
-        eps = math.exp(float(optimize.brentq(log_excess, t_lo, t_hi, xtol=1e-14, rtol=1e-12, maxiter=500)))
+        eps = math.exp(float(_brentq(log_excess, t_lo, t_hi, xtol=1e-14, rtol=1e-12, maxiter=500)))
     return eps
