@@ -100,3 +100,14 @@ def test_block_diversity_equals_the_dense_formula():
     n = len(smiles)
     dense = 1 - sim[np.triu_indices(n, 1)].sum() / (n * (n - 1) / 2)
     assert diversity(smiles) == pytest.approx(dense, abs=1e-12)
+
+
+def test_scaffold_similarity_counts_only_ring_scaffolds_as_moses():
+    # acyclic molecules have an empty scaffold; counted, peroxides vs amines scored a perfect 1.0
+    acyclic = compare_to_training(["CCOOC", "CCOOC", "CCS"], ["CCN", "CCCl"])
+    assert np.isnan(acyclic.scaffold_similarity)
+    # MOSES (min_rings=2): samples {naphthalene: 2}, train {naphthalene: 1, cyclohexylbenzene: 1};
+    # the ethanol and benzene (one ring) scaffolds do not count
+    mixed = compare_to_training(["CCc1cccc2ccccc12", "Oc1cccc2ccccc12", "CCO", "Cc1ccccc1"],
+                                ["Nc1cccc2ccccc12", "C1CCC(CC1)c1ccccc1", "c1ccccc1O"])
+    assert mixed.scaffold_similarity == pytest.approx(2 / (2 * np.sqrt(2)))

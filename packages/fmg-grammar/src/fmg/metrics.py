@@ -431,10 +431,19 @@ def _fragments(mols: Sequence[Chem.Mol]) -> Counter[str]:
     return out
 
 
-def _scaffolds(mols: Sequence[Chem.Mol]) -> Counter[str]:
+def _scaffolds(mols: Sequence[Chem.Mol], min_rings: int = 2) -> Counter[str]:
+    """Bemis-Murcko scaffolds with at least ``min_rings`` rings, as MOSES counts them for Scaf.
+
+    An acyclic molecule's scaffold is empty; counting it would make any two acyclic sets agree perfectly.
+    """
     from rdkit.Chem.Scaffolds import MurckoScaffold
 
-    return Counter(Chem.MolToSmiles(MurckoScaffold.GetScaffoldForMol(m)) for m in mols)
+    out: Counter[str] = Counter()
+    for m in mols:
+        scaffold = MurckoScaffold.GetScaffoldForMol(m)
+        if scaffold.GetNumAtoms() and scaffold.GetRingInfo().NumRings() >= min_rings:
+            out[Chem.MolToSmiles(scaffold)] += 1
+    return out
 
 
 def _wasserstein(a: np.ndarray, b: np.ndarray) -> float:
@@ -467,7 +476,8 @@ class TrainingComparison:
     alerts, train_alerts : dict of str to float
         ``alert_frequencies`` of each set.
     fragment_similarity, scaffold_similarity : float
-        Cosine similarity of BRICS-fragment and Bemis-Murcko-scaffold counts (MOSES's Frag and Scaf).
+        Cosine similarity of BRICS-fragment and Bemis-Murcko-scaffold counts (MOSES's Frag and Scaf; as in
+        MOSES, only scaffolds with two or more rings count, so Scaf is NaN when a set has none).
     kl_score : float
         GuacaMol's KL-divergence score (``guacamol_kl``); NaN with fewer than two molecules in a set.
     kl_divergences : dict of str to float
