@@ -111,3 +111,16 @@ def test_scaffold_similarity_counts_only_ring_scaffolds_as_moses():
     mixed = compare_to_training(["CCc1cccc2ccccc12", "Oc1cccc2ccccc12", "CCO", "Cc1ccccc1"],
                                 ["Nc1cccc2ccccc12", "C1CCC(CC1)c1ccccc1", "c1ccccc1O"])
     assert mixed.scaffold_similarity == pytest.approx(2 / (2 * np.sqrt(2)))
+
+
+def test_guacamol_kl_is_finite_when_no_sample_falls_in_the_reference_range():
+    from fmg.metrics import guacamol_kl
+
+    # every training molecule has 0 H-bond donors, every sample has some: GuacaMol's histogram gave 0/0 = NaN
+    score, kls = guacamol_kl(["CCO", "OCCO", "NCCO"], ["CCOC(=O)C=C", "COC(=O)C(C)=C"])
+    assert np.isfinite(score) and 0 < score < 1
+    # after GuacaMol's 1e-10 smoothing an empty histogram is uniform over the 10 bins: KL of a point mass is log 10
+    assert kls["NumHDonors"] == pytest.approx(np.log(10))
+    # in range the value is GuacaMol's (density histograms on the reference's bins)
+    same, _ = guacamol_kl(["CCOC(=O)C=C", "COC(=O)C(C)=C"], ["CCOC(=O)C=C", "COC(=O)C(C)=C"])
+    assert same == pytest.approx(1.0)

@@ -380,7 +380,10 @@ def _kl(reference: np.ndarray, sampled: np.ndarray, discrete: bool) -> float:
 
     if discrete:
         p, bins = np.histogram(reference, bins=10, density=True)
-        q, _ = np.histogram(sampled, bins=bins, density=True)
+        counts, _ = np.histogram(sampled, bins=bins)
+        # GuacaMol's density=True divides 0 by 0 when no sample falls in the reference's range (NaN score);
+        # an empty histogram is the farthest case, a zero density
+        q = counts / (counts.sum() * np.diff(bins)) if counts.sum() else np.zeros_like(p)
         return float(entropy(p + 1e-10, q + 1e-10))
     grid = np.linspace(min(reference.min(), sampled.min()), max(reference.max(), sampled.max()), 1000)
 
