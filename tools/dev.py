@@ -183,12 +183,13 @@ def pytest_command(python: Path | str, tests: Path, src: Path | None, *, triton:
     into one run they cost ~0.5 s of CPU, a step of their own ~2 s. The root config's
     ``--import-mode=importlib`` imports src modules under their real names from the editable install, so a
     doctest runs in the same module object that the tests import. Triton: the Triton-marked tests under
-    ``TRITON_INTERPRET=1`` (the CPU interpreter).
+    ``TRITON_INTERPRET=1`` (the CPU interpreter). ``scale``-marked tests (deployment-size runs of minutes)
+    are left to ``pytest -m scale``.
     """
     cmd = [str(python), "-m", "pytest", str(tests)]
     if src is not None and not triton:
         cmd += [str(src), "--doctest-modules"]
-    cmd += ["-q", "-p", "no:cacheprovider", "-m", "triton" if triton else "not triton"]
+    cmd += ["-q", "-p", "no:cacheprovider", "-m", "triton" if triton else "not triton and not scale"]
     return cmd, ({"TRITON_INTERPRET": "1"} if triton else {})
 
 

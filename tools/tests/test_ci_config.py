@@ -63,7 +63,7 @@ def test_one_definition_of_a_suite_serves_hatch_ci_and_the_gate():
     assert set(suites) == {"tools", "shared", *PACKAGES, "integration"}
     tests, src = suites["fastpd"]
     cmd, env = dev.pytest_command("python", tests, src, triton=False)
-    assert cmd[3:6] == [str(tests), str(src), "--doctest-modules"] and cmd[-2:] == ["-m", "not triton"] and env == {}
+    assert cmd[3:6] == [str(tests), str(src), "--doctest-modules"] and cmd[-2:] == ["-m", "not triton and not scale"] and env == {}
     cmd, env = dev.pytest_command("python", tests, src, triton=True)
     assert "--doctest-modules" not in cmd and cmd[-2:] == ["-m", "triton"] and env == {"TRITON_INTERPRET": "1"}
     step = dev.pytest_step(Path("python"), "tests: fastpd", tests, ROOT, triton=False, src=src)

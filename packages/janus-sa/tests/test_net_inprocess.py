@@ -245,7 +245,7 @@ def run_many_clients_over_grpc(n: int, workers: int = 4) -> dict:
             "code": int(cfg.quantizer.quantize(np.full(1, 0.5))[0])}
 
 
-@pytest.mark.slow
+@pytest.mark.scale  # ~2-10 CPU-minutes: run with `pytest -m scale packages/janus-sa/tests`
 def test_twenty_thousand_clients_in_one_round_over_grpc():
     """Before, gRPC's default message limits stopped a round above about 10,800 clients."""
     out = run_many_clients_over_grpc(20_000)
