@@ -82,6 +82,7 @@ def test_missing_extra_follows_a_requirement_into_its_extras(monkeypatch):
 
     monkeypatch.setattr(cli.metadata, "requires", lambda dist: requires[dist])
     monkeypatch.setattr(cli.metadata, "version", version)
+    monkeypatch.setattr(cli, "_module_importable", lambda name: name in installed)
     assert missing_extra("pkg", "cli") == ["matplotlib"]
     installed.add("matplotlib")
     assert missing_extra("pkg", "cli") == []
@@ -117,3 +118,21 @@ def test_distribution_of_finds_console_script_and_plain_packages():
     assert cli.distribution_of("pytest") == "pytest"  # through its console script
     assert cli.distribution_of("yaml").lower() == "pyyaml"  # no console script: the RECORD files
     assert cli.distribution_of("no_such_package_here") is None
+
+
+def test_a_module_installed_under_another_distribution_name_satisfies_the_extra(monkeypatch):
+    """xgboost-cpu ships the `xgboost` module: `fastpd[xgboost]` is satisfied although no `xgboost` dist exists."""
+    import icml25_shared.cli as cli
+
+    requires = ['numpy; extra == "fast"', 'json-five; extra == "fast"']
+
+    def fake_requires(dist):
+        return requires
+
+    def fake_version(name):
+        raise cli.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(cli.metadata, "requires", fake_requires)
+    monkeypatch.setattr(cli.metadata, "version", fake_version)
+    # numpy is importable (under any distribution name); json_five is not
+    assert cli.missing_extra("toy", "fast") == ["json-five"]

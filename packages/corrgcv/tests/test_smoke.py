@@ -57,7 +57,7 @@ def test_missing_demo_extra_is_one_line_and_exit_2(monkeypatch, capsys):
     monkeypatch.setattr(icml25_shared.cli, "missing_extra", lambda dist, extra: ["statsmodels"])
     assert main(["demo"]) == 2
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "pip install" in err and "corrgcv[demo]" in err
+    assert len(err.splitlines()) == 1 and "pip install" in err and "corrgcv[cli,demo]" in err
 
 
 def test_command_line_imports_no_extra_module():

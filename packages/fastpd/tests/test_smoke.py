@@ -56,7 +56,7 @@ def test_missing_extra_exits_2_with_one_line(monkeypatch, capsys, tmp_path):
     monkeypatch.setattr(icml25_shared.cli, "missing_extra", lambda dist, extra: ["xgboost"])
     assert main(["reproduce", "--quick", "--out", str(tmp_path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "pip install" in err[0] and "fastpd[xgboost]" in err[0]
+    assert len(err) == 1 and "pip install" in err[0] and "fastpd[cli,xgboost]" in err[0]
     assert not (tmp_path / "reproduce.json").exists()
 
 

@@ -47,7 +47,7 @@ def test_missing_demo_extra_is_one_line_and_exit_2(monkeypatch, capsys):
     for command in ("demo", "reproduce"):
         assert main([command]) == 2
         err = capsys.readouterr().err.strip()
-        assert len(err.splitlines()) == 1 and "pip install" in err and "kandinsky-cp[demo]" in err
+        assert len(err.splitlines()) == 1 and "pip install" in err and "kandinsky-cp[cli,demo]" in err
 
 
 def test_command_line_imports_no_extra_module():

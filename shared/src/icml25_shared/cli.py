@@ -324,6 +324,9 @@ def _requirement_extras(requirement: str) -> list[str]:
 def missing_extra(dist: str, extra: str) -> list[str]:
     """Requirements of ``dist[extra]`` whose distribution is not installed (empty when all are).
 
+    A requirement whose module is installed under another distribution's name (``xgboost`` from
+    ``xgboost-cpu``) counts as installed.
+
     A requirement that itself names extras (``icml25-shared[cli]``) is followed into them.
     """
     return _missing(dist, extra, seen=set())
@@ -346,11 +349,26 @@ def _missing(dist: str, extra: str, seen: set[tuple[str, str]]) -> list[str]:
         try:
             metadata.version(name)
         except metadata.PackageNotFoundError:
-            missing.append(name)
+            if not _module_importable(name):
+                missing.append(name)
             continue
         for inner in _requirement_extras(body):
             missing += [m for m in _missing(name, inner, seen) if m not in missing]
     return missing
+
+
+def _module_importable(name: str) -> bool:
+    """Whether a top-level module of the requirement's name is installed under another distribution.
+
+    Builds that ship one module under several distribution names (``xgboost-cpu`` provides ``xgboost``)
+    satisfy the requirement. The module is located, not imported.
+    """
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(re.sub(r"[-.]+", "_", name)) is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def _declares_extra(dist: str, extra: str) -> bool:
