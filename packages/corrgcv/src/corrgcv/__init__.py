@@ -5,6 +5,7 @@ samples", ICML 2025 (arXiv 2408.04607).
 """
 
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING
 
 from corrgcv.correlation import (
     FAMILIES,
@@ -26,6 +27,9 @@ from corrgcv.simulate import (
     simulate_risk,
 )
 from corrgcv.theory import DeterministicEquivalent, deterministic_equivalent, horizon_factor, test_point_factor
+
+if TYPE_CHECKING:  # static import for type checkers and the API docs; at run time __getattr__ loads it
+    from corrgcv.estimator import RidgeCorrGCV
 
 try:
     __version__ = version("corrgcv")

@@ -5,10 +5,21 @@ market its own weights create; :func:`market_price` solves that market exactly.
 """
 
 from importlib.metadata import PackageNotFoundError, version
+from typing import TYPE_CHECKING
 
 from feature_markets.datasets import MarketData, adult_csv, breast_cancer_proxy, make_market_data
 from feature_markets.market import MarketOutcome, MarketPrice, market_price, simulate_market
 from feature_markets.metrics import MarketReport, burden, market_report, welfare
+
+if TYPE_CHECKING:  # static imports for type checkers and the API docs; at run time __getattr__ loads them
+    from feature_markets.models import (
+        BudgetFeatureClassifier,
+        FixedPriceStrategicClassifier,
+        MarketAwareClassifier,
+        MarketLineSearchClassifier,
+        NaiveClassifier,
+    )
+    from feature_markets.soft import soft_market_price
 
 try:
     __version__ = version("feature-markets")
