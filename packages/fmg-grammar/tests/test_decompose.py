@@ -8,7 +8,7 @@ from rdkit import Chem
 
 from fmg import HeuristicChemJudge, decompose, load_dataset
 from fmg.chem import parse_molecule
-from fmg.decompose import bond_graph, chordal_completion, maximal_cliques
+from fmg.decomposition import bond_graph, chordal_completion, maximal_cliques
 from fmg.experiments import CONFIGS as ABLATIONS
 from fmg.experiments import SETS
 

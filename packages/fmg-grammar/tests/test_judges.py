@@ -213,7 +213,7 @@ def test_replay_judge_reproduces_a_recorded_model_and_its_trees(tmp_path):
 
 
 def test_tournament_keeps_the_bradley_terry_winner():
-    from fmg.decompose import decompose as dec_fn
+    from fmg.decomposition import decompose as dec_fn
 
     train = load_dataset("chain_extenders")
     heuristic = FMG(HeuristicChemJudge(), n_candidates=4).fit(train)

@@ -31,7 +31,7 @@ from icml25_shared.validation import Interval, Options, check_params
 from rdkit import Chem
 
 from fmg.chem import atom_label, bond_order, build_molecule
-from fmg.decompose import Decomposition
+from fmg.decomposition import Decomposition
 
 __all__ = ["REJECTIONS", "WEIGHTS", "Derivation", "Grammar", "Rule", "SampleResult"]
 

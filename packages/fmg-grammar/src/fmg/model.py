@@ -11,7 +11,7 @@ from icml25_shared.cli import progress as _progress
 from icml25_shared.random import spawn
 
 from fmg.chem import canonical_smiles, parse_molecule
-from fmg.decompose import Decomposition, decompose
+from fmg.decomposition import Decomposition, decompose
 from fmg.grammar import Derivation, Grammar, SampleResult
 from fmg.judges import MolecularJudge
 from fmg.tournament import bradley_terry
