@@ -41,7 +41,7 @@ def test_missing_extra_exits_2_with_one_line(monkeypatch, capsys, tmp_path):
     for command in ("demo", "reproduce"):
         assert main([command, "--quick", "--out", str(tmp_path)]) == 2
         err = capsys.readouterr().err.strip().splitlines()
-        assert len(err) == 1 and "pip install" in err[0] and "janus-sa[fl]" in err[0]
+        assert len(err) == 1 and "pip install" in err[0] and "janus-sa[cli,fl]" in err[0]
     assert not list(tmp_path.iterdir())
 
 
