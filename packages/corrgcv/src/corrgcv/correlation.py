@@ -17,7 +17,6 @@ from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
-import scipy.linalg
 from icml25_shared.validation import Interval, check_param
 
 __all__ = [
@@ -54,6 +53,7 @@ class Correlation(ABC):
     def matrix(self, n_samples: int) -> np.ndarray:
         """The (n_samples, n_samples) Toeplitz correlation matrix K."""
         n = _check_n(n_samples)
+        import scipy.linalg  # on first use: import corrgcv and --help skip SciPy
         return scipy.linalg.toeplitz(self.acf(np.arange(n, dtype=float)))
 
     def eigenvalues(self, n_samples: int) -> np.ndarray:
@@ -106,6 +106,7 @@ class ExponentialCorrelation(Correlation):
         diag = np.full(n, (1.0 + rho * rho) * scale)
         diag[0] = diag[-1] = scale
         off = np.full(n - 1, -rho * scale)
+        import scipy.linalg  # on first use: import corrgcv and --help skip SciPy
         inv_eigs = scipy.linalg.eigvalsh_tridiagonal(diag, off)
         return np.sort(1.0 / inv_eigs)
 

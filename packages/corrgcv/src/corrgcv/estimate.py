@@ -27,8 +27,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import scipy.linalg
-import scipy.optimize
 
 from corrgcv.correlation import Correlation, correlation_family, lag1_autocorrelation
 
@@ -101,6 +99,7 @@ def expected_lag1_autocorrelation(corr: Correlation, n_samples: int) -> float:
     b = a[np.abs(d)] * a[np.abs(d + 1)]
     counts = np.where(d >= 0, T - 1 - d, T + d)
     k2_super = float(np.sum(counts * b))  # sum_t (K^2)_{t, t+1}
+    import scipy.linalg  # on first use: import corrgcv and --help skip SciPy
     kr = scipy.linalg.matmul_toeplitz(a, r)
     p = kr - r * s / T  # P 1 with P = K C K
     one_p_one = rr - s**2 / T
@@ -133,6 +132,7 @@ def estimate_correlation_from_features(family: str | type[Correlation], X: Any) 
         return cls.from_lag1(lo)
     if g_hi <= 0:
         return cls.from_lag1(hi)
+    import scipy.optimize  # on first use: import corrgcv and --help skip SciPy
     r1 = scipy.optimize.brentq(gap, lo, hi, xtol=1e-12, rtol=1e-12)
     return cls.from_lag1(r1)
 
@@ -156,6 +156,7 @@ class _ProjectedLag1:
         lag1 = a[1] if T > 1 else 0.0
         if U.shape[1] == 0:
             return float(lag1 * (T - 1) / T)
+        import scipy.linalg  # on first use: import corrgcv and --help skip SciPy
         KU = scipy.linalg.matmul_toeplitz(a, U)
         tr_pk = float(np.einsum("ij,ij->", U, KU))
         tr_spk = float(np.einsum("ij,ij->", self.SU, KU))
@@ -191,4 +192,5 @@ def estimate_noise_correlation(family: str | type[Correlation], basis: Any, resi
         return cls.from_lag1(lo)
     if gap(hi) <= 0:
         return cls.from_lag1(hi)
+    import scipy.optimize  # on first use: import corrgcv and --help skip SciPy
     return cls.from_lag1(scipy.optimize.brentq(gap, lo, hi, xtol=1e-12, rtol=1e-12))

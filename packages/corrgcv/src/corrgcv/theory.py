@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import scipy.optimize
 
 from corrgcv.correlation import Correlation, check_k_matrix, k_eigenvalues
 
@@ -76,6 +75,7 @@ def _solve_kappa(lam: float, eta: np.ndarray, k: np.ndarray) -> float:
         lo -= 2.0
     while gap(hi) < 0:
         hi += 2.0
+    import scipy.optimize  # on first use: import corrgcv and --help skip SciPy
     return float(np.exp(scipy.optimize.brentq(gap, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps, maxiter=500)))
 
 
