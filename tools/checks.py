@@ -533,6 +533,27 @@ import contextlib, importlib, importlib.util, io, json, runpy, sys, traceback
 module, commands = sys.argv[1], sys.argv[2:]
 report = {"present": [n for n in ("matplotlib", "tqdm") if importlib.util.find_spec(n) is not None],
           "import": "", "api": {}, "commands": {}}
+
+
+def _pulled_by(name):
+    # third-party distributions of the bare install whose unconditional requirements name ``name``
+    import re
+    from importlib import metadata
+    found = []
+    for dist in metadata.distributions():
+        dist_name = (dist.metadata["Name"] or "").lower()
+        if dist_name in ("icml25-shared", name):
+            continue
+        for requirement in dist.requires or []:
+            body, _, marker = requirement.partition(";")
+            required = re.split(r"[\s\[<>=!~(]", body.strip(), maxsplit=1)[0].lower().replace("_", "-")
+            if "extra" not in marker and required == name:
+                found.append(dist_name)
+                break
+    return sorted(found)
+
+
+report["pulled_by"] = {n: _pulled_by(n) for n in report["present"]}
 try:
     import icml25_shared.cli as cli
 except ImportError:
@@ -588,10 +609,11 @@ def probe_problems(report: dict, member: Member) -> list[Problem]:
     core = {requirement_name(r) for r in tomllib.loads((member.path / "pyproject.toml").read_text())["project"]
             .get("dependencies", [])}
     for name in report.get("present", []):
-        if name not in core:
+        # a third-party base dependency that needs it (transformers needs tqdm) makes it part of the core
+        if name not in core and not report.get("pulled_by", {}).get(name):
             problems.append(Problem(member.path / "pyproject.toml", 1,
                                     f"the bare install of {member.dist} holds {name}, which only its extras declare "
-                                    "(a base dependency pulls it in)"))
+                                    "and no third-party base dependency requires"))
     if report.get("import"):
         problems.append(Problem(init, 1, f"import {member.module} fails with only its declared dependencies:\n"
                                          f"{report['import'][-2000:]}"))
