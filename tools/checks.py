@@ -579,6 +579,9 @@ else:
     for name in names or []:
         try:
             getattr(imported, name)
+        except ImportError as error:
+            if "pip install" not in str(error):  # a name that needs an extra must say which one
+                report["api"][name] = f"{type(error).__name__}: {error}"
         except BaseException as error:
             report["api"][name] = f"{type(error).__name__}: {error}"
 for command in commands:
@@ -664,6 +667,12 @@ def documented_install_problems(member: Member, wheel: Path, shared_wheel: Path,
         script = folder / "readme_examples.py"
         script.write_text("\n\n".join(blocks), encoding="utf-8")
         runs.append(("the README's python blocks", [str(py), str(script)], member.path / "README.md"))
+    # The README's commands run from the repository root (`git clone ... && cd icml25`): the temporary folder
+    # links packages/ so that paths relative to the root (shipped data under packages/<dist>/) resolve, while
+    # whatever the examples write stays in the temporary folder.
+    root_view = folder / "packages"
+    if not root_view.exists():
+        root_view.symlink_to(member.path.parent.resolve(), target_is_directory=True)
     for what, cmd, where in runs:
         try:
             done = subprocess.run(cmd, cwd=folder, env=run_env, capture_output=True, text=True,

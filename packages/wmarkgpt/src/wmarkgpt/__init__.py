@@ -64,5 +64,9 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     if name in _LAZY:
-        return getattr(import_module(_LAZY[name]), name)
+        try:
+            module = import_module(_LAZY[name])
+        except ModuleNotFoundError as error:  # the model, analyzer and trainer need torch and transformers
+            raise ImportError(f"wmarkgpt.{name} needs {error.name}: pip install \"wmarkgpt[model]\"") from error
+        return getattr(module, name)
     raise AttributeError(f"module 'wmarkgpt' has no attribute {name!r}")
