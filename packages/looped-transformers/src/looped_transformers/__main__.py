@@ -26,10 +26,11 @@ def _reproduce(ctx: Any) -> None:
 
 
 def _reproduce_options(parser: Any) -> None:
-    parser.add_argument("--protocol", choices=("families", "icl-cpu", "icl-full"), default="families",
+    parser.add_argument("--protocol", choices=("families", "icl-cpu", "icl-converged", "icl-full"), default="families",
                         help="families: ED, ICL and char LM (the quick sizes with --quick); icl-cpu: in-context "
                              "regression past the plateau (2000 steps, 3 seeds, LT r=2, 8, 4, TMLT r=8, LT r=1, "
-                             "stopped by a 25 CPU-minute budget); icl-full: 4000 steps, LT r=1..8, TMLT r=8 and "
+                             "stopped by a 25 CPU-minute budget); icl-converged: 4000 steps, LT r=2, 8, TMLT "
+                             "r=8, LT r=1, 4 (about 30 CPU-minutes); icl-full: 4000 steps, LT r=1..8, TMLT r=8 and "
                              "equal-compute cells (about 40 CPU-minutes on one idle thread); --quick shrinks either "
                              "icl protocol to a smoke test")
 

@@ -9,6 +9,8 @@ protocol is fixed in ``studies/reproduce-protocol.md``.
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -58,6 +60,14 @@ def _lm(vocab: int, d: int, heads: int, r: int, timestep: str, positions: int) -
                                           timestep=timestep, max_position_embeddings=positions))
 
 
+@contextlib.contextmanager
+def _seeded_init(seed: int) -> Iterator[None]:
+    """Draw the parameters built inside from ``seed`` without touching the caller's global torch RNG."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        yield
+
+
 def _summary(values: list[float]) -> dict[str, Any]:
     ci = t_interval(values) if len(values) > 1 else None
     return {"values": values, "mean": float(np.mean(values)),
@@ -82,8 +92,8 @@ def demo(ctx: RunContext) -> None:
     test_loops = (1, 2, 4, 8, 16)
     test_int = int(test_seed.integers(2**31))
     for timestep in progress(("none", "tmlt"), desc="demo"):
-        torch.manual_seed(child_seeds(ctx.seed, 1)[0])
-        model = _lm(task.vocab_size, 32, 2, 4, timestep, 32)
+        with _seeded_init(child_seeds(ctx.seed, 1)[0]):
+            model = _lm(task.vocab_size, 32, 2, 4, timestep, 32)
         result = train(model, task, TrainConfig(steps=steps, batch_size=32, lr=3e-3, warmup_steps=20),
                        random_state=spawn(data_seed, 1)[0])
         name = "LT" if timestep == "none" else "TMLT"
@@ -124,8 +134,8 @@ def _ed(p: dict[str, Any], seeds: list[int], streams: list[np.random.Generator],
         extra: dict[int, list[float]] = {2 * r: [], 4 * r: []}
         for seed, stream in zip(seeds, streams, strict=True):
             data, test = spawn(stream, 2)
-            torch.manual_seed(seed)
-            model = _lm(task.vocab_size, p["d"], p["heads"], r, timestep, task.max_sequence_length)
+            with _seeded_init(seed):
+                model = _lm(task.vocab_size, p["d"], p["heads"], r, timestep, task.max_sequence_length)
             train(model, task, TrainConfig(steps=p["steps"], batch_size=p["batch"], lr=p["lr"], warmup_steps=30),
                   random_state=data)
             test_seed = int(test.integers(2**31))
@@ -151,10 +161,10 @@ def _icl(p: dict[str, Any], seeds: list[int], streams: list[np.random.Generator]
             batch = task.sample(p["test"], test)
             if len(ls) < len(seeds) and i == len(ls):
                 ls.append(regression_baselines(batch))
-            torch.manual_seed(seed)
             cfg = LoopedConfig(vocab_size=1, hidden_size=p["d"], num_attention_heads=p["heads"], n_loops=r,
                                timestep=timestep, max_position_embeddings=2 * task.n_points)
-            model = LoopedRegressor(cfg, task.n_dims)
+            with _seeded_init(seed):
+                model = LoopedRegressor(cfg, task.n_dims)
             train(model, task, TrainConfig(steps=p["steps"], batch_size=p["batch"], lr=p["lr"], warmup_steps=30,
                                            loss_loops=max(1, r // 2)), random_state=data)
             curve = regression_error(model, batch)
@@ -179,8 +189,8 @@ def _charlm(p: dict[str, Any], seeds: list[int], streams: list[np.random.Generat
         extra: dict[int, list[float]] = {2 * r: [], 4 * r: []}
         for seed, stream in zip(seeds, streams, strict=True):
             data, test = spawn(stream, 2)
-            torch.manual_seed(seed)
-            model = _lm(128, p["d"], p["heads"], r, timestep, task.seq_len)
+            with _seeded_init(seed):
+                model = _lm(128, p["d"], p["heads"], r, timestep, task.seq_len)
             train(model, task, TrainConfig(steps=p["steps"], batch_size=p["batch"], lr=p["lr"], warmup_steps=30),
                   random_state=data)
             test_seed = int(test.integers(2**31))
@@ -283,7 +293,8 @@ def reproduce(ctx: RunContext) -> None:
 # --- In-context regression to convergence: one JSON per (model, seed) cell, written as it finishes ----------
 
 #: In-context linear regression protocols that train past the zero-predictor plateau. ``cpu`` is the reduced
-#: protocol run here (cells in priority order, stopped by a CPU budget); ``full`` the complete one.
+#: 2000-step protocol (cells in priority order, stopped by a CPU budget); ``converged`` the 4000-step one (the
+#: main cells of ``full``, decisive cells first); ``full`` adds the equal-compute cells.
 ICL_PROTOCOLS: dict[str, dict[str, Any]] = {
     "cpu": {"task": {"n_dims": 5, "n_points": 11}, "d": 32, "heads": 2, "steps": 2000, "batch": 64, "lr": 2e-3,
             "warmup": 50, "min_lr_ratio": 0.1, "seeds": 3, "test": 1000, "budget_minutes": 25.0,
@@ -293,6 +304,9 @@ ICL_PROTOCOLS: dict[str, dict[str, Any]] = {
              "cells": [["LT", 1], ["LT", 2], ["LT", 4], ["LT", 8], ["TMLT", 8]],
              # equal compute: r x steps constant at the budget of LT r=8 x 4000 steps
              "equal_compute": [["LT", 2, 16000], ["LT", 4, 8000]]},
+    "converged": {"task": {"n_dims": 5, "n_points": 11}, "d": 32, "heads": 2, "steps": 4000, "batch": 64, "lr": 2e-3,
+                  "warmup": 50, "min_lr_ratio": 0.1, "seeds": 3, "test": 1000, "budget_minutes": None,
+                  "cells": [["LT", 2], ["LT", 8], ["TMLT", 8], ["LT", 1], ["LT", 4]]},
 }
 
 
@@ -359,11 +373,11 @@ def run_icl_cells(protocol: dict[str, Any], out: Any, *, random_state: int = 0,
                 continue
             data, test_stream = spawn(streams[i], 2)
             test = task.sample(protocol["test"], test_stream)
-            torch.manual_seed(seeds[i])
             cfg = LoopedConfig(vocab_size=1, hidden_size=protocol["d"], num_attention_heads=protocol["heads"],
                                n_loops=r, timestep="none" if kind == "LT" else "tmlt",
                                max_position_embeddings=2 * task.n_points)
-            model = LoopedRegressor(cfg, task.n_dims)
+            with _seeded_init(seeds[i]):
+                model = LoopedRegressor(cfg, task.n_dims)
             cpu, wall = time.process_time(), time.perf_counter()
             result = train(model, task, TrainConfig(steps=steps, batch_size=protocol["batch"], lr=protocol["lr"],
                                                     warmup_steps=protocol["warmup"],
