@@ -19,7 +19,7 @@ from quest.api import convert_, quantize_
 from quest.grids import gaussian_mse, grid_spec
 from quest.hadamard import block_hadamard
 from quest.layers import QuestConfig
-from quest.lm import TinyLlama, TinyLlamaConfig, stdlib_corpus
+from quest.lm import TinyLlama, TinyLlamaConfig, seeded_init, stdlib_corpus
 from quest.quantizers import TrustQuantizer, grid_quantize
 from quest.scaling import PAPER_EFFECTIVE_PARAMS, PAPER_PARAMS_PER_MEMORY, run_scaling
 from quest.train import TrainConfig, make_splits, train_lm
@@ -97,11 +97,11 @@ def demo(ctx: RunContext) -> None:
         trust_rows.append(f"| {trust:.4g}{' (default)' if trust == grid_spec(4).default_trust else ''} | "
                           f"{100 * on_gauss:.3f}% | {100 * float(q.masked_fraction_):.3f}% |")
 
-    torch.manual_seed(ctx.seed)
-    model = TinyLlama(TinyLlamaConfig(d_model=128, n_layers=1 if ctx.quick else 2, n_heads=2))
+    with seeded_init(ctx.seed):
+        model = TinyLlama(TinyLlamaConfig(d_model=128, n_layers=1 if ctx.quick else 2, n_heads=2))
+        idx = torch.randint(0, 256, (2, 64))
     quantize_(model, QuestConfig())
     model.eval()
-    idx = torch.randint(0, 256, (2, 64))
     with torch.no_grad():
         fake = model(idx)
         report = convert_(model)
@@ -198,8 +198,8 @@ def reproduce(ctx: RunContext) -> None:
     results, timings = {}, {}
     runs = _runs(ctx.quick)
     for name, cfg in progress(runs.items(), desc="run", total=len(runs), enabled=not ctx.quick):
-        torch.manual_seed(ctx.seed)
-        model = TinyLlama(model_cfg)
+        with seeded_init(ctx.seed):
+            model = TinyLlama(model_cfg)
         if cfg is not None:
             quantize_(model, cfg)
         start = time.perf_counter()

@@ -8,8 +8,10 @@ source files, which every Python installation ships (no download).
 
 from __future__ import annotations
 
+import contextlib
 import math
 import sysconfig
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -124,6 +126,17 @@ class TinyLlama(nn.Module):
         return self.lm_head(self.ln_f(x))
 
 
+@contextlib.contextmanager
+def seeded_init(random_state: Any) -> Iterator[None]:
+    """Draw what is built inside (weights, test inputs) from ``random_state``, leaving the global torch RNG alone.
+
+    ``random_state`` is anything :func:`icml25_shared.random.int_seed` accepts.
+    """
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int_seed(random_state))
+        yield
+
+
 def hf_tiny_llama(*, d_model: int = 128, n_layers: int = 2, n_heads: int = 2, hidden: int = 384,
                   vocab_size: int = 256, max_seq_len: int = 256, random_state: int = 0) -> nn.Module:
     """A Hugging Face ``LlamaForCausalLM`` built from a tiny config in code (no download; needs transformers).
@@ -147,8 +160,7 @@ def hf_tiny_llama(*, d_model: int = 128, n_layers: int = 2, n_heads: int = 2, hi
     cfg = LlamaConfig(vocab_size=vocab_size, hidden_size=d_model, intermediate_size=hidden,
                       num_hidden_layers=n_layers, num_attention_heads=n_heads, num_key_value_heads=n_heads,
                       max_position_embeddings=max_seq_len, tie_word_embeddings=False)
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(int_seed(random_state))
+    with seeded_init(random_state):
         return LlamaForCausalLM(cfg)
 
 

@@ -23,7 +23,7 @@ from torch import nn
 
 from quest.api import quantize_
 from quest.layers import QuestConfig
-from quest.lm import TinyLlama, TinyLlamaConfig, stdlib_corpus
+from quest.lm import TinyLlama, TinyLlamaConfig, seeded_init, stdlib_corpus
 from quest.train import TrainConfig, make_splits, train_lm
 
 log = logging.getLogger(__name__)
@@ -230,8 +230,8 @@ def run_scaling(*, widths: Sequence[int] = (16, 32, 64), steps: int = 120, batch
                      "seconds": []} for w in widths} for p in SCALING_BITS}
     jobs = [(s, w, p) for s in init_seeds for w in widths for p in SCALING_BITS]
     for seed, width, precision in bar(jobs, enabled=progress, desc="scaling run", total=len(jobs)):
-        torch.manual_seed(seed)
-        model = TinyLlama(TinyLlamaConfig(d_model=width, n_layers=2, n_heads=2, multiple_of=block))
+        with seeded_init(seed):
+            model = TinyLlama(TinyLlamaConfig(d_model=width, n_layers=2, n_heads=2, multiple_of=block))
         params[width] = _quantized_params(model)
         if precision == "BF16":
             net: nn.Module = _BF16Forward(model)
@@ -275,6 +275,10 @@ GAP_PROTOCOLS: dict[str, dict[str, Any]] = {
             "core": 3,
             "precisions": {"FP32": None, "W4A4": [4, "quest", "half"], "W1A1": [1, "quest", "half"],
                            "W8A8": [8, "quest", "half"], "W2A2": [2, "quest", "half"]}},
+    "confirm": {"widths": [64], "steps": 2000, "batch_size": 16, "seq_len": 64, "lr": 3e-3, "block": 16,
+                "n_seeds": 3, "eval_every": 500, "eval_batches": 16, "corpus_bytes": 2_000_000,
+                "budget_minutes": None, "core": 2,
+                "precisions": {"FP32": None, "W1A1": [1, "quest", "half"], "W4A4": [4, "quest", "half"]}},
     "full": {"widths": [64, 128], "steps": 2000, "batch_size": 16, "seq_len": 64, "lr": 3e-3, "block": 16,
              "n_seeds": 3, "eval_every": 500, "eval_batches": 16, "corpus_bytes": 2_000_000, "budget_minutes": None,
              "precisions": {"FP32": None, "W8A8": [8, "quest", "half"], "W4A4": [4, "quest", "half"],
@@ -349,8 +353,9 @@ def run_gap_cells(protocol: Mapping[str, Any], out: Any, *, random_state: int = 
                 if budget is not None and time.process_time() + cost > 60 * budget:
                     skipped.append(label)
                     continue
-                torch.manual_seed(seed)
-                model = TinyLlama(TinyLlamaConfig(d_model=width, n_layers=2, n_heads=2, multiple_of=protocol["block"]))
+                with seeded_init(seed):
+                    model = TinyLlama(TinyLlamaConfig(d_model=width, n_layers=2, n_heads=2,
+                                                      multiple_of=protocol["block"]))
                 if spec is not None:
                     bits, method, hadamard = spec
                     quantize_(model, QuestConfig(weight_bits=bits, act_bits=bits, hadamard=hadamard, method=method,

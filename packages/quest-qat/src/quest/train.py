@@ -31,7 +31,7 @@ from torch import nn
 
 from quest.api import quantize_
 from quest.layers import QuestConfig
-from quest.lm import ByteTokenizer, TinyLlama, TinyLlamaConfig, hf_tiny_llama, stdlib_corpus
+from quest.lm import ByteTokenizer, TinyLlama, TinyLlamaConfig, hf_tiny_llama, seeded_init, stdlib_corpus
 from quest.quantizers import METHODS
 
 __all__ = ["TrainConfig", "TrainResult", "evaluate", "main", "make_splits", "train_lm"]
@@ -241,11 +241,11 @@ def _bits(value: str) -> int | str | None:
 
 def build_model(args: argparse.Namespace) -> nn.Module:
     """The model named by the command-line arguments, quantized unless ``--method none``."""
-    torch.manual_seed(args.seed)
     model: nn.Module
     if args.model == "tiny":
-        model = TinyLlama(TinyLlamaConfig(d_model=args.d_model, n_layers=args.n_layers, n_heads=args.n_heads,
-                                          max_seq_len=max(args.seq_len, 256)))
+        with seeded_init(args.seed):
+            model = TinyLlama(TinyLlamaConfig(d_model=args.d_model, n_layers=args.n_layers, n_heads=args.n_heads,
+                                              max_seq_len=max(args.seq_len, 256)))
     else:
         model = hf_tiny_llama(d_model=args.d_model, n_layers=args.n_layers, n_heads=args.n_heads,
                               hidden=TinyLlamaConfig(d_model=args.d_model).ffn_hidden,
