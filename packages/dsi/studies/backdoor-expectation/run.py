@@ -1,7 +1,9 @@
 """Expected backdoor success over DSI's noise (protocol: ../backdoor-expectation.md).
 
-Usage: python run.py [--seeds 20 21 22] [--draws 20] [--summarise]
+Usage: python run.py [--seeds 20 21 22] [--draws 20] [--summarise] [--confirmatory]
 Writes one JSON per (seed, epsilon) to rows/ as it goes, then ../../results/backdoor_expectation.{json,md}.
+``--confirmatory`` (seeds 30-35, fixed in ../backdoor-expectation.md after the first run failed the rule) writes
+to rows-confirmatory/ and ../../results/backdoor_expectation_confirmatory.{json,md} instead.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import numpy as np
 
 HERE = Path(__file__).resolve().parent
 ROWS = HERE / "rows"
+CONFIRMATORY_ROWS = HERE / "rows-confirmatory"
+CONFIRMATORY_SEEDS = (30, 31, 32, 33, 34, 35)
 RESULTS = HERE.parent.parent / "results"
 EPSILONS = (8.0, 4.0, 2.0, 1.0)
 # (rounds, local steps, lr) per epsilon, fixed before the run
@@ -32,16 +36,16 @@ def _t_interval(values: np.ndarray) -> tuple[float, float, float]:
     return mean, mean - half, mean + half
 
 
-def run(seeds: list[int], draws: int) -> None:
+def run(seeds: list[int], draws: int, rows: Path = ROWS) -> None:
     import torch
 
     from dsi.applications import TaskConfig, backdoor_expectation
 
     torch.set_num_threads(1)
-    ROWS.mkdir(exist_ok=True)
+    rows.mkdir(exist_ok=True)
     for seed in seeds:
         for eps in EPSILONS:
-            path = ROWS / f"seed{seed}_eps{eps:g}.json"
+            path = rows / f"seed{seed}_eps{eps:g}.json"
             if path.exists():
                 continue
             rounds, steps, lr = CELLS[eps]
@@ -66,8 +70,8 @@ def run(seeds: list[int], draws: int) -> None:
                   f"{row['cpu_s']:.0f} CPU s", flush=True)
 
 
-def summarise() -> dict:
-    rows = [json.loads(p.read_text()) for p in sorted(ROWS.glob("seed*_eps*.json"))]
+def summarise(source: Path = ROWS, name: str = "backdoor_expectation") -> dict:
+    rows = [json.loads(p.read_text()) for p in sorted(source.glob("seed*_eps*.json"))]
     per_cell, pooled = [], []
     for row in rows:
         asr = np.array(row["per_draw_attack_success_rate"])
@@ -103,7 +107,7 @@ def summarise() -> dict:
         })
     out = {"protocol": "studies/backdoor-expectation.md", "per_cell": per_cell, "pooled": pooled}
     RESULTS.mkdir(exist_ok=True)
-    (RESULTS / "backdoor_expectation.json").write_text(json.dumps(out, indent=1))
+    (RESULTS / f"{name}.json").write_text(json.dumps(out, indent=1))
     lines = [
         "| ε | seeds | E[ASR] under DSI | undefended ASR | difference (95% CI over seeds) | ratio | "
         "draws amplifying | clean accuracy change | weakens? |",
@@ -125,7 +129,7 @@ def summarise() -> dict:
             f"{c['undefended_asr']:.3f} | {c['amplified_fraction']:.0%} | {c['draws_below_0.1']:.0%} | "
             f"{c['draws_above_0.9']:.0%} | {c['expected_clean_accuracy']:.3f} |"
         )
-    (RESULTS / "backdoor_expectation.md").write_text("\n".join(lines) + "\n")
+    (RESULTS / f"{name}.md").write_text("\n".join(lines) + "\n")
     return out
 
 
@@ -134,7 +138,10 @@ if __name__ == "__main__":
     parser.add_argument("--seeds", type=int, nargs="+", default=[20, 21, 22])
     parser.add_argument("--draws", type=int, default=20)
     parser.add_argument("--summarise", action="store_true")
+    parser.add_argument("--confirmatory", action="store_true")
     args = parser.parse_args()
+    rows = CONFIRMATORY_ROWS if args.confirmatory else ROWS
+    seeds = list(CONFIRMATORY_SEEDS) if args.confirmatory else args.seeds
     if not args.summarise:
-        run(args.seeds, args.draws)
-    summarise()
+        run(seeds, args.draws, rows)
+    summarise(rows, "backdoor_expectation_confirmatory" if args.confirmatory else "backdoor_expectation")
