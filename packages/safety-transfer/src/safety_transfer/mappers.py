@@ -350,13 +350,14 @@ class AffineMapper(_Mapper):
             w, b = module.weight.detach(), module.bias.detach()
         else:
             w, b = self._closed_form(src, tgt, ridge if self.solver == "ridge" else 0.0, d_s)
-        dtype = w.dtype
-        self.module_ = nn.Linear(d_s, d_t, dtype=dtype)
+        # skip_init: the weights are copied in next, so nn.Linear's random initialisation (the caller's
+        # global RNG) is never drawn
+        linear: nn.Linear = torch.nn.utils.skip_init(nn.Linear, d_s, d_t, dtype=w.dtype)
         with torch.no_grad():
-            self.module_.weight.copy_(w)
-            self.module_.bias.copy_(b)
-        self.module_.requires_grad_(False)
-        self.weight_, self.bias_ = self.module_.weight, self.module_.bias
+            linear.weight.copy_(w)
+            linear.bias.copy_(b)
+        self.module_ = linear.requires_grad_(False)
+        self.weight_, self.bias_ = linear.weight, linear.bias
         self.n_features_in_, self.n_features_out_ = d_s, d_t
         self.source_layer_, self.target_layer_ = _pair_layers(source)
         return self
@@ -535,11 +536,12 @@ def load_mapper(path: str | Path) -> AffineMapper | AutoEncoderMapper:
     mapper: AffineMapper | AutoEncoderMapper
     if meta.get("class") == "AffineMapper":
         mapper = AffineMapper()
-        mapper.module_ = nn.Linear(d_s, d_t, dtype=state["weight"].dtype)
+        mapper.module_ = torch.nn.utils.skip_init(nn.Linear, d_s, d_t, dtype=state["weight"].dtype)
         mapper.loss_curve_ = []
     elif meta.get("class") == "AutoEncoderMapper":
         mapper = AutoEncoderMapper(d_s, d_t, hidden=int(meta["hidden"]))
-        mapper.module_ = mapper._build()
+        with torch.random.fork_rng(devices=[]):  # the stored weights replace the initial ones
+            mapper.module_ = mapper._build()
         mapper.hidden_ = int(meta["hidden"])
         mapper.loss_curve_ = []
     else:
