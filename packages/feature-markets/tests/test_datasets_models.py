@@ -174,3 +174,20 @@ def test_market_aware_selection_options():
     for bad in (-0.1, 1.0, True):
         with pytest.raises(ValueError, match="validation_fraction"):
             MarketAwareClassifier(epochs=1, validation_fraction=bad).fit(data.X, data.y, data.budgets)
+
+
+@pytest.mark.parametrize("cls", [NaiveClassifier, BudgetFeatureClassifier, MarketLineSearchClassifier,
+                                 FixedPriceStrategicClassifier, MarketAwareClassifier])
+def test_fit_leaves_the_global_rngs_untouched(cls):
+    import torch
+
+    data = make_market_data(120, inequality=2.0**6, random_state=0)
+    torch.manual_seed(1234)
+    np.random.seed(1234)
+    torch_state, numpy_state = torch.get_rng_state(), np.random.get_state()[1].copy()
+    first = cls(epochs=2, random_state=5).fit(data.X, data.y, data.budgets)
+    assert torch.equal(torch.get_rng_state(), torch_state)  # the minibatch order comes from a local Generator
+    np.testing.assert_array_equal(np.random.get_state()[1], numpy_state)
+    torch.manual_seed(999)  # a different global state does not change the fit
+    second = cls(epochs=2, random_state=5).fit(data.X, data.y, data.budgets)
+    np.testing.assert_array_equal(first.coef_, second.coef_)
