@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -162,9 +164,21 @@ def _training_data(seed: int, augment: int, validation: float = 0.0) -> Split:
 def _mlp(d_in: int, hidden: int, n_out: int, seed: int) -> Any:
     """The task MLP, initialised from ``seed`` without touching the caller's global torch RNG."""
     torch = require_torch()
+    with _seeded_global_torch_rng(seed):
+        return torch.nn.Sequential(torch.nn.Linear(d_in, hidden), torch.nn.Tanh(), torch.nn.Linear(hidden, n_out))
+
+
+@contextmanager
+def _seeded_global_torch_rng(seed: int) -> Iterator[None]:
+    """Seed torch's global CPU generator inside the block and give the caller's state back afterwards.
+
+    For code that can only draw from the global generator (``nn.Linear`` initialisation, opacus' sampling and
+    noise); every other draw here uses a local generator.
+    """
+    torch = require_torch()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        return torch.nn.Sequential(torch.nn.Linear(d_in, hidden), torch.nn.Tanh(), torch.nn.Linear(hidden, n_out))
+        yield
 
 
 _SEED = ["random_state"]
@@ -215,14 +229,13 @@ def train_dpsgd(
         owner="train_dpsgd",
     )
     seed = int_seed(random_state)
-    torch = require_torch()
+    require_torch()
     try:
         from opacus import PrivacyEngine
     except ImportError as exc:  # pragma: no cover - depends on the environment
         raise ImportError("the DP-SGD peer needs opacus; install it with `pip install dsi[peers]`") from exc
 
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(seed)
+    with _seeded_global_torch_rng(seed):
         return _run_dpsgd(model, x, y, epsilon, delta, steps, batch_size, lr, max_grad_norm, optimizer, PrivacyEngine)
 
 

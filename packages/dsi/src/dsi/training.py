@@ -225,8 +225,8 @@ class DSITrainer:
     --------
     >>> import numpy as np, torch
     >>> import dsi
-    >>> _ = torch.manual_seed(0)
-    >>> X, y = torch.randn(64, 5), torch.randint(0, 2, (64,))
+    >>> g = torch.Generator().manual_seed(0)
+    >>> X, y = torch.randn(64, 5, generator=g), torch.randint(0, 2, (64,), generator=g)
     >>> model = torch.nn.Linear(5, 2)
     >>> trainer = dsi.DSITrainer(model, lr=0.5, local_steps=2, rounds=3, epsilon=4.0, random_state=0)
     >>> trainer = trainer.fit(X, y, groups=np.repeat(np.arange(8), 8))
