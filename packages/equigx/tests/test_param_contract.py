@@ -5,6 +5,7 @@ import torch
 from icml25_shared.testing import assert_rejects
 
 from equigx import TFN, EquiGX
+from equigx.baselines import GNNExplainer, IntegratedGradients, LRIBernoulli, PGExplainer, RandomExplainer
 from equigx.data import make_shapes
 from equigx.models import ProteinLigandTFN
 
@@ -42,3 +43,25 @@ def test_tfn_rejects_wrong_settings(name, wrong_type, wrong_value):
 def test_protein_ligand_tfn_rejects_wrong_settings():
     assert_rejects(ProteinLigandTFN, "task", wrong_type=1, wrong_value="ranking")
     assert_rejects(ProteinLigandTFN, "r_max_ligand", wrong_type="5", wrong_value=0.0)
+
+
+@pytest.mark.parametrize(("cls", "name", "wrong_type", "wrong_value"), [
+    (IntegratedGradients, "n_steps", 8.0, 0), (IntegratedGradients, "method", None, "simpson"),
+    (GNNExplainer, "epochs", "10", 0), (GNNExplainer, "lr", "0.01", 0.0),
+    (RandomExplainer, "random_state", "0", -1),
+    (PGExplainer, "epochs", 1.5, 0), (PGExplainer, "lr", None, float("inf")), (PGExplainer, "hidden", "8", 0),
+    (PGExplainer, "batch_size", 2.0, 0), (PGExplainer, "edge_size", "0", float("nan")),
+    (PGExplainer, "edge_ent", None, -1.0), (PGExplainer, "temperature", 5.0, (5.0, 0.0)),
+    (PGExplainer, "random_state", 0.5, -3),
+    (LRIBernoulli, "info_coef", "1", -1.0), (LRIBernoulli, "init_r", None, 1.0), (LRIBernoulli, "final_r", "0.7", 0.0),
+    (LRIBernoulli, "decay_r", [0.1], -0.1), (LRIBernoulli, "decay_interval", 10.0, 0),
+    (LRIBernoulli, "temperature", "1", 0.0)])
+def test_baselines_reject_wrong_settings(explain_call, cls, name, wrong_type, wrong_value):
+    model, call = explain_call
+    assert_rejects(cls, name, wrong_type=wrong_type, wrong_value=wrong_value, call=call, model=model)
+
+
+def test_lri_final_prior_above_the_initial_one_is_refused(explain_call):
+    model, call = explain_call
+    with pytest.raises(ValueError, match="LRIBernoulli: final_r must be <= init_r"):
+        call(LRIBernoulli(model, init_r=0.6, final_r=0.8))

@@ -23,14 +23,14 @@ import contextlib
 import dataclasses
 import functools
 import importlib
-import math
-from collections.abc import Iterator
-from typing import Any, cast
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, NamedTuple, cast
 
 import numpy as np
 import torch
 from e3nn import o3
 from icml25_shared.random import RandomStateLike, check_random_state
+from icml25_shared.validation import Interval, Options, check_params
 from torch import nn
 
 from equigx.explain import Attribution, eval_mode, is_regression, model_geometry, model_target, target_output
@@ -88,8 +88,31 @@ def _in_eval_mode(method: Any) -> Any:
     return wrapped
 
 
+_POSITIVE_INT = Interval(int, 1, None)
+_POSITIVE_FLOAT = Interval(float, 0, float("inf"), closed="neither")
+_NON_NEGATIVE_FLOAT = Interval(float, 0, float("inf"), closed="left")
+
+
+def _leaf(x: torch.Tensor) -> torch.Tensor:
+    """A detached copy of ``x`` that records gradients."""
+    return x.detach().clone().requires_grad_(True)
+
+
+@contextlib.contextmanager
+def _convolution_hooks(model: nn.Module, hook: Callable[[Any, tuple[Any, ...], Any], None]) -> Iterator[None]:
+    """``hook`` on every :class:`equigx.models.Convolution` of ``model`` while the block runs."""
+    handles = [m.register_forward_hook(hook) for m in model.modules() if isinstance(m, Convolution)]
+    try:
+        yield
+    finally:
+        for h in handles:
+            h.remove()
+
+
 class _Base:
     name = "base"
+    #: constraints (``icml25_shared.validation``) of the constructor's settings, checked before every explanation
+    _parameter_constraints: dict[str, list[Any]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         # every explainer explains the model in eval mode (dropout off) and restores its mode afterwards
@@ -101,7 +124,13 @@ class _Base:
     def __init__(self, model: nn.Module) -> None:
         self.model: Any = model  # a TFN-shaped module: run, check_graphs, (graph_)geometry
 
+    def _validate(self) -> None:
+        check_params({name: getattr(self, name) for name in self._parameter_constraints}, self._parameter_constraints,
+                     owner=type(self).__name__)
+
     def _setup(self, graphs: Graphs, target: Any) -> tuple[Geometry, torch.Tensor, torch.Tensor]:
+        """Validate the settings and the graphs; the geometry, the explained class and the prediction."""
+        self._validate()
         self.model.check_graphs(graphs)
         geo = model_geometry(self.model, graphs)
         with torch.no_grad():
@@ -111,6 +140,13 @@ class _Base:
 
     def _output(self, logits: torch.Tensor, t: torch.Tensor) -> torch.Tensor:
         return target_output(logits, t, regression=is_regression(self.model))
+
+    def _output_gradient(self, t: torch.Tensor,
+                         forward: Callable[[], tuple[torch.Tensor, Sequence[torch.Tensor]]]) -> tuple[torch.Tensor, ...]:
+        """Gradient of the summed explained outputs with respect to the tensors ``forward`` returns beside the logits."""
+        with torch.enable_grad():
+            logits, inputs = forward()
+            return torch.autograd.grad(self._output(logits, t).sum(), inputs)
 
     def _result(self, scores: torch.Tensor | np.ndarray, graphs: Graphs, t: torch.Tensor,
                 pred: torch.Tensor) -> Attribution:
@@ -145,11 +181,9 @@ class CoordinateGradient(_Base):
             The scores.
         """
         _, t, pred = self._setup(graphs, target)
-        pos = graphs.pos.detach().clone().requires_grad_(True)
-        with torch.enable_grad():
-            geo = model_geometry(self.model, graphs, pos=pos)
-            out = self._output(self.model.run(graphs.node_attr, geo), t).sum()
-            (grad,) = torch.autograd.grad(out, pos)
+        pos = _leaf(graphs.pos)
+        (grad,) = self._output_gradient(
+            t, lambda: (self.model.run(graphs.node_attr, model_geometry(self.model, graphs, pos=pos)), [pos]))
         return self._result(grad.norm(dim=1), graphs, t, pred)
 
 
@@ -181,16 +215,9 @@ class GradCAM(_Base):
         """
         geo, t, pred = self._setup(graphs, target)
         acts: list[torch.Tensor] = []
-        hooks = [m.register_forward_hook(lambda _m, _i, o: acts.append(o)) for m in self.model.modules()
-                 if isinstance(m, Convolution)]
-        try:
-            with torch.enable_grad():
-                x = graphs.node_attr.detach().clone().requires_grad_(True)
-                out = self._output(self.model.run(x, geo), t).sum()
-                grads = torch.autograd.grad(out, acts)
-        finally:
-            for h in hooks:
-                h.remove()
+        with _convolution_hooks(self.model, lambda _m, _i, o: acts.append(o)):
+            # node features that record gradients, so that every activation does
+            grads = self._output_gradient(t, lambda: (self.model.run(_leaf(graphs.node_attr), geo), acts))
         scores = torch.stack([(a * g).sum(dim=1) for a, g in zip(acts, grads, strict=True)]).sum(dim=0)
         return self._result(scores, graphs, t, pred)
 
@@ -225,10 +252,8 @@ class InputXGradient(_Base):
         return self._grad(graphs, geo, t, times_input=True)
 
     def _grad(self, graphs: Graphs, geo: Geometry, t: torch.Tensor, *, times_input: bool) -> torch.Tensor:
-        x = graphs.node_attr.detach().clone().requires_grad_(True)
-        with torch.enable_grad():
-            out = self._output(self.model.run(x, geo), t).sum()
-            (grad,) = torch.autograd.grad(out, x)
+        x = _leaf(graphs.node_attr)
+        (grad,) = self._output_gradient(t, lambda: (self.model.run(x, geo), [x]))
         return x.detach() * grad if times_input else grad
 
     def explain(self, graphs: Graphs, target: Any = None) -> Attribution:
@@ -294,6 +319,8 @@ class IntegratedGradients(_Base):
     """
 
     name = "integrated_gradients"
+    _parameter_constraints = {"n_steps": [_POSITIVE_INT], "method": [Options(str, {
+        "gausslegendre", "riemann_left", "riemann_right", "riemann_middle", "riemann_trapezoid"})]}
 
     def __init__(self, model: nn.Module, *, n_steps: int = 32, method: str = "gausslegendre") -> None:
         super().__init__(model)
@@ -347,6 +374,7 @@ class GNNExplainer(_Base):
     """
 
     name = "gnnexplainer"
+    _parameter_constraints = {"epochs": [_POSITIVE_INT], "lr": [_POSITIVE_FLOAT]}
 
     def __init__(self, model: nn.Module, *, epochs: int = 100, lr: float = 0.01) -> None:
         super().__init__(model)
@@ -432,6 +460,7 @@ class RandomExplainer(_Base):
     """
 
     name = "random"
+    _parameter_constraints = {"random_state": ["random_state"]}
 
     def __init__(self, model: nn.Module, *, random_state: RandomStateLike = None) -> None:
         super().__init__(model)
@@ -477,14 +506,8 @@ def node_embeddings(model: nn.Module, graphs: Graphs, geometry: Geometry) -> tor
     from equigx.rules import block_dot
 
     inputs: list[tuple[o3.Irreps, torch.Tensor]] = []
-    hooks = [m.register_forward_hook(lambda mod, args, _o: inputs.append((mod.irreps_in, args[0])))
-             for m in model.modules() if isinstance(m, Convolution)]
-    try:
-        with torch.no_grad():
-            cast(Any, model).run(graphs.node_attr, geometry)
-    finally:
-        for h in hooks:
-            h.remove()
+    with _convolution_hooks(model, lambda mod, args, _o: inputs.append((mod.irreps_in, args[0]))), torch.no_grad():
+        cast(Any, model).run(graphs.node_attr, geometry)
     return torch.cat([block_dot(x, x, irreps).clamp(min=0).sqrt() for irreps, x in inputs], dim=1)
 
 
@@ -519,31 +542,30 @@ def _frozen(model: nn.Module) -> Iterator[None]:
             p.requires_grad_(flag)
 
 
-class _MaskExplainer(_Base):
-    """Shared training loop of the learned-mask explainers (frozen model, Adam on the mask network)."""
+class _MaskProblem(NamedTuple):
+    """What the learned-mask explainers train on."""
 
-    #: (attribute, must be > 0) of the float settings checked before training (NaN or inf gave NaN scores)
-    _float_params: tuple[tuple[str, bool], ...] = ()
+    geometry: Geometry
+    target: torch.Tensor
+    prediction: torch.Tensor
+    embeddings: torch.Tensor  # standardised node embeddings of the whole batch
+    net: nn.Module  # the mask network, on the embeddings' device and dtype
+    generator: torch.Generator  # the sampling noise, on the embeddings' device
+    chunks: list[tuple[Graphs, Geometry, torch.Tensor, torch.Tensor, torch.Tensor]]  # graphs, geometry, emb, t, ref
+    rng: np.random.Generator  # the order of the chunks
+
+
+class _MaskExplainer(_Base):
+    """Shared set-up and training loop of the learned-mask explainers (frozen model, Adam on the mask network)."""
+
+    _parameter_constraints = {"epochs": [_POSITIVE_INT], "lr": [_POSITIVE_FLOAT], "hidden": [_POSITIVE_INT],
+                              "batch_size": [_POSITIVE_INT], "random_state": ["random_state"]}
 
     def __init__(self, model: nn.Module, *, epochs: int, lr: float, hidden: int, batch_size: int,
                  random_state: RandomStateLike) -> None:
         super().__init__(model)
         self.epochs, self.lr, self.hidden, self.random_state = epochs, lr, hidden, random_state
         self.batch_size = batch_size
-
-    def _validate(self) -> None:
-        for name in ("epochs", "hidden", "batch_size"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name} must be a positive int, got {value!r}")
-        if isinstance(self.lr, bool) or not (isinstance(self.lr, float | int) and 0 < self.lr < float("inf")):
-            raise ValueError(f"lr must be a positive finite float, got {self.lr!r}")
-        for name, positive in self._float_params:
-            value = getattr(self, name)
-            ok = isinstance(value, float | int) and not isinstance(value, bool) and math.isfinite(value)
-            if not ok or value < 0 or (positive and value == 0):
-                kind = "positive" if positive else "non-negative"
-                raise ValueError(f"{name} must be a {kind} finite float, got {value!r}")
 
     def _fit_loss(self, logits: torch.Tensor, t: torch.Tensor, reference: torch.Tensor) -> torch.Tensor:
         if is_regression(self.model):
@@ -552,9 +574,8 @@ class _MaskExplainer(_Base):
             return nn.functional.binary_cross_entropy_with_logits(logits[:, 0], t.to(logits))
         return nn.functional.cross_entropy(logits, t)
 
-    def _train(self, graphs: Graphs, target: Any, n_in: int) -> tuple[Any, ...]:
+    def _problem(self, graphs: Graphs, target: Any, n_in: int) -> _MaskProblem:
         """Geometry, targets, standardised embeddings, the mask network, a generator and training chunks."""
-        self._validate()
         geo, t, pred = self._setup(graphs, target)
         emb = node_embeddings(self.model, graphs, geo)
         mean = emb.mean(dim=0, keepdim=True)
@@ -577,7 +598,22 @@ class _MaskExplainer(_Base):
         with torch.random.fork_rng(devices=[]):  # the explainer's initial weights, the caller's generator untouched
             torch.manual_seed(int(rng.integers(2**63 - 1)))
             net = nn.Sequential(nn.Linear(n_in * emb.shape[1], self.hidden), nn.ReLU(), nn.Linear(self.hidden, 1))
-        return geo, t, pred, standardise(emb), net.to(device=emb.device, dtype=emb.dtype), gen, chunks, rng
+        return _MaskProblem(geo, t, pred, standardise(emb), net.to(device=emb.device, dtype=emb.dtype), gen, chunks,
+                            rng)
+
+    def _optimise(self, problem: _MaskProblem, loss: Callable[..., torch.Tensor]) -> None:
+        """Adam on the mask network, the model frozen: one step per chunk, chunks in random order every epoch.
+
+        ``loss(epoch, graphs, geometry, embeddings, target, reference)`` is the loss of one chunk.
+        """
+        opt = torch.optim.Adam(problem.net.parameters(), lr=self.lr)
+        with torch.enable_grad(), _frozen(self.model):
+            for epoch in range(self.epochs):
+                for k in problem.rng.permutation(len(problem.chunks)):
+                    value = loss(epoch, *problem.chunks[k])
+                    opt.zero_grad()
+                    value.backward()
+                    opt.step()
 
 
 class PGExplainer(_MaskExplainer):
@@ -619,7 +655,19 @@ class PGExplainer(_MaskExplainer):
                          random_state=random_state)
         self.edge_size, self.edge_ent, self.temperature = edge_size, edge_ent, temperature
 
-    _float_params = (("edge_size", False), ("edge_ent", False))
+    _parameter_constraints = {**_MaskExplainer._parameter_constraints, "edge_size": [_NON_NEGATIVE_FLOAT],
+                              "edge_ent": [_NON_NEGATIVE_FLOAT]}
+
+    def _validate(self) -> None:
+        super()._validate()
+        # a pair: no declarative constraint expresses it
+        temps = self.temperature
+        if not isinstance(temps, tuple | list) or len(temps) != 2 or not all(_POSITIVE_FLOAT.accepts_type(v)
+                                                                          for v in temps):
+            raise TypeError(f"PGExplainer: temperature must be a pair of floats (first, last); got {temps!r}")
+        if not all(_POSITIVE_FLOAT(v) for v in temps):
+            raise ValueError(f"PGExplainer: temperature must be a pair of positive finite floats (first, last); "
+                             f"got {temps!r}")
 
     def edge_mask(self, graphs: Graphs, target: Any = None) -> tuple[torch.Tensor, Geometry, torch.Tensor,
                                                                      torch.Tensor]:
@@ -637,33 +685,27 @@ class PGExplainer(_MaskExplainer):
         tuple
             ``(mask (n_edges,) in [0, 1], geometry, target, prediction)``.
         """
-        temps = tuple(self.temperature) if isinstance(self.temperature, tuple | list) else ()
-        if len(temps) != 2 or not all(isinstance(v, float | int) and not isinstance(v, bool) and 0 < v < float("inf")
-                                      for v in temps):
-            raise ValueError(f"temperature must be two positive finite floats (first, last), got {self.temperature!r}")
-        geo, t, pred, emb, net, gen, chunks, rng = self._train(graphs, target, 2)
-        opt = torch.optim.Adam(net.parameters(), lr=self.lr)
-        t0, t1 = self.temperature
+        problem = self._problem(graphs, target, 2)
+        net, t0, t1 = problem.net, *self.temperature
         bias = 0.01
-        with torch.enable_grad(), _frozen(self.model):
-            for epoch in range(self.epochs):
-                temp = t0 * (t1 / t0) ** (epoch / self.epochs)
-                for k in rng.permutation(len(chunks)):
-                    sub, sub_geo, sub_emb, sub_t, sub_ref = chunks[k]
-                    logits = net(torch.cat([sub_emb[sub_geo.edge_src], sub_emb[sub_geo.edge_dst]], dim=1))[:, 0]
-                    u = (1 - 2 * bias) * torch.rand(logits.shape, generator=gen, dtype=logits.dtype,
-                                                    device=logits.device) + bias
-                    mask = ((u.log() - (1 - u).log() + logits) / temp).sigmoid()
-                    out = self.model.run(sub.node_attr, _with_edge_weight(sub_geo, mask))
-                    ent = -mask * (mask + 1e-15).log() - (1 - mask) * (1 - mask + 1e-15).log()
-                    loss = (self._fit_loss(out, sub_t, sub_ref) + self.edge_size * mask.sum() / sub.n_graphs
-                            + self.edge_ent * ent.mean())
-                    opt.zero_grad()
-                    loss.backward()
-                    opt.step()
-        pair = torch.cat([emb[geo.edge_src], emb[geo.edge_dst]], dim=1)
+
+        def loss(epoch: int, sub: Graphs, sub_geo: Geometry, sub_emb: torch.Tensor, sub_t: torch.Tensor,
+                 sub_ref: torch.Tensor) -> torch.Tensor:
+            temp = t0 * (t1 / t0) ** (epoch / self.epochs)
+            logits = net(torch.cat([sub_emb[sub_geo.edge_src], sub_emb[sub_geo.edge_dst]], dim=1))[:, 0]
+            u = (1 - 2 * bias) * torch.rand(logits.shape, generator=problem.generator, dtype=logits.dtype,
+                                            device=logits.device) + bias
+            mask = ((u.log() - (1 - u).log() + logits) / temp).sigmoid()
+            out = self.model.run(sub.node_attr, _with_edge_weight(sub_geo, mask))
+            ent = -mask * (mask + 1e-15).log() - (1 - mask) * (1 - mask + 1e-15).log()
+            return (self._fit_loss(out, sub_t, sub_ref) + self.edge_size * mask.sum() / sub.n_graphs
+                    + self.edge_ent * ent.mean())
+
+        self._optimise(problem, loss)
+        geo, emb = problem.geometry, problem.embeddings
         with torch.no_grad():
-            return net(pair)[:, 0].sigmoid(), geo, t, pred
+            mask = net(torch.cat([emb[geo.edge_src], emb[geo.edge_dst]], dim=1))[:, 0].sigmoid()
+        return mask, geo, problem.target, problem.prediction
 
     def explain(self, graphs: Graphs, target: Any = None) -> Attribution:
         """Scores of each node (mean mask of its edges).
@@ -729,7 +771,15 @@ class LRIBernoulli(_MaskExplainer):
         self.info_coef, self.init_r, self.final_r, self.decay_r = info_coef, init_r, final_r, decay_r
         self.decay_interval, self.temperature = decay_interval, temperature
 
-    _float_params = (("info_coef", False), ("decay_r", False), ("temperature", True))
+    _parameter_constraints = {**_MaskExplainer._parameter_constraints, "info_coef": [_NON_NEGATIVE_FLOAT],
+                              "init_r": [Interval(float, 0, 1, closed="neither")],
+                              "final_r": [Interval(float, 0, 1, closed="neither")], "decay_r": [_NON_NEGATIVE_FLOAT],
+                              "decay_interval": [_POSITIVE_INT], "temperature": [_POSITIVE_FLOAT]}
+
+    def _validate(self) -> None:
+        super()._validate()
+        if self.final_r > self.init_r:  # a relation between two settings: no declarative constraint expresses it
+            raise ValueError(f"LRIBernoulli: final_r must be <= init_r ({self.init_r}); got {self.final_r}")
 
     def prior(self, epoch: int) -> float:
         """Prior keep probability ``r`` at an epoch.
@@ -779,30 +829,23 @@ class LRIBernoulli(_MaskExplainer):
         Attribution
             The scores.
         """
-        if not (0 < self.final_r <= self.init_r < 1):
-            raise ValueError(f"need 0 < final_r <= init_r < 1, got {self.final_r} and {self.init_r}")
-        if isinstance(self.decay_interval, bool) or not isinstance(self.decay_interval, int) or self.decay_interval < 1:
-            raise ValueError(f"decay_interval must be a positive int, got {self.decay_interval!r}")
-        geo, t, pred, emb, net, gen, chunks, rng = self._train(graphs, target, 1)
-        opt = torch.optim.Adam(net.parameters(), lr=self.lr)
-        with torch.enable_grad(), _frozen(self.model):
-            for epoch in range(self.epochs):
-                for k in rng.permutation(len(chunks)):
-                    sub, sub_geo, sub_emb, sub_t, sub_ref = chunks[k]
-                    logits = net(sub_emb)[:, 0]
-                    u = torch.empty(logits.shape, dtype=logits.dtype, device=logits.device).uniform_(
-                        1e-10, 1 - 1e-10, generator=gen)
-                    m = ((logits + u.log() - (1 - u).log()) / self.temperature).sigmoid()
-                    out = self.model.run(sub.node_attr,
-                                         _with_edge_weight(sub_geo, m[sub_geo.edge_src] * m[sub_geo.edge_dst]))
-                    loss = (self._fit_loss(out, sub_t, sub_ref)
-                            + self.info_coef * self.info_loss(logits.sigmoid(), self.prior(epoch)))
-                    opt.zero_grad()
-                    loss.backward()
-                    opt.step()
+        problem = self._problem(graphs, target, 1)
+        net = problem.net
+
+        def loss(epoch: int, sub: Graphs, sub_geo: Geometry, sub_emb: torch.Tensor, sub_t: torch.Tensor,
+                 sub_ref: torch.Tensor) -> torch.Tensor:
+            logits = net(sub_emb)[:, 0]
+            u = torch.empty(logits.shape, dtype=logits.dtype, device=logits.device).uniform_(
+                1e-10, 1 - 1e-10, generator=problem.generator)
+            m = ((logits + u.log() - (1 - u).log()) / self.temperature).sigmoid()
+            out = self.model.run(sub.node_attr, _with_edge_weight(sub_geo, m[sub_geo.edge_src] * m[sub_geo.edge_dst]))
+            return (self._fit_loss(out, sub_t, sub_ref)
+                    + self.info_coef * self.info_loss(logits.sigmoid(), self.prior(epoch)))
+
+        self._optimise(problem, loss)
         with torch.no_grad():
-            scores = net(emb)[:, 0].sigmoid()
-        return self._result(scores, graphs, t, pred)
+            scores = net(problem.embeddings)[:, 0].sigmoid()
+        return self._result(scores, graphs, problem.target, problem.prediction)
 
 
 BASELINES: dict[str, type] = {c.name: c for c in (CoordinateGradient, GradCAM, InputXGradient, Saliency,
