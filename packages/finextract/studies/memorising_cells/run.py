@@ -1,7 +1,8 @@
 """Memorising cells: FineXtract vs CFG on 20 fresh test seeds, only in the regimes that pass a memorisation check.
 
 Protocol: ``studies/memorising_cells.md`` (committed before this script's first run). One JSON per finished seed
-under ``--out`` (``calibration.json``, ``seed-<block>.json``), so a stopped run keeps every seed it finished; a
+under ``--out`` (``calibration.json``, ``seed-<block>.json`` for the tested pair, ``curve-<block>.json`` for the
+other w values), so a stopped run keeps every seed it finished; a
 restarted run skips the seeds already written. ``analyse.py`` renders the tables and the verdict from them.
 
     nice -n 10 env OMP_NUM_THREADS=1 python packages/finextract/studies/memorising_cells/run.py
@@ -45,11 +46,15 @@ def cfgname(s: float) -> str:
     return f"CFG s={s}"
 
 
-def run_cell(pre: Any, regime: str, mode: str, block: int, methods: dict[str, tuple[Any, ...]]) -> dict[str, Any]:
+def run_cell(
+    pre: Any, regime: str, mode: str, block: int, methods: dict[str, tuple[Any, ...]], cache: Path | None = None
+) -> dict[str, Any]:
     """Fine-tune one (regime, mode) on one block and extract with every method on shared latents."""
     cfg = replace(Config(), **REGIMES[regime])
     data = instance_data(N_TRAIN, random_state=block, pool_size=POOL)
-    res = run_setting(pre, data, mode, cfg, STREAM_OFFSET + block, methods=methods, thresholds=(THRESHOLD, 0.9))
+    res = run_setting(
+        pre, data, mode, cfg, STREAM_OFFSET + block, cache=cache, methods=methods, thresholds=(THRESHOLD, 0.9)
+    )
     return {
         "finetune_indices": data.finetune_indices.tolist(),
         "methods": {
@@ -131,21 +136,27 @@ def main() -> None:
     if not cal["passing_regimes"]:
         print("no regime passes the memorisation check; nothing to test", flush=True)
         return
-    for block in map(int, args.blocks.split(",")):
-        path = args.out / f"seed-{block:02d}.json"
-        if path.is_file():
-            continue
-        t0 = time.time()
-        cells = {}
-        for regime in cal["passing_regimes"]:
-            for mode in MODES:
-                methods = {fx(w): ("mg", w, 0.0) for w in W_CURVE} | {
-                    cfgname(cal["cfg_scale"][mode]): ("cfg", cal["cfg_scale"][mode])
-                }
-                cells[f"{regime} {mode}"] = run_cell(pre, regime, mode, block, methods)
-        rec = {"block": block, "stream_seed": STREAM_OFFSET + block, "cells": cells, "seconds": time.time() - t0}
-        path.write_text(json.dumps(rec, indent=1))
-        print(f"block {block}: {time.time() - t0:.0f} s", flush=True)
+    blocks = [int(b) for b in args.blocks.split(",")]
+    # pass 1: the tested pair (FineXtract at the chosen w, CFG at the chosen scale) on every seed; pass 2: the rest
+    # of the w curve on the same fine-tuned models (cached) and latents
+    for curve in (False, True):
+        for block in blocks:
+            path = args.out / f"{'curve' if curve else 'seed'}-{block:02d}.json"
+            if path.is_file():
+                continue
+            t0 = time.time()
+            cells = {}
+            for regime in cal["passing_regimes"]:
+                for mode in MODES:
+                    w_set = [w for w in W_CURVE if w != cal["w"][mode]] if curve else [cal["w"][mode]]
+                    methods = {fx(w): ("mg", w, 0.0) for w in w_set}
+                    if not curve:
+                        methods[cfgname(cal["cfg_scale"][mode])] = ("cfg", cal["cfg_scale"][mode])
+                    cache = args.checkpoints / f"{regime}-{mode}-block{block}"
+                    cells[f"{regime} {mode}"] = run_cell(pre, regime, mode, block, methods, cache)
+            rec = {"block": block, "stream_seed": STREAM_OFFSET + block, "cells": cells, "seconds": time.time() - t0}
+            path.write_text(json.dumps(rec, indent=1))
+            print(f"{'curve' if curve else 'test'} block {block}: {time.time() - t0:.0f} s", flush=True)
 
 
 if __name__ == "__main__":
