@@ -30,12 +30,14 @@ import json
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["CommandRun", "assert_figure_legible", "assert_rejects", "figure_problems", "run_command", "run_module"]
+__all__ = ["CommandRun", "assert_fast_startup", "assert_figure_legible", "assert_rejects", "figure_problems",
+           "run_command", "run_module"]
 
 DEFAULT_EXPECT = {"demo": ("md", "png"), "reproduce": ("json",)}
 
@@ -182,6 +184,49 @@ def assert_rejects(entry: Callable[..., Any], name: str, *, wrong_type: Any, wro
         else:
             raise AssertionError(f"{getattr(entry, '__qualname__', entry)}({name}={value!r}) raised nothing, "
                                  f"expected {expected.__name__}")
+
+
+def assert_fast_startup(module: str, *, heavy: tuple[str, ...] = ("torch", "transformers", "sklearn", "scipy", "matplotlib",
+                                                          "tqdm", "xgboost", "lightgbm", "shap"), factor: float = 15.0,
+                        slack: float = 0.5) -> None:
+    """Check that ``python -m <module> --help`` loads none of ``heavy`` and starts about as fast as Python.
+
+    The time is relative to ``python -c pass`` (best of 3 each, so a loaded machine slows both alike):
+    ``--help`` must take less than ``factor`` bare starts plus ``slack`` seconds.
+
+    Parameters
+    ----------
+    module : str
+        The package, as given to ``python -m``.
+    heavy : tuple of str
+        Top-level modules that importing the package and ``--help`` must not load.
+    factor, slack : float, default 15.0 and 0.5
+        The bound on ``--help``'s time, in bare interpreter starts plus seconds.
+
+    Raises
+    ------
+    AssertionError
+        Naming the heavy modules loaded, or both times.
+    """
+    probe = (f"import sys, json, runpy; sys.argv = [{module!r}, '--help']\n"
+             f"try:\n    runpy.run_module({module!r}, run_name='__main__')\nexcept SystemExit:\n    pass\n"
+             f"print(json.dumps([m for m in {tuple(heavy)!r} if m in sys.modules]))")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, f"python -m {module} --help failed:\n{done.stderr[-4000:]}"
+    loaded = json.loads(done.stdout.strip().splitlines()[-1])
+    assert loaded == [], f"python -m {module} --help loads {loaded}"
+
+    def best(args: list[str]) -> float:
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            subprocess.run([sys.executable, *args], capture_output=True, timeout=120, check=True)
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    bare, help_time = best(["-c", "pass"]), best(["-m", module, "--help"])
+    assert help_time < factor * bare + slack, (f"python -m {module} --help took {help_time:.2f} s, above {factor:g} "
+                                               f"x python -c pass ({bare:.2f} s) + {slack:g} s")
 
 
 def _tick_labels(axis: Any) -> list[Any]:
