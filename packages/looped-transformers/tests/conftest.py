@@ -4,14 +4,14 @@ import itertools
 
 import pytest
 from icml25_shared.cli import RunContext
+from icml25_shared.testing import figure_problems
 
 
 def check_figure(fig):
-    """Raise AssertionError when an axes lacks a label or two panels' drawn extents (labels, ticks, titles) overlap."""
-    fig.canvas.draw()
+    """Raise AssertionError when an axis lacks a label, two texts overlap, or two panels' drawn extents overlap."""
+    problems = figure_problems(fig)
+    assert not problems, "; ".join(problems)
     renderer = fig.canvas.get_renderer()
-    for ax in fig.axes:
-        assert ax.get_xlabel() and ax.get_ylabel(), f"unlabelled axes: {ax.get_title()!r}"
     for a, b in itertools.combinations(fig.axes, 2):
         assert not a.get_tightbbox(renderer).overlaps(b.get_tightbbox(renderer)), \
             f"the panel {a.get_title()!r} ({a.get_ylabel()!r}) overlaps the panel {b.get_title()!r} ({b.get_ylabel()!r})"

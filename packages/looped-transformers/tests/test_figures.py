@@ -1,4 +1,8 @@
-"""The figure check itself, and the figure of the in-context protocol (demo and families: test_smoke)."""
+"""The figure check itself, the figures of the stored results, and the in-context protocol's figure (demo and
+families: test_smoke)."""
+
+import json
+from pathlib import Path
 
 import pytest
 
@@ -33,3 +37,25 @@ def test_icl_protocol_smoke_run_writes_a_checked_figure_and_applies_its_rules(tm
     zero = report["baselines"]["zero"]
     assert zero["low"] <= zero["mean"] <= zero["high"]
     assert (tmp_path / "icl-cpu" / "LT-r8-steps4-seed1.json").exists()
+
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+
+
+@pytest.mark.parametrize("name", ["reproduce", "reproduce-seed1"])
+def test_stored_families_figures_are_legible(name, figure_check):
+    from looped_transformers.experiments import families_figure
+
+    stored = json.loads((RESULTS / f"{name}.json").read_text())
+    figure_check(families_figure(stored["results"], stored["protocol"]["seeds"]))
+
+
+@pytest.mark.parametrize("name", ["icl-cpu", "icl-converged"])
+def test_stored_icl_figures_are_legible(name, figure_check):
+    from looped_transformers.experiments import icl_figure
+
+    path = RESULTS / f"{name}.json"
+    if not path.exists():
+        pytest.skip(f"{path.name} is not stored")
+    stored = json.loads(path.read_text())
+    figure_check(icl_figure(stored, n_seeds=stored["protocol"]["seeds"], steps=stored["protocol"]["steps"]))

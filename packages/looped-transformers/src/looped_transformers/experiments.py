@@ -30,7 +30,8 @@ from looped_transformers.train import (
     train,
 )
 
-__all__ = ["ICL_PROTOCOLS", "PROTOCOL", "demo", "icl_table", "icl_verdicts", "reproduce", "run_icl_cells"]
+__all__ = ["ICL_PROTOCOLS", "PROTOCOL", "demo", "families_figure", "icl_figure", "icl_table", "icl_verdicts", "reproduce",
+           "run_icl_cells"]
 
 #: The reproduce protocol: sizes of the quick and the full run (the full run was not executed).
 PROTOCOL: dict[str, dict[str, Any]] = {
@@ -263,6 +264,23 @@ def reproduce(ctx: RunContext) -> None:
             s = val[metric]
             rows.append([section, key, metric, s["mean"], s["low"], s["high"]])
     ctx.write_table(rows, headers=["task", "model", "metric", "mean", "95% low", "95% high"])
+    ctx.save_figure(families_figure(results, n))
+
+
+def families_figure(results: dict[str, Any], n_seeds: int) -> Any:
+    """The ``reproduce`` figure: ED accuracy, ICL error and char-LM loss against loops, one panel each.
+
+    Parameters
+    ----------
+    results : dict
+        The ``results`` of a stored ``reproduce.json``.
+    n_seeds : int
+        Seeds behind each mean (for the panel titles).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 3, figsize=(12, 3.4), layout="constrained")
@@ -285,9 +303,9 @@ def reproduce(ctx: RunContext) -> None:
         ax.set_xscale("log", base=2)
         ax.set_xlabel("loops r")
         ax.set_ylabel(label)
-        ax.set_title(f"mean and 95% CI over {n} seeds", fontsize=9)
+        ax.set_title(f"mean and 95% CI over {n_seeds} seeds", fontsize=9)
         ax.legend(fontsize=7)
-    ctx.save_figure(fig)
+    return fig
 
 
 # --- In-context regression to convergence: one JSON per (model, seed) cell, written as it finishes ----------
@@ -531,18 +549,22 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-def _reproduce_icl(ctx: RunContext, name: str) -> None:
-    protocol = ICL_PROTOCOLS[name]
-    if ctx.quick:  # a smoke-test size of the same protocol
-        protocol = {**protocol, "steps": 4, "seeds": 2, "test": 16, "task": {"n_dims": 2, "n_points": 3}, "d": 16,
-                    "equal_compute": [], "budget_minutes": None}
-    folder = ctx.path(f"icl-{name}")
-    skipped = run_icl_cells(protocol, folder, random_state=ctx.seed)
-    report = icl_verdicts(folder, n_seeds=protocol["seeds"], steps=protocol["steps"])
-    stem = f"icl-{name}"
-    ctx.write_json({"protocol": protocol, "seed": ctx.seed, "torch": torch.__version__, "skipped_for_budget": skipped,
-                    **report}, stem)
-    ctx.write_table(icl_table(report), stem)
+def icl_figure(report: dict[str, Any], *, n_seeds: int, steps: int) -> Any:
+    """The in-context protocol's figure: error by prompt length, and mean error against loops.
+
+    Parameters
+    ----------
+    report : dict
+        What :func:`icl_verdicts` returns (or a stored ``icl-*.json``).
+    n_seeds : int
+        Seeds of the protocol (for the title).
+    steps : int
+        Training steps of the main cells (the right panel plots those).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
     import matplotlib.pyplot as plt
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
@@ -553,11 +575,11 @@ def _reproduce_icl(ctx: RunContext, name: str) -> None:
             ax1.plot(range(1, len(curve) + 1), curve, "k--" if label == "zero" else "k:", label=label.replace("_", " "))
     ax1.set_xlabel("in-context examples seen + 1 (prompt length)")
     ax1.set_ylabel("squared error / d")
-    ax1.set_title(f"error by prompt length (mean of {protocol['seeds']} seeds)")
+    ax1.set_title(f"error by prompt length (mean of {n_seeds} seeds)")
     ax1.legend(fontsize=7)
     for kind, marker in (("LT", "o-"), ("TMLT", "s")):
         rows_k = sorted((row["r"], row["r_test=1r"]) for row in report["models"].values()
-                        if row["model"] == kind and row["steps"] == protocol["steps"])
+                        if row["model"] == kind and row["steps"] == steps)
         if rows_k:
             rs = [r for r, _ in rows_k]
             means = [s["mean"] for _, s in rows_k]
@@ -570,5 +592,20 @@ def _reproduce_icl(ctx: RunContext, name: str) -> None:
     ax2.set_xlabel("loops r")
     ax2.set_ylabel("mean error over lengths (95% CI)")
     ax2.legend(fontsize=7)
-    ctx.save_figure(fig, stem)
+    return fig
+
+
+def _reproduce_icl(ctx: RunContext, name: str) -> None:
+    protocol = ICL_PROTOCOLS[name]
+    if ctx.quick:  # a smoke-test size of the same protocol
+        protocol = {**protocol, "steps": 4, "seeds": 2, "test": 16, "task": {"n_dims": 2, "n_points": 3}, "d": 16,
+                    "equal_compute": [], "budget_minutes": None}
+    folder = ctx.path(f"icl-{name}")
+    skipped = run_icl_cells(protocol, folder, random_state=ctx.seed)
+    report = icl_verdicts(folder, n_seeds=protocol["seeds"], steps=protocol["steps"])
+    stem = f"icl-{name}"
+    ctx.write_json({"protocol": protocol, "seed": ctx.seed, "torch": torch.__version__, "skipped_for_budget": skipped,
+                    **report}, stem)
+    ctx.write_table(icl_table(report), stem)
+    ctx.save_figure(icl_figure(report, n_seeds=protocol["seeds"], steps=protocol["steps"]), stem)
 
