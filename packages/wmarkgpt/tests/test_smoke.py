@@ -24,15 +24,26 @@ def test_demo_reproduces_the_official_table(tmp_path, data_dir, monkeypatch):
 def test_curriculum_runner_on_a_miniature_setting():
     from dataclasses import replace
 
+    import torch
+
     from wmarkgpt.experiments import CurriculumSettings, run_curriculum
 
     s = CurriculumSettings(image_size=16, n_position=8, n_synthetic=8, n_real=8, n_test=6, epochs=(1, 1, 1),
                            batch_size=8, hidden_size=32, vision_hidden_size=16, num_learnable_queries=4)
     res = run_curriculum(s, seed=0)
     assert "stage0" not in res  # the default is the first protocol's tower (no stage 0)
-    tower = replace(s, conv_stem=(8, 8, 8), n_stage0=16, stage0_epochs=1, aux_weight=1.0)
+    tower = replace(s, conv_stem=(8, 8, 8), n_stage0=16, stage0_epochs=1, aux_weight=1.0, epochs=(1, 2, 1))
+    torch.manual_seed(1234)
+    expected = torch.rand(3)
+    torch.manual_seed(1234)
     res0 = run_curriculum(tower, seed=0)
+    assert torch.equal(torch.rand(3), expected)  # the caller's global RNG is neither reseeded nor advanced
     assert set(res0["stage0"]) >= {"aux_head_synthetic_SRCC", "losses"}
+    assert [r["epoch"] for r in res0["S2_per_epoch"]] == [1, 2]
+    # the last tracked epoch is the model that S2 reports: the same score, computed twice
+    assert res0["S2_per_epoch"][-1]["SRCC"] == pytest.approx(res0["S2_synthetic_visibility"]["SRCC"], abs=1e-12)
+    assert res0["S2_per_epoch"][-1]["aux_head_SRCC"] == pytest.approx(res0["S2_aux_head_synthetic_SRCC"], abs=1e-12)
+    assert res["S2_aux_head_synthetic_SRCC"] is None  # no auxiliary head in the first protocol's tower
     for key in ("S1", "S2", "S3", "stage3_only"):
         assert 0.0 <= res[key]["BLEU-1"] <= 1.0 and 0.0 <= res[key]["ACC exact"] <= 1.0
     assert 0.0 <= res["position_exact_match"] <= 1.0

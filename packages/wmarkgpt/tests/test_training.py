@@ -54,6 +54,24 @@ def test_same_seed_same_weights(setup):
     assert all(torch.equal(x, y) for x, y in zip(a.parameters(), b.parameters(), strict=False))
 
 
+def test_epoch_callback_sees_each_epoch_and_leaves_the_training_unchanged(setup):
+    pos, _, tok, proc = setup
+    a, b = _model(tok), _model(tok)
+    seen = []
+
+    def evaluate(epoch, model):
+        seen.append((epoch, model.training))
+        model.eval()  # an evaluation switches modes, as the analyzer does; the next epoch trains in train mode
+
+    ra = train_stage(a, pos[:8], tokenizer=tok, image_processor=proc, stage=1, epochs=2, batch_size=4, random_state=3,
+                     on_epoch_end=evaluate)
+    rb = train_stage(b, pos[:8], tokenizer=tok, image_processor=proc, stage=1, epochs=2, batch_size=4, random_state=3)
+    assert seen == [(1, True), (2, True)] and ra.losses == rb.losses
+    assert all(torch.equal(x, y) for x, y in zip(a.parameters(), b.parameters(), strict=True))
+    with pytest.raises(TypeError, match="on_epoch_end"):
+        train_stage(a, pos[:8], tokenizer=tok, image_processor=proc, stage=1, on_epoch_end="print")
+
+
 def test_curriculum_writes_a_reloadable_checkpoint_per_stage(setup, tmp_path):
     pos, syn, tok, proc = setup
     model = _model(tok)

@@ -104,8 +104,9 @@ class WatermarkAnalyzer:
     >>> tok = build_word_tokenizer(["USER: ASSISTANT: The watermark visibility is: invisible faint moderate "
     ...                              "visible obvious. Describe the watermark in the image, considering its "
     ...                              "location in relation to objects, visual characteristics, and overall"])
-    >>> _ = torch.manual_seed(0)
-    >>> model = WMarkGPTForCausalLM(tiny_config(vocab_size=len(tok), image_size=16))
+    >>> with torch.random.fork_rng(devices=[]):  # seeded weights without reseeding the global RNG
+    ...     _ = torch.manual_seed(0)
+    ...     model = WMarkGPTForCausalLM(tiny_config(vocab_size=len(tok), image_size=16))
     >>> analyzer = WatermarkAnalyzer(model, tok, build_image_processor(16), max_new_tokens=4)
     >>> scores = analyzer.visibility_score([np.zeros((16, 16, 3), np.uint8)])
     >>> scores.shape, bool(1.0 <= scores[0] <= 5.0)

@@ -223,8 +223,7 @@ def run_curriculum(settings: CurriculumSettings, *, seed: int, checkpoint_dir: s
     if s.n_stage0 > 0:
         # stage 0: the vision tower and auxiliary head learn visibility and the box on fresh synthetic items;
         # the curriculum and the stage-3-only model both start from this tower
-        torch.manual_seed(int(rngs[12].integers(2**31)))
-        pre = WMarkGPTForCausalLM(cfg)
+        pre = _initialised(cfg, rngs[12])
         stage0_items = make_synthetic_dataset(s.n_stage0, size=size, random_state=rngs[12])
         r_pre = pretrain_vision(pre, stage0_items, image_processor=proc, epochs=s.stage0_epochs,
                                 random_state=rngs[13])
@@ -237,8 +236,7 @@ def run_curriculum(settings: CurriculumSettings, *, seed: int, checkpoint_dir: s
                          "aux_head_synthetic_PLCC": c0.plcc}
 
     def fresh(stream: np.random.Generator) -> WMarkGPTForCausalLM:
-        torch.manual_seed(int(stream.integers(2**31)))
-        model = WMarkGPTForCausalLM(cfg)
+        model = _initialised(cfg, stream)
         if tower is not None:
             model.load_state_dict(tower, strict=False)
         return model
@@ -253,6 +251,25 @@ def run_curriculum(settings: CurriculumSettings, *, seed: int, checkpoint_dir: s
                 "ROUGE-L": float(np.mean([rouge_l(p, r) if p.strip() else 0.0 for p, r in zip(preds, refs, strict=True)])),
                 "ACC exact": visibility_accuracy(labels, vis, mode="exact"),
                 "ACC substring": visibility_accuracy(labels, vis, mode="substring")}
+
+    syn_test_gt = np.array([x.gt_score for x in syn_test], dtype=float)
+    syn_test_pixels = preprocess_images([x.image for x in syn_test], proc)
+
+    def aux_srcc(model: WMarkGPTForCausalLM) -> float | None:
+        """SRCC of the auxiliary head's visibility output on the synthetic test set (what the tower sees)."""
+        if model.visual_aux_head is None:
+            return None
+        with torch.no_grad():
+            return correlation(model.visual_aux(syn_test_pixels)[:, 0].double().numpy(), syn_test_gt).srcc
+
+    stage2_curve: list[dict[str, Any]] = []
+
+    def track_stage2(epoch: int, model: torch.nn.Module) -> None:
+        # evaluation only (no draw from any stream): the stage trains as without it
+        an = WatermarkAnalyzer(model, tok, proc, max_new_tokens=1)  # type: ignore[arg-type]
+        c = correlation(an.visibility_score([x.image for x in syn_test]), syn_test_gt)
+        stage2_curve.append({"epoch": epoch, "SRCC": c.srcc, "PLCC": c.plcc,
+                             "aux_head_SRCC": aux_srcc(model)})  # type: ignore[arg-type]
 
     def score_eval(model: WMarkGPTForCausalLM, items: list) -> dict[str, float]:
         an = WatermarkAnalyzer(model, tok, proc, max_new_tokens=80)
@@ -270,13 +287,17 @@ def run_curriculum(settings: CurriculumSettings, *, seed: int, checkpoint_dir: s
     hits = [an.generate([x.image], x.question)[0] == _normalise(x.answer, tok) for x in pos_test]
     out["position_exact_match"] = float(np.mean(hits))
     out["S1"] = text_eval(model)
-    r2 = train_stage(model, syn_train, stage=2, epochs=s.epochs[1], random_state=rngs[8], **stage_args)
+    r2 = train_stage(model, syn_train, stage=2, epochs=s.epochs[1], random_state=rngs[8], on_epoch_end=track_stage2,
+                     **stage_args)
     out["S2"] = text_eval(model)
     out["S2_synthetic_visibility"] = score_eval(model, syn_test)
+    out["S2_per_epoch"] = stage2_curve
+    out["S2_aux_head_synthetic_SRCC"] = aux_srcc(model)
     r3 = train_stage(model, real_train, stage=3, epochs=s.epochs[2], random_state=rngs[9], **stage_args)
     out["S3"] = text_eval(model)
     out["S3_synthetic_visibility"] = score_eval(model, syn_test)
     out["S3_real_visibility"] = score_eval(model, real_test)
+    out["S3_aux_head_synthetic_SRCC"] = aux_srcc(model)
     only = fresh(rngs[10])
     r0 = train_stage(only, real_train, stage=3, epochs=s.epochs[2], random_state=rngs[11],
                      **{**stage_args, "checkpoint_dir": None})
@@ -286,6 +307,17 @@ def run_curriculum(settings: CurriculumSettings, *, seed: int, checkpoint_dir: s
     out["full_reference_baselines"] = _full_reference(syn_test_seed=streams[4], n=s.n_test, size=size)
     out["seconds"] = time.perf_counter() - t0
     return out
+
+
+def _initialised(cfg: Any, stream: np.random.Generator) -> Any:
+    """A fresh tiny model whose initial weights come from ``stream``; the caller's global torch RNG is untouched."""
+    import torch
+
+    from wmarkgpt.modeling import WMarkGPTForCausalLM
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(int(stream.integers(2**31)))
+        return WMarkGPTForCausalLM(cfg)
 
 
 def _full_reference(*, syn_test_seed: np.random.SeedSequence, n: int, size: int) -> dict[str, float]:

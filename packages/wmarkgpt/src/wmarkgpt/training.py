@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -183,7 +183,8 @@ def _set_trainable(model: torch.nn.Module, trainable: str) -> None:
 def train_stage(model: torch.nn.Module, samples: Sequence[Sample], *, tokenizer: Any, image_processor: Any,
                 stage: int, trainable: str | None = None, lora: Any = None, epochs: int = 1, batch_size: int = 16,
                 lr: float = 1e-3, weight_decay: float = 0.0, random_state: RandomStateLike = None,
-                checkpoint_dir: str | Path | None = None, aux_weight: float = 0.0) -> StageResult:
+                checkpoint_dir: str | Path | None = None, aux_weight: float = 0.0,
+                on_epoch_end: Callable[[int, torch.nn.Module], None] | None = None) -> StageResult:
     """Fine-tune ``model`` on one stage's samples.
 
     Parameters
@@ -216,6 +217,10 @@ def train_stage(model: torch.nn.Module, samples: Sequence[Sample], *, tokenizer:
     aux_weight : float, default 0
         Weight of the auxiliary visual loss (squared error of the standardised visibility and box, see
         :func:`aux_targets`) added to the next-token loss; needs a model with an auxiliary head when > 0.
+    on_epoch_end : callable, optional
+        ``on_epoch_end(epoch, model)`` after each epoch (``epoch`` from 1), e.g. to evaluate the model
+        along the stage; the model is put back in training mode afterwards, and the shuffling stream is not
+        touched, so an evaluation that draws nothing leaves the training unchanged.
 
     Returns
     -------
@@ -228,11 +233,12 @@ def train_stage(model: torch.nn.Module, samples: Sequence[Sample], *, tokenizer:
         On an unknown stage or ``trainable``, no trainable parameter, or non-positive sizes.
     """
     check_params({"stage": stage, "epochs": epochs, "batch_size": batch_size, "lr": lr,
-                  "weight_decay": weight_decay, "aux_weight": aux_weight, "random_state": random_state},
+                  "weight_decay": weight_decay, "aux_weight": aux_weight, "random_state": random_state,
+                  "on_epoch_end": on_epoch_end},
                  {"stage": [Options(int, {1, 2, 3})], "epochs": [Interval(int, 1, None)],
                   "batch_size": [Interval(int, 1, None)], "lr": [Interval(float, 0, None, closed="neither")],
                   "weight_decay": [Interval(float, 0, None)], "aux_weight": [Interval(float, 0, None)],
-                  "random_state": ["random_state"]}, owner="train_stage")
+                  "random_state": ["random_state"], "on_epoch_end": [None, "callable"]}, owner="train_stage")
     net: Any = model  # a WMarkGPTForCausalLM or a peft wrapper of one
     base = net.get_base_model() if hasattr(net, "get_base_model") else net
     if aux_weight > 0 and getattr(base, "visual_aux_head", None) is None:
@@ -284,6 +290,9 @@ def train_stage(model: torch.nn.Module, samples: Sequence[Sample], *, tokenizer:
             epoch_loss.append(float(loss.detach()))
         losses.append(float(np.mean(epoch_loss)))
         log.info("stage %d epoch %d loss %.4f", stage, len(losses), losses[-1])
+        if on_epoch_end is not None:
+            on_epoch_end(len(losses), model)
+            model.train()
     if hasattr(base, "_last_vision_tokens"):
         base._last_vision_tokens = None  # drop the last batch's graph
     model.eval()
