@@ -3,6 +3,7 @@
 Protocol: ``tower_protocol.md``. One seed per process; the JSON is written when the seed ends.
 
     OMP_NUM_THREADS=1 nice python packages/wmarkgpt/studies/tower_rerun.py --seed 0
+    OMP_NUM_THREADS=1 nice python packages/wmarkgpt/studies/tower_rerun.py --seed 2 --stage2-epochs 16  # diagnosis
     python packages/wmarkgpt/studies/tower_rerun.py --summary   # table of the stored seeds
 """
 
@@ -19,17 +20,23 @@ import numpy as np
 OUT = Path(__file__).resolve().parents[1] / "results" / "tower"
 
 
-def run(seed: int) -> None:
+def run(seed: int, stage2_epochs: int | None = None) -> None:
+    from dataclasses import replace
+
     import torch
 
     from wmarkgpt.experiments import TOWER, run_curriculum
 
     torch.set_num_threads(1)
+    settings, name = TOWER, f"seed{seed}.json"
+    if stage2_epochs is not None:  # the stage-2-length diagnosis: only stage 2's epochs change
+        settings = replace(TOWER, epochs=(TOWER.epochs[0], stage2_epochs, TOWER.epochs[2]))
+        name = f"diagnosis-stage2-{stage2_epochs}epochs-seed{seed}.json"
     t0 = time.process_time()
-    res = run_curriculum(TOWER, seed=seed)
+    res = run_curriculum(settings, seed=seed)
     res["cpu_seconds"] = time.process_time() - t0
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / f"seed{seed}.json").write_text(json.dumps(res, indent=1))
+    (OUT / name).write_text(json.dumps(res, indent=1))
 
 
 def _interval(values: list[float]) -> str:
@@ -73,9 +80,10 @@ def summary() -> str:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int)
+    parser.add_argument("--stage2-epochs", type=int, help="diagnosis: stage 2 for this many epochs")
     parser.add_argument("--summary", action="store_true")
     args = parser.parse_args()
     if args.summary:
         print(summary())
     else:
-        run(args.seed)
+        run(args.seed, args.stage2_epochs)
