@@ -80,31 +80,7 @@ def demo(ctx: RunContext) -> None:
         )
     ctx.write_table("\n".join(rows))
 
-    import matplotlib.pyplot as plt
-
-    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 4.2))
-    rng = np.random.default_rng(ctx.seed)
-    pts = rng.standard_normal((5, 2)) * np.array([2.5, 0.6]) @ np.array([[0.8, 0.6], [-0.6, 0.8]])
-    res = optimal_covariance(pts)
-    iso = isotropic_covariance(pts)
-    t = np.linspace(0, 2 * np.pi, 200)
-    circle = np.stack([np.cos(t), np.sin(t)])
-    ell = np.linalg.cholesky(res.covariance()) @ circle
-    ax.plot(*ell, label=f"DSI: s^T Sigma^-1 s = 1 (tr {res.trace:.2f})")
-    ax.plot(*(np.sqrt(iso.variance) * circle), "--", label=f"isotropic (tr {iso.trace:.2f})")
-    for p in pts:
-        ax.plot([0, p[0]], [0, p[1]], color="k", lw=0.8)
-        ax.plot(*p, "ko", ms=4)
-        ax.plot(*-p, "o", color="0.6", ms=3)
-    ax.set_aspect("equal")
-    ax.set_title("one-sigma contours and the differences s_i")
-    ax.legend(fontsize=7, loc="lower right")
-    bx.barh([r["name"] for r in records], [r["ratio"] for r in records])
-    bx.axvline(1.0, color="k", lw=0.8)
-    bx.set_xlabel("DSI trace / isotropic trace in span (lower is less noise)")
-    bx.tick_params(axis="y", labelsize=7)
-    fig.tight_layout()
-    ctx.save_figure(fig)
+    ctx.save_figure(demo_figure(records, seed=ctx.seed))
 
 
 # Hyper-parameter protocol for `reproduce` (fixed before the run on seeds 3-5; studies/reproduce-grid.md).
@@ -411,6 +387,44 @@ def reproduce(ctx: RunContext) -> dict[str, Any]:
     }
     ctx.write_json(out)
 
+    ctx.save_figure(reproduce_figure(summary, regimes))
+    return out
+
+
+def demo_figure(records: list[dict[str, Any]], *, seed: int) -> Any:
+    """The demo's figure: a 2-d DSI contour against the isotropic one, and the trace ratio per problem."""
+    import matplotlib.pyplot as plt
+
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(10, 4.2))
+    rng = np.random.default_rng(seed)
+    pts = rng.standard_normal((5, 2)) * np.array([2.5, 0.6]) @ np.array([[0.8, 0.6], [-0.6, 0.8]])
+    res = optimal_covariance(pts)
+    iso = isotropic_covariance(pts)
+    t = np.linspace(0, 2 * np.pi, 200)
+    circle = np.stack([np.cos(t), np.sin(t)])
+    ell = np.linalg.cholesky(res.covariance()) @ circle
+    ax.plot(*ell, label=f"DSI: s^T Sigma^-1 s = 1 (tr {res.trace:.2f})")
+    ax.plot(*(np.sqrt(iso.variance) * circle), "--", label=f"isotropic (tr {iso.trace:.2f})")
+    for p in pts:
+        ax.plot([0, p[0]], [0, p[1]], color="k", lw=0.8)
+        ax.plot(*p, "ko", ms=4)
+        ax.plot(*-p, "o", color="0.6", ms=3)
+    ax.set_aspect("equal")
+    ax.set_title("one-sigma contours and the differences s_i")
+    ax.set_xlabel("first coordinate of s_i")
+    ax.set_ylabel("second coordinate of s_i")
+    ax.legend(fontsize=7, loc="lower right")
+    bx.barh([r["name"] for r in records], [r["ratio"] for r in records])
+    bx.axvline(1.0, color="k", lw=0.8)
+    bx.set_xlabel("DSI trace / isotropic trace in span (lower is less noise)")
+    bx.set_ylabel("problem")
+    bx.tick_params(axis="y", labelsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def reproduce_figure(summary: list[dict[str, Any]], regimes: list[str]) -> Any:
+    """The reproduce figure: exposure and accuracy against epsilon per regime, and the backdoor's rates."""
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
@@ -446,8 +460,9 @@ def reproduce(ctx: RunContext) -> dict[str, Any]:
         label="attack success",
     )
     axes[2].set_xticks(positions, labels, fontsize=8)
+    axes[2].set_xlabel("regime")
+    axes[2].set_ylabel("rate on the test set")
     axes[2].legend(fontsize=7)
     axes[2].set_title("blended backdoor, digits (mean, sd over seeds)")
     fig.tight_layout()
-    ctx.save_figure(fig)
-    return out
+    return fig
