@@ -399,7 +399,11 @@ def reproduce(ctx: RunContext) -> None:
     }
     ctx.write_json(payload)
     ctx.write_table(reproduce_tables(payload))
-    _reproduce_figure(ctx, payload, all_runs)
+    curves = {
+        feedback: {label: np.asarray(run.travel_time) for label, run in runs.items()}
+        for feedback, runs in all_runs.items()
+    }
+    ctx.save_figure(reproduce_figure(payload, curves))
 
 
 def reproduce_tables(payload: dict) -> str:
@@ -503,16 +507,20 @@ def reproduce_tables(payload: dict) -> str:
     return "\n".join(parts)
 
 
-def _reproduce_figure(ctx: RunContext, payload: dict, all_runs: dict) -> None:
+def reproduce_figure(payload: dict, travel_times: dict[str, dict[str, np.ndarray]]) -> Any:
+    """The reproduce figure: time-averaged travel time per feedback model, and the per-seed POMWU vs cHedge bars.
+
+    ``payload`` is the reproduce JSON; ``travel_times[feedback][learner label]`` one run's per-round travel time.
+    """
     import matplotlib.pyplot as plt
 
     s = payload["setup"]
     T = s["rounds"]
     fig, axes = plt.subplots(1, 3, figsize=(16, 4), sharey=False)
     t = np.arange(1, T + 1)
-    for ax, (feedback, runs) in zip(axes[:2], all_runs.items(), strict=True):
-        for label, run in runs.items():
-            ax.plot(t, np.cumsum(run.travel_time) / t, "--" if "true" in label else "-", label=label)
+    for ax, (feedback, runs) in zip(axes[:2], travel_times.items(), strict=True):
+        for label, travel_time in runs.items():
+            ax.plot(t, np.cumsum(travel_time) / t, "--" if "true" in label else "-", label=label)
         ax.set_title(f"{feedback} feedback")
         ax.set_xlabel("round t")
         ax.set_xscale("log")
@@ -536,6 +544,7 @@ def _reproduce_figure(ctx: RunContext, payload: dict, all_runs: dict) -> None:
         )
     ax.axhline(0.0, color="k", lw=0.8)
     ax.set_xticks(np.arange(len(seeds)), [f"seed {x}" for x in seeds])
+    ax.set_xlabel("test seed")
     ax.set_ylabel("travel time, (POMWU - cHedge) / |cHedge| (%)")
     ax.set_title(f"POMWU vs cHedge (predicted), eta={s['step_size']:g}; < 0: POMWU better", fontsize=10)
     ax.legend(fontsize=7)
@@ -543,4 +552,4 @@ def _reproduce_figure(ctx: RunContext, payload: dict, all_runs: dict) -> None:
         f"Sioux Falls, {s['n_agents']} agents, {s['n_contexts']} contexts, seed {s['seed']} "
         f"(prediction accuracy {s['prediction_accuracy']:.2f})"
     )
-    ctx.save_figure(fig)
+    return fig
