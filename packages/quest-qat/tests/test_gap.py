@@ -24,8 +24,9 @@ def test_ngram_loss_equals_a_brute_force_count():
                         rel_tol=1e-12)
 
 
-def test_gap_protocol_quick_applies_the_gate_first(tmp_path):
+def test_gap_protocol_quick_applies_the_gate_first(tmp_path, figures):
     assert main(["reproduce", "--gap", "cpu", "--quick", "--out", str(tmp_path)]) == 0
+    assert figures == ["gap-cpu"]
     report = json.loads((tmp_path / "gap-cpu.json").read_text())
     assert set(report["runs"]) == {"FP32 d=16", "W4A4 d=16", "W1A1 d=16"}
     assert report["rules"]["0 gate"]["verdict"] == "fails"  # 2 steps cannot beat the order-2 table

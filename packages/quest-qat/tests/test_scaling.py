@@ -90,8 +90,9 @@ def test_bf16_forward_runs_the_model_in_bfloat16_and_keeps_float32_weights():
 
 
 @pytest.mark.slow
-def test_scaling_command_quick_stores_every_run_and_its_analysis(tmp_path):
+def test_scaling_command_quick_stores_every_run_and_its_analysis(tmp_path, figures):
     assert main(["reproduce", "--scaling", "--quick", "--out", str(tmp_path)]) == 0
+    assert figures == ["scaling"]
     result = json.loads((tmp_path / "scaling.json").read_text())
     assert result["params"] == SIZES and result["precisions"] == list(SCALING_BITS)
     losses = {p: [[result["runs"][p][str(w)]["final_val_loss"][s] for w in result["widths"]] for s in range(2)]

@@ -18,8 +18,9 @@ def _grid_rows(table: str) -> dict[str, list[float]]:
     return rows
 
 
-def test_demo_quick_writes_table_and_figure(tmp_path):
+def test_demo_quick_writes_table_and_figure(tmp_path, figures):
     table = run_command(main, "demo", tmp_path).table
+    assert figures == ["demo"]  # labelled, no overlapping text
     rows = _grid_rows(table)
     assert list(rows) == ["int1", "ternary", "int2", "int3", "int4", "int8"]
     absmax, grid, hadamard, optimum = rows["int4"]

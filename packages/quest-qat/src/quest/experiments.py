@@ -148,6 +148,7 @@ def demo(ctx: RunContext) -> None:
         ax2.axvline(sign * (spec.alpha + spec.default_trust), color="C3", linestyle="--",
                     label="trust bound s + step/2" if sign > 0 else None)
     ax2.set_xlabel("rotated activation / row RMS (64 tokens)")
+    ax2.set_ylabel("values per bin")
     ax2.set_title("4-bit grid: gradients beyond the red lines are masked")
     ax2.legend(fontsize=8)
     ctx.save_figure(fig)
@@ -239,6 +240,22 @@ def reproduce(ctx: RunContext) -> None:
         "runs": {name: {**asdict(res), "seconds": timings[name]} for name, res in results.items()},
     })
 
+    ctx.save_figure(training_figure(results))
+
+
+def training_figure(results: Mapping[str, Any]) -> Any:
+    """The ``reproduce`` figure: validation loss at each evaluation and the smoothed training loss, per run.
+
+    Parameters
+    ----------
+    results : mapping
+        Run name to a :class:`quest.train.TrainResult` (anything with ``eval_steps``, ``val_loss`` and
+        ``train_loss``).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
     import matplotlib.pyplot as plt
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
@@ -253,20 +270,21 @@ def reproduce(ctx: RunContext) -> None:
     ax2.set_xlabel("step")
     ax2.set_ylabel("train loss, 5-step mean")
     ax2.set_yscale("log")
-    fig.tight_layout()
-    ctx.save_figure(fig)
+    return fig
 
 
-def _reproduce_scaling(ctx: RunContext) -> None:
-    if ctx.quick:
-        result = run_scaling(steps=3, batch_size=4, seq_len=32, n_seeds=2, corpus_bytes=100_000, eval_batches=1,
-                             random_state=ctx.seed)
-    else:
-        result = run_scaling(random_state=ctx.seed, progress=True)
-    result["quick"] = ctx.quick
-    ctx.write_json(result, name="scaling")
-    ctx.write_table(scaling_table(result), name="scaling")
+def scaling_figure(result: Mapping[str, Any]) -> Any:
+    """The scaling figure: final loss against quantized parameters and against memory, with the fitted lines.
 
+    Parameters
+    ----------
+    result : mapping
+        A :func:`quest.scaling.run_scaling` result (the stored ``scaling.json``).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
     import matplotlib.pyplot as plt
 
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.8), layout="constrained")
@@ -287,10 +305,23 @@ def _reproduce_scaling(ctx: RunContext) -> None:
         ax.set_xscale("log")
         ax.set_xlabel(label)
     ax1.set_ylabel("final validation loss (nats/byte)")
+    ax2.set_ylabel("final validation loss (nats/byte)")
     ax1.legend(fontsize=8)
     ax2.set_title("equal loss (dotted): less memory is better", fontsize=9)
-    fig.tight_layout()
-    ctx.save_figure(fig, name="scaling")
+    return fig
+
+
+def _reproduce_scaling(ctx: RunContext) -> None:
+    if ctx.quick:
+        result = run_scaling(steps=3, batch_size=4, seq_len=32, n_seeds=2, corpus_bytes=100_000, eval_batches=1,
+                             random_state=ctx.seed)
+    else:
+        result = run_scaling(random_state=ctx.seed, progress=True)
+    result["quick"] = ctx.quick
+    ctx.write_json(result, name="scaling")
+    ctx.write_table(scaling_table(result), name="scaling")
+
+    ctx.save_figure(scaling_figure(result), name="scaling")
 
 
 def _ci(values: Sequence[float], signed: bool = False, digits: int = 3) -> str:
@@ -499,6 +530,39 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
+def gap_figure(report: Mapping[str, Any], *, n_seeds: int) -> Any:
+    """The gap protocol's figure: final loss per seed and mean for each run, with the n-gram tables.
+
+    Parameters
+    ----------
+    report : mapping
+        A :func:`quest.scaling.gap_verdicts` report (or the stored ``gap-*.json``).
+    n_seeds : int
+        Seeds of the protocol (for the title).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+    """
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
+    labels = list(report["runs"])
+    for x, label in enumerate(labels):
+        losses = report["runs"][label]["losses"]
+        ax.plot([x] * len(losses), losses, "o", color="C0", alpha=0.6)
+        ax.plot([x - 0.25, x + 0.25], [np.mean(losses)] * 2, color="C1")
+    for table, style in (("bigram", ":"), ("order-2 Markov", "--")):
+        if table in report["ngram"]:
+            ax.axhline(report["ngram"][table]["loss"], color="grey", ls=style, label=f"{table} table")
+    ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize=8)
+    ax.set_xlabel("precision and width")
+    ax.set_ylabel("validation loss (nats/byte)")
+    ax.set_title(f"final loss per seed (dots) and mean (bar), {n_seeds} seeds", fontsize=9)
+    ax.legend(fontsize=8)
+    return fig
+
+
 def _reproduce_gap(ctx: RunContext, name: str) -> None:
     from quest.scaling import GAP_PROTOCOLS, gap_verdicts, run_gap_cells
 
@@ -514,20 +578,4 @@ def _reproduce_gap(ctx: RunContext, name: str) -> None:
     ctx.write_json({"protocol": protocol, "seed": ctx.seed, "torch": torch.__version__,
                     "skipped_for_budget": skipped, **report}, stem)
     ctx.write_table(gap_table(report), stem)
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(6.4, 3.8), layout="constrained")
-    labels = list(report["runs"])
-    for x, label in enumerate(labels):
-        losses = report["runs"][label]["losses"]
-        ax.plot([x] * len(losses), losses, "o", color="C0", alpha=0.6)
-        ax.plot([x - 0.25, x + 0.25], [np.mean(losses)] * 2, color="C1")
-    for table, style in (("bigram", ":"), ("order-2 Markov", "--")):
-        if table in report["ngram"]:
-            ax.axhline(report["ngram"][table]["loss"], color="grey", ls=style, label=f"{table} table")
-    ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right", fontsize=8)
-    ax.set_xlabel("precision and width")
-    ax.set_ylabel("validation loss (nats/byte)")
-    ax.set_title(f"final loss per seed (dots) and mean (bar), {protocol['n_seeds']} seeds", fontsize=9)
-    ax.legend(fontsize=8)
-    ctx.save_figure(fig, stem)
+    ctx.save_figure(gap_figure(report, n_seeds=protocol["n_seeds"]), stem)

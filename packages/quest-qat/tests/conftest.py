@@ -1,0 +1,32 @@
+"""Shared fixtures: every figure a command saves is checked for labels and overlapping text."""
+
+import pytest
+from icml25_shared.cli import RunContext
+from icml25_shared.testing import figure_problems
+
+
+def check_figure(fig):
+    """Raise AssertionError when an axis whose ticks show lacks a label or two texts overlap."""
+    problems = figure_problems(fig)
+    assert not problems, "; ".join(problems)
+
+
+@pytest.fixture
+def figure_check():
+    """The figure check, for tests that build a figure themselves."""
+    return check_figure
+
+
+@pytest.fixture
+def figures(monkeypatch):
+    """Names of the figures saved through a RunContext, each checked by :func:`check_figure` first."""
+    seen = []
+    original = RunContext.save_figure
+
+    def capture(self, fig, name=None):
+        check_figure(fig)
+        seen.append(name or self.command)
+        return original(self, fig, name)
+
+    monkeypatch.setattr(RunContext, "save_figure", capture)
+    return seen
