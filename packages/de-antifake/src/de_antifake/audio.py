@@ -90,7 +90,10 @@ def _float_samples(wav, *, name: str, dtype=np.float32) -> np.ndarray:
 
 
 def _own_torch_rng(fn):
-    """Run ``fn`` on a forked torch CPU generator, so its seeding does not change the caller's global RNG."""
+    """Run ``fn`` on a forked torch CPU generator, leaving the caller's global RNG as it was.
+
+    Both a seeded fit and the random initial weights of every network ``fn`` builds draw from the fork.
+    """
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):

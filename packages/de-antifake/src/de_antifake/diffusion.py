@@ -244,6 +244,7 @@ def save_purification_pkl(model: DiffWave, path: str | Path, *, schedule: Diffus
     return path
 
 
+@_own_torch_rng
 def load_purification_pkl(path: str | Path, *, config: str | Path | dict | None = None) -> tuple[DiffWave, DiffusionSchedule]:
     """Load a DiffWave checkpoint saved in the official layout (``purification.pkl``).
 

@@ -158,6 +158,7 @@ class DVectorEncoder(ResemblyzerEncoder):
         return path
 
     @classmethod
+    @_own_torch_rng
     def load(cls, path: str | Path) -> DVectorEncoder:
         """Read a file written by :meth:`save`; the model is in eval mode with frozen parameters.
 

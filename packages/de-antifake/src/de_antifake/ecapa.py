@@ -29,7 +29,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from de_antifake.audio import SAMPLE_RATE, as_mono
+from de_antifake.audio import SAMPLE_RATE, _own_torch_rng, as_mono
 from de_antifake.encoder import _as_wave_tensor
 
 __all__ = ["ECAPAEncoder", "ECAPATDNN", "SpeechbrainFbank", "load_ecapa", "save_ecapa"]
@@ -414,6 +414,7 @@ def _check_file(path: Path) -> Path:
     return path
 
 
+@_own_torch_rng
 def load_ecapa(folder: str | Path) -> ECAPAEncoder:
     """Load a speechbrain ECAPA-TDNN speaker encoder from a local pretrained folder.
 

@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from de_antifake.audio import SAMPLE_RATE, as_mono
+from de_antifake.audio import SAMPLE_RATE, _own_torch_rng, as_mono
 
 __all__ = ["LEVEL_DBFS", "MelFrontEnd", "ResemblyzerEncoder", "eer_threshold", "slaney_mel_filterbank",
            "speech_bounds"]
@@ -259,6 +259,7 @@ class ResemblyzerEncoder(nn.Module):
         self.relu = nn.ReLU()
 
     @classmethod
+    @_own_torch_rng
     def from_pretrained(cls, weights: str | Path | None = None, *, pad_mode: str = "constant",
                         level_dbfs: float | None = LEVEL_DBFS, trim_silence: bool = True) -> ResemblyzerEncoder:
         """Load the GE2E weights (``checkpoint["model_state"]``) of the ``resemblyzer`` wheel.

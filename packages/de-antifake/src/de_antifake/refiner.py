@@ -307,6 +307,7 @@ def save_refinement_ckpt(refiner: PhonemeGuidedRefiner, path: str | Path) -> Pat
     return path
 
 
+@_own_torch_rng
 def load_refinement_ckpt(path: str | Path, *, use_ema: bool = True, random_state=None) -> PhonemeGuidedRefiner:
     """Load a refiner saved in the official Lightning layout (``refinement.ckpt``).
 
