@@ -7,7 +7,9 @@ For each member, uv resolves the member's declared requirements (its base depend
 extra but `test`, and those of the icml25-shared extras it asks for) with ``--resolution lowest-direct``:
 each declared requirement at its lowest version, everything they pull in at the highest compatible one.
 A fresh venv then gets those versions pinned, the member (not editable) with its `test` extra, and runs the
-member's tests marked `smoke` (all tests but `slow` and `triton` ones when none is marked).
+member's tests marked `smoke` (all tests but `slow` and `triton` ones when none is marked). A member that
+declares triton also runs its `triton`-marked tests under ``TRITON_INTERPRET=1``, so that its triton floor is
+exercised by the kernels and not only installed.
 
 torch is the exception: it stays at the CPU build pinned in tools/constraints.txt, since the older torch
 wheels on PyPI are CUDA builds of several GB. Wheels only (``--only-binary :all:``): a lower bound whose
@@ -32,7 +34,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from checks import CONSTRAINTS, ROOT, Member, normalise, parse_requirement, tomllib, workspace  # noqa: E402
 
-UNPINNED = {"torch", "triton"}  # held at tools/constraints.txt (see the module docstring)
+UNPINNED = {"torch"}  # held at tools/constraints.txt (see the module docstring)
 SHARED = "icml25-shared"
 
 
@@ -110,6 +112,16 @@ def untestable_bounds(own: list[str], pins: dict[str, str]) -> list[tuple[str, s
                   if name in pins and Version(pins[name]) > Version(bound))
 
 
+def declares_triton(requirements: list[str]) -> bool:
+    """Whether triton is among the member's declared requirements (its base, extras or shared extras)."""
+    return any(parse_requirement(r)[0] == "triton" for r in requirements)
+
+
+def has_marker(tests: Path, marker: str) -> bool:
+    """Whether any test file under ``tests`` uses ``pytest.mark.<marker>``."""
+    return any(f"mark.{marker}" in p.read_text(errors="ignore") for p in tests.rglob("*.py"))
+
+
 def run_member(member: Member, members: list[Member], *, keep: Path | None, marker: str | None) -> dict:
     """Install ``member`` at its lowest declared versions in a fresh venv and run its smoke tests."""
     start = time.perf_counter()
@@ -154,13 +166,20 @@ def run_member(member: Member, members: list[Member], *, keep: Path | None, mark
     result["installed"] = {name: installed.get(name, "?") for name in sorted({*pins, *(UNPINNED & {
         parse_requirement(r)[0] for r in requirements})})}
     tests = member.path / "tests"
-    has_smoke = any("mark.smoke" in p.read_text(errors="ignore") for p in tests.rglob("*.py"))
+    has_smoke = has_marker(tests, "smoke")
     selection = marker or ("smoke" if has_smoke else "not slow and not triton")
     run = subprocess.run([str(python), "-m", "pytest", str(tests), "-q", "-p", "no:cacheprovider", "-m", selection,
                           "-x"], capture_output=True, text=True, cwd=ROOT, env={**env, "MPLBACKEND": "Agg"})
     summary = [line for line in run.stdout.strip().splitlines() if line.strip()][-1:] or [""]
     ok = run.returncode == 0
-    result.update(ok=ok, stage="tests", selection=selection, summary=summary[0],
+    if ok and marker is None and declares_triton(requirements) and has_marker(tests, "triton"):
+        run = subprocess.run([str(python), "-m", "pytest", str(tests), "-q", "-p", "no:cacheprovider", "-m", "triton",
+                              "-x"], capture_output=True, text=True, cwd=ROOT,
+                             env={**env, "MPLBACKEND": "Agg", "TRITON_INTERPRET": "1"})
+        selection += "; triton (TRITON_INTERPRET=1)"
+        summary += [line for line in run.stdout.strip().splitlines() if line.strip()][-1:] or [""]
+        ok = run.returncode == 0
+    result.update(ok=ok, stage="tests", selection=selection, summary="; ".join(summary),
                   error="" if ok else run.stdout[-4000:] + run.stderr[-1000:], seconds=time.perf_counter() - start)
     if keep is None:
         shutil.rmtree(workdir, ignore_errors=True)
