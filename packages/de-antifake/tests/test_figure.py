@@ -34,3 +34,55 @@ def test_panels_share_one_scale_and_are_labelled():
              for t in (ax.title, ax.xaxis.label, ax.yaxis.label) if t.get_text()]
     boxes.append(fig._suptitle.get_window_extent(renderer))
     assert not any(a.overlaps(b) for i, a in enumerate(boxes) for b in boxes[i + 1:])
+
+
+def _runs(seeds, names=("clean reference", "protected (none)", "LPF", "AudioPure t=5", "stage 1 (t=3)",
+                        "unguided refiner", "PhonePuRe", "PhonePuRe, shuffled alignment")):
+    rng = np.random.default_rng(0)
+    runs = []
+    for seed in seeds:
+        rows = {}
+        for n in names:
+            accepted = [bool(a) for a in rng.random(8) < 0.6]
+            rows[n] = {"success": float(np.mean(accepted)), "sim": 0.9, "snr_db": 20.0, "accepted": accepted,
+                       "sims": [0.9] * 8}
+        runs.append({"seed": seed, "rows": rows})
+    return runs
+
+
+@pytest.mark.parametrize("seeds", [[0, 1, 2], [5]])
+def test_reproduce_figure_is_legible_with_intervals_and_seeds(seeds):
+    import matplotlib.pyplot as plt
+    from icml25_shared.testing import figure_problems
+
+    from de_antifake.experiments import _success_figure
+
+    runs = _runs(seeds)
+    fig = _success_figure(runs)
+    try:
+        assert figure_problems(fig) == []
+        (ax,) = fig.axes
+        box, page = ax.title.get_window_extent(fig.canvas.get_renderer()), fig.bbox
+        assert page.x0 <= box.x0 and box.x1 <= page.x1 and box.y1 <= page.y1  # the caption is not cut off
+        title = ax.get_title()
+        assert all(str(s) in title for s in seeds) and "8 references per seed" in title
+        assert ("95% t-interval" in title) == (len(seeds) > 1)
+        widths = [p.get_width() for p in ax.patches]
+        expected = [np.mean([r["rows"][n]["success"] for r in runs]) for n in runs[0]["rows"]]
+        np.testing.assert_allclose(widths, expected)  # the bars are the means over seeds, in row order
+    finally:
+        plt.close(fig)
+
+
+def test_demo_figure_is_legible_with_its_real_caption():
+    import matplotlib.pyplot as plt
+    from icml25_shared.testing import figure_problems
+
+    rng = np.random.default_rng(1)
+    names = ("clean", "protected", "LPF", "stage 1 (t=3)", "PhonePuRe")  # the panels demo shows
+    fig = _spectrogram_figure({n: 0.1 * rng.standard_normal(32000) for n in names},
+                              caption="clip 1 of 4, seed 0; weights: shipped with the package (reproduce --quick, seed 0)")
+    try:
+        assert figure_problems(fig) == []
+    finally:
+        plt.close(fig)
