@@ -95,13 +95,14 @@ def demo(ctx: RunContext) -> None:
                                "audit_log": log.name}))
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 3))
+    fig, ax = plt.subplots(figsize=(6, 3.4), layout="constrained")
     names = [r["strategy"] for r in rows]
     ax.bar(names, [r["success"] for r in rows], yerr=[[r["success"] - r["low"] for r in rows],
                                                        [r["high"] - r["success"] for r in rows]], capsize=3)
-    ax.set_ylabel("flagged-task success")
+    ax.set_xlabel("strategy")
+    ax.set_ylabel("flagged-task success (share)")
     ax.set_ylim(0, 1.05)
-    ax.set_title("stand-ins: single models vs combinations")
+    ax.set_title(f"stand-ins: {n} tasks, seed {ctx.seed}; bars 95% Wilson (tasks as units)", fontsize=9)
     ctx.save_figure(fig)
 
 
@@ -221,19 +222,23 @@ def reproduce(ctx: RunContext) -> None:
     ctx.write_json(_json_safe(out))
     import matplotlib.pyplot as plt
 
-    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.5))
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
     for offset, label in ((-0.2, "exact"), (0.2, "noisy")):
         rows = out[label]["rows"]
         x = np.arange(len(rows)) + offset
-        ax1.bar(x, [r["success"] for r in rows], width=0.4, label=f"{label} stand-ins")
-    ax1.set_xticks(np.arange(len(out["exact"]["rows"])), [r["strategy"] for r in out["exact"]["rows"]], rotation=30)
-    ax1.set_ylabel("flagged-task success")
+        ax1.bar(x, [r["success"] for r in rows], width=0.4, label=f"{label} stand-ins",
+                yerr=[[r["success"] - r["low"] for r in rows], [r["high"] - r["success"] for r in rows]], capsize=2)
+    ax1.set_xticks(np.arange(len(out["exact"]["rows"])), [r["strategy"] for r in out["exact"]["rows"]],
+                   rotation=35, ha="right", rotation_mode="anchor")
+    ax1.set_xlabel("strategy")
+    ax1.set_ylabel("flagged-task success (share)")
+    ax1.set_title(f"{n} tasks x {len(seeds)} seeds; bars 95% Wilson (tasks as units)", fontsize=9)
     ax1.legend(loc="center left", fontsize=8)  # over the single models, whose bars are empty
     image = ax2.imshow(grid["automated"], origin="lower", vmin=0, vmax=1, cmap="viridis")
     ax2.set_xticks(range(len(GRID_STRONG)), GRID_STRONG)
     ax2.set_yticks(range(len(GRID_WEAK)), GRID_WEAK)
     ax2.set_xlabel("strong capability")
     ax2.set_ylabel("weak capability")
-    ax2.set_title("automated (k = 3) success")
-    fig.colorbar(image, ax=ax2)
+    ax2.set_title(f"automated (k = 3) success, {n_grid} tasks, seed {ctx.seed}", fontsize=9)
+    fig.colorbar(image, ax=ax2, label="flagged-task success (share)")
     ctx.save_figure(fig)

@@ -344,7 +344,8 @@ def reproduce(ctx: RunContext) -> None:
     out["seconds"] = time.perf_counter() - start
     ctx.write_json(out)
 
-    fig, axes = plt.subplots(1, 4, figsize=(17, 3.8))
+    fig, axes = plt.subplots(1, 4, figsize=(17, 4.2), layout="constrained")
+    n_seeds, n_point = len(seeds), 10 if ctx.quick else 100
     for ax, name in zip(axes[:2], ("weak", "strong"), strict=True):
         rec = out["regimes"][name]
         ax.errorbar(Ts, rec["risk"], yerr=rec["risk_sem"], fmt="ko", ms=4, label="out-of-sample risk (sim.)")
@@ -353,22 +354,23 @@ def reproduce(ctx: RunContext) -> None:
         ax.plot(Ts, rec["gcv"], "C1^:", ms=4, label="GCV")
         ax.set_xscale("log")
         ax.set_yscale("log")
-        ax.set_xlabel("T")
+        ax.set_xlabel("T (training samples)")
+        ax.set_ylabel("risk (mean squared error)")
         ax.set_title(f"{name}: xi={rec['xi']:g}, lambda={rec['lambda']:g}")
-    axes[0].set_ylabel("risk")
     axes[0].legend(fontsize=7)
     sw = out["sweep"]
     axes[2].loglog(lambdas, sw["risk"], "k-", label="risk (sim.)")
     axes[2].loglog(lambdas, sw["corrgcv"], "C0--", label="CorrGCV")
     axes[2].loglog(lambdas, sw["gcv"], "C1:", label="GCV")
-    axes[2].set_xlabel("lambda")
+    axes[2].set_xlabel("ridge penalty lambda")
+    axes[2].set_ylabel("risk (mean squared error)")
     axes[2].set_title("strong, T=150: penalty sweep")
     axes[2].legend(fontsize=7)
-    axes[3].plot(taus, sim_ratio, "ko", ms=3, label="simulated")
+    axes[3].plot(taus, sim_ratio, "ko", ms=3, label=f"simulated ({n_point} seeds)")
     axes[3].plot(taus, theory_ratio, "C0-", label="theory")
-    axes[3].set_xlabel("horizon tau")
+    axes[3].set_xlabel("horizon tau (steps)")
     axes[3].set_ylabel("R(tau) / R(inf)")
     axes[3].set_title("correlated test point (T=100, xi=100)")
     axes[3].legend(fontsize=7)
-    fig.tight_layout()
+    fig.suptitle(f"means over {n_seeds} seeds (error bars: standard error), seed {ctx.seed}", fontsize=9)
     ctx.save_figure(fig)
