@@ -13,7 +13,14 @@ if TYPE_CHECKING:
     from de_antifake.audio import SAMPLE_RATE, as_mono, snr_db
     from de_antifake.clone import ParameterCloner, SpeakerVerifier, VoiceCloner, embed_batch
     from de_antifake.corpus import Corpus, SpeakerParams, Utterance, make_corpus, pronounce, read_textgrid, synthesize
-    from de_antifake.datasets import SpeechCorpus, read_audio, read_librispeech, read_vctk
+    from de_antifake.datasets import (
+        SpeechCorpus,
+        festival_voices,
+        read_audio,
+        read_librispeech,
+        read_vctk,
+        synthesize_festival,
+    )
     from de_antifake.diffusion import (
         DiffusionSchedule,
         DiffWave,
@@ -53,6 +60,7 @@ _EXPORTS = {
     "pronounce": "corpus", "read_textgrid": "corpus", "synthesize": "corpus",
     "MelFrontEnd": "encoder", "ResemblyzerEncoder": "encoder", "eer_threshold": "encoder",
     "SpeechCorpus": "datasets", "read_audio": "datasets", "read_librispeech": "datasets", "read_vctk": "datasets",
+    "festival_voices": "datasets", "synthesize_festival": "datasets",
     "DVectorConfig": "dvector", "DVectorEncoder": "dvector", "DVectorResult": "dvector", "ge2e_loss": "dvector",
     "train_dvector": "dvector",
     "ECAPAEncoder": "ecapa", "ECAPATDNN": "ecapa", "SpeechbrainFbank": "ecapa", "load_ecapa": "ecapa",
@@ -111,6 +119,7 @@ __all__ = [
     "available_codecs",
     "eer_threshold",
     "embed_batch",
+    "festival_voices",
     "ge2e_loss",
     "load_ecapa",
     "load_purification_pkl",
@@ -129,6 +138,7 @@ __all__ = [
     "shipped_weights",
     "snr_db",
     "synthesize",
+    "synthesize_festival",
     "train_diffwave",
     "train_dvector",
 ]

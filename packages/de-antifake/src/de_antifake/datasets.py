@@ -41,7 +41,8 @@ from de_antifake.audio import SAMPLE_RATE
 from de_antifake.corpus import HOP, Corpus, Utterance, _textgrid_tiers, read_textgrid
 from de_antifake.phoneme import MAX_UNCOVERED, SILENCE_LABELS, alignment_from_intervals
 
-__all__ = ["PHONES", "SpeechCorpus", "read_audio", "read_librispeech", "read_vctk"]
+__all__ = ["FESTIVAL_INSTALL", "FESTIVAL_VOICES_DIR", "PHONES", "SpeechCorpus", "festival_voices", "read_audio",
+           "read_librispeech", "read_vctk", "synthesize_festival"]
 
 PHONES = frozenset("""AA AE AH AO AW AY B CH D DH EH ER EY F G HH IH IY JH K L M N NG OW OY P R S SH T TH UH UW V W
 Y Z ZH sil""".split())
@@ -483,3 +484,106 @@ def read_vctk(root: str | Path, *, speakers: Iterable[str] | None = None, mic: s
     genders.update({f"p{k}": v for k, v in list(genders.items()) if not k.startswith(("p", "s"))})
     return _build(root, items, genders, alignments=alignments, tier=tier, phone_map=phone_map,
                   on_missing_alignment=on_missing_alignment, max_per_speaker=max_per_speaker)
+
+
+FESTIVAL_VOICES_DIR = Path("/usr/share/festival/voices")
+"""Where Debian's ``festvox-*`` packages install festival voices (``<language>/<voice>/``)."""
+
+FESTIVAL_INSTALL = ("apt-get install festival festvox-kallpc16k festvox-rablpc16k festvox-us-slt-hts "
+                    "festvox-ca-ola-hts festvox-don")
+"""A Debian/Ubuntu command that installs festival with voices from several recorded speakers."""
+
+
+def festival_voices(voices_dir: str | Path = FESTIVAL_VOICES_DIR) -> list[str]:
+    """The festival voices installed under ``voices_dir`` (sorted names, e.g. ``"kal_diphone"``); ``[]`` if none."""
+    root = Path(voices_dir)
+    if not root.is_dir():
+        return []
+    return sorted({v.name for lang in root.iterdir() if lang.is_dir() for v in lang.iterdir() if v.is_dir()})
+
+
+def synthesize_festival(sentences: Iterable[str], *, voices: Iterable[str] | None = None, folder: str | Path,
+                        text2wave: str | Path | None = None,
+                        voices_dir: str | Path = FESTIVAL_VOICES_DIR) -> SpeechCorpus:
+    """Speak every sentence in every installed festival voice: a corpus of recorded-speaker voices.
+
+    festival's diphone, cluster-unit and HTS voices are built from recordings of one speaker each, so
+    they sound more like people than the formant synthesiser of :func:`~de_antifake.corpus.make_corpus`.
+    festival is optional: it is a system package, not a Python dependency.
+
+    Parameters
+    ----------
+    sentences : iterable of str
+        The texts; each voice speaks each one (one utterance per voice and sentence).
+    voices : iterable of str, optional
+        Voice names (``"kal_diphone"``, ``"cmu_us_slt_arctic_hts"``, ...); every voice found by
+        :func:`festival_voices` by default.
+    folder : path
+        Where the WAV files are written (``<voice>/<voice>_<index>.wav``); created if missing.
+    text2wave : path, optional
+        festival's ``text2wave`` script; looked up on ``PATH`` by default.
+    voices_dir : path, default :data:`FESTIVAL_VOICES_DIR`
+        Where to look for installed voices when ``voices`` is not given.
+
+    Returns
+    -------
+    SpeechCorpus
+        One speaker per voice (sorted), words upper-case, audio at 16 kHz; no alignments (build even
+        ones with :func:`~de_antifake.phoneme.alignment_from_words`, or pass PhonePuRe the transcript).
+
+    Raises
+    ------
+    FileNotFoundError
+        When ``text2wave`` is not installed or no voice is found; the message says how to install them.
+    TypeError
+        When ``sentences`` is not a text or an iterable of texts, or a path is not a str or Path.
+    ValueError
+        When ``sentences`` is empty or holds a text without words, or a voice name is not a plain name.
+    RuntimeError
+        When festival fails on a voice (its error output is quoted).
+
+    Examples
+    --------
+    >>> synthesize_festival(["Hello world."], folder="out", text2wave="/nonexistent/text2wave")
+    Traceback (most recent call last):
+    ...
+    FileNotFoundError: festival's text2wave was not found (/nonexistent/text2wave); ...
+    """
+    import shutil
+    import subprocess
+
+    from icml25_shared.validation import check_params
+
+    owner = "synthesize_festival"
+    check_params({"folder": folder, "text2wave": text2wave, "voices_dir": voices_dir},
+                 {"folder": [str, Path], "text2wave": [str, Path, None], "voices_dir": [str, Path]}, owner=owner)
+    texts = [sentences] if isinstance(sentences, str) else list(sentences) if isinstance(sentences, Iterable) else None
+    if texts is None or not all(isinstance(t, str) for t in texts):
+        raise TypeError(f"{owner}: sentences must be a text or an iterable of texts; got {sentences!r}")
+    if not texts or not all(_words(t) for t in texts):
+        raise ValueError(f"{owner}: sentences must be at least one text, each with words; got {texts!r}")
+    how = f"install festival and its voices (Debian/Ubuntu: {FESTIVAL_INSTALL}) or pass text2wave=<path>"
+    exe = shutil.which(str(text2wave)) if text2wave is not None else shutil.which("text2wave")
+    if exe is None:
+        where = text2wave if text2wave is not None else "not on PATH"
+        raise FileNotFoundError(f"festival's text2wave was not found ({where}); {how}")
+    names = festival_voices(voices_dir) if voices is None else _names(voices, "voices")
+    if not names:
+        raise FileNotFoundError(f"no festival voice is installed under {voices_dir}; {how}")
+    bad = [v for v in names if not re.fullmatch(r"[A-Za-z0-9_]+", v)]
+    if bad:
+        raise ValueError(f"{owner}: voices must be plain festival voice names (letters, digits, _); got {bad}")
+    out = Path(folder)
+    items = []
+    for voice in sorted(set(names)):
+        (out / voice).mkdir(parents=True, exist_ok=True)
+        for k, text in enumerate(texts):
+            path = out / voice / f"{voice}_{k:03d}.wav"
+            done = subprocess.run([exe, "-o", str(path), "-eval", f"(voice_{voice})"], input=text, text=True,
+                                  capture_output=True, check=False)
+            if done.returncode != 0 or not path.is_file():
+                raise RuntimeError(f"festival failed on voice {voice!r} (exit {done.returncode}): "
+                                   f"{(done.stderr or done.stdout).strip()[-400:]}")
+            items.append((voice, path, _words(text), path.stem))
+    return _build(out, items, {}, alignments=None, tier="phones", phone_map=None, on_missing_alignment="raise",
+                  max_per_speaker=None)
