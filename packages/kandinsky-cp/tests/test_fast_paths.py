@@ -8,7 +8,14 @@ import numpy as np
 import pytest
 
 from kandinsky_cp import core
+from kandinsky_cp import groups as G
 from kandinsky_cp.core import group_quantile_regression
+
+
+def _force_lp(m):
+    """Send every fit through the LP: no partition shortcut, neither from Phi nor from the groups' index."""
+    m.setattr(core, "_is_partition", lambda phi: False)
+    m.setattr(core, "_partition_fit", lambda *a, **k: None)
 
 
 def _lp_fit(phi, scores, level, correction, monkeypatch):
@@ -60,7 +67,7 @@ def test_fast_path_is_taken_and_matches_end_to_end(monkeypatch):
         fast = KandinskyCP(reg, groups=groups, random_state=0).conformalize(X[300:900], y[300:900])
         assert not calls  # no LP for disjoint groups
         with monkeypatch.context() as m:
-            m.setattr(core, "_is_partition", lambda phi: False)
+            _force_lp(m)
             slow = KandinskyCP(reg, groups=groups, random_state=0).conformalize(X[300:900], y[300:900])
         assert calls
         calls.clear()
@@ -101,9 +108,70 @@ def test_split_cp_order_statistic_from_the_sorted_scores_equals_the_lp(monkeypat
     kw = dict(groups=G.intercept(), randomize=randomize, random_state=0, confidence_level=[0.5, 0.9, 0.99])
     fast = KandinskyCP(reg, **kw).conformalize(X[300:900], y[300:900])
     with monkeypatch.context() as m:
-        m.setattr(core, "_is_partition", lambda phi: False)
+        _force_lp(m)
         slow = KandinskyCP(reg, **kw).conformalize(X[300:900], y[300:900])
     np.testing.assert_array_equal(fast.beta_, slow.beta_)
     np.testing.assert_array_equal(fast.predict_interval(X[900:])[1], slow.predict_interval(X[900:])[1])
     for f in fast.fit_results_:
         assert np.all(fast._raw_scores[f.basis] == f.beta)  # the basis row holds the threshold
+
+
+def _taxonomy(X, y=None):
+    return np.where(X[:, 0] > 0.9, np.nan, np.floor(X[:, 1] * 4))  # NaN: a row in no bin
+
+
+@pytest.mark.parametrize("groups", [
+    G.intercept(),
+    G.mondrian(lambda X, y: (X[:, :3] > 0.5) @ np.array([1, 2, 4])),
+    G.mondrian(lambda X, y: np.floor(X[:, 1] * 4), categories=[3.0, 1.0, 0.0, 2.0]),  # unsorted: Phi path
+    G.mondrian(lambda X, y: np.array(["a", "b", "c"])[(X[:, 1] * 3).astype(int)]),
+])
+def test_partition_index_equals_the_group_weights(groups):
+    """The column index a partition reports is the one-hot Phi's column, and unseen rows get -1."""
+    rng = np.random.default_rng(3)
+    X = rng.uniform(size=(500, 3))
+    fitted, index = groups._fit_partition(X[:300])
+    ref = fitted.fit(X[:300])(X[:300])
+    if index is not None:
+        np.testing.assert_array_equal(np.eye(ref.shape[1])[index], ref)
+    test_index = fitted._partition_index(X[300:])
+    if test_index is not None:
+        phi = fitted(X[300:])
+        expected = np.where(phi.any(axis=1), np.argmax(phi, axis=1), -1)
+        np.testing.assert_array_equal(test_index, expected)
+
+
+def test_mondrian_nan_and_unseen_labels_fall_in_no_bin():
+    groups = G.mondrian(_taxonomy)
+    rng = np.random.default_rng(4)
+    X = rng.uniform(size=(400, 2))
+    fitted, index = groups._fit_partition(X)
+    phi = fitted(X)
+    np.testing.assert_array_equal(index, np.where(phi.any(axis=1), np.argmax(phi, axis=1), -1))
+    assert (index == -1).any()  # the NaN rows: no column, so conformalize takes the general path
+
+
+@pytest.mark.parametrize("levels", [0.9, [0.5, 0.9, 0.95]])
+def test_predict_interval_from_the_partition_index_equals_the_weights(levels):
+    """Thresholds read per column equal Phi @ beta row by row, bit for bit, including rows in no bin."""
+    from sklearn.linear_model import LinearRegression
+
+    from kandinsky_cp import KandinskyCP
+
+    rng = np.random.default_rng(7)
+    X = rng.uniform(size=(1500, 3))
+    y = X[:, 0] + rng.normal(scale=0.1 + X[:, 1], size=1500)
+    reg = LinearRegression().fit(X[:300], y[:300])
+    taxonomy = lambda X, y: np.floor(X[:, 1] * 6).astype(int)  # noqa: E731
+    cal = X[300:900][X[300:900, 1] < 5 / 6]  # the top bin is unseen at calibration
+    cp = KandinskyCP(reg, groups=G.mondrian(taxonomy), confidence_level=levels, random_state=0)
+    cp.conformalize(cal, cal[:, 0] + rng.normal(size=len(cal)))
+    assert cp._column_thresholds is not None and cp._calibration_phi is None
+    with pytest.warns(UserWarning, match="zero weight"):
+        fast = cp.predict_interval(X[900:])[1]
+    cp._column_thresholds = None
+    with pytest.warns(UserWarning, match="zero weight"):
+        slow = cp.predict_interval(X[900:])[1]
+    np.testing.assert_array_equal(fast, slow)
+    assert np.isinf(fast).any()
+    np.testing.assert_array_equal(cp.calibration_phi_, G.mondrian(taxonomy).fit(cal)(cal))

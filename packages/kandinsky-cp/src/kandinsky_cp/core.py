@@ -6,6 +6,7 @@ LP over the calibration scores; Algorithm 2 (predict) returns {y : S(x, y) <= q(
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import math
@@ -28,6 +29,7 @@ logger = logging.getLogger(__name__)
 
 # Scores closer than this (relative to their scale) count as tied.
 _TIE_TOL = 1e-12
+_EIGHT_EPS = 8 * float(np.finfo(float).eps)
 
 
 @dataclass(frozen=True)
@@ -155,7 +157,8 @@ def _fit_thresholds(phi: np.ndarray, scores: np.ndarray, level: float, finite_sa
         raise ValueError("group weights must be finite and nonnegative")
     names = names or [f"group {j}" for j in range(phi.shape[1])]
     if _is_partition(phi):
-        fast = _partition_fit(phi, scores, level, finite_sample_correction, names, ordered)
+        fast = _partition_fit(np.argmax(phi, axis=1), phi.shape[1], scores, level, finite_sample_correction, names,
+                              ordered)
         if fast is not None:
             return fast
     rows = phantom_points(phi)
@@ -172,7 +175,7 @@ def _fit_thresholds(phi: np.ndarray, scores: np.ndarray, level: float, finite_sa
                             columns=res.columns)
 
 
-def _partition_fit(phi: np.ndarray, scores: np.ndarray, level: float, correction: bool,
+def _partition_fit(group: np.ndarray, d: int, scores: np.ndarray, level: float, correction: bool,
                    names: list[str], ordered: np.ndarray | None = None) -> GroupQuantileFit | None:
     """The LP's solution for disjoint 0/1 groups (split, class-conditional, Mondrian CP), without the LP.
 
@@ -181,25 +184,27 @@ def _partition_fit(phi: np.ndarray, scores: np.ndarray, level: float, correction
     confirms for such designs; a group whose order statistic is the phantom gets the same stand-in
     for +infinity (reported as inf by :meth:`GroupQuantileFit.threshold`). With one group and the
     sorted scores at hand (``ordered``), the order statistic is read from them (no selection).
+    ``group`` holds each row's column of the d columns (phi is its indicator matrix).
     """
-    n, d = phi.shape
-    group = (phi @ np.arange(d, dtype=float)).astype(np.int64)  # one-hot rows: exact
+    n = len(group)
     counts = np.bincount(group, minlength=d)
     if not np.all(counts > 0):
         return None  # an empty group: the general path reports it
     weights = counts.astype(float)
     phantom = np.ones(d)  # one phantom per group: the group's own indicator row
-    _check_group_sizes(phi, level, names, phantom, correction, weights)
-    sums = np.bincount(group, weights=scores, minlength=d)
+    _check_group_sizes(np.zeros((0, d)), level, names, phantom, correction, weights)
+    # one group: the running sum adds in row order, as bincount does, at a fraction of its cost
+    sums = np.cumsum(scores)[-1:] if d == 1 else np.bincount(group, weights=scores, minlength=d)
     center = sums / counts
-    resid = scores - center[group]
-    scale = float(np.mean(np.abs(resid)))
+    abs_resid = np.abs(scores - (center[0] if d == 1 else center[group]))
+    largest = float(np.max(abs_resid, initial=0.0))
+    scale = float(np.mean(abs_resid))
     if not (np.isfinite(scale) and scale > 0):
-        scale = float(np.max(np.abs(resid), initial=0.0))
+        scale = largest
     if not (np.isfinite(scale) and scale > 0):
         scale = 1.0
     # max |r| / s equals max |r / s| exactly (correctly rounded division is monotone), one pass fewer
-    cap = _CAP * (1.0 + float(np.max(np.abs(resid), initial=0.0)) / scale)
+    cap = _CAP * (1.0 + largest / scale)
     # stable argsort of small integers is a radix sort
     small = group.astype(np.uint16) if d <= np.iinfo(np.uint16).max else group
     by_group = np.argsort(small, kind="stable") if d > 1 or ordered is None else np.arange(n)
@@ -219,9 +224,9 @@ def _partition_fit(phi: np.ndarray, scores: np.ndarray, level: float, correction
         pick = rows[np.argpartition(scores[rows], k[j] - 1)[k[j] - 1]]
         beta[j] = scores[pick]
         basis[j] = pick
-    fitted = beta[group]
+    fitted = beta[0] if d == 1 else beta[group]
     mag = np.abs(scores) + np.abs(fitted)
-    n_int = int(np.sum(np.abs(scores - fitted) <= 8 * np.finfo(float).eps * mag))
+    n_int = int(np.count_nonzero(np.abs(scores - fitted) <= _EIGHT_EPS * mag))
     return GroupQuantileFit(beta=beta, phantom=phantom if correction else np.zeros(d), confidence_level=level,
                             group_weights=weights, n_interpolated=n_int, cap=cap if correction else np.inf,
                             center=center, scale=scale, basis=basis, columns=np.arange(d))
@@ -451,7 +456,7 @@ class KandinskyCP:
         n_x = _n_rows(X_conformalize)
         if n != n_x:
             raise ValueError(f"X_conformalize has {n_x} rows but y_conformalize has {n}")
-        self._key = np.uint64(check_random_state(self.random_state).integers(0, 2**63))
+        self._key = _random_key(self.random_state)
         self.score_ = score
         if isinstance(score, ClassificationScore):
             if not hasattr(estimator, "predict_proba"):
@@ -489,17 +494,25 @@ class KandinskyCP:
         if self.tie_noise_ > 0:
             ordered = None
             scores = scores + self.tie_noise_ * _uniform(self._key, 0, np.arange(n, dtype=np.uint64))
-        groups = as_group(self.groups).fit(X_conformalize, y, classes=self.classes_)
+        groups, index = as_group(self.groups)._fit_partition(X_conformalize, y, classes=self.classes_)
         if self.task_ == "regression" and groups.uses_label and groups.label_edges is None:
             raise ValueError(f"groups {groups.name!r} depend on the label but declare no label bins; in regression "
                              "the dependence on y must be piecewise constant: use by_label_bins(edges) or "
                              "label_edges= in mondrian()/fractional()")
-        phi = groups(X_conformalize, y)
+        d = groups.n_groups
+        if index is not None and n and index.min() >= 0 and np.all(np.bincount(index, minlength=d) > 0):
+            self._calibration_index: np.ndarray | None = index  # a partition: Phi is its indicator matrix
+            self._calibration_phi: np.ndarray | None = None
+        else:
+            index = None
+            self._calibration_index = None
+            self._calibration_phi = groups(X_conformalize, y)
         self.groups_ = groups
         self.group_names_ = groups.names
         self.calibration_scores_ = scores
-        self.calibration_phi_ = phi
+        self._column_thresholds = None
         if self.exact:
+            phi = self.calibration_phi_
             for level in levels:
                 _check_group_sizes(phi, level, self.group_names_, phantom_points(phi).sum(axis=0))
             self.fit_results_ = []
@@ -511,17 +524,37 @@ class KandinskyCP:
         else:
             fits = []
             for level in levels:
-                fit = _fit_thresholds(phi, scores, level, self.finite_sample_correction, self.group_names_,
-                                      ordered)
+                fast = None if index is None else _partition_fit(index, d, scores, level,
+                                                                 self.finite_sample_correction, self.group_names_,
+                                                                 ordered)
+                fit = fast or _fit_thresholds(self.calibration_phi_, scores, level, self.finite_sample_correction,
+                                              self.group_names_, ordered)
                 if self.task_ == "regression" and self.tie_noise_ > 0:
-                    fit = _unjitter(fit, phi, self._raw_scores)
+                    fit = _unjitter(fit, self.calibration_phi_, self._raw_scores)
                 fits.append(fit)
-                logger.debug("conformalize: level=%g n=%d d=%d interpolated=%d", level, n, phi.shape[1],
+                logger.debug("conformalize: level=%g n=%d d=%d interpolated=%d", level, n, d,
                              fit.n_interpolated)
             self.fit_results_ = fits
+            # a partition's threshold of a row is its column's (the row is that column's indicator)
+            eye = np.eye(d)
+            self._column_thresholds = [f.threshold(eye) for f in fits] if index is not None else None
             self.fit_result_ = fits[0] if self._scalar_level() else fits
             self.beta_ = fits[0].beta if self._scalar_level() else np.column_stack([f.beta for f in fits])
         return self
+
+    @property
+    def calibration_phi_(self) -> np.ndarray:
+        """(n, d) group weights of the calibration rows (built on first read for a partition)."""
+        if "_calibration_phi" not in self.__dict__:
+            raise AttributeError("calibration_phi_ is set by conformalize(X_cal, y_cal)")
+        if self._calibration_phi is None and self._calibration_index is not None:
+            index = self._calibration_index
+            phi = np.zeros((len(index), self.groups_.n_groups))
+            phi[np.arange(len(index)), index] = 1.0
+            self._calibration_phi = phi
+        if self._calibration_phi is None:
+            raise AttributeError("calibration_phi_ is set by conformalize(X_cal, y_cal)")
+        return self._calibration_phi
 
     def predict(self, X: Any) -> np.ndarray:
         """Point predictions of the underlying estimator (CQR: the median model, else the interval midpoint)."""
@@ -607,10 +640,17 @@ class KandinskyCP:
         pred = self._regression_inputs(X)
         n = pred.shape[0]
         zero = np.zeros(n, dtype=bool)
-        phi = self.groups_(X, None)
-        out = np.empty((n, 2, len(self._levels())))
-        for i in range(out.shape[2]):
-            out[:, 0, i], out[:, 1, i] = self.score_.interval(pred, self._thresholds(phi, zero, i))
+        columns = self._column_thresholds
+        index = self.groups_._partition_index(X) if columns is not None else None
+        if columns is None or index is None:
+            phi = self.groups_(X, None)
+            qs = [self._thresholds(phi, zero, i) for i in range(len(self._levels()))]
+        else:
+            zero |= index < 0
+            qs = [np.where(index < 0, np.inf, q[index]) for q in columns]
+        out = np.empty((n, 2, len(qs)))
+        for i, q in enumerate(qs):
+            out[:, 0, i], out[:, 1, i] = self.score_.interval(pred, q)
         self._warn_zero_rows(zero)
         kind = self.score_.inputs
         y_pred = pred if kind == "point" else pred[:, 0] if kind == "scaled" else self.predict(X)
@@ -790,6 +830,8 @@ class KandinskyCP:
             return self.estimator_
         if self.estimator is None:
             raise ValueError("estimator is None; pass a fitted estimator (prefit=True) or one to fit")
+        if self.__dict__.get("_checked_estimator") is self.estimator:
+            return self.estimator  # checked before: a fitted estimator stays fitted
         from sklearn.utils.validation import check_is_fitted
 
         for est in (self.estimator if isinstance(self.estimator, (list, tuple)) else [self.estimator]):
@@ -797,6 +839,7 @@ class KandinskyCP:
                 check_is_fitted(est)
             except TypeError:
                 pass  # not a scikit-learn estimator; trust the caller
+        self._checked_estimator = self.estimator
         return self.estimator
 
     def _check_conformalized(self, method: str) -> None:
@@ -844,6 +887,18 @@ class KandinskyCP:
                     value = np.inf
             self._exact_cache[key] = value
         return self._exact_cache[key]
+
+
+@functools.lru_cache(maxsize=64)
+def _seed_key(seed: int) -> np.uint64:
+    return np.uint64(check_random_state(seed).integers(0, 2**63))
+
+
+def _random_key(random_state: Any) -> np.uint64:
+    """The 63-bit key of the counter-based noise, drawn from ``random_state`` (an int seed's key is cached)."""
+    if isinstance(random_state, int | np.integer) and not isinstance(random_state, bool):
+        return _seed_key(int(random_state))
+    return np.uint64(check_random_state(random_state).integers(0, 2**63))
 
 
 def _tie_noise_width(scores: np.ndarray, ordered: np.ndarray | None = None) -> float:
@@ -917,8 +972,10 @@ def _is_classifier(estimator: Any) -> bool:
 
 def _is_partition(phi: np.ndarray) -> bool:
     """Every row has exactly one nonzero weight, equal to 1."""
-    # on 0/1 entries the row sums are exact integers whichever way they are added (here by BLAS)
-    return bool(np.all((phi == 0.0) | (phi == 1.0)) and np.all(phi @ np.ones(phi.shape[1]) == 1.0))
+    if phi.shape[1] == 1:
+        return bool(np.all(phi == 1.0))
+    # on 0/1 entries the row sums are exact integers whichever way they are added
+    return bool(np.all((phi == 0.0) | (phi == 1.0)) and np.all(phi.sum(axis=1) == 1.0))
 
 
 _SCORE_STREAM = 1 << 40  # uniforms of randomised scores

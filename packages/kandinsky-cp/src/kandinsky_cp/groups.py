@@ -92,6 +92,19 @@ def _bin_onehot(values: np.ndarray, edges: np.ndarray, what: str = "values") -> 
     return out
 
 
+def _unique_inverse(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(labels, return_inverse=True)``, by counting when the labels are integers in a short range."""
+    if labels.dtype.kind in "iu" and labels.size:
+        lo, hi = int(labels.min()), int(labels.max())
+        if hi - lo <= 4 * labels.size:
+            offset = labels.astype(np.int64) - lo
+            present = np.bincount(offset, minlength=hi - lo + 1) > 0
+            rank = np.cumsum(present) - 1
+            return (np.flatnonzero(present) + lo).astype(labels.dtype), rank[offset]
+    categories, index = np.unique(labels, return_inverse=True)
+    return categories, index.reshape(-1).astype(np.int64, copy=False)
+
+
 def _category_onehot(values: np.ndarray, categories: np.ndarray) -> np.ndarray:
     values = np.asarray(values)
     return (values[:, None] == categories[None, :]).astype(float)
@@ -128,6 +141,19 @@ class Group(ABC):
     @abstractmethod
     def _transform(self, X: Any, y: Any) -> np.ndarray:
         """Raw (n, d) weights; validated by __call__."""
+
+    def _fit_partition(self, X: Any, y: Any = None, *,
+                       classes: np.ndarray | None = None) -> tuple[Group, np.ndarray | None]:
+        """:meth:`fit`, and for a group that partitions the rows, each row's column (else None).
+
+        A partition's Phi is the indicator of that column, so callers that need only the column skip
+        building and scanning the (n, d) weights.
+        """
+        return self.fit(X, y, classes=classes), None
+
+    def _partition_index(self, X: Any, y: Any = None) -> np.ndarray | None:
+        """(n,) column of each row for a partition (-1: a row in no column), else None."""
+        return None
 
     def __call__(self, X: Any, y: Any = None) -> np.ndarray:
         """Evaluate Phi on (X, y): (n, d) float array, validated."""
@@ -177,6 +203,12 @@ class _Intercept(Group):
 
     def _transform(self, X, y):
         return np.ones((_n_rows(X), 1))
+
+    def _fit_partition(self, X, y=None, *, classes=None):
+        return self, np.zeros(_n_rows(X), dtype=np.int64)
+
+    def _partition_index(self, X, y=None):
+        return np.zeros(_n_rows(X), dtype=np.int64)
 
 
 class _ByClass(Group):
@@ -298,6 +330,30 @@ class _Mondrian(Group):
     def _transform(self, X, y):
         _ = self.names  # raises if unresolved
         return _category_onehot(self._labels(X, y), self.categories)
+
+    def _fit_partition(self, X, y=None, *, classes=None):
+        if self.categories is not None or (self.uses_label and y is None):
+            fitted = self.fit(X, y, classes=classes)
+            return fitted, fitted._partition_index(X, y)
+        labels = self._labels(X, y)
+        new = copy.copy(self)
+        new.categories, index = _unique_inverse(labels)
+        return new, np.where(new.categories[index] == labels, index, -1)  # NaN equals no category
+
+    def _partition_index(self, X, y=None):
+        _ = self.names  # raises if unresolved
+        if self.uses_label and y is None:
+            raise ValueError(f"group {self.name!r} depends on the label; pass y")
+        labels = self._labels(X, y)
+        categories = self.categories
+        try:
+            if categories.size > 1 and not bool(np.all(categories[:-1] < categories[1:])):
+                return None  # user-given categories in their own order: the generic path
+            pos = np.minimum(np.searchsorted(categories, labels), categories.size - 1)
+            found = categories[pos] == labels
+        except TypeError:  # labels and categories of incomparable types
+            return None
+        return np.where(found, pos, -1).astype(np.int64, copy=False)
 
 
 class _Fractional(Group):
