@@ -2,6 +2,9 @@
 
     OMP_NUM_THREADS=1 nice python packages/de-antifake/studies/powered_comparison.py --sizes powered --seeds 100-107
     python packages/de-antifake/studies/powered_comparison.py --summary
+
+``--summary`` pools the seed files that exist, writes ``summary.json`` and ``summary.md`` beside them and
+replaces the block between the README's ``powered`` markers with ``summary.md``.
 """
 
 from __future__ import annotations
@@ -14,7 +17,15 @@ from pathlib import Path
 
 import numpy as np
 
-OUT = Path(__file__).resolve().parents[1] / "results" / "powered"
+PACKAGE = Path(__file__).resolve().parents[1]
+OUT = PACKAGE / "results" / "powered"
+README = PACKAGE / "README.md"
+MARKERS = ("<!-- powered comparison: rendered from results/powered by studies/powered_comparison.py -->",
+           "<!-- end of the powered comparison -->")
+PAIRS_FOR_POWER = 235
+"""Paired references for 80% power against a 0.10 difference (``powered_protocol.md``)."""
+POWER_AT = {60: 0.26, 90: 0.40, 120: 0.53, 240: 0.86}
+"""Simulated power of the exact McNemar test for a 0.10 difference with 25% discordant pairs (amendment 1)."""
 COMPARISONS = (("PhonePuRe", "stage 1 (t=3)"), ("PhonePuRe", "AudioPure t=5"),
                ("PhonePuRe", "PhonePuRe, shuffled alignment"))
 
@@ -40,6 +51,15 @@ def paired_t(a: list[float], b: list[float]) -> dict:
             "p": float(ttest_rel(a, b).pvalue) if len(d) > 1 else float("nan")}
 
 
+def t_interval(values: list[float]) -> list[float]:
+    """95% t-interval of the mean of ``values``."""
+    from scipy.stats import t
+
+    v = np.asarray(values, dtype=float)
+    half = t.ppf(0.975, len(v) - 1) * v.std(ddof=1) / math.sqrt(len(v)) if len(v) > 1 else float("nan")
+    return [float(v.mean() - half), float(v.mean() + half)]
+
+
 def wilson(k: int, n: int) -> list[float]:
     """95% Wilson interval of ``k`` successes in ``n``."""
     z = 1.959963984540054
@@ -56,41 +76,111 @@ def pool(runs: list[dict]) -> dict:
     out: dict = {"seeds": [r["seed"] for r in runs], "n_pairs": len(acc[names[0]]), "rows": {}, "tests": {}}
     for n in names:
         k = sum(acc[n])
-        out["rows"][n] = {"success": k / len(acc[n]), "success_ci": wilson(k, len(acc[n])),
-                          "sim": float(np.mean(sims[n]))}
+        out["rows"][n] = {"success": k / len(acc[n]), "accepted": k, "success_ci": wilson(k, len(acc[n])),
+                          "sim": float(np.mean(sims[n])), "sim_ci": t_interval(sims[n])}
     for a, b in COMPARISONS:
         if a in acc and b in acc:
-            out["tests"][f"{a} vs {b}"] = {"mcnemar": mcnemar_exact(acc[a], acc[b]), "sim_paired_t": paired_t(sims[a], sims[b])}
+            test = {"mcnemar": mcnemar_exact(acc[a], acc[b]), "sim_paired_t": paired_t(sims[a], sims[b])}
+            if b == "PhonePuRe, shuffled alignment":  # the negative control: decided on SIM
+                sim = test["sim_paired_t"]
+                test["rule"] = "right alignment higher SIM, paired t p < 0.05"
+                test["holds"] = bool(sim["mean_difference"] > 0 and sim["p"] < 0.05)
+            else:
+                mc = test["mcnemar"]
+                test["rule"] = "PhonePuRe higher SV success, McNemar p < 0.05"
+                test["holds"] = bool(mc["a_only"] > mc["b_only"] and mc["p"] < 0.05)
+            out["tests"][f"{a} vs {b}"] = test
     return out
 
 
+def _f(x: float, digits: int = 3) -> str:
+    return f"{x:.{digits}f}"
+
+
+def _p(p: float) -> str:
+    return f"{p:.2g}" if p >= 0.001 else f"{p:.1e}"
+
+
+def render(runs: list[dict], summary: dict) -> str:
+    """The README block: what ran, success and SIM per row with 95% intervals, the tests and their verdicts."""
+    sizes = runs[0].get("sizes", {})
+    n = summary["n_pairs"]
+    refs = sorted({len(next(iter(r["rows"].values()))["accepted"]) for r in runs})
+    cpu = sum(r.get("cpu_seconds", 0.0) for r in runs) / 60
+    lines = [f"Ran: seeds {', '.join(map(str, summary['seeds']))} ({len(runs)} seeds x "
+             f"{'/'.join(map(str, refs))} references = {n} paired references); sizes: "
+             + ", ".join(f"{k} {v}" for k, v in sizes.items()) + f"; {cpu:.0f} CPU-minutes in all.",
+             ""]
+    if n < PAIRS_FOR_POWER:
+        power = POWER_AT.get(n)
+        lines += [f"Underpowered: the protocol's {PAIRS_FOR_POWER} pairs were not reached"
+                  + (f" (power {power:.2f} for a 0.10 difference at {n} pairs)" if power is not None else "")
+                  + ", so a McNemar p >= 0.05 is no evidence of equality.", ""]
+    lines += ["| reference | SV success [Wilson 95%] | SIM of clones [t 95%] |", "|---|---|---|"]
+    for name, row in summary["rows"].items():
+        lo, hi = row["success_ci"]
+        slo, shi = row["sim_ci"]
+        lines.append(f"| {name} | {_f(row['success'])} ({row['accepted']}/{n}) [{_f(lo)}, {_f(hi)}] | "
+                     f"{_f(row['sim'], 4)} [{_f(slo, 4)}, {_f(shi, 4)}] |")
+    lines += ["", "| comparison | discordant (first only / second only) | McNemar p | SIM difference [95%] | "
+              "paired t p | rule | verdict |", "|---|---|---|---|---|---|---|"]
+    for name, test in summary["tests"].items():
+        mc, sim = test["mcnemar"], test["sim_paired_t"]
+        lines.append(f"| {name} | {mc['a_only']} / {mc['b_only']} | {_p(mc['p'])} | "
+                     f"{sim['mean_difference']:+.4f} [{sim['ci'][0]:+.4f}, {sim['ci'][1]:+.4f}] | {_p(sim['p'])} | "
+                     f"{test['rule']} | {'holds' if test['holds'] else 'does not hold'} |")
+    return "\n".join(lines) + "\n"
+
+
+def replace_block(text: str, block: str) -> str:
+    """``text`` with the part between :data:`MARKERS` replaced by ``block``."""
+    start, end = MARKERS
+    head, found, rest = text.partition(start)
+    _, found_end, tail = rest.partition(end)
+    if not found or not found_end:
+        raise ValueError(f"the README has no {start!r} ... {end!r} block")
+    return f"{head}{start}\n{block}{end}{tail}"
+
+
 def _seeds(text: str) -> list[int]:
-    lo, _, hi = text.partition("-")
-    return list(range(int(lo), int(hi or lo) + 1))
+    """``"100-103"``, ``"3"`` or a comma list of either (``"100,104"``), in the order given."""
+    out = []
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        out += range(int(lo), int(hi or lo) + 1)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
     """Run seeds (one JSON each) or print the pooled summary."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", choices=("quick", "full", "powered"), default="powered")
+    parser.add_argument("--sizes", choices=("quick", "full", "powered", "powered-quick"), default="powered")
     parser.add_argument("--seeds", default="100-107")
     parser.add_argument("--shuffled", action="store_true", help="add the shuffled-alignment control to quick/full")
     parser.add_argument("--out", default=str(OUT))
     parser.add_argument("--summary", action="store_true")
+    parser.add_argument("--readme", action=argparse.BooleanOptionalAction, default=True,
+                        help="with --summary: also replace the README block (default)")
     args = parser.parse_args(argv)
     out = Path(args.out)
     if args.summary:
         runs = [json.loads(p.read_text()) for p in sorted(out.glob("seed*.json"))]
+        if not runs:
+            raise SystemExit(f"no seed*.json in {out}: no seed has finished")
         res = pool(runs)
-        (out / "summary.json").write_text(json.dumps(res, indent=1))
-        print(json.dumps(res, indent=1))
+        (out / "summary.json").write_text(json.dumps(res, indent=1) + "\n")
+        block = render(runs, res)
+        (out / "summary.md").write_text(block)
+        if args.readme:
+            README.write_text(replace_block(README.read_text(), block))
+        print(block)
         return 0
     import torch
 
-    from de_antifake.experiments import FULL, POWERED, ChainSizes, run_chain
+    from de_antifake.experiments import FULL, POWERED, POWERED_QUICK, ChainSizes, run_chain
 
     torch.set_num_threads(1)
-    sizes = {"quick": ChainSizes(), "full": FULL, "powered": POWERED}[args.sizes]
+    sizes = {"quick": ChainSizes(), "full": FULL, "powered": POWERED, "powered-quick": POWERED_QUICK}[args.sizes]
     if args.shuffled:
         sizes = replace(sizes, shuffled_control=True)
     out.mkdir(parents=True, exist_ok=True)

@@ -44,3 +44,54 @@ def test_pooled_tests_match_scipy():
     lo, hi = m.wilson(sum(a), len(a))
     assert lo < sum(a) / len(a) < hi
     assert m._seeds("100-107") == list(range(100, 108)) and m._seeds("3") == [3]
+    assert m._seeds("100,104-105") == [100, 104, 105]
+
+
+def _fake_runs(rng, n_refs=30, seeds=(1, 2)):
+    runs = []
+    for seed in seeds:
+        rows = {}
+        for name, p, sim in (("clean reference", 0.9, 0.95), ("PhonePuRe", 0.7, 0.93), ("stage 1 (t=3)", 0.5, 0.92),
+                             ("AudioPure t=5", 0.5, 0.92), ("PhonePuRe, shuffled alignment", 0.7, 0.93)):
+            rows[name] = {"accepted": [bool(x) for x in rng.random(n_refs) < p],
+                          "sims": [float(x) for x in rng.normal(sim, 0.01, n_refs)]}
+        runs.append({"seed": seed, "rows": rows, "sizes": {"n_speakers": n_refs}, "cpu_seconds": 600.0})
+    return runs
+
+
+def test_rendered_table_says_what_ran_and_applies_the_rules():
+    m = _module()
+    runs = _fake_runs(np.random.default_rng(1))
+    res = m.pool(runs)
+    control = res["tests"]["PhonePuRe vs PhonePuRe, shuffled alignment"]
+    sim = control["sim_paired_t"]
+    assert control["holds"] == (sim["mean_difference"] > 0 and sim["p"] < 0.05)
+    versus = res["tests"]["PhonePuRe vs stage 1 (t=3)"]["mcnemar"]
+    assert res["tests"]["PhonePuRe vs stage 1 (t=3)"]["holds"] == (versus["a_only"] > versus["b_only"]
+                                                                    and versus["p"] < 0.05)
+    lo, hi = res["rows"]["PhonePuRe"]["sim_ci"]
+    assert lo < res["rows"]["PhonePuRe"]["sim"] < hi
+    text = m.render(runs, res)
+    assert text.startswith("Ran: seeds 1, 2 (2 seeds x 30 references = 60 paired references)")
+    assert "Underpowered" in text and "power 0.26" in text and "20 CPU-minutes" in text
+    assert f"| {m._p(versus['p'])} |" in text
+    assert text.count("\n| PhonePuRe vs ") == 3
+    assert m.render(_fake_runs(np.random.default_rng(2), 30, range(8)), m.pool(
+        _fake_runs(np.random.default_rng(2), 30, range(8)))).count("Underpowered") == 0
+    readme = f"intro\n{m.MARKERS[0]}\nold\n{m.MARKERS[1]}\nrest\n"
+    assert m.replace_block(readme, text) == f"intro\n{m.MARKERS[0]}\n{text}{m.MARKERS[1]}\nrest\n"
+    with pytest.raises(ValueError, match="block"):
+        m.replace_block("no markers", text)
+
+
+def test_readme_block_is_the_render_of_the_stored_seeds():
+    import json
+
+    m = _module()
+    seeds = sorted(m.OUT.glob("seed*.json"))
+    if not seeds:
+        pytest.skip("no powered seed has been stored")
+    runs = [json.loads(p.read_text()) for p in seeds]
+    block = m.render(runs, m.pool(runs))
+    assert (m.OUT / "summary.md").read_text() == block
+    assert f"{m.MARKERS[0]}\n{block}{m.MARKERS[1]}" in m.README.read_text()

@@ -89,6 +89,10 @@ POWERED = ChainSizes(n_speakers=30, n_utterances=20, attack_iters=150, diffwave_
 """Full training with 30 references per seed and the shuffled-alignment control
 (``studies/powered_protocol.md``: 8 seeds, 240 paired references)."""
 
+POWERED_QUICK = ChainSizes(n_speakers=30, n_utterances=6, shuffled_control=True)
+"""30 references per seed at the quick training and attack sizes, with the shuffled-alignment control
+(``studies/powered_protocol.md``, amendment 2: what fits a shared 2-core machine)."""
+
 
 def _coverage(corpus, enrol, rng):
     """The enrolment speakers reading the whole vocabulary, so every phoneme has an average spectrum."""
