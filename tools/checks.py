@@ -18,6 +18,11 @@
     python tools/checks.py readme [--write]   # the install line of every package, from its [tool.icml25]
                                               #     install: in its README and the root table (--write
                                               #     renders the root table's column)
+    python tools/checks.py figures [PKG ...] [--reproduce]
+                                              # every figure each package's `demo --quick` (with --reproduce
+                                              #     also `reproduce --quick`) saves is checked as it is saved:
+                                              #     no text overlaps other text, every axis is labelled
+                                              #     (icml25_shared.testing.figure_problems at its own size)
 
 Each failure is printed as ``path:line: message``; the exit code is 1 when anything failed.
 """
@@ -756,15 +761,138 @@ def check_wheels(members: list[Member], selected: set[str] | None = None, *, ins
     return problems
 
 
+# --- figures -------------------------------------------------------------------------------------------
+
+# Run in a subprocess per package and command: every figure the command saves is checked by
+# icml25_shared.testing.figure_problems just before it is written (Figure.savefig patched in-process), and
+# the frame of the package's own source that saved it is recorded. Writes one JSON report.
+FIGURE_RUNNER = r"""
+import json, os, runpy, sys, time, traceback
+import matplotlib
+matplotlib.use("Agg")
+from matplotlib.figure import Figure
+from icml25_shared.testing import figure_problems
+module, command, src, out, report_path, *options = sys.argv[1:]
+src = os.path.realpath(src)
+figures = []
+original = Figure.savefig
+
+
+def checked(self, fname, *args, **kwargs):
+    frames = [f for f in traceback.extract_stack()[:-1] if os.path.realpath(f.filename).startswith(src + os.sep)]
+    where = [os.path.realpath(frames[-1].filename), frames[-1].lineno] if frames else ["", 0]
+    try:
+        problems = figure_problems(self)
+    except Exception as error:  # a figure that cannot be drawn is a finding too
+        problems = [f"drawing it raised {type(error).__name__}: {error}"]
+    size = [round(float(v), 2) for v in self.get_size_inches()]
+    figures.append({"file": os.path.basename(str(fname)), "where": where, "size": size, "problems": problems})
+    return original(self, fname, *args, **kwargs)
+
+
+Figure.savefig = checked
+sys.argv = [module, command, "--out", out, *options]
+start, code, error = time.perf_counter(), 0, ""
+try:
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+except SystemExit as stop:
+    code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+except BaseException:
+    code, error = 1, traceback.format_exc()
+with open(report_path, "w") as handle:
+    json.dump({"code": code, "error": error[-3000:], "seconds": time.perf_counter() - start,
+               "figures": figures}, handle)
+"""
+FIGURE_TIMEOUT_S = 240
+# Commands whose every figure the check renders: each package's `demo --quick`. `reproduce --quick` of most
+# packages trains for minutes (crossclass-at's over 5 minutes on 2 cores); `--reproduce` adds it.
+FIGURE_COMMANDS = (("demo", "--quick"),)
+
+
+@dataclass
+class FigureRun:
+    """What one command of one member saved."""
+
+    member: Member
+    command: str
+    code: int
+    seconds: float
+    error: str
+    figures: list[dict]
+
+
+def run_figure_command(member: Member, command: tuple[str, ...], folder: Path, *,
+                       timeout: float = FIGURE_TIMEOUT_S) -> FigureRun:
+    """Run ``python -m <module> <command...> --out <folder>`` with FIGURE_RUNNER; collect its report."""
+    report = folder / "figures.json"
+    name, *options = command
+    env = {**os.environ, "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
+           "OPENBLAS_NUM_THREADS": "1"}
+    cmd = [sys.executable, "-c", FIGURE_RUNNER, member.module, name, str(member.src), str(folder / "out"),
+           str(report), *options]
+    start = time.perf_counter()
+    try:
+        done = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return FigureRun(member, " ".join(command), 124, time.perf_counter() - start,
+                         f"ran over {timeout:.0f} s", [])
+    if not report.exists():
+        return FigureRun(member, " ".join(command), done.returncode or 1, time.perf_counter() - start,
+                         (done.stdout + done.stderr)[-3000:], [])
+    data = json.loads(report.read_text())
+    error = data["error"] or ("" if data["code"] == 0 else (done.stdout + done.stderr)[-3000:])
+    return FigureRun(member, " ".join(command), data["code"], data["seconds"], error, data["figures"])
+
+
+def figure_run_problems(run: FigureRun) -> list[Problem]:
+    """One Problem per unreadable figure (at the line of the package that saved it), or for a failed run."""
+    main = run.member.src / "__main__.py"
+    if run.code != 0:
+        return [Problem(main, 1, f"`{run.command}` failed (exit {run.code}), so its figures went unchecked:\n"
+                                 f"{run.error}")]
+    problems = []
+    for figure in run.figures:
+        path, line = figure["where"]
+        where = Path(path) if path else main
+        size = " x ".join(f"{v:g}" for v in figure["size"])
+        problems += [Problem(where, line or 1, f"`{run.command}` saves {figure['file']} ({size} in): {message}")
+                     for message in figure["problems"]]
+    return problems
+
+
+def check_figures(members: list[Member], selected: set[str] | None = None, *, jobs: int = 2,
+                  commands: tuple[tuple[str, ...], ...] = FIGURE_COMMANDS,
+                  runs: list[FigureRun] | None = None) -> list[Problem]:
+    """Every figure each selected package's commands save: no overlapping text, every axis labelled
+    (:func:`icml25_shared.testing.figure_problems`, at the figure's own size). ``runs`` collects the runs."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    chosen = [m for m in members[1:] if (m.src / "__main__.py").is_file()
+              and (not selected or {m.dist, m.module} & selected)]
+    runs = [] if runs is None else runs
+    with tempfile.TemporaryDirectory(prefix="icml25-figures-") as tmp_name:
+        tasks = []
+        for member in chosen:
+            for command in commands:
+                folder = Path(tmp_name) / f"{member.dist}-{command[0]}"
+                folder.mkdir()
+                tasks.append((member, command, folder))
+        with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+            runs += pool.map(lambda task: run_figure_command(*task), tasks)
+    return [problem for run in runs for problem in figure_run_problems(run)]
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("check", choices=["wheels", "shape", "readme"])
+    parser.add_argument("check", choices=["wheels", "shape", "readme", "figures"])
     parser.add_argument("packages", nargs="*", help="limit 'wheels' to these distributions")
     parser.add_argument("--root", type=Path, default=ROOT, help="workspace root (for tests)")
     parser.add_argument("--bare-only", action="store_true",
                         help="wheels: skip the venv from the documented install line (demo --quick, README blocks)")
     parser.add_argument("--write", action="store_true", help="readme: render the root table's install column")
+    parser.add_argument("--reproduce", action="store_true", help="figures: run `reproduce --quick` too (minutes)")
+    parser.add_argument("--jobs", type=int, default=2, help="figures: commands run at once")
     parser.add_argument("--installer", choices=["auto", "uv", "pip"], default="auto",
                         help="wheels: what installs into the fresh venvs (auto: uv when present, else pip)")
     args = parser.parse_args(argv)
@@ -775,6 +903,12 @@ def main(argv: list[str] | None = None) -> int:
         if args.write and write_install_cells(members, args.root):
             print("readme: rendered the package table's install column from [tool.icml25] install")
         problems = [p for m in members[1:] for p in install_problems(m, args.root)]
+    elif args.check == "figures":
+        runs: list[FigureRun] = []
+        commands = FIGURE_COMMANDS + ((("reproduce", "--quick"),) if args.reproduce else ())
+        problems = check_figures(members, set(args.packages) or None, jobs=args.jobs, commands=commands, runs=runs)
+        print("figures: " + ", ".join(f"{r.member.dist} {r.command.split()[0]} {len(r.figures)} in {r.seconds:.0f}s"
+                                      for r in runs))
     else:
         timings: dict[str, float] = {}
         problems = check_wheels(members, set(args.packages) or None, installer=args.installer, timings=timings,
@@ -783,7 +917,7 @@ def main(argv: list[str] | None = None) -> int:
     for problem in problems:
         print(problem)
     names = set(args.packages)
-    checked = [m for m in members if args.check != "wheels" or not names or {m.dist, m.module} & names]
+    checked = [m for m in members if args.check not in ("wheels", "figures") or not names or {m.dist, m.module} & names]
     print(f"{args.check}: {len(checked)} member(s) checked, {len(problems)} problem(s)")
     return 1 if problems else 0
 

@@ -1,7 +1,7 @@
 """One entry point for the whole monorepo, needing only Python >= 3.10 with pip and venv.
 
-    python tools/dev.py test    # static checks, every suite (tests + doctests), wheels, the documentation site;
-                                # per step its seconds and its 10 slowest tests
+    python tools/dev.py test    # static checks, every suite (tests + doctests), every demo figure, wheels, the
+                                # documentation site; per step its seconds and its 10 slowest tests
     python tools/dev.py demo    # every package's `python -m <pkg> demo`; writes out/REPORT.md
     python tools/dev.py docs    # the documentation site, served on 127.0.0.1:8000
     python tools/dev.py setup   # only create (or refresh) the environment
@@ -10,7 +10,8 @@ These create (or reuse) the virtual environment `.venv` and install every member
 constraints in tools/constraints.txt; a stamp of the pyprojects skips reinstalling when nothing changed.
 `--packages a,b` limits the run, `--jobs N` runs N steps at once. Nothing is installed outside `.venv`:
 the browser check of the site needs Chromium and skips with one line without it, unless
-`--install-browser` lets `test` install Debian's chromium with apt (root).
+`--install-browser` lets `test` unpack a headless Chromium from the npm registry into `.venv/chromium`
+(about 70 MB downloaded, 215 MB on disk; needs node and npm), or else install Debian's chromium with apt (root).
 
 The definitions that `test`, hatch (hatch.toml) and CI share, run with the current interpreter (no set-up):
 
@@ -405,6 +406,9 @@ def command_test(python: Path, packages: list[tuple[str, str, Path]], args: argp
     wheel_dists = ["icml25-shared"] + [dist for dist, _, _ in packages]
     wheels = [] if args.skip_wheels else [Step(f"checks: wheels {dist}", [*tools, "wheels", dist])
                                           for dist in wheel_dists]
+    # every figure each package's `demo --quick` saves: no overlapping text, every axis labelled
+    figures = [Step("checks: figures", [*tools, "figures", *(dist for dist, _, _ in packages if args.packages)],
+                    timeout_s=900)]
     docs = []
     if not args.packages:  # the site covers every member: built and browser-checked in the full run only
         docs_tool = ROOT / "tools" / "docs.py"
@@ -412,7 +416,7 @@ def command_test(python: Path, packages: list[tuple[str, str, Path]], args: argp
                      [str(python), str(docs_tool), "gate", "--site", str(junit_dir / "site"),
                       "--out", str(ROOT / "out" / "docs-check")])]
     start = time.perf_counter()
-    steps = run_steps(first + docs + tests + wheels, args.jobs)
+    steps = run_steps(first + docs + figures + tests + wheels, args.jobs)
     counts = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
     for step in steps:
         for key in counts:
@@ -472,7 +476,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--skip-wheels", action="store_true", help="test: skip the wheel/fresh-venv check")
     parser.add_argument("--triton", action="store_true", help="pytest: the Triton-marked tests, interpreted")
     parser.add_argument("--install-browser", action="store_true",
-                        help="test: install Debian's chromium with apt (root) for the browser check")
+                        help="test: a headless Chromium for the browser check (npm registry into .venv/chromium, "
+                             "else Debian's chromium with apt as root)")
     args = parser.parse_args(argv)
     if args.command == "pytest":
         return command_pytest(args.names, triton=args.triton, extra=extra)
