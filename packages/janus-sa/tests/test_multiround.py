@@ -231,12 +231,14 @@ def test_the_batch_history_survives_a_server_restart(tmp_path):
                        version=dep.roster.version + 1)
 
 
-def test_rolling_back_the_honest_servers_state_dir_reopens_a_version(tmp_path):
-    """The gap the threat model names: the chain is only as durable as the honest server's state_dir.
-    S1's state is copied after it announced round 1; round 1 reaches agreement and S1 releases its
-    aggregate (S0 withholds everything from the clients); S1 is restarted from the copy (a restored
-    backup or VM snapshot), so it certifies round 1 as abandoned (retry = 1), the clients upload again
-    on the same version and S0 subtracts the two aggregates to recover the victim's codes exactly."""
+def test_rolling_back_the_honest_servers_state_dir_reopens_a_version_only_for_clients_that_saw_nothing(tmp_path):
+    """S1's state is copied after it announced round 1; round 1 reaches agreement and S1 releases its
+    aggregate while S0 withholds its own; S1 is restarted from the copy (a restored backup or VM
+    snapshot), so it certifies round 1 as abandoned (retry = 1). Before, every client uploaded again on
+    the same version and S0 subtracted the two aggregates to recover the victim's codes exactly. A client
+    that holds S1's signed aggregate of its upload round (NetworkClient polls both servers) now refuses
+    the retry. The gap that stays: a victim offline from its upload until the rollback saw nothing and
+    uploads again, and the subtraction works."""
     import shutil
 
     from janus_sa.protocol import open_aggregate
@@ -256,26 +258,44 @@ def test_rolling_back_the_honest_servers_state_dir_reopens_a_version(tmp_path):
             s1.receive(up.to_s1)
         s0.agree(s1.participants())
         s1.agree(s0.participants())
-        msgs = [decode(a, max_bytes=2**24, max_dim=2**20, session=dep.session) for a in (s0.aggregate(), s1.aggregate())]
-        return open_aggregate(dep.config, *msgs, session=dep.session, roster=dep.roster, model_digest=head)[0]
+        agg0, agg1 = s0.aggregate(), s1.aggregate()
+        msgs = [decode(a, max_bytes=2**24, max_dim=2**20, session=dep.session) for a in (agg0, agg1)]
+        return open_aggregate(dep.config, *msgs, session=dep.session, roster=dep.roster, model_digest=head)[0], agg1
 
     ann0, ann1 = s0.announce(1, head), s1.announce(1, head)
     shutil.copytree(tmp_path / "s1", tmp_path / "backup")
-    full = run(ann0, ann1, s1)
+    full, agg1 = run(ann0, ann1, s1)
+    for cid in ids[1:]:  # every client but the victim polled S1 and holds its aggregate
+        assert dep.clients[cid].note_aggregate(agg1)
     shutil.rmtree(tmp_path / "s1")
     shutil.copytree(tmp_path / "backup", tmp_path / "s1")
     restored = MaskServer(config=dep.config, keys=dep.keys1, session=dep.session, peer=dep.keys0.sign.public,
                           state_dir=tmp_path / "s1")
-    assert restored.head_ == head and not restored.head_released_
+    assert restored.head_ == head and not restored.head_released_  # it has forgotten its release
     ann0 = s0._announce(2, head, s0.roster_, nonce=s0.start_nonce, retry=1)
-    without = run(ann0, restored.announce(2, head), restored, skip={victim})
+    ann1 = restored.announce(2, head)
+    for cid in ids[1:]:
+        c = dep.clients[cid]
+        c.begin_round(ann0, ann1)  # for verification only
+        with pytest.raises(ModelReplayError, match="holds a server's aggregate"):
+            c.upload(ups[cid])
+    # the documented gap: had they all been offline like the victim, the rounds would subtract
+    for cid in ids[1:]:
+        dep.clients[cid].released_.clear()
+    shutil.rmtree(tmp_path / "s1")
+    shutil.copytree(tmp_path / "backup", tmp_path / "s1")
+    again = MaskServer(config=dep.config, keys=dep.keys1, session=dep.session, peer=dep.keys0.sign.public,
+                       state_dir=tmp_path / "s1")
+    ann0 = s0._announce(3, head, s0.roster_, nonce=s0.start_nonce, retry=1)
+    without, _ = run(ann0, again.announce(3, head), again, skip={victim})
     np.testing.assert_array_equal(full - without, dep.config.quantizer.quantize(ups[victim]))
 
 
 def test_one_out_of_range_client_ends_the_deployment():
-    """The availability gap the threat model names: one client whose codes push the sum past n (Q - 1)
-    makes every verifier refuse the round, the version is spent, and revoking the client does not let
-    the deployment announce another round (re-opening the version would re-enable the subtraction)."""
+    """The availability gap the threat model names for deployments without range_proof: one client whose
+    codes push the sum past n (Q - 1) makes every verifier refuse the round, the version is spent, and
+    revoking the client does not let the deployment announce another round (re-opening the version would
+    re-enable the subtraction). With range_proof the client is excluded instead (test_range_proof.py)."""
     from janus_sa import Quantizer
     from janus_sa.errors import AggregateRangeError
 

@@ -75,6 +75,7 @@ def test_twenty_client_processes_with_client_and_s1_crashes(tmp_path, free_ports
         assert s1.wait(timeout=400) == -9, "S1 should have been killed by the injected fault"
         restarted = _spawn(s1_args, tmp_path / "s1b.log", env)  # same keys, port and state directory
         outs = [c.communicate(timeout=400)[0] for c in clients]
+        s0.terminate()  # the clients are done: end S0's linger (its summary is printed before it)
         s0_out = s0.communicate(timeout=60)[0]
     finally:
         for p in [s0, s1, restarted, *clients]:

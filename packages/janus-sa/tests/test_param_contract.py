@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from icml25_shared.testing import assert_rejects
 
-from janus_sa import InProcessDeployment, JanusClient, JanusConfig, Quantizer, ServerKeys
+from janus_sa import AggregationServer, InProcessDeployment, JanusClient, JanusConfig, Quantizer, ServerKeys
 from janus_sa.fl import run_federated
 from janus_sa.secaggplus import run_secaggplus_round
 from janus_sa.simulation import random_updates
@@ -26,6 +26,18 @@ def test_janus_config(name, wrong_type, wrong_value):
     valid = {} if name == "dim" else {"dim": 8}
     assert_rejects(JanusConfig, name, wrong_type=wrong_type, wrong_value=wrong_value, call=lambda c: c.validate(),
                    **valid)
+
+
+def test_range_proof():
+    """A bool; True needs a power-of-two quantization_range (the codes are proven bit by bit)."""
+    assert_rejects(JanusConfig, "range_proof", wrong_type="yes", wrong_value=True, call=lambda c: c.validate(),
+                   dim=8, quantizer=Quantizer(quantization_range=1000))
+
+
+def test_server_peer():
+    keys = ServerKeys()
+    assert_rejects(AggregationServer, "peer", wrong_type="s1-key", wrong_value=b"short", config=JanusConfig(dim=4),
+                   keys=keys, session=bytes(16))
 
 
 @pytest.mark.parametrize(("name", "wrong_type", "wrong_value"), [

@@ -65,6 +65,7 @@ def test_s1_restart_after_agreement_and_s0_restart_mid_round(tmp_path, free_port
         assert s0.wait(timeout=300) == -9, "S0 should have died in round 2"
         s0b = spawn([*s0_args, "--rounds", "1"], "s0b.log")
         outs = [c.communicate(timeout=400)[0] for c in clients]
+        s0b.terminate()  # every client has its round-3 aggregates: end S0's linger (it printed its summary)
         summary = json.loads(s0b.communicate(timeout=120)[0].strip().splitlines()[-1])
     finally:
         for p in procs:

@@ -147,6 +147,13 @@ class KemKey:
         """The raw private key bytes (keep them secret)."""
         return self._key.private_bytes(_RAW, _RAWPRIV, serialization.NoEncryption())
 
+    def shared_secret(self, peer_public: bytes) -> bytes:
+        """X25519 with another party's public key (S0 and S1 derive the same secret from each other's keys)."""
+        try:
+            return self._key.exchange(X25519PublicKey.from_public_bytes(peer_public))
+        except ValueError as err:
+            raise DecryptionError("the peer's X25519 key is invalid or of small order") from err
+
     def open_seed(self, ciphertext: bytes, context: bytes) -> bytes:
         """Decrypt a :func:`seal_seed` ciphertext; ``context`` must equal the sender's."""
         if len(ciphertext) != SEED_CIPHERTEXT_BYTES:

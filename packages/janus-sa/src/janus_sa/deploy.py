@@ -33,7 +33,7 @@ def _config(d: dict) -> JanusConfig:
     return JanusConfig(dim=d["dim"], mode=d["mode"], sketch_k=d["sketch_k"], quantizer=q,
                        min_participants=d.get("min_participants"), n_expected=d.get("n_expected"),
                        dropout_rate=d.get("dropout_rate", 0.5), learning_rate=d.get("learning_rate", 1.0),
-                       batch_size=d.get("batch_size", 1),
+                       batch_size=d.get("batch_size", 1), range_proof=d.get("range_proof", False),
                        initial_model=bytes.fromhex(initial) if initial else None).validate()
 
 
@@ -120,6 +120,7 @@ def bundle(args: argparse.Namespace) -> int:
            "quantization_range": args.quantization_range, "modulus_range": args.modulus_range,
            "min_participants": args.min_participants, "n_expected": args.n_expected,
            "dropout_rate": args.dropout_rate, "learning_rate": args.learning_rate, "batch_size": args.batch_size,
+           "range_proof": args.range_proof,
            "initial_model": crypto.model_digest(initial).hex() if initial is not None else None}
     _config(cfg)
     dep = {"session": args.session or os.urandom(16).hex(), "config": cfg, **pubs}
@@ -162,7 +163,8 @@ def enroll_cmd(args: argparse.Namespace) -> int:
         members.append(bytes.fromhex(pub["sign"]))
     other = "s1" if args.role == "s0" else "s0"
     server = make_server(args.role, config=config, keys=keys, session=session,
-                         peer_sign=bytes.fromhex(dep[other]["sign"]))
+                         peer_sign=bytes.fromhex(dep[other]["sign"]),
+                         peer_kem=bytes.fromhex(dep[other]["kem"]))
     path = Path(args.roster)
     ids = sorted(m.hex() for m in members)
     data = json.loads(path.read_text()) if path.exists() else {}
@@ -200,7 +202,8 @@ def serve(args: argparse.Namespace) -> int:
     _require_tls(args, [f"{args.host}:{args.port}", args.peer or ""],
                  have_tls=tls is not None and tls.cert is not None and (args.peer is None or tls.ca is not None))
     server = make_server(args.role, config=config, keys=keys, session=session,
-                         peer_sign=bytes.fromhex(dep[other]["sign"]), state_dir=args.state_dir,
+                         peer_sign=bytes.fromhex(dep[other]["sign"]),
+                         peer_kem=bytes.fromhex(dep[other]["kem"]), state_dir=args.state_dir,
                          roster=load_roster(args.roster, dep), model=load_model(args.model, config.dim, config))
     peer = Remote(args.peer, max_bytes=config.max_message_bytes * 2 + 2**20, tls=tls) if args.peer else None
     node = ServerNode(server, peer=peer)
@@ -284,7 +287,8 @@ def save_client_state(path: str | os.PathLike, jc: JanusClient) -> None:
     """
     weights = b"" if jc.model_ is None else jc.model_.astype("<f8").tobytes()
     blob = msgpack.packb({"round": jc.round_, "head": jc.head_, "weights": weights,
-                          "spent": [[k, v] for k, v in jc.spent_.items()]}, use_bin_type=True)
+                          "spent": [[k, v] for k, v in jc.spent_.items()],
+                          "released": sorted(jc.released_)}, use_bin_type=True)
     _atomic_write(Path(path), blob, 0o600)
 
 
@@ -297,6 +301,7 @@ def load_client_state(path: str | os.PathLike, jc: JanusClient) -> bool:
     jc.round_, jc.head_ = d["round"], bytes(d["head"])
     jc.model_ = np.frombuffer(d["weights"], dtype="<f8").astype(np.float64) if d["weights"] else None
     jc.spent_ = {bytes(k): int(v) for k, v in d["spent"]}
+    jc.released_ = {bytes(k) for k in d.get("released", [])}
     return True
 
 
@@ -389,6 +394,8 @@ def build_parser() -> argparse.ArgumentParser:
     b.add_argument("--learning-rate", type=float, default=1.0, help="update rule: w_next = w + lr * mean")
     b.add_argument("--batch-size", type=int, default=1,
                    help="participation batches: a client is aggregated only with its whole batch (1: off)")
+    b.add_argument("--range-proof", action="store_true",
+                   help="each upload proves its codes lie in [0, quantization range); servers exclude a failed proof")
     b.add_argument("--model", help="initial model, a .npy float vector of length --dim (default zeros)")
     e = sub.add_parser("enroll", help="sign the client roster as S0 or S1 (each server runs it once per version)")
     e.add_argument("--role", required=True, choices=["s0", "s1"])

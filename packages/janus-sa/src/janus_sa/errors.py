@@ -75,6 +75,10 @@ class ProtocolError(JanusError):
     """A message arrived in a state where it is not allowed, or a round cannot proceed."""
 
 
+class NotAParticipantError(ProtocolError):
+    """A sketch commitment from a client the servers left out of the agreed participant set."""
+
+
 class RoundClosedError(ProtocolError):
     """An upload arrived after the server closed the round's participant list."""
 

@@ -22,7 +22,7 @@ import msgpack
 import numpy as np
 
 from janus_sa import errors
-from janus_sa.crypto import SigningKey
+from janus_sa.crypto import ServerPublicKeys, SigningKey
 from janus_sa.errors import (
     JanusError,
     NetworkError,
@@ -370,6 +370,22 @@ class ServerNode:
             raise ProtocolError("this node has no peer (S0 needs S1's address)")
         return self.peer
 
+    def _check_peer_announcement(self, reply: bytes, own: bytes) -> None:
+        """S0: S1's answer to Open must announce the same round, model, configuration and roster.
+
+        Otherwise no client could take part (each compares the two announcements), so the round is
+        listed failed at once instead of after its timeout.
+        """
+        s = self.server
+        theirs = decode(reply, max_bytes=4096, session=s.session, expect=(MsgType.ANNOUNCE,))
+        theirs.verify(expected_sender=s.peer)
+        mine = decode(own, max_bytes=4096, session=s.session, expect=(MsgType.ANNOUNCE,))
+        fields = ("model_digest", "config_digest", "roster_digest")
+        if theirs.round != mine.round or any(theirs.body[f] != mine.body[f] for f in fields):
+            raise errors.ModelInconsistencyError(
+                f"S1 answered Open for round {mine.round} with an announcement of round {theirs.round} for another "
+                "model, configuration or roster: no client can take part, the round is failed")
+
     def _run_round(self, rnd: int, expect: int, round_timeout: float, settle: float, open_timeout: float,
                    stop: threading.Event) -> int:
         peer = self._peer()
@@ -381,7 +397,7 @@ class ServerNode:
         deadline = time.monotonic() + open_timeout
         while True:  # S1 may be restarting: retry opening until open_timeout
             try:
-                peer.call("Open", request)
+                self._check_peer_announcement(peer.call("Open", request), ann)
                 break
             except ServerUnavailableError:
                 if time.monotonic() > deadline or stop.is_set():
@@ -553,11 +569,27 @@ class NetworkClient:
                      "seal1": self._wait(lambda: self.s1.call("Seal", seal_req), deadline)}
             if update is not None:
                 up = self.client.sketch_commit(seals["seal0"], seals["seal1"])
-                self.s0.call("Submit", up.to_s0)
-                self.s1.call("Submit", up.to_s1)
-        agg0 = self._wait(lambda: self.s0.call("Aggregate", agg_req), deadline)
-        agg1 = self._wait(lambda: self.s1.call("Aggregate", agg_req), deadline)
-        return self.client.finish_round(agg0, agg1, **seals)
+                try:
+                    self.s0.call("Submit", up.to_s0)
+                    self.s1.call("Submit", up.to_s1)
+                except errors.NotAParticipantError:
+                    pass  # left out at agreement: the signed aggregates say why (ExcludedError below)
+        # poll both servers: an aggregate either one releases is remembered at once (note_aggregate), so a
+        # server that withholds its own cannot hide that the other released one
+        got: dict[str, bytes] = {}
+        while len(got) < 2:
+            for name, remote in (("s0", self.s0), ("s1", self.s1)):
+                if name in got:
+                    continue
+                try:
+                    got[name] = remote.call("Aggregate", agg_req)
+                    self.client.note_aggregate(got[name])
+                except (NotReadyError, ServerUnavailableError):
+                    if time.monotonic() > deadline:
+                        raise
+            if len(got) < 2:
+                time.sleep(self.poll)
+        return self.client.finish_round(got["s0"], got["s1"], **seals)
 
     def close(self) -> None:
         """Close the gRPC channel."""
@@ -565,11 +597,12 @@ class NetworkClient:
         self.s1.close()
 
 
-def make_server(role: str, *, config, keys, session: bytes, peer_sign: bytes, state_dir=None,
-                roster=None, model: np.ndarray | None = None) -> _Server:
-    """S0 (``role="s0"``) or S1 (``"s1"``) protocol object."""
+def make_server(role: str, *, config, keys, session: bytes, peer_sign: bytes, peer_kem: bytes | None = None,
+                state_dir=None, roster=None, model: np.ndarray | None = None) -> _Server:
+    """S0 (``role="s0"``) or S1 (``"s1"``) protocol object (``peer_kem``: the peer's X25519 key, for range proofs)."""
     if role not in ("s0", "s1"):
         raise errors.ConfigError(f"role must be 's0' or 's1', got {role!r}")
     cls = AggregationServer if role == "s0" else MaskServer
-    return cls(config=config, keys=keys, session=session, peer=peer_sign, state_dir=state_dir, roster=roster,
+    peer = ServerPublicKeys(sign=peer_sign, kem=peer_kem) if peer_kem is not None else peer_sign
+    return cls(config=config, keys=keys, session=session, peer=peer, state_dir=state_dir, roster=roster,
                model=model)

@@ -42,7 +42,7 @@ import msgpack
 import numpy as np
 from icml25_shared.validation import Interval, Options
 
-from janus_sa import crypto
+from janus_sa import crypto, validity
 from janus_sa._validation import validate
 from janus_sa.crypto import H, ServerKeys, ServerPublicKeys, SigningKey, point_add, point_mul, point_sub, sha256
 from janus_sa.errors import (
@@ -55,6 +55,7 @@ from janus_sa.errors import (
     MalformedMessageError,
     ModelInconsistencyError,
     ModelReplayError,
+    NotAParticipantError,
     NotEnrolledError,
     ParticipantSetMismatchError,
     ParticipationPolicyError,
@@ -113,6 +114,12 @@ class JanusConfig:
         reason ``"batch incomplete"``). A key keeps its batch for good: a revoked key returns only with
         its whole batch. Any combination of aggregates over any number of rounds then reveals sums over
         whole batches only (So et al., 2023). 1 disables the policy.
+    range_proof : bool, default False
+        Each upload carries a two-server validity proof (:mod:`janus_sa.validity`) that every code lies
+        in ``[0, quantization_range)`` (which must then be a power of two); both servers check it and
+        leave out a client whose proof fails (reason ``"invalid range proof"``), so one client moves
+        the sum by at most its clip range. Costs ``32 (log2 Q + 1)`` upload bytes per coordinate
+        (sketch mode: ``32 (log2 Q + 2)``) and about ``N L`` scalar operations of client CPU.
     """
 
     dim: int
@@ -125,6 +132,7 @@ class JanusConfig:
     initial_model: bytes | None = None
     learning_rate: float = 1.0
     batch_size: int = 1
+    range_proof: bool = False
 
     _constraints: ClassVar[dict[str, list[Any]]] = {
         "dim": [Interval(int, 1, 2**26)],
@@ -137,6 +145,7 @@ class JanusConfig:
         "initial_model": [None, bytes],
         "learning_rate": [Interval(float, 0, None, closed="neither")],
         "batch_size": [Interval(int, 1, None)],
+        "range_proof": ["boolean"],
     }
 
     def validate(self) -> JanusConfig:
@@ -151,6 +160,10 @@ class JanusConfig:
         if not math.isfinite(self.learning_rate):
             raise ConfigError(f"JanusConfig: learning_rate must be finite; got {self.learning_rate!r}")
         self.quantizer.validate()
+        q = self.quantizer.quantization_range
+        if self.range_proof and q & (q - 1):
+            raise ConfigError(f"JanusConfig: range_proof proves codes in [0, quantization_range) bit by bit, so "
+                              f"quantization_range must be a power of two; got {q}")
         n = self.n_expected
         if n is not None and self.threshold > n:
             raise ConfigError(f"min_participants={self.threshold} exceeds n_expected={n}: no round could complete "
@@ -203,7 +216,7 @@ class JanusConfig:
         return sha256(b"janus/config", msgpack.packb(
             [self.dim, self.mode, self.sketch_k, repr(float(q.clipping_range)), q.quantization_range,
              q.modulus_range, self.min_participants, self.n_expected, repr(float(self.dropout_rate)),
-             self.initial_digest, repr(float(self.learning_rate)), self.batch_size]))
+             self.initial_digest, repr(float(self.learning_rate)), self.batch_size, bool(self.range_proof)]))
 
     @property
     def mask_scalars(self) -> int:
@@ -224,10 +237,18 @@ class JanusConfig:
         """Longest uint32 vector any client-facing message carries."""
         return max(self.dim, self.masked_words)
 
+    @cached_property
+    def proof_layout(self) -> validity.Layout | None:
+        """The shape of the range proof (None without ``range_proof``)."""
+        if not self.range_proof:
+            return None
+        return validity.layout(self.dim, self.quantizer.quantization_range, wrap=self.mode == "sketch")
+
     @property
     def max_message_bytes(self) -> int:
-        """Upper bound on any client- or server-to-client message (a vector plus fixed fields)."""
-        return 4 * self.max_words + 1024
+        """Upper bound on any client- or server-to-client message (a vector, a range proof, fixed fields)."""
+        proof = self.proof_layout.upload_bytes if self.proof_layout is not None else 0
+        return 4 * self.max_words + proof + 1024
 
     def committed_values(self, codes: np.ndarray, challenge: bytes | None) -> np.ndarray:
         """What is committed for a code vector: the codes themselves, or their projections."""
@@ -570,7 +591,8 @@ def check_exclusion(aggregate0: bytes, aggregate1: bytes, *, client: bytes, s0: 
     return a0.round, tuple(ids)
 
 #: reason codes of the ``excluded`` list in both aggregates
-EXCLUSION_REASONS = {1: "inconsistent upload", 2: "reached one server only", 3: "batch incomplete"}
+EXCLUSION_REASONS = {1: "inconsistent upload", 2: "reached one server only", 3: "batch incomplete",
+                     4: "invalid range proof"}
 
 
 def _excluded(a0: Message, a1: Message) -> dict[bytes, str]:
@@ -735,7 +757,8 @@ class JanusClient:
     model and, after each aggregate it verifies, moves to the successor ``w + learning_rate * mean``
     (:attr:`model_`). It takes part only in a round announced for that model and uploads at most once per
     model version (a retry after a failed round needs both servers to certify in their announcements that
-    they released no aggregate for the earlier round).
+    they released no aggregate for the earlier round, and the client must hold no aggregate of it from
+    either server, see :meth:`note_aggregate`).
 
     Parameters
     ----------
@@ -778,6 +801,10 @@ class JanusClient:
             self.model_ = np.zeros(self.config.dim)
         #: model digest -> the round in which this client uploaded for it
         self.spent_: dict[bytes, int] = {}
+        #: model versions for which this client holds a server's signed aggregate of its upload round: no
+        #: retry certificate is believed for them (a server restarted from a rolled-back state_dir forgets
+        #: that it released one and certifies the round abandoned)
+        self.released_: set[bytes] = set()
         self._secrets: dict | None = None
         self._seals: tuple[Message, Message] | None = None
         self._sketched = False
@@ -866,7 +893,8 @@ class JanusClient:
             raise ProtocolError(f"the servers announce a roster other than this client's version "
                                 f"{self.roster_.version} (fetch the current roster)")
         spent = self.spent_.get(digest)
-        self._may_upload = spent is None or a0.body["retry"] == a1.body["retry"] == spent
+        self._may_upload = spent is None or (a0.body["retry"] == a1.body["retry"] == spent
+                                             and digest not in self.released_)
         self.round_, self.model_digest_ = a0.round, digest
         self._nonces = a0.body["nonce"] + a1.body["nonce"]
         self._round_roster = self.roster_  # the round is checked against the roster it was announced with
@@ -882,7 +910,9 @@ class JanusClient:
         if not self._may_upload:
             raise ModelReplayError(f"this client already uploaded for this model version in round "
                                    f"{self.spent_.get(self.model_digest_)} and the servers do not both certify that "
-                                   "round as abandoned: a second upload would let the rounds be subtracted")
+                                   "round as abandoned (or this client holds a server's aggregate of that round, so "
+                                   "a server's state went back): a second upload would let the rounds be "
+                                   "subtracted")
         if self.id not in self.roster_:
             raise NotEnrolledError("this client's key is not in the roster; ask both servers to enrol it")
         cfg = self.config
@@ -905,6 +935,13 @@ class JanusClient:
             modulus = cfg.quantizer.modulus_range
             mask = crypto.expand_mask(seed1, cfg.dim, modulus)
             masked = ((codes.astype(np.uint64) + mask) & np.uint64(modulus - 1)).astype(np.uint32)
+        proof0 = proof1 = b""
+        if cfg.proof_layout is not None:  # bits of every code, shared between the servers, with their proof
+            wraps = None
+            if cfg.mode == "sketch":
+                wraps = (codes.astype(np.uint64) + mask >= np.uint64(cfg.quantizer.modulus_range)).astype(np.int64)
+            proof0, proof1 = validity.prove(codes, lay=cfg.proof_layout, seed0=seed0, seed1=seed1, wraps=wraps,
+                                            blind=crypto.new_seed())
         self._secrets = {"codes": codes, "r": r, "s": s}
         if cfg.mode == "exact":
             self._secrets.update(check_parts)
@@ -913,9 +950,11 @@ class JanusClient:
         ct0 = crypto.seal_seed(self.s0.kem, seed0, _seed_context(sess, rnd, self.id, 0))
         ct1 = crypto.seal_seed(self.s1.kem, seed1, _seed_context(sess, rnd, self.id, 1))
         to0 = encode(MsgType.UPLOAD0, sess, rnd, {"model_digest": self.model_digest_, "masked": masked,
-                                                  "seed_ct": ct0, "commitment": c0, "nonces": self._nonces}, self.key)
+                                                  "seed_ct": ct0, "commitment": c0, "nonces": self._nonces,
+                                                  "proof": proof0}, self.key)
         to1 = encode(MsgType.UPLOAD1, sess, rnd, {"model_digest": self.model_digest_, "seed_ct": ct1,
-                                                  "commitment": c1, "nonces": self._nonces}, self.key)
+                                                  "commitment": c1, "nonces": self._nonces, "proof": proof1},
+                     self.key)
         return Upload(to0, to1)
 
     def _read_seals(self, seal0: bytes, seal1: bytes) -> tuple[Message, Message, bytes]:
@@ -945,6 +984,27 @@ class JanusClient:
                      self.key)
         return Upload(to0, to1)
 
+    def note_aggregate(self, aggregate: bytes) -> bool:
+        """Remember that a server released an aggregate of this client's upload round (before verifying it).
+
+        ``aggregate`` is either server's signed AGGREGATE of the current round. A model version this client
+        uploaded for and then saw an aggregate of is never uploaded for again, whatever retry both
+        announcements certify: a server whose state_dir was rolled back to before its release would
+        certify the round abandoned and a second aggregate on the version could be subtracted from the
+        first. Returns True when the aggregate was recorded (a signed aggregate of the upload round).
+        """
+        if self.round_ is None or self.model_digest_ is None or self.spent_.get(self.model_digest_) != self.round_:
+            return False
+        for mtype, key in ((MsgType.AGGREGATE0, self.s0.sign), (MsgType.AGGREGATE1, self.s1.sign)):
+            try:
+                msg = self._decode(aggregate, mtype, key)
+            except JanusError:
+                continue
+            if msg.round == self.round_ and msg.body["model_digest"] == self.model_digest_:
+                self.released_.add(self.model_digest_)
+                return True
+        return False
+
     def finish_round(self, aggregate0: bytes, aggregate1: bytes, *, seal0: bytes | None = None,
                      seal1: bytes | None = None) -> RoundResult:
         """Unmask and verify the aggregate; raises a :class:`VerificationError` subclass on any mismatch.
@@ -960,6 +1020,8 @@ class JanusClient:
         a1 = self._decode(aggregate1, MsgType.AGGREGATE1, self.s1.sign)
         for a in (a0, a1):
             _check_round(a, self.round_)
+        if self.spent_.get(self.model_digest_) == self.round_:
+            self.released_.add(self.model_digest_)
         seals = None
         if cfg.mode == "sketch":
             if seal0 is None or seal1 is None:
@@ -1023,11 +1085,23 @@ class _Server(ABC):
     upload_type: MsgType
     aggregate_type: MsgType
 
-    def __init__(self, *, config: JanusConfig, keys: ServerKeys, session: bytes, peer: bytes,
+    def __init__(self, *, config: JanusConfig, keys: ServerKeys, session: bytes, peer: bytes | ServerPublicKeys,
                  state_dir: str | os.PathLike | None = None, roster: Roster | None = None,
                  model: np.ndarray | None = None) -> None:
-        self.config = _check_setup(config, session, owner=type(self).__name__)
-        self.keys, self.session, self.peer = keys, session, peer
+        owner = type(self).__name__
+        self.config = _check_setup(config, session, owner=owner)
+        validate({"peer": peer}, {"peer": [bytes, ServerPublicKeys]}, owner=owner)
+        peer_kem = peer.kem if isinstance(peer, ServerPublicKeys) else None
+        self.keys, self.session = keys, session
+        self.peer: bytes = peer.sign if isinstance(peer, ServerPublicKeys) else peer
+        if len(self.peer) != 32:
+            raise ConfigError(f"{owner}: peer must be the other server's 32-byte Ed25519 key or its ServerPublicKeys; "
+                              f"got {len(self.peer)} bytes")
+        #: the servers' range-proof verification key (X25519 of their seed keys): clients cannot predict queries
+        self._query_key = validity.query_key(keys.kem.shared_secret(peer_kem), session) if peer_kem else None
+        if config.range_proof and self._query_key is None:
+            raise ConfigError(f"{owner}: range_proof needs the peer's public keys (peer=ServerPublicKeys), not only "
+                              "its signing key: the servers derive the proof's secret query from them")
         self.state_dir = Path(state_dir) if state_dir is not None else None
         self.roster_: Roster | None = None
         #: every key ever enrolled -> its batch: a revoked key may return only with its whole batch
@@ -1196,7 +1270,9 @@ class _Server(ABC):
         self._peer_seal_commit: bytes | None = None
         self.peer_seal_commit_msg_: bytes | None = None
         self._check_cache: dict[bytes, bytes] = {}
+        self._validity_cache: dict[bytes, bytes] = {}
         self.inconsistent_: tuple[bytes, ...] = ()
+        self.invalid_: tuple[bytes, ...] = ()
         self._peer_checks: dict[bytes, bytes] = {}
         self.excluded_: tuple[tuple[bytes, int], ...] = ()
         self._value: np.ndarray | None = None
@@ -1314,8 +1390,10 @@ class _Server(ABC):
         if msg.type == MsgType.SKETCH_COMMIT:
             if self.config.mode != "sketch":
                 raise ProtocolError("sketch commitments are not used in exact mode")
-            if self.participants_ is None or cid not in self.participants_:
-                raise ProtocolError("sketch commitment from a client outside the agreed participant set")
+            if self.participants_ is None:
+                raise ProtocolError("sketch commitment before the participant set is agreed")
+            if cid not in self.participants_:
+                raise NotAParticipantError("sketch commitment from a client outside the agreed participant set")
             if cid in self.sketch_commits_:
                 raise ReplayError("second sketch commitment from the same client in the current round")
             self.sketch_commits_[cid] = msg.body["commitment"]
@@ -1333,9 +1411,14 @@ class _Server(ABC):
             if has_c != (self.config.mode == "exact"):
                 raise MalformedMessageError(f"{self.config.mode} mode {'needs' if not has_c else 'takes no'} "
                                             "commitment in the upload")
+            if bool(msg.body["proof"]) != self.config.range_proof:
+                raise MalformedMessageError(f"this deployment {'needs' if self.config.range_proof else 'takes no'} "
+                                            "range proof in the upload")
             self.uploads_[cid] = self._accept_upload(msg)
             if self.config.mode == "exact":  # the consistency point now, so closing the round stays O(n) cheap
                 self._check_cache[cid] = self._check_value(cid)
+            if self.config.range_proof:  # the verifier message now; the shares themselves are not kept
+                self._validity_cache[cid] = self._validity_value(cid, self.uploads_[cid].pop("proof"))
         self._persist(["msg", bytes(data)])
 
     def close(self) -> None:
@@ -1357,8 +1440,9 @@ class _Server(ABC):
         """
         self.close()
         ids = sorted(self.uploads_)
+        checks, proofs = self._checks(), self._validity_cache
         return encode(MsgType.PARTICIPANTS, self.session, self._current_round,
-                      {"ids": ids, "checks": b"".join(self._checks()[c] for c in ids)}, self.keys.sign)
+                      {"ids": ids, "checks": b"".join(checks[c] + proofs.get(c, b"") for c in ids)}, self.keys.sign)
 
     def _checks(self) -> dict[bytes, bytes]:
         if self.config.mode != "exact":
@@ -1380,20 +1464,29 @@ class _Server(ABC):
             raise ProtocolError("the participant set of the current round is already fixed")
         self.close()
         peer_ids, blob = msg.body["ids"], msg.body["checks"]
-        width = 2 * crypto.POINT_BYTES if self.config.mode == "exact" else 0
+        pair_width = 2 * crypto.POINT_BYTES if self.config.mode == "exact" else 0
+        lay = self.config.proof_layout
+        width = pair_width + (lay.verifier_bytes if lay is not None else 0)
         if len(blob) != width * len(peer_ids):
             raise MalformedMessageError(f"PARTICIPANTS carries {len(blob)} bytes of checks for {len(peer_ids)} ids; "
                                         f"expected {width} per id")
         both = set(self.uploads_) & set(peer_ids)
-        if width:
+        rows = {c: blob[width * j:width * (j + 1)] for j, c in enumerate(peer_ids)}
+        if pair_width:
             own = self._checks()
-            peer = {c: blob[width * j:width * (j + 1)] for j, c in enumerate(peer_ids)}
-            self.inconsistent_ = tuple(sorted(c for c in both if own[c] != peer[c]))
-            self._peer_checks = {c: peer[c] for c in self.inconsistent_}
+            self.inconsistent_ = tuple(sorted(c for c in both if own[c] != rows[c][:pair_width]))
+            self._peer_checks = {c: rows[c][:pair_width] for c in self.inconsistent_}
             if self.inconsistent_:
                 log.warning("round %d: %d uploads failed the consistency check (commitments disagree with each "
                             "other or with the masked vector); excluded", self.round_, len(self.inconsistent_))
             both -= set(self.inconsistent_)
+        if lay is not None:  # both servers sum the same two verifier messages, so they reach the same verdict
+            self.invalid_ = tuple(sorted(c for c in both if not validity.decide(
+                self._validity_cache[c], rows[c][pair_width:], lay=lay)))
+            if self.invalid_:
+                log.warning("round %d: %d uploads failed the range proof (codes outside [0, Q)); excluded",
+                            self.round_, len(self.invalid_))
+            both -= set(self.invalid_)
         # batch policy: a client is aggregated only with its whole batch
         split = self._round_roster.incomplete_batches(both) if self._round_roster is not None else set()
         if split:
@@ -1401,9 +1494,10 @@ class _Server(ABC):
                         len(split))
         agreed = tuple(sorted(both - split))
         # only roster members are named: a peer listing keys nobody enrolled gets no signed claim about them
-        one_side = ((set(self.uploads_) | set(peer_ids)) & self.members_) - both - set(self.inconsistent_)
+        one_side = ((set(self.uploads_) | set(peer_ids)) & self.members_) - both - set(self.inconsistent_) \
+            - set(self.invalid_)
         self.excluded_ = tuple(sorted([(c, 1) for c in self.inconsistent_] + [(c, 2) for c in one_side]
-                                      + [(c, 3) for c in split]))
+                                      + [(c, 3) for c in split] + [(c, 4) for c in self.invalid_]))
         threshold = self.config.threshold_for(len(self.members_))
         if len(agreed) < threshold:
             raise TooFewParticipantsError(
@@ -1498,6 +1592,25 @@ class _Server(ABC):
     def _check_value(self, cid: bytes) -> bytes:
         """Exact mode: this server's consistency value for client ``cid`` (see :meth:`participants`)."""
 
+    def _proof_context(self, cid: bytes) -> bytes:
+        return b"janus/validity" + self.session + self._current_round.to_bytes(8, "little") + cid
+
+    def _verifier_message(self, cid: bytes, share: validity.Share, term) -> bytes:
+        """The range-proof verifier message of this server for ``cid`` (``term``: its share of the linked value)."""
+        cfg, lay = self.config, self.config.proof_layout
+        assert lay is not None and self._query_key is not None
+        if cfg.mode == "exact":
+            width, slots = crypto.slot_layout(cfg.value_bits)
+            link = validity.link_vector(share.bits, lay, term=term, slot_width=width, slots=slots)
+        else:
+            link = validity.link_vector(share.bits, lay, term=term, modulus=cfg.quantizer.modulus_range)
+        return validity.verifier_share(share, role=self.role, lay=lay, key=self._query_key,
+                                       context=self._proof_context(cid), link=link)
+
+    @abstractmethod
+    def _validity_value(self, cid: bytes, proof: validity.Share) -> bytes:
+        """Range proof: this server's verifier message for client ``cid`` from the upload's ``proof`` field."""
+
     @abstractmethod
     def _aggregate_uploads(self, agreed: tuple[bytes, ...]) -> None:
         """Set ``_value``, ``_randomness`` and ``_commitment`` for the agreed set."""
@@ -1525,8 +1638,16 @@ class AggregationServer(_Server):
                 up["scalars"] = crypto.words_to_scalars(msg.body["masked"])
             except JanusError as err:
                 raise MalformedMessageError(f"masked update: {err}") from err
-        up["s"] = crypto.expand_scalar(self._open_seed(msg), b"s")
+        seed = self._open_seed(msg)
+        up["s"] = crypto.expand_scalar(seed, b"s")
+        if self.config.proof_layout is not None:
+            up["proof"] = validity.leader_share(msg.body["proof"], lay=self.config.proof_layout, seed0=seed)
         return up
+
+    def _validity_value(self, cid: bytes, proof: validity.Share) -> bytes:
+        up = self.uploads_[cid]
+        term = up["scalars"] if self.config.mode == "exact" else up["masked"].astype(np.int64)
+        return self._verifier_message(cid, proof, np.asarray(term, dtype=object))
 
     def _check_value(self, cid: bytes) -> bytes:
         up = self.uploads_[cid]
@@ -1560,7 +1681,18 @@ class MaskServer(_Server):
     aggregate_type = MsgType.AGGREGATE1
 
     def _accept_upload(self, msg: Message) -> dict:
-        return {"seed": self._open_seed(msg), "commitment": msg.body["commitment"]}
+        up = {"seed": self._open_seed(msg), "commitment": msg.body["commitment"]}
+        if self.config.proof_layout is not None:
+            up["proof"] = validity.helper_share(msg.body["proof"], lay=self.config.proof_layout, seed1=up["seed"])
+        return up
+
+    def _validity_value(self, cid: bytes, proof: validity.Share) -> bytes:
+        seed = self.uploads_[cid]["seed"]
+        if self.config.mode == "exact":
+            term = np.array([-k for k in self._pad(cid)], dtype=object)
+        else:
+            term = -crypto.expand_mask(seed, self.config.dim, self.config.quantizer.modulus_range).astype(np.int64)
+        return self._verifier_message(cid, proof, np.asarray(term, dtype=object))
 
     def _pad(self, cid: bytes) -> list[int]:
         return crypto.expand_scalars(self.uploads_[cid]["seed"], b"mask-scalars", self.config.mask_scalars)

@@ -103,9 +103,9 @@ class InProcessDeployment:
         self.keys0, self.keys1 = ServerKeys(), ServerKeys()
         sd = (lambda r: None) if state_dir is None else (lambda r: os.path.join(state_dir, r))
         self.s0 = AggregationServer(config=config, keys=self.keys0, session=self.session,
-                                    peer=self.keys1.sign.public, state_dir=sd("s0"), model=model)
+                                    peer=self.keys1.public, state_dir=sd("s0"), model=model)
         self.s1 = MaskServer(config=config, keys=self.keys1, session=self.session,
-                             peer=self.keys0.sign.public, state_dir=sd("s1"), model=model)
+                             peer=self.keys0.public, state_dir=sd("s1"), model=model)
         self.clients: dict[bytes, JanusClient] = {}
         self.roster: Roster | None = self.s0.roster_
         self.round = 0

@@ -74,9 +74,11 @@ SCHEMAS: dict[MsgType, list[tuple[str, Any]]] = {
     # nonces: S0's then S1's announcement nonce of the round (an upload captured before a restart is refused)
     MsgType.UPLOAD0: [("model_digest", ("b", 32)), ("masked", "u32vec"),
                       ("seed_ct", ("b", SEED_CIPHERTEXT_BYTES)), ("commitment", "opt_point"),
-                      ("nonces", ("b", 2 * NONCE_BYTES))],
+                      ("nonces", ("b", 2 * NONCE_BYTES)), ("proof", "blob")],
+    # proof: the range proof's shares (empty without one): S0's bit and proof shares and S1's
+    # joint-randomness part in UPLOAD0, S0's joint-randomness part in UPLOAD1
     MsgType.UPLOAD1: [("model_digest", ("b", 32)), ("seed_ct", ("b", SEED_CIPHERTEXT_BYTES)),
-                      ("commitment", "opt_point"), ("nonces", ("b", 2 * NONCE_BYTES))],
+                      ("commitment", "opt_point"), ("nonces", ("b", 2 * NONCE_BYTES)), ("proof", "blob")],
     MsgType.PARTICIPANTS: [("ids", "ids"), ("checks", "blob")],
     MsgType.SEAL: [("participants_digest", ("b", 32)), ("n", ("int", 0, 2**32)),
                    ("value_digest", ("b", 32)), ("nonce", ("b", 32)), ("peer_commitment", ("b", 32))],
@@ -131,7 +133,8 @@ def _encode_field(kind: Any, value: Any) -> Any:
 
 
 def _encode_body(mtype: MsgType, body: dict[str, Any]) -> list:
-    return [_encode_field(kind, body[name]) for name, kind in SCHEMAS[mtype]]
+    # an absent "blob" field is empty (the optional parts: a range proof, the listed consistency pairs)
+    return [_encode_field(kind, body[name] if name in body or kind != "blob" else b"") for name, kind in SCHEMAS[mtype]]
 
 
 def encode(mtype: MsgType, session: bytes, rnd: int, body: dict[str, Any], signer: SigningKey) -> bytes:
