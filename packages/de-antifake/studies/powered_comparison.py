@@ -105,11 +105,13 @@ def render(runs: list[dict], summary: dict) -> str:
     """The README block: what ran, success and SIM per row with 95% intervals, the tests and their verdicts."""
     sizes = runs[0].get("sizes", {})
     n = summary["n_pairs"]
-    refs = sorted({len(next(iter(r["rows"].values()))["accepted"]) for r in runs})
+    done = [len(next(iter(r["rows"].values()))["accepted"]) for r in runs]
     cpu = sum(r.get("cpu_seconds", 0.0) for r in runs) / 60
-    lines = [f"Ran: seeds {', '.join(map(str, summary['seeds']))} ({len(runs)} seeds x "
-             f"{'/'.join(map(str, refs))} references = {n} paired references); sizes: "
-             + ", ".join(f"{k} {v}" for k, v in sizes.items()) + f"; {cpu:.0f} CPU-minutes in all.",
+    per_seed = ", ".join(f"{r['seed']}: {k}" + (f" of {r['n_references']}" if r.get("n_references", k) != k else "")
+                         for r, k in zip(runs, done, strict=True))
+    lines = [f"Ran: seeds {', '.join(map(str, summary['seeds']))} ({len(runs)} seed{'s' if len(runs) != 1 else ''}; references per seed "
+             f"{per_seed}; {n} paired references); sizes: "
+             + ", ".join(f"{k} {v}" for k, v in sizes.items()) + f"; {cpu:.1f} CPU-minutes in all.",
              ""]
     if n < PAIRS_FOR_POWER:
         power = POWER_AT.get(n)
@@ -142,6 +144,61 @@ def replace_block(text: str, block: str) -> str:
     return f"{head}{start}\n{block}{end}{tail}"
 
 
+INCREMENTAL_ROWS = ("clean reference", "protected (none)", "AudioPure t=5", "stage 1 (t=3)", "PhonePuRe",
+                    "PhonePuRe, shuffled alignment")
+"""The rows of :func:`run_seed_incremental`: those the tests compare, the clean and protected references."""
+
+
+def run_seed_incremental(seed: int, sizes, path: Path) -> dict:
+    """One seed, reference by reference: the JSON at ``path`` is rewritten after every reference.
+
+    Corpus, SV, cloner, protection and training are those of ``run_chain(seed, sizes)``; then each
+    reference is purified by every row and cloned before the next one starts, so a stopped run keeps its
+    finished references (paired across rows). The evaluation noise is drawn in this order, so its numbers
+    are not ``run_chain``'s.
+    """
+    import time
+
+    from de_antifake.clone import embed_batch
+    from de_antifake.corpus import WORDS
+    from de_antifake.diffusion import DiffWavePurifier
+    from de_antifake.experiments import CLONE_WORDS, STAGE1_PEAK, _models, protected_references
+    from de_antifake.refiner import PhonePuRe
+
+    start, cpu = time.perf_counter(), time.process_time()
+    c = protected_references(seed, sizes)
+    corpus, lab, refs, wavs, enc = c.corpus, c.labels, c.refs, c.wavs, c.encoder
+    dw, guided, _ = _models(corpus, c.enrol, c.r_train, sizes)
+    stage1 = DiffWavePurifier(dw, t=3, peak=STAGE1_PEAK, random_state=c.r_eval)
+    audiopure = DiffWavePurifier(dw, t=5, peak=STAGE1_PEAK, random_state=c.r_eval)
+    pipeline = PhonePuRe(stage1, guided)
+    words = [list(c.r_eval.choice(WORDS, CLONE_WORDS, replace=False)) for _ in refs]
+    clone_seeds = np.random.SeedSequence([seed, 7]).spawn(len(refs))
+    record: dict = {"seed": seed, "sizes": sizes.__dict__, "incremental": True, "n_references": len(refs),
+                    "threshold": float(c.verifier.threshold_), "eer": float(c.verifier.eer_),
+                    "training_cpu_seconds": time.process_time() - cpu,
+                    "rows": {n: {"accepted": [], "sims": []} for n in INCREMENTAL_ROWS}}
+    for j, i in enumerate(refs):
+        x = c.protected[j]
+        shuffled = corpus.utterances[int(refs[(j + 1) % len(refs)])].alignment  # the next reference's
+        heard = {"clean reference": wavs[i], "protected (none)": x, "AudioPure t=5": audiopure.purify(x, 16000),
+                 "stage 1 (t=3)": stage1.purify(x, 16000),
+                 "PhonePuRe": pipeline.purify(x, 16000, alignment=corpus.utterances[int(i)].alignment),
+                 "PhonePuRe, shuffled alignment": pipeline.purify(x, 16000, alignment=shuffled)}
+        for name, w in heard.items():
+            e = embed_batch(enc, w[None])[0]
+            clone = c.cloner.clone_from_embedding(e, words[j], random_state=np.random.default_rng(clone_seeds[j]))
+            ce = embed_batch(enc, clone[None])
+            record["rows"][name]["accepted"].append(bool(c.verifier.accept(ce, lab[[i]])[0]))
+            record["rows"][name]["sims"].append(float(c.verifier.scores(ce, lab[[i]])[0]))
+        record.update(n_done=j + 1, complete=j + 1 == len(refs), seconds=time.perf_counter() - start,
+                      cpu_seconds=time.process_time() - cpu)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(record, indent=1) + "\n")
+        tmp.replace(path)
+    return record
+
+
 def _seeds(text: str) -> list[int]:
     """``"100-103"``, ``"3"`` or a comma list of either (``"100,104"``), in the order given."""
     out = []
@@ -158,6 +215,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seeds", default="100-107")
     parser.add_argument("--shuffled", action="store_true", help="add the shuffled-alignment control to quick/full")
     parser.add_argument("--out", default=str(OUT))
+    parser.add_argument("--incremental", action="store_true",
+                        help="write each seed's JSON after every reference (a stopped run keeps its rows)")
     parser.add_argument("--summary", action="store_true")
     parser.add_argument("--readme", action=argparse.BooleanOptionalAction, default=True,
                         help="with --summary: also replace the README block (default)")
@@ -185,6 +244,9 @@ def main(argv: list[str] | None = None) -> int:
         sizes = replace(sizes, shuffled_control=True)
     out.mkdir(parents=True, exist_ok=True)
     for seed in _seeds(args.seeds):
+        if args.incremental:
+            run_seed_incremental(seed, sizes, out / f"seed{seed}.json")
+            continue
         res = run_chain(seed, sizes)
         res["sizes"] = sizes.__dict__
         (out / f"seed{seed}.json").write_text(json.dumps(res, indent=1))
