@@ -39,6 +39,23 @@ def test_icl_protocol_smoke_run_writes_a_checked_figure_and_applies_its_rules(tm
     assert (tmp_path / "icl-cpu" / "LT-r8-steps4-seed1.json").exists()
 
 
+def test_icl_cells_leave_the_global_rng_alone_and_do_not_depend_on_the_cells_before(tmp_path):
+    import torch
+
+    from looped_transformers.experiments import ICL_PROTOCOLS, run_icl_cells
+
+    tiny = {**ICL_PROTOCOLS["converged"], "steps": 2, "seeds": 1, "test": 4, "task": {"n_dims": 2, "n_points": 3},
+            "d": 16, "cells": [["LT", 1], ["TMLT", 2]]}
+    before = torch.random.get_rng_state()
+    run_icl_cells(tiny, tmp_path, random_state=3)
+    assert torch.equal(torch.random.get_rng_state(), before)  # initial weights come from a forked generator
+    first = json.loads((tmp_path / "TMLT-r2-steps2-seed0.json").read_text())["mean_error"]
+    (tmp_path / "TMLT-r2-steps2-seed0.json").unlink()
+    torch.manual_seed(12345)  # whatever the global state and whichever cells ran before (LT r=1), the same cell
+    run_icl_cells(tiny, tmp_path, random_state=3)
+    assert json.loads((tmp_path / "TMLT-r2-steps2-seed0.json").read_text())["mean_error"] == first
+
+
 RESULTS = Path(__file__).resolve().parents[1] / "results"
 
 

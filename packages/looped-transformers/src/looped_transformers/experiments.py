@@ -10,6 +10,7 @@ protocol is fixed in ``studies/reproduce-protocol.md``.
 from __future__ import annotations
 
 import contextlib
+import copy
 from collections.abc import Iterator
 from typing import Any
 
@@ -69,6 +70,15 @@ def _seeded_init(seed: int) -> Iterator[None]:
         yield
 
 
+def _train_and_test_streams(stream: np.random.Generator) -> list[np.random.Generator]:
+    """The (training, test) streams of one seed: the same for every configuration, whatever ran before.
+
+    Spawning from a Generator advances it, so spawning from ``stream`` itself would hand each later
+    configuration of the seed other batches and other test prompts.
+    """
+    return spawn(copy.deepcopy(stream), 2)
+
+
 def _summary(values: list[float]) -> dict[str, Any]:
     ci = t_interval(values) if len(values) > 1 else None
     return {"values": values, "mean": float(np.mean(values)),
@@ -96,7 +106,7 @@ def demo(ctx: RunContext) -> None:
         with _seeded_init(child_seeds(ctx.seed, 1)[0]):
             model = _lm(task.vocab_size, 32, 2, 4, timestep, 32)
         result = train(model, task, TrainConfig(steps=steps, batch_size=32, lr=3e-3, warmup_steps=20),
-                       random_state=spawn(data_seed, 1)[0])
+                       random_state=spawn(copy.deepcopy(data_seed), 1)[0])  # LT and TMLT: the same batches
         name = "LT" if timestep == "none" else "TMLT"
         curves[name] = [answer_accuracy(model, task, n=200 if ctx.quick else 1000, n_loops=r,
                                         random_state=test_int)
@@ -134,7 +144,7 @@ def _ed(p: dict[str, Any], seeds: list[int], streams: list[np.random.Generator],
         acc: list[float] = []
         extra: dict[int, list[float]] = {2 * r: [], 4 * r: []}
         for seed, stream in zip(seeds, streams, strict=True):
-            data, test = spawn(stream, 2)
+            data, test = _train_and_test_streams(stream)
             with _seeded_init(seed):
                 model = _lm(task.vocab_size, p["d"], p["heads"], r, timestep, task.max_sequence_length)
             train(model, task, TrainConfig(steps=p["steps"], batch_size=p["batch"], lr=p["lr"], warmup_steps=30),
@@ -158,7 +168,7 @@ def _icl(p: dict[str, Any], seeds: list[int], streams: list[np.random.Generator]
         last: list[float] = []
         extra: dict[int, list[float]] = {2 * r: [], 4 * r: []}
         for i, (seed, stream) in enumerate(zip(seeds, streams, strict=True)):
-            data, test = spawn(stream, 2)
+            data, test = _train_and_test_streams(stream)
             batch = task.sample(p["test"], test)
             if len(ls) < len(seeds) and i == len(ls):
                 ls.append(regression_baselines(batch))
@@ -189,7 +199,7 @@ def _charlm(p: dict[str, Any], seeds: list[int], streams: list[np.random.Generat
         loss: list[float] = []
         extra: dict[int, list[float]] = {2 * r: [], 4 * r: []}
         for seed, stream in zip(seeds, streams, strict=True):
-            data, test = spawn(stream, 2)
+            data, test = _train_and_test_streams(stream)
             with _seeded_init(seed):
                 model = _lm(128, p["d"], p["heads"], r, timestep, task.seq_len)
             train(model, task, TrainConfig(steps=p["steps"], batch_size=p["batch"], lr=p["lr"], warmup_steps=30),
@@ -376,7 +386,7 @@ def run_icl_cells(protocol: dict[str, Any], out: Any, *, random_state: int = 0,
     for i in range(n):  # the baselines first: they cost seconds
         path = folder / f"baselines-seed{i}.json"
         if not path.exists():
-            test = task.sample(protocol["test"], spawn(streams[i], 2)[1])
+            test = task.sample(protocol["test"], _train_and_test_streams(streams[i])[1])
             base = {k: v.tolist() for k, v in regression_baselines(test).items()}
             base["zero"] = ((test.ys.double() ** 2).mean(0) / test.error_scale).tolist()
             path.write_text(json.dumps({"seed_index": i, "errors": base}, indent=1))
@@ -389,7 +399,7 @@ def run_icl_cells(protocol: dict[str, Any], out: Any, *, random_state: int = 0,
             if budget is not None and time.process_time() + _icl_cell_cost(r, steps) > 60 * budget:
                 skipped.append(name)
                 continue
-            data, test_stream = spawn(streams[i], 2)
+            data, test_stream = _train_and_test_streams(streams[i])
             test = task.sample(protocol["test"], test_stream)
             cfg = LoopedConfig(vocab_size=1, hidden_size=protocol["d"], num_attention_heads=protocol["heads"],
                                n_loops=r, timestep="none" if kind == "LT" else "tmlt",
