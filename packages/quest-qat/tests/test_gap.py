@@ -35,3 +35,18 @@ def test_gap_protocol_quick_applies_the_gate_first(tmp_path, figures):
     fp, w4 = report["runs"]["FP32 d=16"]["losses"], report["runs"]["W4A4 d=16"]["losses"]
     assert gap["per_seed"] == [b - a for a, b in zip(fp, w4, strict=True)]
     assert (tmp_path / "gap-cpu.png").exists() and (tmp_path / "gap-cpu.md").read_text().startswith("| run |")
+
+
+def test_gap_runs_leave_the_global_torch_rng_alone(tmp_path):
+    from quest.scaling import GAP_PROTOCOLS, run_gap_cells
+
+    tiny = {**GAP_PROTOCOLS["confirm"], "widths": [16], "steps": 2, "n_seeds": 1, "eval_every": 2, "eval_batches": 1,
+            "corpus_bytes": 30_000, "precisions": {"W4A4": [4, "quest", "half"]}}
+    before = torch.random.get_rng_state()
+    run_gap_cells(tiny, tmp_path, random_state=3)
+    assert torch.equal(torch.random.get_rng_state(), before)  # inits and quantize_ draw from forked generators
+    first = json.loads((tmp_path / "W4A4-d16-seed0.json").read_text())["final_val_loss"]
+    (tmp_path / "W4A4-d16-seed0.json").unlink()
+    torch.manual_seed(12345)  # whatever the caller's global state, the run is the same
+    run_gap_cells(tiny, tmp_path, random_state=3)
+    assert json.loads((tmp_path / "W4A4-d16-seed0.json").read_text())["final_val_loss"] == first

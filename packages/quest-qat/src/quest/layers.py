@@ -193,8 +193,10 @@ class QuestLinear(nn.Linear):
     @classmethod
     def from_linear(cls, linear: nn.Linear, config: QuestConfig) -> QuestLinear:
         """A ``QuestLinear`` that shares ``linear``'s weight and bias parameters (same objects)."""
-        layer = cls(linear.in_features, linear.out_features, bias=linear.bias is not None, config=config,
-                    device=linear.weight.device)
+        on_cuda = [linear.weight.device] if linear.weight.device.type == "cuda" else []
+        with torch.random.fork_rng(devices=on_cuda):  # the discarded default init must not advance the caller's RNG
+            layer = cls(linear.in_features, linear.out_features, bias=linear.bias is not None, config=config,
+                        device=linear.weight.device)
         layer.weight = linear.weight
         layer.bias = linear.bias
         return layer.to(device=linear.weight.device)
