@@ -1,17 +1,18 @@
-"""The README's precision-gap table is the rendering of the stored report."""
+"""The README's precision-gap tables are the renderings of the stored reports."""
 
 import json
+import re
 from pathlib import Path
 
 from quest.experiments import gap_table
 
 ROOT = Path(__file__).resolve().parents[1]
+BLOCK = re.compile(r"<!-- rendered from results/(gap-[a-z]+)\.json by quest\.experiments\.gap_table -->\n"
+                   r"(.*?)<!-- end \1 -->", re.S)
 
 
-def test_readme_gap_table_is_rendered_from_the_stored_json():
-    readme = (ROOT / "README.md").read_text()
-    start = readme.index("<!-- rendered from results/gap-cpu.json by quest.experiments.gap_table -->\n")
-    end = readme.index("<!-- end gap-cpu -->")
-    block = readme[start:end].split("\n", 1)[1]
-    report = json.loads((ROOT / "results" / "gap-cpu.json").read_text())
-    assert block == gap_table(report)
+def test_readme_gap_tables_are_rendered_from_the_stored_json():
+    blocks = BLOCK.findall((ROOT / "README.md").read_text())
+    assert blocks, "no rendered gap table in the README"
+    for name, block in blocks:
+        assert block == gap_table(json.loads((ROOT / "results" / f"{name}.json").read_text())), name
