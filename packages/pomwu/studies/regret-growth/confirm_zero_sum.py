@@ -115,6 +115,22 @@ def summarise() -> dict:
     return out
 
 
+def readme_row(out: dict) -> str:
+    """The README claim-table row of this run, from ``regret_growth_zero_sum.json``."""
+    parts = []
+    for source, c in out["comparison"].items():
+        lo, hi = c["ci95_difference"]
+        acc = np.mean([r["prediction_accuracy"] for r in out["per_seed"] if r["predictions"] == source])
+        parts.append(f"{source} predictions ({acc:.0%} accurate): POMWU {c['mean_slope_POMWU']:.3f}, cHedge "
+                     f"{c['mean_slope_cHedge']:.3f}, difference {c['mean_difference']:+.3f} [{lo:+.3f}, {hi:+.3f}] "
+                     f"(POMWU lower on {c['seeds_POMWU_slower_growth']}/{len(c['seeds'])})")
+    verdict = ", ".join(f"{s}: {'yes' if c['holds'] else 'not shown'}" for s, c in out["comparison"].items())
+    seeds = out["comparison"][SOURCES[0]]["seeds"]
+    return (f"| the same, where Hedge does not converge: contextual zero-sum 3x3 games | growth exponent of summed "
+            f"contextual regret, T = 10^3..3·10^4, m = {out['n_contexts']}, η = {out['eta']:g}, seeds "
+            f"{seeds[0]}-{seeds[-1]} ({len(seeds)} seeds, paired 95% t): " + "; ".join(parts) + f" | {verdict} |")
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--summarise", action="store_true")
