@@ -1,4 +1,5 @@
-"""Rewrite the README's reproduction tables from results/*.json (the test in tests/test_scaling.py checks them).
+"""Rewrite the README's reproduction tables from results/*.json (tests/test_scaling.py and tests/test_readme_gap.py
+check them): the ablation and scaling block, and every gap block (`results/gap-*.json`).
 
     python packages/quest-qat/studies/render_readme.py
 """
@@ -6,9 +7,10 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
-from quest.experiments import reproduction_table
+from quest.experiments import gap_table, reproduction_table
 
 PACKAGE = Path(__file__).resolve().parents[1]
 BEGIN = "<!-- rendered from results/reproduce.json and results/scaling*.json -->\n"
@@ -25,7 +27,11 @@ def main() -> None:
     text = readme.read_text()
     head, rest = text.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
-    readme.write_text(f"{head}{BEGIN}{table}\n{END}{tail}")
+    text = f"{head}{BEGIN}{table}\n{END}{tail}"
+    gap_block = re.compile(r"(<!-- rendered from results/(gap-[a-z]+)\.json by quest\.experiments\.gap_table -->\n)"
+                           r".*?(<!-- end \2 -->)", re.S)
+    text = gap_block.sub(lambda m: m.group(1) + gap_table(load(f"{m.group(2)}.json")) + m.group(3), text)
+    readme.write_text(text)
 
 
 if __name__ == "__main__":
