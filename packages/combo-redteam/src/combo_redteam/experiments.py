@@ -10,6 +10,7 @@ their numbers are not the paper's findings.
 
 from __future__ import annotations
 
+import json
 import warnings
 from typing import Any
 
@@ -22,7 +23,8 @@ from combo_redteam.runner import RunResult, run
 from combo_redteam.strategies import AutomatedDecomposition, ManualDecomposition, SingleModel
 from combo_redteam.tasks import benign_suite
 
-__all__ = ["GRID_STRONG", "GRID_WEAK", "capability_grid", "demo", "monitor_study", "reproduce", "strategy_set"]
+__all__ = ["GRID_STRONG", "GRID_WEAK", "capability_grid", "demo", "monitor_study", "reproduce", "reproduce_figure",
+           "strategy_set"]
 
 GRID_WEAK = (1, 2, 3, 4)
 """Weak capabilities of the reproduce grid."""
@@ -219,26 +221,49 @@ def reproduce(ctx: RunContext) -> None:
               f"| {r['sequential_auroc']:.3f} |" for r in monitors]
     sections.append("\n".join(lines))
     ctx.write_table("\n\n".join(sections))
-    ctx.write_json(_json_safe(out))
+    stored = ctx.write_json(_json_safe(out))
+    ctx.save_figure(reproduce_figure(json.loads(stored.read_text())))  # drawn from what is stored
+
+
+def reproduce_figure(result: dict[str, Any]) -> Any:
+    """The reproduce figure, drawn from its JSON (``results/reproduce.json``) alone.
+
+    Parameters
+    ----------
+    result : dict
+        What ``reproduce`` writes: ``n_tasks``, ``seeds``, ``grid_tasks``, the ``exact`` and ``noisy`` rows and
+        the capability ``grid``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Success per strategy with 95% Wilson intervals (tasks as units) and the weak x strong capability grid.
+    """
     import matplotlib.pyplot as plt
 
+    def value(row: dict[str, Any], key: str) -> float:
+        return float("nan") if row.get(key) is None else float(row[key])
+
+    n, seeds, n_grid = result["n_tasks"], result["seeds"], result["grid_tasks"]
     fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 4), layout="constrained")
     for offset, label in ((-0.2, "exact"), (0.2, "noisy")):
-        rows = out[label]["rows"]
-        x = np.arange(len(rows)) + offset
-        ax1.bar(x, [r["success"] for r in rows], width=0.4, label=f"{label} stand-ins",
-                yerr=[[r["success"] - r["low"] for r in rows], [r["high"] - r["success"] for r in rows]], capsize=2)
-    ax1.set_xticks(np.arange(len(out["exact"]["rows"])), [r["strategy"] for r in out["exact"]["rows"]],
-                   rotation=35, ha="right", rotation_mode="anchor")
+        rows = result[label]["rows"]
+        success = np.array([value(r, "success") for r in rows])
+        low, high = np.array([value(r, "low") for r in rows]), np.array([value(r, "high") for r in rows])
+        ax1.bar(np.arange(len(rows)) + offset, success, width=0.4, label=f"{label} stand-ins",
+                yerr=[success - low, high - success], capsize=2)
+    names = [r["strategy"] for r in result["exact"]["rows"]]
+    ax1.set_xticks(np.arange(len(names)), names, rotation=35, ha="right", rotation_mode="anchor")
     ax1.set_xlabel("strategy")
     ax1.set_ylabel("flagged-task success (share)")
     ax1.set_title(f"{n} tasks x {len(seeds)} seeds; bars 95% Wilson (tasks as units)", fontsize=9)
     ax1.legend(loc="center left", fontsize=8)  # over the single models, whose bars are empty
-    image = ax2.imshow(grid["automated"], origin="lower", vmin=0, vmax=1, cmap="viridis")
-    ax2.set_xticks(range(len(GRID_STRONG)), GRID_STRONG)
-    ax2.set_yticks(range(len(GRID_WEAK)), GRID_WEAK)
+    grid = result["grid"]
+    image = ax2.imshow(np.array(grid["automated"], dtype=float), origin="lower", vmin=0, vmax=1, cmap="viridis")
+    ax2.set_xticks(range(len(grid["strong"])), grid["strong"])
+    ax2.set_yticks(range(len(grid["weak"])), grid["weak"])
     ax2.set_xlabel("strong capability")
     ax2.set_ylabel("weak capability")
-    ax2.set_title(f"automated (k = 3) success, {n_grid} tasks, seed {ctx.seed}", fontsize=9)
+    ax2.set_title(f"automated (k = 3) success, {n_grid} tasks, seed {seeds[0]}", fontsize=9)
     fig.colorbar(image, ax=ax2, label="flagged-task success (share)")
-    ctx.save_figure(fig)
+    return fig

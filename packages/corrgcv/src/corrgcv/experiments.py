@@ -7,6 +7,7 @@ correlation, a penalty sweep and the correlated test point).
 
 from __future__ import annotations
 
+import json
 import logging
 import time
 from dataclasses import dataclass, field
@@ -267,8 +268,6 @@ def demo(ctx: RunContext) -> None:
 
 def reproduce(ctx: RunContext) -> None:
     """Risk against T for weak (xi=0.01, lambda=1e-2) and strong (xi=100, lambda=1e-4) exponential correlation: simulated out-of-sample risk, CorrGCV, GCV and the deterministic equivalent; plus the penalty sweep at T=150 and the correlated-test-point factor."""
-    import matplotlib.pyplot as plt
-
     start = time.perf_counter()
     problem = power_law_problem(100, capacity=1.8, source=0.3, noise_std=0.05)
     Ts = np.unique(np.round(np.logspace(1, 2.5, 4) if ctx.quick else np.logspace(1, 3, 15)).astype(int))
@@ -282,6 +281,7 @@ def reproduce(ctx: RunContext) -> None:
         "noise_std": 0.05,
         "T": Ts,
         "n_seeds": len(seeds),
+        "seed": ctx.seed,
         "regimes": {},
     }
     for name, (xi, lam) in regimes.items():
@@ -340,14 +340,34 @@ def reproduce(ctx: RunContext) -> None:
         "simulated": sim_ratio,
         "theory": theory_ratio,
         "max_rel_error": float(np.max(np.abs(sim_ratio / theory_ratio - 1))),
+        "n_seeds": 10 if ctx.quick else 100,
     }
     out["seconds"] = time.perf_counter() - start
-    ctx.write_json(out)
+    stored = ctx.write_json(out)
 
+    ctx.save_figure(reproduce_figure(json.loads(stored.read_text())))  # drawn from what is stored
+
+
+def reproduce_figure(result: dict[str, Any]) -> Any:
+    """The reproduce figure, drawn from its JSON (``results/reproduce.json``) alone.
+
+    Parameters
+    ----------
+    result : dict
+        What ``reproduce`` writes: the risk curves of both regimes against ``T``, the penalty ``sweep`` and
+        the correlated ``test_point``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Four panels: risk against T (weak, strong), risk against the penalty, and the horizon factor.
+    """
+    import matplotlib.pyplot as plt
+
+    Ts, sweep, point = result["T"], result["sweep"], result["test_point"]
     fig, axes = plt.subplots(1, 4, figsize=(17, 4.2), layout="constrained")
-    n_seeds, n_point = len(seeds), 10 if ctx.quick else 100
     for ax, name in zip(axes[:2], ("weak", "strong"), strict=True):
-        rec = out["regimes"][name]
+        rec = result["regimes"][name]
         ax.errorbar(Ts, rec["risk"], yerr=rec["risk_sem"], fmt="ko", ms=4, label="out-of-sample risk (sim.)")
         ax.plot(Ts, rec["theory"], "k-", lw=1, label="deterministic equivalent")
         ax.plot(Ts, rec["corrgcv"], "C0s--", ms=4, label="CorrGCV")
@@ -358,19 +378,20 @@ def reproduce(ctx: RunContext) -> None:
         ax.set_ylabel("risk (mean squared error)")
         ax.set_title(f"{name}: xi={rec['xi']:g}, lambda={rec['lambda']:g}")
     axes[0].legend(fontsize=7)
-    sw = out["sweep"]
-    axes[2].loglog(lambdas, sw["risk"], "k-", label="risk (sim.)")
-    axes[2].loglog(lambdas, sw["corrgcv"], "C0--", label="CorrGCV")
-    axes[2].loglog(lambdas, sw["gcv"], "C1:", label="GCV")
+    axes[2].loglog(sweep["lambda"], sweep["risk"], "k-", label="risk (sim.)")
+    axes[2].loglog(sweep["lambda"], sweep["corrgcv"], "C0--", label="CorrGCV")
+    axes[2].loglog(sweep["lambda"], sweep["gcv"], "C1:", label="GCV")
     axes[2].set_xlabel("ridge penalty lambda")
     axes[2].set_ylabel("risk (mean squared error)")
-    axes[2].set_title("strong, T=150: penalty sweep")
+    axes[2].set_title(f"strong, T={sweep['T']}: penalty sweep")
     axes[2].legend(fontsize=7)
-    axes[3].plot(taus, sim_ratio, "ko", ms=3, label=f"simulated ({n_point} seeds)")
-    axes[3].plot(taus, theory_ratio, "C0-", label="theory")
+    seeds = f" ({point['n_seeds']} seeds)" if "n_seeds" in point else ""
+    axes[3].plot(point["tau"], point["simulated"], "ko", ms=3, label=f"simulated{seeds}")
+    axes[3].plot(point["tau"], point["theory"], "C0-", label="theory")
     axes[3].set_xlabel("horizon tau (steps)")
     axes[3].set_ylabel("R(tau) / R(inf)")
     axes[3].set_title("correlated test point (T=100, xi=100)")
     axes[3].legend(fontsize=7)
-    fig.suptitle(f"means over {n_seeds} seeds (error bars: standard error), seed {ctx.seed}", fontsize=9)
-    ctx.save_figure(fig)
+    root = f", root seed {result['seed']}" if "seed" in result else ""
+    fig.suptitle(f"means over {result['n_seeds']} seeds (error bars: standard error){root}", fontsize=9)
+    return fig
