@@ -296,7 +296,7 @@ class ServerNode:
 
         Only S0 gets an answer: the request must be its signed PARTICIPANTS of the current round.
         """
-        msg = decode(req, max_bytes=64 * 2**20, max_dim=2**21, session=self.server.session,
+        msg = decode(req, max_bytes=self.server.participants_max_bytes, max_dim=2**21, session=self.server.session,
                      expect=(MsgType.PARTICIPANTS,))
         msg.verify(expected_sender=self.server.peer)
         with self.lock:

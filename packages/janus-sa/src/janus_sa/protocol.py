@@ -635,11 +635,12 @@ class RoundResult:
     ``min_participants`` is the threshold ``t`` the round was checked against (``n_participants >= t``);
     ``included`` says whether this client's upload is in the final participant list both servers signed;
     ``excluded`` maps each client both servers left out to the reason they signed (``"inconsistent upload"``:
-    its upload failed the servers' consistency check; ``"reached one server only"``).
-    ``error_bound`` holds when every participant is honest: without a range proof a participant can
-    contribute codes outside ``[0, quantization_range)`` that the servers cannot see (README, threat model);
-    what every verifier does check is that each coordinate of ``sum_codes`` lies in ``[0, n (Q - 1)]``,
-    so ``mean`` lies in ``[-c, c]`` up to ``error_bound / n``.
+    its upload failed the servers' consistency check; ``"reached one server only"``; ``"batch incomplete"``;
+    ``"invalid range proof"``).
+    ``error_bound`` holds with ``range_proof`` (every participant proved its codes lie in
+    ``[0, quantization_range)``; a failed proof is excluded as ``"invalid range proof"``); without it, only
+    when every participant is honest, and every verifier checks that each coordinate of ``sum_codes`` lies
+    in ``[0, n (Q - 1)]``, so ``mean`` lies in ``[-c, c]`` up to ``error_bound / n``.
     ``model_digest`` is the round's model and ``next_model_digest`` its successor under the update rule
     (the only model the next round may announce).
     """
@@ -1451,9 +1452,16 @@ class _Server(ABC):
             self._check_cache[c] = self._check_value(c)
         return self._check_cache
 
+    @property
+    def participants_max_bytes(self) -> int:
+        """Size limit of the peer's PARTICIPANTS: 64 MiB, or more when range-proof verifier messages need it."""
+        lay = self.config.proof_layout
+        per_id = 35 + 2 * crypto.POINT_BYTES + (lay.verifier_bytes if lay is not None else 0)
+        return max(64 * 2**20, per_id * len(self.members_) + 4096)
+
     def agree(self, peer_participants: bytes) -> tuple[bytes, ...]:
         """Fix the participant set to (own accepted set) intersected with the peer's signed set."""
-        msg = decode(peer_participants, max_bytes=64 * 2**20, max_dim=2**21, session=self.session,
+        msg = decode(peer_participants, max_bytes=self.participants_max_bytes, max_dim=2**21, session=self.session,
                      expect=(MsgType.PARTICIPANTS,))
         _check_round(msg, self.round_)
         try:

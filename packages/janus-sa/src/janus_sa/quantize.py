@@ -61,10 +61,10 @@ class Quantizer:
     def error_bound(self, n: int) -> float:
         """Worst-case absolute error per coordinate of a dequantised sum of ``n`` unclipped inputs.
 
-        Valid only when every summand is an honest client's code in ``[0, quantization_range)``: the
-        protocol has no range proof, so a malicious participant can contribute out-of-range codes that
-        pass verification, and the sum can then be off by far more than this bound (verifiers only
-        check that the sum stays in ``[0, n (Q - 1)]``).
+        Valid when every summand is a code in ``[0, quantization_range)``: always with
+        ``JanusConfig(range_proof=True)`` (each client proves it), otherwise only for honest clients (a
+        malicious participant's out-of-range codes pass verification as long as the sum stays in
+        ``[0, n (Q - 1)]``, and the sum can then be off by far more than this bound).
         """
         return n * self.step / 2.0
 
