@@ -3,7 +3,8 @@
 usage: OMP_NUM_THREADS=1 python studies/robust_overfitting_pilot.py [--epochs 150] [--pilot noise|clean|both]
 Writes one JSON with a row per pilot, rewritten after each pilot (``--pilot`` one of them per process: its own
 file ``<out>-<pilot>.json``), and a partial file with every epoch's row as it goes.
-The first, reduced pilot: ``--epochs 20 --sizes 1000 500 1000 --eps 0.2 --cas-every 0``.
+The first, reduced pilot: ``--epochs 20 --sizes 1000 500 1000 --eps 0.2 --cas-every 0 --warmup 0 --train-steps 10
+--val-steps 20``; the requested one: ``--epochs 150 --train-steps 10 --val-steps 20``.
 """
 
 from __future__ import annotations
@@ -77,18 +78,70 @@ class _Progress:
 
 
 class _TestCurve:
-    """Copies the test-set PGD-20 accuracy and CAS of the epochs that ``CASMonitor`` records into the row."""
+    """Test-set PGD-20 accuracy and CAS every ``every`` epochs, through ``CASMonitor``.
 
-    def __init__(self, monitor) -> None:
-        self.monitor = monitor
+    A model whose features are all zero for some class under attack (early in training at eps 0.3) has no
+    CAS (``correlation_matrix`` refuses it); that epoch records ``cas = None`` and the accuracy alone.
+    """
+
+    def __init__(self, x, y, *, attack, seed: int, every: int) -> None:
+        self.monitor = CASMonitor(x, y, attack=attack, seed=seed, every=every)
+        self.x, self.y, self.attack, self.seed = x, y, attack, seed
 
     def on_epoch_end(self, trainer, record) -> None:
+        try:
+            self.monitor.on_epoch_end(trainer, record)
+        except ValueError:  # an all-zero class attribution: CAS undefined
+            record["cas"] = None
+            record["test_robust_accuracy"] = robust_accuracy(trainer.model, self.x, self.y, self.attack,
+                                                             generator=generator_on("cpu", self.seed))
+            return
         if self.monitor.epochs_ and self.monitor.epochs_[-1] == record["epoch"]:
             record["test_robust_accuracy"] = self.monitor.robust_accuracy_[-1]
 
 
+class _WarmupAttack:
+    """PGD whose budget grows linearly to ``eps`` over the first ``warmup`` epochs (then stays at ``eps``).
+
+    Training only: the trainer's validation attack, the test curve and the gate use the full ``eps``.
+    ``on_epoch_end`` advances the epoch (register it as a trainer callback).
+    """
+
+    def __init__(self, *, eps: float, steps: int, warmup: int) -> None:
+        self.eps, self.steps, self.warmup, self.epoch = eps, steps, warmup, 0
+
+    def current_eps(self) -> float:
+        return self.eps * min(1.0, (self.epoch + 1) / self.warmup) if self.warmup else self.eps
+
+    def __call__(self, model, x, y, *, generator=None):
+        return PGD(eps=self.current_eps(), steps=self.steps)(model, x, y, generator=generator)
+
+    def on_epoch_end(self, trainer, record) -> None:
+        record["train_eps"] = self.current_eps()
+        self.epoch = record["epoch"]
+
+
+class _WarmupTrainer(AdversarialTrainer):
+    """``AdversarialTrainer`` whose PGD-AT training attack is a :class:`_WarmupAttack`."""
+
+    def __init__(self, model, *, warmup_attack: _WarmupAttack, **kwargs) -> None:
+        super().__init__(model, **kwargs)
+        self.warmup_attack = warmup_attack
+
+    def train_attack(self):
+        return self.warmup_attack
+
+
+def _cas_or_none(model, x, y, attack) -> float | None:
+    try:
+        return cas(correlation_matrix(class_attribution(model, x, y, attack=attack, generator=generator_on("cpu", 0))))
+    except ValueError:  # an all-zero class attribution: CAS undefined
+        return None
+
+
 def run_pilot(name: str, data, *, label_noise: float, epochs: int, eps: float = 0.2, cas_every: int = 0,
-              seed: int = 0, progress: Path | None = None) -> dict:
+              warmup: int = 0, train_steps: int = 10, val_steps: int = 20, seed: int = 0,
+              progress: Path | None = None) -> dict:
     init_seed, train_seed = child_seeds(seed, 2)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(init_seed)
@@ -98,29 +151,34 @@ def run_pilot(name: str, data, *, label_noise: float, epochs: int, eps: float = 
         y = noisy(y, label_noise, seed=1)
     attack = PGD(eps=eps, steps=20)
     start, cpu = time.perf_counter(), time.process_time()
-    callbacks: list = []
+    warm = _WarmupAttack(eps=eps, steps=train_steps, warmup=warmup)
+    callbacks: list = [warm]
     if cas_every:
-        monitor = CASMonitor(xt, yt, attack=attack, seed=7, every=cas_every)
-        callbacks += [monitor, _TestCurve(monitor)]
+        callbacks.append(_TestCurve(xt, yt, attack=attack, seed=7, every=cas_every))
     if progress:
         callbacks.append(_Progress(progress, name))
-    trainer = AdversarialTrainer(model, eps=eps, steps=10, epochs=epochs, batch_size=128, lr=0.05,
-                                 eval_steps=20, callbacks=callbacks, random_state=train_seed).fit(x, y, xv, yv)
+    trainer = _WarmupTrainer(model, warmup_attack=warm, eps=eps, steps=train_steps, epochs=epochs, batch_size=128,
+                             lr=0.05, eval_steps=val_steps, callbacks=callbacks, random_state=train_seed).fit(x, y, xv, yv)
     best, last = trainer.best_model(), trainer.model.eval()
     test = {}
     for which, m in (("best", best), ("last", last)):
         test[which] = {"robust": robust_accuracy(m, xt, yt, attack, generator=generator_on("cpu", 7)),
                        "clean": robust_accuracy(m, xt, yt),
-                       "cas": cas(correlation_matrix(class_attribution(m, xt, yt, attack=attack,
-                                                                       generator=generator_on("cpu", 0))))}
+                       "cas": _cas_or_none(m, xt, yt, attack)}
     gap = test["best"]["robust"] - test["last"]["robust"]
     trained = test["last"]["clean"] > 0.5
-    return {"pilot": name, "label_noise": label_noise, "epochs": epochs, "eps": eps, "seed": seed,
+    return {"pilot": name, "label_noise": label_noise, "epochs": epochs, "eps": eps, "eps_warmup_epochs": warmup,
+            "train_pgd_steps": train_steps, "val_pgd_steps": val_steps,
+            "seed": seed,
             "best_epoch": trainer.best_epoch_, "test": test, "test_robust_best_minus_last": gap,
             "trained": trained, "gate_passed": bool(trained and gap >= 0.03),
             "history": trainer.history_, "seconds": time.perf_counter() - start,
             "cpu_seconds": time.process_time() - cpu,
             "threads": torch.get_num_threads()}
+
+
+def _fmt(value: float | None) -> str:
+    return "undefined" if value is None else f"{value:.2f}"
 
 
 def render(path: str) -> str:
@@ -132,18 +190,21 @@ def render(path: str) -> str:
         verdict = "passed" if r["gate_passed"] else ("did not train" if not r["trained"] else "not passed")
         rows.append(f"| {r['pilot']} | {r['best_epoch']} of {r['epochs']} | {t['best']['robust']:.3f} / "
                     f"{t['last']['robust']:.3f} | {r['test_robust_best_minus_last']:+.3f} | {t['last']['clean']:.3f} | "
-                    f"{t['best']['cas']:.2f} / {t['last']['cas']:.2f} | {verdict} |")
+                    f"{_fmt(t['best']['cas'])} / {_fmt(t['last']['cas'])} | {verdict} |")
     return "\n".join(rows)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--epochs", type=int, default=150)
+    parser.add_argument("--epochs", type=int, default=60)
     parser.add_argument("--sizes", type=int, nargs=3, default=(2000, 1000, 1000), help="train / validation / test")
     parser.add_argument("--eps", type=float, default=0.3)
     parser.add_argument("--cas-every", type=int, default=5, help="test PGD-20 accuracy and CAS every k epochs (0: off)")
+    parser.add_argument("--warmup", type=int, default=5, help="training eps grows linearly over these epochs")
+    parser.add_argument("--train-steps", type=int, default=5, help="PGD steps of the training attack")
+    parser.add_argument("--val-steps", type=int, default=10, help="PGD steps of the checkpoint-selecting attack")
     parser.add_argument("--pilot", choices=["noise", "clean", "both"], default="both")
-    parser.add_argument("--out", default=str(HERE / "results/robust-overfitting-pilot-150.json"))
+    parser.add_argument("--out", default=str(HERE / "results/robust-overfitting-pilot-60.json"))
     parser.add_argument("--render", action="store_true", help="print the README table of --out and stop")
     args = parser.parse_args()
     if args.render:
@@ -158,7 +219,8 @@ def main() -> None:
     for name, rate in pilots:
         partial = Path(out).with_suffix(f".partial-{int(rate * 100)}.json")
         rows.append(run_pilot(name, data, label_noise=rate, epochs=args.epochs, eps=args.eps,
-                              cas_every=args.cas_every, progress=partial))
+                              cas_every=args.cas_every, warmup=args.warmup, train_steps=args.train_steps,
+                              val_steps=args.val_steps, progress=partial))
         Path(out).write_text(json.dumps({"protocol": "studies/robust-overfitting-pilot.md", "sizes": args.sizes,
                                               "pilots": rows}, indent=1) + "\n")
         r = rows[-1]
