@@ -7,6 +7,7 @@ ablations, STONED} x seeds, with DEG's metrics.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,7 +19,8 @@ from fmg.judges import HeuristicChemJudge
 from fmg.metrics import compare_to_training, evaluate
 from fmg.model import FMG
 
-__all__ = ["CONFIGS", "SETS", "demo", "draw_grammar_card", "grammar_card", "make_judge", "reproduce", "stoned"]
+__all__ = ["CONFIGS", "SETS", "demo", "draw_grammar_card", "grammar_card", "make_judge", "reproduce", "reproduce_figure",
+           "stoned"]
 
 SETS = ("isocyanates", "acrylates", "chain_extenders")
 CONFIGS: dict[str, dict[str, Any]] = {
@@ -219,17 +221,45 @@ def reproduce(ctx: RunContext) -> None:
                           **{k: round(float(ref[k]), 3) for k in CHEMISTRY}})
     ctx.write_table(rows)
     ctx.write_table(chem_rows, "chemistry")
-    ctx.write_json({"judge": type(make_judge(ctx.options)).__name__, "options": ctx.options, "seeds": seeds,
-                    "n_samples": n, "rows": rows, "chemistry": chem_rows, "runs": raw,
-                    "fcd": "not computed: the ChemNet weights FCD needs are not available offline"})
+    stored = ctx.write_json({"judge": type(make_judge(ctx.options)).__name__, "options": ctx.options,
+                             "seeds": seeds, "n_samples": n, "rows": rows, "chemistry": chem_rows, "runs": raw,
+                             "fcd": "not computed: the ChemNet weights FCD needs are not available offline"})
+    ctx.save_figure(reproduce_figure(json.loads(stored.read_text())))  # drawn from what is stored
+
+
+def reproduce_figure(result: dict[str, Any]) -> Any:
+    """The reproduce figure, drawn from its JSON (``results/reproduce/reproduce.json``) alone.
+
+    Parameters
+    ----------
+    result : dict
+        What ``reproduce`` writes: ``rows`` (means over the seeds), ``runs`` (one per seed), ``seeds`` and
+        ``n_samples``.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        DEG's diversity per method and dataset: bars at the mean over the seeds, a dot per seed.
+    """
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 3))
-    methods = [*CONFIGS, *SAMPLING, "STONED"]
+    rows, runs = result["rows"], result.get("runs", [])
+    sets = list(dict.fromkeys(r["dataset"] for r in rows))
+    methods = list(dict.fromkeys(r["method"] for r in rows))
+    width = 0.8 / len(sets)
+    fig, ax = plt.subplots(figsize=(7, 3.6), layout="constrained")
     for k, dataset in enumerate(sets):
-        vals = [next(r["diversity"] for r in rows if r["dataset"] == dataset and r["method"] == m) for m in methods]
-        ax.bar(np.arange(len(methods)) + 0.25 * k, vals, width=0.25, label=dataset)
-    ax.set_xticks(np.arange(len(methods)) + 0.25, methods, rotation=20, fontsize=7)
-    ax.set_ylabel("Div")
-    ax.legend(fontsize=7)
-    ctx.save_figure(fig)
+        x = np.arange(len(methods)) + width * (k - (len(sets) - 1) / 2)
+        means = [next((r["diversity"] for r in rows if r["dataset"] == dataset and r["method"] == m), np.nan)
+                 for m in methods]
+        ax.bar(x, means, width=width, label=dataset, color=f"C{k}", alpha=0.6)
+        for i, method in enumerate(methods):
+            draws = [r["diversity"] for r in runs if r["dataset"] == dataset and r["method"] == method]
+            ax.plot([x[i]] * len(draws), draws, "k.", ms=3)
+    ax.set_xticks(np.arange(len(methods)), methods, rotation=30, ha="right", rotation_mode="anchor", fontsize=7)
+    ax.set_xlabel("method")
+    ax.set_ylabel("diversity (DEG's Div)")
+    ax.set_title(f"{result['n_samples']} samples x {len(result['seeds'])} seed(s); bar: mean, dot: one seed",
+                 fontsize=9)
+    ax.legend(fontsize=7, title="dataset", title_fontsize=7)
+    return fig
