@@ -111,7 +111,9 @@ def render(runs: list[dict], summary: dict) -> str:
                          for r, k in zip(runs, done, strict=True))
     lines = [f"Ran: seeds {', '.join(map(str, summary['seeds']))} ({len(runs)} seed{'s' if len(runs) != 1 else ''}; references per seed "
              f"{per_seed}; {n} paired references); sizes: "
-             + ", ".join(f"{k} {v}" for k, v in sizes.items()) + f"; {cpu:.1f} CPU-minutes in all.",
+             + ", ".join(f"{k} {v}" for k, v in sizes.items())
+             + "".join(sorted({f"; weights: {r['weights']}" for r in runs if "weights" in r}))
+             + f"; {cpu:.1f} CPU-minutes in all.",
              ""]
     if n < PAIRS_FOR_POWER:
         power = POWER_AT.get(n)
@@ -149,13 +151,24 @@ INCREMENTAL_ROWS = ("clean reference", "protected (none)", "AudioPure t=5", "sta
 """The rows of :func:`run_seed_incremental`: those the tests compare, the clean and protected references."""
 
 
-def run_seed_incremental(seed: int, sizes, path: Path) -> dict:
+def _weights_label(weights: Path | None) -> str:
+    from de_antifake.weights import shipped_weights
+
+    if weights is None:
+        return "stage 1 and refiners trained on each seed's corpus"
+    if Path(weights).resolve() == shipped_weights().resolve():
+        return "the package's shipped weights (reproduce --quick, seed 0), not retrained"
+    return str(weights)
+
+
+def run_seed_incremental(seed: int, sizes, path: Path, *, weights: Path | None = None) -> dict:
     """One seed, reference by reference: the JSON at ``path`` is rewritten after every reference.
 
     Corpus, SV, cloner, protection and training are those of ``run_chain(seed, sizes)``; then each
     reference is purified by every row and cloned before the next one starts, so a stopped run keeps its
     finished references (paired across rows). The evaluation noise is drawn in this order, so its numbers
-    are not ``run_chain``'s.
+    are not ``run_chain``'s. With ``weights`` (a folder of ``de_antifake.WEIGHT_FILES``), stage 1 and the
+    guided refiner are loaded from it instead of being trained on the seed's corpus.
     """
     import time
 
@@ -168,13 +181,19 @@ def run_seed_incremental(seed: int, sizes, path: Path) -> dict:
     start, cpu = time.perf_counter(), time.process_time()
     c = protected_references(seed, sizes)
     corpus, lab, refs, wavs, enc = c.corpus, c.labels, c.refs, c.wavs, c.encoder
-    dw, guided, _ = _models(corpus, c.enrol, c.r_train, sizes)
-    stage1 = DiffWavePurifier(dw, t=3, peak=STAGE1_PEAK, random_state=c.r_eval)
-    audiopure = DiffWavePurifier(dw, t=5, peak=STAGE1_PEAK, random_state=c.r_eval)
+    if weights is None:
+        dw, guided, _ = _models(corpus, c.enrol, c.r_train, sizes)
+        stage1 = DiffWavePurifier(dw, t=3, peak=STAGE1_PEAK, random_state=c.r_eval)
+    else:
+        from de_antifake.weights import load_weights
+
+        stage1, guided, _ = load_weights(weights, random_state=c.r_eval)
+    audiopure = DiffWavePurifier(stage1.model, schedule=stage1.schedule, t=5, peak=STAGE1_PEAK, random_state=c.r_eval)
     pipeline = PhonePuRe(stage1, guided)
     words = [list(c.r_eval.choice(WORDS, CLONE_WORDS, replace=False)) for _ in refs]
     clone_seeds = np.random.SeedSequence([seed, 7]).spawn(len(refs))
     record: dict = {"seed": seed, "sizes": sizes.__dict__, "incremental": True, "n_references": len(refs),
+                    "weights": _weights_label(weights),
                     "threshold": float(c.verifier.threshold_), "eer": float(c.verifier.eer_),
                     "training_cpu_seconds": time.process_time() - cpu,
                     "rows": {n: {"accepted": [], "sims": []} for n in INCREMENTAL_ROWS}}
@@ -217,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", default=str(OUT))
     parser.add_argument("--incremental", action="store_true",
                         help="write each seed's JSON after every reference (a stopped run keeps its rows)")
+    parser.add_argument("--weights", default=None,
+                        help="with --incremental: a weights folder, or 'shipped', instead of training per seed")
     parser.add_argument("--summary", action="store_true")
     parser.add_argument("--readme", action=argparse.BooleanOptionalAction, default=True,
                         help="with --summary: also replace the README block (default)")
@@ -245,7 +266,12 @@ def main(argv: list[str] | None = None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     for seed in _seeds(args.seeds):
         if args.incremental:
-            run_seed_incremental(seed, sizes, out / f"seed{seed}.json")
+            weights = None
+            if args.weights is not None:
+                from de_antifake.weights import shipped_weights
+
+                weights = shipped_weights() if args.weights == "shipped" else Path(args.weights)
+            run_seed_incremental(seed, sizes, out / f"seed{seed}.json", weights=weights)
             continue
         res = run_chain(seed, sizes)
         res["sizes"] = sizes.__dict__
