@@ -74,7 +74,9 @@ def test_rendered_table_says_what_ran_and_applies_the_rules():
     text = m.render(runs, res)
     assert text.startswith("Ran: seeds 1, 2 (2 seeds; references per seed 1: 30, 2: 30; 60 paired references)")
     runs[1]["n_references"] = 40  # a seed stopped after 30 of its 40 references
-    assert "2: 30 of 40;" in m.render(runs, res)
+    for r in runs:
+        r["weights"] = "the shipped ones"
+    assert "2: 30 of 40;" in m.render(runs, res) and m.render(runs, res).count("weights: the shipped ones") == 1
     assert "Underpowered" in text and "power 0.26" in text and "20.0 CPU-minutes" in text
     assert f"| {m._p(versus['p'])} |" in text
     assert text.count("\n| PhonePuRe vs ") == 3
