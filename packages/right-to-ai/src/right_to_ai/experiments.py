@@ -27,7 +27,8 @@ def _figure(labelled: list[tuple[str, Assessment]]) -> Any:
     import matplotlib.pyplot as plt
 
     data = load(labelled[0][1].data_version)
-    fig, (ladder, dims) = plt.subplots(1, 2, figsize=(11, 4.8), gridspec_kw={"width_ratios": [1, 1.4]})
+    fig, (ladder, dims) = plt.subplots(1, 2, figsize=(11, 4.8), gridspec_kw={"width_ratios": [1, 1.4]},
+                                       layout="constrained")
     colours = {"nonparticipation": "#d95f02", "tokenism": "#e6ab02", "citizen_power": "#1b9e77"}
     for r in data.rungs:
         ladder.barh(r.level, len(labelled) + 1, left=0.5, height=0.8, color=colours[r.band], alpha=0.25)
@@ -37,6 +38,7 @@ def _figure(labelled: list[tuple[str, Assessment]]) -> Any:
                       fontsize=7)
     ladder.set_yticks(range(1, 9), [f"{r.level}. {r.name} (tier {r.tier})" for r in data.rungs], fontsize=7)
     ladder.set_xlabel("system (numbered as in the table)")
+    ladder.set_ylabel("Arnstein rung (tier)")
     ladder.set_title("Arnstein rung and tier", fontsize=9)
     width = 0.8 / len(DIMENSIONS)
     for j, dim in enumerate(DIMENSIONS):
@@ -44,11 +46,12 @@ def _figure(labelled: list[tuple[str, Assessment]]) -> Any:
         dims.bar(xs, [getattr(a.dimension_scores, dim) for _, a in labelled], width=width, label=dim)
     dims.set_xticks(range(1, len(labelled) + 1), [str(i) for i in range(1, len(labelled) + 1)], fontsize=7)
     dims.set_ylim(0, 1.05)
+    dims.set_xlabel("system (numbered as in the table)")
     dims.set_ylabel("score (0-1)")
-    dims.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.08), ncol=3)
+    dims.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="dimension", title_fontsize=7)
     dims.set_title("dimensions", fontsize=9)
-    fig.text(0.01, 0.005, f"data {data.version}; every tier, rung mapping, question and case study is unverified "
-             "against the paper", fontsize=6)
+    fig.suptitle(f"{len(labelled)} systems, deterministic scoring; data {data.version}: every tier, rung mapping, "
+                 "question and case study is unverified against the paper", fontsize=8)
     return fig
 
 
