@@ -9,6 +9,7 @@ measures how often each developer's rule labels each kind dirty: the rules disag
 from __future__ import annotations
 
 import inspect
+import json
 import logging
 import math
 import numbers
@@ -25,7 +26,7 @@ from train_test_overlap.metrics import metrics
 from train_test_overlap.presets import PRESETS, evaluate_presets
 from train_test_overlap.registry import coverage, load_registry
 
-__all__ = ["demo", "planted_corpus", "registry_table", "reproduce", "stdlib_test_set"]
+__all__ = ["demo", "planted_corpus", "registry_table", "reproduce", "reproduce_figure", "stdlib_test_set"]
 
 DEMO_FUNCTIONS = ("textwrap.dedent", "textwrap.fill", "json.dumps", "json.loads", "os.path.join", "shutil.copyfile",
                   "string.capwords", "heapq.heappush", "bisect.insort_left", "random.shuffle")
@@ -87,10 +88,11 @@ def demo(ctx: RunContext) -> None:
                     "fraction_dirty": {r.preset.name: r.fractions["dirty"] for r in results}})
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 3))
+    fig, ax = plt.subplots(figsize=(6, 3.2), layout="constrained")
     ax.bar(names, [next(r for r in results if r.preset.name == n).fractions["dirty"] for n in names])
+    ax.set_xlabel("overlap preset")
     ax.set_ylabel("fraction labelled dirty")
-    ax.set_title("10 stdlib docstrings vs a hand corpus")
+    ax.set_title(f"{len(rows)} stdlib docstrings vs a hand corpus, seed {ctx.seed}", fontsize=9)
     ctx.save_figure(fig)
 
 
@@ -187,11 +189,12 @@ def _registry_figure(rows: list[dict[str, Any]]) -> Any:
 
     why = ["open data" if r["open_data"] is True else "statistics and method" if r["score"] else "neither" for r in rows]
     colours = {"open data": "tab:green", "statistics and method": "tab:blue", "neither": "tab:gray"}
-    fig, ax = plt.subplots(figsize=(6, 0.6 + 0.28 * max(len(rows), 1)))
+    fig, ax = plt.subplots(figsize=(6, 0.9 + 0.28 * max(len(rows), 1)), layout="constrained")
     y = np.arange(len(rows))
     ax.barh(y, [max(r["score"], 0.04) for r in rows], color=[colours[w] for w in why],
             hatch=["//" if r["unverified"] != "-" else "" for r in rows])
     ax.set_yticks(y, [f"{r['model']} ({r['developer']})" for r in rows], fontsize=7)
+    ax.set_ylabel("model (developer)")
     ax.invert_yaxis()
     ax.set_xlim(0, 1.05)
     ax.set_xticks([0, 1])
@@ -227,20 +230,45 @@ def reproduce(ctx: RunContext) -> None:
                                 "fraction_ambiguous": r.fractions["ambiguous"]}
     truth_rate = sum(k != "clean" for k in truth.values()) / len(truth)
     corpus = stats["helm-default"]
-    ctx.write_json({"seed": ctx.seed, "instances": n_inst, "corpus_bytes": corpus.bytes, "corpus_documents": corpus.documents,
-                    "corpus_tokens_helm": corpus.tokens, "kinds": {k: sum(v == k for v in truth.values()) for k in KINDS},
-                    "true_contaminated_fraction": truth_rate, "presets": table,
-                    "registry": {"entries": registry_rows, "coverage": registry_coverage}})
+    stored = ctx.write_json({
+        "seed": ctx.seed, "instances": n_inst, "corpus_bytes": corpus.bytes, "corpus_documents": corpus.documents,
+        "corpus_tokens_helm": corpus.tokens, "kinds": {k: sum(v == k for v in truth.values()) for k in KINDS},
+        "true_contaminated_fraction": truth_rate, "presets": table,
+        "registry": {"entries": registry_rows, "coverage": registry_coverage}})
     rows = [[name, *(table[name]["dirty_rate"][k] for k in KINDS), table[name]["fraction_dirty"]] for name in names]
     rows.append(["truth", 1.0, 1.0, 1.0, 1.0, 0.0, truth_rate])
     ctx.write_table(rows, headers=["preset", *(f"{k} dirty" for k in KINDS), "estimated contaminated fraction"])
+    ctx.save_figure(reproduce_figure(json.loads(stored.read_text())))  # drawn from what is stored
+
+
+def reproduce_figure(result: dict[str, Any]) -> Any:
+    """The reproduce figure, drawn from its JSON (``results/reproduce.json``) alone.
+
+    Parameters
+    ----------
+    result : dict
+        What ``reproduce`` writes: per preset the share of each planted kind labelled dirty, the number of
+        instances per kind, the corpus size and the seed.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Share labelled dirty per preset (x) and planted kind (bars).
+    """
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(7, 3.2))
-    width = 0.8 / len(KINDS)
-    for j, kind in enumerate(KINDS):
-        ax.bar(np.arange(len(names)) + j * width, [table[n]["dirty_rate"][kind] for n in names], width, label=kind)
+    names, kinds = sorted(result["presets"]), list(result["kinds"])
+    fig, ax = plt.subplots(figsize=(7, 3.6), layout="constrained")
+    width = 0.8 / len(kinds)
+    for j, kind in enumerate(kinds):
+        ax.bar(np.arange(len(names)) + j * width, [result["presets"][n]["dirty_rate"][kind] for n in names], width,
+               label=f"{kind} ({result['kinds'][kind]})")
     ax.set_xticks(np.arange(len(names)) + 0.4 - width / 2, names)
-    ax.set_ylabel("labelled dirty")
-    ax.legend(fontsize=7, ncol=5, loc="upper center", bbox_to_anchor=(0.5, 1.18))
-    ctx.save_figure(fig)
+    ax.set_xlabel("overlap preset")
+    ax.set_ylabel("share of the kind labelled dirty")
+    ax.set_ylim(0, 1.05)
+    ax.set_title(f"{result['instances']} planted instances, {result['corpus_bytes'] / 1e6:.0f} MB corpus, "
+                 f"seed {result['seed']}", fontsize=9)
+    ax.legend(fontsize=7, title="planted kind (instances)", title_fontsize=7, loc="upper left",
+              bbox_to_anchor=(1.01, 1))
+    return fig
