@@ -160,3 +160,25 @@ def test_decomposition_of_a_model_without_splits_sums_to_its_constant(data):
     assert dec.components == {}
     np.testing.assert_allclose(dec.total(), np.full(4, 2.5), rtol=1e-15)
     np.testing.assert_allclose(fp.explain(x[:3]).decomposition.total(), np.full(3, 2.5), rtol=1e-15)
+
+
+@pytest.mark.parametrize("strict", [True, False])
+def test_background_bitsets_equal_the_split_directions(data, strict):
+    """Prefix bitsets of the sorted features (NaN to the default side, category-set splits) = go_left_t."""
+    import lightgbm as lgb
+
+    from fastpd import _engine as eng
+    from fastpd._models import parse_model
+
+    rng = np.random.default_rng(5)
+    x = data["X"].copy()
+    x[:, 0] = rng.integers(0, 5, size=len(x))
+    x[rng.random(x.shape) < 0.1] = np.nan
+    x[:20, 1] = x[20:40, 1]  # ties
+    model = lgb.LGBMRegressor(n_estimators=5, num_leaves=8, min_child_samples=5, min_data_per_group=5,
+                              verbose=-1, n_jobs=1, random_state=0).fit(x, data["y"], categorical_feature=[0])
+    for block in eng.compile_blocks(parse_model(model), 2):
+        bg = x[:131]
+        eng.keep_background_bits(block, bg, strict)
+        expected = eng._pack_rows(block.go_left_t(bg, strict)[:-1])
+        np.testing.assert_array_equal(block.background_bits, expected)

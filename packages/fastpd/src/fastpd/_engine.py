@@ -135,7 +135,6 @@ class LeafGroup:
     cover_ratio: np.ndarray  # (L, e) product of cover(child)/cover(node) over splits on each bit
     table: np.ndarray | None = None  # (L, 2**e) augmented P_l[U]
     cache: dict = field(default_factory=dict)
-    background_codes: np.ndarray | None = None  # (n_b, L) codes of the background rows, before the table
     n_background: int = 0
 
     @property
@@ -172,6 +171,17 @@ class Block:
     cat_table: np.ndarray | None = None  # (C, M) direction of each integer category (padded: out of range)
     cat_neg_left: np.ndarray | None = None  # (C,) direction of a negative value
     cat_trunc_first: bool = False
+    # the trees as linked nodes, for walking the background through them (:func:`_walk`): children of
+    # each internal node, encoded as an internal node id (>= 0) or -(leaf + 1) for leaf i of
+    # ``leaf_group`` / ``leaf_pos`` (the group and position of each leaf; group -1: a zero leaf)
+    child: np.ndarray | None = None  # (N, 2) left, right
+    roots: np.ndarray | None = None  # (T,) each tree's root, encoded as a child
+    leaf_group: np.ndarray | None = None
+    leaf_pos: np.ndarray | None = None
+    feature_bit: np.ndarray | None = None  # (d,) bit of each split feature in a uint64 mask (-1: unused)
+    background: np.ndarray | None = None  # the background rows, while the tables are not built
+    background_bits: np.ndarray | None = None  # (N, W) uint64: bit z of row i says background row z goes left
+    n_background: int = 0
     _feature_nodes: list[tuple[int, np.ndarray]] | None = field(default=None, repr=False)
 
     def go_left_t(self, x: np.ndarray, strict: bool) -> np.ndarray:
@@ -281,12 +291,34 @@ def _compile_block(ens: TreeEnsemble, trees: list) -> Block:
     zm = np.concatenate(zm_all) if zm_all else np.zeros(0, bool)
     lp = _leaf_paths(*(np.concatenate(forest[k]) for k in ("left", "right", "feature", "cover", "value", "local")),
                      roots=roots)
-    groups = []
+    groups: list[LeafGroup] = []
+    left_all, right_all = np.concatenate(forest["left"]), np.concatenate(forest["right"])
+    local_all = np.concatenate(forest["local"])
+    leaf_nodes = np.flatnonzero(left_all == -1)
+    leaf_index = -np.ones(len(left_all), dtype=np.int64)
+    leaf_index[leaf_nodes] = np.arange(len(leaf_nodes))
+    leaf_group = -np.ones(len(leaf_nodes), dtype=np.int64)
+    leaf_pos = np.zeros(len(leaf_nodes), dtype=np.int64)
     for e in np.unique(lp.e):
         e = int(e)
         idx = np.flatnonzero(lp.e == e)
         step = max(1, _GROUP_ENTRIES // ((1 << e) * max(e, 1)))
-        groups += [_make_group(e, lp, idx[i : i + step], sentinel=base) for i in range(0, len(idx), step)]
+        for i in range(0, len(idx), step):
+            part = idx[i : i + step]
+            leaf_group[leaf_index[lp.leaf[part]]] = len(groups)
+            leaf_pos[leaf_index[lp.leaf[part]]] = np.arange(len(part))
+            groups.append(_make_group(e, lp, part, sentinel=base))
+    code = np.where(left_all == -1, -(leaf_index + 1), local_all)  # every node as a child code
+    internal_all = np.flatnonzero(left_all != -1)  # in local-id order
+    child = np.stack([code[left_all[internal_all]], code[right_all[internal_all]]], axis=1) if len(internal_all) \
+        else np.zeros((0, 2), np.int64)
+    split_features = np.unique(np.concatenate(feats_all)) if feats_all else np.zeros(0, np.int64)
+    feature_bit = None
+    if len(split_features) <= 64:
+        feature_bit = -np.ones(ens.n_features, dtype=np.int64)
+        feature_bit[split_features] = np.arange(len(split_features))
+    linkage: dict[str, Any] = {"child": child, "roots": code[np.asarray(roots, dtype=np.int64)], "leaf_group": leaf_group,
+               "leaf_pos": leaf_pos, "feature_bit": feature_bit}
     entries = sum(g.n_leaves << g.e for g in groups)
     if entries > MAX_TABLE_ENTRIES:
         raise ValueError(f"the augmented trees would need {entries:,} table entries (sum over leaves of 2**e, e = "
@@ -304,7 +336,8 @@ def _compile_block(ens: TreeEnsemble, trees: list) -> Block:
     return Block(feature=np.concatenate(feats_all), threshold=np.concatenate(thr_all),
                  default_left=np.concatenate(dl_all), nan_to_zero=n2z if n2z.any() else None,
                  zero_missing=zm if zm.any() else None, groups=groups,
-                 n_leaves=sum(g.n_leaves for g in groups), max_depth=lp.max_depth, n_outputs=ens.n_outputs, **cat)
+                 n_leaves=sum(g.n_leaves for g in groups), max_depth=lp.max_depth, n_outputs=ens.n_outputs, **cat,
+                 **linkage)
 
 
 @dataclass
@@ -325,6 +358,7 @@ class _LeafPaths:
     length: np.ndarray  # (L,)
     values: np.ndarray  # (L, K)
     max_depth: int
+    leaf: np.ndarray  # (L,) forest node id of each leaf
 
 
 def _leaf_paths(left_child: np.ndarray, right_child: np.ndarray, feature: np.ndarray, cover: np.ndarray,
@@ -341,19 +375,7 @@ def _leaf_paths(left_child: np.ndarray, right_child: np.ndarray, feature: np.nda
     parent[left_child[internal]] = internal
     parent[right_child[internal]] = internal
     went_left[left_child[internal]] = True
-    # leaf order of a depth-first walk that visits the right child first
-    order: list[int] = []
-    left_l, right_l = left_child.tolist(), right_child.tolist()
-    for root in roots:
-        stack = [root]
-        while stack:
-            node = stack.pop()
-            if left_l[node] == -1:
-                order.append(node)
-            else:
-                stack.append(left_l[node])
-                stack.append(right_l[node])
-    leaves = np.array(order, dtype=np.int64)
+    leaves = np.flatnonzero(left_child == -1)  # put in depth-first order below
     max_depth_all = 0
     # ancestors, leaf first: anc[:, j] is the j-th node above the leaf (-1 above the root)
     anc = [leaves]
@@ -373,6 +395,13 @@ def _leaf_paths(left_child: np.ndarray, right_child: np.ndarray, feature: np.nda
         np.zeros((len(leaves), 0), np.int64)
     child = np.where(valid, np.take_along_axis(chain[:, :-1], np.maximum(pos, 0), axis=1), -1) if depth else \
         np.zeros((len(leaves), 0), np.int64)
+    # leaf order of a depth-first walk that visits the right child first: by tree, then by the
+    # directions from the root (right before left; no leaf's path is a prefix of another's)
+    tree = np.searchsorted(np.asarray(roots, dtype=np.int64), leaves, side="right")
+    turns = np.where(valid, went_left[np.maximum(child, 0)], False)
+    order = np.lexsort((*turns.T[::-1], tree))
+    leaves, chain, length, path_nodes, child, valid = (a[order] for a in (leaves, chain, length, path_nodes, child,
+                                                                          valid))
     safe = np.maximum(path_nodes, 0)
     feat = np.where(valid, feature[safe], -1).astype(np.int64)
     left = np.where(valid, went_left[np.maximum(child, 0)], True)
@@ -406,7 +435,7 @@ def _leaf_paths(left_child: np.ndarray, right_child: np.ndarray, feature: np.nda
         bit_ratio[rows[ok], bit[ok, j]] *= ratio[ok, j]
     node_local = np.where(path_nodes >= 0, local[np.maximum(path_nodes, 0)], -1)
     return _LeafPaths(node=node_local, left=left, bit=bit, feats=feats, ratio=bit_ratio, e=e, length=length,
-                      values=values, max_depth=max_depth_all)
+                      values=values, max_depth=max_depth_all, leaf=leaves)
 
 
 def _make_group(e: int, lp: _LeafPaths, idx: np.ndarray, sentinel: int) -> LeafGroup:
@@ -447,35 +476,18 @@ def finish_background(block: Block, hist: list[np.ndarray], n_background: int) -
     for g, h in zip(block.groups, hist, strict=True):
         g.table = superset_sum(h, g.e)[:, ::-1] / n_background
         g.cache.clear()
-        g.background_codes = None
 
 
-def keep_background(block: Block, codes: list[list[np.ndarray]], n_background: int) -> None:
-    """Store the background codes (chunks of (n, L) per group) instead of building the tables.
-
-    Queries on few rows then read the table entries they need from these codes
-    (:func:`table_entries`, :func:`shap_rows`); :func:`build_tables` turns them into the full
-    tables, with the same values.
-    """
-    for i, g in enumerate(block.groups):
-        g.background_codes = np.concatenate([c[i] for c in codes], axis=0)
-        g.n_background = n_background
-        g.table = None
-        g.cache.clear()
-
-
-def build_tables(block: Block) -> None:
-    """The full augmented tables from the stored background codes (exactly as in streaming)."""
-    hist = []
-    for g in block.groups:
-        size = 1 << g.e
-        h = np.zeros((g.n_leaves, size))
-        codes = _kept_codes(g)
-        step = max(1, _HIST_CHUNK // max(g.n_leaves, 1))  # bounded int64 scratch, as when streaming
-        for start in range(0, codes.shape[0], step):
-            accumulate_background_group(g, codes[start : start + step], h)
-        hist.append(h)
-    finish_background(block, hist, block.groups[0].n_background if block.groups else 1)
+def build_tables(block: Block, strict: bool = True, rows: int = 1024) -> None:
+    """The full augmented tables from the kept background rows, streamed in chunks of ``rows``."""
+    bg = block.background
+    if bg is None:
+        raise RuntimeError("the background rows were not kept")
+    hist = [np.zeros((g.n_leaves, 1 << g.e)) for g in block.groups]
+    for start in range(0, bg.shape[0], rows):
+        accumulate_background(block, block.codes(bg[start : start + rows], strict), hist)
+    finish_background(block, hist, bg.shape[0])
+    block.background = block.background_bits = None
 
 
 def accumulate_background_group(g: LeafGroup, c: np.ndarray, h: np.ndarray) -> None:
@@ -489,13 +501,6 @@ def _table(g: LeafGroup) -> np.ndarray:
     if g.table is None:
         raise RuntimeError("the augmented table is read before it is built")
     return g.table
-
-
-def _kept_codes(g: LeafGroup) -> np.ndarray:
-    """The background codes kept by :func:`keep_background`."""
-    if g.background_codes is None:
-        raise RuntimeError("the background codes were not kept (the tables were built while streaming)")
-    return g.background_codes
 
 
 def has_tables(block: Block) -> bool:
@@ -525,19 +530,8 @@ def shap_row_cost(block: Block) -> float:
 
 
 def table_entries(g: LeafGroup, subsets: np.ndarray) -> np.ndarray:
-    """(m, L) entries P_l[U] for local subsets U given as (m, L) codes, from the table or the codes.
-
-    From the codes: the number of background rows z with ``code(z) | U`` equal to all of E_l,
-    divided by n_b; the table holds the same integer count over the same n_b.
-    """
-    if g.table is not None:
-        return np.take_along_axis(g.table, subsets.T.astype(np.int64), axis=1).T
-    full = (1 << g.e) - 1
-    zc = _kept_codes(g)
-    out = np.empty(subsets.shape)
-    for i, u in enumerate(subsets.astype(zc.dtype)):
-        out[i] = ((zc | u[None]) == full).sum(axis=0) / g.n_background
-    return out
+    """(m, L) entries P_l[U] of the augmented table for local subsets U given as (m, L) codes."""
+    return np.take_along_axis(_table(g), subsets.T.astype(np.int64), axis=1).T
 
 
 @functools.lru_cache(maxsize=32)
@@ -548,7 +542,6 @@ def _shapley_weights_t(e: int) -> np.ndarray:
 
 
 _PAIR_BATCH = 2**20  # table entries of scratch per batch of (row, leaf) pairs
-_HIST_CHUNK = 2**20  # (background row, leaf) codes per bincount when the tables are built from kept codes
 
 
 def _shap_rows(g: LeafGroup, c: np.ndarray) -> np.ndarray:
@@ -557,17 +550,11 @@ def _shap_rows(g: LeafGroup, c: np.ndarray) -> np.ndarray:
     Entry c of a leaf's SHAP table is a subset-sum over the 2**|c| subsets of c only, so it is
     computed on those, bit by bit in ascending order as the full transform runs: every product
     and addition is the one the full table performs, and the result is equal bit for bit. The
-    augmented-table entries come from the table when it is built, else from the background codes
-    (:func:`_row_subset_tables`).
+    augmented-table entries come from the table (before it is built: :func:`walk_shap_rows`).
     """
     n = c.shape[0]
     e = g.e
     out = np.empty((n, g.n_leaves, e))
-    if g.table is None:
-        for i in range(n):
-            for leaves, subsets, table in _row_subset_tables(g, c[i]):
-                out[i, leaves] = _subset_sum_top(table, subsets, e)
-        return out
     flat_codes = c.reshape(-1).astype(np.int64)  # (row, leaf) pairs, row-major
     size = _popcount(flat_codes)
     bits = ((flat_codes[:, None] >> np.arange(e)[None]) & 1).astype(bool)
@@ -599,30 +586,27 @@ def _subset_sum_top(table: np.ndarray, subsets: np.ndarray, e: int) -> np.ndarra
     return subset_sum_axis1(h, p)[:, -1]
 
 
-def _row_subset_tables(g: LeafGroup, code: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
+def _row_subset_tables(g: LeafGroup, code: np.ndarray, li: np.ndarray, z: np.ndarray,
+                       weight: np.ndarray) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:
     """For one row's codes (L,): per popcount p, (leaves, subsets (Lp, 2**p), P at those subsets).
 
     P_l[U] for U inside the row's code c counts the background rows whose code contains E_l minus
-    U; those rows contain E_l minus c, so only the (background row, leaf) pairs that do are
-    visited, their codes packed onto c's bits, counted and superset-summed: the same integer
-    counts, over the same n_b, as the full table.
+    U; those rows contain E_l minus c, so only the background rows that do are counted (given as
+    leaves ``li``, the rows' codes ``z`` there and how many rows each entry stands for, ``weight``),
+    by their codes packed onto c's bits, and superset-summed: the same integer counts, over the
+    same n_b, as the full table.
     """
     e = g.e
-    zc = _kept_codes(g)
-    full = (1 << e) - 1
-    relevant = (zc | code.astype(zc.dtype)[None]) == full
-    zi, li = np.nonzero(relevant)
     c64 = code.astype(np.int64)
     size = _popcount(c64)
     below = (1 << np.arange(e)) - 1  # bits below j
     rank = _popcount(c64[:, None] & below[None])  # (L, e): position of bit j among the code's bits
-    z = zc[zi, li].astype(np.int64)
     m = c64[li]
-    q = np.zeros(len(zi), dtype=np.int64)
+    q = np.zeros(len(li), dtype=np.int64)
     for j in range(e):
         q |= (((z & m) >> j) & 1) << rank[li, j]
     offset = np.concatenate([[0], np.cumsum(1 << size)[:-1]])
-    counts = np.bincount(offset[li] + q, minlength=int((1 << size).sum()))
+    counts = np.bincount(offset[li] + q, weights=weight, minlength=int((1 << size).sum()))
     bits = ((c64[:, None] >> np.arange(e)[None]) & 1).astype(bool)
     out = []
     for p in np.unique(size):
@@ -631,6 +615,210 @@ def _row_subset_tables(g: LeafGroup, code: np.ndarray) -> list[tuple[np.ndarray,
         hist = counts[offset[leaves][:, None] + np.arange(1 << p)[None]].astype(np.float64)
         table = superset_sum(hist, p)[:, ::-1] / g.n_background
         out.append((leaves, _deposit(bits[leaves], p), table))
+    return out
+
+
+# ------------------------------------------------------------------------- walking the background
+# Few queries need only the background rows' counts at the leaves they reach: the rows are walked
+# down the trees as bitsets (bit z of a uint64 word array: background row z), level by level over
+# all nodes of all trees, so the work per query is (nodes reached) x n_b / 64 words instead of the
+# n_b x leaves codes that the full tables need. A walk with a row x to explain follows interventional
+# TreeSHAP's recursion: the hybrid point takes each feature from x or from z, so a background row
+# may leave x's path where it disagrees with x, and each state carries the features x fails (xf)
+# and those z fails (zf) along its path, which must stay disjoint.
+_WALK_WORDS = 2**22  # uint64 words of bitsets per level of a walk (trees are walked in batches below this)
+_PREFIX_WORDS = 2**23  # words of the per-feature prefix bitsets of the fast numeric path
+
+
+def _pack_rows(b: np.ndarray) -> np.ndarray:
+    """(m, n) bool -> (m, W) uint64 bitsets, W = ceil(n / 64), bit z of a row = column z."""
+    m, n = b.shape
+    w = (n + 63) // 64
+    padded = np.zeros((m, w * 64), dtype=bool)
+    padded[:, :n] = b
+    return np.packbits(padded, axis=1, bitorder="little").view(np.uint64).reshape(m, w)
+
+
+def keep_background_bits(block: Block, bg: np.ndarray, strict: bool) -> None:
+    """Store the background as bitsets of its split directions, in place of the augmented tables.
+
+    Numeric splits read each feature's rows in sorted order, so a node's left set is a prefix (plus
+    the missing rows where NaN goes left): the same sets as :meth:`Block.go_left_t`.
+    """
+    n, nodes = bg.shape[0], len(block.feature)
+    w = (n + 63) // 64
+    block.background, block.n_background = bg, n
+    for g in block.groups:
+        g.table, g.n_background = None, n
+        g.cache.clear()
+    general = block.nan_to_zero is not None or block.zero_missing is not None
+    if general or (n + 1) * w > _PREFIX_WORDS:
+        block.background_bits = _pack_rows(block.go_left_t(bg, strict)[:nodes])
+        return
+    bits = np.empty((nodes, w), dtype=np.uint64)
+    row_bit = np.zeros((n + 1, w), dtype=np.uint64)
+    for f, idx in block._by_feature():
+        col = bg[:, f]
+        order = np.argsort(col, kind="stable")  # NaN last
+        row_bit[:] = 0
+        row_bit[np.arange(1, n + 1), order >> 6] = np.left_shift(np.uint64(1), (order & 63).astype(np.uint64))
+        prefix = np.bitwise_or.accumulate(row_bit, axis=0)  # prefix[k]: the k smallest rows
+        cut = np.searchsorted(col[order], block.threshold[idx], side="left" if strict else "right")
+        bits[idx] = prefix[cut]
+        nan = np.isnan(col)
+        if nan.any():
+            nan_bits = _pack_rows(nan[None])[0]
+            bits[idx[block.default_left[idx]]] |= nan_bits
+    if block.cat_node is not None:
+        bits[block.cat_node] = _pack_rows(block._categorical(bg[:, block.feature[block.cat_node]]).T)
+    block.background_bits = bits
+
+
+def _all_rows(n: int) -> np.ndarray:
+    return _pack_rows(np.ones((1, n), dtype=bool))[0]
+
+
+def _walk(block: Block, x_left: np.ndarray | None, free: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Walk the background rows down every tree; return (leaf, zf, count) per state reaching a leaf.
+
+    ``x_left`` (N,) bool: x's direction at each internal node (SHAP mode: the hybrid points of x and
+    each background row z), or None (PD mode): the rows follow their own directions, except at
+    splits on a feature of the ``free`` mask (``feature_bit``), where they go both ways. ``zf``
+    (uint64, feature_bit mask) holds the features the rows of a state fail on the leaf's path (SHAP
+    mode; 0 in PD mode), ``count`` how many background rows the state holds.
+    """
+    bits, child, roots = block.background_bits, block.child, block.roots
+    if bits is None or child is None or roots is None or block.feature_bit is None:
+        raise RuntimeError("the background was not kept as bitsets")
+    w = bits.shape[1]
+    everyone = _all_rows(block.n_background)
+    fbit = np.left_shift(np.uint64(1), np.maximum(block.feature_bit[block.feature], 0).astype(np.uint64))
+    leaves: list[np.ndarray] = []
+    masks: list[np.ndarray] = []
+    counts: list[np.ndarray] = []
+    # rows agreeing with x at each node: the left set where x goes left, else its complement
+    agree_bits = None if x_left is None else np.where(x_left[:, None], bits, ~bits)
+    per_tree = max(1, len(child) // max(len(roots), 1))
+    batch = max(1, _WALK_WORDS // max(1, 4 * per_tree * w))
+    for start in range(0, len(roots), batch):
+        node = roots[start : start + batch].copy()
+        xf = np.zeros(len(node), dtype=np.uint64)
+        zf = np.zeros(len(node), dtype=np.uint64)
+        rows = np.broadcast_to(everyone, (len(node), w)).copy()
+        while len(node):
+            at_leaf = node < 0
+            if at_leaf.any():
+                leaves.append(-node[at_leaf] - 1)
+                masks.append(zf[at_leaf])
+                counts.append(np.bitwise_count(rows[at_leaf]).sum(axis=1, dtype=np.int64))
+                inner = ~at_leaf
+                node, xf, zf, rows = node[inner], xf[inner], zf[inner], rows[inner]
+                if not len(node):
+                    break
+            left, right = child[node, 0], child[node, 1]
+            bit = fbit[node]
+            if agree_bits is None or x_left is None:
+                go_left = bits[node]
+                both = (bit & np.uint64(free)) != 0
+                to_left = np.where(both[:, None], rows, rows & go_left)
+                to_right = np.where(both[:, None], rows, rows & ~go_left)
+                keep_l, keep_r = to_left.any(axis=1), to_right.any(axis=1)
+                node = np.concatenate([left[keep_l], right[keep_r]])
+                rows = np.concatenate([to_left[keep_l], to_right[keep_r]])
+                xf = zf = np.zeros(len(node), dtype=np.uint64)
+                continue
+            dx = x_left[node]
+            agree = rows & agree_bits[node]
+            differ = rows ^ agree
+            x_child, z_child = np.where(dx, left, right), np.where(dx, right, left)
+            z_failed, x_failed = (zf & bit) != 0, (xf & bit) != 0
+            # z failed this feature before: x's value decides, every row follows x
+            stay = agree
+            if z_failed.any():
+                stay[z_failed] = rows[z_failed]
+            keep_a = stay.any(axis=1)
+            some = differ.any(axis=1) & ~z_failed
+            keep_b = some & ~x_failed  # rows that disagree follow x and now fail the feature
+            keep_c = some  # ... or follow themselves, and x fails it
+            node = np.concatenate([x_child[keep_a], x_child[keep_b], z_child[keep_c]])
+            rows = np.concatenate([stay[keep_a], differ[keep_b], differ[keep_c]])
+            xf = np.concatenate([xf[keep_a], xf[keep_b], (xf | bit)[keep_c]])
+            zf = np.concatenate([zf[keep_a], (zf | bit)[keep_b], zf[keep_c]])
+    if not leaves:
+        return np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0, np.int64)
+    return np.concatenate(leaves), np.concatenate(masks), np.concatenate(counts)
+
+
+def walk_cost(block: Block, *, shap: bool) -> float:
+    """Words touched by one walk: per leaf about 8 states of a SHAP walk (2 of a PD walk), 12 passes each."""
+    return (96.0 if shap else 24.0) * block.n_leaves * ((block.n_background + 63) // 64)
+
+
+def can_walk(block: Block) -> bool:
+    """Whether the background is kept as bitsets (no tables yet)."""
+    return block.background_bits is not None and not has_tables(block)
+
+
+def _split_by_group(block: Block, leaf: np.ndarray, *arrays: np.ndarray) -> list[tuple[np.ndarray, ...]]:
+    """Per group: (positions, arrays...) of the walk's states at the group's leaves."""
+    if block.leaf_group is None or block.leaf_pos is None:
+        raise RuntimeError("the block has no leaf linkage")
+    group = block.leaf_group[leaf]
+    order = np.argsort(group, kind="stable")
+    bounds = np.searchsorted(group[order], np.arange(len(block.groups) + 1))
+    pos = block.leaf_pos[leaf]
+    out = []
+    for i in range(len(block.groups)):
+        sel = order[bounds[i] : bounds[i + 1]]
+        out.append((pos[sel], *(a[sel] for a in arrays)))
+    return out
+
+
+def _walk_entries(block: Block, member: np.ndarray) -> list[np.ndarray]:
+    """Per group, (n_S, L) entries P_l[S intersect E_l] for subsets given as ``member`` (n_S, d) bool."""
+    if block.feature_bit is None:
+        raise RuntimeError("the block has no feature bits")
+    fb = block.feature_bit
+    out = [np.zeros((member.shape[0], g.n_leaves)) for g in block.groups]
+    for i, row in enumerate(member):
+        used = np.flatnonzero(row & (fb >= 0))
+        free = int(np.bitwise_or.reduce(np.left_shift(np.uint64(1), fb[used].astype(np.uint64)), initial=0))
+        leaf, _, count = _walk(block, None, free)
+        for g, o, (pos, c) in zip(block.groups, out, _split_by_group(block, leaf, count), strict=True):
+            o[i] = np.bincount(pos, weights=c, minlength=g.n_leaves) / block.n_background
+    return out
+
+
+def block_entries(block: Block, member: np.ndarray) -> list[np.ndarray]:
+    """Per group, (n_S, L) entries P_l[S intersect E_l] for subsets ``member`` (n_S, d) bool."""
+    if can_walk(block):
+        return _walk_entries(block, member)
+    return [table_entries(g, (member[:, g.feats].astype(np.int64) << np.arange(g.e)).sum(axis=2))
+            for g in block.groups]
+
+
+def walk_shap_rows(block: Block, x: np.ndarray, codes: list[np.ndarray], strict: bool) -> list[np.ndarray]:
+    """Per group, the (n, L, e) entries of the leaves' SHAP tables at the rows' codes, from walks.
+
+    Each row's walk counts, per leaf, the background rows that pass the features x fails, by their
+    pattern on the features x passes: the histogram whose superset sums are the augmented table's
+    entries inside the row's code (:func:`_row_subset_tables`), so the values equal the tables' bit for bit.
+    """
+    if block.feature_bit is None:
+        raise RuntimeError("the block has no feature bits")
+    x_left = block.go_left_t(x, strict)[:-1]
+    out = [np.empty((x.shape[0], g.n_leaves, g.e)) for g in block.groups]
+    for i in range(x.shape[0]):
+        leaf, zf, count = _walk(block, x_left[:, i])
+        for g, o, c, (pos, m, k) in zip(block.groups, out, codes,
+                                        _split_by_group(block, leaf, zf, count), strict=True):
+            if g.e == 0:
+                continue
+            bit = block.feature_bit[g.feats[pos]].astype(np.uint64)  # (m, e)
+            failed = (((m[:, None] >> bit) & np.uint64(1)) << np.arange(g.e, dtype=np.uint64)).sum(axis=1)
+            passed = c[i, pos].astype(np.int64) & ~failed.astype(np.int64)
+            for leaves, subsets, table in _row_subset_tables(g, c[i], pos, passed, k):
+                o[i, leaves] = _subset_sum_top(table, subsets, g.e)
     return out
 
 
@@ -651,10 +839,10 @@ def predict(block: Block, codes: list[np.ndarray], n: int) -> np.ndarray:
     return out
 
 
-def intercept(block: Block) -> np.ndarray:
+def intercept(block: Block, d: int) -> np.ndarray:
     """(K,) sum over leaves of value * P_l[empty set]: the PD of the empty set."""
-    return sum((table_entries(g, np.zeros((1, g.n_leaves), np.int64))[0] @ g.values for g in block.groups),
-               np.zeros(block.n_outputs))
+    entries = block_entries(block, np.zeros((1, d), dtype=bool))
+    return sum((p[0] @ g.values for g, p in zip(block.groups, entries, strict=True)), np.zeros(block.n_outputs))
 
 
 def pd_subsets(block: Block, codes: list[np.ndarray], n: int, member: np.ndarray) -> np.ndarray:
@@ -664,12 +852,12 @@ def pd_subsets(block: Block, codes: list[np.ndarray], n: int, member: np.ndarray
     """
     k = block.n_outputs
     out = np.zeros((n, member.shape[0], k))
-    for g, c in zip(block.groups, codes, strict=True):
+    entries = block_entries(block, member)
+    for g, c, p in zip(block.groups, codes, entries, strict=True):
         if g.e == 0:
-            out += (table_entries(g, np.zeros((1, g.n_leaves), np.int64))[0] @ g.values)[None, None, :]
+            out += (p[0] @ g.values)[None, None, :]
             continue
         s = (member[:, g.feats].astype(np.int64) << np.arange(g.e)).sum(axis=2)  # (n_S, L)
-        p = table_entries(g, s)  # (n_S, L)
         s = s.astype(c.dtype)
         hit = (c[:, None, :] & s[None]) == s[None]  # (n, n_S, L)
         out += (hit * p[None]).reshape(n * len(s), g.n_leaves).dot(g.values).reshape(n, len(s), k)
@@ -741,17 +929,23 @@ def _accumulate(g: LeafGroup, kind: object, a: np.ndarray, keys: np.ndarray, n_k
     return _scatter(flat[:, :, None] * vals[None], keys, n_keys)
 
 
-def shap_values(block: Block, codes: list[np.ndarray], n: int, d: int, *, per_row: bool = False) -> np.ndarray:
+def shap_values(block: Block, codes: list[np.ndarray], n: int, d: int, *, per_row: bool = False,
+                x: np.ndarray | None = None, strict: bool = True) -> np.ndarray:
     """(n, d, K) interventional (or path-dependent) SHAP values of the block's trees.
 
-    ``per_row``: compute only the rows' entries of the SHAP tables (:func:`_shap_rows`) where a
+    ``per_row``: compute only the rows' entries of the SHAP tables (:func:`_shap_rows`, or from
+    walks of the background when the tables are not built, which needs the rows ``x``) where a
     table is not cached yet; the values are the same.
     """
     out = np.zeros((n, d, block.n_outputs))
-    for g, c in zip(block.groups, codes, strict=True):
+    walked = walk_shap_rows(block, x, codes, strict) if per_row and x is not None and can_walk(block) else None
+    for i, (g, c) in enumerate(zip(block.groups, codes, strict=True)):
         if g.e == 0:
             continue
-        a = _shap_rows(g, c) if per_row and "shap" not in g.cache else _gather(_shap_table(g), c)  # (n, L, e)
+        if walked is not None:
+            a = walked[i]
+        else:
+            a = _shap_rows(g, c) if per_row and "shap" not in g.cache else _gather(_shap_table(g), c)  # (n, L, e)
         out += _accumulate(g, "shap", a, g.feats.ravel(), d)
     return out
 

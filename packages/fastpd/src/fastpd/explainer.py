@@ -31,14 +31,15 @@ _PARAMETER_CONSTRAINTS: dict[str, list[Any]] = {
     "progress": ["boolean"],
     "augment": [Options(str, {"auto", "full", "per-row"})],
 }
-# Cost model of the "auto" switch, in entries touched (eng.table_cost, eng.shap_row_cost). Measured
-# on XGBoost, 100 trees of depth 6 and 10 (5,182 and 33,067 leaves), N = 1000: selecting a row's
-# pairs from the codes costs 11-20 ns per (background row, leaf) pair, as much as one entry of the
-# augmented tables (12-20 ns), so a fresh explainer works from the codes for 1-3 rows; an entry of
-# the per-row SHAP subset-sum costs 29-30 ns against 4-7 ns per entry of the full SHAP tables.
-_PAIR_COST = 1.0  # reading one PD table entry from the codes, per (background row, leaf) pair
+# Cost model of the "auto" switch, in entries touched (eng.table_cost, eng.walk_cost,
+# eng.shap_row_cost). Measured on XGBoost, 100 trees of depth 6 and 10 (5,182 and 33,067 leaves),
+# N = 1000 and 4000: a walk of the background bitsets costs 6-14 ns per word of eng.walk_cost, as
+# much as one entry of the augmented and SHAP tables built from the codes (11-16 ns), so a fresh
+# explainer walks for the first rows (depth 10: about 4 rows at N = 1000, 2 at N = 4000) and then
+# builds the tables; an entry of the per-row SHAP subset-sum costs 29-30 ns against 4-7 ns per
+# entry of the full SHAP tables.
+_WALK_COST = 1.0  # one word of a walk, against one table entry
 _ROW_COST = 6.0  # one entry of the per-row SHAP subset-sum, against one entry of the full SHAP tables
-_CODE_PASS_COST = 1.0  # selecting a row's (background row, leaf) pairs from the codes, per pair
 _PARAMETERS = ("model", "background", "method", "max_background", "n_jobs", "random_state", "chunk_memory_mb",
                "progress", "feature_names", "augment")
 _SAVE_FORMAT = "fastpd.FastPD/1"  # FastPD.save's file layout
@@ -224,7 +225,7 @@ class FastPD:
             self.background_ = None if self.background is None else self._validate(self.background, "background")
             for b in self._blocks:
                 eng.path_dependent_tables(b)
-        total = sum((eng.intercept(b) for b in self._blocks), np.zeros(ens.n_outputs)) + ens.offset
+        total = sum((eng.intercept(b, ens.n_features) for b in self._blocks), np.zeros(ens.n_outputs)) + ens.offset
         self.intercept_ = self._squeeze(total)
         self.expected_value_ = self.intercept_
         self._comp_index: dict[int, tuple[np.ndarray, list[list[np.ndarray]]]] = {}
@@ -244,17 +245,10 @@ class FastPD:
         self.background_size_ = bg.shape[0]
         self.background_ = bg
         rows = self._rows_per_chunk(lambda g: g.path_node.shape[1] + 2)
-        code_bytes = bg.shape[0] * sum(g.n_leaves * np.dtype(eng.code_dtype(g.e)).itemsize
-                                       for b in self._blocks for g in b.groups)
-        if self.augment != "full" and code_bytes <= self.chunk_memory_mb * 2**20:
-            chunks: list[list[list[np.ndarray]]] = [[] for _ in self._blocks]
-            for start in range(0, bg.shape[0], rows):
-                x = bg[start : start + rows]
-                codes = self._map(functools.partial(self._block_codes, x=x))
-                for i, c in enumerate(codes):
-                    chunks[i].append(c)
-            for b, c in zip(self._blocks, chunks, strict=True):
-                eng.keep_background(b, c, bg.shape[0])
+        bit_bytes = (bg.shape[0] + 63) // 64 * 8 * sum(len(b.feature) for b in self._blocks)
+        walkable = all(b.feature_bit is not None for b in self._blocks)
+        if self.augment != "full" and walkable and bit_bytes <= self.chunk_memory_mb * 2**20:
+            self._map(lambda i: eng.keep_background_bits(self._blocks[i], bg, self._ens.strict))
             return
         hists = [[np.zeros((g.n_leaves, 1 << g.e)) for g in b.groups] for b in self._blocks]
         for start in range(0, bg.shape[0], rows):
@@ -270,31 +264,30 @@ class FastPD:
         eng.accumulate_background(self._blocks[i], self._block_codes(i, x), hists[i])
 
     def _tables(self, *, subsets: int = 0, need: bool = False) -> None:
-        """Build the augmented tables P_l from the kept background codes if needed or cheaper.
+        """Build the augmented tables P_l from the kept background rows if needed or cheaper.
 
-        ``subsets``: the PD functions asked for, each read from the codes in one pass over the
-        (background row, leaf) pairs when the tables are not built; ``need``: the query reads
-        the tables.
+        ``subsets``: the PD functions asked for, each read from one walk of the background
+        bitsets when the tables are not built; ``need``: the query reads the tables.
         """
         if all(eng.has_tables(b) for b in self._blocks):
             return
         if not need and self.augment == "per-row":
             return
         if not need:
-            n_b = self.background_size_
-            lazy = _PAIR_COST * n_b * self.n_leaves_ * subsets
+            lazy = _WALK_COST * subsets * sum(eng.walk_cost(b, shap=False) for b in self._blocks)
             full = sum(eng.table_cost(b, shap=False) for b in self._blocks)
             if self._pd_spent + lazy <= full:
                 self._pd_spent += lazy
                 return
         log.info("FastPD: building the augmented tables")
-        self._map(lambda i: eng.build_tables(self._blocks[i]))
+        rows = self._rows_per_chunk(lambda g: g.path_node.shape[1] + 2)
+        self._map(lambda i: eng.build_tables(self._blocks[i], self._ens.strict, rows))
 
     def _shap_per_row(self, rows: int) -> bool:
         """Whether SHAP values for ``rows`` rows are computed per row rather than from full tables.
 
-        Per row, the entries of the augmented tables come from the background codes while the
-        tables are not built, and from the tables once they are.
+        Per row, the entries of the augmented tables come from a walk of the background bitsets
+        while the tables are not built, and from the tables once they are.
         """
         if all(eng.shap_tables_cached(b) for b in self._blocks) or self.augment == "full":
             self._tables(need=True)
@@ -303,7 +296,7 @@ class FastPD:
             return True
         subset_sums = _ROW_COST * sum(eng.shap_row_cost(b) for b in self._blocks)
         if not all(eng.has_tables(b) for b in self._blocks):
-            lazy = rows * (_CODE_PASS_COST * self.background_size_ * self.n_leaves_ + subset_sums)
+            lazy = rows * (_WALK_COST * sum(eng.walk_cost(b, shap=True) for b in self._blocks) + subset_sums)
             if self._shap_spent + lazy <= sum(eng.table_cost(b, shap=False) for b in self._blocks):
                 self._shap_spent += lazy
                 return True
@@ -462,7 +455,7 @@ class FastPD:
         """
         self._fitted()
         out = self._run(X, lambda g: g.path_node.shape[1] + 2,
-                        lambda b, c, n: eng.predict(b, c, n))
+                        lambda b, c, n, x: eng.predict(b, c, n))
         return self._squeeze(out + self._ens.offset)
 
     def pd_function(self, X: Any, features: int | str | Sequence[int | str]) -> np.ndarray:
@@ -486,7 +479,7 @@ class FastPD:
         member = np.zeros((1, self.n_features_in_), dtype=bool)
         member[0, list(subset)] = True
         out = self._run(X, lambda g: 2 + g.path_node.shape[1],
-                        lambda b, c, n: eng.pd_subsets(b, c, n, member))
+                        lambda b, c, n, x: eng.pd_subsets(b, c, n, member))
         return self._squeeze(out[:, 0] + self._ens.offset)
 
     def pd_functions(self, X: Any, *, max_order: int = 2) -> dict[tuple[int, ...], np.ndarray]:
@@ -513,7 +506,7 @@ class FastPD:
         for i, s in enumerate(subsets):
             member[i, list(s)] = True
         out = self._run(X, lambda g: len(subsets) + g.path_node.shape[1] + 2,
-                        lambda b, c, n: eng.pd_subsets(b, c, n, member), per_row=len(subsets) * self.n_outputs_)
+                        lambda b, c, n, x: eng.pd_subsets(b, c, n, member), per_row=len(subsets) * self.n_outputs_)
         out += self._ens.offset
         return {s: self._squeeze(out[:, i]) for i, s in enumerate(subsets)}
 
@@ -536,7 +529,7 @@ class FastPD:
         self._fitted()
         orders = self._orders(max_order)
         self._tables(need=True)
-        parts = self._run_dict(X, self._comp_width(orders), lambda b, i, c, n: self._comp_parts(b, i, c, n, orders))
+        parts = self._run_dict(X, self._comp_width(orders), lambda b, i, c, n, x: self._comp_parts(b, i, c, n, orders))
         n = next((a.shape[0] for a in parts.values()), _n_rows(X))  # no parts: a model without splits
         return self._decomposition(parts, orders, n if n < 2**62 else None)
 
@@ -561,7 +554,7 @@ class FastPD:
         k = self.n_outputs_
         per_row = self._shap_per_row(_n_rows(X))
         out = self._run(X, lambda g: g.path_node.shape[1] + 2 + 2 * g.e * k,
-                        lambda b, c, n: eng.shap_values(b, c, n, d, per_row=per_row), per_row=d * k)
+                        lambda b, c, n, x: eng.shap_values(b, c, n, d, per_row=per_row, x=x, strict=self._ens.strict), per_row=d * k)
         return self._squeeze(out)
 
     def shap_interaction_values(self, X: Any) -> np.ndarray:
@@ -589,7 +582,7 @@ class FastPD:
         k = self.n_outputs_
         self._tables(need=True)
         out = self._run(X, lambda g: g.path_node.shape[1] + 2 + 2 * g.e * g.e * k,
-                        lambda b, c, n: eng.interaction_values(b, c, n, d), per_row=d * d * k)
+                        lambda b, c, n, x: eng.interaction_values(b, c, n, d), per_row=d * d * k)
         return self._squeeze(out)
 
     def explain(self, X: Any, *, max_order: int | None = None, interactions: bool = True) -> Explanation:
@@ -622,7 +615,7 @@ class FastPD:
             w = comp_w(g) + 2 * g.e * k
             return w + (2 * g.e * g.e * k if interactions else 0)
 
-        def parts(b: eng.Block, i: int, c: list[np.ndarray], n: int) -> dict[Any, np.ndarray]:
+        def parts(b: eng.Block, i: int, c: list[np.ndarray], n: int, x: np.ndarray) -> dict[Any, np.ndarray]:
             res = self._comp_parts(b, i, c, n, orders)
             res["pred"] = eng.predict(b, c, n)
             res["shap"] = eng.shap_values(b, c, n, d)
@@ -818,7 +811,7 @@ class FastPD:
             return list(pool.map(fn, idx))
 
     def _run_dict(self, X: Any, width: Callable[[eng.LeafGroup], int],
-                  fn: Callable[[eng.Block, int, list[np.ndarray], int], dict], per_row: int = 0) -> dict:
+                  fn: Callable[[eng.Block, int, list[np.ndarray], int, np.ndarray], dict], per_row: int = 0) -> dict:
         from icml25_shared.cli import progress
 
         rows = self._rows_per_chunk(width, per_row)
@@ -830,13 +823,13 @@ class FastPD:
                 pieces.setdefault(key, []).append(sum(r[key] for r in res))
         return {k: np.concatenate(v, axis=0) for k, v in pieces.items()}
 
-    def _call_block(self, i: int, fn: Callable[[eng.Block, int, list[np.ndarray], int], dict], x: np.ndarray,
-                    n: int) -> dict:
-        return fn(self._blocks[i], i, self._block_codes(i, x), n)
+    def _call_block(self, i: int, fn: Callable[[eng.Block, int, list[np.ndarray], int, np.ndarray], dict],
+                    x: np.ndarray, n: int) -> dict:
+        return fn(self._blocks[i], i, self._block_codes(i, x), n, x)
 
     def _run(self, X: Any, width: Callable[[eng.LeafGroup], int],
-             fn: Callable[[eng.Block, list[np.ndarray], int], np.ndarray], per_row: int = 0) -> np.ndarray:
-        return self._run_dict(X, width, lambda b, i, c, n: {"out": fn(b, c, n)}, per_row)["out"]
+             fn: Callable[[eng.Block, list[np.ndarray], int, np.ndarray], np.ndarray], per_row: int = 0) -> np.ndarray:
+        return self._run_dict(X, width, lambda b, i, c, n, x: {"out": fn(b, c, n, x)}, per_row)["out"]
 
 
 def _n_rows(X: Any) -> int:
