@@ -37,6 +37,12 @@ def test_reproduce_runs_every_variant_and_applies_the_rules(tmp_path, monkeypatc
     for r in at:
         assert r["best_robust"] == max(h["robust_accuracy"] for h in r["history"])
 
+    def test_gap(variant):
+        return np.mean([r["best_test_robust"] - r["last_test_robust"] for r in res["runs"][variant]])
+
+    for variant in ("label-smoothing", "self-distillation"):
+        assert rules["soft_labels"][variant]["smaller_test_gap"] == (test_gap(variant) < test_gap("pgd-at"))
+
 
 def test_importing_the_command_line_imports_no_experiment_code():
     code = "import sys, crossclass_at.__main__; assert 'crossclass_at.experiments' not in sys.modules; print('ok')"

@@ -210,7 +210,8 @@ def _summarise(runs: dict[str, list[dict[str, Any]]], epochs: int) -> dict[str, 
         "cas_best_gt_last_seeds": sum(r["cas_best"] > r["cas_last"] for r in at),
         "cas_peak_near_best_seeds": sum(abs(r["cas_peak_epoch"] - r["best_epoch"]) <= 0.1 * epochs for r in at),
         "soft_labels": {v: {"higher_final_cas": out["variants"][v]["cas_last"] > out["variants"]["pgd-at"]["cas_last"],
-                            "smaller_gap": out["variants"][v]["gap"] < out["variants"]["pgd-at"]["gap"]}
+                            # the same held-out reading as above: best - last on test, not on validation
+                            "smaller_test_gap": out["variants"][v]["test_gap"] < out["variants"]["pgd-at"]["test_gap"]}
                         for v in ("label-smoothing", "self-distillation")},
     }
     return out
