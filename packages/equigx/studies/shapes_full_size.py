@@ -1,7 +1,8 @@
-"""Shapes at full size (protocol: `shapes-full-size-protocol.md`, fixed before the run).
+"""Shapes and Decoy Shapes at full size (protocols: `shapes-full-size-protocol.md`, `decoy-full-size-protocol.md`,
+each fixed before its run).
 
-Run: ``nice -n 10 env OMP_NUM_THREADS=1 python packages/equigx/studies/shapes_full_size.py`` writes one JSON
-per seed to ``packages/equigx/results/shapes-full-size/``; ``--render`` prints the README table from them.
+Run: ``nice -n 10 env OMP_NUM_THREADS=1 python packages/equigx/studies/shapes_full_size.py [--task decoy]`` writes
+one JSON per seed to ``packages/equigx/results/{shapes,decoy}-full-size/``; ``--render`` prints the README table.
 """
 
 from __future__ import annotations
@@ -21,13 +22,15 @@ from equigx.experiments import explainers, fit_task
 from equigx.metrics import explanation_auroc
 from equigx.train import accuracy
 
+TASK = "decoy" if "--task" in sys.argv and sys.argv[sys.argv.index("--task") + 1] == "decoy" else "shapes"
 ROOT = 4
 N_SEEDS = 3
 GATE = 0.98
 CPU_BUDGET_S = 1800.0
-OUT = Path(__file__).parents[1] / "results" / "shapes-full-size"
+OUT = Path(__file__).parents[1] / "results" / f"{TASK}-full-size"
+_BASELINES = ("gradient", "gradcam", "integrated_gradients") + (("degree",) if TASK == "decoy" else ())
 #: (headline explainer, baselines its mean must exceed, the baseline of the paired interval)
-PRIMARY = ("equigx-split", ("gradient", "gradcam", "integrated_gradients"), "gradcam")
+PRIMARY = ("equigx-split", _BASELINES, "gradcam")
 SECONDARY = ("equigx-split gamma |.|", ("gradcam |.|", "gradient", "integrated_gradients"), "gradcam |.|")
 
 
@@ -53,18 +56,18 @@ def score(model, test, rng):
 def run() -> None:
     torch.set_num_threads(1)
     OUT.mkdir(parents=True, exist_ok=True)
-    shapes_stream = spawn(ROOT, 3)[0]  # reproduce's tasks: shapes, decoy, spiral
+    task_stream = spawn(ROOT, 3)[("shapes", "decoy").index(TASK)]  # reproduce's tasks: shapes, decoy, spiral
     previous = 0.0
-    for i, rng in enumerate(spawn(shapes_stream, N_SEEDS)):
+    for i, rng in enumerate(spawn(task_stream, N_SEEDS)):
         used = time.process_time()
         if used + previous >= CPU_BUDGET_S:
             print(f"seed {i}: not started ({used:.0f} s used, previous seed {previous:.0f} s)", flush=True)
             continue
-        model, train_graphs, test, train_s = fit_task("shapes", rng, quick=False)
+        model, train_graphs, test, train_s = fit_task(TASK, rng, quick=False)
         acc = accuracy(model, test)
         per_graph, seconds, leak = score(model, test, rng)
         aurocs = {name: float(np.nanmean(v)) for name, v in per_graph.items()}
-        record = {"root_seed": ROOT, "seed": i, "n_train": train_graphs.n_graphs, "n_test": test.n_graphs,
+        record = {"task": TASK, "root_seed": ROOT, "seed": i, "n_train": train_graphs.n_graphs, "n_test": test.n_graphs,
                   "epochs": 15, "test_accuracy": acc, "train_accuracy": accuracy(model, train_graphs),
                   "gate": acc >= GATE, "train_wall_seconds": train_s, "explain_cpu_seconds": seconds,
                   "relative_leak_median": leak, "per_graph_auroc": per_graph,
