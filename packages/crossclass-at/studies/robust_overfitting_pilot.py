@@ -196,7 +196,7 @@ def render(path: str) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--epochs", type=int, default=60)
+    parser.add_argument("--epochs", type=int, default=30)
     parser.add_argument("--sizes", type=int, nargs=3, default=(2000, 1000, 1000), help="train / validation / test")
     parser.add_argument("--eps", type=float, default=0.3)
     parser.add_argument("--cas-every", type=int, default=5, help="test PGD-20 accuracy and CAS every k epochs (0: off)")
@@ -204,7 +204,7 @@ def main() -> None:
     parser.add_argument("--train-steps", type=int, default=5, help="PGD steps of the training attack")
     parser.add_argument("--val-steps", type=int, default=10, help="PGD steps of the checkpoint-selecting attack")
     parser.add_argument("--pilot", choices=["noise", "clean", "both"], default="both")
-    parser.add_argument("--out", default=str(HERE / "results/robust-overfitting-pilot-60.json"))
+    parser.add_argument("--out", default=str(HERE / "results/robust-overfitting-pilot-30.json"))
     parser.add_argument("--render", action="store_true", help="print the README table of --out and stop")
     args = parser.parse_args()
     if args.render:
