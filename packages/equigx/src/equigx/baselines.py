@@ -232,6 +232,7 @@ class InputXGradient(_Base):
     """
 
     name = "input_x_gradient"
+    _times_input = True  # Saliency: the raw gradient
 
     def attribute(self, graphs: Graphs, target: Any = None) -> torch.Tensor:
         """Per-feature attributions.
@@ -249,12 +250,12 @@ class InputXGradient(_Base):
             ``x * grad``.
         """
         geo, t, _ = self._setup(graphs, target)
-        return self._grad(graphs, geo, t, times_input=True)
+        return self._grad(graphs, geo, t)
 
-    def _grad(self, graphs: Graphs, geo: Geometry, t: torch.Tensor, *, times_input: bool) -> torch.Tensor:
+    def _grad(self, graphs: Graphs, geo: Geometry, t: torch.Tensor) -> torch.Tensor:
         x = _leaf(graphs.node_attr)
         (grad,) = self._output_gradient(t, lambda: (self.model.run(x, geo), [x]))
-        return x.detach() * grad if times_input else grad
+        return x.detach() * grad if self._times_input else grad
 
     def explain(self, graphs: Graphs, target: Any = None) -> Attribution:
         """Scores of each node.
@@ -272,7 +273,7 @@ class InputXGradient(_Base):
             The scores (summed over features).
         """
         geo, t, pred = self._setup(graphs, target)
-        return self._result(self._grad(graphs, geo, t, times_input=self.name != "saliency").sum(dim=1), graphs, t, pred)
+        return self._result(self._grad(graphs, geo, t).sum(dim=1), graphs, t, pred)
 
 
 class Saliency(InputXGradient):
@@ -285,6 +286,7 @@ class Saliency(InputXGradient):
     """
 
     name = "saliency"
+    _times_input = False
 
     def attribute(self, graphs: Graphs, target: Any = None) -> torch.Tensor:
         """Per-feature gradients.
@@ -302,7 +304,7 @@ class Saliency(InputXGradient):
             The gradient.
         """
         geo, t, _ = self._setup(graphs, target)
-        return self._grad(graphs, geo, t, times_input=False)
+        return self._grad(graphs, geo, t)
 
 
 class IntegratedGradients(_Base):
