@@ -700,21 +700,26 @@ def _walk(block: Block, x_left: np.ndarray | None, free: int = 0) -> tuple[np.nd
     agree_bits = None if x_left is None else np.where(x_left[:, None], bits, ~bits)
     per_tree = max(1, len(child) // max(len(roots), 1))
     batch = max(1, _WALK_WORDS // max(1, 4 * per_tree * w))
+
+    def advance(parts: list[tuple[Any, ...]]) -> tuple[np.ndarray, ...]:
+        """States (child, rows, keep, xf, zf) that reach a leaf are counted; the others form the next level."""
+        nxt: list[list[np.ndarray]] = [[], [], [], []]
+        for ch, r, keep, xfp, zfp in parts:
+            done, inner = keep & (ch < 0), keep & (ch >= 0)
+            if done.any():
+                leaves.append(-ch[done] - 1)
+                masks.append(zfp[done])
+                counts.append(np.bitwise_count(r[done]).sum(axis=1, dtype=np.int64))
+            for out, a in zip(nxt, (ch, r, xfp, zfp), strict=True):
+                out.append(a[inner])
+        return tuple(np.concatenate(a) for a in nxt)
+
     for start in range(0, len(roots), batch):
-        node = roots[start : start + batch].copy()
-        xf = np.zeros(len(node), dtype=np.uint64)
-        zf = np.zeros(len(node), dtype=np.uint64)
-        rows = np.broadcast_to(everyone, (len(node), w)).copy()
+        top = roots[start : start + batch]
+        none = np.zeros(len(top), dtype=np.uint64)
+        node, rows, xf, zf = advance([(top, np.broadcast_to(everyone, (len(top), w)), np.ones(len(top), bool),
+                                       none, none)])
         while len(node):
-            at_leaf = node < 0
-            if at_leaf.any():
-                leaves.append(-node[at_leaf] - 1)
-                masks.append(zf[at_leaf])
-                counts.append(np.bitwise_count(rows[at_leaf]).sum(axis=1, dtype=np.int64))
-                inner = ~at_leaf
-                node, xf, zf, rows = node[inner], xf[inner], zf[inner], rows[inner]
-                if not len(node):
-                    break
             left, right = child[node, 0], child[node, 1]
             bit = fbit[node]
             if agree_bits is None or x_left is None:
@@ -722,10 +727,8 @@ def _walk(block: Block, x_left: np.ndarray | None, free: int = 0) -> tuple[np.nd
                 both = (bit & np.uint64(free)) != 0
                 to_left = np.where(both[:, None], rows, rows & go_left)
                 to_right = np.where(both[:, None], rows, rows & ~go_left)
-                keep_l, keep_r = to_left.any(axis=1), to_right.any(axis=1)
-                node = np.concatenate([left[keep_l], right[keep_r]])
-                rows = np.concatenate([to_left[keep_l], to_right[keep_r]])
-                xf = zf = np.zeros(len(node), dtype=np.uint64)
+                node, rows, xf, zf = advance([(left, to_left, to_left.any(axis=1), xf, zf),
+                                              (right, to_right, to_right.any(axis=1), xf, zf)])
                 continue
             dx = x_left[node]
             agree = rows & agree_bits[node]
@@ -736,14 +739,12 @@ def _walk(block: Block, x_left: np.ndarray | None, free: int = 0) -> tuple[np.nd
             stay = agree
             if z_failed.any():
                 stay[z_failed] = rows[z_failed]
-            keep_a = stay.any(axis=1)
             some = differ.any(axis=1) & ~z_failed
-            keep_b = some & ~x_failed  # rows that disagree follow x and now fail the feature
-            keep_c = some  # ... or follow themselves, and x fails it
-            node = np.concatenate([x_child[keep_a], x_child[keep_b], z_child[keep_c]])
-            rows = np.concatenate([stay[keep_a], differ[keep_b], differ[keep_c]])
-            xf = np.concatenate([xf[keep_a], xf[keep_b], (xf | bit)[keep_c]])
-            zf = np.concatenate([zf[keep_a], (zf | bit)[keep_b], zf[keep_c]])
+            node, rows, xf, zf = advance([
+                (x_child, stay, stay.any(axis=1), xf, zf),
+                (x_child, differ, some & ~x_failed, xf, zf | bit),  # rows that disagree follow x, failing the feature
+                (z_child, differ, some, xf | bit, zf),  # ... or follow themselves, and x fails it
+            ])
     if not leaves:
         return np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0, np.int64)
     return np.concatenate(leaves), np.concatenate(masks), np.concatenate(counts)
