@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import numpy as np
 from icml25_shared.cli import RunContext, progress
 from icml25_shared.stats import mean_sd
@@ -102,17 +105,20 @@ def demo(ctx: RunContext) -> None:
             "",
         ]
     ctx.write_table("\n".join(sections))
-    fig, axes = plt.subplots(1, len(settings), figsize=(4.2 * len(settings), 3.6), sharey=True)
+    fig, axes = plt.subplots(1, len(settings), figsize=(4.2 * len(settings), 3.9), sharey=True, layout="constrained")
     for ax, (title, reports) in zip(axes, results.items(), strict=True):
         names = list(reports)
         x = np.arange(len(names))
         ax.bar(x - 0.2, [reports[k].accuracy_before for k in names], 0.4, label="before market")
         ax.bar(x + 0.2, [reports[k].accuracy_long for k in names], 0.4, label="after market (long term)")
-        ax.set_xticks(x, [k.split(" (")[0] for k in names], rotation=35, ha="right", fontsize=8)
+        ax.set_xticks(x, [k.split(" (")[0] for k in names], rotation=35, ha="right", rotation_mode="anchor",
+                      fontsize=8)
+        ax.set_xlabel("method")
         ax.set_title(title, fontsize=9)
         ax.axhline(0.5, color="grey", lw=0.5)
     axes[0].set_ylabel("test accuracy")
     axes[0].legend(fontsize=7)
+    fig.suptitle(f"one split (30% test), seed {ctx.seed}, {epochs} epochs; grey line: chance", fontsize=9)
     ctx.save_figure(fig)
 
 
@@ -139,8 +145,6 @@ def reproduce(ctx: RunContext) -> None:
     ctx : RunContext
         Output folder, seed and ``--quick``.
     """
-    import matplotlib.pyplot as plt
-
     exponents = [2, 6, 10] if ctx.quick else [2, 4, 6, 8, 10]
     splits = 2 if ctx.quick else 10
     n, epochs = (300, 10) if ctx.quick else (600, 15)
@@ -199,7 +203,7 @@ def reproduce(ctx: RunContext) -> None:
         "short_long_gap": gaps,
         "per_split": per_split,
     }
-    ctx.write_json(payload)
+    stored = ctx.write_json(payload)
     head = "| method | term | " + " | ".join(f"2^{e}" for e in exponents) + " |"
     rule = "|" + "---|" * (len(exponents) + 2)
     rows: list[str] = [head, rule]
@@ -223,24 +227,45 @@ def reproduce(ctx: RunContext) -> None:
     for name, series in gaps.items():
         rows.append(f"| {name} | | " + " | ".join(f"{m:.3f} ± {s:.3f}" for m, s in series) + " |")
     ctx.write_table("\n".join(rows))
-    fig, axes = plt.subplots(1, 3, figsize=(15, 3.8))
+    ctx.save_figure(reproduce_figure(json.loads(stored.read_text())))  # drawn from what is stored
+
+
+def reproduce_figure(result: dict[str, Any]) -> Any:
+    """The reproduce figure, drawn from its JSON (``results/reproduce.json``) alone.
+
+    Parameters
+    ----------
+    result : dict
+        What ``reproduce`` writes: per method and term the mean and standard error of test accuracy over the
+        splits at each budget inequality, and the paired long-term differences.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Short-term and long-term accuracy against budget inequality, and the paired long-term differences.
+    """
+    import matplotlib.pyplot as plt
+
+    exponents, splits = result["exponents"], result["splits"]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4.2), layout="constrained")
     for ax, term in zip(axes[:2], ("short", "long"), strict=True):
-        for name, terms in results.items():
+        for name, terms in result["results"].items():
             means = np.array([m for m, _ in terms[term]])
             errors = np.array([s for _, s in terms[term]])
             ax.errorbar(exponents, means, yerr=errors, marker="o", capsize=3, label=name)
         ax.set_xlabel("budget inequality log2(b_max / b_min)")
+        ax.set_ylabel("test accuracy (mean ± s.e.)")
         ax.set_title(f"{term} term")
         ax.set_ylim(0.4, 1.0)
-    axes[0].set_ylabel(f"test accuracy (mean ± s.e., {splits} splits)")
     axes[1].legend(fontsize=7)
-    for label, pair_series in paired.items():
-        axes[2].errorbar(
-            exponents, [r["mean"] for r in pair_series], yerr=[r["se"] for r in pair_series], marker="o", capsize=3,
-            label=label,
-        )
+    for label, pair_series in result["paired_long_term"].items():
+        axes[2].errorbar(exponents, [r["mean"] for r in pair_series], yerr=[r["se"] for r in pair_series],
+                         marker="o", capsize=3, label=label)
     axes[2].axhline(0.0, color="grey", lw=0.5)
     axes[2].set_xlabel("budget inequality log2(b_max / b_min)")
+    axes[2].set_ylabel("long-term accuracy difference (mean ± s.e.)")
     axes[2].set_title("paired long-term difference")
     axes[2].legend(fontsize=7)
-    ctx.save_figure(fig)
+    fig.suptitle(f"{result['n_users']} users, {splits} splits (one data seed each), {result['epochs']} epochs; "
+                 "error bars: standard error over the splits", fontsize=9)
+    return fig
