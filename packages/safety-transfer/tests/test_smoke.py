@@ -29,3 +29,21 @@ def test_help_shows_the_paper(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     assert PAPER[:40] in capsys.readouterr().out
+
+
+def test_reproduce_figure_is_drawn_from_the_stored_json_and_legible():
+    import json
+    from pathlib import Path
+
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from icml25_shared.testing import assert_figure_legible
+
+    from safety_transfer.experiments import reproduce_figure
+
+    stored = json.loads((Path(__file__).parents[1] / "results" / "reproduce.json").read_text())
+    assert_figure_legible(reproduce_figure(stored))
+    one = dict(stored, seeds=stored["seeds"][:1])  # one seed: no interval to draw
+    fig = reproduce_figure(one)
+    assert "1 seed(s)" in fig.axes[0].get_title() and "interval" not in fig.axes[0].get_title()

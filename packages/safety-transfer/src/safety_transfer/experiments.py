@@ -14,6 +14,7 @@ protocol is fixed in ``studies/reproduce-protocol.md``.
 from __future__ import annotations
 
 import copy
+import json
 import math
 import time
 from typing import Any
@@ -34,7 +35,7 @@ from safety_transfer.switch import SafetySwitch
 from safety_transfer.tasks import BACKDOOR, INSECURE, REFUSAL, make_tasks, stdlib_text, train_lm
 from safety_transfer.transfer import mapped_replacement, mapped_vector, pad_or_truncate, random_like
 
-__all__ = ["demo", "reproduce", "run_seed"]
+__all__ = ["demo", "reproduce", "reproduce_figure", "run_seed"]
 
 ALPHAS = (1.0, 2.0, 4.0, 8.0)
 PAPER_PPL_GAPS = {"pile": (15.78, 16.50), "alpaca": (7.26, 8.32)}  # target vs mapped completions, as quoted in the paper's public discussion
@@ -307,20 +308,50 @@ def reproduce(ctx: RunContext) -> None:
     rows.append(["switch", "clean ppl rise (on / off - 1)",
                  *_fmt([math.exp(s["on_loss"] - s["ft_loss"]) - 1 for s in sw])])
     ctx.write_table(rows, headers=["task", "measure", "mean", "low", "high", "per seed"])
-    ctx.write_json({"seed": ctx.seed, "quick": ctx.quick, "n_seeds": n_seeds, "alpha": alpha,
-                    "paper_ppl_gaps": PAPER_PPL_GAPS,
-                    "seeds": seeds})
+    stored = ctx.write_json({"seed": ctx.seed, "quick": ctx.quick, "n_seeds": n_seeds, "alpha": alpha,
+                             "paper_ppl_gaps": PAPER_PPL_GAPS, "seeds": seeds})
+    ctx.save_figure(reproduce_figure(json.loads(stored.read_text())))  # drawn from what is stored
+
+
+def reproduce_figure(result: dict[str, Any]) -> Any:
+    """The reproduce figure, drawn from its JSON (``results/reproduce.json``) alone.
+
+    Parameters
+    ----------
+    result : dict
+        What ``reproduce`` writes: per seed, the target model's backdoor and refusal rates under each
+        steering condition.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Bars at the mean over the seeds with 95% t intervals, one dot per seed.
+    """
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6, 3))
+    seeds = result["seeds"]
     conds = ["none", "mapped vector", "mapped replacement", "random (norm of mapped)", "source vector padded"]
+    fig, ax = plt.subplots(figsize=(7, 3.6), layout="constrained")
     for k, task in enumerate(("backdoor", "refusal")):
-        means = [np.mean([s["tasks"][task]["target"][c]["rate"] for s in seeds]) for c in conds]
-        ax.bar(np.arange(len(conds)) + 0.4 * k, means, width=0.4, label=task)
-    ax.set_xticks(np.arange(len(conds)) + 0.2, ["none", "mapped v", "mapped repl", "random", "padded"], fontsize=7)
-    ax.set_ylabel("target rate")
-    ax.legend()
-    ctx.save_figure(fig)
+        x = np.arange(len(conds)) + 0.4 * k
+        per_cond = [[s["tasks"][task]["target"][c]["rate"] for s in seeds] for c in conds]
+        stats = np.array([_mean_ci(values) for values in per_cond])
+        # a rate lies in [0, 1]: the t interval is drawn clipped to it (the table gives it unclipped)
+        error = None if len(seeds) < 2 else [stats[:, 0] - np.clip(stats[:, 1], 0, 1),
+                                             np.clip(stats[:, 2], 0, 1) - stats[:, 0]]
+        ax.bar(x, stats[:, 0], width=0.4, yerr=error, capsize=3, label=task, color=f"C{k}", alpha=0.7)
+        for i, values in enumerate(per_cond):
+            ax.plot([x[i]] * len(values), values, "k.", ms=3)
+    ax.set_xticks(np.arange(len(conds)) + 0.2, ["none", "mapped v", "mapped repl", "random", "padded"], fontsize=8)
+    ax.set_xlabel("steering of the target model")
+    ax.set_ylabel("target rate (share of prompts)")
+    ax.set_ylim(0, 1.05)
+    interval = "" if len(seeds) < 2 else "; whiskers: 95% t interval clipped to [0, 1]"
+    alpha = "" if result.get("alpha") is None else f", alpha {result['alpha']:g}"
+    ax.set_title(f"{len(seeds)} seed(s) from root {result['seed']}{alpha}; bar: mean, dot: one seed{interval}",
+                 fontsize=8)
+    ax.legend(fontsize=8, title="task", title_fontsize=8)
+    return fig
 
 
 def _fmt(values: list[float]) -> list[Any]:
