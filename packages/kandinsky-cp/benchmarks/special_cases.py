@@ -5,7 +5,8 @@ One process; each call starts from the fitted linear model and the calibration a
 ``predict_int`` for crepes, model predictions included on every side). Synthetic heteroscedastic
 regression (benchmarks/run.py's ``make_data``, seed 0), n_cal = 5000, n_test = 2000, 90 % level;
 KandinskyCP with its defaults (``randomize=True``, ``random_state=0``). Mondrian: 8 bins from the
-signs of the first three features. Timing: median of ``--repeats`` calls after one warm-up.
+signs of the first three features. Timing: ours and the peer called alternately ``--repeats`` times
+after one warm-up each (so a changing load on a shared machine hits both alike); medians per side.
 
     OMP_NUM_THREADS=1 python packages/kandinsky-cp/benchmarks/special_cases.py \\
         --out packages/kandinsky-cp/results/special_cases.json
@@ -30,14 +31,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from run import make_data  # noqa: E402
 
 
-def _time(fn, repeats: int) -> float:
-    fn()
-    times = []
+def _time_pair(ours, peer, repeats: int) -> tuple[float, float]:
+    ours(), peer()
+    times: tuple[list[float], list[float]] = ([], [])
     for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+        for fn, out in ((ours, times[0]), (peer, times[1])):
+            t0 = time.perf_counter()
+            fn()
+            out.append(time.perf_counter() - t0)
+    return statistics.median(times[0]), statistics.median(times[1])
 
 
 def main() -> None:
@@ -45,7 +47,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("out/kandinsky_cp/special_cases.json"))
     parser.add_argument("--n-cal", type=int, default=5000)
     parser.add_argument("--n-test", type=int, default=2000)
-    parser.add_argument("--repeats", type=int, default=15)
+    parser.add_argument("--repeats", type=int, default=201)
     args = parser.parse_args()
 
     import crepes
@@ -82,12 +84,11 @@ def main() -> None:
     args.out.parent.mkdir(parents=True, exist_ok=True)
     for case, fns in cases.items():
         ours = fns["ours"]()
-        t_ours = _time(fns["ours"], args.repeats)
         for peer, fn in fns.items():
             if peer == "ours":
                 continue
             ref = fn()
-            t_peer = _time(fn, args.repeats)
+            t_ours, t_peer = _time_pair(fns["ours"], fn, args.repeats)
             row = {"case": case, "peer": peer, "ours_s": t_ours, "peer_s": t_peer, "ratio_ours_over_peer":
                    t_ours / t_peer, "max_abs_diff": float(np.max(np.abs(ours - ref)))}
             report["rows"].append(row)
