@@ -772,21 +772,25 @@ import matplotlib
 matplotlib.use("Agg")
 from matplotlib.figure import Figure
 from icml25_shared.testing import figure_problems
-module, command, src, out, report_path, *options = sys.argv[1:]
+module, command, src, out, report_path, stored, *options = sys.argv[1:]
 src = os.path.realpath(src)
 figures = []
 original = Figure.savefig
 
 
+def check(fig, name, where):
+    try:
+        problems = figure_problems(fig)
+    except Exception as error:  # a figure that cannot be drawn is a finding too
+        problems = [f"drawing it raised {type(error).__name__}: {error}"]
+    size = [round(float(v), 2) for v in fig.get_size_inches()]
+    figures.append({"file": name, "where": where, "size": size, "problems": problems})
+
+
 def checked(self, fname, *args, **kwargs):
     frames = [f for f in traceback.extract_stack()[:-1] if os.path.realpath(f.filename).startswith(src + os.sep)]
     where = [os.path.realpath(frames[-1].filename), frames[-1].lineno] if frames else ["", 0]
-    try:
-        problems = figure_problems(self)
-    except Exception as error:  # a figure that cannot be drawn is a finding too
-        problems = [f"drawing it raised {type(error).__name__}: {error}"]
-    size = [round(float(v), 2) for v in self.get_size_inches()]
-    figures.append({"file": os.path.basename(str(fname)), "where": where, "size": size, "problems": problems})
+    check(self, os.path.basename(str(fname)), where)
     return original(self, fname, *args, **kwargs)
 
 
@@ -799,6 +803,16 @@ except SystemExit as stop:
     code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
 except BaseException:
     code, error = 1, traceback.format_exc()
+if stored and code == 0:  # the reproduce figure, drawn from the stored results by <module>.experiments
+    import importlib, inspect
+    try:
+        render = importlib.import_module(module + ".experiments").reproduce_figure
+        where = [os.path.realpath(inspect.getsourcefile(render)), inspect.getsourcelines(render)[1]]
+        with open(stored) as handle:
+            fig = render(json.load(handle))
+        check(fig, "reproduce_figure(results/" + os.path.basename(stored) + ")", where)
+    except BaseException:
+        code, error = 1, traceback.format_exc()
 with open(report_path, "w") as handle:
     json.dump({"code": code, "error": error[-3000:], "seconds": time.perf_counter() - start,
                "figures": figures}, handle)
@@ -821,15 +835,29 @@ class FigureRun:
     figures: list[dict]
 
 
+def stored_reproduce(member: Member) -> Path | None:
+    """``results/reproduce.json`` (or ``results/reproduce/reproduce.json``) when ``<module>.experiments`` can
+    draw the reproduce figure from it alone (a ``reproduce_figure(result)`` function): the stored full-size
+    figure is then checked without a rerun."""
+    experiments = member.src / "experiments.py"
+    if not experiments.is_file() or "\ndef reproduce_figure(" not in experiments.read_text():
+        return None
+    results = member.path / "results"
+    return next((p for p in (results / "reproduce.json", results / "reproduce" / "reproduce.json") if p.is_file()),
+                None)
+
+
 def run_figure_command(member: Member, command: tuple[str, ...], folder: Path, *,
                        timeout: float = FIGURE_TIMEOUT_S) -> FigureRun:
-    """Run ``python -m <module> <command...> --out <folder>`` with FIGURE_RUNNER; collect its report."""
+    """Run ``python -m <module> <command...> --out <folder>`` with FIGURE_RUNNER; collect its report. After
+    ``demo``, the same process draws the stored reproduce figure (:func:`stored_reproduce`) where there is one."""
     report = folder / "figures.json"
     name, *options = command
     env = {**os.environ, "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
            "OPENBLAS_NUM_THREADS": "1"}
+    stored = stored_reproduce(member) if name == "demo" else None
     cmd = [sys.executable, "-c", FIGURE_RUNNER, member.module, name, str(member.src), str(folder / "out"),
-           str(report), *options]
+           str(report), str(stored or ""), *options]
     start = time.perf_counter()
     try:
         done = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=timeout)

@@ -24,20 +24,34 @@ def toy(tmp_path, monkeypatch):
     return tmp_path, member
 
 
-def test_the_template_demo_passes_and_a_missing_label_is_reported_at_its_line(toy):
+STORED = {"confidence": 0.95, "replications": 400, "seed": 0, "coverage": {
+    str(n): {name: {"coverage": 0.94, "low": 0.91, "high": 0.96} for name in ("bootstrap", "t")} for n in (10, 30)}}
+
+
+def test_the_template_figures_pass_and_a_missing_label_is_reported_at_its_line(toy):
     pytest.importorskip("matplotlib")
+    import json
+
     root, member = toy
+    (member.path / "results").mkdir()
+    (member.path / "results" / "reproduce.json").write_text(json.dumps(STORED))
     runs: list = []
     assert checks.check_figures(checks.workspace(root), runs=runs) == []
-    assert [(r.command, len(r.figures), r.code) for r in runs] == [("demo --quick", 1, 0)]
+    assert [(r.command, r.code) for r in runs] == [("demo --quick", 0)]
+    # the demo's figure, then the stored reproduce figure drawn by reproduce_figure (no rerun)
+    assert [f["file"] for f in runs[0].figures] == ["demo.png", "reproduce_figure(results/reproduce.json)"]
     source = member.src / "experiments.py"
     text = source.read_text()
-    source.write_text(text.replace('    ax.set_ylabel("target mean")\n', ""))
+    source.write_text(text.replace('    ax.set_ylabel("target mean")\n', "").replace('    ax.set_ylabel("coverage")\n', ""))
     problems = checks.check_figures(checks.workspace(root))
-    assert len(problems) == 1, problems
-    saved_at = next(i for i, line in enumerate(source.read_text().splitlines(), 1) if "ctx.save_figure(fig)" in line)
-    assert (problems[0].path, problems[0].line) == (source, saved_at)
-    assert "`demo --quick` saves demo.png (5 x 3 in): axes 0 has no y label" in problems[0].message
+    assert len(problems) == 2, problems
+    lines = source.read_text().splitlines()
+    saved_at = next(i for i, line in enumerate(lines, 1) if "ctx.save_figure(fig)" in line)
+    drawn_by = next(i for i, line in enumerate(lines, 1) if line.startswith("def reproduce_figure("))
+    assert [(p.path, p.line) for p in problems] == [(source, saved_at), (source, drawn_by)]
+    assert "`demo --quick` saves demo.png (5 x 3 in): axes 0 ('friedman1, seed 0: 95% intervals') has no y label" in \
+        problems[0].message
+    assert "saves reproduce_figure(results/reproduce.json) (5 x 3 in): axes 0" in problems[1].message
 
 
 def test_a_failing_command_is_reported_not_skipped(toy):

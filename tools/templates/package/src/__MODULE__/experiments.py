@@ -7,6 +7,9 @@ over independent replications of a normal sample whose mean is known.
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 import numpy as np
 from icml25_shared.cli import RunContext, progress
 from icml25_shared.random import check_random_state, spawn
@@ -14,7 +17,7 @@ from icml25_shared.stats import t_interval, wilson_interval
 
 from __MODULE__.method import bootstrap_mean
 
-__all__ = ["coverage", "demo", "friedman1_target", "reproduce"]
+__all__ = ["coverage", "demo", "friedman1_target", "reproduce", "reproduce_figure"]
 
 DEMO_SIZES = (25, 50, 100, 200, 400)
 REPRODUCE_SIZES = (10, 30, 100)
@@ -68,8 +71,9 @@ def demo(ctx: RunContext) -> None:
     ax.plot(ns, [r["bootstrap high"] for r in rows], "k--")
     ax.plot(ns, [r["mean"] for r in rows], "o-", label="mean")
     ax.set_xscale("log")
-    ax.set_xlabel("n")
+    ax.set_xlabel("sample size n")
     ax.set_ylabel("target mean")
+    ax.set_title(f"friedman1, seed {ctx.seed}: 95% intervals", fontsize=9)
     ax.legend()
     ctx.save_figure(fig)
 
@@ -123,17 +127,42 @@ def reproduce(ctx: RunContext) -> None:
         for name, rate in rates.items():
             ci = wilson_interval(round(rate * replications), replications)
             results[str(n)][name] = {"coverage": rate, "low": ci.low, "high": ci.high}
-    ctx.write_json({"confidence": 0.95, "replications": replications, "seed": ctx.seed, "coverage": results})
+    stored = ctx.write_json({"confidence": 0.95, "replications": replications, "seed": ctx.seed,
+                             "coverage": results})
     ctx.write_table([[n, name, c["coverage"], c["low"], c["high"]] for n, by in results.items()
                      for name, c in by.items()], headers=["n", "interval", "coverage", "Wilson low", "Wilson high"])
+    ctx.save_figure(reproduce_figure(json.loads(stored.read_text())))  # drawn from what is stored
+
+
+def reproduce_figure(result: dict[str, Any]) -> Any:
+    """The reproduce figure, drawn from its JSON (``results/reproduce.json``) alone.
+
+    The figure check of the repository draws the stored full-size figure with it, without a rerun.
+
+    Parameters
+    ----------
+    result : dict
+        What ``reproduce`` writes.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Coverage of each interval against n, with Wilson intervals over the replications.
+    """
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(5, 3))
+    sizes = [int(n) for n in result["coverage"]]
+    fig, ax = plt.subplots(figsize=(5, 3), layout="constrained")
     for name in ("bootstrap", "t"):
-        ax.plot(REPRODUCE_SIZES, [results[str(n)][name]["coverage"] for n in REPRODUCE_SIZES], "o-", label=name)
-    ax.axhline(0.95, color="grey", lw=0.8)
+        rows = [result["coverage"][str(n)][name] for n in sizes]
+        ax.errorbar(sizes, [r["coverage"] for r in rows], yerr=[[r["coverage"] - r["low"] for r in rows],
+                                                               [r["high"] - r["coverage"] for r in rows]],
+                    fmt="o-", capsize=3, label=name)
+    ax.axhline(result["confidence"], color="grey", lw=0.8)
     ax.set_xscale("log")
-    ax.set_xlabel("n")
+    ax.set_xlabel("sample size n")
     ax.set_ylabel("coverage")
-    ax.legend()
-    ctx.save_figure(fig)
+    ax.set_title(f"{result['replications']} replications, seed {result['seed']}; 95% Wilson intervals",
+                 fontsize=9)
+    ax.legend(title="interval")
+    return fig
