@@ -75,4 +75,12 @@ def test_readme_tables_are_rendered_from_the_results_json():
     for name, table in tables.items():
         block = re.search(rf"readme_tables -->\n([^<]*)\n<!-- end {name} -->", readme)
         assert block is not None and block.group(1) == table, name
-    assert "5,227" in tables["benchmark"] and "5,159" not in readme
+    assert "5,231" in tables["benchmark"] and "5,227" not in readme  # the current wire format's upload
+    import json
+
+    rows = json.loads((root / "results" / "range_proof_costs.json").read_text())["rows"]
+    for dim in (1000, 10_000):  # the upload stays flat in n with and without the proof
+        for proof in (False, True):
+            sizes = {r["upload_bytes"] for r in rows if r["l"] == dim and r["range_proof"] == proof}
+            assert len(sizes) == 1 and {r["n"] for r in rows if r["l"] == dim} == {10, 100, 1000}
+    assert all(r["verified"] for r in rows if not r["extrapolated"])

@@ -189,22 +189,30 @@ def reproduce(ctx: RunContext) -> None:
 def readme_tables(results: str | Path) -> dict[str, str]:
     """The README's benchmark and reproduction tables, rendered from the JSON files in ``results``.
 
-    ``benchmark``: ``benchmark_chain.json`` (one client's round, Janus exact vs SecAgg+, n = 10, 100,
-    1000). ``reproduction``: upload bytes of the current wire format from ``upload_bytes.json`` and
-    ``benchmark_chain.json``; CPU, SecAgg+ bytes and accuracy from ``reproduce.json`` and ``demo.json``.
+    ``benchmark``: ``range_proof_costs.json`` (client and server CPU, upload bytes, with and without the
+    range proof, l = 10^3 and 10^4, n = 10, 100, 1000). ``reproduction``: upload bytes of the current
+    wire format from ``upload_bytes.json`` and ``range_proof_costs.json``; CPU, SecAgg+ bytes and
+    accuracy from ``reproduce.json`` and ``demo.json``.
     """
     results = Path(results)
-    bench = json.loads((results / "benchmark_chain.json").read_text())["rows"]
+    costs = json.loads((results / "range_proof_costs.json").read_text())["rows"]
     sizes = json.loads((results / "upload_bytes.json").read_text())["rows"]
     repro = json.loads((results / "reproduce.json").read_text())
     cheat = json.loads((results / "demo.json").read_text())["cheating_round"]
-    lines = ["| n | SecAgg+ k | Janus upload B | SecAgg+ upload B | Janus client CPU s | SecAgg+ client CPU s |",
-             "|---|---|---|---|---|---|"]
-    for r in bench:
-        m, s = r["metrics"], r["sizes"]
-        lines.append(f"| {s['n']} | {s['k']} | {m['janus_upload_bytes']:,} | {m['secagg_upload_bytes']:,} | "
-                     f"{m['janus_cpu_s']:.3f} | {m['secagg_cpu_s']:.3f} |")
+    lines = ["| l | n | upload B: no proof / proof | client CPU s: upload (no proof / proof), verify | "
+             "S0 CPU s: no proof / proof | S1 CPU s: no proof / proof |", "|---|---|---|---|---|---|"]
+    cells = {(r["l"], r["n"], r["range_proof"]): r for r in costs}
+    for (dim, n, proof), off in cells.items():
+        on = cells.get((dim, n, True))
+        if proof or on is None:
+            continue
+        mark = " (extrapolated)" if on["extrapolated"] or off["extrapolated"] else ""
+        verify = "–" if off["client_verify_cpu_s"] is None else f"{off['client_verify_cpu_s']:.3f}"
+        lines.append(f"| {dim:,} | {n:,} | {off['upload_bytes']:,} / {on['upload_bytes']:,} | "
+                     f"{off['client_upload_cpu_s']:.3f} / {on['client_upload_cpu_s']:.3f}, {verify} | "
+                     f"{off['s0_cpu_s']:.1f} / {on['s0_cpu_s']:.1f}{mark} | {off['s1_cpu_s']:.1f} / {on['s1_cpu_s']:.1f}{mark} |")
     benchmark = "\n".join(lines)
+    plain = [r for r in costs if r["l"] == 1000 and not r["range_proof"]]
 
     def by(proto: str) -> list[dict]:
         return [r for r in repro["costs"] if r["protocol"] == proto]
@@ -213,10 +221,9 @@ def readme_tables(results: str | Path) -> dict[str, str]:
         distinct = sorted(set(values))
         return f"{distinct[0]:,}" if len(distinct) == 1 else " / ".join(f"{v:,}" for v in distinct)
 
-    exact = one([r["metrics"]["janus_upload_bytes"] for r in bench]
-                + [r["upload_bytes"] for r in sizes if r["protocol"] == "janus-exact"])
+    exact = one([r["upload_bytes"] for r in plain] + [r["upload_bytes"] for r in sizes if r["protocol"] == "janus-exact"])
     sketch = one([r["upload_bytes"] for r in sizes if r["protocol"] == "janus-sketch"])
-    ns = sorted({r["sizes"]["n"] for r in bench} | {r["n"] for r in sizes})
+    ns = sorted({r["n"] for r in plain} | {r["n"] for r in sizes if r["protocol"] == "janus-exact"})
 
     def arrow(rows: list[dict], key: str, fmt: str) -> str:
         return " → ".join(format(r[key], fmt) for r in rows)
