@@ -651,7 +651,7 @@ def main(argv: list[str] | None = None) -> int:
         return 1
     if chromium is None:
         print("docs: browser check skipped: no Chromium found (`python tools/dev.py test --install-browser` "
-              "installs Debian's chromium; CI installs it)")
+              f"unpacks {NPM_CHROMIUM} from the npm registry into .venv/chromium; or set ICML25_CHROMIUM)")
         return 0
     reports = check_pages(args.site, pages_to_check(), args.out, chromium=chromium)
     packages = [m.dist for m in doc_members() if m.slug != "shared"]
