@@ -187,7 +187,7 @@ def _partition_fit(group: np.ndarray, d: int, scores: np.ndarray, level: float, 
     ``group`` holds each row's column of the d columns (phi is its indicator matrix).
     """
     n = len(group)
-    counts = np.bincount(group, minlength=d)
+    counts = np.array([n]) if d == 1 else np.bincount(group, minlength=d)
     if not np.all(counts > 0):
         return None  # an empty group: the general path reports it
     weights = counts.astype(float)
@@ -196,7 +196,8 @@ def _partition_fit(group: np.ndarray, d: int, scores: np.ndarray, level: float, 
     # one group: the running sum adds in row order, as bincount does, at a fraction of its cost
     sums = np.cumsum(scores)[-1:] if d == 1 else np.bincount(group, weights=scores, minlength=d)
     center = sums / counts
-    abs_resid = np.abs(scores - (center[0] if d == 1 else center[group]))
+    abs_resid = scores - (center[0] if d == 1 else center[group])
+    np.abs(abs_resid, out=abs_resid)
     largest = float(np.max(abs_resid, initial=0.0))
     scale = float(np.mean(abs_resid))
     if not (np.isfinite(scale) and scale > 0):
@@ -205,9 +206,10 @@ def _partition_fit(group: np.ndarray, d: int, scores: np.ndarray, level: float, 
         scale = 1.0
     # max |r| / s equals max |r / s| exactly (correctly rounded division is monotone), one pass fewer
     cap = _CAP * (1.0 + largest / scale)
+    one_sorted = d == 1 and ordered is not None
     # stable argsort of small integers is a radix sort
     small = group.astype(np.uint16) if d <= np.iinfo(np.uint16).max else group
-    by_group = np.argsort(small, kind="stable") if d > 1 or ordered is None else np.arange(n)
+    by_group = np.argsort(small, kind="stable") if not one_sorted else group
     starts = np.concatenate([[0], np.cumsum(counts)[:-1]])
     size = counts + 1 if correction else counts
     k = np.array([max(1, math.ceil(round(level * int(m), 9))) for m in size])
@@ -215,7 +217,7 @@ def _partition_fit(group: np.ndarray, d: int, scores: np.ndarray, level: float, 
     beta = np.where(finite, 0.0, scale * cap + center)
     basis = n + (d - 1 - np.arange(d))  # the phantoms follow the rows, in phantom_points' (np.unique) order
     for j in np.flatnonzero(finite):  # the k-th smallest score by selection; tied rows share the value
-        if d == 1 and ordered is not None:
+        if one_sorted and ordered is not None:
             pick = int(np.flatnonzero(scores == ordered[k[j] - 1])[0])
             beta[j] = scores[pick]
             basis[j] = pick
@@ -224,9 +226,17 @@ def _partition_fit(group: np.ndarray, d: int, scores: np.ndarray, level: float, 
         pick = rows[np.argpartition(scores[rows], k[j] - 1)[k[j] - 1]]
         beta[j] = scores[pick]
         basis[j] = pick
-    fitted = beta[0] if d == 1 else beta[group]
-    mag = np.abs(scores) + np.abs(fitted)
-    n_int = int(np.count_nonzero(np.abs(scores - fitted) <= _EIGHT_EPS * mag))
+    if one_sorted and ordered is not None:
+        # the rows within 8 eps of the threshold sit in a short run of the sorted scores around it
+        b = float(beta[0])
+        reach = 4 * _EIGHT_EPS * (max(abs(float(ordered[0])), abs(float(ordered[-1]))) + abs(b))
+        near = ordered[np.searchsorted(ordered, b - reach, side="left") : np.searchsorted(ordered, b + reach,
+                                                                                           side="right")]
+        n_int = int(np.count_nonzero(np.abs(near - b) <= _EIGHT_EPS * (np.abs(near) + abs(b))))
+    else:
+        fitted = beta[0] if d == 1 else beta[group]
+        mag = np.abs(scores) + np.abs(fitted)
+        n_int = int(np.count_nonzero(np.abs(scores - fitted) <= _EIGHT_EPS * mag))
     return GroupQuantileFit(beta=beta, phantom=phantom if correction else np.zeros(d), confidence_level=level,
                             group_weights=weights, n_interpolated=n_int, cap=cap if correction else np.inf,
                             center=center, scale=scale, basis=basis, columns=np.arange(d))
@@ -479,13 +489,13 @@ class KandinskyCP:
                 y_float = y.astype(float)
             except (TypeError, ValueError) as err:
                 raise ValueError(f"y_conformalize must be numeric for regression scores; got dtype {y.dtype}") from err
-            bad = np.flatnonzero(~np.isfinite(y_float))
-            if bad.size:
+            if not np.isfinite(y_float).all():
+                bad = np.flatnonzero(~np.isfinite(y_float))
                 raise ValueError(f"y_conformalize has NaN or inf at rows {_rows(bad)}; drop or impute them")
             scores = score.score(self._regression_inputs(X_conformalize), y_float)
         scores = np.asarray(scores, dtype=float)
-        bad = np.flatnonzero(~np.isfinite(scores))
-        if bad.size:
+        if not np.isfinite(scores).all():
+            bad = np.flatnonzero(~np.isfinite(scores))
             raise ValueError(f"the estimator's predictions give non-finite calibration scores at rows {_rows(bad)} "
                              f"of X_conformalize (score {score.name!r})")
         self._raw_scores = scores
@@ -500,7 +510,7 @@ class KandinskyCP:
                              "the dependence on y must be piecewise constant: use by_label_bins(edges) or "
                              "label_edges= in mondrian()/fractional()")
         d = groups.n_groups
-        if index is not None and n and index.min() >= 0 and np.all(np.bincount(index, minlength=d) > 0):
+        if index is not None and n and index.min() >= 0 and (d == 1 or np.all(np.bincount(index, minlength=d) > 0)):
             self._calibration_index: np.ndarray | None = index  # a partition: Phi is its indicator matrix
             self._calibration_phi: np.ndarray | None = None
         else:
@@ -646,8 +656,12 @@ class KandinskyCP:
             phi = self.groups_(X, None)
             qs = [self._thresholds(phi, zero, i) for i in range(len(self._levels()))]
         else:
-            zero |= index < 0
-            qs = [np.where(index < 0, np.inf, q[index]) for q in columns]
+            unseen = index < 0
+            if unseen.any():
+                zero |= unseen
+                qs = [np.where(unseen, np.inf, q[index]) for q in columns]
+            else:
+                qs = [np.full(n, q[0]) if len(q) == 1 else q[index] for q in columns]
         out = np.empty((n, 2, len(qs)))
         for i, q in enumerate(qs):
             out[:, 0, i], out[:, 1, i] = self.score_.interval(pred, q)
