@@ -175,3 +175,23 @@ def test_predict_interval_from_the_partition_index_equals_the_weights(levels):
     np.testing.assert_array_equal(fast, slow)
     assert np.isinf(fast).any()
     np.testing.assert_array_equal(cp.calibration_phi_, G.mondrian(taxonomy).fit(cal)(cal))
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_one_group_fit_from_the_sorted_scores_equals_the_row_wise_fit(seed):
+    """With the sorted scores at hand the interpolated count comes from a run around the threshold."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(20, 400))
+    scores = rng.normal(size=n) * 10.0 ** rng.integers(-8, 8)
+    if seed % 3 == 0:
+        scores = np.round(scores, 1)  # ties at the threshold
+    if seed % 5 == 0:
+        scores[: n // 2] = scores[0]
+    group = np.zeros(n, dtype=np.int64)
+    for level in (0.5, 0.8, 0.9):
+        fast = core._partition_fit(group, 1, scores, level, True, ["all"], np.sort(scores))
+        slow = core._partition_fit(group, 1, scores, level, True, ["all"], None)
+        assert fast.n_interpolated == slow.n_interpolated >= 1
+        np.testing.assert_array_equal(fast.beta, slow.beta)
+        np.testing.assert_array_equal(fast.basis, slow.basis)
+        assert (fast.scale, fast.cap) == (slow.scale, slow.cap)
