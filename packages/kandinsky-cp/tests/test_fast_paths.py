@@ -193,5 +193,5 @@ def test_one_group_fit_from_the_sorted_scores_equals_the_row_wise_fit(seed):
         slow = core._partition_fit(group, 1, scores, level, True, ["all"], None)
         assert fast.n_interpolated == slow.n_interpolated >= 1
         np.testing.assert_array_equal(fast.beta, slow.beta)
-        np.testing.assert_array_equal(fast.basis, slow.basis)
+        np.testing.assert_array_equal(scores[fast.basis], scores[slow.basis])  # tied rows may differ
         assert (fast.scale, fast.cap) == (slow.scale, slow.cap)
