@@ -182,3 +182,17 @@ def test_background_bitsets_equal_the_split_directions(data, strict):
         eng.keep_background_bits(block, bg, strict)
         expected = eng._pack_rows(block.go_left_t(bg, strict)[:-1])
         np.testing.assert_array_equal(block.background_bits, expected)
+
+
+def test_background_bitsets_in_row_chunks_equal_the_prefix_bitsets(models, data, monkeypatch):
+    """A large background is packed from the split directions in chunks of 64 x k rows: the same bits."""
+    from fastpd import _engine as eng
+    from fastpd._models import parse_model
+
+    bg = data["bg"][:150]
+    block = eng.compile_blocks(parse_model(models["xgboost"]), 1)[0]
+    eng.keep_background_bits(block, bg, True)
+    expected = block.background_bits.copy()
+    monkeypatch.setattr(eng, "_PREFIX_WORDS", 1)  # every path goes to the chunks, of 64 rows each
+    eng.keep_background_bits(block, bg, True)
+    np.testing.assert_array_equal(block.background_bits, expected)

@@ -652,8 +652,13 @@ def keep_background_bits(block: Block, bg: np.ndarray, strict: bool) -> None:
         g.table, g.n_background = None, n
         g.cache.clear()
     general = block.nan_to_zero is not None or block.zero_missing is not None
-    if general or (n + 1) * w > _PREFIX_WORDS:
-        block.background_bits = _pack_rows(block.go_left_t(bg, strict)[:nodes])
+    if general or (n + 1) * w > _PREFIX_WORDS:  # the directions themselves, 64 x k rows at a time
+        bits = np.empty((nodes, w), dtype=np.uint64)
+        step = 64 * max(1, _PREFIX_WORDS // max(1, nodes * 8))
+        for start in range(0, n, step):
+            bits[:, start // 64 : (start + step) // 64] = _pack_rows(block.go_left_t(bg[start : start + step],
+                                                                                   strict)[:nodes])
+        block.background_bits = bits
         return
     bits = np.empty((nodes, w), dtype=np.uint64)
     row_bit = np.zeros((n + 1, w), dtype=np.uint64)

@@ -100,11 +100,13 @@ class FastPD:
     augment : {"auto", "full", "per-row"}, default "auto"
         How much of the augmentation is computed ahead of the rows. ``"full"``: the augmented
         tables at :meth:`fit` and each query's full per-leaf tables (SHAP, interactions,
-        components) on its first use, as in the paper. ``"per-row"``: :meth:`pd_function` reads
-        its table entries from the background's path codes without building the tables, and
-        :meth:`shap_values` computes only the entries of the SHAP tables that the given rows
-        reach. ``"auto"``: per row while the rows explained so far cost less than the full
-        tables, then the full tables. Every option returns the same numbers, bit for bit.
+        components) on its first use, as in the paper. ``"per-row"``: :meth:`fit` keeps the
+        background's split directions as bitsets; :meth:`pd_function` counts its table entries by
+        walking the background down the trees, and :meth:`shap_values` walks each row's hybrid
+        points with the background (interventional TreeSHAP's recursion) and computes only the
+        SHAP-table entries the row reaches, without building the tables. ``"auto"``: per row while
+        the rows explained so far cost less than the full tables, then the full tables. Every
+        option returns the same numbers, bit for bit.
 
     Attributes
     ----------
