@@ -304,3 +304,46 @@ def test_sketch_round_broken_by_a_client_is_listed_failed_by_the_coordinator():
         errs = _in_threads(_participate_or_error(sv, [np.full(8, 0.5)] * 4), 4)
     assert all(isinstance(e, AggregateMismatchError) for e in errs), errs
     assert sv.done == [] and sv.s0.failed == {1} and sv.s0.server.head_ == head
+
+
+class _SketchLiar(JanusClient):
+    """Uploads x consistently (masked vector and proven bits), then commits its sketch to x + e_0."""
+
+    def sketch_commit(self, seal0, seal1):
+        self._secrets["codes"] = self._secrets["codes"].copy()
+        self._secrets["codes"][0] += 1
+        return super().sketch_commit(seal0, seal1)
+
+
+def test_sketch_cheater_is_identified_over_grpc_and_the_retry_completes_without_it():
+    """Sketch mode with the range proof over the gRPC services: a client whose sketch commitment
+    contradicts its (consistent) upload. S0 runs the per-client check with S1 (SketchCheck) before either
+    releases an aggregate: round 1 is listed failed with the client named in S0's log, no client gets an
+    aggregate, and round 2 (a retry on the same model version) refuses the client's upload and gives the
+    three others their exact sum."""
+    from janus_sa.errors import RoundFailedError, SketchCheatError
+
+    cfg = JanusConfig(dim=16, mode="sketch", sketch_k=8, range_proof=True)
+    ups = [np.random.default_rng(i).uniform(-1, 1, 16) for i in range(4)]
+    with Services(cfg, [_SketchLiar] + [JanusClient] * 3) as sv:
+        head = sv.s0.server.head_
+        sv.coordinate(rounds=2, expect=4, round_timeout=4, settle=0.5, gap=0)
+
+        def two_rounds(i):
+            out = []
+            for after in (0, 1):
+                sv.net(i).wait_for_round(after, timeout=30)
+                try:
+                    out.append(sv.net(i).participate(ups[i], timeout=30))
+                except (RoundFailedError, SketchCheatError) as err:
+                    out.append(err)
+            return out
+
+        outs = _in_threads(two_rounds, 4)
+    assert sv.done == [2] and sv.s0.failed == {1}, (sv.done, sv.s0.failed, outs)
+    assert all(isinstance(o[0], RoundFailedError) for o in outs), outs  # nobody got a round-1 aggregate
+    assert isinstance(outs[0][1], SketchCheatError)
+    exact = sum(cfg.quantizer.quantize(u).astype(np.int64) for u in ups[1:])
+    for o in outs[1:]:
+        assert o[1].n_participants == 3 and o[1].model_digest == head
+        np.testing.assert_array_equal(o[1].sum_codes, exact)

@@ -6,7 +6,16 @@ import os
 import numpy as np
 import pytest
 
-from janus_sa import AggregationServer, InProcessDeployment, JanusConfig, Quantizer, ServerKeys, crypto, validity
+from janus_sa import (
+    AggregationServer,
+    InProcessDeployment,
+    JanusClient,
+    JanusConfig,
+    Quantizer,
+    ServerKeys,
+    crypto,
+    validity,
+)
 from janus_sa.errors import ConfigError, ConfigTypeError, ExcludedError, MalformedMessageError
 from janus_sa.simulation import random_updates
 
@@ -159,3 +168,37 @@ def test_configuration_errors():
         AggregationServer(config=JanusConfig(dim=4, range_proof=True), keys=k0, session=bytes(16), peer=k1.sign.public)
     with pytest.raises(MalformedMessageError):
         validity.helper_share(b"short", lay=validity.layout(4, 2**22, wrap=False), seed1=bytes(32))
+
+
+class _SketchLiar(JanusClient):
+    """Uploads x consistently (masked vector and proven bits), then commits its sketch to x + e_0."""
+
+    def sketch_commit(self, seal0, seal1):
+        self._secrets["codes"] = self._secrets["codes"].copy()
+        self._secrets["codes"][0] += 1
+        return super().sketch_commit(seal0, seal1)
+
+
+def test_sketch_commitment_contradicting_the_upload_is_identified_and_the_retry_completes_without_it():
+    """Before, such a client made every client reject the round (AggregateMismatchError) unidentified.
+    With the range proof both servers compare per-client pairs of the sketch commitments against their
+    shares of A x_i before releasing anything: the round ends with no aggregate and the client named by
+    both, and the retry on the same model version refuses its upload and completes over the others."""
+    from janus_sa.errors import SketchCheatError
+
+    dep = InProcessDeployment(config=JanusConfig(dim=DIM, mode="sketch", range_proof=True))
+    ids = dep.add_clients(4)
+    ups = random_updates(DIM, ids, random_state=8)
+    dep.clients[ids[0]].__class__ = _SketchLiar
+    head = dep.s0.head_
+    first = dep.run_round(ups)
+    assert not first.results and set(first.server_errors) == {"S0", "S1"}
+    assert all(e.cheaters == (ids[0],) for e in first.server_errors.values())
+    assert dep.s0.banned_ == dep.s1.banned_ == {ids[0]} and not dep.s0.head_released_ and dep.s0.head_ == head
+    retry = dep.run_round(ups)
+    assert isinstance(retry.errors[ids[0]], SketchCheatError)
+    for c in ids[1:]:
+        res = retry.results[c]
+        assert res.n_participants == 3 and res.model_digest == head
+        np.testing.assert_array_equal(res.sum_codes, _honest_sum(dep, ups, ids[1:]))
+    assert not dep.s0.banned_ and not dep.s1.banned_  # the ban ends with the model version

@@ -87,6 +87,18 @@ class IncompleteRoundError(ProtocolError):
     """The round cannot produce an aggregate (e.g. a participant missed the sketch phase)."""
 
 
+class SketchCheatError(ProtocolError):
+    """Sketch mode with the range proof: participants whose sketch commitment contradicts their upload.
+
+    Both servers found it by comparing per-client pairs; they release no aggregate for the round and
+    refuse these clients' uploads in the next round on the same model version. ``cheaters`` names them.
+    """
+
+    def __init__(self, message: str = "", *, cheaters: tuple = ()) -> None:
+        super().__init__(message)
+        self.cheaters = tuple(cheaters)
+
+
 class TooFewParticipantsError(IncompleteRoundError):
     """The participant set is smaller than the configured ``min_participants`` (refused by servers and clients)."""
 

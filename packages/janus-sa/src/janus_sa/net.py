@@ -36,7 +36,7 @@ from janus_sa.wire import MsgType, decode, encode
 
 log = logging.getLogger(__name__)
 SERVICE = "janus.v1.Janus"
-METHODS = ("Announcement", "Submit", "Seal", "Aggregate", "Open", "Agree", "Count", "SealCommit")
+METHODS = ("Announcement", "Submit", "Seal", "Aggregate", "Open", "Agree", "Count", "SealCommit", "SketchCheck")
 #: read RPCs that answer only enrolled clients or the peer server (the request is a signed REQUEST)
 READ_METHODS = {"Aggregate": 1, "Seal": 2, "Count": 3}
 #: seconds S0 waits for S1's answer to Agree or SealCommit (it works through every upload of the round)
@@ -87,7 +87,8 @@ class Remote:
         ``Agree`` and ``SealCommit`` make the peer compare and sum every upload of the round: they get
         :data:`PEER_WORK_TIMEOUT` seconds (or ``timeout`` if longer) instead of ``timeout``.
         """
-        timeout = max(self.timeout, PEER_WORK_TIMEOUT) if method in ("Agree", "SealCommit") else self.timeout
+        slow = ("Agree", "SealCommit", "SketchCheck")
+        timeout = max(self.timeout, PEER_WORK_TIMEOUT) if method in slow else self.timeout
         try:
             return self._calls[method](payload, timeout=timeout)
         except grpc.RpcError as err:
@@ -321,6 +322,66 @@ class ServerNode:
             self._maybe_finish()
             return own
 
+    def SketchCheck(self, req: bytes) -> bytes:
+        """S1 (sketch mode, range proof): compare S0's per-participant sketch pairs with its own.
+
+        The request is msgpack ``[SEAL0, SKETCH_CHECK0]``; the answer ``[SEAL1, SKETCH_CHECK1]``. Both servers
+        then name the same participants whose sketch commitment contradicts their upload; with any, S1
+        lists the round failed (no aggregate), otherwise it releases its aggregate.
+        """
+        try:
+            seal0, pairs0 = msgpack.unpackb(req, raw=False, max_bin_len=2**31)
+        except Exception as err:  # noqa: BLE001 - any decoding failure is a malformed request
+            raise errors.MalformedMessageError(f"SketchCheck takes [seal0, sketch_check0]: {err}") from err
+        with self.lock:
+            s, rnd = self.server, self.server.round_
+            if rnd is None or "seal" not in self.finished.get(rnd, {}):
+                raise NotReadyError("S1 has not sealed the current round")
+            if s.participants_ is None or any(c not in s.sketch_commits_ for c in s.participants_):
+                raise NotReadyError("S1 does not hold every participant's sketch commitment yet")
+            own = s.sketch_pairs(seal0)
+            if s.check_sketch(seal0, pairs0):
+                self.failed.add(rnd)
+            else:
+                self._maybe_finish()
+            return msgpack.packb([self.finished[rnd]["seal"], own], use_bin_type=True)
+
+    def _sketch_check(self, rnd: int, deadline: float, stop: threading.Event) -> None:
+        """S0: once every participant's sketch commitment is in, run the per-client check with S1."""
+        s, peer = self.server, self._peer()
+        while True:
+            with self.lock:
+                ready = s.participants_ is not None and all(c in s.sketch_commits_ for c in s.participants_)
+            if ready:
+                break
+            if time.monotonic() > deadline or stop.is_set():
+                raise errors.IncompleteRoundError("participants did not all send their sketch commitments in time")
+            stop.wait(0.05)
+        while True:
+            try:
+                with self.lock:
+                    own_seal = self.finished[rnd]["seal"]
+                seal_req = read_request("Seal", s.session, rnd, s.keys.sign)
+                seal1 = peer.call("Seal", seal_req)
+                with self.lock:
+                    request = msgpack.packb([own_seal, s.sketch_pairs(seal1)], use_bin_type=True)
+                answer = peer.call("SketchCheck", request)
+                break
+            except (NotReadyError, ServerUnavailableError):
+                if time.monotonic() > deadline or stop.is_set():
+                    raise
+                stop.wait(0.1)
+        seal1, pairs1 = msgpack.unpackb(answer, raw=False, max_bin_len=2**31)
+        with self.lock:
+            cheaters = s.check_sketch(seal1, pairs1)
+            if not cheaters:
+                self._maybe_finish()
+        if cheaters:
+            raise errors.SketchCheatError(
+                f"{len(cheaters)} participants sent a sketch commitment that contradicts their upload "
+                f"({', '.join(c.hex()[:16] for c in cheaters)}): no aggregate; they are refused on this model version",
+                cheaters=cheaters)
+
     # --- round bookkeeping ------------------------------------------------------------------------
     def _maybe_finish(self) -> None:
         s, rnd = self.server, self.server.round_
@@ -330,6 +391,8 @@ class ServerNode:
         if s.config.mode == "sketch":
             if "seal" not in entry or any(c not in s.sketch_commits_ for c in s.participants_):
                 return
+            if s.config.range_proof and (not s.sketch_checked_ or s.cheaters_):
+                return  # the per-client sketch check with the peer decides first
         entry["aggregate"] = s.aggregate()
         while len(self.finished) > 8:
             self.finished.popitem(last=False)
@@ -426,6 +489,8 @@ class ServerNode:
             peer_commit = peer.call("SealCommit", own_commit)
             with self.lock:
                 self.finished.setdefault(rnd, {})["seal"] = self.server.seal(peer_commit)
+            if self.server.config.range_proof:
+                self._sketch_check(rnd, deadline + round_timeout, stop)
             while time.monotonic() < deadline + round_timeout and not stop.is_set():
                 with self.lock:
                     done = "aggregate" in self.finished.get(rnd, {})

@@ -64,6 +64,7 @@ from janus_sa.errors import (
     RoundClosedError,
     SealMismatchError,
     SignatureError,
+    SketchCheatError,
     TooFewParticipantsError,
     VerificationError,
     WrongRoundError,
@@ -268,6 +269,18 @@ def project(values: np.ndarray, challenge: bytes, k: int) -> np.ndarray:
         bits = np.unpackbits(np.frombuffer(crypto.keystream(key, (v.size + 7) // 8, stream=t), np.uint8),
                              count=v.size).astype(bool)
         out[t] = 2 * int(v[bits].sum()) - total
+    return out
+
+
+def project_shares(values: np.ndarray, challenge: bytes, k: int) -> list[int]:
+    """:func:`project` of a vector of shares mod the group order (the shares of ``A x`` for shares of ``x``)."""
+    key = crypto.derive(challenge, b"sketch")
+    total = int(values.sum())
+    out = []
+    for t in range(k):
+        bits = np.unpackbits(np.frombuffer(crypto.keystream(key, (values.size + 7) // 8, stream=t), np.uint8),
+                             count=values.size).astype(bool)
+        out.append((2 * int(values[bits].sum()) - total) % crypto.GROUP_ORDER)
     return out
 
 
@@ -1116,6 +1129,9 @@ class _Server(ABC):
         self.head_ = self.config.initial_digest
         self.head_round_ = 0
         self.head_released_ = False
+        #: sketch mode with the range proof: clients whose sketch commitment contradicted their upload on the
+        #: current model version; their uploads are refused until the version moves on
+        self.banned_: set[bytes] = set()
         self._reset(None, b"")
         self._replaying = False
         if self.state_dir is not None:
@@ -1149,14 +1165,15 @@ class _Server(ABC):
         if self.state_dir is None or self._replaying:
             return
         weights = b"" if self.head_model_ is None else self.head_model_.astype("<f8").tobytes()
-        _atomic_write(self._chain_path(), msgpack.packb([self.head_, weights, self.head_round_, self.head_released_],
-                                                        use_bin_type=True))
+        _atomic_write(self._chain_path(), msgpack.packb([self.head_, weights, self.head_round_, self.head_released_,
+                                                         sorted(self.banned_)], use_bin_type=True))
 
     def _load_chain(self) -> None:
         if not self._chain_path().exists():
             return
-        head, weights, rnd, released = msgpack.unpackb(self._chain_path().read_bytes(), raw=False)
+        head, weights, rnd, released, *rest = msgpack.unpackb(self._chain_path().read_bytes(), raw=False)
         self.head_, self.head_round_, self.head_released_ = head, rnd, released
+        self.banned_ = {bytes(c) for c in rest[0]} if rest else set()
         self.head_model_ = np.frombuffer(weights, dtype="<f8").astype(np.float64) if weights else None
 
     def advance(self, peer_aggregate: bytes, *, peer_seal: bytes | None = None) -> bool:
@@ -1190,6 +1207,7 @@ class _Server(ABC):
         self.head_model_ = next_model(self.head_model_, x, n, self.config)
         self.head_ = crypto.model_digest(self.head_model_)
         self.head_round_, self.head_released_ = 0, False
+        self.banned_ = set()
         self._save_chain()
         log.info("round %d verified: next model version %s", self.round_, self.head_.hex()[:16])
         return True
@@ -1272,6 +1290,10 @@ class _Server(ABC):
         self.peer_seal_commit_msg_: bytes | None = None
         self._check_cache: dict[bytes, bytes] = {}
         self._validity_cache: dict[bytes, bytes] = {}
+        self._code_shares: dict[bytes, np.ndarray] = {}
+        self._sketch_pairs: dict[bytes, bytes] | None = None
+        self.sketch_checked_ = False
+        self.cheaters_: tuple[bytes, ...] = ()
         self.inconsistent_: tuple[bytes, ...] = ()
         self.invalid_: tuple[bytes, ...] = ()
         self._peer_checks: dict[bytes, bytes] = {}
@@ -1401,6 +1423,10 @@ class _Server(ABC):
         else:
             if cid in self.uploads_:
                 raise ReplayError("second upload from the same client in the current round")
+            if cid in self.banned_:
+                raise SketchCheatError("this client's sketch commitment contradicted its upload in an earlier round "
+                                       "on this model version: its uploads are refused until the version moves on",
+                                       cheaters=(cid,))
             if self.closed_:
                 raise RoundClosedError("uploads are closed for the current round (the participant list is fixed)")
             if msg.body["model_digest"] != self.model_digest_:
@@ -1419,7 +1445,11 @@ class _Server(ABC):
             if self.config.mode == "exact":  # the consistency point now, so closing the round stays O(n) cheap
                 self._check_cache[cid] = self._check_value(cid)
             if self.config.range_proof:  # the verifier message now; the shares themselves are not kept
-                self._validity_cache[cid] = self._validity_value(cid, self.uploads_[cid].pop("proof"))
+                share = self.uploads_[cid].pop("proof")
+                self._validity_cache[cid] = self._validity_value(cid, share)
+                if self.config.mode == "sketch":  # its share of each code, for the per-client sketch check
+                    assert self.config.proof_layout is not None
+                    self._code_shares[cid] = validity.code_shares(share.bits, self.config.proof_layout)
         self._persist(["msg", bytes(data)])
 
     def close(self) -> None:
@@ -1564,10 +1594,94 @@ class _Server(ABC):
                        "value_digest": value_digest, "nonce": nonce, "peer_commitment": self._peer_seal_commit},
                       self.keys.sign)
 
+    # --- sketch mode with the range proof: per-client check of the sketch commitments ----------------
+    def _sketch_challenge(self, peer_seal: bytes) -> bytes:
+        if self.config.mode != "sketch" or self.config.proof_layout is None:
+            raise ProtocolError("the per-client sketch check needs sketch mode with range_proof")
+        if self.peer_seal_commit_msg_ is None:
+            raise ProtocolError("the seals of the current round are not exchanged yet")
+        own = decode(self.seal(self.peer_seal_commit_msg_), max_bytes=4096, session=self.session)
+        other = decode(peer_seal, max_bytes=4096, session=self.session, expect=(MsgType.SEAL,))
+        other.verify(expected_sender=self.peer)
+        m0, m1 = (own, other) if self.role == 0 else (other, own)
+        return read_seals(m0, m1, session=self.session, rnd=self._current_round)
+
+    def _own_sketch_pairs(self, peer_seal: bytes) -> dict[bytes, bytes]:
+        """Per participant: S0 ``(C_i - M(U0), M(U0) + s_i H)``, S1 ``(r_i H + M(U1), C'_i - M(U1))``.
+
+        ``U0 + U1 = A x_i`` (shares of the projected codes, from the range proof's bit shares), so the pairs
+        are equal iff both sketch commitments open to ``A x_i`` with the randomness each server knows; for
+        an honest client each point is one the peer computes itself.
+        """
+        if self._sketch_pairs is not None:
+            return self._sketch_pairs
+        challenge = self._sketch_challenge(peer_seal)
+        agreed = self._require_agreed()
+        missing = [c for c in agreed if c not in self.sketch_commits_]
+        if missing:
+            raise IncompleteRoundError(f"{len(missing)} participants have not sent their sketch commitment")
+        pairs = {}
+        for cid in agreed:
+            u = project_shares(self._code_shares[cid], challenge, self.config.sketch_k)
+            m = crypto.commit_message(np.array(u, dtype=object), self.config.value_bits)
+            commit = self.sketch_commits_[cid]
+            if self.role == 0:
+                pairs[cid] = point_sub(commit, m) + point_add(m, point_mul(self.uploads_[cid]["s"], H))
+            else:
+                r = crypto.expand_scalar(self.uploads_[cid]["seed"], b"r")
+                pairs[cid] = point_add(point_mul(r, H), m) + point_sub(commit, m)
+        self._sketch_pairs = pairs
+        return pairs
+
+    def sketch_pairs(self, peer_seal: bytes) -> bytes:
+        """Sketch mode with the range proof: the signed SKETCH_CHECK of every participant's pair.
+
+        Needs the peer's SEAL of the round and every participant's sketch commitment
+        (:class:`IncompleteRoundError` otherwise).
+        """
+        pairs = self._own_sketch_pairs(peer_seal)
+        agreed = self._require_agreed()
+        return encode(MsgType.SKETCH_CHECK, self.session, self._current_round,
+                      {"ids": agreed, "checks": b"".join(pairs[c] for c in agreed)}, self.keys.sign)
+
+    def check_sketch(self, peer_seal: bytes, peer_pairs: bytes) -> tuple[bytes, ...]:
+        """Compare the peer's SKETCH_CHECK with this server's pairs; returns the clients whose differ.
+
+        Both servers compare the same pairs, so they name the same clients. With none, :meth:`aggregate`
+        may release the round's aggregate; otherwise it refuses (:class:`SketchCheatError`), no aggregate
+        of the round exists, and the named clients' uploads are refused until the model version moves on
+        (a retry on the version completes without them).
+        """
+        own = self._own_sketch_pairs(peer_seal)
+        msg = decode(peer_pairs, max_bytes=self.participants_max_bytes, max_dim=2**21, session=self.session,
+                     expect=(MsgType.SKETCH_CHECK,))
+        _check_round(msg, self.round_)
+        msg.verify(expected_sender=self.peer)
+        agreed = self._require_agreed()
+        width = 2 * crypto.POINT_BYTES
+        if msg.body["ids"] != agreed or len(msg.body["checks"]) != width * len(agreed):
+            raise ParticipantSetMismatchError("the peer's sketch check names another participant set")
+        blob = msg.body["checks"]
+        self.cheaters_ = tuple(c for j, c in enumerate(agreed) if blob[width * j:width * (j + 1)] != own[c])
+        self.sketch_checked_ = True
+        if self.cheaters_:
+            self.banned_ |= set(self.cheaters_)
+            self._save_chain()
+            log.warning("round %d: %d participants sent a sketch commitment that contradicts their upload (%s); no "
+                        "aggregate is released and they are refused on this model version", self.round_,
+                        len(self.cheaters_), ", ".join(c.hex()[:16] for c in self.cheaters_))
+        return self.cheaters_
+
     def aggregate(self) -> bytes:
         """Signed aggregate message of this server for the agreed participant set."""
         agreed = self._require_agreed()
         commitment = self._commitment
+        if self.config.mode == "sketch" and self.config.proof_layout is not None:
+            if self.cheaters_:
+                raise SketchCheatError(f"{len(self.cheaters_)} participants sent a sketch commitment that contradicts "
+                                       "their upload: no aggregate for this round", cheaters=self.cheaters_)
+            if not self.sketch_checked_:
+                raise IncompleteRoundError("the per-client sketch check with the peer has not run yet")
         if self.config.mode == "sketch":
             missing = [c for c in agreed if c not in self.sketch_commits_]
             if missing:

@@ -18,7 +18,7 @@ from icml25_shared.validation import Interval
 
 from janus_sa._validation import validate
 from janus_sa.crypto import ServerKeys, model_digest
-from janus_sa.errors import ConfigError, JanusError
+from janus_sa.errors import ConfigError, JanusError, SketchCheatError
 from janus_sa.protocol import AggregationServer, JanusClient, JanusConfig, MaskServer, Roster, RoundResult, enroll
 
 
@@ -208,11 +208,14 @@ class InProcessDeployment:
             for cid, up in zip(ids, uploads, strict=True):
                 if up is None:
                     continue
-                stats[cid].upload_bytes += len(up.to_s0)
-                self.s0.receive(up.to_s0)
-                if cid not in drop1:
-                    stats[cid].upload_bytes += len(up.to_s1)
-                    self.s1.receive(up.to_s1)
+                try:
+                    stats[cid].upload_bytes += len(up.to_s0)
+                    self.s0.receive(up.to_s0)
+                    if cid not in drop1:
+                        stats[cid].upload_bytes += len(up.to_s1)
+                        self.s1.receive(up.to_s1)
+                except SketchCheatError as err:  # refused on this model version after a failed sketch check
+                    report.errors[cid] = err
             t = time.process_time()
             p0, p1 = self.s0.participants(), self.s1.participants()
             agreed = self.s0.agree(p1)
@@ -230,6 +233,18 @@ class InProcessDeployment:
                     stats[cid].upload_bytes += len(up.to_s0) + len(up.to_s1)
                     self.s0.receive(up.to_s0)
                     self.s1.receive(up.to_s1)
+                if self.config.range_proof:  # per-client check of the sketch commitments, before any release
+                    pairs0 = self.s0.sketch_pairs(seals["seal1"])
+                    pairs1 = self.s1.sketch_pairs(seals["seal0"])
+                    self.s0.check_sketch(seals["seal1"], pairs1)
+                    cheaters = self.s1.check_sketch(seals["seal0"], pairs0)
+                    if cheaters:  # the round ends without an aggregate; a retry on the version goes without them
+                        failed = SketchCheatError(f"{len(cheaters)} participants' sketch commitments contradict "
+                                                  "their uploads: no aggregate", cheaters=cheaters)
+                        report.server_errors.update(S0=failed, S1=failed)
+                        for cid in ids:
+                            report.errors.setdefault(cid, failed)
+                        return report
             t = time.process_time()
             agg0, agg1 = self.s0.aggregate(), self.s1.aggregate()
             # each server checks the other's aggregate and moves to the successor model version

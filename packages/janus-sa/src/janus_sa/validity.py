@@ -260,6 +260,13 @@ def verifier_share(share: Share, *, role: int, lay: Layout, key: bytes, context:
     return jr + _scalars_to_bytes(int(v) % ORDER for v in values)
 
 
+def code_shares(bit_shares: np.ndarray, lay: Layout) -> np.ndarray:
+    """Per coordinate, this server's share of the code ``Σ_k 2^k b_k`` (object array mod ℓ)."""
+    grid = bit_shares.reshape(lay.dim, lay.bits + int(lay.wrap))
+    powers = np.array([1 << k for k in range(lay.bits)], dtype=object)
+    return grid[:, :lay.bits].dot(powers) % ORDER
+
+
 def link_vector(bit_shares: np.ndarray, lay: Layout, *, term, slot_width: int = 0, slots: int = 0,
                 modulus: int = 0) -> np.ndarray:
     """The share held by one server of the vector that is zero iff the bits encode the update it holds a share of.

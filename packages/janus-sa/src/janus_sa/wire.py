@@ -58,6 +58,7 @@ class MsgType(IntEnum):
     ROSTER = 9          # server -> all: the enrolled client keys of one roster version
     REQUEST = 10        # client/server -> server: signed read request (Aggregate, Seal, Count)
     SEAL_COMMIT = 11    # server -> server (sketch mode): H(value digest, nonce), sent before either reveals
+    SKETCH_CHECK = 12   # server -> server (sketch mode, range proof): per-participant sketch consistency pairs
 
 
 # field kinds: ("b", n) bytes of exactly n; "point"; "opt_point" (point or b""); "scalar";
@@ -82,6 +83,7 @@ SCHEMAS: dict[MsgType, list[tuple[str, Any]]] = {
     MsgType.PARTICIPANTS: [("ids", "ids"), ("checks", "blob")],
     MsgType.SEAL: [("participants_digest", ("b", 32)), ("n", ("int", 0, 2**32)),
                    ("value_digest", ("b", 32)), ("nonce", ("b", 32)), ("peer_commitment", ("b", 32))],
+    MsgType.SKETCH_CHECK: [("ids", "ids"), ("checks", "blob")],
     MsgType.SEAL_COMMIT: [("participants_digest", ("b", 32)), ("n", ("int", 0, 2**32)),
                           ("commitment", ("b", 32))],
     MsgType.SKETCH_COMMIT: [("commitment", "point")],
