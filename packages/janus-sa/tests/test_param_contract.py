@@ -5,7 +5,15 @@ import numpy as np
 import pytest
 from icml25_shared.testing import assert_rejects
 
-from janus_sa import AggregationServer, InProcessDeployment, JanusClient, JanusConfig, Quantizer, ServerKeys
+from janus_sa import (
+    AggregationServer,
+    InProcessDeployment,
+    JanusClient,
+    JanusConfig,
+    Quantizer,
+    ServerKeys,
+    ServerPublicKeys,
+)
 from janus_sa.fl import run_federated
 from janus_sa.secaggplus import run_secaggplus_round
 from janus_sa.simulation import random_updates
@@ -38,6 +46,8 @@ def test_server_peer():
     keys = ServerKeys()
     assert_rejects(AggregationServer, "peer", wrong_type="s1-key", wrong_value=b"short", config=JanusConfig(dim=4),
                    keys=keys, session=bytes(16))
+    assert_rejects(AggregationServer, "peer", wrong_type=1, wrong_value=ServerPublicKeys(sign=bytes(32), kem=b"x"),
+                   config=JanusConfig(dim=4), keys=keys, session=bytes(16))
 
 
 @pytest.mark.parametrize(("name", "wrong_type", "wrong_value"), [

@@ -24,6 +24,7 @@ Q = Quantizer(clipping_range=1.0, quantization_range=2**12, modulus_range=2**32)
 #: about ten tests per run, 1e-3 failed one run in a hundred; a biased view gives p-values far below 1e-6
 ALPHA = 1e-6
 
+
 def _s0_view(dep, updates):
     """Run one round and return S0's stored masked uploads (what a curious S0 sees) and the report."""
     report = dep.run_round(updates)

@@ -202,3 +202,28 @@ def test_sketch_commitment_contradicting_the_upload_is_identified_and_the_retry_
         assert res.n_participants == 3 and res.model_digest == head
         np.testing.assert_array_equal(res.sum_codes, _honest_sum(dep, ups, ids[1:]))
     assert not dep.s0.banned_ and not dep.s1.banned_  # the ban ends with the model version
+
+
+def test_the_sketch_check_verdict_survives_a_server_restart(tmp_path):
+    """The verdict is in the round log: S1 restarted from its state_dir still names the cheater, keeps it
+    banned on the version and releases nothing; after an honest round it re-serves the same aggregate."""
+    from janus_sa import MaskServer
+    from janus_sa.errors import SketchCheatError
+
+    def restart(dep, where):
+        return MaskServer(config=dep.config, keys=dep.keys1, session=dep.session, peer=dep.keys0.public,
+                          state_dir=where / "s1")
+
+    dep = InProcessDeployment(config=JanusConfig(dim=DIM, mode="sketch", range_proof=True), state_dir=tmp_path / "a")
+    ids = dep.add_clients(4)
+    dep.clients[ids[0]].__class__ = _SketchLiar
+    dep.run_round(random_updates(DIM, ids, random_state=2))
+    s1 = restart(dep, tmp_path / "a")
+    assert s1.cheaters_ == (ids[0],) and s1.banned_ == {ids[0]}
+    with pytest.raises(SketchCheatError):
+        s1.aggregate()
+
+    dep = InProcessDeployment(config=JanusConfig(dim=DIM, mode="sketch", range_proof=True), state_dir=tmp_path / "b")
+    ids = dep.add_clients(4)
+    assert len(dep.run_round(random_updates(DIM, ids, random_state=2)).results) == 4
+    assert restart(dep, tmp_path / "b").aggregate() == dep.s1.aggregate()

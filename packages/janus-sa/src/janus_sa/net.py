@@ -133,6 +133,8 @@ class ServerNode:
         if s.participants_ is not None:
             if s.config.mode == "sketch" and s.peer_seal_commit_msg_ is not None:
                 self.finished.setdefault(s.round_, {})["seal"] = s.seal(s.peer_seal_commit_msg_)
+            if s.cheaters_:  # the per-client sketch check named a cheater before the restart: no aggregate
+                self.failed.add(s.round_)
             self._maybe_finish()
         elif isinstance(s, AggregationServer):
             self.failed.add(s.round_)

@@ -1106,6 +1106,8 @@ class _Server(ABC):
         self.config = _check_setup(config, session, owner=owner)
         validate({"peer": peer}, {"peer": [bytes, ServerPublicKeys]}, owner=owner)
         peer_kem = peer.kem if isinstance(peer, ServerPublicKeys) else None
+        if peer_kem is not None and (not isinstance(peer_kem, bytes) or len(peer_kem) != 32):
+            raise ConfigError(f"{owner}: peer.kem must be the other server's 32-byte X25519 key; got {peer_kem!r:.40}")
         self.keys, self.session = keys, session
         self.peer: bytes = peer.sign if isinstance(peer, ServerPublicKeys) else peer
         if len(self.peer) != 32:
@@ -1357,6 +1359,8 @@ class _Server(ABC):
                     self.close()
                 elif kind == "seal":
                     self.seal(args[0])
+                elif kind == "sketchcheck":
+                    self.check_sketch(args[0], args[1])
         finally:
             self._replaying = False
         log.info("restored round %s with %d uploads from %s", self.round_, len(self.uploads_), path)
@@ -1423,7 +1427,7 @@ class _Server(ABC):
         else:
             if cid in self.uploads_:
                 raise ReplayError("second upload from the same client in the current round")
-            if cid in self.banned_:
+            if cid in self.banned_ and not self._replaying:  # (a replayed upload was accepted before the ban)
                 raise SketchCheatError("this client's sketch commitment contradicted its upload in an earlier round "
                                        "on this model version: its uploads are refused until the version moves on",
                                        cheaters=(cid,))
@@ -1664,6 +1668,7 @@ class _Server(ABC):
         blob = msg.body["checks"]
         self.cheaters_ = tuple(c for j, c in enumerate(agreed) if blob[width * j:width * (j + 1)] != own[c])
         self.sketch_checked_ = True
+        self._persist(["sketchcheck", bytes(peer_seal), bytes(peer_pairs)])  # a restart keeps the verdict
         if self.cheaters_:
             self.banned_ |= set(self.cheaters_)
             self._save_chain()
