@@ -817,7 +817,7 @@ with open(report_path, "w") as handle:
     json.dump({"code": code, "error": error[-3000:], "seconds": time.perf_counter() - start,
                "figures": figures}, handle)
 """
-FIGURE_TIMEOUT_S = 240
+FIGURE_TIMEOUT_S = 600  # per command: a loaded 2-core machine runs some quick demos for minutes
 # Commands whose every figure the check renders: each package's `demo --quick`. `reproduce --quick` of most
 # packages trains for minutes (crossclass-at's over 5 minutes on 2 cores); `--reproduce` adds it.
 FIGURE_COMMANDS = (("demo", "--quick"),)

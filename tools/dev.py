@@ -408,7 +408,7 @@ def command_test(python: Path, packages: list[tuple[str, str, Path]], args: argp
                                           for dist in wheel_dists]
     # every figure each package's `demo --quick` saves: no overlapping text, every axis labelled
     figures = [Step("checks: figures", [*tools, "figures", *(dist for dist, _, _ in packages if args.packages)],
-                    timeout_s=900)]
+                    timeout_s=1800)]
     docs = []
     if not args.packages:  # the site covers every member: built and browser-checked in the full run only
         docs_tool = ROOT / "tools" / "docs.py"
