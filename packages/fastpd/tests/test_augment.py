@@ -196,3 +196,20 @@ def test_background_bitsets_in_row_chunks_equal_the_prefix_bitsets(models, data,
     monkeypatch.setattr(eng, "_PREFIX_WORDS", 1)  # every path goes to the chunks, of 64 rows each
     eng.keep_background_bits(block, bg, True)
     np.testing.assert_array_equal(block.background_bits, expected)
+
+
+@pytest.mark.parametrize("name", ["xgboost", "lightgbm", "xgboost-multiclass"])
+@pytest.mark.parametrize("dense_words", [0, 1000])
+def test_walks_over_non_zero_words_and_over_all_words_equal_the_tables(models, data, monkeypatch, name,
+                                                                        dense_words):
+    """Both forms of the walk (non-zero words only, every word) give the full tables' numbers bit for bit."""
+    from fastpd import _engine as eng
+
+    monkeypatch.setattr(eng, "_DENSE_WALK_WORDS", dense_words)
+    bg, xe = data["bg"], data["Xe"][:4]
+    full = FastPD(models[name], bg, augment="full").fit()
+    lazy = FastPD(models[name], bg, augment="per-row").fit()
+    np.testing.assert_array_equal(lazy.intercept_, full.intercept_)
+    np.testing.assert_array_equal(lazy.pd_function(xe, (1, 2)), full.pd_function(xe, (1, 2)))
+    np.testing.assert_array_equal(lazy.shap_values(xe), full.shap_values(xe))
+    assert _no_tables(lazy)

@@ -628,6 +628,10 @@ def _row_subset_tables(g: LeafGroup, code: np.ndarray, li: np.ndarray, z: np.nda
 # and those z fails (zf) along its path, which must stay disjoint.
 _WALK_WORDS = 2**22  # uint64 words of bitsets per level of a walk (trees are walked in batches below this)
 _PREFIX_WORDS = 2**23  # words of the per-feature prefix bitsets of the fast numeric path
+# up to this many words per state (n_b <= 2048) a walk keeps every state's words (XGBoost, 100 trees,
+# depth 6 and 10, N = 1000: 0.05 s and 0.44 s per walk against 0.07 s and 0.40 s with the non-zero
+# words only; N = 4000, depth 10: 1.83 s against 1.08 s)
+_DENSE_WALK_WORDS = 32
 
 
 def _pack_rows(b: np.ndarray) -> np.ndarray:
@@ -691,7 +695,86 @@ def _walk(block: Block, x_left: np.ndarray | None, free: int = 0) -> tuple[np.nd
     splits on a feature of the ``free`` mask (``feature_bit``), where they go both ways. ``zf``
     (uint64, feature_bit mask) holds the features the rows of a state fail on the leaf's path (SHAP
     mode; 0 in PD mode), ``count`` how many background rows the state holds.
+
+    A state's rows are kept as its non-zero words only, (state, word index, word) triples: deep in
+    the trees a state holds a few rows, so the work follows the rows left rather than n_b / 64 words
+    per state.
     """
+    bits, child, roots = block.background_bits, block.child, block.roots
+    if bits is None or child is None or roots is None or block.feature_bit is None:
+        raise RuntimeError("the background was not kept as bitsets")
+    w = bits.shape[1]
+    if w <= _DENSE_WALK_WORDS:
+        return _walk_dense(block, x_left, free)
+    everyone = _all_rows(block.n_background)
+    fbit = np.left_shift(np.uint64(1), np.maximum(block.feature_bit[block.feature], 0).astype(np.uint64))
+    leaves: list[np.ndarray] = []
+    masks: list[np.ndarray] = []
+    counts: list[np.ndarray] = []
+    # PD mode: the rows going left; SHAP mode: the rows agreeing with x (x's side's set)
+    side_bits = bits if x_left is None else np.where(x_left[:, None], bits, ~bits)
+    per_tree = max(1, len(child) // max(len(roots), 1))
+    batch = max(1, _WALK_WORDS // max(1, 4 * per_tree * w))
+
+    def advance(node: np.ndarray, xf: np.ndarray, zf: np.ndarray, t_state: np.ndarray, t_word: np.ndarray,
+                t_bits: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Count the candidate states at leaves; drop empty ones; renumber the rest for the next level."""
+        held = np.zeros(len(node), dtype=bool)
+        held[t_state] = True
+        done = held & (node < 0)
+        if done.any():
+            at_leaf = done[t_state]
+            total = np.bincount(t_state[at_leaf], weights=np.bitwise_count(t_bits[at_leaf]), minlength=len(node))
+            leaves.append(-node[done] - 1)
+            masks.append(zf[done])
+            counts.append(total[done].astype(np.int64))
+        keep = held & (node >= 0)
+        renumber = np.cumsum(keep) - 1
+        inner = keep[t_state]
+        return node[keep], xf[keep], zf[keep], renumber[t_state[inner]], t_word[inner], t_bits[inner]
+
+    for start in range(0, len(roots), batch):
+        top = roots[start : start + batch]
+        none = np.zeros(len(top), dtype=np.uint64)
+        state = advance(top, none, none, np.repeat(np.arange(len(top)), w), np.tile(np.arange(w), len(top)),
+                        np.tile(everyone, len(top)))
+        node, xf, zf, t_state, t_word, t_bits = state
+        while len(node):
+            left, right = child[node, 0], child[node, 1]
+            bit = fbit[node]
+            side = t_bits & side_bits[node[t_state], t_word]
+            other = t_bits ^ side
+            if x_left is None:  # children: (left, right); rows of splits on a free feature go both ways
+                both = ((bit & np.uint64(free)) != 0)[t_state]
+                cand = np.stack([left, right], axis=1).ravel()
+                parts = [(np.where(both, t_bits, side), 0), (np.where(both, t_bits, other), 1)]
+                xf_c = zf_c = np.zeros(len(cand), dtype=np.uint64)
+                k = 2
+            else:  # children: x's side (rows agreeing, or all if z failed the feature), x's side with z
+                # failing the feature (rows disagreeing), z's side with x failing it (rows disagreeing)
+                dx = x_left[node]
+                x_child, z_child = np.where(dx, left, right), np.where(dx, right, left)
+                z_failed, x_failed = (zf & bit) != 0, (xf & bit) != 0
+                cand = np.stack([x_child, x_child, z_child], axis=1).ravel()
+                xf_c = np.stack([xf, xf, xf | bit], axis=1).ravel()
+                zf_c = np.stack([zf, zf | bit, zf], axis=1).ravel()
+                zt = z_failed[t_state]
+                parts = [(np.where(zt, t_bits, side), 0), (np.where(zt | x_failed[t_state], 0, other), 1),
+                         (np.where(zt, 0, other), 2)]
+                k = 3
+            kept = [(np.flatnonzero(b), b, j) for b, j in parts]
+            node, xf, zf, t_state, t_word, t_bits = advance(
+                cand, xf_c, zf_c,
+                np.concatenate([k * t_state[i] + j for i, _, j in kept]),
+                np.concatenate([t_word[i] for i, _, _ in kept]),
+                np.concatenate([b[i] for i, b, _ in kept]))
+    if not leaves:
+        return np.zeros(0, np.int64), np.zeros(0, np.uint64), np.zeros(0, np.int64)
+    return np.concatenate(leaves), np.concatenate(masks), np.concatenate(counts)
+
+
+def _walk_dense(block: Block, x_left: np.ndarray | None, free: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """:func:`_walk` with every state's rows as all n_b / 64 words (faster for few words)."""
     bits, child, roots = block.background_bits, block.child, block.roots
     if bits is None or child is None or roots is None or block.feature_bit is None:
         raise RuntimeError("the background was not kept as bitsets")
