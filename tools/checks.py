@@ -42,7 +42,7 @@ import tarfile
 import tempfile
 import time
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 if sys.version_info >= (3, 11):
@@ -803,19 +803,24 @@ except SystemExit as stop:
     code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
 except BaseException:
     code, error = 1, traceback.format_exc()
-if stored and code == 0:  # the reproduce figure, drawn from the stored results by <module>.experiments
+render_errors = []
+for stored_path, function in json.loads(stored):  # figures drawn from stored results by <module>.experiments
     import importlib, inspect
     try:
-        render = importlib.import_module(module + ".experiments").reproduce_figure
+        render = getattr(importlib.import_module(module + ".experiments"), function)
         where = [os.path.realpath(inspect.getsourcefile(render)), inspect.getsourcelines(render)[1]]
-        with open(stored) as handle:
-            fig = render(json.load(handle))
-        check(fig, "reproduce_figure(results/" + os.path.basename(stored) + ")", where)
     except BaseException:
-        code, error = 1, traceback.format_exc()
+        render_errors.append([stored_path, function, ["", 0], traceback.format_exc()])
+        continue
+    try:
+        with open(stored_path) as handle:
+            fig = render(json.load(handle))
+        check(fig, function + "(" + os.path.relpath(stored_path, os.path.dirname(os.path.dirname(src))) + ")", where)
+    except BaseException:
+        render_errors.append([stored_path, function, where, traceback.format_exc()])
 with open(report_path, "w") as handle:
     json.dump({"code": code, "error": error[-3000:], "seconds": time.perf_counter() - start,
-               "figures": figures}, handle)
+               "figures": figures, "render_errors": render_errors}, handle)
 """
 FIGURE_TIMEOUT_S = 600  # per command: a loaded 2-core machine runs some quick demos for minutes
 # Commands whose every figure the check renders: each package's `demo --quick`. `reproduce --quick` of most
@@ -833,31 +838,30 @@ class FigureRun:
     seconds: float
     error: str
     figures: list[dict]
+    render_errors: list[list] = field(default_factory=list)  # [stored file, function, [path, line], traceback]
 
 
-def stored_reproduce(member: Member) -> Path | None:
-    """``results/reproduce.json`` (or ``results/reproduce/reproduce.json``) when ``<module>.experiments`` can
-    draw the reproduce figure from it alone (a ``reproduce_figure(result)`` function): the stored full-size
-    figure is then checked without a rerun."""
-    experiments = member.src / "experiments.py"
-    if not experiments.is_file() or "\ndef reproduce_figure(" not in experiments.read_text():
-        return None
-    results = member.path / "results"
-    return next((p for p in (results / "reproduce.json", results / "reproduce" / "reproduce.json") if p.is_file()),
-                None)
+def stored_figures(member: Member) -> list[tuple[Path, str]]:
+    """``[tool.icml25.stored-figures]`` of the member's pyproject: (stored JSON file, function of
+    ``<module>.experiments`` that draws a figure from that JSON alone). The check draws each, so a full-size
+    figure is checked without rerunning the experiment that stored it."""
+    config = tomllib.loads((member.path / "pyproject.toml").read_text())
+    declared = config.get("tool", {}).get("icml25", {}).get("stored-figures", {})
+    # a result not stored yet (a new package) has no figure to check
+    return [(member.path / path, str(function)) for path, function in declared.items() if (member.path / path).is_file()]
 
 
 def run_figure_command(member: Member, command: tuple[str, ...], folder: Path, *,
                        timeout: float = FIGURE_TIMEOUT_S) -> FigureRun:
     """Run ``python -m <module> <command...> --out <folder>`` with FIGURE_RUNNER; collect its report. After
-    ``demo``, the same process draws the stored reproduce figure (:func:`stored_reproduce`) where there is one."""
+    ``demo``, the same process draws the member's stored figures (:func:`stored_figures`)."""
     report = folder / "figures.json"
     name, *options = command
     env = {**os.environ, "MPLBACKEND": "Agg", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
            "OPENBLAS_NUM_THREADS": "1"}
-    stored = stored_reproduce(member) if name == "demo" else None
+    stored = [[str(path), function] for path, function in stored_figures(member)] if name == "demo" else []
     cmd = [sys.executable, "-c", FIGURE_RUNNER, member.module, name, str(member.src), str(folder / "out"),
-           str(report), str(stored or ""), *options]
+           str(report), json.dumps(stored), *options]
     start = time.perf_counter()
     try:
         done = subprocess.run(cmd, cwd=folder, env=env, capture_output=True, text=True, timeout=timeout)
@@ -869,16 +873,20 @@ def run_figure_command(member: Member, command: tuple[str, ...], folder: Path, *
                          (done.stdout + done.stderr)[-3000:], [])
     data = json.loads(report.read_text())
     error = data["error"] or ("" if data["code"] == 0 else (done.stdout + done.stderr)[-3000:])
-    return FigureRun(member, " ".join(command), data["code"], data["seconds"], error, data["figures"])
+    return FigureRun(member, " ".join(command), data["code"], data["seconds"], error, data["figures"],
+                     data.get("render_errors", []))
 
 
 def figure_run_problems(run: FigureRun) -> list[Problem]:
     """One Problem per unreadable figure (at the line of the package that saved it), or for a failed run."""
     main = run.member.src / "__main__.py"
-    if run.code != 0:
-        return [Problem(main, 1, f"`{run.command}` failed (exit {run.code}), so its figures went unchecked:\n"
-                                 f"{run.error}")]
     problems = []
+    for stored, function, (path, line), trace in run.render_errors:
+        problems.append(Problem(Path(path) if path else run.member.path / "pyproject.toml", line or 1,
+                                f"{function}({stored}) (declared in [tool.icml25.stored-figures]) failed:\n{trace}"))
+    if run.code != 0:
+        return problems + [Problem(main, 1, f"`{run.command}` failed (exit {run.code}), so its figures went "
+                                            f"unchecked:\n{run.error}")]
     for figure in run.figures:
         path, line = figure["where"]
         where = Path(path) if path else main

@@ -85,3 +85,20 @@ def test_rotated_tick_labels_are_compared_as_drawn():
     assert labelled(6, 6, 0) != []  # upright labels 14 characters long at 1 in apart collide
     assert labelled(6, 6, 35) == []  # their upright boxes overlap, the slanted glyphs do not
     assert len(labelled(30, 4, 35)) >= 29  # crowded slanted labels still collide with each neighbour
+
+
+def test_a_stored_figure_that_cannot_be_drawn_is_reported_and_the_demo_still_checked(toy):
+    import json
+
+    root, member = toy
+    (member.path / "results").mkdir()
+    (member.path / "results" / "reproduce.json").write_text(json.dumps(STORED))
+    pyproject = member.path / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('"results/reproduce.json" = "reproduce_figure"',
+                                                       '"results/reproduce.json" = "friedman1_target"'))
+    runs: list = []
+    (problem,) = checks.check_figures(checks.workspace(root), runs=runs)
+    assert [f["file"] for f in runs[0].figures] == ["demo.png"]
+    assert problem.path == member.src / "experiments.py"
+    assert "friedman1_target(" in problem.message and "[tool.icml25.stored-figures]) failed" in problem.message
+    assert "TypeError" in problem.message
