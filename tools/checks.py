@@ -22,7 +22,8 @@
                                               # every figure each package's `demo --quick` (with --reproduce
                                               #     also `reproduce --quick`) saves is checked as it is saved:
                                               #     no text overlaps other text, every axis is labelled
-                                              #     (icml25_shared.testing.figure_problems at its own size)
+                                              #     (icml25_shared.testing.figure_problems at its own size);
+                                              #     [tool.icml25.stored-figures] are drawn from stored JSON
 
 Each failure is printed as ``path:line: message``; the exit code is 1 when anything failed.
 """
