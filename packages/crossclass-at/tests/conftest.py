@@ -1,7 +1,10 @@
-"""Shared fixtures: a digits split and a model trained on it (clean training, seconds)."""
+"""Shared fixtures: a digits split and a model trained on it (clean training, seconds); every figure a command
+saves is checked for axis labels and overlapping text."""
 
 import pytest
 import torch
+from icml25_shared.cli import RunContext
+from icml25_shared.testing import figure_problems
 
 from crossclass_at import DigitsMLP
 from crossclass_at.data import load_digits_split
@@ -24,3 +27,16 @@ def digits_model(digits):
             torch.nn.functional.cross_entropy(model(digits.x_train[idx]), digits.y_train[idx]).backward()
             opt.step()
     return model.eval(), digits
+
+
+@pytest.fixture(autouse=True)
+def legible_figures(monkeypatch):
+    """Every figure saved through a RunContext (demo, reproduce) must pass ``figure_problems``."""
+    original = RunContext.save_figure
+
+    def checked(self, fig, name=None):
+        problems = figure_problems(fig)
+        assert not problems, "; ".join(problems)
+        return original(self, fig, name)
+
+    monkeypatch.setattr(RunContext, "save_figure", checked)

@@ -79,3 +79,16 @@ def test_the_heatmaps_draw_c_best_minus_c_last():
     assert np.allclose(diff.images[0].get_array(), c_best - c_last)
     low, high = diff.images[0].get_clim()
     assert low == -high == -np.abs(c_best - c_last).max()  # a symmetric scale: 0 is white
+
+
+def test_the_stored_runs_draw_legible_figures():
+    import json
+    from pathlib import Path
+
+    from icml25_shared.testing import figure_problems
+
+    from crossclass_at.experiments import heatmaps_figure, reproduce_figure
+
+    runs = json.loads((Path(__file__).parents[1] / "results" / "reproduce.json").read_text())["runs"]
+    assert figure_problems(reproduce_figure(runs)) == []
+    assert figure_problems(heatmaps_figure(runs["pgd-at"][0])) == []

@@ -107,6 +107,11 @@ def _device(model: torch.nn.Module) -> torch.device:
 
 
 def _heatmaps(ctx: RunContext, run: dict[str, Any], name: str | None = None) -> None:
+    ctx.save_figure(heatmaps_figure(run), name)
+
+
+def heatmaps_figure(run: dict[str, Any]) -> Any:
+    """CAS and validation robust accuracy per epoch, ``C`` of the best and last checkpoints and their difference."""
     import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, 4, figsize=(16, 3.4))
@@ -130,8 +135,30 @@ def _heatmaps(ctx: RunContext, run: dict[str, Any], name: str | None = None) -> 
     im = axes[3].imshow(diff, cmap="RdBu_r", vmin=-top, vmax=top)
     axes[3].set_title("C_best - C_last")
     fig.colorbar(im, ax=axes[3])
+    for ax in axes[1:]:
+        ax.set_xlabel("class j")
+        ax.set_ylabel("class i")
     fig.tight_layout()
-    ctx.save_figure(fig, name)
+    return fig
+
+
+def reproduce_figure(runs: dict[str, list[dict[str, Any]]]) -> Any:
+    """Mean over seeds of CAS (test) and of validation robust accuracy per epoch, one line per objective."""
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
+    for v, rs in runs.items():
+        ep = rs[0]["monitor_epochs"]
+        axes[0].plot(ep, np.mean([r["cas"] for r in rs], axis=0), label=v)
+        axes[1].plot([h["epoch"] for h in rs[0]["history"]],
+                     np.mean([[h["robust_accuracy"] for h in r["history"]] for r in rs], axis=0), label=v)
+    axes[0].set_ylabel("CAS (test, mean of seeds)")
+    axes[1].set_ylabel("val robust accuracy (mean of seeds)")
+    for ax in axes:
+        ax.set_xlabel("epoch")
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
 
 
 def demo(ctx: RunContext) -> None:
@@ -172,21 +199,7 @@ def reproduce(ctx: RunContext) -> None:
                       s["best_epoch"], s["cas_peak_epoch"]] for v, s in summary["variants"].items()],
                     headers=["variant", "best robust", "last robust", "best - last", "CAS best", "CAS last",
                              "best epochs", "CAS peak epochs"])
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(10, 3.4))
-    for v in VARIANTS:
-        ep = runs[v][0]["monitor_epochs"]
-        axes[0].plot(ep, np.mean([r["cas"] for r in runs[v]], axis=0), label=v)
-        axes[1].plot([h["epoch"] for h in runs[v][0]["history"]],
-                     np.mean([[h["robust_accuracy"] for h in r["history"]] for r in runs[v]], axis=0), label=v)
-    axes[0].set_ylabel("CAS (test, mean of seeds)")
-    axes[1].set_ylabel("val robust accuracy (mean of seeds)")
-    for ax in axes:
-        ax.set_xlabel("epoch")
-        ax.legend(fontsize=7)
-    fig.tight_layout()
-    ctx.save_figure(fig)
+    ctx.save_figure(reproduce_figure(runs))
     _heatmaps(ctx, runs["pgd-at"][0], "reproduce-heatmaps")
 
 
