@@ -88,3 +88,18 @@ def test_shipped_official_files_match_data_md_and_carry_their_licence(data_dir):
     licence = (data_dir / "LICENSE-WMarkGPT-Apache-2.0").read_text()
     assert "Apache License" in licence and "Version 2.0, January 2004" in licence
     assert "LICENSE-WMarkGPT-Apache-2.0" in text
+
+
+def test_the_reproduce_figure_of_a_stored_run_is_legible():
+    import json
+    from pathlib import Path
+
+    from icml25_shared.testing import figure_problems
+
+    from wmarkgpt.experiments import reproduce_figure
+
+    res = json.loads((Path(__file__).parents[1] / "results" / "tower" / "seed0.json").read_text())
+    fig = reproduce_figure(res)
+    assert figure_problems(fig) == []
+    assert [round(b.get_height(), 6) for b in fig.axes[0].patches] == [
+        round(res[k]["BLEU-1"], 6) for k in ("S1", "S2", "S3", "stage3_only")]

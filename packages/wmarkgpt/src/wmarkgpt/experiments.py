@@ -383,10 +383,17 @@ def reproduce(ctx: RunContext) -> None:
             ["synthetic SRCC, PSNR vs gt_score (needs the cover)", res["full_reference_baselines"]["PSNR SRCC"], ""],
             ["synthetic SRCC, SSIM vs gt_score (needs the cover)", res["full_reference_baselines"]["SSIM SRCC"], ""]]
     ctx.write_table(rows, headers=["quantity", "measured", "paper / target"])
+    ctx.save_figure(reproduce_figure(res))
+
+
+def reproduce_figure(res: dict[str, Any]) -> Any:
+    """Stage-3 test BLEU-1 after each curriculum stage and of the stage-3-only model (a ``run_curriculum`` result)."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(5, 3))
     names = ["S1", "S2", "S3", "stage3_only"]
-    ax.bar(names, [res[n]["BLEU-1"] for n in names])
+    ax.bar(["after S1", "after S2", "after S3", "stage 3 only"], [res[n]["BLEU-1"] for n in names])
+    ax.set_xlabel("model")
     ax.set_ylabel("stage-3 test BLEU-1")
-    ctx.save_figure(fig)
+    fig.tight_layout()
+    return fig
