@@ -185,6 +185,7 @@ def shap_summary(shap_values: np.ndarray, X: np.ndarray, *, feature_names: list[
         ax.set_xlabel("SHAP value (colour: feature value, blue low, red high)")
     ax.set_yticks(range(len(order)))
     ax.set_yticklabels(labels)
+    ax.set_ylabel("feature (by mean |SHAP value|)")
     return ax
 
 
@@ -229,4 +230,6 @@ def interaction_heatmap(interaction_values: np.ndarray, *, feature_names: list[s
     ax.set_xticklabels(labels, rotation=60, ha="right")
     ax.set_yticks(range(len(order)))
     ax.set_yticklabels(labels)
+    ax.set_xlabel("feature k")
+    ax.set_ylabel("feature j")
     return ax

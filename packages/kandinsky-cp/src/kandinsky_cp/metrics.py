@@ -164,6 +164,7 @@ def plot_group_coverage(reports: GroupCoverage | Mapping[str, GroupCoverage], *,
     ax.axhline(first.confidence_level, color="k", lw=0.8, ls="--")
     ax.set_xticks(x)
     ax.set_xticklabels(first.names, rotation=60, ha="right", fontsize=7)
+    ax.set_xlabel("group")
     ax.set_ylabel("coverage")
     if title:
         ax.set_title(title)
