@@ -347,3 +347,27 @@ def test_sketch_cheater_is_identified_over_grpc_and_the_retry_completes_without_
     for o in outs[1:]:
         assert o[1].n_participants == 3 and o[1].model_digest == head
         np.testing.assert_array_equal(o[1].sum_codes, exact)
+
+
+def test_a_client_that_uploaded_but_missed_the_aggregate_finishes_that_round_and_rejoins():
+    """Client 3 uploads in round 1 and never fetches the aggregate (a timeout); at round 2 its catch_up
+    starts with round 1, the round it began, and it then uploads in round 2."""
+    cfg = JanusConfig(dim=6, min_participants=3)
+    results: dict = {}
+    with Services(cfg, [JanusClient] * 4) as sv:
+        sv.coordinate(rounds=2, expect=4, round_timeout=30, settle=0.5, gap=0.5)
+
+        def take_part(i):
+            for after in (0, 1):
+                rnd = sv.net(i).wait_for_round(after, timeout=30)
+                if i == 3 and rnd == 1:  # uploads, then gives up before the aggregate is released
+                    up = sv.jcs[3].upload(np.full(6, 1.0))
+                    sv.net(3).s0.call("Submit", up.to_s0)
+                    sv.net(3).s1.call("Submit", up.to_s1)
+                    continue
+                results[(i, rnd)] = sv.net(i).participate(np.full(6, 0.25 * (i + 1)), timeout=30)
+
+        _in_threads(take_part, 4)
+    assert sv.done == [1, 2]
+    assert results[(0, 1)].n_participants == 4 and results[(3, 2)].included
+    assert results[(3, 2)].n_participants == 4 and sv.jcs[3].head_ == sv.jcs[0].head_

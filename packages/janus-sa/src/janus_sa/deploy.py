@@ -288,7 +288,7 @@ def save_client_state(path: str | os.PathLike, jc: JanusClient) -> None:
     weights = b"" if jc.model_ is None else jc.model_.astype("<f8").tobytes()
     blob = msgpack.packb({"round": jc.round_, "head": jc.head_, "weights": weights,
                           "spent": [[k, v] for k, v in jc.spent_.items()],
-                          "released": sorted(jc.released_)}, use_bin_type=True)
+                          "released": sorted(jc.released_), "finished": jc.round_finished_}, use_bin_type=True)
     _atomic_write(Path(path), blob, 0o600)
 
 
@@ -302,6 +302,7 @@ def load_client_state(path: str | os.PathLike, jc: JanusClient) -> bool:
     jc.model_ = np.frombuffer(d["weights"], dtype="<f8").astype(np.float64) if d["weights"] else None
     jc.spent_ = {bytes(k): int(v) for k, v in d["spent"]}
     jc.released_ = {bytes(k) for k in d.get("released", [])}
+    jc.round_finished_ = bool(d.get("finished", True))
     return True
 
 

@@ -596,11 +596,11 @@ class NetworkClient:
     def catch_up(self, before: int) -> bool:
         """Verify the finished rounds this client missed, up to round ``before`` (exclusive), in order.
 
-        Each verified round moves the client to the successor model version; rounds the servers list as
-        failed or no longer hold are skipped. Returns True when the client moved at least one version.
+        The round the client began but did not finish comes first. Each verified round moves the client
+        to the successor model version; rounds the servers list as failed or no longer hold are skipped. Returns True when the client moved at least one version.
         """
         moved = False
-        start = (self.client.round_ or 0) + 1
+        start = (self.client.round_ or 0) + (1 if self.client.round_finished_ else 0)
         for rnd in range(start, before):
             seals: dict[str, bytes] = {}
             try:
@@ -611,7 +611,10 @@ class NetworkClient:
                 agg0, agg1 = self.s0.call("Aggregate", req), self.s1.call("Aggregate", req)
             except (RoundFailedError, NotReadyError):
                 continue
-            self.client.follow(agg0, agg1, **seals)
+            try:
+                self.client.follow(agg0, agg1, **seals)
+            except errors.ExcludedError:  # its own unfinished round: verified, without its upload
+                pass
             moved = True
         return moved
 

@@ -800,6 +800,9 @@ class JanusClient:
         self.s0, self.s1, self.session = s0, s1, session
         self.key = signing_key or SigningKey()
         self.round_: int | None = None
+        #: whether the aggregate of :attr:`round_` was verified (False while a begun round is open, e.g.
+        #: after a timeout fetching its aggregate; :meth:`follow` can still finish it)
+        self.round_finished_ = True
         self.model_digest_: bytes | None = None
         self.roster_: Roster | None = None
         self._batch_history: dict[bytes, int] = {}  # every key of the rosters this client adopted -> batch
@@ -913,6 +916,7 @@ class JanusClient:
         self._nonces = a0.body["nonce"] + a1.body["nonce"]
         self._round_roster = self.roster_  # the round is checked against the roster it was announced with
         self._secrets, self._seals, self._sketched = None, None, False
+        self.round_finished_ = False
         return self.round_
 
     def upload(self, update: np.ndarray) -> Upload:
@@ -1055,6 +1059,7 @@ class JanusClient:
         else:
             self.model_ = None  # the weights of this version are unknown: the successor cannot be computed
         self.head_ = next_digest
+        self.round_finished_ = True
         result = RoundResult(round=self.round_, n_participants=n, participants_digest=a0.body["participants_digest"],
                              sum_codes=x, sum=total, mean=total / n, error_bound=cfg.quantizer.error_bound(n),
                              min_participants=cfg.threshold_for(len(self._round_roster.members)), included=included,
@@ -1075,20 +1080,29 @@ class JanusClient:
         """Verify a round this client missed and move to its successor model (catching up with the chain).
 
         The aggregates must be of a round after the last one this client saw, for this client's current
-        model version, over the current roster; nothing is uploaded.
+        model version, over the current roster; nothing is uploaded. The round this client began but did
+        not finish (:attr:`round_finished_` is False, e.g. its aggregate was not fetched in time) is
+        accepted too and finished with the secrets the client kept, as :meth:`finish_round` would
+        (an :class:`ExcludedError` then also moves the client on).
         """
         if self.roster_ is None:
             raise ProtocolError("this client has no roster (call set_roster with the roster both servers signed)")
         rnd = self._decode(aggregate0, MsgType.AGGREGATE0, self.s0.sign).round
+        if rnd == self.round_ and not self.round_finished_:
+            if self.model_digest_ is None:  # restored from saved state: the open round is on the saved version
+                self.model_digest_ = self.head_
+            if self._round_roster is None:
+                self._round_roster = self.roster_
+            return self.finish_round(aggregate0, aggregate1, seal0=seal0, seal1=seal1)
         if self.round_ is not None and rnd <= self.round_:
             raise ReplayError(f"round {rnd} is not after the last round this client saw ({self.round_})")
-        before = (self.round_, self.model_digest_, self._round_roster)
+        before = (self.round_, self.model_digest_, self._round_roster, self.round_finished_)
         self.round_, self.model_digest_, self._round_roster = rnd, self.head_, self.roster_
         self._secrets, self._seals, self._sketched, self._may_upload = None, None, False, False
         try:
             return self.finish_round(aggregate0, aggregate1, seal0=seal0, seal1=seal1)
         except JanusError:  # nothing verified: stay where the client was (a later round may still be followed)
-            self.round_, self.model_digest_, self._round_roster = before
+            self.round_, self.model_digest_, self._round_roster, self.round_finished_ = before
             raise
 
 
