@@ -16,7 +16,7 @@ from janus_sa import (
     crypto,
     validity,
 )
-from janus_sa.errors import ConfigError, ConfigTypeError, ExcludedError, MalformedMessageError
+from janus_sa.errors import ConfigError, ConfigTypeError, ExcludedError, MalformedMessageError, SketchCheatError
 from janus_sa.simulation import random_updates
 
 DIM = 12
@@ -184,7 +184,6 @@ def test_sketch_commitment_contradicting_the_upload_is_identified_and_the_retry_
     With the range proof both servers compare per-client pairs of the sketch commitments against their
     shares of A x_i before releasing anything: the round ends with no aggregate and the client named by
     both, and the retry on the same model version refuses its upload and completes over the others."""
-    from janus_sa.errors import SketchCheatError
 
     dep = InProcessDeployment(config=JanusConfig(dim=DIM, mode="sketch", range_proof=True))
     ids = dep.add_clients(4)
@@ -201,14 +200,16 @@ def test_sketch_commitment_contradicting_the_upload_is_identified_and_the_retry_
         res = retry.results[c]
         assert res.n_participants == 3 and res.model_digest == head
         np.testing.assert_array_equal(res.sum_codes, _honest_sum(dep, ups, ids[1:]))
-    assert not dep.s0.banned_ and not dep.s1.banned_  # the ban ends with the model version
+    assert dep.s0.banned_ == dep.s1.banned_ == {ids[0]}  # the ban outlives the model version
+    for later in (dep.run_round(ups), dep.run_round(ups)):  # before, the cheater broke every other round
+        assert not later.server_errors and len(later.results) == 3
+        assert isinstance(later.errors[ids[0]], SketchCheatError)
 
 
 def test_the_sketch_check_verdict_survives_a_server_restart(tmp_path):
     """The verdict is in the round log: S1 restarted from its state_dir still names the cheater, keeps it
     banned on the version and releases nothing; after an honest round it re-serves the same aggregate."""
     from janus_sa import MaskServer
-    from janus_sa.errors import SketchCheatError
 
     def restart(dep, where):
         return MaskServer(config=dep.config, keys=dep.keys1, session=dep.session, peer=dep.keys0.public,
@@ -227,3 +228,20 @@ def test_the_sketch_check_verdict_survives_a_server_restart(tmp_path):
     ids = dep.add_clients(4)
     assert len(dep.run_round(random_updates(DIM, ids, random_state=2)).results) == 4
     assert restart(dep, tmp_path / "b").aggregate() == dep.s1.aggregate()
+
+
+def test_a_sketch_cheater_stays_banned_after_the_version_moves_and_a_restart(tmp_path):
+    """The ban is kept in the chain state: after the retry moves the model version on, S1 restarted from
+    its state_dir still refuses the cheater's upload."""
+    from janus_sa import MaskServer
+
+    dep = InProcessDeployment(config=JanusConfig(dim=DIM, mode="sketch", range_proof=True), state_dir=tmp_path)
+    ids = dep.add_clients(4)
+    dep.clients[ids[0]].__class__ = _SketchLiar
+    ups = random_updates(DIM, ids, random_state=3)
+    dep.run_round(ups)
+    head = dep.s1.head_
+    assert len(dep.run_round(ups).results) == 3 and dep.s1.head_ != head
+    s1 = MaskServer(config=dep.config, keys=dep.keys1, session=dep.session, peer=dep.keys0.public,
+                    state_dir=tmp_path / "s1")
+    assert s1.banned_ == {ids[0]} and s1.head_ == dep.s1.head_

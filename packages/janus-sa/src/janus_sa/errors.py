@@ -91,7 +91,8 @@ class SketchCheatError(ProtocolError):
     """Sketch mode with the range proof: participants whose sketch commitment contradicts their upload.
 
     Both servers found it by comparing per-client pairs; they release no aggregate for the round and
-    refuse these clients' uploads in the next round on the same model version. ``cheaters`` names them.
+    refuse these clients' uploads in every later round (the ban survives new model versions and restarts
+    from ``state_dir``). ``cheaters`` names them.
     """
 
     def __init__(self, message: str = "", *, cheaters: tuple = ()) -> None:

@@ -381,7 +381,7 @@ class ServerNode:
         if cheaters:
             raise errors.SketchCheatError(
                 f"{len(cheaters)} participants sent a sketch commitment that contradicts their upload "
-                f"({', '.join(c.hex()[:16] for c in cheaters)}): no aggregate; they are refused on this model version",
+                f"({', '.join(c.hex()[:16] for c in cheaters)}): no aggregate; their uploads are refused from now on",
                 cheaters=cheaters)
 
     # --- round bookkeeping ------------------------------------------------------------------------

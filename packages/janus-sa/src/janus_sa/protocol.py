@@ -1145,8 +1145,8 @@ class _Server(ABC):
         self.head_ = self.config.initial_digest
         self.head_round_ = 0
         self.head_released_ = False
-        #: sketch mode with the range proof: clients whose sketch commitment contradicted their upload on the
-        #: current model version; their uploads are refused until the version moves on
+        #: sketch mode with the range proof: clients both servers found sending a sketch commitment that
+        #: contradicts their upload; their uploads are refused on every later round (kept in the chain state)
         self.banned_: set[bytes] = set()
         self._reset(None, b"")
         self._replaying = False
@@ -1223,7 +1223,6 @@ class _Server(ABC):
         self.head_model_ = next_model(self.head_model_, x, n, self.config)
         self.head_ = crypto.model_digest(self.head_model_)
         self.head_round_, self.head_released_ = 0, False
-        self.banned_ = set()
         self._save_chain()
         log.info("round %d verified: next model version %s", self.round_, self.head_.hex()[:16])
         return True
@@ -1442,8 +1441,8 @@ class _Server(ABC):
             if cid in self.uploads_:
                 raise ReplayError("second upload from the same client in the current round")
             if cid in self.banned_ and not self._replaying:  # (a replayed upload was accepted before the ban)
-                raise SketchCheatError("this client's sketch commitment contradicted its upload in an earlier round "
-                                       "on this model version: its uploads are refused until the version moves on",
+                raise SketchCheatError("this client's sketch commitment contradicted its upload in an earlier round: "
+                                       "its uploads are refused for the rest of the deployment",
                                        cheaters=(cid,))
             if self.closed_:
                 raise RoundClosedError("uploads are closed for the current round (the participant list is fixed)")
@@ -1667,8 +1666,8 @@ class _Server(ABC):
 
         Both servers compare the same pairs, so they name the same clients. With none, :meth:`aggregate`
         may release the round's aggregate; otherwise it refuses (:class:`SketchCheatError`), no aggregate
-        of the round exists, and the named clients' uploads are refused until the model version moves on
-        (a retry on the version completes without them).
+        of the round exists, and the named clients' uploads are refused in every later round (kept in the
+        ``state_dir`` chain state; a retry on the version completes without them).
         """
         own = self._own_sketch_pairs(peer_seal)
         msg = decode(peer_pairs, max_bytes=self.participants_max_bytes, max_dim=2**21, session=self.session,
@@ -1687,7 +1686,7 @@ class _Server(ABC):
             self.banned_ |= set(self.cheaters_)
             self._save_chain()
             log.warning("round %d: %d participants sent a sketch commitment that contradicts their upload (%s); no "
-                        "aggregate is released and they are refused on this model version", self.round_,
+                        "aggregate is released and their uploads are refused from now on", self.round_,
                         len(self.cheaters_), ", ".join(c.hex()[:16] for c in self.cheaters_))
         return self.cheaters_
 

@@ -214,7 +214,7 @@ class InProcessDeployment:
                     if cid not in drop1:
                         stats[cid].upload_bytes += len(up.to_s1)
                         self.s1.receive(up.to_s1)
-                except SketchCheatError as err:  # refused on this model version after a failed sketch check
+                except SketchCheatError as err:  # banned after a failed sketch check
                     report.errors[cid] = err
             t = time.process_time()
             p0, p1 = self.s0.participants(), self.s1.participants()
