@@ -245,3 +245,51 @@ def test_a_sketch_cheater_stays_banned_after_the_version_moves_and_a_restart(tmp
     s1 = MaskServer(config=dep.config, keys=dep.keys1, session=dep.session, peer=dep.keys0.public,
                     state_dir=tmp_path / "s1")
     assert s1.banned_ == {ids[0]} and s1.head_ == dep.s1.head_
+
+
+def _tampered_client(tweak):
+    from janus_sa.protocol import Upload
+    from janus_sa.wire import decode, encode
+
+    class Tampered(JanusClient):
+        def upload(self, update):
+            up = super().upload(update)
+            m0, m1 = decode(up.to_s0, max_bytes=10**8), decode(up.to_s1, max_bytes=10**8)
+            b0, b1 = tweak(dict(m0.body), dict(m1.body))
+            return Upload(encode(m0.type, m0.session, m0.round, b0, self.key),
+                          encode(m1.type, m1.session, m1.round, b1, self.key))
+
+    return Tampered
+
+
+def _short_proof(b0, b1):
+    return {**b0, "proof": b0["proof"][:-1]}, b1
+
+
+def _no_proof(b0, b1):
+    return {**b0, "proof": b""}, {**b1, "proof": b""}
+
+
+def _scalar_past_the_order(b0, b1):
+    proof = b0["proof"]
+    return {**b0, "proof": proof[:32] + (2**256 - 1).to_bytes(32, "little") + proof[64:]}, b1
+
+
+@pytest.mark.parametrize("mode", ["exact", "sketch"])
+@pytest.mark.parametrize("tweak", [_short_proof, _no_proof, _scalar_past_the_order])
+@pytest.mark.parametrize("position", [0, 3])
+def test_a_malformed_upload_leaves_out_its_client_and_the_round_completes(mode, tweak, position):
+    """Before, the server's MalformedMessageError ended run_round for everyone (and left S0 holding the
+    uploads that came first); now the client is left out, as the gRPC Submit leaves it out."""
+    dep = InProcessDeployment(config=JanusConfig(dim=DIM, mode=mode, range_proof=True))
+    ids = dep.add_clients(4)
+    ups = random_updates(DIM, ids, random_state=6)
+    dep.clients[ids[position]].__class__ = _tampered_client(tweak)
+    rep = dep.run_round(ups)
+    assert isinstance(rep.errors[ids[position]], MalformedMessageError)
+    honest = [c for c in ids if c != ids[position]]
+    for c in honest:
+        assert rep.results[c].n_participants == 3
+        np.testing.assert_array_equal(rep.results[c].sum_codes, _honest_sum(dep, ups, honest))
+    dep.clients[ids[position]].__class__ = JanusClient
+    assert not dep.run_round(ups).errors  # the tampering client verified the aggregate and takes part again

@@ -155,7 +155,9 @@ class InProcessDeployment:
         drop_before_s1 : iterable of bytes, optional
             Clients that crash after their S0 upload (so they are outside the agreed set).
         drop_before_sketch : iterable of bytes, optional
-            Clients that crash before their sketch commitment (sketch mode).
+            Clients that crash before their sketch commitment (sketch mode). The round then has no
+            aggregate: :meth:`run_round` raises :class:`~janus_sa.errors.IncompleteRoundError` and the
+            next call (a retry on the same model version) completes without them.
         workers : int, default 1
             Threads for the clients' work (libsodium and OpenSSL release the GIL); client CPU time
             is measured per thread either way.
@@ -168,7 +170,14 @@ class InProcessDeployment:
         -------
         RoundReport
             Per-client results (all current clients, uploaders or not, verify the aggregate),
-            per-client errors, and per-client bytes and CPU seconds.
+            per-client errors, and per-client bytes and CPU seconds. A client whose upload a server
+            refuses (malformed, banned) has its error in ``errors`` and is left out of the round; a
+            client with an error still verifies the aggregate and moves to the next model version.
+
+        Raises
+        ------
+        IncompleteRoundError
+            A client in ``drop_before_sketch`` was in the agreed set: no aggregate for this round.
         """
         validate({"workers": workers}, {"workers": [Interval(int, 1, None)]}, owner="InProcessDeployment.run_round")
         self.round += 1
@@ -214,8 +223,8 @@ class InProcessDeployment:
                     if cid not in drop1:
                         stats[cid].upload_bytes += len(up.to_s1)
                         self.s1.receive(up.to_s1)
-                except SketchCheatError as err:  # banned after a failed sketch check
-                    report.errors[cid] = err
+                except JanusError as err:  # refused upload (malformed, banned after a failed sketch check): the
+                    report.errors[cid] = err  # client is left out as the gRPC Submit leaves it out
             t = time.process_time()
             p0, p1 = self.s0.participants(), self.s1.participants()
             agreed = self.s0.agree(p1)
