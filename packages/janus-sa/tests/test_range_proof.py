@@ -293,3 +293,23 @@ def test_a_malformed_upload_leaves_out_its_client_and_the_round_completes(mode, 
         np.testing.assert_array_equal(rep.results[c].sum_codes, _honest_sum(dep, ups, honest))
     dep.clients[ids[position]].__class__ = JanusClient
     assert not dep.run_round(ups).errors  # the tampering client verified the aggregate and takes part again
+
+
+def test_documented_exclusion_reasons_and_proof_size_match_the_code():
+    """ExcludedError's docstring names every reason the servers can sign, and the proof's size is the
+    formula JanusConfig and PROTOCOL.md give: 32 (N + c + 2L + 1) + 32 bytes in the upload to S0."""
+    import math
+
+    from janus_sa.protocol import EXCLUSION_REASONS
+    from janus_sa.wire import decode
+
+    assert all(f'``"{why}"``' in ExcludedError.__doc__ for why in EXCLUSION_REASONS.values())
+    for mode, extra_bit in (("exact", 0), ("sketch", 1)):
+        dep = InProcessDeployment(config=JanusConfig(dim=DIM, mode=mode, range_proof=True))
+        ids = dep.add_clients(3)
+        client = dep.clients[ids[0]]
+        client.begin_round(dep.s0.announce(1, dep.s0.head_), dep.s1.announce(1, dep.s1.head_))
+        proof = decode(client.upload(np.zeros(DIM)).to_s0, max_bytes=10**8).body["proof"]
+        n_bits = DIM * (int(math.log2(dep.config.quantizer.quantization_range)) + extra_bit)
+        calls = min(128, math.isqrt(n_bits))
+        assert len(proof) == 32 * (n_bits + math.ceil(n_bits / calls) + 2 * calls + 1) + 32

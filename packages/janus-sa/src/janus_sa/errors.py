@@ -142,11 +142,14 @@ class ExcludedError(VerificationError):
 
     ``aggregate0`` and ``aggregate1`` are the two servers' signed aggregates, each naming the final
     list: evidence of the exclusion that anyone holding the servers' public keys can check. ``reason``
-    is the reason both aggregates give (``"inconsistent upload"``: the upload failed the servers'
-    consistency check; ``"reached one server only"``). ``blamed`` names the servers (``"S0"``, ``"S1"``)
-    whose consistency pair, as both aggregates list it, differs from the pair this client recomputes
-    from its own secrets: for an honest client excluded as inconsistent it names the server that lied
-    (empty for the other reasons, or when both listed pairs are right). Anyone holding the servers' public
+    is the reason both aggregates give, one of four: ``"inconsistent upload"`` (the upload failed the
+    servers' consistency check), ``"reached one server only"``, ``"batch incomplete"`` (a member of its
+    batch is missing, ``batch_size`` > 1) and ``"invalid range proof"`` (``range_proof=True``: the joint
+    proof check failed; the cause is either the client's proof or one server's false verifier values,
+    which the client cannot tell apart, so ``blamed`` stays empty). ``blamed`` names the servers
+    (``"S0"``, ``"S1"``) whose consistency pair, as both aggregates list it, differs from the pair this
+    client recomputes from its own secrets: for an honest client excluded as inconsistent it names the
+    server that lied (empty for the other reasons, or when both listed pairs are right). Anyone holding the servers' public
     keys checks the evidence with :func:`janus_sa.protocol.check_exclusion`. ``result`` is the verified
     aggregate of the round (the client followed it to the next model version), or None.
     """

@@ -119,8 +119,10 @@ class JanusConfig:
         Each upload carries a two-server validity proof (:mod:`janus_sa.validity`) that every code lies
         in ``[0, quantization_range)`` (which must then be a power of two); both servers check it and
         leave out a client whose proof fails (reason ``"invalid range proof"``), so one client moves
-        the sum by at most its clip range. Costs ``32 (log2 Q + 1)`` upload bytes per coordinate
-        (sketch mode: ``32 (log2 Q + 2)``) and about ``N L`` scalar operations of client CPU.
+        the sum by at most its clip range. The proof adds ``32 (N + c + 2L + 1) + 32`` bytes to each
+        upload, with ``N = dim log2 Q`` bits (sketch mode: ``dim (log2 Q + 1)``), ``L = min(128, ⌊√N⌋)``
+        and ``c = ⌈N / L⌉`` (717,760 B at ``dim`` = 1000, Q = 2^22), and costs about ``N L`` scalar
+        operations of client CPU.
     """
 
     dim: int
