@@ -67,8 +67,18 @@ def test_client_and_deployment():
         InProcessDeployment(config={"dim": 4})
     assert_rejects(InProcessDeployment, "model", wrong_type="zeros", wrong_value=np.zeros(3), config=JanusConfig(dim=4))
     dep = InProcessDeployment(config=JanusConfig(dim=4))
-    dep.add_clients(3)
+    ids = dep.add_clients(3)
     assert_rejects(dep.run_round, "workers", wrong_type=1.5, wrong_value=0, updates={})
+    assert_rejects(dep.add_clients, "n", wrong_type="3", wrong_value=0)
+    assert_rejects(dep.add_clients, "n", wrong_type=True, wrong_value=-1)
+    stranger = {b"z" * 32: np.ones(4)}
+    assert_rejects(dep.run_round, "updates", wrong_type=[np.ones(4)] * 3, wrong_value=stranger)
+    assert_rejects(dep.run_round, "updates", wrong_type={0: np.ones(4)}, wrong_value=stranger)
+    assert_rejects(dep.run_round, "drop_before_s1", wrong_type=[0], wrong_value=[b"z" * 32], updates={})
+    assert_rejects(dep.run_round, "drop_before_sketch", wrong_type=["id"], wrong_value=[b"z" * 32], updates={})
+    assert_rejects(dep.run_round, "received_models", wrong_type=[np.ones(4)], wrong_value=stranger, updates={})
+    assert dep.round == 0 and len(dep.clients) == 3  # nothing refused above started a round or enrolled anyone
+    assert len(dep.run_round({cid: np.ones(4) for cid in ids}).results) == 3
 
 
 def test_helpers():

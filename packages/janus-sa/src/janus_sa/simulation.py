@@ -18,7 +18,7 @@ from icml25_shared.validation import Interval
 
 from janus_sa._validation import validate
 from janus_sa.crypto import ServerKeys, model_digest
-from janus_sa.errors import ConfigError, JanusError, SketchCheatError
+from janus_sa.errors import ConfigError, ConfigTypeError, JanusError, SketchCheatError
 from janus_sa.protocol import AggregationServer, JanusClient, JanusConfig, MaskServer, Roster, RoundResult, enroll
 
 
@@ -126,7 +126,11 @@ class InProcessDeployment:
         return self.s0.head_model_
 
     def add_clients(self, n: int) -> list[bytes]:
-        """Create and enrol ``n`` new clients (a new roster version) at the current model. Returns their ids."""
+        """Create and enrol ``n`` (an int >= 1) new clients (a new roster version) at the current model.
+
+        Returns their ids.
+        """
+        validate({"n": n}, {"n": [Interval(int, 1, None)]}, owner="InProcessDeployment.add_clients")
         new = [JanusClient(config=self.config, s0=self.keys0.public, s1=self.keys1.public,
                            session=self.session, model=self.s0.head_model_) for _ in range(n)]
         self._enroll({**self.clients, **{c.id: c for c in new}})
@@ -139,6 +143,18 @@ class InProcessDeployment:
         if missing:
             raise ConfigError(f"remove_clients: {len(missing)} ids are not current clients")
         self._enroll({c: v for c, v in self.clients.items() if c not in gone})
+
+    def _check_ids(self, ids: Iterable, *, name: str, owner: str) -> None:
+        """Refuse ids that are not bytes (TypeError) or not current clients (ValueError)."""
+        ids = list(ids)
+        wrong = next((c for c in ids if not isinstance(c, bytes)), None)
+        if wrong is not None:
+            raise ConfigTypeError(f"{owner}: {name} must hold client ids (bytes); got {type(wrong).__name__} "
+                                  f"{wrong!r:.40}")
+        unknown = [c for c in ids if c not in self.clients]
+        if unknown:
+            raise ConfigError(f"{owner}: {name} must name current clients (ids from add_clients); got "
+                              f"{len(unknown)} unknown ids, e.g. {unknown[0].hex()[:16]}")
 
     def run_round(self, updates: Mapping[bytes, np.ndarray], *, model: bytes | np.ndarray | None = None,
                   drop_before_s1: Iterable[bytes] = (), drop_before_sketch: Iterable[bytes] = (),
@@ -179,7 +195,14 @@ class InProcessDeployment:
         IncompleteRoundError
             A client in ``drop_before_sketch`` was in the agreed set: no aggregate for this round.
         """
-        validate({"workers": workers}, {"workers": [Interval(int, 1, None)]}, owner="InProcessDeployment.run_round")
+        owner = "InProcessDeployment.run_round"
+        validate({"workers": workers, "updates": updates, "received_models": received_models},
+                 {"workers": [Interval(int, 1, None)], "updates": [Mapping], "received_models": [None, Mapping]},
+                 owner=owner)
+        drop_before_s1, drop_before_sketch = list(drop_before_s1), list(drop_before_sketch)
+        for name, keys in (("updates", updates), ("drop_before_s1", drop_before_s1),
+                           ("drop_before_sketch", drop_before_sketch), ("received_models", received_models or {})):
+            self._check_ids(keys, name=name, owner=owner)
         self.round += 1
         model = self.model if model is None else model
         rnd, digest = self.round, model_digest(model)
