@@ -194,6 +194,19 @@ def render(path: str) -> str:
     return "\n".join(rows)
 
 
+def render_partial(paths: list[str]) -> str:
+    """A README table of pilots stopped before their end, from their per-epoch partial files."""
+    rows = ["| pilot | epochs done | val PGD clean / robust, last epoch | test PGD-20 by epoch (every 5) |",
+            "|---|---|---|---|"]
+    for path in paths:
+        r = json.loads(Path(path).read_text())
+        h = r["history"]
+        curve = ", ".join(f"{x['epoch']}: {x['test_robust_accuracy']:.3f}" for x in h if "test_robust_accuracy" in x)
+        rows.append(f"| {r['pilot']} | {r['epochs_done']} | {h[-1]['clean_accuracy']:.3f} / {h[-1]['robust_accuracy']:.3f} "
+                    f"| {curve or 'none yet'} |")
+    return "\n".join(rows)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--epochs", type=int, default=30)
@@ -206,7 +219,12 @@ def main() -> None:
     parser.add_argument("--pilot", choices=["noise", "clean", "both"], default="both")
     parser.add_argument("--out", default=str(HERE / "results/robust-overfitting-pilot-30.json"))
     parser.add_argument("--render", action="store_true", help="print the README table of --out and stop")
+    parser.add_argument("--render-partial", nargs="+", metavar="PARTIAL_JSON",
+                        help="print the README table of pilots stopped early (their partial files) and stop")
     args = parser.parse_args()
+    if args.render_partial:
+        print(render_partial(args.render_partial))
+        return
     if args.render:
         print(render(args.out))
         return
