@@ -1,5 +1,6 @@
 """A client that missed the end of a round it began can verify it later and rejoin the chain."""
 import numpy as np
+import pytest
 
 from janus_sa import InProcessDeployment, JanusClient, JanusConfig
 from janus_sa.deploy import load_client_state, save_client_state
@@ -56,3 +57,18 @@ def test_run_round_lets_a_client_that_erred_verify_and_rejoin():
     assert ids[1] in rep.errors
     rep = dep.run_round(ups)
     assert not rep.errors and len(rep.results) == 4
+
+
+def test_a_finished_round_cannot_be_finished_again():
+    """Before, a second finish_round applied the aggregate to the successor model and lost the chain."""
+    from janus_sa.errors import ProtocolError
+
+    dep = InProcessDeployment(config=JanusConfig(dim=8))
+    ids = dep.add_clients(3)
+    ups = random_updates(8, ids, random_state=2)
+    dep.run_round(ups)
+    client = dep.clients[ids[0]]
+    head = client.head_
+    with pytest.raises(ProtocolError, match="already finished"):
+        client.finish_round(dep.s0.aggregate(), dep.s1.aggregate())
+    assert client.head_ == head and not dep.run_round(ups).errors

@@ -1050,6 +1050,8 @@ class JanusClient:
         assert self._round_roster is not None
         x, n = open_aggregate(cfg, a0, a1, session=self.session, roster=self._round_roster,
                               model_digest=self.model_digest_, seals=seals)
+        if self.round_finished_:  # a second pass would apply the aggregate to the successor model
+            raise ProtocolError(f"round {self.round_} is already finished (this client moved to its successor model)")
         ids = a0.body["ids"]
         excluded = _excluded(a0, a1)
         total = cfg.quantizer.dequantize_sum(x, n)
@@ -1101,6 +1103,7 @@ class JanusClient:
         before = (self.round_, self.model_digest_, self._round_roster, self.round_finished_)
         self.round_, self.model_digest_, self._round_roster = rnd, self.head_, self.roster_
         self._secrets, self._seals, self._sketched, self._may_upload = None, None, False, False
+        self.round_finished_ = False
         try:
             return self.finish_round(aggregate0, aggregate1, seal0=seal0, seal1=seal1)
         except JanusError:  # nothing verified: stay where the client was (a later round may still be followed)
