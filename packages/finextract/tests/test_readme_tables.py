@@ -1,4 +1,4 @@
-"""The README's memorising-cells tables are the ones rendered from the stored per-seed results."""
+"""The README's memorising-cells table is the one rendered from the confirmatory run's stored per-seed results."""
 
 import importlib.util
 import json
@@ -8,7 +8,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1]
 SCRIPT = PACKAGE / "studies" / "memorising_cells" / "analyse.py"
-SUMMARY = PACKAGE / "results" / "memorising-cells" / "summary.json"
+SUMMARY = PACKAGE / "results" / "memorising-cells-confirm" / "summary.json"
 
 
 @pytest.mark.skipif(not SUMMARY.exists(), reason="needs the repository checkout")

@@ -5,7 +5,9 @@ Reads ``results/memorising-cells/{calibration,seed-XX,curve-XX}.json`` and write
 CFG at the chosen scale, paired per image), the paired t on per-seed AS, the verdict by the pre-set rule, and the
 w curve (mean AS and A-ESR@0.93 with 95 % t-intervals over the seeds that have it).
 
-    python packages/finextract/studies/memorising_cells/analyse.py
+    python packages/finextract/studies/memorising_cells/analyse.py [RESULTS_DIR]
+
+(default ``results/memorising-cells``; the confirmatory run's is ``results/memorising-cells-confirm``)
 """
 
 from __future__ import annotations
@@ -164,4 +166,6 @@ def render(out: dict[str, Any]) -> str:
 
 
 if __name__ == "__main__":
-    print(render(analyse()))
+    import sys
+
+    print(render(analyse(Path(sys.argv[1]) if len(sys.argv) > 1 else RESULTS)))
