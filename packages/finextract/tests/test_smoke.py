@@ -2,7 +2,8 @@ import os
 
 import numpy as np
 import pytest
-from icml25_shared.testing import run_command, run_module
+from icml25_shared.cli import RunContext
+from icml25_shared.testing import figure_problems, run_command, run_module
 
 from finextract.__main__ import PAPER, main
 
@@ -13,8 +14,17 @@ def _table_rows(table):
     return [dict(zip(header, (c.strip() for c in line.strip("|").split("|")), strict=True)) for line in lines[2:]]
 
 
-def test_demo_quick_writes_table_and_figure(tmp_path):
+def test_demo_quick_writes_table_and_figure(tmp_path, monkeypatch):
+    checked, save = [], RunContext.save_figure
+
+    def check_then_save(self, fig, name=None):
+        assert figure_problems(fig) == []  # every shown axis labelled, no overlapping text
+        checked.append(name or self.command)
+        return save(self, fig, name)
+
+    monkeypatch.setattr(RunContext, "save_figure", check_then_save)
     table = run_command(main, "demo", tmp_path).table
+    assert checked == ["demo"]
     assert table.startswith("| method") and "FineXtract" in table and "CFG baseline" in table
     rows = {r["method"]: r for r in _table_rows(table)}
     # measured with torch 2.13 CPU; the quick models are tiny, so AS is far below the full run's
@@ -125,3 +135,18 @@ def test_help_and_import_load_no_torch():
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+def test_reproduce_figure_layout_is_legible():
+    """The reproduce grid (training row and four methods per fine-tuning mode, 8 images each) at its real size."""
+    import torch
+
+    from finextract.experiments import _grid
+
+    rows = []
+    for mode in ("full", "lora"):
+        rows.append((f"train ({mode})", torch.zeros(8, 1, 8, 8)))
+        for m in ("FineXtract", "CFG baseline", "FineXtract (calibrated)", "CFG baseline (calibrated)"):
+            rows.append((f"{m} ({mode})", torch.zeros(8, 1, 8, 8)))
+    fig = _grid(rows, "instance, light fine-tuning, seed 0: training images and best extracted match")
+    assert figure_problems(fig) == []
