@@ -233,6 +233,44 @@ def consistency_experiment(sizes: list[int], reps: int, *, random_state: RandomS
             "mse": summary, "raw": {m: {str(n): v for n, v in by_n.items()} for m, by_n in raw.items()}}
 
 
+def reproduce_figure(result: dict[str, Any]) -> Any:
+    """The reproduce figure, drawn from its JSON (``results/reproduce.json``) alone.
+
+    Parameters
+    ----------
+    result : dict
+        What :func:`consistency_experiment` returns: ``sizes``, ``reps``, ``mse`` and the per-replication
+        ``raw`` MSEs by method, size and target.
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Three panels (m1, m12, SHAP of x1): box plots of the per-replication MSE against the closed-form
+        truth, one box per method and training size.
+    """
+    import matplotlib.pyplot as plt
+
+    sizes = result["sizes"]
+    methods = list(result["mse"])
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.9), sharey=False, layout="constrained")
+    for ax, t in zip(axes, ["m1", "m12", "shap1"], strict=True):
+        for i, m in enumerate(methods):
+            vals = [result["raw"][m][str(n)][t] for n in sizes]
+            pos = np.arange(len(sizes)) + (i - (len(methods) - 1) / 2) * 0.25
+            ax.boxplot(vals, positions=pos, widths=0.2, patch_artist=True,
+                       boxprops={"facecolor": f"C{i}", "alpha": 0.6}, medianprops={"color": "k"})
+            ax.plot([], [], color=f"C{i}", lw=6, alpha=0.6, label=m)
+        ax.set_xticks(range(len(sizes)))
+        ax.set_xticklabels([f"n={n}" for n in sizes])
+        ax.set_yscale("log")
+        ax.set_xlabel("training rows")
+        ax.set_ylabel("MSE (log scale)")
+        ax.set_title(f"MSE of {t} vs closed-form truth")
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"{result['reps']} replications per box (d = 2, correlation {result['corr']})", fontsize=9)
+    return fig
+
+
 def reproduce(ctx: RunContext) -> None:
     """Run the paper's consistency experiment: d = 2, correlation 0.3, y = x1 + x2 + 2 x1 x2 + noise.
 
@@ -256,19 +294,6 @@ def reproduce(ctx: RunContext) -> None:
     rows = [[m, n] + [f"{by_t[t]['mean']:.4f} ± {by_t[t]['se']:.4f}" for t in res["targets"]]
             for m, by_n in res["mse"].items() for n, by_t in by_n.items()]
     ctx.write_table(rows, headers=["method", "n", "MSE m1", "MSE m2", "MSE m12", "MSE SHAP1", "MSE SHAP2"])
-    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6), sharey=False)
-    for ax, t in zip(axes, ["m1", "m12", "shap1"], strict=True):
-        for i, m in enumerate(res["mse"]):
-            vals = [res["raw"][m][str(n)][t] for n in sizes]
-            pos = np.arange(len(sizes)) + (i - 1) * 0.25
-            ax.boxplot(vals, positions=pos, widths=0.2, patch_artist=True,
-                       boxprops={"facecolor": f"C{i}", "alpha": 0.6}, medianprops={"color": "k"})
-            ax.plot([], [], color=f"C{i}", lw=6, alpha=0.6, label=m)
-        ax.set_xticks(range(len(sizes)))
-        ax.set_xticklabels([f"n={n}" for n in sizes])
-        ax.set_yscale("log")
-        ax.set_title(f"MSE of {t} vs closed-form truth")
-    axes[0].legend(fontsize=8)
-    fig.tight_layout()
+    fig = reproduce_figure(res)
     ctx.save_figure(fig)
     plt.close(fig)

@@ -142,6 +142,36 @@ def demo(ctx: RunContext) -> None:
     ctx.save_figure(fig)
 
 
+def reproduce_figure(result: dict[str, Any]) -> Any:
+    """The reproduce figure, drawn from its JSON (``results/reproduce.json``) alone.
+
+    Parameters
+    ----------
+    result : dict
+        What ``reproduce`` writes: ``dim`` and the ``costs`` rows (protocol, n, upload bytes, client seconds).
+
+    Returns
+    -------
+    matplotlib.figure.Figure
+        Upload bytes and client CPU seconds per client against n, one line per protocol.
+    """
+    import matplotlib.pyplot as plt
+
+    rows = result["costs"]
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.6), layout="constrained")
+    for proto, style in [("janus-exact", "o-"), ("janus-sketch", "s-"), ("secagg+", "x--")]:
+        sel = [r for r in rows if r["protocol"] == proto]
+        axes[0].plot([r["n"] for r in sel], [r["upload_bytes"] for r in sel], style, label=proto)
+        axes[1].plot([r["n"] for r in sel], [r["client_seconds"] for r in sel], style, label=proto)
+    for ax, lab in zip(axes, ["upload bytes per client", "client CPU seconds"], strict=True):
+        ax.set_xscale("log")
+        ax.set_xlabel("clients n")
+        ax.set_ylabel(lab)
+    axes[0].legend()
+    fig.suptitle(f"per-client cost vs n (l = {result['dim']}; one run per point)")
+    return fig
+
+
 def reproduce(ctx: RunContext) -> None:
     """Measure per-client bytes and CPU time against n (Janus exact and sketch vs SecAgg+) and FL accuracy.
 
@@ -169,20 +199,7 @@ def reproduce(ctx: RunContext) -> None:
               r["verified"]] for r in rows]
     ctx.write_table(table, headers=["protocol", "n", "upload B/client", "download B/client", "client CPU s",
                                     "verified"])
-    import matplotlib.pyplot as plt
-
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.4))
-    for proto, style in [("janus-exact", "o-"), ("janus-sketch", "s-"), ("secagg+", "x--")]:
-        sel = [r for r in rows if r["protocol"] == proto]
-        axes[0].plot([r["n"] for r in sel], [r["upload_bytes"] for r in sel], style, label=proto)
-        axes[1].plot([r["n"] for r in sel], [r["client_seconds"] for r in sel], style, label=proto)
-    for ax, lab in zip(axes, ["upload bytes per client", "client CPU seconds"], strict=True):
-        ax.set_xscale("log")
-        ax.set_xlabel("clients n")
-        ax.set_ylabel(lab)
-    axes[0].legend()
-    fig.suptitle(f"per-client cost vs n (l = {dim})")
-    fig.tight_layout()
+    fig = reproduce_figure({"dim": dim, "costs": rows})
     ctx.save_figure(fig)
 
 
