@@ -181,16 +181,21 @@ def _fmt(value: float | None) -> str:
     return "undefined" if value is None else f"{value:.2f}"
 
 
-def render(path: str) -> str:
-    """The README's markdown table from the stored JSON."""
+def render(paths: list[str]) -> str:
+    """The README's markdown table from the stored JSON files (one row per pilot, in the order given)."""
     rows = ["| pilot | best epoch (val) | test PGD-20 best / last | best - last (gate >= 0.03) | test clean last | "
-            "CAS best / last | verdict |", "|---|---|---|---|---|---|---|"]
-    for r in json.loads(Path(path).read_text())["pilots"]:
-        t = r["test"]
-        verdict = "passed" if r["gate_passed"] else ("did not train" if not r["trained"] else "not passed")
-        rows.append(f"| {r['pilot']} | {r['best_epoch']} of {r['epochs']} | {t['best']['robust']:.3f} / "
-                    f"{t['last']['robust']:.3f} | {r['test_robust_best_minus_last']:+.3f} | {t['last']['clean']:.3f} | "
-                    f"{_fmt(t['best']['cas'])} / {_fmt(t['last']['cas'])} | {verdict} |")
+            "CAS best / last | test curve max - last | verdict |", "|---|---|---|---|---|---|---|---|"]
+    for path in paths:
+        for r in json.loads(Path(path).read_text())["pilots"]:
+            t = r["test"]
+            verdict = "passed" if r["gate_passed"] else ("did not train" if not r["trained"] else "not passed")
+            curve = [x["test_robust_accuracy"] for x in r["history"] if "test_robust_accuracy" in x]
+            # Rice et al.'s reading (selects on test): reported beside the gate, never used by it.
+            curve_gap = f"{max(curve) - curve[-1]:+.3f}" if curve else "not recorded"
+            rows.append(f"| {r['pilot']} | {r['best_epoch']} of {r['epochs']} | {t['best']['robust']:.3f} / "
+                        f"{t['last']['robust']:.3f} | {r['test_robust_best_minus_last']:+.3f} | "
+                        f"{t['last']['clean']:.3f} | {_fmt(t['best']['cas'])} / {_fmt(t['last']['cas'])} | "
+                        f"{curve_gap} | {verdict} |")
     return "\n".join(rows)
 
 
@@ -218,15 +223,16 @@ def main() -> None:
     parser.add_argument("--val-steps", type=int, default=10, help="PGD steps of the checkpoint-selecting attack")
     parser.add_argument("--pilot", choices=["noise", "clean", "both"], default="both")
     parser.add_argument("--out", default=str(HERE / "results/robust-overfitting-pilot-30.json"))
-    parser.add_argument("--render", action="store_true", help="print the README table of --out and stop")
+    parser.add_argument("--render", nargs="*", metavar="JSON",
+                        help="print the README table of these result files (default: --out) and stop")
     parser.add_argument("--render-partial", nargs="+", metavar="PARTIAL_JSON",
                         help="print the README table of pilots stopped early (their partial files) and stop")
     args = parser.parse_args()
     if args.render_partial:
         print(render_partial(args.render_partial))
         return
-    if args.render:
-        print(render(args.out))
+    if args.render is not None:
+        print(render(args.render or [args.out]))
         return
     torch.set_num_threads(1)
     data = mnist_split(*args.sizes)

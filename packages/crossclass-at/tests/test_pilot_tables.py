@@ -1,0 +1,33 @@
+"""The README's robust-overfitting pilot tables are the stored results, rendered by the pilot script."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def pilot():
+    spec = importlib.util.spec_from_file_location("robust_overfitting_pilot",
+                                                  PACKAGE / "studies/robust_overfitting_pilot.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("files", [["robust-overfitting-pilot.json"],
+                                   ["robust-overfitting-pilot-30-noise.json", "robust-overfitting-pilot-30-clean.json"]])
+def test_the_readme_shows_the_rendered_pilot_table(pilot, files):
+    table = pilot.render([str(PACKAGE / "results" / f) for f in files])
+    assert table in (PACKAGE / "README.md").read_text()
+
+
+def test_the_completed_pilots_did_not_pass_the_gate(pilot):
+    table = pilot.render([str(PACKAGE / "results/robust-overfitting-pilot-30-noise.json"),
+                          str(PACKAGE / "results/robust-overfitting-pilot-30-clean.json")])
+    rows = table.splitlines()[2:]
+    assert [r.split(" | ")[1] for r in rows] == ["21 of 30", "19 of 30"]
+    assert [r.split(" | ")[3] for r in rows] == ["+0.002", "-0.002"]
+    assert all(r.endswith("| not passed |") for r in rows)
