@@ -5,6 +5,8 @@ Protocol: ``tower_protocol.md``. One seed per process; the JSON is written when 
     OMP_NUM_THREADS=1 nice python packages/wmarkgpt/studies/tower_rerun.py --seed 0
     OMP_NUM_THREADS=1 nice python packages/wmarkgpt/studies/tower_rerun.py --seed 2 --stage2-epochs 16  # diagnosis
     python packages/wmarkgpt/studies/tower_rerun.py --summary   # table of the stored seeds
+    python packages/wmarkgpt/studies/tower_rerun.py --summary --seeds 3 4 5   # the confirmatory run alone
+    python packages/wmarkgpt/studies/tower_rerun.py --readme    # the README's rule table
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import json
 import math
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -49,8 +52,11 @@ def _interval(values: list[float]) -> str:
     return f"{m:.3f} [{m - half:.3f}, {m + half:.3f}]"
 
 
-def summary() -> str:
+def summary(seeds: list[int] | None = None) -> str:
+    """The table of the stored seeds (all of them, or ``seeds``: the first run and the confirmatory run apart)."""
     runs = [json.loads(p.read_text()) for p in sorted(OUT.glob("seed*.json"))]
+    if seeds is not None:
+        runs = [r for r in runs if r["seed"] in seeds]
     seeds = [r["seed"] for r in runs]
     rows = [("stage-0 auxiliary head SRCC (synthetic)", [r["stage0"]["aux_head_synthetic_SRCC"] for r in runs], None),
             ("position exact match (S1)", [r["position_exact_match"] for r in runs], lambda v: v >= 0.8),
@@ -77,13 +83,69 @@ def summary() -> str:
     return "\n".join(lines)
 
 
+def _per_seed(runs: list[dict], value) -> str:
+    values = [value(r) for r in runs]
+    return f"{_interval(values)}: {', '.join(f'{v:.3f}' for v in values)}"
+
+
+def readme_table(first: tuple[int, ...] = (0, 1, 2), confirmatory: tuple[int, ...] = (3, 4, 5)) -> str:
+    """The README's rule table: the first run and the confirmatory run side by side, each rule per seed."""
+    by_seed = {r["seed"]: r for r in (json.loads(p.read_text()) for p in OUT.glob("seed*.json"))}
+    groups = [[by_seed[s] for s in seeds] for seeds in (first, confirmatory)]
+
+    def bleu(r: dict) -> float:
+        return r["S3"]["BLEU-1"]
+
+    def acc(r: dict) -> float:
+        return r["S3"]["ACC exact"]
+
+    def versus(runs: list[dict], key: str) -> str:
+        ours = _interval([r["S3"][key] for r in runs])
+        pairs = ", ".join(f"{r['S3'][key]:.3f} {'>' if r['S3'][key] > r['stage3_only'][key] else '<=' } "
+                          f"{r['stage3_only'][key]:.3f}" for r in runs)
+        return f"{ours} vs {_interval([r['stage3_only'][key] for r in runs])}: {pairs}"
+
+    def held(runs: list[dict], rule) -> str:
+        n = sum(bool(rule(r)) for r in runs)
+        return f"{'yes' if n == len(runs) else 'no'} ({n} of {len(runs)})"
+
+    def both(r: dict) -> bool:
+        return bleu(r) > r["stage3_only"]["BLEU-1"] and acc(r) > r["stage3_only"]["ACC exact"]
+
+    def part(runs: list[dict], key: str) -> str:  # the joint rule, and how many seeds this half of it holds on
+        n = sum(r["S3"][key] > r["stage3_only"][key] for r in runs)
+        return f"{'yes' if all(both(r) for r in runs) else 'no'} ({key} higher on {n} of {len(runs)})"
+
+    rows: list[tuple[str, Any, str, Any]] = [("stage 1 teaches positions (exact match)", lambda rs: _per_seed(rs, lambda r: r["position_exact_match"]),
+             ">= 0.8", lambda r: r["position_exact_match"] >= 0.8),
+            ("the visibility score tracks gt_score after S2 (synthetic SRCC; paper, 7B: 0.941)",
+             lambda rs: _per_seed(rs, lambda r: r["S2_synthetic_visibility"]["SRCC"]), ">= 0.8",
+             lambda r: r["S2_synthetic_visibility"]["SRCC"] >= 0.8),
+            ("visibility ACC after S3 (exact; paper, 7B: 0.550 substring)", lambda rs: _per_seed(rs, acc), ">= 0.6",
+             lambda r: acc(r) >= 0.6),
+            ("curriculum beats stage-3-only: BLEU-1 (S3 vs stage-3 only)", lambda rs: versus(rs, "BLEU-1"),
+             "BLEU-1 and ACC both strictly higher on every seed", "BLEU-1"),
+            ("curriculum beats stage-3-only: ACC", lambda rs: versus(rs, "ACC exact"), "(same rule)", "ACC exact")]
+    seeds = [", ".join(str(s) for s in g) for g in (first, confirmatory)]
+    lines = [f"| claim | first run (seeds {seeds[0]}) | confirmatory run (seeds {seeds[1]}) | rule | holds (first / "
+             "confirmatory) |", "|---|---|---|---|---|"]
+    for claim, cell, rule, holds in rows:
+        verdict = [part(g, holds) if isinstance(holds, str) else held(g, holds) for g in groups]
+        lines.append(f"| {claim} | {cell(groups[0])} | {cell(groups[1])} | {rule} | {verdict[0]} / {verdict[1]} |")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int)
     parser.add_argument("--stage2-epochs", type=int, help="diagnosis: stage 2 for this many epochs")
     parser.add_argument("--summary", action="store_true")
+    parser.add_argument("--seeds", type=int, nargs="+", help="with --summary: only these seeds")
+    parser.add_argument("--readme", action="store_true", help="print the README's rule table (seeds 0-2 and 3-5)")
     args = parser.parse_args()
-    if args.summary:
-        print(summary())
+    if args.readme:
+        print(readme_table())
+    elif args.summary:
+        print(summary(args.seeds))
     else:
         run(args.seed, args.stage2_epochs)

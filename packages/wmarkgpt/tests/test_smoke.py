@@ -103,3 +103,21 @@ def test_the_reproduce_figure_of_a_stored_run_is_legible():
     assert figure_problems(fig) == []
     assert [round(b.get_height(), 6) for b in fig.axes[0].patches] == [
         round(res[k]["BLEU-1"], 6) for k in ("S1", "S2", "S3", "stage3_only")]
+
+
+def test_the_readme_shows_the_rendered_tower_table():
+    import importlib.util
+    from pathlib import Path
+
+    package = Path(__file__).parents[1]
+    spec = importlib.util.spec_from_file_location("tower_rerun", package / "studies" / "tower_rerun.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    table = module.readme_table()
+    assert table in (package / "README.md").read_text()
+    rows = table.splitlines()[2:]
+    assert [r.rsplit("| ", 1)[1].split(" / ")[1].split(" ")[0] for r in rows] == ["no"] * 5  # confirmatory seeds
+    assert "0.244 [-0.459, 0.947]: 0.071, 0.090, 0.571" in rows[1]
+    summary = module.summary([3, 4, 5])
+    assert summary in (package / "results" / "tower" / "summary.md").read_text()
+    assert summary.splitlines()[0] == "seeds [3, 4, 5]"
