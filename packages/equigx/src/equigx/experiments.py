@@ -362,6 +362,11 @@ def demo_figure(test: Graphs, relevance: np.ndarray, rows: list[dict[str, Any]],
     ax.set_xlabel("x")
     ax.set_ylabel("y")
     ax.set_zlabel("z")
+    from matplotlib.ticker import MaxNLocator
+
+    for axis in (ax.xaxis, ax.yaxis, ax.zaxis):  # a 3-D panel's foreshortened axes crowd the default ticks
+        axis.set_major_locator(MaxNLocator(4))
+        axis.set_tick_params(labelsize=8)
     fig.colorbar(pts, ax=ax, shrink=0.6, pad=0.15, label="EquiGX relevance (split)")  # pad: clear of the z ticks
     ax.set_title("test graph 0: motif nodes outlined", fontsize=9)
     ax2 = fig.add_subplot(1, 2, 2)
