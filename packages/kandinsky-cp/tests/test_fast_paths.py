@@ -195,3 +195,37 @@ def test_one_group_fit_from_the_sorted_scores_equals_the_row_wise_fit(seed):
         np.testing.assert_array_equal(fast.beta, slow.beta)
         np.testing.assert_array_equal(scores[fast.basis], scores[slow.basis])  # tied rows may differ
         assert (fast.scale, fast.cap) == (slow.scale, slow.cap)
+
+
+
+
+def test_nan_taxonomy_labels_at_calibration_fall_in_no_bin():
+    """NaN is no category: its calibration rows join no bin (before, a 'bin == nan' group without weight made
+    conformalize fail), and each other bin's interval is its own split-CP order statistic."""
+    from sklearn.linear_model import LinearRegression
+
+    from kandinsky_cp import KandinskyCP
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(700, 2))
+    X[:, 1] = rng.integers(0, 3, size=700).astype(float)
+    X[:30, 1] = np.nan
+    y = X[:, 0] + rng.normal(size=700)
+    model = LinearRegression().fit(np.nan_to_num(X[300:]), y[300:])
+
+    class NanTolerant:
+        def predict(self, X):
+            return model.predict(np.nan_to_num(X))
+
+    cal, test = np.arange(300), np.arange(300, 700)
+    cp = KandinskyCP(NanTolerant(), groups=G.mondrian(lambda X, y=None: np.asarray(X)[:, 1]),
+                     confidence_level=0.9, randomize=False)
+    cp.conformalize(X[cal], y[cal])
+    assert not any("nan" in name for name in cp.group_names_)
+    intervals = np.asarray(cp.predict_interval(X[test])[1]).reshape(-1, 2)
+    residuals = np.abs(y[cal] - NanTolerant().predict(X[cal]))
+    half = (intervals[:, 1] - intervals[:, 0]) / 2
+    for b in (0.0, 1.0, 2.0):
+        r = np.sort(residuals[X[cal, 1] == b])
+        expected = r[int(np.ceil((len(r) + 1) * 0.9)) - 1]
+        np.testing.assert_allclose(half[X[test, 1] == b], expected, rtol=1e-12)

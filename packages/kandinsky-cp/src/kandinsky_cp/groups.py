@@ -105,6 +105,13 @@ def _unique_inverse(labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     return categories, index.reshape(-1).astype(np.int64, copy=False)
 
 
+def _without_nan(categories: np.ndarray) -> np.ndarray:
+    """Learnt categories less NaN (``np.unique`` sorts it last): NaN equals no category, so its rows are in no bin."""
+    if categories.dtype.kind in "fc" and categories.size and np.isnan(categories[-1]):
+        return categories[~np.isnan(categories)]
+    return categories
+
+
 def _category_onehot(values: np.ndarray, categories: np.ndarray) -> np.ndarray:
     values = np.asarray(values)
     return (values[:, None] == categories[None, :]).astype(float)
@@ -324,7 +331,7 @@ class _Mondrian(Group):
         if self.uses_label and y is None:
             raise ValueError(f"group {self.name!r} depends on the label; fit it with y")
         new = copy.copy(self)
-        new.categories = np.unique(self._labels(X, y))
+        new.categories = _without_nan(np.unique(self._labels(X, y)))
         return new
 
     def _transform(self, X, y):
@@ -337,8 +344,10 @@ class _Mondrian(Group):
             return fitted, fitted._partition_index(X, y)
         labels = self._labels(X, y)
         new = copy.copy(self)
-        new.categories, index = _unique_inverse(labels)
-        return new, np.where(new.categories[index] == labels, index, -1)  # NaN equals no category
+        categories, index = _unique_inverse(labels)
+        index = np.where(categories[index] == labels, index, -1)  # NaN equals no category: its rows in no bin
+        new.categories = _without_nan(categories)  # NaN sorts last, so the other columns keep their index
+        return new, index
 
     def _partition_index(self, X, y=None):
         _ = self.names  # raises if unresolved
