@@ -150,6 +150,17 @@ def test_load_refuses_an_unstamped_explainer(models, data, tmp_path):
         FastPD.load(path)
 
 
+def test_load_refuses_a_payload_without_its_version_stamp(tmp_path):
+    import pickle
+
+    from fastpd.explainer import _SAVE_FORMAT
+
+    path = tmp_path / "edited.pkl"
+    path.write_bytes(pickle.dumps({"format": _SAVE_FORMAT, "params": {}, "state": None}))
+    with pytest.raises(ValueError, match="no fastpd version stamp"):
+        FastPD.load(path)
+
+
 def test_decomposition_of_a_model_without_splits_sums_to_its_constant(data):
     from sklearn.ensemble import RandomForestRegressor
 

@@ -367,6 +367,9 @@ class FastPD:
                              "and save it")
         if not (isinstance(obj, dict) and obj.get("format") == _SAVE_FORMAT):
             raise TypeError(f"FastPD.load: {where} holds a {type(obj).__name__}, not a FastPD written by save()")
+        if "fastpd_version" not in obj or "params" not in obj or "state" not in obj:
+            raise ValueError(f"FastPD.load: {where} carries no fastpd version stamp or is incomplete; build "
+                             "FastPD(model, background) again and save it")
         written, current = obj["fastpd_version"], _version()
         try:
             explainer = cls(**obj["params"])
