@@ -3,8 +3,7 @@ saves is checked for axis labels and overlapping text."""
 
 import pytest
 import torch
-from icml25_shared.cli import RunContext
-from icml25_shared.testing import figure_problems
+from icml25_shared.testing import legible_saved_figures
 
 from crossclass_at import DigitsMLP
 from crossclass_at.data import load_digits_split
@@ -30,13 +29,7 @@ def digits_model(digits):
 
 
 @pytest.fixture(autouse=True)
-def legible_figures(monkeypatch):
+def legible_figures():
     """Every figure saved through a RunContext (demo, reproduce) must pass ``figure_problems``."""
-    original = RunContext.save_figure
-
-    def checked(self, fig, name=None):
-        problems = figure_problems(fig)
-        assert not problems, "; ".join(problems)
-        return original(self, fig, name)
-
-    monkeypatch.setattr(RunContext, "save_figure", checked)
+    with legible_saved_figures():
+        yield

@@ -7,8 +7,7 @@ import sys
 
 import numpy as np
 import pytest
-from icml25_shared.cli import RunContext
-from icml25_shared.testing import figure_problems, run_command, run_module
+from icml25_shared.testing import legible_saved_figures, run_command, run_module
 
 from dsi.__main__ import main
 
@@ -23,15 +22,8 @@ def _rows(table):
 
 
 def test_demo_quick_table_holds_the_closed_forms(tmp_path, monkeypatch):
-    checked, save = [], RunContext.save_figure
-
-    def check_then_save(self, fig, name=None):
-        assert figure_problems(fig) == []  # every shown axis labelled, no overlapping text
-        checked.append(name or self.command)
-        return save(self, fig, name)
-
-    monkeypatch.setattr(RunContext, "save_figure", check_then_save)
-    rows = _rows(run_command(main, "demo", tmp_path).table)
+    with legible_saved_figures() as checked:  # every shown axis labelled, no overlapping text
+        rows = _rows(run_command(main, "demo", tmp_path).table)
     assert checked == ["demo"]
     # orthogonal differences of norms 1 and 2: Sigma = diag(1, 4), trace 5 against isotropic 8
     assert float(rows["orthogonal [[1,0],[0,2]]"][4]) == pytest.approx(5.0, rel=1e-4)

@@ -2,8 +2,7 @@ import os
 
 import numpy as np
 import pytest
-from icml25_shared.cli import RunContext
-from icml25_shared.testing import figure_problems, run_command, run_module
+from icml25_shared.testing import figure_problems, legible_saved_figures, run_command, run_module
 
 from finextract.__main__ import PAPER, main
 
@@ -15,15 +14,8 @@ def _table_rows(table):
 
 
 def test_demo_quick_writes_table_and_figure(tmp_path, monkeypatch):
-    checked, save = [], RunContext.save_figure
-
-    def check_then_save(self, fig, name=None):
-        assert figure_problems(fig) == []  # every shown axis labelled, no overlapping text
-        checked.append(name or self.command)
-        return save(self, fig, name)
-
-    monkeypatch.setattr(RunContext, "save_figure", check_then_save)
-    table = run_command(main, "demo", tmp_path).table
+    with legible_saved_figures() as checked:  # every shown axis labelled, no overlapping text
+        table = run_command(main, "demo", tmp_path).table
     assert checked == ["demo"]
     assert table.startswith("| method") and "FineXtract" in table and "CFG baseline" in table
     rows = {r["method"]: r for r in _table_rows(table)}

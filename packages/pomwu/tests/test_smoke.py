@@ -3,22 +3,14 @@ import sys
 
 import numpy as np
 import pytest
-from icml25_shared.cli import RunContext
-from icml25_shared.testing import figure_problems, run_command, run_module
+from icml25_shared.testing import legible_saved_figures, run_command, run_module
 
 from pomwu.__main__ import PAPER, main
 
 
 def test_demo_quick_writes_table_and_figure(tmp_path, monkeypatch):
-    checked, save = [], RunContext.save_figure
-
-    def check_then_save(self, fig, name=None):
-        assert figure_problems(fig) == []  # every shown axis labelled, no overlapping text
-        checked.append(name or self.command)
-        return save(self, fig, name)
-
-    monkeypatch.setattr(RunContext, "save_figure", check_then_save)
-    run = run_command(main, "demo", tmp_path)
+    with legible_saved_figures() as checked:  # every shown axis labelled, no overlapping text
+        run = run_command(main, "demo", tmp_path)
     assert checked == ["demo"]
     lines = run.table.splitlines()
     assert lines[0].startswith("| learner") and len(lines) == 9

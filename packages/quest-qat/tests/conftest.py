@@ -1,8 +1,7 @@
 """Shared fixtures: every figure a command saves is checked for labels and overlapping text."""
 
 import pytest
-from icml25_shared.cli import RunContext
-from icml25_shared.testing import figure_problems
+from icml25_shared.testing import figure_problems, legible_saved_figures
 
 
 def check_figure(fig):
@@ -18,15 +17,7 @@ def figure_check():
 
 
 @pytest.fixture
-def figures(monkeypatch):
+def figures():
     """Names of the figures saved through a RunContext, each checked by :func:`check_figure` first."""
-    seen = []
-    original = RunContext.save_figure
-
-    def capture(self, fig, name=None):
-        check_figure(fig)
-        seen.append(name or self.command)
-        return original(self, fig, name)
-
-    monkeypatch.setattr(RunContext, "save_figure", capture)
-    return seen
+    with legible_saved_figures() as seen:
+        yield seen

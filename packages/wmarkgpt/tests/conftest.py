@@ -4,8 +4,7 @@ is checked for axis labels and overlapping text."""
 from pathlib import Path
 
 import pytest
-from icml25_shared.cli import RunContext
-from icml25_shared.testing import figure_problems
+from icml25_shared.testing import legible_saved_figures
 
 DATA = Path(__file__).parent / "data"
 
@@ -23,13 +22,7 @@ def labels():
 
 
 @pytest.fixture(autouse=True)
-def legible_figures(monkeypatch):
+def legible_figures():
     """Every figure saved through a RunContext (demo, reproduce) must pass ``figure_problems``."""
-    original = RunContext.save_figure
-
-    def checked(self, fig, name=None):
-        problems = figure_problems(fig)
-        assert not problems, "; ".join(problems)
-        return original(self, fig, name)
-
-    monkeypatch.setattr(RunContext, "save_figure", checked)
+    with legible_saved_figures():
+        yield

@@ -31,13 +31,14 @@ import os
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 __all__ = ["CommandRun", "assert_fast_startup", "assert_figure_legible", "assert_rejects", "figure_problems",
-           "run_command", "run_module"]
+           "legible_saved_figures", "run_command", "run_module"]
 
 DEFAULT_EXPECT = {"demo": ("md", "png"), "reproduce": ("json",)}
 
@@ -389,3 +390,44 @@ def assert_figure_legible(fig: Any, *, tolerance: float = 1.0) -> None:
     if problems:
         raise AssertionError("figure is hard to read:\n" + "\n".join(problems))
 
+
+
+@contextmanager
+def legible_saved_figures() -> Iterator[list[str]]:
+    """Check every figure a command saves: within the block, each one must pass :func:`assert_figure_legible`.
+
+    Patches :meth:`RunContext.save_figure` for the block and yields the names saved, in order.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> import numpy as np
+    >>> from icml25_shared.cli import RunContext
+    >>> ctx = RunContext(package="toy", command="demo", out=Path(tempfile.mkdtemp()), seed=0, quick=True,
+    ...                  rng=np.random.default_rng(0))
+    >>> fig, ax = plt.subplots(figsize=(4, 3))
+    >>> _ = ax.plot([0, 1], [0, 1])
+    >>> with legible_saved_figures() as saved:
+    ...     ctx.save_figure(fig)
+    Traceback (most recent call last):
+    ...
+    AssertionError: ...has no x label...
+    """
+    from icml25_shared.cli import RunContext
+
+    saved: list[str] = []
+    original = RunContext.save_figure
+
+    def checked(self: Any, fig: Any, name: str | None = None) -> Any:
+        assert_figure_legible(fig)
+        saved.append(name or self.command)
+        return original(self, fig, name)
+
+    RunContext.save_figure = checked  # type: ignore[method-assign]
+    try:
+        yield saved
+    finally:
+        RunContext.save_figure = original  # type: ignore[method-assign]
