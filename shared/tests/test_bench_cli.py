@@ -136,3 +136,27 @@ def test_extra_commands_are_listed_and_get_their_own_arguments(capsys):
     assert "audit" in out and "inspect a checkpoint (options: audit --help)" in out
     with pytest.raises(ValueError, match="may not redefine"):
         run_cli("toy", demo=_demo, reproduce=_reproduce, argv=["demo"], extra_commands={"demo": audit})
+
+
+def test_commands_named_as_module_function_are_imported_when_they_run(tmp_path, monkeypatch):
+    import sys
+    import types
+
+    module = types.ModuleType("toy_lazy_experiments")
+    module.demo = _demo
+    module.reproduce = _reproduce
+    module.not_a_function = 3
+    names = {"demo": "toy_lazy_experiments:demo", "reproduce": "toy_lazy_experiments:reproduce"}
+    # --help must not import the experiments: the module does not exist yet.
+    with pytest.raises(SystemExit):
+        run_cli("toy", **names, argv=["--help"])
+    monkeypatch.setitem(sys.modules, "toy_lazy_experiments", module)
+    assert run_cli("toy", **names, argv=["reproduce", "--out", str(tmp_path)]) == 0
+    assert json.loads((tmp_path / "reproduce.json").read_text()) == {"value": [0, 1, 2], "quick": False}
+    with pytest.raises(ValueError, match="demo must be a callable or a 'module:function' string, got 'nocolon'"):
+        run_cli("toy", demo="nocolon", reproduce=_reproduce, argv=["demo", "--out", str(tmp_path)])
+    with pytest.raises(TypeError, match="names int, not a function"):
+        run_cli("toy", demo="toy_lazy_experiments:not_a_function", reproduce=_reproduce,
+                argv=["demo", "--out", str(tmp_path)])
+    with pytest.raises(TypeError, match="reproduce must be a callable"):
+        run_cli("toy", demo=_demo, reproduce=3, argv=["reproduce", "--out", str(tmp_path)])

@@ -3,8 +3,10 @@
 A package's ``__main__.py`` is three lines::
 
     from icml25_shared.cli import run_cli
-    from mypkg.experiments import demo, reproduce
-    raise SystemExit(run_cli("mypkg", demo=demo, reproduce=reproduce))
+    raise SystemExit(run_cli("mypkg", demo="mypkg.experiments:demo", reproduce="mypkg.experiments:reproduce"))
+
+A command given as ``"module:function"`` is imported only when it runs, so ``--help`` stays fast and works
+in a base install that lacks the experiments' dependencies; a callable works too.
 
 Each command receives a :class:`RunContext` (output folder, seed, quick flag, seeded generator) and
 writes through it: ``ctx.write_table(markdown)`` -> ``<out>/<command>.md``, ``ctx.save_figure(fig)``
@@ -277,6 +279,24 @@ def _jsonable(value: Any) -> Any:
 Command = Callable[[RunContext], Any]
 
 
+def _resolve_command(command: Command | str, role: str) -> Command:
+    """Return ``command``, importing it first when it is given as ``"module:function"``."""
+    if callable(command):
+        return command
+    if not isinstance(command, str):
+        raise TypeError(f"run_cli: {role} must be a callable or a 'module:function' string, got "
+                        f"{type(command).__name__}")
+    module_name, sep, attribute = command.partition(":")
+    if not sep or not module_name or not attribute:
+        raise ValueError(f"run_cli: {role} must be a callable or a 'module:function' string, got {command!r}")
+    import importlib
+
+    function = getattr(importlib.import_module(module_name), attribute)
+    if not callable(function):
+        raise TypeError(f"run_cli: {role} {command!r} names {type(function).__name__}, not a function")
+    return function
+
+
 OptionAdder = Callable[[argparse.ArgumentParser], Any]
 _COMMON_OPTIONS = ("command", "out", "seed", "quick")
 
@@ -422,7 +442,7 @@ def build_parser(
     return parser
 
 
-def run_cli(package: str, *, demo: Command, reproduce: Command, argv: list[str] | None = None,
+def run_cli(package: str, *, demo: Command | str, reproduce: Command | str, argv: list[str] | None = None,
             description: str | None = None, reproduce_options: OptionAdder | None = None,
             extra_commands: dict[str, ExtraCommand] | None = None, paper: str | None = None,
             requires: dict[str, str] | None = None) -> int:
@@ -432,8 +452,9 @@ def run_cli(package: str, *, demo: Command, reproduce: Command, argv: list[str] 
     ----------
     package : str
         The import name (``python -m <package>``).
-    demo, reproduce : callable
-        The two commands; each receives a :class:`RunContext`.
+    demo, reproduce : callable or str
+        The two commands; each receives a :class:`RunContext`. A string ``"module:function"`` is imported
+        only when its command runs.
     argv : list of str, optional
         Arguments (default ``sys.argv[1:]``).
     description : str, optional
@@ -480,7 +501,7 @@ def run_cli(package: str, *, demo: Command, reproduce: Command, argv: list[str] 
     ctx = RunContext(package=package, command=args.command, out=out, seed=args.seed, quick=args.quick,
                      rng=seed_everything(args.seed), options=options)
     start = time.perf_counter()
-    command = demo if args.command == "demo" else reproduce
+    command = _resolve_command(demo, "demo") if args.command == "demo" else _resolve_command(reproduce, "reproduce")
     command(ctx)
     elapsed = time.perf_counter() - start
     files = ", ".join(str(p) for p in ctx.written) or "nothing"

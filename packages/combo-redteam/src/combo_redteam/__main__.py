@@ -7,23 +7,9 @@ without that extra it prints one line naming the ``pip install`` and exits 2.
 
 from __future__ import annotations
 
-from typing import Any
-
 from icml25_shared.cli import run_cli
 
 PAPER = "E. Jones, A. Dragan, J. Steinhardt (ICML 2025). Adversaries Can Misuse Combinations of Safe Models."
-
-
-def _demo(ctx: Any) -> None:
-    from combo_redteam.experiments import demo
-
-    demo(ctx)
-
-
-def _reproduce(ctx: Any) -> None:
-    from combo_redteam.experiments import reproduce
-
-    reproduce(ctx)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,7 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     int
         The exit code: 0 on success, 2 when the command's extra is not installed.
     """
-    return run_cli("combo_redteam", demo=_demo, reproduce=_reproduce, argv=argv, description=__doc__, paper=PAPER,
+    return run_cli("combo_redteam", demo="combo_redteam.experiments:demo",
+                   reproduce="combo_redteam.experiments:reproduce", argv=argv, description=__doc__, paper=PAPER,
                    requires={})
 
 

@@ -7,26 +7,12 @@ runs, so that a base install can show ``--help`` and that line.
 
 from __future__ import annotations
 
-from typing import Any
-
 from icml25_shared.cli import run_cli
 
 PAPER = (
     "A. Atanasov, J. Zavatone-Veth, C. Pehlevan (ICML 2025). "
     "Risk and cross validation in ridge regression with correlated samples."
 )
-
-
-def _demo(ctx: Any) -> None:
-    from corrgcv.experiments import demo
-
-    demo(ctx)
-
-
-def _reproduce(ctx: Any) -> None:
-    from corrgcv.experiments import reproduce
-
-    reproduce(ctx)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -44,8 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     """
     return run_cli(
         "corrgcv",
-        demo=_demo,
-        reproduce=_reproduce,
+        demo="corrgcv.experiments:demo",
+        reproduce="corrgcv.experiments:reproduce",
         argv=argv,
         description=__doc__,
         paper=PAPER,

@@ -6,23 +6,9 @@ The experiments are imported inside the commands, so that a base install (numpy 
 
 from __future__ import annotations
 
-from typing import Any
-
 from icml25_shared.cli import run_cli
 
 PAPER = "Xiao, Yang & Suh (ICML 2025). Trustworthy Machine Learning through Data-Specific Indistinguishability."
-
-
-def _demo(ctx: Any) -> Any:
-    from dsi.experiments import demo
-
-    return demo(ctx)
-
-
-def _reproduce(ctx: Any) -> Any:
-    from dsi.experiments import reproduce
-
-    return reproduce(ctx)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,8 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     """
     return run_cli(
         "dsi",
-        demo=_demo,
-        reproduce=_reproduce,
+        demo="dsi.experiments:demo",
+        reproduce="dsi.experiments:reproduce",
         argv=argv,
         description=__doc__,
         paper=PAPER,

@@ -7,23 +7,9 @@ without that extra it prints one line naming the ``pip install`` and exits 2.
 
 from __future__ import annotations
 
-from typing import Any
-
 from icml25_shared.cli import run_cli
 
 PAPER = "Y. Ling, H. Yu, S. Jiang, D. Zou, S. Ji (ICML 2025). On Explaining Equivariant Graph Networks via Improved Relevance Propagation."
-
-
-def _demo(ctx: Any) -> None:
-    from equigx.experiments import demo
-
-    demo(ctx)
-
-
-def _reproduce(ctx: Any) -> None:
-    from equigx.experiments import reproduce
-
-    reproduce(ctx)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,7 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     int
         The exit code: 0 on success, 2 when the command's extra is not installed.
     """
-    return run_cli("equigx", demo=_demo, reproduce=_reproduce, argv=argv, description=__doc__, paper=PAPER,
+    return run_cli("equigx", demo="equigx.experiments:demo",
+                   reproduce="equigx.experiments:reproduce", argv=argv, description=__doc__, paper=PAPER,
                    requires={"reproduce": "peers"})
 
 

@@ -7,24 +7,10 @@ runs, so that a base install (numpy and scikit-learn) can show ``--help`` and na
 
 from __future__ import annotations
 
-from typing import Any
-
 from icml25_shared.cli import run_cli
 
 PAPER = ("Liu, Steensgaard, Wright, Pfister & Hiabu (ICML 2025). "
          "Fast Estimation of Partial Dependence Functions using Trees.")
-
-
-def _demo(ctx: Any) -> Any:
-    from fastpd.experiments import demo
-
-    return demo(ctx)
-
-
-def _reproduce(ctx: Any) -> Any:
-    from fastpd.experiments import reproduce
-
-    return reproduce(ctx)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,7 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     int
         0 on success; 2 when the command needs an extra that is not installed.
     """
-    return run_cli("fastpd", demo=_demo, reproduce=_reproduce, argv=argv, description=__doc__, paper=PAPER,
+    return run_cli("fastpd", demo="fastpd.experiments:demo",
+                   reproduce="fastpd.experiments:reproduce", argv=argv, description=__doc__, paper=PAPER,
                    requires={"reproduce": "xgboost"})
 
 

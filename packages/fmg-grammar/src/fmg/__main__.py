@@ -14,18 +14,6 @@ from icml25_shared.cli import run_cli
 PAPER = "M. Sun, M. Yuan, Y. Liu, W. Matusik, J. Chen (ICML 2025). Foundation Molecular Grammar: Multi-Modal Foundation Models Induce Interpretable Molecular Graph Languages."
 
 
-def _demo(ctx: Any) -> None:
-    from fmg.experiments import demo
-
-    demo(ctx)
-
-
-def _reproduce(ctx: Any) -> None:
-    from fmg.experiments import reproduce
-
-    reproduce(ctx)
-
-
 def _reproduce_options(parser: Any) -> None:
     parser.add_argument("--judge", choices=("heuristic", "openai"), default="heuristic",
                         help="heuristic: the offline SMARTS judge; openai: an OpenAI-compatible endpoint "
@@ -48,7 +36,8 @@ def main(argv: list[str] | None = None) -> int:
     int
         The exit code: 0 on success, 2 when the command's extra is not installed.
     """
-    return run_cli("fmg", demo=_demo, reproduce=_reproduce, argv=argv, description=__doc__, paper=PAPER,
+    return run_cli("fmg", demo="fmg.experiments:demo",
+                   reproduce="fmg.experiments:reproduce", argv=argv, description=__doc__, paper=PAPER,
                    reproduce_options=_reproduce_options, requires={"reproduce": "selfies"})
 
 

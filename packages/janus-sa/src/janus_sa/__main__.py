@@ -6,8 +6,6 @@ the ``fl`` extra (scikit-learn) that ``demo`` and ``reproduce`` need.
 
 from __future__ import annotations
 
-from typing import Any
-
 from icml25_shared.cli import ExtraCommand, run_cli
 
 PAPER = ("Pu, Gu, Lin & Huang (ICML 2025). Janus: Dual-Server Multi-Round Secure Aggregation with "
@@ -31,18 +29,6 @@ def _deploy(name: str) -> ExtraCommand:
     return ExtraCommand(DEPLOY_COMMANDS[name], run)
 
 
-def _demo(ctx: Any) -> Any:
-    from janus_sa.experiments import demo
-
-    return demo(ctx)
-
-
-def _reproduce(ctx: Any) -> Any:
-    from janus_sa.experiments import reproduce
-
-    return reproduce(ctx)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the ``janus_sa`` command line.
 
@@ -58,7 +44,8 @@ def main(argv: list[str] | None = None) -> int:
         0 on success; 2 when the command needs an extra that is not installed.
     """
     extra = {name: _deploy(name) for name in DEPLOY_COMMANDS}
-    return run_cli("janus_sa", demo=_demo, reproduce=_reproduce, argv=argv, description=__doc__,
+    return run_cli("janus_sa", demo="janus_sa.experiments:demo",
+                   reproduce="janus_sa.experiments:reproduce", argv=argv, description=__doc__,
                    extra_commands=extra, paper=PAPER, requires={"demo": "fl", "reproduce": "fl"})
 
 

@@ -7,24 +7,10 @@ experiments are imported only when a command runs.
 
 from __future__ import annotations
 
-from typing import Any
-
 from icml25_shared.cli import run_cli
 
 PAPER = ("Bairaktari, Wu & Wu (ICML 2025). "
          "Kandinsky Conformal Prediction: Beyond Class- and Covariate-Conditional Coverage.")
-
-
-def _demo(ctx: Any) -> None:
-    from kandinsky_cp.experiments import demo
-
-    demo(ctx)
-
-
-def _reproduce(ctx: Any) -> None:
-    from kandinsky_cp.experiments import reproduce
-
-    reproduce(ctx)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -40,7 +26,8 @@ def main(argv: list[str] | None = None) -> int:
     int
         The exit code: 0 on success, 2 when the command's extra is not installed.
     """
-    return run_cli("kandinsky_cp", demo=_demo, reproduce=_reproduce, argv=argv, description=__doc__, paper=PAPER,
+    return run_cli("kandinsky_cp", demo="kandinsky_cp.experiments:demo",
+                   reproduce="kandinsky_cp.experiments:reproduce", argv=argv, description=__doc__, paper=PAPER,
                    requires={"demo": "demo", "reproduce": "demo"})
 
 

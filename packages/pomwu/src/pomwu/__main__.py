@@ -11,18 +11,6 @@ from icml25_shared.cli import run_cli
 PAPER = "Capitaine, Boursier, Moulines, Jordan, Durmus (ICML 2025). Prediction-aware Learning in Multi-agent Systems."
 
 
-def _demo(ctx) -> None:
-    from pomwu.experiments import demo
-
-    demo(ctx)
-
-
-def _reproduce(ctx) -> None:
-    from pomwu.experiments import reproduce
-
-    reproduce(ctx)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run the ``pomwu`` command line.
 
@@ -36,7 +24,8 @@ def main(argv: list[str] | None = None) -> int:
     int
         The exit code.
     """
-    return run_cli("pomwu", demo=_demo, reproduce=_reproduce, argv=argv, description=__doc__, paper=PAPER)
+    return run_cli("pomwu", demo="pomwu.experiments:demo",
+                   reproduce="pomwu.experiments:reproduce", argv=argv, description=__doc__, paper=PAPER)
 
 
 if __name__ == "__main__":

@@ -18,18 +18,6 @@ from icml25_shared.cli import ExtraCommand, run_cli
 PAPER = "R. Mushkani, H. Berard, A. Cohen, S. Koseki (ICML 2025, position track). The Right to AI. arXiv 2501.17899."
 
 
-def _demo(ctx: Any) -> None:
-    from right_to_ai.experiments import demo
-
-    demo(ctx)
-
-
-def _reproduce(ctx: Any) -> None:
-    from right_to_ai.experiments import reproduce
-
-    reproduce(ctx)
-
-
 def _strict_loader() -> Any:
     """A YAML safe loader that rejects a key given twice in one mapping (PyYAML keeps the last silently)."""
     import yaml
@@ -309,7 +297,8 @@ def main(argv: list[str] | None = None) -> int:
     int
         The exit code: 0 on success, 2 on bad input or when the command's extra is not installed.
     """
-    return run_cli("right_to_ai", demo=_demo, reproduce=_reproduce, argv=argv, description=__doc__, paper=PAPER,
+    return run_cli("right_to_ai", demo="right_to_ai.experiments:demo",
+                   reproduce="right_to_ai.experiments:reproduce", argv=argv, description=__doc__, paper=PAPER,
                    extra_commands=COMMANDS, requires={})
 
 

@@ -14,18 +14,6 @@ from icml25_shared.cli import run_cli
 PAPER = "N. Oozeer, D. Nathawani, N. Prakash, M. Lan, A. Harrasse, A. Abdullah (ICML 2025). Activation Space Interventions Can Be Transferred Between Large Language Models. arXiv:2503.04429."
 
 
-def _demo(ctx: Any) -> None:
-    from safety_transfer.experiments import demo
-
-    demo(ctx)
-
-
-def _reproduce(ctx: Any) -> None:
-    from safety_transfer.experiments import reproduce
-
-    reproduce(ctx)
-
-
 def _reproduce_options(parser: Any) -> None:
     parser.add_argument("--n-seeds", type=int, default=None, help="seeds (default 3; 1 with --quick)")
     parser.add_argument("--alpha", type=float, default=None,
@@ -45,7 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     int
         The exit code: 0 on success, 2 when the command's extra is not installed.
     """
-    return run_cli("safety_transfer", demo=_demo, reproduce=_reproduce, argv=argv, description=__doc__, paper=PAPER,
+    return run_cli("safety_transfer", demo="safety_transfer.experiments:demo",
+                   reproduce="safety_transfer.experiments:reproduce", argv=argv, description=__doc__, paper=PAPER,
                    requires={}, reproduce_options=_reproduce_options)
 
 

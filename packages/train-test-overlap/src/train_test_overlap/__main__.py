@@ -6,24 +6,11 @@ The experiments are imported only when a command runs, so that ``--help`` works 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from icml25_shared.cli import ExtraCommand, run_cli
 
 PAPER = ("A. K. Zhang, K. Klyman, Y. Mai, Y. Levine, Y. Zhang, R. Bommasani, P. Liang (ICML 2025). "
          "Position: Language model developers should report train-test overlap.")
-
-
-def _demo(ctx: Any) -> None:
-    from train_test_overlap.experiments import demo
-
-    demo(ctx)
-
-
-def _reproduce(ctx: Any) -> None:
-    from train_test_overlap.experiments import reproduce
-
-    reproduce(ctx)
 
 
 def _command(name: str) -> Callable[[list[str]], int]:
@@ -53,7 +40,8 @@ def main(argv: list[str] | None = None) -> int:
              "report": ExtraCommand("write the overlap report (methodology card, statistics, rules; Markdown, JSON, PNG)",
                                     _command("report")),
              "sketch": ExtraCommand("build a Bloom sketch of a corpus's n-grams (--corpus) or query one (--load)", _command("sketch"))}
-    return run_cli("train_test_overlap", demo=_demo, reproduce=_reproduce, argv=argv, description=__doc__, paper=PAPER,
+    return run_cli("train_test_overlap", demo="train_test_overlap.experiments:demo",
+                   reproduce="train_test_overlap.experiments:reproduce", argv=argv, description=__doc__, paper=PAPER,
                    extra_commands=extra, requires={"demo": "gpt4", "reproduce": "gpt4"})
 
 

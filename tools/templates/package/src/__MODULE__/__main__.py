@@ -7,23 +7,9 @@ without that extra it prints one line naming the ``pip install`` and exits 2.
 
 from __future__ import annotations
 
-from typing import Any
-
 from icml25_shared.cli import run_cli
 
 PAPER = "__PAPER__"
-
-
-def _demo(ctx: Any) -> None:
-    from __MODULE__.experiments import demo
-
-    demo(ctx)
-
-
-def _reproduce(ctx: Any) -> None:
-    from __MODULE__.experiments import reproduce
-
-    reproduce(ctx)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -39,7 +25,8 @@ def main(argv: list[str] | None = None) -> int:
     int
         The exit code: 0 on success, 2 when the command's extra is not installed.
     """
-    return run_cli("__MODULE__", demo=_demo, reproduce=_reproduce, argv=argv, description=__doc__, paper=PAPER,
+    return run_cli("__MODULE__", demo="__MODULE__.experiments:demo",
+                   reproduce="__MODULE__.experiments:reproduce", argv=argv, description=__doc__, paper=PAPER,
                    requires={})
 
 
