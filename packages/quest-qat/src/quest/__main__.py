@@ -35,10 +35,11 @@ def reproduce_options(parser: argparse.ArgumentParser) -> None:
                         help="the scaling run instead: 3 widths x W1A1/W2A2/W4A4/W8A8/BF16 x 3 seeds, "
                              "same tokens (~10 min on one idle CPU thread, ~35 min on a loaded one); writes "
                              "scaling.{json,md,png}")
-    parser.add_argument("--gap", choices=("cpu", "confirm", "full"), default=None,
+    parser.add_argument("--gap", choices=("cpu", "confirm", "width", "full"), default=None,
                         help="precision gaps past the n-gram tables instead: cpu = d=64, FP32/W4A4/W1A1 then "
                              "W8A8/W2A2, 1000 steps, 3 seeds, stopped by a 20 CPU-minute budget; confirm = d=64, "
-                             "FP32/W1A1/W4A4, 2000 steps, 3 seeds (~15 CPU-minutes); full = d 64 and "
+                             "FP32/W1A1/W4A4, 2000 steps, 3 seeds (~15 CPU-minutes); width = the same at d=128 "
+                             "(~35 CPU-minutes), compared with confirm; full = d 64 and "
                              "128, six precisions, 2000 steps (~95 CPU-minutes); writes gap-<name>.{json,md,png}")
 
 
