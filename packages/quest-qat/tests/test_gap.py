@@ -3,6 +3,8 @@
 import json
 import math
 
+import numpy as np
+import pytest
 import torch
 
 from quest.__main__ import main
@@ -50,3 +52,55 @@ def test_gap_runs_leave_the_global_torch_rng_alone(tmp_path):
     torch.manual_seed(12345)  # whatever the caller's global state, the run is the same
     run_gap_cells(tiny, tmp_path, random_state=3)
     assert json.loads((tmp_path / "W4A4-d16-seed0.json").read_text())["final_val_loss"] == first
+
+
+def test_welch_interval_matches_scipy():
+    from scipy import stats
+
+    from quest.scaling import _welch_interval
+
+    a, b = [0.05, 0.02, 0.04, 0.03], [0.30, 0.41, 0.36]
+    iv = _welch_interval(a, b)
+    res = stats.ttest_ind(a, b, equal_var=False).confidence_interval(0.95)
+    assert math.isclose(iv.estimate, np.mean(a) - np.mean(b), rel_tol=1e-12)
+    assert math.isclose(iv.low, res.low, rel_tol=1e-9) and math.isclose(iv.high, res.high, rel_tol=1e-9)
+    with pytest.raises(ValueError, match="at least two values"):
+        _welch_interval([1.0], b)
+
+
+def _report(width, fp, w4, gate="passes"):
+    gaps = [b - a for a, b in zip(fp, w4, strict=True)]
+    return {"rules": {"0 gate": {"verdict": gate}},
+            "runs": {f"FP32 d={width}": {"precision": "FP32", "width": width, "complete": True, "losses": fp},
+                     f"W4A4 d={width}": {"precision": "W4A4", "width": width, "complete": True, "losses": w4,
+                                         "gap_to_fp32": {"per_seed": gaps}}}}
+
+
+def test_gap_width_trend_reads_shrinks_grows_and_the_gate():
+    from quest.scaling import _welch_interval, gap_width_trend
+
+    narrow = _report(64, [1.70, 1.68, 1.71], [1.75, 1.74, 1.76])  # gaps 0.05, 0.06, 0.05
+    wide = _report(128, [1.50, 1.52, 1.51], [1.51, 1.54, 1.52])  # gaps 0.01, 0.02, 0.01
+    rule = gap_width_trend(narrow, wide, precisions=["W4A4"])["3 W4A4 gap to FP32, d=64 -> d=128"]
+    iv = _welch_interval([0.01, 0.02, 0.01], [0.05, 0.06, 0.05])
+    assert rule["verdict"] == "shrinks" and math.isclose(rule["difference"], iv.estimate, abs_tol=1e-12)
+    assert math.isclose(rule["Welch ci95"][1], iv.high, abs_tol=1e-12) and iv.high < 0
+    assert gap_width_trend(wide, narrow, precisions=["W4A4"])["3 W4A4 gap to FP32, d=128 -> d=64"]["verdict"] == "grows"
+    noisy = _report(128, [1.50, 1.52, 1.51], [1.60, 1.52, 1.51])  # gaps 0.10, 0.00, 0.00
+    assert gap_width_trend(narrow, noisy, precisions=["W4A4"])["3 W4A4 gap to FP32, d=64 -> d=128"]["verdict"] == \
+        "not resolved"
+    trivial = _report(128, [2.50, 2.52, 2.51], [2.51, 2.54, 2.52], gate="fails")
+    assert gap_width_trend(narrow, trivial, precisions=["W4A4"])["3 W4A4 gap to FP32, d=64 -> d=128"]["verdict"] \
+        .startswith("not read")
+    assert gap_width_trend(narrow, wide)["3 W1A1 gap to FP32, d=? -> d=?"]["verdict"] == "not run (W1A1 incomplete)"
+
+
+def test_gap_width_protocol_quick_reads_the_narrow_report(tmp_path, figures):
+    assert main(["reproduce", "--gap", "width", "--quick", "--out", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "gap-width.json").read_text())
+    assert report["rules"]["3 gap to FP32 against width"]["verdict"] == "not run (no gap-confirm.json)"
+    stored = _report(16, [1.0, 1.1], [1.2, 1.3])
+    (tmp_path / "gap-confirm.json").write_text(json.dumps(stored))
+    assert main(["reproduce", "--gap", "width", "--quick", "--out", str(tmp_path)]) == 0
+    rules = json.loads((tmp_path / "gap-width.json").read_text())["rules"]
+    assert rules["3 W4A4 gap to FP32, d=16 -> d=16"]["verdict"].startswith("not read")  # 2 steps: gate fails

@@ -564,7 +564,9 @@ def gap_figure(report: Mapping[str, Any], *, n_seeds: int) -> Any:
 
 
 def _reproduce_gap(ctx: RunContext, name: str) -> None:
-    from quest.scaling import GAP_PROTOCOLS, gap_verdicts, run_gap_cells
+    import json
+
+    from quest.scaling import GAP_PROTOCOLS, gap_verdicts, gap_width_trend, run_gap_cells
 
     protocol = dict(GAP_PROTOCOLS[name])
     if ctx.quick:  # a smoke-test size of the same protocol
@@ -575,6 +577,12 @@ def _reproduce_gap(ctx: RunContext, name: str) -> None:
     folder = ctx.path(stem)
     skipped = run_gap_cells(protocol, folder, random_state=ctx.seed)
     report = gap_verdicts(folder, n_seeds=protocol["n_seeds"])
+    if protocol.get("compare_to"):  # the gap against width, from the stored report of the narrower run
+        stored = ctx.path(f"gap-{protocol['compare_to']}.json")
+        if stored.exists():
+            report["rules"].update(gap_width_trend(json.loads(stored.read_text()), report))
+        else:
+            report["rules"]["3 gap to FP32 against width"] = {"verdict": f"not run (no {stored.name})"}
     ctx.write_json({"protocol": protocol, "seed": ctx.seed, "torch": torch.__version__,
                     "skipped_for_budget": skipped, **report}, stem)
     ctx.write_table(gap_table(report), stem)

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 import torch
 from icml25_shared.random import child_seeds
-from icml25_shared.stats import t_interval
+from icml25_shared.stats import Interval, t_interval, t_quantile
 from torch import nn
 
 from quest.api import quantize_
@@ -29,7 +29,7 @@ from quest.train import TrainConfig, make_splits, train_lm
 log = logging.getLogger(__name__)
 
 __all__ = ["GAP_PROTOCOLS", "PAPER_EFFECTIVE_PARAMS", "PAPER_PARAMS_PER_MEMORY", "SCALING_BITS", "bits_params_at_equal_loss",
-           "gap_verdicts", "ngram_baselines", "run_gap_cells", "run_scaling"]
+           "gap_verdicts", "gap_width_trend", "ngram_baselines", "run_gap_cells", "run_scaling"]
 
 SCALING_BITS: dict[str, int] = {"W1A1": 1, "W2A2": 2, "W4A4": 4, "W8A8": 8, "BF16": 16}
 """Precisions of the scaling run and the bits each parameter costs (BF16: 16)."""
@@ -456,3 +456,75 @@ def gap_verdicts(folder: Any, *, n_seeds: int) -> dict[str, Any]:
             rules[f"2 stable down to W1A1 (d={w})"] = {"verdict": "holds" if stable else "fails",
                                                       "W1A1 losses": w1["losses"], "order-2 Markov": markov}
     return {"ngram": ngram, "runs": runs, "rules": rules}
+
+
+def _welch_interval(a: Sequence[float], b: Sequence[float], confidence: float = 0.95) -> Interval:
+    """Welch t interval of ``mean(a) - mean(b)`` for two independent samples (Welch-Satterthwaite df).
+
+    Parameters
+    ----------
+    a, b : sequence of float
+        At least two values each.
+    confidence : float, default 0.95
+        Two-sided coverage.
+
+    Returns
+    -------
+    icml25_shared.stats.Interval
+        ``n`` is ``len(a) + len(b)``.
+    """
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if x.size < 2 or y.size < 2:
+        raise ValueError(f"a Welch interval needs at least two values in each sample; got {x.size} and {y.size}")
+    va, vb = x.var(ddof=1) / x.size, y.var(ddof=1) / y.size
+    estimate, se = float(x.mean() - y.mean()), math.sqrt(va + vb)
+    if se == 0.0:
+        return Interval(estimate, estimate, estimate, confidence, int(x.size + y.size))
+    df = (va + vb) ** 2 / (va ** 2 / (x.size - 1) + vb ** 2 / (y.size - 1))
+    half = t_quantile(0.5 + confidence / 2, df) * se
+    return Interval(estimate, estimate - half, estimate + half, confidence, int(x.size + y.size))
+
+
+def gap_width_trend(small: Mapping[str, Any], large: Mapping[str, Any], *,
+                    precisions: Sequence[str] = ("W4A4", "W1A1")) -> dict[str, Any]:
+    """Whether each precision's gap to FP32 shrinks from a narrower run to a wider one (unpaired across widths).
+
+    Per precision, the per-seed gaps to FP32 of each :func:`gap_verdicts` report (one width each; different
+    seeds and batch streams) give the Welch 95% interval of ``gap(large) - gap(small)``: above 0 -> grows,
+    below 0 -> shrinks, else not resolved. Read only when both reports pass their gate and both gaps are
+    complete.
+
+    Parameters
+    ----------
+    small, large : mapping
+        :func:`gap_verdicts` reports (or the stored ``gap-*.json``), each of one width.
+    precisions : sequence of str, default ("W4A4", "W1A1")
+        The quantized precisions to compare.
+
+    Returns
+    -------
+    dict
+        One rule per precision, named ``3 <precision> gap to FP32, d=<small> -> d=<large>``, with a ``verdict``.
+    """
+    rules: dict[str, Any] = {}
+    gates = [report["rules"].get("0 gate", {}).get("verdict") for report in (small, large)]
+    for precision in precisions:
+        rows = []
+        for report in (small, large):
+            found = [row for row in report["runs"].values() if row["precision"] == precision]
+            rows.append(found[0] if len(found) == 1 else None)
+        widths = [row["width"] if row else "?" for row in rows]
+        name = f"3 {precision} gap to FP32, d={widths[0]} -> d={widths[1]}"
+        if gates != ["passes", "passes"]:
+            rules[name] = {"verdict": "not read (gate not passed at both widths)"}
+            continue
+        if any(row is None or not row["complete"] or "gap_to_fp32" not in row for row in rows):
+            rules[name] = {"verdict": f"not run ({precision} incomplete)"}
+            continue
+        gaps = [row["gap_to_fp32"]["per_seed"] for row in rows if row is not None]
+        iv = _welch_interval(gaps[1], gaps[0])
+        verdict = "grows" if iv.low > 0 else "shrinks" if iv.high < 0 else "not resolved"
+        rules[name] = {"verdict": verdict, f"gap d={widths[0]}": float(np.mean(gaps[0])),
+                       f"gap d={widths[1]}": float(np.mean(gaps[1])), "difference": iv.estimate,
+                       "Welch ci95": [iv.low, iv.high]}
+    return rules
