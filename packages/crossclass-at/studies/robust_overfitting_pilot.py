@@ -19,8 +19,9 @@ import torch
 from icml25_shared.random import child_seeds
 from torch import nn
 
-from crossclass_at import PGD, AdversarialTrainer, CASMonitor, cas, class_attribution, correlation_matrix
+from crossclass_at import PGD, AdversarialTrainer, CASMonitor, TradesKL, cas, class_attribution, correlation_matrix
 from crossclass_at.attacks import generator_on, robust_accuracy
+from crossclass_at.experiments import VARIANTS, _objective, _summarise
 
 HERE = Path(__file__).resolve().parents[1]
 
@@ -115,26 +116,29 @@ class _TestCurve:
         except ValueError:  # an all-zero class attribution: CAS undefined
             record["cas"] = None
             record["test_robust_accuracy"] = robust_accuracy(trainer.model, self.x, self.y, self.attack,
-                                                             generator=generator_on("cpu", self.seed))
+                                                             generator=generator_on(_device(trainer.model), self.seed))
             return
         if self.monitor.epochs_ and self.monitor.epochs_[-1] == record["epoch"]:
             record["test_robust_accuracy"] = self.monitor.robust_accuracy_[-1]
 
 
 class _WarmupAttack:
-    """PGD whose budget grows linearly to ``eps`` over the first ``warmup`` epochs (then stays at ``eps``).
+    """The training attack (PGD, or TRADES' KL attack) whose budget grows linearly to ``eps`` over the first
+    ``warmup`` epochs (then stays at ``eps``).
 
     Training only: the trainer's validation attack, the test curve and the gate use the full ``eps``.
     ``on_epoch_end`` advances the epoch (register it as a trainer callback).
     """
 
-    def __init__(self, *, eps: float, steps: int, warmup: int) -> None:
-        self.eps, self.steps, self.warmup, self.epoch = eps, steps, warmup, 0
+    def __init__(self, *, eps: float, steps: int, warmup: int, method: str = "pgd-at") -> None:
+        self.eps, self.steps, self.warmup, self.method, self.epoch = eps, steps, warmup, method, 0
 
     def current_eps(self) -> float:
         return self.eps * min(1.0, (self.epoch + 1) / self.warmup) if self.warmup else self.eps
 
     def __call__(self, model, x, y, *, generator=None):
+        if self.method == "trades":
+            return TradesKL(eps=self.current_eps(), steps=self.steps)(model, x, y, generator=generator)
         return PGD(eps=self.current_eps(), steps=self.steps)(model, x, y, generator=generator)
 
     def on_epoch_end(self, trainer, record) -> None:
@@ -143,7 +147,7 @@ class _WarmupAttack:
 
 
 class _WarmupTrainer(AdversarialTrainer):
-    """``AdversarialTrainer`` whose PGD-AT training attack is a :class:`_WarmupAttack`."""
+    """``AdversarialTrainer`` whose training attack is a :class:`_WarmupAttack`."""
 
     def __init__(self, model, *, warmup_attack: _WarmupAttack, **kwargs) -> None:
         super().__init__(model, **kwargs)
@@ -153,37 +157,45 @@ class _WarmupTrainer(AdversarialTrainer):
         return self.warmup_attack
 
 
+def _device(model: nn.Module) -> torch.device:
+    return next(model.parameters()).device
+
+
 def _cas_or_none(model, x, y, attack) -> float | None:
     try:
-        return cas(correlation_matrix(class_attribution(model, x, y, attack=attack, generator=generator_on("cpu", 0))))
+        return cas(correlation_matrix(class_attribution(model, x, y, attack=attack,
+                                                        generator=generator_on(_device(model), 0))))
     except ValueError:  # an all-zero class attribution: CAS undefined
         return None
 
 
 def run_pilot(name: str, data, *, label_noise: float, epochs: int, eps: float = 0.2, cas_every: int = 0,
               warmup: int = 0, train_steps: int = 10, val_steps: int = 20, seed: int = 0, model: str = "small",
-              progress: Path | None = None) -> dict:
+              variant: str = "pgd-at", device: str = "cpu", progress: Path | None = None) -> dict:
+    """One training run of the pilot's setting; ``variant`` is one of ``experiments.VARIANTS`` (the grid)."""
     init_seed, train_seed = child_seeds(seed, 2)
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(init_seed)
-        net = MODELS[model]()
+        net = MODELS[model]().to(device)
     (x, y), (xv, yv), (xt, yt) = data["train"], data["val"], data["test"]
     if label_noise:
         y = noisy(y, label_noise, seed=1)
+    method, soft = _objective(variant, epochs)
     attack = PGD(eps=eps, steps=20)
     start, cpu = time.perf_counter(), time.process_time()
-    warm = _WarmupAttack(eps=eps, steps=train_steps, warmup=warmup)
+    warm = _WarmupAttack(eps=eps, steps=train_steps, warmup=warmup, method=method)
     callbacks: list = [warm]
     if cas_every:
         callbacks.append(_TestCurve(xt, yt, attack=attack, seed=7, every=cas_every))
     if progress:
         callbacks.append(_Progress(progress, name))
-    trainer = _WarmupTrainer(net, warmup_attack=warm, eps=eps, steps=train_steps, epochs=epochs, batch_size=128,
-                             lr=0.05, eval_steps=val_steps, callbacks=callbacks, random_state=train_seed).fit(x, y, xv, yv)
+    trainer = _WarmupTrainer(net, warmup_attack=warm, method=method, soft_labels=soft, eps=eps, steps=train_steps,
+                             epochs=epochs, batch_size=128, lr=0.05, eval_steps=val_steps, callbacks=callbacks,
+                             device=device, random_state=train_seed).fit(x, y, xv, yv)
     best, last = trainer.best_model(), trainer.model.eval()
     test = {}
     for which, m in (("best", best), ("last", last)):
-        test[which] = {"robust": robust_accuracy(m, xt, yt, attack, generator=generator_on("cpu", 7)),
+        test[which] = {"robust": robust_accuracy(m, xt, yt, attack, generator=generator_on(_device(m), 7)),
                        "clean": robust_accuracy(m, xt, yt),
                        "cas": _cas_or_none(m, xt, yt, attack)}
     gap = test["best"]["robust"] - test["last"]["robust"]
@@ -191,11 +203,57 @@ def run_pilot(name: str, data, *, label_noise: float, epochs: int, eps: float = 
     return {"pilot": name, "label_noise": label_noise, "epochs": epochs, "eps": eps, "eps_warmup_epochs": warmup,
             "train_pgd_steps": train_steps, "val_pgd_steps": val_steps,
             "seed": seed, "model": model, "parameters": sum(p.numel() for p in net.parameters()),
+            "variant": variant, "device": str(device),
             "best_epoch": trainer.best_epoch_, "test": test, "test_robust_best_minus_last": gap,
             "trained": trained, "gate_passed": bool(trained and gap >= 0.03),
             "history": trainer.history_, "seconds": time.perf_counter() - start,
             "cpu_seconds": time.process_time() - cpu,
             "threads": torch.get_num_threads()}
+
+
+def grid_cell_summary(run: dict) -> dict:
+    """A pilot-shaped run in the shape ``experiments._summarise`` reads (its rules, on test robust accuracy)."""
+    hist = run["history"]
+    monitored = [h for h in hist if h.get("cas") is not None]
+    robust = [h["robust_accuracy"] for h in hist]
+    return {"variant": run["variant"], "seed": run["seed"], "best_epoch": run["best_epoch"],
+            "best_robust": robust[run["best_epoch"] - 1], "last_robust": robust[-1],
+            "best_test_robust": run["test"]["best"]["robust"], "last_test_robust": run["test"]["last"]["robust"],
+            "cas_best": run["test"]["best"]["cas"], "cas_last": run["test"]["last"]["cas"],
+            "cas_peak_epoch": max(monitored, key=lambda h: h["cas"])["epoch"] if monitored else None}
+
+
+def run_grid(*, model: str, label_noise: float, epochs: int, seeds, out_dir: Path, device: str = "cpu",
+             sizes=(2000, 1000, 1000), variants=VARIANTS, eps: float = 0.3, warmup: int = 5, train_steps: int = 10,
+             val_steps: int = 10, cas_every: int = 5, on_cell=None) -> dict:
+    """The CAS grid on a pilot's setting: ``seeds`` x ``variants``, seed-major (a stopped grid keeps whole seeds).
+
+    Every finished cell is written to ``out_dir`` as it comes (``grid-<model>-noise<pct>-<variant>-seed<k>.json``)
+    and handed to ``on_cell(run)``. The package's rules (``experiments._summarise``) are read on the seeds whose
+    four variants all finished; CAS undefined at a checkpoint leaves that rule unread.
+    """
+    data = mnist_split(*sizes)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    runs: dict[str, list] = {v: [] for v in variants}
+    cells = []
+    for seed in seeds:
+        for variant in variants:
+            run = run_pilot(f"{variant}, seed {seed}", data, label_noise=label_noise, epochs=epochs, eps=eps,
+                            cas_every=cas_every, warmup=warmup, train_steps=train_steps, val_steps=val_steps,
+                            seed=seed, model=model, variant=variant, device=device)
+            name = f"grid-{model}-noise{int(round(label_noise * 100))}-{variant}-seed{seed}.json"
+            (out_dir / name).write_text(json.dumps(run, indent=1) + "\n")
+            runs[variant].append(grid_cell_summary(run))
+            cells.append(name)
+            if on_cell is not None:
+                on_cell(run)
+    complete = min(len(r) for r in runs.values())
+    summary = None
+    if complete and set(variants) == set(VARIANTS) and all(
+            None not in (r["cas_best"], r["cas_last"], r["cas_peak_epoch"]) for rs in runs.values() for r in rs[:complete]):
+        summary = _summarise({v: rs[:complete] for v, rs in runs.items()}, epochs)
+    return {"model": model, "label_noise": label_noise, "epochs": epochs, "seeds": list(seeds),
+            "complete_seeds": complete, "cells": cells, "summary": summary}
 
 
 def _fmt(value: float | None) -> str:
