@@ -26,13 +26,16 @@ def _reproduce(ctx: Any) -> None:
 
 
 def _reproduce_options(parser: Any) -> None:
-    parser.add_argument("--protocol", choices=("families", "icl-cpu", "icl-converged", "icl-full"), default="families",
+    parser.add_argument("--protocol", choices=("families", "icl-cpu", "icl-converged", "icl-full", "icl-equal-compute",
+                                                 "charlm-converged"), default="families",
                         help="families: ED, ICL and char LM (the quick sizes with --quick); icl-cpu: in-context "
                              "regression past the plateau (2000 steps, 3 seeds, LT r=2, 8, 4, TMLT r=8, LT r=1, "
                              "stopped by a 25 CPU-minute budget); icl-converged: 4000 steps, LT r=2, 8, TMLT "
                              "r=8, LT r=1, 4 (about 30 CPU-minutes); icl-full: 4000 steps, LT r=1..8, TMLT r=8 and "
-                             "equal-compute cells (about 40 CPU-minutes on one idle thread); --quick shrinks either "
-                             "icl protocol to a smoke test")
+                             "equal-compute cells (about 40 CPU-minutes on one idle thread); icl-equal-compute: "
+                             "LT r=1, 2, 4, 8 at r x steps = 8000, 4 seeds (about 15 CPU-minutes); "
+                             "charlm-converged: char LM, LT r=1, 4, TMLT r=4, 3000 steps, 3 seeds, with n-gram "
+                             "tables (about 17 CPU-minutes); --quick shrinks any of these to a smoke test")
 
 
 def main(argv: list[str] | None = None) -> int:

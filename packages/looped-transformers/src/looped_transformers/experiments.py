@@ -31,8 +31,8 @@ from looped_transformers.train import (
     train,
 )
 
-__all__ = ["ICL_PROTOCOLS", "PROTOCOL", "demo", "families_figure", "icl_figure", "icl_table", "icl_verdicts", "reproduce",
-           "run_icl_cells"]
+__all__ = ["CHARLM_PROTOCOLS", "ICL_PROTOCOLS", "PROTOCOL", "charlm_verdicts", "demo", "families_figure", "icl_figure", "icl_table", "icl_verdicts", "reproduce",
+           "run_charlm_cells", "run_icl_cells"]
 
 #: The reproduce protocol: sizes of the quick and the full run (the full run was not executed).
 PROTOCOL: dict[str, dict[str, Any]] = {
@@ -255,6 +255,9 @@ def reproduce(ctx: RunContext) -> None:
     """
     torch.set_num_threads(1)
     chosen = ctx.options.get("protocol", "families")
+    if chosen.startswith("charlm-"):
+        _reproduce_charlm(ctx, chosen.removeprefix("charlm-"))
+        return
     if chosen != "families":
         _reproduce_icl(ctx, chosen.removeprefix("icl-"))
         return
@@ -335,6 +338,11 @@ ICL_PROTOCOLS: dict[str, dict[str, Any]] = {
     "converged": {"task": {"n_dims": 5, "n_points": 11}, "d": 32, "heads": 2, "steps": 4000, "batch": 64, "lr": 2e-3,
                   "warmup": 50, "min_lr_ratio": 0.1, "seeds": 3, "test": 1000, "budget_minutes": None,
                   "cells": [["LT", 2], ["LT", 8], ["TMLT", 8], ["LT", 1], ["LT", 4]]},
+    # r x steps = 8000 for every cell, each with its own warmup and cosine; the converged recipe otherwise
+    "equal-compute": {"task": {"n_dims": 5, "n_points": 11}, "d": 32, "heads": 2, "steps": 0, "batch": 64,
+                      "lr": 2e-3, "warmup": 50, "min_lr_ratio": 0.1, "seeds": 4, "test": 1000, "budget_minutes": None,
+                      "cells": [], "equal_compute": [["LT", 8, 1000], ["LT", 1, 8000], ["LT", 2, 4000], ["LT", 4, 2000]],
+                      "compute": 8000},
 }
 
 
@@ -437,7 +445,7 @@ def _load_cells(folder: Any) -> tuple[dict[str, dict[int, dict[str, Any]]], dict
     return cells, baselines
 
 
-def icl_verdicts(folder: Any, *, n_seeds: int, steps: int) -> dict[str, Any]:
+def icl_verdicts(folder: Any, *, n_seeds: int, steps: int, compute: int | None = None) -> dict[str, Any]:
     """Aggregate the stored in-context regression cells and apply the protocol's rules.
 
     Parameters
@@ -448,6 +456,10 @@ def icl_verdicts(folder: Any, *, n_seeds: int, steps: int) -> dict[str, Any]:
         Seeds a configuration needs to count as complete.
     steps : int
         Training steps of the main cells (the equal-compute cells are tabulated apart).
+    compute : int, optional
+        ``r x steps`` of an equal-compute protocol (no main cells): its rules are read instead (gate: the
+        best cell's seed mean <= 0.8 x zero; E1: LT r=8 - LT r=1 paired, 95% interval below 0; E2: seed
+        means strictly decreasing in r).
 
     Returns
     -------
@@ -482,9 +494,12 @@ def icl_verdicts(folder: Any, *, n_seeds: int, steps: int) -> dict[str, Any]:
         return {i: cells[f"{row['model']} r={row['r']} steps={row['steps']}"][i]["mean_error"][str(row["r"])]
                 for i in row["seeds"]}
 
+    zero = base.get("zero", {}).get("mean")
+    if compute is not None:
+        return {"models": models, "baselines": base, "baseline_curves": base_curves, "compute": compute,
+                "rules": _equal_compute_rules(models, zero, compute)}
     rules: dict[str, Any] = {}
     lt2, lt8, tmlt8 = per_seed("LT r=2"), per_seed("LT r=8"), per_seed("TMLT r=8")
-    zero = base.get("zero", {}).get("mean")
     if lt2 is None or lt8 is None or zero is None:
         rules["0 gate"] = {"verdict": "not run (LT r=2 or r=8 incomplete)"}
         return {"models": models, "baselines": base, "baseline_curves": base_curves, "rules": rules}
@@ -515,6 +530,32 @@ def icl_verdicts(folder: Any, *, n_seeds: int, steps: int) -> dict[str, Any]:
     return {"models": models, "baselines": base, "baseline_curves": base_curves, "rules": rules}
 
 
+def _equal_compute_rules(models: dict[str, Any], zero: float | None, compute: int) -> dict[str, Any]:
+    """Gate, E1 (LT r=8 below LT r=1, paired 95% interval below 0) and E2 (decreasing in r) at ``r x steps``."""
+    rows = {row["r"]: row for row in models.values()
+            if row["model"] == "LT" and row["complete"] and row["r"] * row["steps"] == compute}
+    if not rows or zero is None:
+        return {"0 gate": {"verdict": "not run (no complete cell)"}}
+    means = {r: rows[r]["r_test=1r"]["mean"] for r in sorted(rows)}
+    best = min(means.values())
+    rules: dict[str, Any] = {"0 gate": {"verdict": "passes" if best <= 0.8 * zero else "fails",
+                                        "best cell": best, "0.8 x zero": 0.8 * zero}}
+    if best > 0.8 * zero:
+        rules["E1 loops over steps"] = rules["E2 monotone in r"] = {"verdict": "not read (trivial regime)"}
+        return rules
+    if 1 in rows and 8 in rows:
+        one, eight = (dict(zip(rows[r]["seeds"], rows[r]["r_test=1r"]["values"], strict=True)) for r in (1, 8))
+        diff = _summary([eight[i] - one[i] for i in sorted(set(one) & set(eight))])
+        rules["E1 loops over steps"] = {"verdict": "holds" if diff["high"] < 0 else "fails",
+                                        "LT r=8 - LT r=1": diff}
+    else:
+        rules["E1 loops over steps"] = {"verdict": "not run (LT r=1 or r=8 incomplete)"}
+    ordered = list(means.values())
+    rules["E2 monotone in r"] = {"verdict": "holds" if all(a > b for a, b in zip(ordered, ordered[1:], strict=False))
+                                 else "fails", "means by r": means}
+    return rules
+
+
 def icl_table(report: dict[str, Any]) -> str:
     """Markdown tables of an :func:`icl_verdicts` report: errors per model and baseline, then the rules.
 
@@ -531,7 +572,8 @@ def icl_table(report: dict[str, Any]) -> str:
     def ci(s: dict[str, Any]) -> str:
         return f"{s['mean']:.3f} [{s['low']:.3f}, {s['high']:.3f}]" if len(s["values"]) > 1 else f"{s['mean']:.3f}"
 
-    lines = ["| model | seeds | mean error [95% CI] | per seed | at r_test = 2r | at r_test = 4r |",
+    metric = report.get("metric", "mean error")
+    lines = [f"| model | seeds | {metric} [95% CI] | per seed | at r_test = 2r | at r_test = 4r |",
              "|---|---|---|---|---|---|"]
     for label, row in report["models"].items():
         s = row["r_test=1r"]
@@ -589,7 +631,8 @@ def icl_figure(report: dict[str, Any], *, n_seeds: int, steps: int) -> Any:
     ax1.legend(fontsize=7)
     for kind, marker in (("LT", "o-"), ("TMLT", "s")):
         rows_k = sorted((row["r"], row["r_test=1r"]) for row in report["models"].values()
-                        if row["model"] == kind and row["steps"] == steps)
+                        if row["model"] == kind and (row["steps"] == steps
+                                                     or row["r"] * row["steps"] == report.get("compute")))
         if rows_k:
             rs = [r for r, _ in rows_k]
             means = [s["mean"] for _, s in rows_k]
@@ -608,14 +651,172 @@ def icl_figure(report: dict[str, Any], *, n_seeds: int, steps: int) -> Any:
 def _reproduce_icl(ctx: RunContext, name: str) -> None:
     protocol = ICL_PROTOCOLS[name]
     if ctx.quick:  # a smoke-test size of the same protocol
-        protocol = {**protocol, "steps": 4, "seeds": 2, "test": 16, "task": {"n_dims": 2, "n_points": 3}, "d": 16,
-                    "equal_compute": [], "budget_minutes": None}
+        protocol = {**protocol, "steps": 0 if "compute" in protocol else 4, "seeds": 2, "test": 16, "task": {"n_dims": 2, "n_points": 3}, "d": 16,
+                    "budget_minutes": None,
+                    "equal_compute": [[kind, r, 8 // r] for kind, r, _ in protocol.get("equal_compute", [])
+                                      if "compute" in protocol]}
+        if "compute" in protocol:
+            protocol["compute"] = 8
     folder = ctx.path(f"icl-{name}")
     skipped = run_icl_cells(protocol, folder, random_state=ctx.seed)
-    report = icl_verdicts(folder, n_seeds=protocol["seeds"], steps=protocol["steps"])
+    report = icl_verdicts(folder, n_seeds=protocol["seeds"], steps=protocol["steps"], compute=protocol.get("compute"))
     stem = f"icl-{name}"
     ctx.write_json({"protocol": protocol, "seed": ctx.seed, "torch": torch.__version__, "skipped_for_budget": skipped,
                     **report}, stem)
     ctx.write_table(icl_table(report), stem)
     ctx.save_figure(icl_figure(report, n_seeds=protocol["seeds"], steps=protocol["steps"]), stem)
 
+
+
+# --- Char-level language modelling past the n-gram tables: one JSON per (model, seed) cell ------------------
+
+#: Char-LM protocol: LT r=1, LT r=4, TMLT r=4 on the stdlib corpus, seed-major (a seed's three cells together,
+#: so a stop by the clock leaves complete pairs), with unigram / bigram / order-2 tables on the same windows.
+CHARLM_PROTOCOLS: dict[str, dict[str, Any]] = {
+    "converged": {"task": {"seq_len": 64, "n_chars": 400_000}, "d": 32, "heads": 2, "steps": 3000, "batch": 32,
+                  "lr": 3e-3, "warmup": 50, "min_lr_ratio": 0.1, "seeds": 3, "test": 512,
+                  "cells": [["LT", 1], ["LT", 4], ["TMLT", 4]]},
+}
+
+
+def run_charlm_cells(protocol: dict[str, Any], out: Any, *, random_state: int = 0,
+                     seed_indices: list[int] | None = None) -> None:
+    """Train the char-LM cells seed by seed, writing ``<out>/<model>-r<r>-steps<steps>-seed<i>.json`` each.
+
+    ``<out>/baselines-seed<i>.json`` holds the n-gram tables' loss on the seed's validation windows (the
+    windows every model of the seed is scored on); a cell whose file exists is skipped (the run resumes).
+
+    Parameters
+    ----------
+    protocol : dict
+        One of :data:`CHARLM_PROTOCOLS`.
+    out : path-like
+        Folder of the cell files.
+    random_state : int, default 0
+        Root seed: ``child_seeds(random_state, seeds)`` initialise the models; ``spawn(random_state, seeds)``
+        give each seed its training and validation streams (the same for every configuration of that seed).
+    seed_indices : list of int, optional
+        Run only these seeds; default all.
+    """
+    import json
+    import time
+    from pathlib import Path
+
+    from looped_transformers.tasks import ngram_baselines
+
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    task = CharLMTask(**protocol["task"])
+    n = protocol["seeds"]
+    seeds = child_seeds(random_state, n)
+    streams = spawn(random_state, n)
+    for i in range(n) if seed_indices is None else seed_indices:
+        test_seed = int(_train_and_test_streams(streams[i])[1].integers(2**31))
+        path = folder / f"baselines-seed{i}.json"
+        if not path.exists():
+            path.write_text(json.dumps({"seed_index": i, "val_loss": ngram_baselines(
+                task, n=protocol["test"], random_state=test_seed)}, indent=1))
+        for kind, r in protocol["cells"]:
+            path = folder / f"{kind}-r{r}-steps{protocol['steps']}-seed{i}.json"
+            if path.exists():
+                continue
+            with _seeded_init(seeds[i]):
+                model = _lm(task.vocab_size, protocol["d"], protocol["heads"], r, "none" if kind == "LT" else "tmlt",
+                            task.seq_len)
+            cpu, wall = time.process_time(), time.perf_counter()
+            result = train(model, task, TrainConfig(steps=protocol["steps"], batch_size=protocol["batch"],
+                                                    lr=protocol["lr"], warmup_steps=protocol["warmup"],
+                                                    min_lr_ratio=protocol["min_lr_ratio"]),
+                           random_state=_train_and_test_streams(streams[i])[0])
+            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+            losses = np.asarray(result.losses)
+            path.write_text(json.dumps({
+                "model": kind, "r": r, "steps": protocol["steps"], "seed_index": i, "init_seed": seeds[i],
+                "val_loss": {str(rt): lm_loss(model, task, n=protocol["test"], n_loops=rt, random_state=test_seed)
+                             for rt in (r, 2 * r, 4 * r)},
+                "train_loss_per_100": [float(losses[j:j + 100].mean()) for j in range(0, len(losses), 100)],
+                "cpu_seconds": cpu, "wall_seconds": wall, "torch": torch.__version__}, indent=1))
+
+
+def charlm_verdicts(folder: Any, *, n_seeds: int) -> dict[str, Any]:
+    """Aggregate the stored char-LM cells and apply the protocol's rules.
+
+    Rules: gate, LT r=1 below the best n-gram table on every seed (otherwise the others are not read);
+    1, LT r=4 - LT r=1 (paired over seeds) with its 95% interval below 0; 2, TMLT r=4 - LT r=4 (paired)
+    with a mean <= 0.
+
+    Parameters
+    ----------
+    folder : path-like
+        The folder :func:`run_charlm_cells` wrote.
+    n_seeds : int
+        Seeds a configuration needs to count as complete.
+
+    Returns
+    -------
+    dict
+        ``metric``, ``models`` (per configuration: per-seed validation loss at r, 2r and 4r, mean and 95%
+        interval, cpu seconds), ``baselines`` (the n-gram tables) and ``rules``; :func:`icl_table` renders it.
+    """
+    import json
+    from pathlib import Path
+
+    cells: dict[str, dict[int, dict[str, Any]]] = {}
+    tables: dict[int, dict[str, float]] = {}
+    for path in sorted(Path(folder).glob("*.json")):
+        data = json.loads(path.read_text())
+        if path.name.startswith("baselines-seed"):
+            tables[data["seed_index"]] = data["val_loss"]
+        else:
+            cells.setdefault(f"{data['model']} r={data['r']}", {})[data["seed_index"]] = data
+    models: dict[str, Any] = {}
+    for key, by_seed in cells.items():
+        done = sorted(by_seed)
+        first = by_seed[done[0]]
+        row: dict[str, Any] = {"model": first["model"], "r": first["r"], "steps": first["steps"], "seeds": done,
+                               "complete": len(done) >= n_seeds,
+                               "cpu_seconds": [by_seed[i]["cpu_seconds"] for i in done]}
+        for factor in (1, 2, 4):
+            row[f"r_test={factor}r"] = _summary([by_seed[i]["val_loss"][str(factor * first["r"])] for i in done])
+        models[key] = row
+    names = sorted({name for t in tables.values() for name in t}, key=lambda k: -np.mean([t[k] for t in tables.values()]))
+    base = {name: _summary([tables[i][name] for i in sorted(tables)]) for name in names}
+
+    def per_seed(name: str) -> dict[int, float] | None:
+        row = models.get(name)
+        return None if row is None or not row["complete"] else dict(zip(row["seeds"], row["r_test=1r"]["values"],
+                                                                         strict=True))
+
+    rules: dict[str, Any] = {}
+    lt1, lt4, tmlt4 = per_seed("LT r=1"), per_seed("LT r=4"), per_seed("TMLT r=4")
+    if lt1 is None or not tables:
+        rules["0 gate"] = {"verdict": "not run (LT r=1 incomplete)"}
+    else:
+        best = {i: min(tables[i].values()) for i in lt1}
+        gate = all(lt1[i] < best[i] for i in lt1)
+        rules["0 gate"] = {"verdict": "passes" if gate else "fails", "LT r=1 per seed": [lt1[i] for i in sorted(lt1)],
+                           "best table per seed": [best[i] for i in sorted(lt1)]}
+        # rule 1 needs the paired interval below 0 (high < 0), rule 2 a paired mean <= 0
+        for name, a, b, label, holds in (("1 more loops help", lt4, lt1, "LT r=4 - LT r=1", lambda d: d["high"] < 0),
+                                         ("2 timestep encoding", tmlt4, lt4, "TMLT r=4 - LT r=4",
+                                          lambda d: d["mean"] <= 0)):
+            if not gate:
+                rules[name] = {"verdict": "not read (n-gram gate failed)"}
+            elif a is None or b is None:
+                rules[name] = {"verdict": f"not run ({label} incomplete)"}
+            else:
+                diff = _summary([a[i] - b[i] for i in sorted(set(a) & set(b))])
+                rules[name] = {"verdict": "holds" if holds(diff) else "fails", label: diff}
+    return {"metric": "val loss (nats/char)", "models": models, "baselines": base, "rules": rules}
+
+
+def _reproduce_charlm(ctx: RunContext, name: str) -> None:
+    protocol = CHARLM_PROTOCOLS[name]
+    if ctx.quick:  # a smoke-test size of the same protocol
+        protocol = {**protocol, "steps": 3, "seeds": 2, "test": 8, "task": {"seq_len": 8, "n_chars": 20_000}, "d": 16}
+    folder = ctx.path(f"charlm-{name}")
+    run_charlm_cells(protocol, folder, random_state=ctx.seed)
+    report = charlm_verdicts(folder, n_seeds=protocol["seeds"])
+    stem = f"charlm-{name}"
+    ctx.write_json({"protocol": protocol, "seed": ctx.seed, "torch": torch.__version__, **report}, stem)
+    ctx.write_table(icl_table(report), stem)

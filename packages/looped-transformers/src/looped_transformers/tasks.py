@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import torch
 from icml25_shared.random import RandomStateLike, check_random_state
+from icml25_shared.validation import Interval, check_param
 
 __all__ = [
     "DP_TASKS",
@@ -37,6 +38,8 @@ __all__ = [
     "lcs_length",
     "lis_length",
     "make_task",
+    "ngram_baselines",
+    "ngram_tables",
     "regression_baselines",
     "stdlib_corpus",
     "subset_sum",
@@ -489,6 +492,137 @@ class CharLMTask:
         starts = check_random_state(random_state).integers(0, len(data) - self.seq_len, size=n)
         ids = torch.stack([data[s:s + self.seq_len] for s in starts.tolist()])
         return TokenBatch(ids, ids.clone(), [])
+
+    def val_batches(self, n: int, random_state: RandomStateLike = None, *, batch_size: int = 64) -> list[TokenBatch]:
+        """The ``n`` validation windows that ``train.lm_loss`` scores, drawn batch by batch from one stream.
+
+        Parameters
+        ----------
+        n : int
+            Windows in all.
+        random_state : None, int or numpy Generator
+            Source of the window starts.
+        batch_size : int, default 64
+            Windows per batch.
+
+        Returns
+        -------
+        list of TokenBatch
+        """
+        rng = check_random_state(random_state)
+        return [self.sample(min(batch_size, n - start), rng, split="val") for start in range(0, n, batch_size)]
+
+
+#: Dirichlet concentrations the n-gram tables choose from, on a held-out tenth of the training text.
+NGRAM_CONCENTRATIONS = (0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0, 30.0, 100.0)
+NGRAM_NAMES = ("unigram", "bigram", "order-2")
+
+
+def _ngram_fit(ids: np.ndarray, vocab: int, concentrations: tuple[float, ...]) -> list[np.ndarray]:
+    """Probability tables ``P0[c]``, ``P1[b, c]``, ``P2[a, b, c]`` up to ``len(concentrations)``.
+
+    ``P0`` is add-one; each higher order is its counts interpolated with the order below under a Dirichlet
+    prior: ``(n(ctx, c) + k P_lower(c | shorter ctx)) / (n(ctx) + k)``.
+    """
+    tables = [(np.bincount(ids, minlength=vocab) + 1.0) / (len(ids) + vocab)]
+    for order, k in enumerate(concentrations, start=1):
+        index = np.zeros(len(ids) - order, dtype=np.int64)
+        for j in range(order + 1):
+            index = index * vocab + ids[j:len(ids) - order + j]
+        counts = np.bincount(index, minlength=vocab ** (order + 1)).reshape((vocab,) * (order + 1)).astype(float)
+        lower = tables[-1] if order == 1 else np.broadcast_to(tables[-1], (vocab,) * (order + 1))
+        tables.append((counts + k * lower) / (counts.sum(-1, keepdims=True) + k))
+    return tables
+
+
+def _ngram_nll(tables: list[np.ndarray], windows: np.ndarray) -> float:
+    """Mean nats per target of ``windows`` (targets at positions 1.., context cut at the window start)."""
+    order = len(tables) - 1
+    total, count = 0.0, 0
+    for t in range(1, windows.shape[1]):
+        m = min(order, t)
+        probs = tables[m][tuple(windows[:, t - m + j] for j in range(m)) + (windows[:, t],)]
+        total += float(-np.log(probs).sum())
+        count += len(windows)
+    return total / count
+
+
+def ngram_tables(ids: Any, *, order: int, vocab_size: int = 128,
+                 concentrations: tuple[float, ...] = NGRAM_CONCENTRATIONS) -> list[np.ndarray]:
+    """Character n-gram tables fitted to ``ids``, each order's smoothing chosen on held-out text.
+
+    ``P0`` is the add-one unigram; ``P1[b, c]`` and ``P2[a, b, c]`` interpolate their counts with the order
+    below, ``(n(ctx, c) + k P_lower) / (n(ctx) + k)``; ``k`` of each order is the concentration with the lowest
+    loss on the last tenth of ``ids`` when fitted on the first nine tenths, then the tables are refitted on
+    all of ``ids``.
+
+    Parameters
+    ----------
+    ids : array-like of int, shape (n,)
+        Training text as token ids in ``[0, vocab_size)``.
+    order : {0, 1, 2}
+        Context length of the highest table.
+    vocab_size : int, default 128
+        Alphabet size.
+    concentrations : tuple of float
+        Candidates for each order's ``k``.
+
+    Returns
+    -------
+    list of ndarray
+        ``[P0, P1, ...]`` up to ``order``; each sums to 1 over its last axis.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> tables = ngram_tables(np.array([0, 1, 2] * 50), order=2, vocab_size=3)
+    >>> round(float(tables[2][0, 1, 2]), 2)
+    1.0
+    """
+    check_param("order", order, [Interval(int, 0, 2, closed="both")], owner="ngram_tables")
+    check_param("vocab_size", vocab_size, [Interval(int, 1, 256, closed="both")], owner="ngram_tables")
+    data = np.asarray(ids, dtype=np.int64).ravel()
+    if data.size < 10 * (order + 1) or data.min() < 0 or data.max() >= vocab_size:
+        raise ValueError(f"ngram_tables: ids must hold at least {10 * (order + 1)} values in [0, {vocab_size}), "
+                         f"got {data.size} values in [{data.min()}, {data.max()}]")
+    cut = int(0.9 * len(data))
+    chosen: tuple[float, ...] = ()
+    for _ in range(order):
+        best = min(concentrations, key=lambda k: _ngram_nll(_ngram_fit(data[:cut], vocab_size, (*chosen, k)),
+                                                            data[cut:][None, :]))
+        chosen = (*chosen, best)
+    return _ngram_fit(data, vocab_size, chosen)
+
+
+def ngram_baselines(task: CharLMTask, *, n: int = 256, random_state: RandomStateLike = None,
+                    batch_size: int = 64) -> dict[str, float]:
+    """Loss of unigram, bigram and order-2 character tables on the windows ``train.lm_loss`` scores.
+
+    The tables (:func:`ngram_tables`) are fitted on the training split; the windows are those of
+    ``train.lm_loss(model, task, n=n, random_state=random_state, batch_size=batch_size)``, with the same
+    targets (positions 1 .. ``seq_len - 1``; the context is cut at the window start, as the model's is).
+
+    Parameters
+    ----------
+    task : CharLMTask
+        The task.
+    n : int, default 256
+        Validation windows.
+    random_state : None, int or numpy Generator
+        Source of the window starts.
+    batch_size : int, default 64
+        Windows per batch (the draws depend on it, as in ``lm_loss``).
+
+    Returns
+    -------
+    dict of str to float
+        Nats per character of ``unigram``, ``bigram`` and ``order-2``.
+    """
+    check_param("n", n, [Interval(int, 1, None, closed="left")], owner="ngram_baselines")
+    check_param("batch_size", batch_size, [Interval(int, 1, None, closed="left")], owner="ngram_baselines")
+    windows = torch.cat([b.input_ids for b in task.val_batches(n, random_state, batch_size=batch_size)]).numpy()
+    tables = ngram_tables(task.train_data.numpy(), order=2, vocab_size=task.vocab_size)
+    return {name: _ngram_nll(tables[:order + 1], windows) for order, name in enumerate(NGRAM_NAMES)}
 
 
 @dataclass(frozen=True)
