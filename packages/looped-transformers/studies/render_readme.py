@@ -12,7 +12,7 @@ from pathlib import Path
 from looped_transformers.experiments import icl_table
 
 PACKAGE = Path(__file__).resolve().parents[1]
-BLOCK = re.compile(r"(<!-- rendered from results/(icl-[a-z0-9-]+)\.json by looped_transformers\.experiments\.icl_table -->\n)"
+BLOCK = re.compile(r"(<!-- rendered from results/((?:icl|charlm)-[a-z0-9-]+)\.json by looped_transformers\.experiments\.icl_table -->\n)"
                    r".*?(<!-- end \2 -->)", re.S)
 
 

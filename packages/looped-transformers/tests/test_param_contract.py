@@ -48,3 +48,23 @@ def test_forward_n_loops():
 
     ids = torch.zeros(1, 3, dtype=torch.long)
     assert_rejects(lambda n_loops: model(ids, n_loops=n_loops), "n_loops", wrong_type="2", wrong_value=0)
+
+
+@pytest.mark.parametrize(("name", "wrong_type", "wrong_value"), [("order", 1.0, 3), ("vocab_size", "8", 0)])
+def test_ngram_tables(name, wrong_type, wrong_value):
+    import numpy as np
+
+    from looped_transformers.tasks import ngram_tables
+
+    valid = {"order": 1, "vocab_size": 8}
+    valid.pop(name)
+    assert_rejects(lambda **kw: ngram_tables(np.arange(40) % 4, **kw), name, wrong_type=wrong_type,
+                   wrong_value=wrong_value, **valid)
+
+
+@pytest.mark.parametrize(("name", "wrong_type", "wrong_value"), [("n", 2.0, 0), ("batch_size", "4", 0)])
+def test_ngram_baselines(name, wrong_type, wrong_value):
+    from looped_transformers.tasks import CharLMTask, ngram_baselines
+
+    task = CharLMTask(seq_len=8, n_chars=20_000)
+    assert_rejects(lambda **kw: ngram_baselines(task, **kw), name, wrong_type=wrong_type, wrong_value=wrong_value)

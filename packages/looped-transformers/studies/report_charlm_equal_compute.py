@@ -1,0 +1,46 @@
+"""Write results/charlm-converged.{json,md} and results/icl-equal-compute.{json,md,png} from the stored cells
+(nothing is trained). A seed whose cells did not all finish is moved to ``<folder>/not-read/`` and left out,
+as the protocol (studies/charlm-equal-compute-protocol.md) fixes.
+
+    python packages/looped-transformers/studies/report_charlm_equal_compute.py
+"""
+
+import json
+from pathlib import Path
+
+import torch
+from icml25_shared.cli import save_figure
+
+from looped_transformers import experiments
+
+RESULTS = Path(__file__).resolve().parents[1] / "results"
+
+
+def complete_seeds(folder: Path, protocol: dict, cells: list[str]) -> list[int]:
+    """Seeds with every cell stored; the cells of the others move to ``not-read/``."""
+    done = [i for i in range(protocol["seeds"]) if all((folder / f"{c}-seed{i}.json").exists() for c in cells)]
+    for i in range(protocol["seeds"]):
+        if i not in done:
+            for path in folder.glob(f"*-seed{i}.json"):
+                (folder / "not-read").mkdir(exist_ok=True)
+                path.rename(folder / "not-read" / path.name)
+    return done
+
+
+def write(name: str, protocol: dict, seed: int, done: list[int], report: dict) -> None:
+    (RESULTS / f"{name}.json").write_text(json.dumps({"protocol": protocol, "seed": seed, "seeds_read": done,
+                                                      "torch": torch.__version__, **report}, indent=1))
+    (RESULTS / f"{name}.md").write_text(experiments.icl_table(report))
+
+
+lm = experiments.CHARLM_PROTOCOLS["converged"]
+folder = RESULTS / "charlm-converged"
+done = complete_seeds(folder, lm, [f"{k}-r{r}-steps{lm['steps']}" for k, r in lm["cells"]])
+write("charlm-converged", lm, 5, done, experiments.charlm_verdicts(folder, n_seeds=len(done)))
+
+icl = experiments.ICL_PROTOCOLS["equal-compute"]
+folder = RESULTS / "icl-equal-compute"
+done = complete_seeds(folder, icl, [f"{k}-r{r}-steps{s}" for k, r, s in icl["equal_compute"]])
+report = experiments.icl_verdicts(folder, n_seeds=len(done), steps=icl["steps"], compute=icl["compute"])
+write("icl-equal-compute", icl, 6, done, report)
+save_figure(experiments.icl_figure(report, n_seeds=len(done), steps=icl["steps"]), RESULTS / "icl-equal-compute.png")
