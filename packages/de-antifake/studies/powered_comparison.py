@@ -24,8 +24,9 @@ MARKERS = ("<!-- powered comparison: rendered from results/powered by studies/po
            "<!-- end of the powered comparison -->")
 PAIRS_FOR_POWER = 235
 """Paired references for 80% power against a 0.10 difference (``powered_protocol.md``)."""
-POWER_AT = {60: 0.26, 90: 0.40, 120: 0.53, 240: 0.86}
-"""Simulated power of the exact McNemar test for a 0.10 difference with 25% discordant pairs (amendment 1)."""
+GROUPS = (("shipped", "Shipped weights (stage 1 450 steps, guided refiner 150 steps)"),
+          ("refiner2000", "Guided refiner trained 2000 steps on the shipped stage 1"))
+"""Result folders under ``results/powered`` rendered into the README (amendment 5), in this order."""
 COMPARISONS = (("PhonePuRe", "stage 1 (t=3)"), ("PhonePuRe", "AudioPure t=5"),
                ("PhonePuRe", "PhonePuRe, shuffled alignment"))
 
@@ -49,6 +50,26 @@ def paired_t(a: list[float], b: list[float]) -> dict:
     half = t.ppf(0.975, len(d) - 1) * d.std(ddof=1) / math.sqrt(len(d)) if len(d) > 1 else float("nan")
     return {"mean_difference": float(d.mean()), "ci": [float(d.mean() - half), float(d.mean() + half)],
             "p": float(ttest_rel(a, b).pvalue) if len(d) > 1 else float("nan")}
+
+
+def mcnemar_power(n: int, *, discordant: float = 0.25, difference: float = 0.10, alpha: float = 0.05) -> float:
+    """Exact power of the two-sided exact McNemar test to find the first row higher at ``n`` pairs.
+
+    Pairs are discordant with probability ``discordant``; the first row's success is higher by
+    ``difference``. Sums over the binomial laws of the discordant count and the split (no simulation);
+    amendment 1's 4000-draw simulation gave 0.26, 0.40, 0.53, 0.86 at 60, 90, 120, 240 pairs.
+    """
+    from scipy.stats import binom, binomtest
+
+    first = (discordant + difference) / 2 / discordant
+    power = 0.0
+    for d in range(1, n + 1):
+        weight = binom.pmf(d, n, discordant)
+        if weight < 1e-12:
+            continue
+        power += weight * sum(binom.pmf(a, d, first) for a in range(d // 2 + 1, d + 1)
+                              if binomtest(a, d, 0.5).pvalue < alpha)
+    return float(power)
 
 
 def t_interval(values: list[float]) -> list[float]:
@@ -116,10 +137,9 @@ def render(runs: list[dict], summary: dict) -> str:
              + f"; {cpu:.1f} CPU-minutes in all.",
              ""]
     if n < PAIRS_FOR_POWER:
-        power = POWER_AT.get(n)
-        lines += [f"Underpowered: the protocol's {PAIRS_FOR_POWER} pairs were not reached"
-                  + (f" (power {power:.2f} for a 0.10 difference at {n} pairs)" if power is not None else "")
-                  + ", so a McNemar p >= 0.05 is no evidence of equality.", ""]
+        lines += [f"Underpowered: the protocol's {PAIRS_FOR_POWER} pairs were not reached (McNemar power "
+                  f"{mcnemar_power(n):.2f} for a 0.10 difference at {n} pairs), so a McNemar p >= 0.05 is no "
+                  "evidence of equality.", ""]
     lines += ["| reference | SV success [Wilson 95%] | SIM of clones [t 95%] |", "|---|---|---|"]
     for name, row in summary["rows"].items():
         lo, hi = row["success_ci"]
@@ -146,6 +166,9 @@ def replace_block(text: str, block: str) -> str:
     return f"{head}{start}\n{block}{end}{tail}"
 
 
+CONTROL_ROWS = ("clean reference", "stage 1 (t=3)", "PhonePuRe", "PhonePuRe, shuffled alignment")
+"""The rows of the trained-refiner group (amendment 5): the trivial-regime check, stage 1 and both alignments."""
+
 INCREMENTAL_ROWS = ("clean reference", "protected (none)", "AudioPure t=5", "stage 1 (t=3)", "PhonePuRe",
                     "PhonePuRe, shuffled alignment")
 """The rows of :func:`run_seed_incremental`: those the tests compare, the clean and protected references."""
@@ -161,15 +184,22 @@ def _weights_label(weights: Path | None) -> str:
     return str(weights)
 
 
-def run_seed_incremental(seed: int, sizes, path: Path, *, weights: Path | None = None) -> dict:
+def run_seed_incremental(seed: int, sizes, path: Path, *, weights: Path | None = None, stop=None,
+                         rows: tuple[str, ...] = INCREMENTAL_ROWS) -> dict:
     """One seed, reference by reference: the JSON at ``path`` is rewritten after every reference.
 
     Corpus, SV, cloner, protection and training are those of ``run_chain(seed, sizes)``; then each
     reference is purified by every row and cloned before the next one starts, so a stopped run keeps its
     finished references (paired across rows). The evaluation noise is drawn in this order, so its numbers
     are not ``run_chain``'s. With ``weights`` (a folder of ``de_antifake.WEIGHT_FILES``), stage 1 and the
-    guided refiner are loaded from it instead of being trained on the seed's corpus.
+    guided refiner are loaded from it instead of being trained on the seed's corpus. ``stop`` (a callable
+    without arguments) is asked after every reference; when it returns true the seed ends there, marked
+    ``"stopped": true`` (a clock or CPU-budget rule, never an outcome). ``rows`` (a subset of
+    :data:`INCREMENTAL_ROWS`, in that order) are the rows evaluated.
     """
+    unknown = set(rows) - set(INCREMENTAL_ROWS)
+    if unknown:
+        raise ValueError(f"run_seed_incremental: rows must be among {INCREMENTAL_ROWS}, got {sorted(unknown)}")
     import time
 
     from de_antifake.clone import embed_batch
@@ -196,15 +226,25 @@ def run_seed_incremental(seed: int, sizes, path: Path, *, weights: Path | None =
                     "weights": _weights_label(weights),
                     "threshold": float(c.verifier.threshold_), "eer": float(c.verifier.eer_),
                     "training_cpu_seconds": time.process_time() - cpu,
-                    "rows": {n: {"accepted": [], "sims": []} for n in INCREMENTAL_ROWS}}
+                    "rows": {n: {"accepted": [], "sims": []} for n in rows}}
     for j, i in enumerate(refs):
         x = c.protected[j]
         shuffled = corpus.utterances[int(refs[(j + 1) % len(refs)])].alignment  # the next reference's
-        heard = {"clean reference": wavs[i], "protected (none)": x, "AudioPure t=5": audiopure.purify(x, 16000),
-                 "stage 1 (t=3)": stage1.purify(x, 16000),
-                 "PhonePuRe": pipeline.purify(x, 16000, alignment=corpus.utterances[int(i)].alignment),
-                 "PhonePuRe, shuffled alignment": pipeline.purify(x, 16000, alignment=shuffled)}
-        for name, w in heard.items():
+        right = corpus.utterances[int(i)].alignment
+
+        def hear(name: str, clean=wavs[i], x=x, right=right, shuffled=shuffled):
+            if name == "clean reference":
+                return clean
+            if name == "protected (none)":
+                return x
+            if name == "AudioPure t=5":
+                return audiopure.purify(x, 16000)
+            if name == "stage 1 (t=3)":
+                return stage1.purify(x, 16000)
+            return pipeline.purify(x, 16000, alignment=right if name == "PhonePuRe" else shuffled)
+
+        for name in rows:
+            w = hear(name)
             e = embed_batch(enc, w[None])[0]
             clone = c.cloner.clone_from_embedding(e, words[j], random_state=np.random.default_rng(clone_seeds[j]))
             ce = embed_batch(enc, clone[None])
@@ -212,9 +252,58 @@ def run_seed_incremental(seed: int, sizes, path: Path, *, weights: Path | None =
             record["rows"][name]["sims"].append(float(c.verifier.scores(ce, lab[[i]])[0]))
         record.update(n_done=j + 1, complete=j + 1 == len(refs), seconds=time.perf_counter() - start,
                       cpu_seconds=time.process_time() - cpu)
+        stopping = stop is not None and j + 1 < len(refs) and stop()
+        if stopping:
+            record["stopped"] = True
         tmp = path.with_suffix(".tmp")
         tmp.write_text(json.dumps(record, indent=1) + "\n")
         tmp.replace(path)
+        if stopping:
+            break
+    return record
+
+
+def train_refiner(seed: int, steps: int, folder: Path) -> dict:
+    """Train a guided refiner for ``steps`` on the shipped stage 1 and write a weights folder (amendment 5).
+
+    The training corpus is ``make_corpus`` at ``POWERED_QUICK`` sizes (30 speakers x 6 utterances of 2 s)
+    from ``seed``; its 150 non-reference utterances and their shipped-stage-1 purifications at t = 5 (after
+    0.005 white noise) are the training pairs, exactly as ``experiments._models`` builds them. Stage 1 and
+    the unguided refiner of the folder are the shipped files, copied.
+    """
+    import shutil
+    import time
+
+    from de_antifake.corpus import make_corpus
+    from de_antifake.diffusion import DiffWavePurifier
+    from de_antifake.experiments import POWERED_QUICK, STAGE1_PEAK, _coverage
+    from de_antifake.phoneme import PhonemeSpectra
+    from de_antifake.refiner import PhonemeGuidedRefiner, save_refinement_ckpt
+    from de_antifake.weights import WEIGHT_FILES, load_weights, shipped_weights
+
+    start, cpu = time.perf_counter(), time.process_time()
+    sizes = POWERED_QUICK
+    r_corpus, r_train = (np.random.default_rng(s) for s in np.random.SeedSequence(seed).spawn(2))
+    corpus = make_corpus(n_speakers=sizes.n_speakers, n_utterances=sizes.n_utterances, seconds=2.0,
+                         random_state=int(r_corpus.integers(2**31)))
+    enrol = np.array([i for i in range(len(corpus.labels)) if i % sizes.n_utterances != 0])
+    w = corpus.waveforms()[enrol]
+    stage1, _, _ = load_weights(shipped_weights(), random_state=r_train)
+    noisy = w + 0.005 * r_train.standard_normal(w.shape).astype(np.float32)
+    t5 = DiffWavePurifier(stage1.model, schedule=stage1.schedule, t=5, peak=STAGE1_PEAK, random_state=r_train)
+    y = np.stack([t5.purify(x, 16000) for x in noisy])
+    align = [corpus.utterances[i].alignment for i in enrol]
+    spectra = PhonemeSpectra().fit([*zip(w, align, strict=True), *_coverage(corpus, enrol, r_train)])
+    guided = PhonemeGuidedRefiner(use_text=True, channels=8, layers=3, N=sizes.refiner_N, random_state=r_train).fit(
+        w, y, alignments=align, spectra=spectra, steps=steps)
+    folder.mkdir(parents=True, exist_ok=True)
+    for name in WEIGHT_FILES:
+        if name != "refinement.ckpt":
+            shutil.copyfile(shipped_weights() / name, folder / name)
+    save_refinement_ckpt(guided, folder / "refinement.ckpt")
+    record = {"seed": seed, "steps": steps, "training_clips": len(w), "seconds": time.perf_counter() - start,
+              "cpu_seconds": time.process_time() - cpu}
+    (folder / "training.json").write_text(json.dumps(record, indent=1) + "\n")
     return record
 
 
@@ -225,6 +314,49 @@ def _seeds(text: str) -> list[int]:
         lo, _, hi = part.partition("-")
         out += range(int(lo), int(hi or lo) + 1)
     return out
+
+
+def _stop_rule(stop_at: str | None, cpu_budget_min: float | None):
+    """A callable that is true once the UTC clock passes ``stop_at`` ("HH:MM") or this process's CPU time
+    passes ``cpu_budget_min`` minutes; ``None`` when neither is given. Outcomes play no part in it."""
+    import datetime
+    import time
+
+    if stop_at is None and cpu_budget_min is None:
+        return None
+    until = None
+    if stop_at is not None:
+        hour, minute = map(int, stop_at.split(":"))
+        now = datetime.datetime.now(datetime.timezone.utc)
+        until = now.replace(hour=hour, minute=minute, second=0, microsecond=0)
+
+    def stop() -> bool:
+        late = until is not None and datetime.datetime.now(datetime.timezone.utc) >= until
+        spent = cpu_budget_min is not None and time.process_time() >= 60 * cpu_budget_min
+        return late or spent
+
+    return stop
+
+
+def summarise(out: Path, *, readme: bool = True) -> str:
+    """Pool each folder of :data:`GROUPS` that holds seeds; write its summary; return (and put in the README)
+    the block of all of them."""
+    blocks = []
+    for name, label in GROUPS:
+        runs = [json.loads(p.read_text()) for p in sorted((out / name).glob("seed*.json"))]
+        if not runs:
+            continue
+        res = pool(runs)
+        block = render(runs, res)
+        (out / name / "summary.json").write_text(json.dumps(res, indent=1) + "\n")
+        (out / name / "summary.md").write_text(block)
+        blocks.append(f"**{label}** ([JSON](results/powered/{name}/))\n\n{block}")
+    if not blocks:
+        raise SystemExit(f"no seed*.json under {out}/{{{','.join(n for n, _ in GROUPS)}}}: no seed has finished")
+    text = "\n".join(blocks)
+    if readme:
+        README.write_text(replace_block(README.read_text(), text))
+    return text
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -238,22 +370,21 @@ def main(argv: list[str] | None = None) -> int:
                         help="write each seed's JSON after every reference (a stopped run keeps its rows)")
     parser.add_argument("--weights", default=None,
                         help="with --incremental: a weights folder, or 'shipped', instead of training per seed")
+    parser.add_argument("--train-refiner", type=int, default=None, metavar="STEPS",
+                        help="first train a guided refiner for STEPS on the shipped stage 1 into --weights")
+    parser.add_argument("--train-seed", type=int, default=99, help="corpus seed of --train-refiner")
+    parser.add_argument("--stop-at", default=None, metavar="HH:MM", help="UTC time after which no reference starts")
+    parser.add_argument("--cpu-budget", type=float, default=None, metavar="MIN",
+                        help="CPU minutes of this process after which no reference starts")
+    parser.add_argument("--control-rows", action="store_true",
+                        help="with --incremental: only the rows of CONTROL_ROWS")
     parser.add_argument("--summary", action="store_true")
     parser.add_argument("--readme", action=argparse.BooleanOptionalAction, default=True,
                         help="with --summary: also replace the README block (default)")
     args = parser.parse_args(argv)
     out = Path(args.out)
     if args.summary:
-        runs = [json.loads(p.read_text()) for p in sorted(out.glob("seed*.json"))]
-        if not runs:
-            raise SystemExit(f"no seed*.json in {out}: no seed has finished")
-        res = pool(runs)
-        (out / "summary.json").write_text(json.dumps(res, indent=1) + "\n")
-        block = render(runs, res)
-        (out / "summary.md").write_text(block)
-        if args.readme:
-            README.write_text(replace_block(README.read_text(), block))
-        print(block)
+        print(summarise(out, readme=args.readme))
         return 0
     import torch
 
@@ -264,14 +395,25 @@ def main(argv: list[str] | None = None) -> int:
     if args.shuffled:
         sizes = replace(sizes, shuffled_control=True)
     out.mkdir(parents=True, exist_ok=True)
-    for seed in _seeds(args.seeds):
-        if args.incremental:
-            weights = None
-            if args.weights is not None:
-                from de_antifake.weights import shipped_weights
+    stop = _stop_rule(args.stop_at, args.cpu_budget)
+    weights = None
+    if args.weights is not None:
+        from de_antifake.weights import shipped_weights
 
-                weights = shipped_weights() if args.weights == "shipped" else Path(args.weights)
-            run_seed_incremental(seed, sizes, out / f"seed{seed}.json", weights=weights)
+        weights = shipped_weights() if args.weights == "shipped" else Path(args.weights)
+    if args.train_refiner is not None:
+        if weights is None or args.weights == "shipped":
+            raise SystemExit("--train-refiner needs --weights FOLDER (where the trained weights go)")
+        if not (weights / "training.json").is_file():
+            train_refiner(args.train_seed, args.train_refiner, weights)
+    for seed in _seeds(args.seeds):
+        if stop is not None and stop():
+            break
+        if args.incremental:
+            record = run_seed_incremental(seed, sizes, out / f"seed{seed}.json", weights=weights, stop=stop,
+                                          rows=CONTROL_ROWS if args.control_rows else INCREMENTAL_ROWS)
+            if record.get("stopped"):
+                break
             continue
         res = run_chain(seed, sizes)
         res["sizes"] = sizes.__dict__

@@ -89,13 +89,19 @@ def test_rendered_table_says_what_ran_and_applies_the_rules():
 
 
 def test_readme_block_is_the_render_of_the_stored_seeds():
-    import json
-
     m = _module()
-    seeds = sorted(m.OUT.glob("seed*.json"))
-    if not seeds:
+    if not any(any((m.OUT / name).glob("seed*.json")) for name, _ in m.GROUPS):
         pytest.skip("no powered seed has been stored")
-    runs = [json.loads(p.read_text()) for p in seeds]
-    block = m.render(runs, m.pool(runs))
-    assert (m.OUT / "summary.md").read_text() == block
+    block = m.summarise(m.OUT, readme=False)
     assert f"{m.MARKERS[0]}\n{block}{m.MARKERS[1]}" in m.README.read_text()
+    for name, _ in m.GROUPS:
+        if (m.OUT / name / "summary.md").is_file():
+            assert (m.OUT / name / "summary.md").read_text() in block
+
+
+def test_mcnemar_power_is_exact_and_matches_the_simulation():
+    m = _module()
+    assert m.mcnemar_power(60) == pytest.approx(0.26, abs=0.015)  # amendment 1: 4000 simulated draws
+    assert m.mcnemar_power(120) == pytest.approx(0.53, abs=0.015)
+    assert m.mcnemar_power(30) < m.mcnemar_power(60) < m.mcnemar_power(120)
+    assert m.mcnemar_power(60, difference=0.0) < 0.03  # no difference: rejects in this direction < alpha / 2
