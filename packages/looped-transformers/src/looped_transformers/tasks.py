@@ -494,7 +494,7 @@ class CharLMTask:
         return TokenBatch(ids, ids.clone(), [])
 
     def val_batches(self, n: int, random_state: RandomStateLike = None, *, batch_size: int = 64) -> list[TokenBatch]:
-        """The ``n`` validation windows that ``train.lm_loss`` scores, drawn batch by batch from one stream.
+        """The ``n`` validation windows ``train.lm_loss`` scores (the same draws: batch by batch from one stream).
 
         Parameters
         ----------

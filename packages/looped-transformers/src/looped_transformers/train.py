@@ -582,12 +582,13 @@ def lm_loss(model: LoopedForCausalLM, task: CharLMTask, *, n: int = 256, n_loops
     float
         Loss in nats per character.
     """
+    rng = check_random_state(random_state)
     model.eval()
     total = 0.0
-    for windows in task.val_batches(n, random_state, batch_size=batch_size):
-        batch = _to(windows, _device_of(model))
-        total += float(model(batch.input_ids, labels=batch.labels, n_loops=n_loops, use_cache=False).loss) * len(
-            batch.input_ids)
+    for start in range(0, n, batch_size):
+        m = min(batch_size, n - start)
+        batch = _to(task.sample(m, rng, split="val"), _device_of(model))
+        total += float(model(batch.input_ids, labels=batch.labels, n_loops=n_loops, use_cache=False).loss) * m
     return total / n
 
 
