@@ -79,6 +79,8 @@ def test_rendered_table_says_what_ran_and_applies_the_rules():
     assert "2: 30 of 40;" in m.render(runs, res) and m.render(runs, res).count("weights: the shipped ones") == 1
     assert "Underpowered" in text and "power 0.26" in text and "20.0 CPU-minutes" in text
     assert f"| {m._p(versus['p'])} |" in text
+    decided = m.render(runs, res, ("PhonePuRe vs stage 1 (t=3)",))
+    assert decided.count("| reported |") == 2 and decided.count("| reported |") + decided.count("hold |") == 3
     assert text.count("\n| PhonePuRe vs ") == 3
     assert m.render(_fake_runs(np.random.default_rng(2), 30, range(8)), m.pool(
         _fake_runs(np.random.default_rng(2), 30, range(8)))).count("Underpowered") == 0
@@ -90,11 +92,11 @@ def test_rendered_table_says_what_ran_and_applies_the_rules():
 
 def test_readme_block_is_the_render_of_the_stored_seeds():
     m = _module()
-    if not any(any((m.OUT / name).glob("seed*.json")) for name, _ in m.GROUPS):
+    if not any(any((m.OUT / name).glob("seed*.json")) for name, *_ in m.GROUPS):
         pytest.skip("no powered seed has been stored")
     block = m.summarise(m.OUT, readme=False)
     assert f"{m.MARKERS[0]}\n{block}{m.MARKERS[1]}" in m.README.read_text()
-    for name, _ in m.GROUPS:
+    for name, *_ in m.GROUPS:
         if (m.OUT / name / "summary.md").is_file():
             assert (m.OUT / name / "summary.md").read_text() in block
 
@@ -105,3 +107,21 @@ def test_mcnemar_power_is_exact_and_matches_the_simulation():
     assert m.mcnemar_power(120) == pytest.approx(0.53, abs=0.015)
     assert m.mcnemar_power(30) < m.mcnemar_power(60) < m.mcnemar_power(120)
     assert m.mcnemar_power(60, difference=0.0) < 0.03  # no difference: rejects in this direction < alpha / 2
+
+
+def test_summary_renders_each_group_with_the_tests_it_decides(tmp_path):
+    import json
+
+    m = _module()
+    for (name, _, _), seed in zip(m.GROUPS, (1, 2), strict=True):
+        (tmp_path / name).mkdir()
+        run = _fake_runs(np.random.default_rng(seed), 30, (seed,))[0]
+        (tmp_path / name / f"seed{seed}.json").write_text(json.dumps(run))
+    block = m.summarise(tmp_path, readme=False)
+    first, second = block.split("\n**")
+    assert first.startswith(f"**{m.GROUPS[0][1]}**") and second.startswith(f"{m.GROUPS[1][1]}**")
+    shipped = [line for line in first.splitlines() if line.startswith("| PhonePuRe vs ")]
+    assert [line.endswith("| reported |") for line in shipped] == [False, False, True]
+    assert (tmp_path / m.GROUPS[1][0] / "summary.md").read_text() in second
+    with pytest.raises(SystemExit, match="no seed"):
+        m.summarise(tmp_path / "empty", readme=False)
