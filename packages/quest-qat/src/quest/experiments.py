@@ -488,35 +488,48 @@ def _rerun_text(rerun: Mapping[str, Any] | None) -> str:
             f"seed: {', '.join(analysis['per_seed_best'])}")
 
 
-def gap_table(report: Mapping[str, Any]) -> str:
-    """Markdown tables of a :func:`quest.scaling.gap_verdicts` report: n-gram baselines and runs, then the rules.
+def gap_table(*reports: Mapping[str, Any]) -> str:
+    """Markdown tables of :func:`quest.scaling.gap_verdicts` reports: n-gram baselines and runs, then the rules.
+
+    Several reports (e.g. one per width, on the same corpus split) share one pair of tables: the n-gram rows
+    once, the runs of every report, and each report's rules, a rule without ``d=`` in its name suffixed with
+    the report's widths.
 
     Parameters
     ----------
-    report : mapping
-        What ``gap_verdicts`` returns (or the ``gap-*.json`` a reproduce run stores).
+    *reports : mapping
+        What ``gap_verdicts`` returns (or the ``gap-*.json`` a reproduce run stores), at least one; every
+        report's n-gram baselines must equal the first's.
 
     Returns
     -------
     str
         Two markdown tables.
     """
+    if not reports:
+        raise TypeError("gap_table needs at least one report")
+    if any(report["ngram"] != reports[0]["ngram"] for report in reports[1:]):
+        raise ValueError("gap_table: the reports' n-gram baselines differ (different corpus splits)")
     lines = ["| run | seeds | val loss, nats/byte: mean [95% CI] | per seed | gap to FP32 [paired 95% CI] |",
              "|---|---|---|---|---|"]
-    for table, row in report["ngram"].items():
+    for table, row in reports[0]["ngram"].items():
         lines.append(f"| {table} table (baseline, alpha {row['alpha']}) | | {row['loss']:.3f} | | |")
-    for label, row in report["runs"].items():
-        ci = row["ci95"]
-        mean = f"{row['mean']:.3f}" + ("" if ci is None else f" [{ci[0]:.3f}, {ci[1]:.3f}]")
-        gap = row.get("gap_to_fp32")
-        gap_text = "" if gap is None else f"{gap['mean']:+.3f}" + (
-            "" if gap["ci95"] is None else f" [{gap['ci95'][0]:+.3f}, {gap['ci95'][1]:+.3f}]")
-        lines.append(f"| {label} | {len(row['seeds'])} | {mean} | {', '.join(f'{v:.3f}' for v in row['losses'])} | "
-                     f"{gap_text} |")
+    for report in reports:
+        for label, row in report["runs"].items():
+            ci = row["ci95"]
+            mean = f"{row['mean']:.3f}" + ("" if ci is None else f" [{ci[0]:.3f}, {ci[1]:.3f}]")
+            gap = row.get("gap_to_fp32")
+            gap_text = "" if gap is None else f"{gap['mean']:+.3f}" + (
+                "" if gap["ci95"] is None else f" [{gap['ci95'][0]:+.3f}, {gap['ci95'][1]:+.3f}]")
+            lines.append(f"| {label} | {len(row['seeds'])} | {mean} | "
+                         f"{', '.join(f'{v:.3f}' for v in row['losses'])} | {gap_text} |")
     lines += ["", "| rule | verdict | numbers |", "|---|---|---|"]
-    for name, rule in report["rules"].items():
-        numbers = "; ".join(f"{k}: {_fmt(v)}" for k, v in rule.items() if k != "verdict")
-        lines.append(f"| {name} | {rule['verdict']} | {numbers} |")
+    for report in reports:
+        widths = ", ".join(f"d={w}" for w in sorted({row["width"] for row in report["runs"].values()}))
+        for name, rule in report["rules"].items():
+            label = name if len(reports) == 1 or "d=" in name else f"{name} ({widths})"
+            numbers = "; ".join(f"{k}: {_fmt(v)}" for k, v in rule.items() if k != "verdict")
+            lines.append(f"| {label} | {rule['verdict']} | {numbers} |")
     return "\n".join(lines) + "\n"
 
 
