@@ -92,7 +92,7 @@ def test_gap_width_trend_reads_shrinks_grows_and_the_gate():
     trivial = _report(128, [2.50, 2.52, 2.51], [2.51, 2.54, 2.52], gate="fails")
     assert gap_width_trend(narrow, trivial, precisions=["W4A4"])["3 W4A4 gap to FP32, d=64 -> d=128"]["verdict"] \
         .startswith("not read")
-    assert gap_width_trend(narrow, wide)["3 W1A1 gap to FP32, d=? -> d=?"]["verdict"] == "not run (W1A1 incomplete)"
+    assert gap_width_trend(narrow, wide)["3 W1A1 gap to FP32, d=64 -> d=128"]["verdict"] == "not run (W1A1 incomplete)"
 
 
 def test_gap_width_protocol_quick_reads_the_narrow_report(tmp_path, figures):

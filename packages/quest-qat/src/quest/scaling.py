@@ -513,7 +513,8 @@ def gap_width_trend(small: Mapping[str, Any], large: Mapping[str, Any], *,
         for report in (small, large):
             found = [row for row in report["runs"].values() if row["precision"] == precision]
             rows.append(found[0] if len(found) == 1 else None)
-        widths = [row["width"] if row else "?" for row in rows]
+        widths = [",".join(str(w) for w in sorted({row["width"] for row in report["runs"].values()})) or "?"
+                  for report in (small, large)]
         name = f"3 {precision} gap to FP32, d={widths[0]} -> d={widths[1]}"
         if gates != ["passes", "passes"]:
             rules[name] = {"verdict": "not read (gate not passed at both widths)"}
