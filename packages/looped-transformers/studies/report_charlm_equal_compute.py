@@ -1,4 +1,4 @@
-"""Write results/charlm-converged.{json,md} and results/icl-equal-compute.{json,md,png} from the stored cells
+"""Write results/charlm-converged{,-seed7}.{json,md} and results/icl-equal-compute.{json,md,png} from the stored cells
 (nothing is trained). A seed whose cells did not all finish is moved to ``<folder>/not-read/`` and left out,
 as the protocol (studies/charlm-equal-compute-protocol.md) fixes.
 
@@ -37,6 +37,11 @@ lm = experiments.CHARLM_PROTOCOLS["converged"]
 folder = RESULTS / "charlm-converged"
 done = complete_seeds(folder, lm, [f"{k}-r{r}-steps{lm['steps']}" for k, r in lm["cells"]])
 write("charlm-converged", lm, 5, done, experiments.charlm_verdicts(folder, n_seeds=len(done)))
+confirm = {**lm, "cells": [["LT", 1], ["LT", 4]]}  # amendment 1: the confirmatory run on root seed 7
+folder = RESULTS / "charlm-converged-seed7"
+if folder.exists():
+    done = complete_seeds(folder, confirm, [f"{k}-r{r}-steps{lm['steps']}" for k, r in confirm["cells"]])
+    write("charlm-converged-seed7", confirm, 7, done, experiments.charlm_verdicts(folder, n_seeds=len(done)))
 
 icl = experiments.ICL_PROTOCOLS["equal-compute"]
 folder = RESULTS / "icl-equal-compute"
