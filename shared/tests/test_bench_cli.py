@@ -160,3 +160,33 @@ def test_commands_named_as_module_function_are_imported_when_they_run(tmp_path, 
                 argv=["demo", "--out", str(tmp_path)])
     with pytest.raises(TypeError, match="reproduce must be a callable"):
         run_cli("toy", demo=_demo, reproduce=3, argv=["reproduce", "--out", str(tmp_path)])
+
+
+def test_hard_limit_keeps_partial_results_and_exits_3(tmp_path):
+    import signal
+    import time
+
+    from icml25_shared.bench import hard_limit, write_results
+
+    out = tmp_path / "gpu.json"
+    before = signal.getsignal(signal.SIGALRM)
+    with pytest.raises(SystemExit) as stopped:
+        with hard_limit(1, {"device": "cpu"}, out) as results:
+            results["first"] = np.float64(0.5)
+            write_results(results, out)
+            results["second"] = "measured before the limit"
+            time.sleep(5)
+            results["never"] = True
+    assert stopped.value.code == 3
+    assert json.loads(out.read_text()) == {"device": "cpu", "first": 0.5, "second": "measured before the limit",
+                                           "stopped_by_limit_s": 1}
+    assert signal.getsignal(signal.SIGALRM) == before and signal.alarm(0) == 0  # handler restored, alarm off
+    with hard_limit(30, {}, out) as results:
+        results["done"] = True
+    assert signal.alarm(0) == 0 and results == {"done": True}
+    with pytest.raises(TypeError, match="seconds must be an int >= 1; got 1.5"):
+        with hard_limit(1.5, {}, out):
+            pass
+    with pytest.raises(ValueError, match="seconds must be an int >= 1; got 0"):
+        with hard_limit(0, {}, out):
+            pass

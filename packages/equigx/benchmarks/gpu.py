@@ -11,14 +11,13 @@ seconds on a CPU (the test suite does that). A hard limit of 7 minutes stops the
 from __future__ import annotations
 
 import argparse
-import json
-import signal
 import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
+from icml25_shared.bench import hard_limit, write_results
 
 from equigx import TFN, EquiGX
 from equigx.baselines import CoordinateGradient, DegreeBaseline, GradCAM, LRIBernoulli, PGExplainer
@@ -44,18 +43,14 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parser.parse_args(argv)
     device = torch.device(args.device)
     out: dict[str, Any] = {"device": str(device), "torch": torch.__version__, "tiny": args.tiny, "checks": {}}
+    with hard_limit(args.limit_s, out, args.out):
+        _run_checks(args, device, out)
+    write_results(out, args.out)
+    return out
 
-    def write() -> None:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
 
-    def stop(*_: Any) -> None:
-        out["stopped_by_limit_s"] = args.limit_s
-        write()
-        raise SystemExit(3)
-
-    signal.signal(signal.SIGALRM, stop)
-    signal.alarm(args.limit_s)
+def _run_checks(args: argparse.Namespace, device: torch.device, out: dict[str, Any]) -> None:
+    """Fill ``out["checks"]``, writing the results after each finished check."""
     n_train, n_test = (20, 4) if args.tiny else (400, 60)
     for name, make in (("shapes", make_shapes), ("decoy", make_decoy_shapes)):
         train_graphs = make(n_train, random_state=0, dtype=torch.float64)
@@ -88,7 +83,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             row[f"{learned.name}_seconds"] = time.perf_counter() - start
             row[f"{learned.name}_finite"] = bool(np.isfinite(scores.node_relevance).all())
         out["checks"][name] = row
-        write()
+        write_results(out, args.out)
     from e3nn.nn.models.gate_points_2101 import Network
 
     with torch.random.fork_rng(devices=[]):
@@ -105,9 +100,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     out["checks"]["module_equigx_gate_points"] = {
         "max_rel_diff_vs_cpu": float(np.abs(dev.node_relevance - cpu.node_relevance).max() / abs(cpu.output).max()),
         "relative_leak": float(abs(dev.leak).max() / abs(dev.output).max())}
-    signal.alarm(0)
-    write()
-    return out
 
 
 if __name__ == "__main__":

@@ -5,7 +5,7 @@
 Runs ``tests/test_real_inputs.py`` with ``WMARKGPT_TEST_DEVICE`` set to the device (inputs follow the
 model's device and dtype, ``from_pretrained(device_map=..., torch_dtype=...)``), then scores and
 describes images and trains one step on the device in float32 and bfloat16, beside the same calls on
-the CPU. Hard limit: 7 minutes. ``--tiny --no-tests`` is the CPU smoke run of the test suite.
+the CPU. Hard limit: 7 minutes, after which what is done is written and the script exits 3. ``--tiny --no-tests`` is the CPU smoke run of the test suite.
 """
 
 from __future__ import annotations
@@ -14,32 +14,22 @@ import argparse
 import json
 import os
 import platform
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from icml25_shared.bench import hard_limit, time_call, write_results
 
 HERE = Path(__file__).resolve().parent
 
 
 def _timed(fn, repeats: int) -> float:
-    import torch
-
-    best = float("inf")
-    for _ in range(repeats):
-        if torch.cuda.is_available():
-            torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        fn()
-        if torch.cuda.is_available():
-            torch.cuda.synchronize()
-        best = min(best, time.perf_counter() - t0)
-    return best
+    """Fastest of ``repeats`` CUDA-synchronised calls (the first call included: it is what a user waits for)."""
+    return time_call(fn, warmup=0, repeats=repeats).min_s
 
 
-def run(device: str, *, tiny: bool, tests: bool) -> dict:
-    """Run the checks on ``device``; return the results (also for the CPU smoke run)."""
+def run(device: str, *, tiny: bool, tests: bool, out: dict, path: str) -> dict:
+    """Run the checks on ``device`` into ``out``, written to ``path`` as each row ends; return ``out``."""
     import numpy as np
     import torch
 
@@ -49,8 +39,8 @@ def run(device: str, *, tiny: bool, tests: bool) -> dict:
     from wmarkgpt.processing import build_image_processor, build_word_tokenizer
     from wmarkgpt.training import train_stage
 
-    out: dict = {"device": device, "torch": torch.__version__, "python": platform.python_version(),
-                 "device_name": torch.cuda.get_device_name(0) if device.startswith("cuda") else platform.processor()}
+    out.update({"device": device, "torch": torch.__version__, "python": platform.python_version(),
+                "device_name": torch.cuda.get_device_name(0) if device.startswith("cuda") else platform.processor()})
     if tests:
         env = {**os.environ, "WMARKGPT_TEST_DEVICE": device}
         proc = subprocess.run([sys.executable, "-m", "pytest", str(HERE.parent / "tests" / "test_real_inputs.py"),
@@ -62,7 +52,7 @@ def run(device: str, *, tiny: bool, tests: bool) -> dict:
                                extra_words=["USER: ASSISTANT:", "invisible faint moderate visible obvious"])
     proc_ = build_image_processor(size)
     images = [x.image for x in items]
-    rows = {}
+    rows = out.setdefault("timings", {})
     for dtype in (torch.float32, torch.bfloat16):
         for where in dict.fromkeys(["cpu", device]):
             torch.manual_seed(0)
@@ -78,7 +68,7 @@ def run(device: str, *, tiny: bool, tests: bool) -> dict:
                              m, items, tokenizer=tok, image_processor=proc_, stage=2, epochs=1, batch_size=n,
                              random_state=0, aux_weight=1.0), 1),
                          "first_scores": [float(s) for s in np.asarray(scores)[:4]]}
-    out["timings"] = rows
+            write_results(out, path)
     if device != "cpu":
         a, b = rows["cpu float32"]["first_scores"], rows[f"{device} float32"]["first_scores"]
         out["max_score_difference_float32"] = float(max(abs(x - y) for x, y in zip(a, b, strict=True)))
@@ -93,11 +83,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tiny", action="store_true", help="smallest sizes (the CPU smoke run)")
     parser.add_argument("--no-tests", action="store_true", help="skip the device-sensitive test file")
     args = parser.parse_args(argv)
-    if hasattr(signal, "SIGALRM"):
-        signal.alarm(420)  # hard limit: 7 minutes
-    res = run(args.device, tiny=args.tiny, tests=not args.no_tests)
-    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps(res, indent=1))
+    with hard_limit(420, {}, args.out) as res:  # 7 minutes
+        run(args.device, tiny=args.tiny, tests=not args.no_tests, out=res, path=args.out)
+    write_results(res, args.out)
     print(json.dumps(res, indent=1))
     return 0 if res.get("tests", {}).get("exit_code", 0) == 0 else 1
 

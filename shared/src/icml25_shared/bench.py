@@ -16,16 +16,19 @@ from __future__ import annotations
 
 import json
 import platform
+import signal
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BenchmarkReport", "Comparison", "Timing", "compare", "environment", "time_call"]
+__all__ = ["BenchmarkReport", "Comparison", "Timing", "compare", "environment", "hard_limit", "time_call",
+           "write_results"]
 
 
 @dataclass(frozen=True)
@@ -279,3 +282,67 @@ def _jsonable(value: Any) -> Any:
     if hasattr(value, "__dataclass_fields__"):
         return asdict(value)
     return str(value)
+
+
+def write_results(results: dict[str, Any], path: str | Path) -> Path:
+    """Write ``results`` as indented JSON to ``path`` (parents created); return the path.
+
+    A device script calls it after each finished check, so that a run stopped by its time limit keeps
+    what it measured.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(results, indent=1, default=_jsonable) + "\n")
+    return path
+
+
+@contextmanager
+def hard_limit(seconds: int, results: dict[str, Any], path: str | Path) -> Iterator[dict[str, Any]]:
+    """Stop the block after ``seconds`` of wall time, keeping the partial ``results`` on disk.
+
+    On time-out ``results["stopped_by_limit_s"]`` is set, ``results`` is written to ``path`` and the
+    process exits with status 3 (``SystemExit``); on a normal exit the alarm is cancelled. Uses
+    ``SIGALRM``, so it works in the main thread of a POSIX process; elsewhere the block runs unlimited.
+
+    Parameters
+    ----------
+    seconds : int
+        The limit (positive).
+    results : dict
+        The mutable results the block fills in; yielded back.
+    path : str or Path
+        Where the partial results go on time-out.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> out = pathlib.Path(tempfile.mkdtemp()) / "gpu.json"
+    >>> with hard_limit(60, {"device": "cpu"}, out) as results:
+    ...     results["checks"] = {"ok": True}
+    >>> write_results(results, out).read_text().count("ok")
+    1
+    """
+    from icml25_shared.validation import Interval, check_param
+
+    check_param("seconds", seconds, [Interval(int, 1, None, closed="left")], owner="hard_limit")
+    usable = hasattr(signal, "SIGALRM")
+    if usable:
+        import threading
+
+        usable = threading.current_thread() is threading.main_thread()
+    if not usable:
+        yield results
+        return
+
+    def stop(*_: Any) -> None:
+        results["stopped_by_limit_s"] = seconds
+        write_results(results, path)
+        raise SystemExit(3)
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.alarm(seconds)
+    try:
+        yield results
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
