@@ -348,9 +348,10 @@ def _stop_rule(stop_at: str | None, cpu_budget_min: float | None):
     return stop
 
 
-def summarise(out: Path, *, readme: bool = True) -> str:
-    """Pool each folder of :data:`GROUPS` that holds seeds; write its summary; return (and put in the README)
-    the block of all of them."""
+def summarise(out: Path, *, write: bool = True, readme: bool = True) -> str:
+    """Pool each folder of :data:`GROUPS` that holds seeds and return the block of all of them; with
+    ``write`` also store each folder's ``summary.json`` / ``summary.md``, with ``readme`` put the block in
+    the README."""
     blocks = []
     for name, label, decides in GROUPS:
         runs = [json.loads(p.read_text()) for p in sorted((out / name).glob("seed*.json"))]
@@ -358,8 +359,9 @@ def summarise(out: Path, *, readme: bool = True) -> str:
             continue
         res = pool(runs)
         block = render(runs, res, decides)
-        (out / name / "summary.json").write_text(json.dumps(res, indent=1) + "\n")
-        (out / name / "summary.md").write_text(block)
+        if write:
+            (out / name / "summary.json").write_text(json.dumps(res, indent=1) + "\n")
+            (out / name / "summary.md").write_text(block)
         blocks.append(f"**{label}** ([JSON](results/powered/{name}/)).\n{block}")
     if not blocks:
         raise SystemExit(f"no seed*.json under {out}/{{{','.join(g[0] for g in GROUPS)}}}: no seed has finished")

@@ -94,7 +94,7 @@ def test_readme_block_is_the_render_of_the_stored_seeds():
     m = _module()
     if not any(any((m.OUT / name).glob("seed*.json")) for name, *_ in m.GROUPS):
         pytest.skip("no powered seed has been stored")
-    block = m.summarise(m.OUT, readme=False)
+    block = m.summarise(m.OUT, write=False, readme=False)
     assert f"{m.MARKERS[0]}\n{block}{m.MARKERS[1]}" in m.README.read_text()
     for name, *_ in m.GROUPS:
         if (m.OUT / name / "summary.md").is_file():
@@ -125,3 +125,4 @@ def test_summary_renders_each_group_with_the_tests_it_decides(tmp_path):
     assert (tmp_path / m.GROUPS[1][0] / "summary.md").read_text() in second
     with pytest.raises(SystemExit, match="no seed"):
         m.summarise(tmp_path / "empty", readme=False)
+    assert m.summarise(tmp_path, write=False, readme=False) == block
