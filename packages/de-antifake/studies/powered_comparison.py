@@ -125,12 +125,27 @@ def _p(p: float) -> str:
     return f"{p:.2g}" if p >= 0.001 else f"{p:.1e}"
 
 
+def _describe_weights(label: str) -> str:
+    """A run's ``weights`` label; a folder trained by :func:`train_refiner` is described by its ``training.json``."""
+    folder = Path(label) if Path(label).is_absolute() else PACKAGE / label
+    training = folder / "training.json"
+    if not training.is_file():
+        return label
+    t = json.loads(training.read_text())
+    return (f"the shipped stage 1 and a guided refiner trained {t['steps']} steps on its outputs of "
+            f"{t['training_clips']} clips (corpus seed {t['seed']}, {t['cpu_seconds'] / 60:.1f} CPU-minutes), "
+            f"[{label}]({label})")
+
+
 def render(runs: list[dict], summary: dict, decides: tuple[str, ...] | None = None) -> str:
     """The README block: what ran, success and SIM per row with 95% intervals, the tests and their verdicts.
 
     Only the tests named in ``decides`` (all when ``None``) get a verdict; the others read "reported".
     """
-    sizes = runs[0].get("sizes", {})
+    sizes = dict(runs[0].get("sizes", {}))
+    if any(r.get("weights", "").startswith(("the package's", "results/", "/")) for r in runs):
+        sizes.pop("diffwave_steps", None)  # loaded weights: the seed's training sizes were not used
+        sizes.pop("refiner_steps", None)
     n = summary["n_pairs"]
     done = [len(next(iter(r["rows"].values()))["accepted"]) for r in runs]
     cpu = sum(r.get("cpu_seconds", 0.0) for r in runs) / 60
@@ -139,7 +154,7 @@ def render(runs: list[dict], summary: dict, decides: tuple[str, ...] | None = No
     lines = [f"Ran: seeds {', '.join(map(str, summary['seeds']))} ({len(runs)} seed{'s' if len(runs) != 1 else ''}; references per seed "
              f"{per_seed}; {n} paired references); sizes: "
              + ", ".join(f"{k} {v}" for k, v in sizes.items())
-             + "".join(sorted({f"; weights: {r['weights']}" for r in runs if "weights" in r}))
+             + "".join(sorted({f"; weights: {_describe_weights(r['weights'])}" for r in runs if "weights" in r}))
              + f"; {cpu:.1f} CPU-minutes in all."]
     if n < PAIRS_FOR_POWER:
         lines += [f"Underpowered: the protocol's {PAIRS_FOR_POWER} pairs were not reached (McNemar power "
