@@ -107,6 +107,12 @@ def test_mcnemar_power_is_exact_and_matches_the_simulation():
     assert m.mcnemar_power(120) == pytest.approx(0.53, abs=0.015)
     assert m.mcnemar_power(30) < m.mcnemar_power(60) < m.mcnemar_power(120)
     assert m.mcnemar_power(60, difference=0.0) < 0.03  # no difference: rejects in this direction < alpha / 2
+    from scipy.stats import binom
+
+    brute = sum(binom.pmf(d, 20, 0.25) * sum(binom.pmf(a, d, 0.7) for a in range(d + 1)
+                                             if a > d - a and binomtest(a, d, 0.5).pvalue < 0.05)
+                for d in range(1, 21))
+    assert m.mcnemar_power(20) == pytest.approx(brute, rel=1e-9)
 
 
 def test_summary_renders_each_group_with_the_tests_it_decides(tmp_path):
