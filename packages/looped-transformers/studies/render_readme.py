@@ -1,4 +1,6 @@
-"""Rewrite the README's in-context tables from results/icl-*.json (tests/test_readme_results.py checks them).
+"""Rewrite the rendered tables of the README and studies/reproduction-tables.md from results/*.json.
+
+tests/test_readme_results.py checks them.
 
     python packages/looped-transformers/studies/render_readme.py
 """
@@ -18,9 +20,9 @@ BLOCK = re.compile(r"(<!-- rendered from results/((?:icl|charlm)-[a-z0-9-]+)\.js
 
 def main() -> None:
     """Replace the text of every rendered block with the table of its stored report."""
-    readme = PACKAGE / "README.md"
     load = lambda name: json.loads((PACKAGE / "results" / f"{name}.json").read_text())  # noqa: E731
-    readme.write_text(BLOCK.sub(lambda m: m.group(1) + icl_table(load(m.group(2))) + m.group(3), readme.read_text()))
+    for page in (PACKAGE / "README.md", PACKAGE / "studies" / "reproduction-tables.md"):
+        page.write_text(BLOCK.sub(lambda m: m.group(1) + icl_table(load(m.group(2))) + m.group(3), page.read_text()))
 
 
 if __name__ == "__main__":

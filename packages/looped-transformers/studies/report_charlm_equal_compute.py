@@ -2,10 +2,12 @@
 (nothing is trained). A seed whose cells did not all finish is moved to ``<folder>/not-read/`` and left out,
 as the protocol (studies/charlm-equal-compute-protocol.md) fixes.
 
-    python packages/looped-transformers/studies/report_charlm_equal_compute.py
+    python packages/looped-transformers/studies/report_charlm_equal_compute.py main      # the two main runs
+    python packages/looped-transformers/studies/report_charlm_equal_compute.py confirm   # the root seed 7 run
 """
 
 import json
+import sys
 from pathlib import Path
 
 import torch
@@ -34,14 +36,15 @@ def write(name: str, protocol: dict, seed: int, done: list[int], report: dict) -
 
 
 lm = experiments.CHARLM_PROTOCOLS["converged"]
+if sys.argv[1:] == ["confirm"]:  # amendment 1: the confirmatory run on root seed 7, LT r=1 and r=4
+    confirm = {**lm, "cells": [["LT", 1], ["LT", 4]]}
+    folder = RESULTS / "charlm-converged-seed7"
+    done = complete_seeds(folder, confirm, [f"{k}-r{r}-steps{lm['steps']}" for k, r in confirm["cells"]])
+    write("charlm-converged-seed7", confirm, 7, done, experiments.charlm_verdicts(folder, n_seeds=len(done)))
+    raise SystemExit(0)
 folder = RESULTS / "charlm-converged"
 done = complete_seeds(folder, lm, [f"{k}-r{r}-steps{lm['steps']}" for k, r in lm["cells"]])
 write("charlm-converged", lm, 5, done, experiments.charlm_verdicts(folder, n_seeds=len(done)))
-confirm = {**lm, "cells": [["LT", 1], ["LT", 4]]}  # amendment 1: the confirmatory run on root seed 7
-folder = RESULTS / "charlm-converged-seed7"
-if folder.exists():
-    done = complete_seeds(folder, confirm, [f"{k}-r{r}-steps{lm['steps']}" for k, r in confirm["cells"]])
-    write("charlm-converged-seed7", confirm, 7, done, experiments.charlm_verdicts(folder, n_seeds=len(done)))
 
 icl = experiments.ICL_PROTOCOLS["equal-compute"]
 folder = RESULTS / "icl-equal-compute"

@@ -1,8 +1,10 @@
-"""The README's in-context tables are the renderings of the stored reports."""
+"""The README's and studies/reproduction-tables.md's tables are the renderings of the stored reports."""
 
 import json
 import re
 from pathlib import Path
+
+import pytest
 
 from looped_transformers.experiments import icl_table
 
@@ -11,8 +13,9 @@ BLOCK = re.compile(r"<!-- rendered from results/((?:icl|charlm)-[a-z0-9-]+)\.jso
                    r"(.*?)<!-- end \1 -->", re.S)
 
 
-def test_readme_icl_tables_are_rendered_from_the_stored_json():
-    blocks = BLOCK.findall((ROOT / "README.md").read_text())
-    assert blocks, "no rendered in-context table in the README"
+@pytest.mark.parametrize("page", ["README.md", "studies/reproduction-tables.md"])
+def test_rendered_tables_equal_the_stored_json(page):
+    blocks = BLOCK.findall((ROOT / page).read_text())
+    assert blocks, f"no rendered table in {page}"
     for name, block in blocks:
         assert block == icl_table(json.loads((ROOT / "results" / f"{name}.json").read_text())), name

@@ -557,7 +557,9 @@ def _equal_compute_rules(models: dict[str, Any], zero: float | None, compute: in
 
 
 def icl_table(report: dict[str, Any]) -> str:
-    """Markdown tables of an :func:`icl_verdicts` report: errors per model and baseline, then the rules.
+    """Markdown tables of an :func:`icl_verdicts` or :func:`charlm_verdicts` report: models, baselines, rules.
+
+    In-context reports show the zero predictor and least squares (ridge, 3-NN and averaging stay in the JSON).
 
     Parameters
     ----------
@@ -580,6 +582,8 @@ def icl_table(report: dict[str, Any]) -> str:
         lines.append(f"| {label} | {len(row['seeds'])} | {ci(s)} | {', '.join(f'{v:.3f}' for v in s['values'])} | "
                      f"{row['r_test=2r']['mean']:.3f} | {row['r_test=4r']['mean']:.3f} |")
     for label, s in report["baselines"].items():
+        if label in ("ridge", "knn", "averaging"):  # ridge tracks least squares, the others sit above zero: JSON only
+            continue
         lines.append(f"| {label.replace('_', ' ')} (baseline) | {len(s['values'])} | {ci(s)} | "
                      f"{', '.join(f'{v:.3f}' for v in s['values'])} | | |")
     lines += ["", "| rule | verdict | numbers |", "|---|---|---|"]
