@@ -37,7 +37,7 @@ def test_stored_scaling_figures_are_legible(name, figure_check):
     figure_check(scaling_figure(json.loads((RESULTS / f"{name}.json").read_text())))
 
 
-@pytest.mark.parametrize("name", ["gap-cpu", "gap-confirm"])
+@pytest.mark.parametrize("name", ["gap-cpu", "gap-confirm", "gap-width"])
 def test_stored_gap_figures_are_legible(name, figure_check):
     path = RESULTS / f"{name}.json"
     if not path.exists():
