@@ -190,3 +190,28 @@ def test_hard_limit_keeps_partial_results_and_exits_3(tmp_path):
     with pytest.raises(ValueError, match="seconds must be an int >= 1; got 0"):
         with hard_limit(0, {}, out):
             pass
+
+
+def test_run_jobs_statuses_width_and_budget(tmp_path):
+    import sys
+
+    from icml25_shared.bench import run_jobs
+
+    def py(code):
+        return [sys.executable, "-c", code]
+
+    marker = tmp_path / "threads"
+    jobs = {"ok": py(f"import os, pathlib; pathlib.Path({str(marker)!r}).write_text(os.environ['OMP_NUM_THREADS'])"),
+            "fails": py("raise SystemExit(2)"), "slow": py("import time; time.sleep(30)"), "queued": py("pass")}
+    status = run_jobs(jobs, workers=3, seconds=6.0)
+    assert status == {"ok": "done", "fails": "failed (2)", "slow": "timed out", "queued": "done"}
+    assert marker.read_text() == "1"
+    assert run_jobs({"slow": py("import time; time.sleep(30)"), "late": py("pass")}, workers=1, seconds=1.0) == {
+        "slow": "timed out", "late": "not started (budget)"}
+    seen = []
+    assert run_jobs({"a": [], "b": []}, workers=0, seconds=60.0, inline=seen.append) == {"a": "done", "b": "done"}
+    assert seen == ["a", "b"]
+    with pytest.raises(ValueError, match="needs inline"):
+        run_jobs({"a": []}, workers=0, seconds=1.0)
+    with pytest.raises(ValueError, match="workers"):
+        run_jobs({"a": []}, workers=-2, seconds=1.0)

@@ -17,11 +17,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
+
+from icml25_shared.bench import run_jobs
 
 PRECISIONS = ("BF16", "W8A8", "W4A4", "W2A2", "W1A1")
 
@@ -113,38 +114,13 @@ def main(argv: list[str] | None = None) -> int:
         run_one(args, args.one[0], int(args.one[1]))
         return 0
     jobs = [(p, i) for p in args.precisions.split(",") for i in range(args.seeds)]
-    deadline = time.monotonic() + args.budget_seconds
-    status: dict[str, str] = {}
     args.out.mkdir(parents=True, exist_ok=True)
-    if args.workers == 0:
-        for p, i in jobs:
-            if time.monotonic() > deadline:
-                status[f"{p} seed {i}"] = "not started (budget)"
-                continue
-            run_one(args, p, i)
-            status[f"{p} seed {i}"] = "done"
-        summarise(args, status)
-        return 0
     passthrough = list(argv if argv is not None else sys.argv[1:])
-    width = len(jobs) if args.workers < 0 else args.workers
-    pending, running = list(jobs), {}
-    while pending or running:
-        while pending and len(running) < width:
-            p, i = pending.pop(0)
-            cmd = [sys.executable, os.path.abspath(__file__), *passthrough, "--one", p, str(i)]
-            running[(p, i)] = subprocess.Popen(cmd, env={**os.environ, "OMP_NUM_THREADS": "1"})
-        for job, proc in list(running.items()):
-            if proc.poll() is not None:
-                status[f"{job[0]} seed {job[1]}"] = "done" if proc.returncode == 0 else f"failed ({proc.returncode})"
-                del running[job]
-        if time.monotonic() > deadline:
-            for job, proc in running.items():
-                proc.kill()
-                status[f"{job[0]} seed {job[1]}"] = "timed out"
-            for job in pending:
-                status[f"{job[0]} seed {job[1]}"] = "not started (budget)"
-            running, pending = {}, []
-        time.sleep(0.2)
+    commands = {f"{p} seed {i}": [sys.executable, os.path.abspath(__file__), *passthrough, "--one", p, str(i)]
+                for p, i in jobs}
+    by_name = dict(zip(commands, jobs, strict=True))
+    status = run_jobs(commands, workers=args.workers, seconds=args.budget_seconds,
+                      inline=lambda name: run_one(args, *by_name[name]))
     summarise(args, status)
     return 0
 

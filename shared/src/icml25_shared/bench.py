@@ -15,20 +15,21 @@ Examples
 from __future__ import annotations
 
 import json
+import os
 import platform
 import signal
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-__all__ = ["BenchmarkReport", "Comparison", "Timing", "compare", "environment", "hard_limit", "time_call",
-           "write_results"]
+__all__ = ["BenchmarkReport", "Comparison", "Timing", "compare", "environment", "hard_limit", "run_jobs",
+           "time_call", "write_results"]
 
 
 @dataclass(frozen=True)
@@ -346,3 +347,71 @@ def hard_limit(seconds: int, results: dict[str, Any], path: str | Path) -> Itera
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+
+
+def run_jobs(jobs: Mapping[str, Sequence[str]], *, workers: int, seconds: float,
+             inline: Callable[[str], Any] | None = None) -> dict[str, str]:
+    """Run named jobs under one wall-clock budget; return each job's status.
+
+    Each job is a command line run as its own process with ``OMP_NUM_THREADS=1``, at most ``workers`` at
+    a time (``-1``: all at once), in the order given. At the deadline running jobs are killed. With
+    ``workers=0`` the jobs run one after the other in this process through ``inline(name)`` (what the CPU
+    smoke tests use); its exceptions propagate.
+
+    Parameters
+    ----------
+    jobs : mapping of str to sequence of str
+        Job name -> command line (``[sys.executable, script, ...]``).
+    workers : int
+        Processes at once: a positive number, ``-1`` for all, ``0`` for in-process.
+    seconds : float
+        Wall-clock budget from the call (0: no job starts).
+    inline : callable, optional
+        ``inline(name)`` runs a job in this process; required when ``workers`` is 0.
+
+    Returns
+    -------
+    dict of str to str
+        Per job: ``"done"``, ``"failed (<exit code>)"``, ``"timed out"`` or ``"not started (budget)"``.
+    """
+    import subprocess
+
+    from icml25_shared.validation import Interval, check_param
+
+    check_param("workers", workers, [Interval(int, -1, None, closed="left")], owner="run_jobs")
+    check_param("seconds", seconds, [Interval(float, 0, None, closed="left")], owner="run_jobs")
+    if workers == 0 and inline is None:
+        raise ValueError("run_jobs: workers=0 runs the jobs in process and needs inline; got inline=None")
+    deadline = time.monotonic() + seconds
+    status: dict[str, str] = {}
+    if workers == 0:
+        for name in jobs:
+            if time.monotonic() >= deadline:
+                status[name] = "not started (budget)"
+                continue
+            assert inline is not None
+            inline(name)
+            status[name] = "done"
+        return status
+    width = len(jobs) if workers < 0 else workers
+    pending = list(jobs)
+    running: dict[str, subprocess.Popen[bytes]] = {}
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    while pending or running:
+        while pending and len(running) < width:
+            name = pending.pop(0)
+            running[name] = subprocess.Popen(list(jobs[name]), env=env)
+        for name, proc in list(running.items()):
+            if proc.poll() is not None:
+                status[name] = "done" if proc.returncode == 0 else f"failed ({proc.returncode})"
+                del running[name]
+        if time.monotonic() >= deadline:
+            for name, proc in running.items():
+                proc.kill()
+                proc.wait()
+                status[name] = "timed out"
+            for name in pending:
+                status[name] = "not started (budget)"
+            running, pending = {}, []
+        time.sleep(0.05)
+    return {name: status[name] for name in jobs}
