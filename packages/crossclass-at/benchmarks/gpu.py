@@ -19,13 +19,12 @@ rules on test robust accuracy; needs ``mlxtend``). Cells run seed-major; each fi
 from __future__ import annotations
 
 import argparse
-import json
-import signal
 import time
 from pathlib import Path
 from typing import Any
 
 import torch
+from icml25_shared.bench import hard_limit, write_results
 
 from crossclass_at import PGD, AdversarialTrainer, CASMonitor, DigitsCNN, PreActResNet18, class_attribution
 from crossclass_at.attacks import generator_on, robust_accuracy
@@ -50,18 +49,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         out["gpu"] = torch.cuda.get_device_name(device)
 
     def write() -> None:
-        Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.out).write_text(json.dumps(out, indent=1) + "\n")
+        write_results(out, args.out)
 
-    def stop(*_: Any) -> None:
-        out["stopped_by_limit_s"] = args.limit_s
-        write()
-        raise SystemExit(3)
+    with hard_limit(args.limit_s, out, args.out):
+        if args.grid:
+            _grid(args, device, out, write)
+        else:
+            _device_checks(args, device, out, write)
+    write()
+    return out
 
-    signal.signal(signal.SIGALRM, stop)
-    signal.alarm(args.limit_s)
-    if args.grid:
-        return _grid(args, device, out, write)
+
+def _device_checks(args: argparse.Namespace, device: torch.device, out: dict[str, Any], write: Any) -> None:
+    """Trainer with CAS monitor, robust accuracy, class attribution and PGD timing on ``device``."""
     d = load_digits_split(n_train=64 if args.tiny else None, random_state=0)
     n_eval = 40 if args.tiny else len(d.x_test)
     xt, yt = d.x_test[:n_eval], d.y_test[:n_eval]
@@ -101,12 +101,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     if device.type == "cuda":
         torch.cuda.synchronize(device)
     out["checks"]["pgd_preactresnet18"] = {"batch": batch, "steps": attack.steps, "seconds": time.perf_counter() - start}
-    signal.alarm(0)
-    write()
-    return out
 
 
-def _grid(args: argparse.Namespace, device: torch.device, out: dict[str, Any], write: Any) -> dict[str, Any]:
+def _grid(args: argparse.Namespace, device: torch.device, out: dict[str, Any], write: Any) -> None:
     import importlib.util
 
     path = Path(__file__).resolve().parents[1] / "studies/robust_overfitting_pilot.py"
@@ -127,11 +124,8 @@ def _grid(args: argparse.Namespace, device: torch.device, out: dict[str, Any], w
     result = pilot.run_grid(model=args.grid_model, label_noise=args.grid_noise, epochs=args.grid_epochs,
                             seeds=args.grid_seeds, out_dir=Path(args.out).parent / "grid", device=str(device),
                             on_cell=on_cell, **tiny)
-    signal.alarm(0)
     out["grid"].update(complete_seeds=result["complete_seeds"], summary=result["summary"],
                        seconds=time.perf_counter() - start)
-    write()
-    return out
 
 
 if __name__ == "__main__":
