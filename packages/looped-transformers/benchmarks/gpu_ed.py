@@ -17,12 +17,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
+
+from icml25_shared.bench import run_jobs
 
 CONFIGS = "LT:2,LT:4,LT:8,TMLT:2,TMLT:4,TMLT:8"
 
@@ -151,40 +152,13 @@ def main(argv: list[str] | None = None) -> int:
         run_one(args, args.one[0], int(args.one[1]), int(args.one[2]))
         return 0
     jobs = [(kind, int(r), i) for kind, r in (c.split(":") for c in args.configs.split(",")) for i in range(args.seeds)]
-    deadline = time.monotonic() + args.budget_seconds
-    status: dict[str, str] = {}
     args.out.mkdir(parents=True, exist_ok=True)
-    if args.workers == 0:
-        for kind, r, i in jobs:
-            name = f"{kind} r={r} seed {i}"
-            if time.monotonic() > deadline:
-                status[name] = "not started (budget)"
-                continue
-            run_one(args, kind, r, i)
-            status[name] = "done"
-        summarise(args, status)
-        return 0
-    passthrough = [a for a in (argv if argv is not None else sys.argv[1:])]
-    width = len(jobs) if args.workers < 0 else args.workers
-    pending, running = list(jobs), {}
-    while pending or running:
-        while pending and len(running) < width:
-            kind, r, i = pending.pop(0)
-            cmd = [sys.executable, os.path.abspath(__file__), *passthrough, "--one", kind, str(r), str(i)]
-            running[(kind, r, i)] = subprocess.Popen(cmd, env={**os.environ, "OMP_NUM_THREADS": "1"})
-        for job, proc in list(running.items()):
-            if proc.poll() is not None:
-                status[f"{job[0]} r={job[1]} seed {job[2]}"] = "done" if proc.returncode == 0 else \
-                    f"failed ({proc.returncode})"
-                del running[job]
-        if time.monotonic() > deadline:
-            for job, proc in running.items():
-                proc.kill()
-                status[f"{job[0]} r={job[1]} seed {job[2]}"] = "timed out"
-            for job in pending:
-                status[f"{job[0]} r={job[1]} seed {job[2]}"] = "not started (budget)"
-            running, pending = {}, []
-        time.sleep(0.2)
+    passthrough = list(argv if argv is not None else sys.argv[1:])
+    commands = {f"{kind} r={r} seed {i}": [sys.executable, os.path.abspath(__file__), *passthrough, "--one", kind,
+                                          str(r), str(i)] for kind, r, i in jobs}
+    by_name = dict(zip(commands, jobs, strict=True))
+    status = run_jobs(commands, workers=args.workers, seconds=args.budget_seconds,
+                      inline=lambda name: run_one(args, *by_name[name]))
     summarise(args, status)
     return 0
 
