@@ -67,7 +67,8 @@ def test_stored_families_figures_are_legible(name, figure_check):
     figure_check(families_figure(stored["results"], stored["protocol"]["seeds"]))
 
 
-@pytest.mark.parametrize("name", ["icl-cpu", "icl-converged", "icl-converged-seed4", "icl-equal-compute"])
+@pytest.mark.parametrize("name", ["icl-cpu", "icl-converged", "icl-converged-seed4", "icl-equal-compute",
+                                  "icl-equal-compute-seed8"])
 def test_stored_icl_figures_are_legible(name, figure_check):
     from looped_transformers.experiments import icl_figure
 
