@@ -6,6 +6,10 @@ Same settings, root seed 3 and seed count as ``GAP_PROTOCOLS["confirm"]``, so th
 (``child_seeds(3, 4)[0]``) and each seed's initial weights equal the stored FP32 / QuEST W4A4 runs in
 ``results/gap-confirm/``. Two such processes share the queue in order (seed 0 of both cells, then seed 1,
 then seed 2): a cell is claimed by creating ``<label>.claim``; none is started at or after ``STOP`` (UTC).
+
+    python packages/quest-qat/studies/run_gap_extra.py report   # results/gap-ablation.{json,md,png}
+
+pairs the stored runs of both folders (``gap_verdicts``) and renders them (``gap_table``, ``gap_figure``).
 """
 
 import datetime as dt
@@ -22,7 +26,30 @@ CELLS = {"STE W4A4": [4, "ste", "half"], "W4A4 no Hadamard": [4, "quest", None]}
 OUT = Path(__file__).resolve().parents[1] / "results" / "gap-confirm-extra"
 STOP = dt.time(23, 52)
 
-if __name__ == "__main__":
+
+def report() -> None:
+    """Write results/gap-ablation.{json,md,png}: the new cells with the stored FP32 and QuEST W4A4 runs."""
+    import json
+
+    from quest.experiments import gap_figure, gap_table
+    from quest.scaling import gap_verdicts
+
+    results = OUT.parent
+    protocol = {**GAP_PROTOCOLS["confirm"], "precisions": {"FP32": None, "W4A4": [4, "quest", "half"], **CELLS}}
+    verdicts = gap_verdicts([results / "gap-confirm", OUT], n_seeds=protocol["n_seeds"])
+    # the W1A1 runs and their rules belong to the confirm report; this one keeps the gate and the ablation rules
+    verdicts["runs"] = {k: v for k, v in verdicts["runs"].items() if not k.startswith("W1A1")}
+    verdicts["rules"] = {k: v for k, v in verdicts["rules"].items() if not k.startswith(("1 ", "2 "))}
+    (results / "gap-ablation.json").write_text(json.dumps(
+        {"protocol": protocol, "seed": 3, "torch": torch.__version__,
+         "folders": ["results/gap-confirm", "results/gap-confirm-extra"], **verdicts}, indent=1))
+    (results / "gap-ablation.md").write_text(gap_table(verdicts))
+    gap_figure(verdicts, n_seeds=protocol["n_seeds"]).savefig(results / "gap-ablation.png", dpi=120)
+
+
+if __name__ == "__main__" and sys.argv[1:] == ["report"]:
+    report()
+elif __name__ == "__main__":
     import json
 
     torch.set_num_threads(1)

@@ -104,3 +104,47 @@ def test_gap_width_protocol_quick_reads_the_narrow_report(tmp_path, figures):
     assert main(["reproduce", "--gap", "width", "--quick", "--out", str(tmp_path)]) == 0
     rules = json.loads((tmp_path / "gap-width.json").read_text())["rules"]
     assert rules["3 W4A4 gap to FP32, d=16 -> d=16"]["verdict"].startswith("not read")  # 2 steps: gate fails
+
+
+def _write_runs(folder, precision, losses, *, diverged=False):
+    folder.mkdir(parents=True, exist_ok=True)
+    for i, loss in enumerate(losses):
+        (folder / f"{precision.replace(' ', '_')}-d64-seed{i}.json").write_text(json.dumps(
+            {"precision": precision, "width": 64, "seed_index": i, "final_val_loss": loss, "diverged": diverged,
+             "cpu_seconds": 1.0}))
+
+
+def test_gap_ablation_rules_pair_new_cells_with_stored_runs_across_folders(tmp_path):
+    from scipy import stats
+
+    from quest.experiments import gap_table
+    from quest.scaling import gap_verdicts
+
+    stored, extra = tmp_path / "stored", tmp_path / "extra"
+    _write_runs(stored, "FP32", [1.70, 1.68, 1.72])
+    _write_runs(stored, "W4A4", [1.75, 1.74, 1.76])
+    (stored / "ngram.json").write_text(json.dumps({"order-2 Markov": {"loss": 2.0, "alpha": 0.1}}))
+    _write_runs(extra, "W4A4 no Hadamard", [1.80, 1.77, 1.83])  # +0.05, +0.03, +0.07 over W4A4: holds
+    _write_runs(extra, "STE W4A4", [1.75, 1.79, 1.72])  # 0, +0.05, -0.04: not resolved
+    report = gap_verdicts([stored, extra], n_seeds=3)
+    assert "1 W1A1 costs more than W4A4 (d=64)" not in report["rules"]  # no W1A1 run: no rule about it
+    hadamard = report["rules"]["4 Hadamard helps W4A4 (d=64)"]
+    diff = np.array([1.80, 1.77, 1.83]) - [1.75, 1.74, 1.76]
+    low, high = stats.t.interval(0.95, 2, loc=diff.mean(), scale=stats.sem(diff))
+    assert hadamard["verdict"] == "holds"
+    assert np.allclose(hadamard["W4A4 no Hadamard - W4A4 per seed"], diff)
+    assert np.allclose(hadamard["ci95"], [low, high]) and low > 0
+    assert report["rules"]["5 trust beats STE (d=64)"]["verdict"] == "not resolved"
+    gap = report["runs"]["STE W4A4 d=64"]["gap_to_fp32"]
+    assert np.allclose(gap["per_seed"], [0.05, 0.11, 0.0])
+    _write_runs(extra, "STE W4A4", [1.70, 1.69])  # lower than W4A4 on every seed, but seed 2 missing
+    (extra / "STE_W4A4-d64-seed2.json").unlink()
+    report = gap_verdicts([stored, extra], n_seeds=3)
+    assert report["rules"]["5 trust beats STE (d=64)"]["verdict"] == "not run (W4A4 or STE W4A4 incomplete)"
+    _write_runs(extra, "STE W4A4", [1.70, 1.69, 1.71])
+    assert gap_verdicts([stored, extra], n_seeds=3)["rules"]["5 trust beats STE (d=64)"]["verdict"] == "does not hold"
+    # a second report pairing with the same stored runs lists them (and the same gate) once
+    alone = gap_verdicts(stored, n_seeds=3)
+    table = gap_table(alone, report)
+    assert table.count("| FP32 d=64 |") == 1 and table.count("| 0 gate (d=64) | passes |") == 1
+    assert table.count("| W4A4 no Hadamard d=64 |") == 1

@@ -493,7 +493,8 @@ def gap_table(*reports: Mapping[str, Any]) -> str:
 
     Several reports (e.g. one per width, on the same corpus split) share one pair of tables: the n-gram rows
     once, the runs of every report, and each report's rules, a rule without ``d=`` in its name suffixed with
-    the report's widths.
+    the report's widths. A row equal to one already listed (a stored run a later report pairs with, its
+    gate) is listed once.
 
     Parameters
     ----------
@@ -530,7 +531,7 @@ def gap_table(*reports: Mapping[str, Any]) -> str:
             label = name if len(reports) == 1 or "d=" in name else f"{name} ({widths})"
             numbers = "; ".join(f"{k}: {_fmt(v)}" for k, v in rule.items() if k != "verdict")
             lines.append(f"| {label} | {rule['verdict']} | {numbers} |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(line for i, line in enumerate(lines) if not line or line not in lines[:i]) + "\n"
 
 
 def _fmt(value: Any) -> str:

@@ -28,7 +28,7 @@ from quest.train import TrainConfig, make_splits, train_lm
 
 log = logging.getLogger(__name__)
 
-__all__ = ["GAP_PROTOCOLS", "PAPER_EFFECTIVE_PARAMS", "PAPER_PARAMS_PER_MEMORY", "SCALING_BITS", "bits_params_at_equal_loss",
+__all__ = ["GAP_ABLATION_RULES", "GAP_PROTOCOLS", "PAPER_EFFECTIVE_PARAMS", "PAPER_PARAMS_PER_MEMORY", "SCALING_BITS", "bits_params_at_equal_loss",
            "gap_verdicts", "gap_width_trend", "ngram_baselines", "run_gap_cells", "run_scaling"]
 
 SCALING_BITS: dict[str, int] = {"W1A1": 1, "W2A2": 2, "W4A4": 4, "W8A8": 8, "BF16": 16}
@@ -379,13 +379,29 @@ def run_gap_cells(protocol: Mapping[str, Any], out: Any, *, random_state: int = 
     return skipped
 
 
+#: Paired ablation rules of :func:`gap_verdicts`: (rule, precision, reference); the claim is precision - reference > 0.
+GAP_ABLATION_RULES = (("4 Hadamard helps W4A4", "W4A4 no Hadamard", "W4A4"),
+                      ("5 trust beats STE", "STE W4A4", "W4A4"))
+
+
+def _paired_rule(worse: Mapping[str, Any], better: Mapping[str, Any], label: str) -> dict[str, Any]:
+    """Paired 95% t interval of ``worse - better`` over the shared seeds: holds above 0, does not hold below."""
+    by_seed = dict(zip(better["seeds"], better["losses"], strict=True))
+    diff = [loss - by_seed[i] for i, loss in zip(worse["seeds"], worse["losses"], strict=True) if i in by_seed]
+    iv = t_interval(diff)
+    verdict = "holds" if iv.low > 0 else "does not hold" if iv.high < 0 else "not resolved"
+    return {"verdict": verdict, f"{label} per seed": diff, "mean": iv.estimate, "ci95": [iv.low, iv.high]}
+
+
 def gap_verdicts(folder: Any, *, n_seeds: int) -> dict[str, Any]:
     """Aggregate the stored precision runs and apply the protocol's rules (gate first).
 
     Parameters
     ----------
-    folder : path-like
-        The folder :func:`run_gap_cells` wrote.
+    folder : path-like or sequence of path-like
+        The folder :func:`run_gap_cells` wrote, or several (runs of one protocol split across folders, e.g.
+        new cells paired with stored ones: same root seed, widths and steps); the first ``ngram.json`` found
+        gives the baselines.
     n_seeds : int
         Seeds a precision needs to count as complete.
 
@@ -397,12 +413,14 @@ def gap_verdicts(folder: Any, *, n_seeds: int) -> dict[str, Any]:
         ``verdict`` and the numbers it read).
     """
     import json
+    import os
     from pathlib import Path
 
-    root = Path(folder)
-    ngram = json.loads((root / "ngram.json").read_text()) if (root / "ngram.json").exists() else {}
+    roots = [Path(folder)] if isinstance(folder, str | os.PathLike) else [Path(f) for f in folder]
+    ngram_files = [root / "ngram.json" for root in roots if (root / "ngram.json").exists()]
+    ngram = json.loads(ngram_files[0].read_text()) if ngram_files else {}
     loaded: dict[str, dict[int, dict[int, dict[str, Any]]]] = {}
-    for path in sorted(root.glob("*-d*-seed*.json")):
+    for path in sorted(p for root in roots for p in root.glob("*-d*-seed*.json")):
         run = json.loads(path.read_text())
         loaded.setdefault(run["precision"], {}).setdefault(run["width"], {})[run["seed_index"]] = run
     runs: dict[str, Any] = {}
@@ -438,18 +456,18 @@ def gap_verdicts(folder: Any, *, n_seeds: int) -> dict[str, Any]:
     rules["0 gate"] = {"verdict": "passes" if gate else "fails", "order-2 Markov": markov,
                        "FP32 losses": {f"d={w}": r["losses"] for w, r in zip(widths, fp_rows, strict=True) if r}}
     for w in widths:
-        w4, w1 = runs.get(f"W4A4 d={w}"), runs.get(f"W1A1 d={w}")
-        name = f"1 W1A1 costs more than W4A4 (d={w})"
-        if not gate:
-            rules[name] = {"verdict": "not read (trivial regime)"}
-        elif w4 is None or w1 is None or not (w4["complete"] and w1["complete"]):
-            rules[name] = {"verdict": "not run (W4A4 or W1A1 incomplete)"}
-        else:
-            diff = [b - a for a, b in zip(w4["losses"], w1["losses"], strict=True)]
-            iv = t_interval(diff)
-            verdict = "holds" if iv.low > 0 else "does not hold" if iv.high < 0 else "not resolved"
-            rules[name] = {"verdict": verdict, "W1A1 - W4A4 per seed": diff, "mean": iv.estimate,
-                           "ci95": [iv.low, iv.high]}
+        w1 = runs.get(f"W1A1 d={w}")
+        claims = [(f"1 W1A1 costs more than W4A4 (d={w})", "W1A1", "W4A4")] if w1 is not None else []
+        claims += [(f"{rule} (d={w})", worse, better) for rule, worse, better in GAP_ABLATION_RULES
+                   if f"{worse} d={w}" in runs]
+        for name, worse, better in claims:
+            a, b = runs.get(f"{worse} d={w}"), runs.get(f"{better} d={w}")
+            if not gate:
+                rules[name] = {"verdict": "not read (trivial regime)"}
+            elif a is None or b is None or not (a["complete"] and b["complete"]):
+                rules[name] = {"verdict": f"not run ({better} or {worse} incomplete)"}
+            else:
+                rules[name] = _paired_rule(a, b, f"{worse} - {better}")
         if w1 is not None and w1["complete"]:
             stable = not any(d for r in runs.values() if r["width"] == w for d in r["diverged"]) and \
                 all(loss < markov for loss in w1["losses"])
