@@ -215,3 +215,39 @@ def test_run_jobs_statuses_width_and_budget(tmp_path):
         run_jobs({"a": []}, workers=0, seconds=1.0)
     with pytest.raises(ValueError, match="workers"):
         run_jobs({"a": []}, workers=-2, seconds=1.0)
+
+
+def test_run_jobs_starts_nothing_past_the_deadline_and_leaves_nothing_running(tmp_path):
+    import sys
+    import time
+
+    from icml25_shared.bench import run_jobs
+
+    touched = tmp_path / "touched"
+    job = [sys.executable, "-c", f"open({str(touched)!r}, 'w')"]
+    assert run_jobs({"a": job}, workers=1, seconds=0.0) == {"a": "not started (budget)"}
+    time.sleep(0.5)
+    assert not touched.exists()
+    survivor = tmp_path / "survivor"
+    slow = [sys.executable, "-c", f"import time; time.sleep(2); open({str(survivor)!r}, 'w')"]
+    with pytest.raises(FileNotFoundError):
+        run_jobs({"slow": slow, "broken": [str(tmp_path / "no-such-program")]}, workers=-1, seconds=30.0)
+    time.sleep(3)
+    assert not survivor.exists()  # killed when the second job could not start
+    with pytest.raises(TypeError, match=r"jobs\['a'\] must be a command line as a list of str"):
+        run_jobs({"a": "python -c 1"}, workers=1, seconds=1.0)
+
+
+def test_hard_limit_rearms_an_outer_alarm(tmp_path):
+    import signal
+
+    from icml25_shared.bench import hard_limit
+
+    signal.alarm(50)
+    try:
+        with hard_limit(5, {}, tmp_path / "x.json"):
+            pass
+        left = signal.alarm(0)
+    finally:
+        signal.alarm(0)
+    assert 45 <= left <= 50

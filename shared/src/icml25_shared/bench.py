@@ -302,8 +302,11 @@ def hard_limit(seconds: int, results: dict[str, Any], path: str | Path) -> Itera
     """Stop the block after ``seconds`` of wall time, keeping the partial ``results`` on disk.
 
     On time-out ``results["stopped_by_limit_s"]`` is set, ``results`` is written to ``path`` and the
-    process exits with status 3 (``SystemExit``); on a normal exit the alarm is cancelled. Uses
-    ``SIGALRM``, so it works in the main thread of a POSIX process; elsewhere the block runs unlimited.
+    process exits with status 3 (``SystemExit``); on a normal exit the alarm is cancelled and an alarm set
+    before the block is re-armed with its remaining time. Uses ``SIGALRM`` with a Python handler, so it works
+    in the main thread of a POSIX process (elsewhere the block runs unlimited), and a call blocked in C (a
+    hung CUDA synchronisation) delays the stop until it returns; put an outer ``timeout`` around the script
+    when that matters.
 
     Parameters
     ----------
@@ -341,12 +344,15 @@ def hard_limit(seconds: int, results: dict[str, Any], path: str | Path) -> Itera
         raise SystemExit(3)
 
     previous = signal.signal(signal.SIGALRM, stop)
-    signal.alarm(seconds)
+    outer_left = signal.alarm(seconds)  # an alarm set outside: re-armed with what is left of it on exit
+    started = time.monotonic()
     try:
         yield results
     finally:
         signal.alarm(0)
         signal.signal(signal.SIGALRM, previous)
+        if outer_left:
+            signal.alarm(max(1, round(outer_left - (time.monotonic() - started))))
 
 
 def run_jobs(jobs: Mapping[str, Sequence[str]], *, workers: int, seconds: float,
@@ -354,9 +360,10 @@ def run_jobs(jobs: Mapping[str, Sequence[str]], *, workers: int, seconds: float,
     """Run named jobs under one wall-clock budget; return each job's status.
 
     Each job is a command line run as its own process with ``OMP_NUM_THREADS=1``, at most ``workers`` at
-    a time (``-1``: all at once), in the order given. At the deadline running jobs are killed. With
-    ``workers=0`` the jobs run one after the other in this process through ``inline(name)`` (what the CPU
-    smoke tests use); its exceptions propagate.
+    a time (``-1``: all at once), in the order given; no job starts at or after the deadline, and running
+    jobs are killed there (and on any exception, so none is left behind). With ``workers=0`` the jobs run
+    one after the other in this process through ``inline(name)`` (what the CPU smoke tests use): the
+    budget is then checked only before each job, and its exceptions propagate.
 
     Parameters
     ----------
@@ -380,6 +387,9 @@ def run_jobs(jobs: Mapping[str, Sequence[str]], *, workers: int, seconds: float,
 
     check_param("workers", workers, [Interval(int, -1, None, closed="left")], owner="run_jobs")
     check_param("seconds", seconds, [Interval(float, 0, None, closed="left")], owner="run_jobs")
+    for name, command in jobs.items():
+        if isinstance(command, (str, bytes)) or not all(isinstance(part, str) for part in command):
+            raise TypeError(f"run_jobs: jobs[{name!r}] must be a command line as a list of str, got {command!r}")
     if workers == 0 and inline is None:
         raise ValueError("run_jobs: workers=0 runs the jobs in process and needs inline; got inline=None")
     deadline = time.monotonic() + seconds
@@ -397,21 +407,27 @@ def run_jobs(jobs: Mapping[str, Sequence[str]], *, workers: int, seconds: float,
     pending = list(jobs)
     running: dict[str, subprocess.Popen[bytes]] = {}
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    while pending or running:
-        while pending and len(running) < width:
-            name = pending.pop(0)
-            running[name] = subprocess.Popen(list(jobs[name]), env=env)
-        for name, proc in list(running.items()):
-            if proc.poll() is not None:
-                status[name] = "done" if proc.returncode == 0 else f"failed ({proc.returncode})"
-                del running[name]
-        if time.monotonic() >= deadline:
-            for name, proc in running.items():
+    try:
+        while pending or running:
+            while pending and len(running) < width and time.monotonic() < deadline:
+                name = pending.pop(0)
+                running[name] = subprocess.Popen(list(jobs[name]), env=env)
+            for name, proc in list(running.items()):
+                if proc.poll() is not None:
+                    status[name] = "done" if proc.returncode == 0 else f"failed ({proc.returncode})"
+                    del running[name]
+            if time.monotonic() >= deadline:
+                for name, proc in running.items():
+                    proc.kill()
+                    proc.wait()
+                    status[name] = "timed out"
+                for name in pending:
+                    status[name] = "not started (budget)"
+                running, pending = {}, []
+            time.sleep(0.05)
+    finally:  # an exception (a command that cannot start, Ctrl-C) must not leave jobs running unattended
+        for proc in running.values():
+            if proc.poll() is None:
                 proc.kill()
                 proc.wait()
-                status[name] = "timed out"
-            for name in pending:
-                status[name] = "not started (budget)"
-            running, pending = {}, []
-        time.sleep(0.05)
     return {name: status[name] for name in jobs}
