@@ -159,7 +159,13 @@ def test_commands_named_as_module_function_are_imported_when_they_run(tmp_path, 
         run_cli("toy", demo="toy_lazy_experiments:not_a_function", reproduce=_reproduce,
                 argv=["demo", "--out", str(tmp_path)])
     with pytest.raises(TypeError, match="reproduce must be a callable"):
-        run_cli("toy", demo=_demo, reproduce=3, argv=["reproduce", "--out", str(tmp_path)])
+        run_cli("toy", demo=_demo, reproduce=3, argv=["demo", "--out", str(tmp_path)])  # refused at entry
+    with pytest.raises(ValueError, match="demo must be a callable or a 'module:function' string, got 'x:'"):
+        run_cli("toy", demo="x:", reproduce=_reproduce, argv=["--help"])
+    with pytest.raises(ImportError, match=r"demo='toy_lazy_experiments:missing' cannot be imported"):
+        run_cli("toy", demo="toy_lazy_experiments:missing", reproduce=_reproduce, argv=["demo", "--out", str(tmp_path)])
+    with pytest.raises(ImportError, match=r"reproduce='no_such_module_xyz:run' cannot be imported"):
+        run_cli("toy", demo=_demo, reproduce="no_such_module_xyz:run", argv=["reproduce", "--out", str(tmp_path)])
 
 
 def test_hard_limit_keeps_partial_results_and_exits_3(tmp_path):

@@ -279,19 +279,29 @@ def _jsonable(value: Any) -> Any:
 Command = Callable[[RunContext], Any]
 
 
-def _resolve_command(command: Command | str, role: str) -> Command:
-    """Return ``command``, importing it first when it is given as ``"module:function"``."""
+def _check_command(command: Command | str, role: str) -> None:
+    """Refuse a command that is neither a callable nor a ``"module:function"`` string (checked at entry)."""
     if callable(command):
-        return command
+        return
     if not isinstance(command, str):
         raise TypeError(f"run_cli: {role} must be a callable or a 'module:function' string, got "
                         f"{type(command).__name__}")
     module_name, sep, attribute = command.partition(":")
     if not sep or not module_name or not attribute:
         raise ValueError(f"run_cli: {role} must be a callable or a 'module:function' string, got {command!r}")
+
+
+def _resolve_command(command: Command | str, role: str) -> Command:
+    """Return ``command``, importing it first when it is given as ``"module:function"``."""
+    if callable(command):
+        return command
     import importlib
 
-    function = getattr(importlib.import_module(module_name), attribute)
+    module_name, _, attribute = str(command).partition(":")
+    try:
+        function = getattr(importlib.import_module(module_name), attribute)
+    except (ImportError, AttributeError) as error:
+        raise ImportError(f"run_cli: {role}={command!r} cannot be imported: {error}") from error
     if not callable(function):
         raise TypeError(f"run_cli: {role} {command!r} names {type(function).__name__}, not a function")
     return function
@@ -473,6 +483,8 @@ def run_cli(package: str, *, demo: Command | str, reproduce: Command | str, argv
     int
         0 on success, 2 when a required extra is missing.
     """
+    _check_command(demo, "demo")
+    _check_command(reproduce, "reproduce")
     argv = list(sys.argv[1:] if argv is None else argv)
     extra_commands = extra_commands or {}
     clash = {"demo", "reproduce"} & set(extra_commands)
