@@ -68,3 +68,46 @@ def test_ngram_baselines(name, wrong_type, wrong_value):
 
     task = CharLMTask(seq_len=8, n_chars=20_000)
     assert_rejects(lambda **kw: ngram_baselines(task, **kw), name, wrong_type=wrong_type, wrong_value=wrong_value)
+
+
+def test_ngram_tables_refuses_silent_garbage():
+    import numpy as np
+
+    from looped_transformers.tasks import ngram_tables
+
+    ids = np.arange(40) % 4
+    with pytest.raises(TypeError, match="ids must be a 1-D array of integer token ids"):
+        ngram_tables(ids + 0.7, order=1, vocab_size=4)  # float ids were truncated
+    with pytest.raises(TypeError, match="ids must be a 1-D array"):
+        ngram_tables(ids.reshape(4, 10), order=1, vocab_size=4)  # 2-D ids were flattened
+    for bad in ((0.0,), (-1.0,), (float("nan"),)):
+        with pytest.raises(ValueError, match="concentrations must be a float > 0"):
+            ngram_tables(ids, order=1, vocab_size=4, concentrations=bad)  # NaN or negative probabilities
+    with pytest.raises(ValueError, match="concentrations must be a non-empty sequence"):
+        ngram_tables(ids, order=1, vocab_size=4, concentrations=())
+    with pytest.raises(ValueError, match="got 0 values \\(empty\\)"):
+        ngram_tables(np.array([], dtype=np.int64), order=1, vocab_size=4)
+
+
+@pytest.mark.parametrize(("name", "wrong_type", "wrong_value"), [("n", 2.0, -5), ("batch_size", "4", 0)])
+def test_val_batches(name, wrong_type, wrong_value):
+    from looped_transformers.tasks import CharLMTask
+
+    task = CharLMTask(seq_len=8, n_chars=20_000)
+    valid = {"n": 4}
+    valid.pop(name, None)
+    assert_rejects(lambda **kw: task.val_batches(**kw), name, wrong_type=wrong_type, wrong_value=wrong_value, **valid)
+
+
+def test_verdicts_refuse_a_folder_without_cells_and_bad_counts(tmp_path):
+    from looped_transformers.experiments import charlm_verdicts, icl_verdicts
+
+    with pytest.raises(ValueError, match="folder must be a folder of stored cells .*no such folder"):
+        charlm_verdicts(tmp_path / "typo", n_seeds=3)  # read as 'not run' before
+    with pytest.raises(ValueError, match="no JSON in it"):
+        icl_verdicts(tmp_path, n_seeds=3, steps=4000)
+    (tmp_path / "baselines-seed0.json").write_text("{}")
+    assert_rejects(lambda n_seeds: charlm_verdicts(tmp_path, n_seeds=n_seeds), "n_seeds", wrong_type="3",
+                   wrong_value=0)
+    assert_rejects(lambda compute: icl_verdicts(tmp_path, n_seeds=3, steps=0, compute=compute), "compute",
+                   wrong_type=8.0, wrong_value=-5)

@@ -19,6 +19,7 @@ import torch
 from icml25_shared.cli import RunContext, progress
 from icml25_shared.random import child_seeds, spawn
 from icml25_shared.stats import t_interval
+from icml25_shared.validation import Interval, check_param
 
 from looped_transformers.modeling import LoopedConfig, LoopedForCausalLM
 from looped_transformers.tasks import CharLMTask, DPTask, RegressionTask, regression_baselines
@@ -445,6 +446,17 @@ def _load_cells(folder: Any) -> tuple[dict[str, dict[int, dict[str, Any]]], dict
     return cells, baselines
 
 
+def _check_verdict_inputs(owner: str, folder: Any, n_seeds: Any) -> None:
+    """A verdict over a folder that holds no cell would read as 'not run': refuse it by name instead."""
+    from pathlib import Path
+
+    check_param("n_seeds", n_seeds, [Interval(int, 1, None, closed="left")], owner=owner)
+    path = Path(folder)
+    if not path.is_dir() or not any(path.glob("*.json")):
+        raise ValueError(f"{owner}: folder must be a folder of stored cells (*.json), got {str(folder)!r} "
+                         f"({'no such folder' if not path.is_dir() else 'no JSON in it'})")
+
+
 def icl_verdicts(folder: Any, *, n_seeds: int, steps: int, compute: int | None = None) -> dict[str, Any]:
     """Aggregate the stored in-context regression cells and apply the protocol's rules.
 
@@ -468,6 +480,9 @@ def icl_verdicts(folder: Any, *, n_seeds: int, steps: int, compute: int | None =
         cpu seconds), ``baselines`` (same for the zero predictor, least squares, ridge, 3-NN, averaging) and
         ``rules`` (each with ``verdict`` and the numbers it read).
     """
+    _check_verdict_inputs("icl_verdicts", folder, n_seeds)
+    check_param("steps", steps, [Interval(int, 0, None, closed="left")], owner="icl_verdicts")
+    check_param("compute", compute, [None, Interval(int, 1, None, closed="left")], owner="icl_verdicts")
     cells, baselines = _load_cells(folder)
     models: dict[str, Any] = {}
     for key, by_seed in cells.items():
@@ -762,6 +777,7 @@ def charlm_verdicts(folder: Any, *, n_seeds: int) -> dict[str, Any]:
         ``metric``, ``models`` (per configuration: per-seed validation loss at r, 2r and 4r, mean and 95%
         interval, cpu seconds), ``baselines`` (the n-gram tables) and ``rules``; :func:`icl_table` renders it.
     """
+    _check_verdict_inputs("charlm_verdicts", folder, n_seeds)
     import json
     from pathlib import Path
 

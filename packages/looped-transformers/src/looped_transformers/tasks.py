@@ -509,6 +509,8 @@ class CharLMTask:
         -------
         list of TokenBatch
         """
+        check_param("n", n, [Interval(int, 1, None, closed="left")], owner="CharLMTask.val_batches")
+        check_param("batch_size", batch_size, [Interval(int, 1, None, closed="left")], owner="CharLMTask.val_batches")
         rng = check_random_state(random_state)
         return [self.sample(min(batch_size, n - start), rng, split="val") for start in range(0, n, batch_size)]
 
@@ -581,10 +583,20 @@ def ngram_tables(ids: Any, *, order: int, vocab_size: int = 128,
     """
     check_param("order", order, [Interval(int, 0, 2, closed="both")], owner="ngram_tables")
     check_param("vocab_size", vocab_size, [Interval(int, 1, 256, closed="both")], owner="ngram_tables")
-    data = np.asarray(ids, dtype=np.int64).ravel()
+    if isinstance(concentrations, (str, bytes)) or not hasattr(concentrations, "__len__") or not concentrations:
+        raise ValueError(f"ngram_tables: concentrations must be a non-empty sequence of positive floats, "
+                         f"got {concentrations!r}")
+    for k in concentrations:
+        check_param("concentrations", k, [Interval(float, 0, None, closed="neither")], owner="ngram_tables")
+    raw = np.asarray(ids)
+    if raw.ndim != 1 or not (np.issubdtype(raw.dtype, np.integer) or raw.dtype == bool):
+        raise TypeError(f"ngram_tables: ids must be a 1-D array of integer token ids, got dtype {raw.dtype} "
+                        f"and shape {raw.shape}")
+    data = raw.astype(np.int64)
     if data.size < 10 * (order + 1) or data.min() < 0 or data.max() >= vocab_size:
+        where = f"in [{data.min()}, {data.max()}]" if data.size else "(empty)"
         raise ValueError(f"ngram_tables: ids must hold at least {10 * (order + 1)} values in [0, {vocab_size}), "
-                         f"got {data.size} values in [{data.min()}, {data.max()}]")
+                         f"got {data.size} values {where}")
     cut = int(0.9 * len(data))
     chosen: tuple[float, ...] = ()
     for _ in range(order):
