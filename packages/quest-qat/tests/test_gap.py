@@ -148,3 +148,18 @@ def test_gap_ablation_rules_pair_new_cells_with_stored_runs_across_folders(tmp_p
     table = gap_table(alone, report)
     assert table.count("| FP32 d=64 |") == 1 and table.count("| 0 gate (d=64) | passes |") == 1
     assert table.count("| W4A4 no Hadamard d=64 |") == 1
+
+
+def test_gap_width_trend_refuses_a_string_of_precisions_mixed_widths_and_nan_gaps():
+    from quest.scaling import gap_width_trend
+
+    narrow = _report(64, [1.70, 1.68, 1.71], [1.75, 1.74, 1.76])
+    wide = _report(128, [1.50, 1.52, 1.51], [1.51, 1.54, 1.52])
+    with pytest.raises(TypeError, match="precisions must be a sequence of precision names, got 'W4A4'"):
+        gap_width_trend(narrow, wide, precisions="W4A4")  # read letter by letter before
+    mixed = {**narrow, "runs": {**narrow["runs"], **{f"{k} (wide)": v for k, v in wide["runs"].items()}}}
+    with pytest.raises(ValueError, match=r"small must be a report of one width, got widths \[64, 128\]"):
+        gap_width_trend(mixed, wide, precisions=["W4A4"])
+    broken = _report(128, [1.50, float("nan"), 1.51], [1.51, 1.54, 1.52])
+    with pytest.raises(ValueError, match="W4A4 gaps to FP32 must be finite"):
+        gap_width_trend(narrow, broken, precisions=["W4A4"])

@@ -524,6 +524,13 @@ def gap_width_trend(small: Mapping[str, Any], large: Mapping[str, Any], *,
     dict
         One rule per precision, named ``3 <precision> gap to FP32, d=<small> -> d=<large>``, with a ``verdict``.
     """
+    if isinstance(precisions, (str, bytes)) or not all(isinstance(p, str) for p in precisions):
+        raise TypeError(f"gap_width_trend: precisions must be a sequence of precision names, got {precisions!r}")
+    for role, report in (("small", small), ("large", large)):  # the rule's name states the direction read
+        report_widths = {row["width"] for row in report["runs"].values()}
+        if len(report_widths) > 1:
+            raise ValueError(f"gap_width_trend: {role} must be a report of one width, got widths "
+                             f"{sorted(report_widths)}")
     rules: dict[str, Any] = {}
     gates = [report["rules"].get("0 gate", {}).get("verdict") for report in (small, large)]
     for precision in precisions:
@@ -541,6 +548,8 @@ def gap_width_trend(small: Mapping[str, Any], large: Mapping[str, Any], *,
             rules[name] = {"verdict": f"not run ({precision} incomplete)"}
             continue
         gaps = [row["gap_to_fp32"]["per_seed"] for row in rows if row is not None]
+        if not all(np.isfinite(g).all() for g in gaps):
+            raise ValueError(f"gap_width_trend: the {precision} gaps to FP32 must be finite, got {gaps}")
         iv = _welch_interval(gaps[1], gaps[0])
         verdict = "grows" if iv.low > 0 else "shrinks" if iv.high < 0 else "not resolved"
         rules[name] = {"verdict": verdict, f"gap d={widths[0]}": float(np.mean(gaps[0])),
