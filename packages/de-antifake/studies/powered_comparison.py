@@ -64,6 +64,9 @@ def mcnemar_power(n: int, *, discordant: float = 0.25, difference: float = 0.10,
     """
     from scipy.stats import binom
 
+    if not (0 < discordant <= 1 and 0 <= difference <= discordant and n >= 1):
+        raise ValueError(f"mcnemar_power needs n >= 1, 0 < discordant <= 1 and 0 <= difference <= discordant; got "
+                         f"n={n}, discordant={discordant}, difference={difference}")
     first = (discordant + difference) / 2 / discordant
     power = 0.0
     for d in range(1, n + 1):

@@ -113,6 +113,9 @@ def test_mcnemar_power_is_exact_and_matches_the_simulation():
                                              if a > d - a and binomtest(a, d, 0.5).pvalue < 0.05)
                 for d in range(1, 21))
     assert m.mcnemar_power(20) == pytest.approx(brute, rel=1e-9)
+    for bad in ({"difference": 0.3}, {"discordant": 0.0}, {"difference": -0.1}):  # NaN / ZeroDivisionError before
+        with pytest.raises(ValueError, match="mcnemar_power needs"):
+            m.mcnemar_power(60, **bad)
 
 
 def test_summary_renders_each_group_with_the_tests_it_decides(tmp_path):
