@@ -152,6 +152,7 @@ def main(argv: list[str] | None = None) -> int:
         run_one(args, args.one[0], int(args.one[1]), int(args.one[2]))
         return 0
     jobs = [(kind, int(r), i) for kind, r in (c.split(":") for c in args.configs.split(",")) for i in range(args.seeds)]
+    jobs = list(dict.fromkeys(jobs))  # a configuration named twice would write the same files twice
     args.out.mkdir(parents=True, exist_ok=True)
     passthrough = list(argv if argv is not None else sys.argv[1:])
     commands = {f"{kind} r={r} seed {i}": [sys.executable, os.path.abspath(__file__), *passthrough, "--one", kind,

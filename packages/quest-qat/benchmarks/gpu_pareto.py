@@ -114,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         run_one(args, args.one[0], int(args.one[1]))
         return 0
     jobs = [(p, i) for p in args.precisions.split(",") for i in range(args.seeds)]
+    jobs = list(dict.fromkeys(jobs))  # a configuration named twice would write the same files twice
     args.out.mkdir(parents=True, exist_ok=True)
     passthrough = list(argv if argv is not None else sys.argv[1:])
     commands = {f"{p} seed {i}": [sys.executable, os.path.abspath(__file__), *passthrough, "--one", p, str(i)]
