@@ -52,6 +52,12 @@ def test_gap_runs_leave_the_global_torch_rng_alone(tmp_path):
     torch.manual_seed(12345)  # whatever the caller's global state, the run is the same
     run_gap_cells(tiny, tmp_path, random_state=3)
     assert json.loads((tmp_path / "W4A4-d16-seed0.json").read_text())["final_val_loss"] == first
+    # The folder's runs are reused only under the protocol that made them: a longer run or another root seed
+    # into the same folder would have read the 2-step files (and the small corpus's n-gram gate) as its own.
+    with pytest.raises(ValueError, match="holds runs of another protocol or root seed"):
+        run_gap_cells({**tiny, "steps": 2000}, tmp_path, random_state=3)
+    with pytest.raises(ValueError, match="holds runs of another protocol or root seed"):
+        run_gap_cells(tiny, tmp_path, random_state=4)
 
 
 def test_welch_interval_matches_scipy():

@@ -332,6 +332,15 @@ def run_gap_cells(protocol: Mapping[str, Any], out: Any, *, random_state: int = 
 
     folder = Path(out)
     folder.mkdir(parents=True, exist_ok=True)
+    # Files found here are reused (the run resumes): only when they were made under this very protocol.
+    stamp = json.loads(json.dumps({"protocol": dict(protocol), "random_state": random_state}, default=str))
+    stamp_path = folder / "protocol.json"
+    if stamp_path.exists():
+        if json.loads(stamp_path.read_text()) != stamp:
+            raise ValueError(f"run_gap_cells: out {str(folder)!r} holds runs of another protocol or root seed "
+                             f"({stamp_path.name} differs); use a new folder")
+    else:  # a new folder, or one stored before the stamp existed
+        stamp_path.write_text(json.dumps(stamp, indent=1))
     if not (folder / "ngram.json").exists():
         (folder / "ngram.json").write_text(json.dumps(ngram_baselines(protocol["corpus_bytes"]), indent=1))
     data_seed, *init_seeds = child_seeds(random_state, protocol["n_seeds"] + 1)
